@@ -1,0 +1,153 @@
+import ms from 'ms';
+import type { CommandModule } from 'yargs';
+import { dbErrorCode, UsageError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { openConnection } from '../../store/connect.js';
+import { listRuns, RUN_STATUSES, type Run, type RunStatus } from '../../store/runs.js';
+import { action } from '../action.js';
+import { formatDuration, formatInstant, table } from '../format.js';
+import {
+  resolveDatabase,
+  resolveNamespace,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
+
+interface HistoryArgs extends CommonArgs {
+  job?: string;
+  status?: string;
+  since?: string;
+  limit: number;
+  json: boolean;
+  namespace?: string;
+}
+
+/** The stable JSON shape of one history row (`baton history --json`); see docs/history.md. */
+export function runToJson(run: Run) {
+  return {
+    id: run.id,
+    job: run.job,
+    scheduledAt: run.scheduledAt.toISOString(),
+    winner: run.winner,
+    trigger: run.trigger,
+    status: run.status,
+    reason: run.reason,
+    host: run.host,
+    pid: run.pid,
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    durationMs: durationMs(run),
+    exitCode: run.exitCode,
+    error: run.error,
+  };
+}
+
+function durationMs(run: Run): number | null {
+  return run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;
+}
+
+export function parseSince(value: string, now = new Date()): Date {
+  const relative = ms(value as ms.StringValue);
+  if (typeof relative === 'number' && Number.isFinite(relative) && relative >= 0) {
+    return new Date(now.getTime() - relative);
+  }
+  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
+    const absolute = new Date(value);
+    if (!Number.isNaN(absolute.getTime())) return absolute;
+  }
+  throw new UsageError(
+    `--since "${value}": expected a duration such as 2h or 30m, or an ISO-8601 time`,
+  );
+}
+
+export const historyCommand: CommandModule<object, HistoryArgs> = {
+  command: 'history [job]',
+  describe: 'Show the run history, newest first: every attempt of every runner',
+  builder: (y) =>
+    withCommonOptions(y)
+      .positional('job', { type: 'string', describe: 'only this job' })
+      .option('status', {
+        type: 'string',
+        choices: RUN_STATUSES,
+        describe: 'only rows with this status',
+      })
+      .option('since', { type: 'string', describe: 'only fires since: 2h, 30m, 7d or ISO-8601' })
+      .option('limit', { type: 'number', default: 50, describe: 'at most this many rows' })
+      .option('json', { type: 'boolean', default: false, describe: 'one JSON array of rows' })
+      .option('namespace', {
+        type: 'string',
+        describe: "namespace to read (env BATON_NAMESPACE; default the schedules file's)",
+      }) as never,
+  handler: action(async (args: HistoryArgs) => {
+    if (!Number.isInteger(args.limit) || args.limit < 1)
+      throw new UsageError('--limit must be a positive integer');
+    const since = args.since != null ? parseSince(args.since) : undefined;
+    const namespace = resolveNamespace(args);
+    const target = resolveDatabase(args);
+    // `--host` filters here; it does not default to this machine.
+    const host = args.host;
+
+    let runs: Run[] = [];
+    let conn;
+    try {
+      conn = await openConnection(target, { create: false });
+      runs = await listRuns(conn, {
+        namespace,
+        limit: args.limit,
+        ...(args.job != null ? { job: args.job } : {}),
+        ...(host != null ? { host } : {}),
+        ...(args.status != null ? { status: args.status as RunStatus } : {}),
+        ...(since ? { since } : {}),
+      });
+    } catch (err) {
+      const code = dbErrorCode(err) ?? dbErrorCode((err as Error).cause);
+      if (code !== 'ER_NO_SUCH_TABLE' && code !== 'ER_BAD_DB_ERROR') throw err;
+      // A database nobody has started baton on yet simply has no history.
+    } finally {
+      await conn?.end().catch(() => {});
+    }
+
+    if (args.json) {
+      process.stdout.write(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`);
+      return ExitCode.Ok;
+    }
+    if (runs.length === 0) {
+      process.stderr.write(`no runs recorded in namespace "${namespace}" matching the filter\n`);
+      return ExitCode.Ok;
+    }
+    process.stdout.write(
+      table(
+        [
+          'ID',
+          'JOB',
+          'SCHEDULED (UTC)',
+          'HOST',
+          'WINNER',
+          'TRIGGER',
+          'STATUS',
+          'DURATION',
+          'EXIT',
+          'REASON / ERROR',
+        ],
+        runs.map((r) => [
+          r.id,
+          r.job,
+          formatInstant(r.scheduledAt),
+          r.host,
+          r.winner ? 'yes' : '',
+          r.trigger,
+          r.status,
+          formatDuration(durationMs(r)),
+          r.exitCode ?? '',
+          oneLine(r.reason ?? r.error ?? ''),
+        ]),
+      ),
+    );
+    return ExitCode.Ok;
+  }),
+};
+
+function oneLine(s: string, max = 100): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

@@ -1,0 +1,27 @@
+import type { CommandModule } from 'yargs';
+import { ExitCode } from '../../exit-codes.js';
+import { openConnection } from '../../store/connect.js';
+import { migrate } from '../../store/migrate.js';
+import { action } from '../action.js';
+import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+
+export const migrateCommand: CommandModule<object, CommonArgs> = {
+  command: 'migrate',
+  describe: 'Create the database if missing, apply pending schema migrations, and exit',
+  builder: (y) => withCommonOptions(y),
+  handler: action(async (args: CommonArgs) => {
+    const target = resolveDatabase(args);
+    const conn = await openConnection(target);
+    try {
+      const { applied } = await migrate(conn, target.database);
+      process.stdout.write(
+        applied.length > 0
+          ? `applied ${applied.length} migration(s) to ${target.display}: ${applied.join(', ')}\n`
+          : `${target.display} is up to date\n`,
+      );
+    } finally {
+      await conn.end().catch(() => {});
+    }
+    return ExitCode.Ok;
+  }),
+};

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+/**
+ * The `baton` command line: a yargs root and one file per command under ./commands. Handlers are
+ * thin: they resolve options, call typed functions, and return an exit code (see ../exit-codes.ts).
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ExitCode } from '../exit-codes.js';
+import { version } from '../version.js';
+import { historyCommand } from './commands/history.js';
+import { listCommand } from './commands/list.js';
+import { migrateCommand } from './commands/migrate.js';
+import { runCommand } from './commands/run.js';
+import { startCommand } from './commands/start.js';
+import { validateCommand } from './commands/validate.js';
+
+await yargs(hideBin(process.argv))
+  .scriptName('baton')
+  .usage(
+    '$0 <command> [options]\n\nDistributed cron: every server runs the same schedule, each fire runs once.',
+  )
+  .command(startCommand)
+  .command(runCommand)
+  .command(historyCommand)
+  .command(listCommand)
+  .command(validateCommand)
+  .command(migrateCommand)
+  .demandCommand(1, 'name a command (see --help)')
+  .strict()
+  .version(version)
+  .help()
+  .alias('h', 'help')
+  .wrap(Math.min(110, process.stdout.columns || 100))
+  .fail((message, err) => {
+    if (err) throw err;
+    process.stderr.write(`baton: ${message}\nRun "baton --help" for usage.\n`);
+    process.exit(ExitCode.Usage);
+  })
+  .parseAsync();

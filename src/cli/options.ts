@@ -1,0 +1,85 @@
+/**
+ * Options every command shares, and their precedence: flag > environment (BATON_*) > default.
+ * Defaults are resolved here rather than given to yargs, so that `--help` never prints a value
+ * taken from the environment (a database URL there may carry a password).
+ */
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import type { Argv } from 'yargs';
+import { loadConfig } from '../config/load.js';
+import { DEFAULT_NAMESPACE, namespaceSchema, type Config } from '../config/schema.js';
+import { UsageError } from '../errors.js';
+import {
+  DEFAULT_DATABASE_URL,
+  parseDatabaseUrl,
+  type DatabaseTarget,
+} from '../store/database-url.js';
+
+export const DEFAULT_CONFIG = './schedules.yaml';
+
+export interface CommonArgs {
+  config?: string;
+  databaseUrl?: string;
+  host?: string;
+}
+
+export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
+  return y
+    .option('config', {
+      type: 'string',
+      describe: `schedules file (env BATON_CONFIG; default ${DEFAULT_CONFIG})`,
+    })
+    .option('database-url', {
+      type: 'string',
+      describe: `mysql://user:password@host:port/database (env BATON_DATABASE_URL; default ${DEFAULT_DATABASE_URL})`,
+    })
+    .option('host', {
+      type: 'string',
+      describe: "this runner's name in history (env BATON_HOST; default the OS host name)",
+    }) as Argv<T & CommonArgs>;
+}
+
+export function configPath(args: CommonArgs): string {
+  return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
+}
+
+export function resolveConfig(args: CommonArgs): Config {
+  return loadConfig(configPath(args));
+}
+
+export function resolveDatabase(args: CommonArgs): DatabaseTarget {
+  return parseDatabaseUrl(
+    args.databaseUrl ?? process.env.BATON_DATABASE_URL ?? DEFAULT_DATABASE_URL,
+  );
+}
+
+export function resolveHost(args: CommonArgs): string {
+  const host = args.host ?? process.env.BATON_HOST ?? os.hostname();
+  if (!host || host.length > 255) throw new UsageError('--host must be 1 to 255 characters');
+  return host;
+}
+
+/**
+ * The namespace for read-only commands: `--namespace`, else the schedules file's (when there is
+ * one), else "default". A schedules file that exists but is invalid is still an error.
+ */
+export function resolveNamespace(args: CommonArgs & { namespace?: string }): string {
+  const explicit = args.namespace ?? process.env.BATON_NAMESPACE;
+  if (explicit != null) {
+    const check = namespaceSchema.safeParse(explicit);
+    if (!check.success) throw new UsageError(`--namespace: ${check.error.issues[0]?.message}`);
+    return explicit;
+  }
+  const file = configPath(args);
+  if (!existsSync(file)) return DEFAULT_NAMESPACE;
+  return loadConfig(file).namespace;
+}
+
+export function findJob(config: Config, name: string) {
+  const job = config.jobs.find((j) => j.name === name);
+  if (!job) {
+    const known = config.jobs.map((j) => j.name).join(', ') || '(none)';
+    throw new UsageError(`unknown job "${name}" in ${config.file} (jobs: ${known})`);
+  }
+  return job;
+}

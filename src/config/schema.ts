@@ -1,0 +1,111 @@
+/**
+ * The shape of schedules.yaml, as zod schemas, and the typed settings it becomes.
+ *
+ * Every key a user may write is declared here with a comment saying why it exists; unknown keys
+ * are refused (strict objects), so a typo such as `schedlue:` is an error at load time instead of a
+ * job that silently never runs. Semantic checks that need more than the shape (cron expressions,
+ * time zones, module files) live in `validate-job.ts`.
+ */
+import { z } from 'zod';
+
+/**
+ * Job names end up in the history table (`baton_runs.job VARCHAR(128)`) and in lock names, so they
+ * are limited to safe ASCII and to what the column stores whole: MySQL would truncate a longer name
+ * silently under INSERT IGNORE, and two truncated names would then share one fire key.
+ */
+export const JOB_NAME_MAX = 128;
+export const JOB_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** The namespace scopes lock names and history rows; `baton_runs.namespace VARCHAR(64)`. */
+export const NAMESPACE_MAX = 64;
+
+const nameRule = (max: number, what: string) =>
+  z
+    .string()
+    .max(max, `${what} is longer than ${max} characters`)
+    .regex(
+      JOB_NAME_PATTERN,
+      `${what} may contain only letters, digits, '.', '_' and '-', and must start with a letter or digit`,
+    );
+
+export const namespaceSchema = nameRule(NAMESPACE_MAX, 'namespace');
+export const jobNameSchema = nameRule(JOB_NAME_MAX, 'job name');
+
+/** Keys that may appear in `defaults:` as well as in a job. */
+const inheritableShape = {
+  /** IANA time zone the cron expression is read in. Default UTC, the same on every host. */
+  timezone: z.string().min(1),
+  /** Run a string command through /bin/sh -c. Must be said explicitly (no accidental shells). */
+  shell: z.boolean(),
+  /** Free text shown by `baton list`. */
+  description: z.string(),
+  /** `false` keeps the job in the file (and `baton run`) but never schedules it. */
+  enabled: z.boolean(),
+  /** Extra environment variables for the job's process, on top of the runner's own. */
+  env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)),
+  /** Working directory of the job's process, relative to the schedules file. Default: its folder. */
+  cwd: z.string().min(1),
+};
+
+export const defaultsSchema = z.strictObject(inheritableShape).partial();
+
+export const jobSchema = z
+  .strictObject({
+    ...inheritableShape,
+    /** Cron expression: 5 fields, or 6 with seconds first, or a nickname such as @daily. */
+    schedule: z.string().min(1),
+    /** What to run: an argv array (no shell), or a string together with `shell: true`. */
+    command: z.union([z.array(z.string()).min(1, 'command must not be empty'), z.string().min(1)]),
+    /** A module under jobs/ whose default export is `async (ctx) => …`; relative to this file. */
+    module: z.string().min(1),
+  })
+  .partial({
+    timezone: true,
+    shell: true,
+    description: true,
+    enabled: true,
+    env: true,
+    cwd: true,
+    command: true,
+    module: true,
+  });
+
+export const fileSchema = z.strictObject({
+  /** Scopes lock names and history, so two environments can share one server. */
+  namespace: namespaceSchema.optional(),
+  /** Values every job inherits unless it sets its own. */
+  defaults: defaultsSchema.optional(),
+  jobs: z.record(z.string(), jobSchema),
+});
+
+export type RawFile = z.infer<typeof fileSchema>;
+export type RawJob = z.infer<typeof jobSchema>;
+
+/** How a job is started. */
+export type JobTarget =
+  | { kind: 'command'; argv: string[] }
+  | { kind: 'shell'; script: string }
+  | { kind: 'module'; path: string };
+
+/** One validated job, with every default applied. */
+export interface JobDefinition {
+  name: string;
+  schedule: string;
+  timezone: string;
+  description?: string;
+  enabled: boolean;
+  target: JobTarget;
+  env: Record<string, string>;
+  /** Absolute working directory. */
+  cwd: string;
+}
+
+export interface Config {
+  /** Absolute path of the schedules file it came from. */
+  file: string;
+  namespace: string;
+  jobs: JobDefinition[];
+}
+
+export const DEFAULT_NAMESPACE = 'default';
+export const DEFAULT_TIMEZONE = 'UTC';

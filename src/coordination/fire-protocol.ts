@@ -1,0 +1,127 @@
+/**
+ * The fire protocol: what every runner does at every fire of job J at instant T.
+ *
+ * Several runners (one per redundant server) wake for the same fire. Exactly one must run it, the
+ * others must leave a row saying that they skipped and why. Two mechanisms make that hold:
+ *
+ * 1. The job's session lock, `GET_LOCK(lockName(J), 0)` on the runner's lock session. Whoever
+ *    holds it is the only execution of J anywhere (scheduled, manual or catch-up): no overlap.
+ *    It is re-entrant within a session, so the runner never asks for a lock it already holds —
+ *    a fire of J that arrives while this runner still runs J is skipped before GET_LOCK.
+ *    A return of 0 means another run holds it: record a skip that names the holder. NULL is an
+ *    error (broken session), never a skip.
+ *
+ * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, winner)`. The lock alone double-runs
+ *    short jobs when hosts disagree about the time: a host 2 s late finds the lock free again
+ *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
+ *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
+ *
+ * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
+ * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
+ *
+ * The winner then runs the job (`run-fire.ts`), writes the verdict while still holding the lock
+ * (so a late host sees the fire as done, not free), and releases the lock in `finally`.
+ */
+import type { Pool } from 'mysql2/promise';
+import { isDuplicateKeyError } from '../errors.js';
+import {
+  findRunOfLockSession,
+  findWinner,
+  insertSkip,
+  insertWinner,
+  type Attempt,
+  type Run,
+} from '../store/runs.js';
+import { jobLockName } from './lock-name.js';
+import type { LockSession } from './lock-session.js';
+
+/** What a runner needs to contend for fires. */
+export interface Coordinator {
+  database: string;
+  namespace: string;
+  host: string;
+  pid: number;
+  pool: Pool;
+  lock: LockSession;
+}
+
+export type Contention =
+  { won: true; runId: number; lockName: string } | { won: false; runId: number; reason: string };
+
+export interface ContendOptions {
+  /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
+  waitSeconds?: number;
+  /** The fire this runner is already running for the job, if it is; skips without GET_LOCK. */
+  runningHere?: Date | null;
+}
+
+/** How long a loser waits for the lock holder's row to appear (it inserts right after locking). */
+const HOLDER_LOOKUP_MS = 1_000;
+const HOLDER_POLL_MS = 25;
+
+export async function contend(
+  c: Coordinator,
+  attempt: Attempt,
+  options: ContendOptions = {},
+): Promise<Contention> {
+  const skip = async (reason: string): Promise<Contention> => ({
+    won: false,
+    runId: await insertSkip(c.pool, attempt, reason),
+    reason,
+  });
+
+  if (options.runningHere) {
+    return skip(
+      `an earlier run is still running on ${c.host} (this runner; fire ${iso(options.runningHere)})`,
+    );
+  }
+
+  const lockName = jobLockName(c.database, c.namespace, attempt.job);
+  if (!(await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0))) {
+    return skip(await describeHolder(c, lockName, attempt));
+  }
+
+  try {
+    const runId = await insertWinner(c.pool, attempt, c.lock.connectionId);
+    return { won: true, runId, lockName };
+  } catch (err) {
+    await c.lock.release(lockName);
+    if (!isDuplicateKeyError(err)) throw err;
+    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
+    return skip(`this fire already ran ${where}`);
+  }
+}
+
+/** A sentence naming who holds the job's lock and which run that is. */
+async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt): Promise<string> {
+  const deadline = Date.now() + HOLDER_LOOKUP_MS;
+  for (;;) {
+    const holder = await c.lock.holderOf(lockName);
+    if (holder == null) return 'another run held the lock at this instant (it is free now)';
+    const run = await findRunOfLockSession(c.pool, c.namespace, attempt.job, holder);
+    if (run) return describeRun(run, attempt);
+    if (Date.now() >= deadline) {
+      return `the lock is held by connection ${holder}, which has no running row for this job`;
+    }
+    await new Promise((r) => setTimeout(r, HOLDER_POLL_MS));
+  }
+}
+
+function describeRun(run: Run, attempt: Attempt): string {
+  const started = `started ${iso(run.startedAt)}`;
+  if (run.trigger === 'manual') return `a manual run is running on ${run.host} (${started})`;
+  const delta = run.scheduledAt.getTime() - attempt.scheduledAt.getTime();
+  if (delta === 0) return `this fire is running on ${run.host} (${started})`;
+  if (delta < 0) {
+    return `an earlier run is still running on ${run.host} (fire ${iso(run.scheduledAt)}, ${started})`;
+  }
+  return (
+    `a later fire (${iso(run.scheduledAt)}) is already running on ${run.host}; ` +
+    'this runner is behind (check its clock)'
+  );
+}
+
+function iso(d: Date): string {
+  return d.toISOString();
+}

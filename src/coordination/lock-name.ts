@@ -1,0 +1,34 @@
+/**
+ * Names of the server-wide locks baton takes with GET_LOCK.
+ *
+ * Named locks are global to the server instance, not to a database: two environments (or two
+ * test databases) on one server would block each other if a job's lock were just its name. So a
+ * name is derived from (database, namespace, job): a readable prefix for operators looking at
+ * `performance_schema.metadata_locks` or `IS_USED_LOCK`, plus a hash of the full triple.
+ *
+ * Limits: MySQL 5.7+ rejects names over 64 characters; MariaDB allows 192 bytes. MySQL compares
+ * lock names case-insensitively, MariaDB case-sensitively — so the hash is lowercase hex, which
+ * means the same thing under both rules, and it covers the exact (case-sensitive) job name.
+ */
+import { createHash } from 'node:crypto';
+
+export const LOCK_NAME_MAX = 64;
+const HASH_CHARS = 16; // 64 bits: collisions among a fleet's jobs are not a practical concern.
+const PREFIX = 'baton:';
+
+function hash(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, HASH_CHARS);
+}
+
+/** The lock that serialises every run of one job in one namespace of one database. */
+export function jobLockName(database: string, namespace: string, job: string): string {
+  const digest = hash('job', database, namespace, job);
+  const room = LOCK_NAME_MAX - PREFIX.length - 1 - digest.length;
+  const readable = job.slice(0, room);
+  return `${PREFIX}${readable}:${digest}`;
+}
+
+/** The lock that serialises schema migrations of one database. */
+export function migrationLockName(database: string): string {
+  return `${PREFIX}migrate:${hash('migrate', database)}`;
+}

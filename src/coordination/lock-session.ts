@@ -1,0 +1,111 @@
+/**
+ * The lock session: one dedicated MySQL connection per runner that holds all its GET_LOCKs.
+ *
+ * Why not the pool: a named lock belongs to the session that took it. RELEASE_LOCK on another
+ * connection is a silent no-op, and a pooled connection handed back to other work would keep the
+ * lock alive by accident. Why one connection for all jobs: `GET_LOCK(name, 0)` never waits, so
+ * a single session serves every job cheaply, and its death frees every lock this runner held —
+ * exactly the liveness signal other runners need.
+ *
+ * GET_LOCK is re-entrant within a session (MySQL 5.7+ and MariaDB count nested acquisitions), so
+ * this class refuses to acquire a name it already holds: one RELEASE_LOCK must free the lock.
+ */
+import type { Connection, RowDataPacket } from 'mysql2/promise';
+import { BatonError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { openConnection } from '../store/connect.js';
+import type { DatabaseTarget } from '../store/database-url.js';
+
+export class LockSession {
+  private readonly held = new Set<string>();
+  private broken = false;
+
+  private constructor(
+    private readonly conn: Connection,
+    /** `CONNECTION_ID()` of this session, recorded on winning rows so a reaper can check them. */
+    readonly connectionId: number,
+  ) {
+    const markBroken = () => {
+      this.broken = true;
+    };
+    conn.on('error', markBroken);
+    conn.on('end', markBroken);
+  }
+
+  static async open(target: DatabaseTarget): Promise<LockSession> {
+    const conn = await openConnection(target);
+    const [[row]] = await conn.query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
+    return new LockSession(conn, Number(row?.id));
+  }
+
+  /** False once the driver reported the connection closed or failed. */
+  get usable(): boolean {
+    return !this.broken;
+  }
+
+  holds(name: string): boolean {
+    return this.held.has(name);
+  }
+
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /**
+   * `GET_LOCK(name, waitSeconds)`: true when acquired, false when another session holds it.
+   * GET_LOCK returns NULL only on an error (killed session, out of memory): that is thrown, never
+   * taken for "someone else holds it".
+   */
+  async tryAcquire(name: string, waitSeconds = 0): Promise<boolean> {
+    if (this.held.has(name)) {
+      throw new BatonError(
+        'LOCK_REENTRY',
+        `internal error: lock ${name} is already held by this session (GET_LOCK would nest)`,
+        ExitCode.Software,
+      );
+    }
+    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
+      name,
+      waitSeconds,
+    ]);
+    const got = row?.got as number | null | undefined;
+    if (got == null) throw new Error(`GET_LOCK(${name}) returned NULL: the lock session failed`);
+    if (got === 1) this.held.add(name);
+    return got === 1;
+  }
+
+  /** `RELEASE_LOCK(name)`; true when this session held it. Forgets the name either way. */
+  async release(name: string): Promise<boolean> {
+    this.held.delete(name);
+    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT RELEASE_LOCK(?) AS released', [
+      name,
+    ]);
+    return row?.released === 1;
+  }
+
+  /** The connection id holding `name` on the server, or null when it is free. */
+  async holderOf(name: string): Promise<number | null> {
+    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [
+      name,
+    ]);
+    return row?.holder == null ? null : Number(row.holder);
+  }
+
+  /** The database's clock, `NOW(3)` in UTC. */
+  async now(): Promise<Date> {
+    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+    return row?.now as Date;
+  }
+
+  /** Releases everything and closes; safe to call on a broken session. */
+  async close(): Promise<void> {
+    if (!this.broken) {
+      await this.conn.query('SELECT RELEASE_ALL_LOCKS()').catch(() => {});
+      await this.conn.end().catch(() => {});
+    } else {
+      this.conn.destroy();
+    }
+    this.held.clear();
+    this.broken = true;
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * What a module job receives, and the environment every job (command or module) gets. A batch
+ * computes "yesterday" from its fire (`scheduledAt`), never from the moment it happened to start.
+ */
+import type { Logger } from 'pino';
+import type { Trigger } from '../store/runs.js';
+
+/** The fire being run, identical on every host for the same fire. */
+export interface FireInfo {
+  job: string;
+  /** `baton_runs.id` of this run's row. */
+  runId: number;
+  /** The cron instant (UTC), or the moment of a manual trigger. */
+  scheduledAt: Date;
+  trigger: Trigger;
+  /** The runner's host id. */
+  host: string;
+}
+
+/** The argument of a module job's default export: `export default async (ctx: JobContext) => …`. */
+export interface JobContext extends FireInfo {
+  fire: FireInfo;
+  /** A pino logger bound to job, runId and host; it writes to the run's output. */
+  log: Logger;
+  /** Aborted when the run must stop (the runner is shutting down). Pass it to what you await. */
+  signal: AbortSignal;
+}
+
+export type JobFunction = (ctx: JobContext) => unknown;
+
+/** The environment variables that carry the fire into a job's process. */
+export function fireEnvironment(fire: FireInfo): Record<string, string> {
+  return {
+    BATON_JOB: fire.job,
+    BATON_RUN_ID: String(fire.runId),
+    BATON_SCHEDULED_AT: fire.scheduledAt.toISOString(),
+    BATON_TRIGGER: fire.trigger,
+    BATON_HOST: fire.host,
+  };
+}
+
+/** The inverse of `fireEnvironment`, for the module host inside the child process. */
+export function fireFromEnvironment(env: NodeJS.ProcessEnv): FireInfo {
+  const scheduledAt = new Date(env.BATON_SCHEDULED_AT ?? '');
+  if (!env.BATON_JOB || Number.isNaN(scheduledAt.getTime())) {
+    throw new Error('BATON_JOB and BATON_SCHEDULED_AT must be set (this file is run by baton)');
+  }
+  return {
+    job: env.BATON_JOB,
+    runId: Number(env.BATON_RUN_ID),
+    scheduledAt,
+    trigger: (env.BATON_TRIGGER ?? 'manual') as Trigger,
+    host: env.BATON_HOST ?? '',
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * Entry point of the child process that runs a module job: imports the module named by
+ * BATON_MODULE, calls its default export with a `JobContext`, and exits 0 when it settles, 1 when
+ * it throws. Running module jobs in a child (not in the daemon) means a crash, a leak or a
+ * `process.exit` in batch code never takes the daemon down.
+ *
+ * The error of a failed job is sent to the parent over the IPC channel, so the history row says
+ * what went wrong without parsing the output.
+ */
+import { pathToFileURL } from 'node:url';
+import { pino } from 'pino';
+import { fireFromEnvironment, type JobContext } from './job-context.js';
+
+export interface HostMessage {
+  kind: 'error';
+  message: string;
+}
+
+/** Sends the error to the runner (for the history row) and prints the details to the output. */
+function report(message: string, details = message): void {
+  const msg: HostMessage = { kind: 'error', message };
+  process.send?.(msg);
+  process.stderr.write(`${details}\n`);
+}
+
+async function main(): Promise<number> {
+  const modulePath = process.env.BATON_MODULE;
+  if (!modulePath) {
+    report('BATON_MODULE is not set (this file is run by baton)');
+    return 1;
+  }
+  const fire = fireFromEnvironment(process.env);
+  const mod = (await import(pathToFileURL(modulePath).href)) as { default?: unknown };
+  if (typeof mod.default !== 'function') {
+    report(`${modulePath} has no default export function (export default async (ctx) => { … })`);
+    return 1;
+  }
+
+  const controller = new AbortController();
+  // The runner sends SIGTERM when the run must stop; the job sees it as an aborted signal and
+  // gets the runner's kill grace to wind down before SIGKILL.
+  const onTerm = (signal: NodeJS.Signals) =>
+    controller.abort(new Error(`run stopped by the runner (${signal})`));
+  process.once('SIGTERM', onTerm);
+  process.once('SIGINT', onTerm);
+
+  const log = pino({ base: { job: fire.job, runId: fire.runId, host: fire.host } });
+  const ctx: JobContext = { ...fire, fire, log, signal: controller.signal };
+  await (mod.default as (ctx: JobContext) => unknown)(ctx);
+  log.flush();
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+    // A job that resolved but left a timer or socket open must not keep the run "running".
+    setImmediate(() => process.exit(code));
+  },
+  (err: unknown) => {
+    if (err instanceof Error) report(err.message || err.name, err.stack ?? err.message);
+    else report(`job threw: ${String(err)}`);
+    setImmediate(() => process.exit(1));
+  },
+);

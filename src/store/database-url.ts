@@ -1,0 +1,62 @@
+/**
+ * `mysql://user:password@host:port/database` → connection options, and the same URL with its
+ * password masked for every message a human may read. The raw URL never leaves this module in
+ * a log, an error or the history.
+ */
+import type { ConnectionOptions } from 'mysql2';
+import { UsageError } from '../errors.js';
+
+export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/baton';
+
+export interface DatabaseTarget {
+  /** Options for mysql2, without `database` (see `database`). */
+  connection: ConnectionOptions;
+  database: string;
+  /** The URL with the password replaced by `***`: safe to log. */
+  display: string;
+}
+
+/** Database names are limited so they can be quoted as identifiers without surprises. */
+const DATABASE_NAME = /^[A-Za-z0-9_$-]{1,64}$/;
+
+export function parseDatabaseUrl(url: string): DatabaseTarget {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Do not echo the input: it may well contain a password.
+    throw new UsageError(
+      '--database-url is not a valid URL (expected mysql://user:password@host:port/database)',
+    );
+  }
+  const display = redactUrl(parsed);
+  if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
+    throw new UsageError(`--database-url must start with mysql:// (got ${display})`);
+  }
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  if (!DATABASE_NAME.test(database)) {
+    throw new UsageError(
+      `--database-url must name a database made of letters, digits, '_', '$' or '-' (got ${display})`,
+    );
+  }
+  const socketPath = parsed.searchParams.get('socket');
+  const connection: ConnectionOptions = {
+    user: decodeURIComponent(parsed.username) || 'root',
+    password: decodeURIComponent(parsed.password),
+    ...(socketPath
+      ? { socketPath }
+      : { host: parsed.hostname || '127.0.0.1', port: Number(parsed.port || 3306) }),
+  };
+  return { connection, database, display };
+}
+
+export function redactUrl(url: string | URL): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(String(url));
+  } catch {
+    return '<invalid database URL>';
+  }
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}

@@ -1,0 +1,131 @@
+/**
+ * Versioned schema migrations: `src/store/migrations/NNNN_name.sql`, append-only, one statement
+ * each (MySQL DDL is not transactional, so a file of two statements could stop half-applied).
+ *
+ * Applied under a server-wide named lock, so that several runners starting together apply each
+ * migration exactly once; each applied file is recorded in `baton_migrations` with a checksum.
+ * A database that has a migration this code does not know, or whose recorded checksum differs
+ * from the file, is refused: the code is older than the schema, or a file was edited in place.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Connection, RowDataPacket } from 'mysql2/promise';
+import { DatabaseUnavailableError } from '../errors.js';
+import { migrationLockName } from '../coordination/lock-name.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+/** Works from `src/store` (tests) and `dist/store` (built): both are two levels below the root. */
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../src/store/migrations/', import.meta.url));
+
+const LEDGER_DDL = `CREATE TABLE IF NOT EXISTS baton_migrations (
+  version    INT UNSIGNED NOT NULL PRIMARY KEY,
+  name       VARCHAR(255) NOT NULL,
+  checksum   CHAR(64)     NOT NULL,
+  applied_at DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+) ENGINE=InnoDB`;
+
+/** How long a starting runner waits for another one that is migrating. */
+const MIGRATION_LOCK_WAIT_SECONDS = 60;
+
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
+    .sort()
+    .map((file) => {
+      const text = readFileSync(`${dir}/${file}`, 'utf8');
+      const sql = stripComments(text).trim().replace(/;\s*$/, '');
+      if (sql.includes(';')) {
+        throw new Error(`migration ${file} has more than one statement; split it into two files`);
+      }
+      return {
+        version: Number(file.slice(0, 4)),
+        name: file.replace(/\.sql$/, ''),
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
+function stripComments(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => line.replace(/--.*$/, ''))
+    .join('\n');
+}
+
+interface LedgerRow extends RowDataPacket {
+  version: number;
+  name: string;
+  checksum: string;
+}
+
+export interface MigrationResult {
+  applied: string[];
+}
+
+/**
+ * Applies every pending migration on `conn` (a dedicated connection: the named lock must stay on
+ * the session that took it). Returns the names applied; [] when the schema was current.
+ */
+export async function migrate(conn: Connection, database: string): Promise<MigrationResult> {
+  const migrations = loadMigrations();
+  const lock = migrationLockName(database);
+  const [[got]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
+    lock,
+    MIGRATION_LOCK_WAIT_SECONDS,
+  ]);
+  if (got?.got !== 1) {
+    throw new DatabaseUnavailableError(
+      `another process kept the migration lock for ${MIGRATION_LOCK_WAIT_SECONDS}s; is a migration stuck?`,
+    );
+  }
+  try {
+    await conn.query(LEDGER_DDL);
+    const [rows] = await conn.query<LedgerRow[]>(
+      'SELECT version, name, checksum FROM baton_migrations ORDER BY version',
+    );
+    checkLedger(rows, migrations);
+    const done = new Set(rows.map((r) => r.version));
+    const applied: string[] = [];
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await conn.query(m.sql);
+      await conn.query('INSERT INTO baton_migrations (version, name, checksum) VALUES (?, ?, ?)', [
+        m.version,
+        m.name,
+        m.checksum,
+      ]);
+      applied.push(m.name);
+    }
+    return { applied };
+  } finally {
+    await conn.query('SELECT RELEASE_LOCK(?)', [lock]);
+  }
+}
+
+/** Refuses a database whose ledger this code cannot vouch for. */
+export function checkLedger(rows: readonly LedgerRow[], migrations: readonly Migration[]): void {
+  const known = new Map(migrations.map((m) => [m.version, m]));
+  for (const row of rows) {
+    const mine = known.get(row.version);
+    if (!mine) {
+      throw new DatabaseUnavailableError(
+        `the database has migration ${row.name}, which this version of baton does not know; ` +
+          'upgrade baton on this host (a newer runner has migrated the schema)',
+      );
+    }
+    if (mine.checksum !== row.checksum) {
+      throw new DatabaseUnavailableError(
+        `migration ${row.name} in the database differs from this baton's copy (checksum ` +
+          'mismatch); migrations are append-only, never edited',
+      );
+    }
+  }
+}

@@ -1,0 +1,232 @@
+/**
+ * `baton_runs`, the run history: every statement that touches it lives here.
+ *
+ * One row per runner per fire it considered. The winner's row is guarded by the unique fire key
+ * `(namespace, job, scheduled_at, winner)`; skip rows carry `winner = NULL` and never collide.
+ * The columns are documented for operators in docs/history.md.
+ */
+import type { Connection, Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+
+export type Queryable = Pick<Pool, 'query'> | Pick<Connection, 'query'>;
+
+export const RUN_STATUSES = ['running', 'done', 'failed', 'skipped'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const TRIGGERS = ['schedule', 'manual', 'catchup'] as const;
+export type Trigger = (typeof TRIGGERS)[number];
+
+export interface Run {
+  id: number;
+  namespace: string;
+  job: string;
+  scheduledAt: Date;
+  winner: boolean;
+  trigger: Trigger;
+  status: RunStatus;
+  reason: string | null;
+  host: string;
+  pid: number | null;
+  lockConnectionId: number | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+  exitCode: number | null;
+  error: string | null;
+  outputTail: string | null;
+}
+
+/** Who is attempting which fire: the fields every row has. */
+export interface Attempt {
+  namespace: string;
+  job: string;
+  scheduledAt: Date;
+  trigger: Trigger;
+  host: string;
+  pid: number;
+}
+
+const COLUMNS = `id, namespace, job, scheduled_at, winner, triggered_by, status, reason, host, pid,
+  lock_connection_id, started_at, finished_at, exit_code, error, output_tail`;
+
+interface RunRow extends RowDataPacket {
+  id: number;
+  namespace: string;
+  job: string;
+  scheduled_at: Date;
+  winner: number | null;
+  triggered_by: Trigger;
+  status: RunStatus;
+  reason: string | null;
+  host: string;
+  pid: number | null;
+  lock_connection_id: number | null;
+  started_at: Date;
+  finished_at: Date | null;
+  exit_code: number | null;
+  error: string | null;
+  output_tail: string | null;
+}
+
+function toRun(r: RunRow): Run {
+  return {
+    id: Number(r.id),
+    namespace: r.namespace,
+    job: r.job,
+    scheduledAt: r.scheduled_at,
+    winner: r.winner === 1,
+    trigger: r.triggered_by,
+    status: r.status,
+    reason: r.reason,
+    host: r.host,
+    pid: r.pid,
+    lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    exitCode: r.exit_code,
+    error: r.error,
+    outputTail: r.output_tail,
+  };
+}
+
+/**
+ * Claims the fire: inserts the winning row. Throws mysql2's ER_DUP_ENTRY when another runner's
+ * winning row for the same fire exists (the caller turns that into "already ran").
+ */
+export async function insertWinner(
+  db: Queryable,
+  attempt: Attempt,
+  lockConnectionId: number | null,
+): Promise<number> {
+  const [res] = await db.query<ResultSetHeader>(
+    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
+       lock_connection_id, started_at)
+     VALUES (?, ?, ?, 1, ?, 'running', ?, ?, ?, NOW(3))`,
+    [
+      attempt.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      attempt.trigger,
+      attempt.host,
+      attempt.pid,
+      lockConnectionId,
+    ],
+  );
+  return res.insertId;
+}
+
+/** Records that this runner considered the fire and did not run it, and why. */
+export async function insertSkip(db: Queryable, attempt: Attempt, reason: string): Promise<number> {
+  const [res] = await db.query<ResultSetHeader>(
+    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
+       host, pid, started_at, finished_at)
+     VALUES (?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, NOW(3), NOW(3))`,
+    [
+      attempt.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      attempt.trigger,
+      reason.slice(0, 512),
+      attempt.host,
+      attempt.pid,
+    ],
+  );
+  return res.insertId;
+}
+
+export interface RunOutcome {
+  status: Exclude<RunStatus, 'running' | 'skipped'>;
+  exitCode: number | null;
+  error: string | null;
+  outputTail: string | null;
+}
+
+/**
+ * Writes a run's verdict. Conditional on the row still being `running`: a verdict already written
+ * by someone else (a reaper that declared the run lost) is never overwritten. Returns whether
+ * this call wrote it.
+ */
+export async function finishRun(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_runs
+        SET status = ?, finished_at = NOW(3), exit_code = ?, error = ?, output_tail = ?
+      WHERE id = ? AND status = 'running'`,
+    [outcome.status, outcome.exitCode, outcome.error, outcome.outputTail, id],
+  );
+  return res.affectedRows === 1;
+}
+
+/** The winning row of one fire, if any runner claimed it. */
+export async function findWinner(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = 1`,
+    [namespace, job, scheduledAt],
+  );
+  return rows[0] ? toRun(rows[0]) : null;
+}
+
+/** The latest winning row of `job` claimed by the lock session `connectionId`. */
+export async function findRunOfLockSession(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  connectionId: number,
+): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND status = 'running' AND lock_connection_id = ? AND job = ?
+      ORDER BY id DESC LIMIT 1`,
+    [namespace, connectionId, job],
+  );
+  return rows[0] ? toRun(rows[0]) : null;
+}
+
+export async function findRun(db: Queryable, id: number): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(`SELECT ${COLUMNS} FROM baton_runs WHERE id = ?`, [id]);
+  return rows[0] ? toRun(rows[0]) : null;
+}
+
+export interface HistoryFilter {
+  namespace: string;
+  job?: string;
+  host?: string;
+  status?: RunStatus;
+  since?: Date;
+  limit: number;
+}
+
+/**
+ * Newest fires first (newest row first within a fire). The order matches the indexes
+ * (`baton_runs_scheduled`, and the fire key for one job), so a LIMIT reads only what it shows.
+ */
+export async function listRuns(db: Queryable, filter: HistoryFilter): Promise<Run[]> {
+  const where = ['namespace = ?'];
+  const params: unknown[] = [filter.namespace];
+  if (filter.job != null) {
+    where.push('job = ?');
+    params.push(filter.job);
+  }
+  if (filter.host != null) {
+    where.push('host = ?');
+    params.push(filter.host);
+  }
+  if (filter.status != null) {
+    where.push('status = ?');
+    params.push(filter.status);
+  }
+  if (filter.since != null) {
+    where.push('scheduled_at >= ?');
+    params.push(filter.since);
+  }
+  params.push(filter.limit);
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs WHERE ${where.join(' AND ')}
+      ORDER BY scheduled_at DESC, id DESC
+      LIMIT ?`,
+    params,
+  );
+  return rows.map(toRun);
+}
