@@ -199,10 +199,13 @@ export class Runner {
         { running: [...this.active.keys()], graceMs: this.options.graceMs },
         'stopping: waiting for running jobs',
       );
+      let graceTimer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.allSettled([...this.inflight]),
-        new Promise((r) => setTimeout(r, this.options.graceMs)),
+        new Promise((r) => (graceTimer = setTimeout(r, this.options.graceMs))),
       ]);
+      // A pending timer would keep the process alive after the runner has stopped.
+      clearTimeout(graceTimer);
     }
     for (const [job, run] of this.active) {
       this.log.warn({ job }, 'stopping a running job');

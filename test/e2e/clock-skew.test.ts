@@ -1,0 +1,68 @@
+/**
+ * The test that the session lock alone fails: one runner's clock is 1.5 s behind (a real skewed
+ * clock through libfaketime), far more than the 30 ms job. It reaches each fire after the winner
+ * has finished and released the lock, so only the unique fire key stops it from running the fire a
+ * second time. Every fire must still have exactly one winner, and every host must compute the same
+ * `scheduled_at` — the cron instant itself, whole seconds.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRunners, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+let db: TestDatabase;
+let runners: RunnerProcess[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('skew');
+});
+afterAll(async () => {
+  await Promise.all(runners.map((r) => r.stop('SIGKILL')));
+  await db.drop();
+});
+
+describe('a runner whose clock is 1.5 s behind', () => {
+  it('never wins a fire that already ran: one winner per fire', async () => {
+    const config = writeSchedule(`
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["sleep", "0.03"]
+`);
+    runners = await startRunners(
+      ['fast-1', 'fast-2', 'late'],
+      { config, databaseUrl: db.url },
+      { late: '-1.5' },
+    );
+
+    // The skewed runner really lives 1.5 s in the past: its log timestamps say so.
+    const started = runners[2]!.lines.find((l) => l.msg === 'runner started')!;
+    expect(Date.now() - Date.parse(String(started.time))).toBeGreaterThan(1_000);
+
+    await waitFor(
+      'eight fires that the late runner reached after the winner had finished',
+      async () =>
+        (
+          await db.query(
+            "SELECT id FROM baton_runs WHERE host = 'late' AND reason LIKE 'this fire already ran on %'",
+          )
+        ).length >= 8,
+      { timeoutMs: 30_000 },
+    );
+    await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+
+    const rows = await runs(db, 'tick');
+    for (const row of rows) expect(row.scheduled_at.getUTCMilliseconds()).toBe(0);
+    for (const [at, fire] of byFire(rows)) {
+      const winners = fire.filter((r) => r.winner === 1);
+      expect(winners, new Date(at).toISOString()).toHaveLength(1);
+      expect(new Set(fire.map((r) => r.host)).size, 'one row per host and fire').toBe(fire.length);
+    }
+    // The late runner met the fire key (not the lock) for the fires it reached after they ran.
+    const lateSkips = rows.filter((r) => r.host === 'late' && r.winner === null);
+    expect(
+      lateSkips.filter((r) => /^this fire already ran on fast-\d \(done\)$/.test(r.reason ?? ''))
+        .length,
+    ).toBeGreaterThanOrEqual(8);
+  });
+});

@@ -1,0 +1,95 @@
+/**
+ * Guarantee 1, the heart of baton: three runner processes with the same every-second schedule,
+ * and every fire has exactly one winner that ran, two recorded skips, and no fire is missing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRunners, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+const HOSTS = ['srv-01', 'srv-02', 'srv-03'];
+let db: TestDatabase;
+let runners: RunnerProcess[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('one_winner');
+});
+afterAll(async () => {
+  await Promise.all(runners.map((r) => r.stop('SIGKILL')));
+  await db.drop();
+});
+
+async function dbNow(): Promise<Date> {
+  const [row] = await db.query<{ now: Date }>('SELECT NOW(3) AS now');
+  return row!.now;
+}
+
+describe('three runners, one every-second job of ~30 ms', () => {
+  it('gives every fire exactly one winner and two skips, with no fire missing', async () => {
+    const config = writeSchedule(`
+namespace: settle-test
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["sleep", "0.03"]
+`);
+    runners = await startRunners(HOSTS, { config, databaseUrl: db.url });
+    const from = await dbNow();
+    const until = new Date(from.getTime() + 10_000);
+    await waitFor(
+      'ten seconds of fires',
+      async () =>
+        (
+          await db.query(
+            'SELECT id FROM baton_runs WHERE winner = 1 AND status = ? AND scheduled_at >= ?',
+            ['done', until],
+          )
+        ).length > 0,
+      { timeoutMs: 30_000 },
+    );
+    // Let the last fire's skips land before stopping.
+    await waitFor(
+      'all attempts of the last fire',
+      async () =>
+        (
+          await db.query(
+            'SELECT id FROM baton_runs WHERE scheduled_at = (SELECT MAX(scheduled_at) FROM baton_runs)',
+          )
+        ).length === 3,
+    );
+    const codes = await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+    expect(codes).toEqual([0, 0, 0]);
+
+    const fires = byFire(
+      (await runs(db, 'tick')).filter((r) => r.scheduled_at > from && r.scheduled_at <= until),
+    );
+    const instants = [...fires.keys()];
+    expect(instants.length).toBeGreaterThanOrEqual(9);
+    // No fire missing: consecutive whole seconds.
+    for (let i = 1; i < instants.length; i++) expect(instants[i]! - instants[i - 1]!).toBe(1000);
+
+    for (const [at, rows] of fires) {
+      const label = new Date(at).toISOString();
+      const winners = rows.filter((r) => r.winner === 1);
+      expect(winners, label).toHaveLength(1);
+      expect(winners[0]!.status, label).toBe('done');
+      expect(winners[0]!.exit_code, label).toBe(0);
+      const skips = rows.filter((r) => r.winner === null);
+      expect(
+        skips.map((r) => r.status),
+        label,
+      ).toEqual(['skipped', 'skipped']);
+      expect(new Set(rows.map((r) => r.host)), label).toEqual(new Set(HOSTS));
+      for (const skip of skips)
+        expect(skip.reason, label).toMatch(
+          new RegExp(`running on ${winners[0]!.host}|already ran on ${winners[0]!.host}`),
+        );
+    }
+    // Winners are spread over the fleet by whoever is first; at least the fires all ran.
+    const stillRunning = await db.query<{ free: number }>(
+      'SELECT COUNT(*) AS free FROM baton_runs WHERE status = ?',
+      ['running'],
+    );
+    expect(stillRunning[0]!.free).toBe(0);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Guarantee 2, no overlap: a job that outlasts its interval never runs twice at once — not on one
+ * runner (GET_LOCK nests within a session, so the runner must skip its own job before asking),
+ * and not across runners. The skip reasons tell the three cases apart.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { jobLockName } from '../../src/coordination/lock-name.js';
+import { startRunners, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+let db: TestDatabase;
+let runners: RunnerProcess[] = [];
+
+beforeEach(async () => {
+  db = await createTestDatabase('overlap');
+});
+afterEach(async () => {
+  await Promise.all(runners.map((r) => r.stop('SIGKILL')));
+  runners = [];
+  await db.drop();
+});
+
+async function lockIsFree(name: string): Promise<boolean> {
+  const [row] = await db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
+  return row!.free === 1;
+}
+
+describe('one runner, a 4 s job every 3 s', () => {
+  it('skips its own later fires and leaves the lock free after the run', async () => {
+    const config = writeSchedule(`
+namespace: reentry
+jobs:
+  slow:
+    schedule: "*/3 * * * * *"
+    command: ["sleep", "4"]
+`);
+    runners = await startRunners(['solo'], { config, databaseUrl: db.url });
+    const lock = jobLockName(db.name, 'reentry', 'slow');
+
+    // The first run ends between two fires (4 s into a 6 s cycle): the lock must be free then.
+    // Had the runner called GET_LOCK again for the fire in between, the lock would be nested
+    // and one RELEASE_LOCK would leave it held.
+    const firstDone = await waitFor(
+      'a finished run that had a skipped fire inside it',
+      async () => {
+        const rows = await runs(db, 'slow');
+        const done = rows.find((r) => r.winner === 1 && r.status === 'done');
+        if (!done) return undefined;
+        const inside = rows.find(
+          (r) =>
+            r.winner === null &&
+            r.scheduled_at > done.started_at &&
+            r.scheduled_at < done.finished_at!,
+        );
+        return inside ? done : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 20 },
+    );
+    const nextFire = new Date(firstDone.scheduled_at.getTime() + 6_000);
+    expect(await lockIsFree(lock)).toBe(true);
+    const [now] = await db.query<{ now: Date }>('SELECT NOW(3) AS now');
+    expect(now!.now.getTime(), 'checked before the next fire took the lock again').toBeLessThan(
+      nextFire.getTime(),
+    );
+
+    const skipped = (await runs(db, 'slow')).filter((r) => r.winner === null);
+    expect(skipped.length).toBeGreaterThanOrEqual(1);
+    for (const s of skipped)
+      expect(s.reason).toMatch(/^an earlier run is still running on solo \(this runner; fire /);
+
+    expect(await runners[0]!.stop('SIGTERM')).toBe(0);
+    expect(await lockIsFree(lock)).toBe(true);
+  });
+});
+
+describe('three runners, a 2.5 s job every second', () => {
+  it('never overlaps two runs, and every host skips the fires in between', async () => {
+    const config = writeSchedule(`
+jobs:
+  long:
+    schedule: "* * * * * *"
+    command: ["sleep", "2.5"]
+`);
+    const hosts = ['a', 'b', 'c'];
+    runners = await startRunners(hosts, { config, databaseUrl: db.url });
+    await waitFor(
+      'three finished runs',
+      async () =>
+        (await db.query("SELECT id FROM baton_runs WHERE winner = 1 AND status = 'done'")).length >=
+        3,
+      { timeoutMs: 30_000 },
+    );
+    // A stop waits for the running job (it is shorter than the grace): no row stays `running`.
+    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0, 0]);
+
+    const rows = await runs(db, 'long');
+    expect(rows.filter((r) => r.status === 'running')).toEqual([]);
+    const winners = rows
+      .filter((r) => r.winner === 1)
+      .sort((x, y) => x.started_at.getTime() - y.started_at.getTime());
+    for (let i = 1; i < winners.length; i++) {
+      // Database times: the next run starts only after the previous one finished.
+      expect(winners[i]!.started_at.getTime()).toBeGreaterThanOrEqual(
+        winners[i - 1]!.finished_at!.getTime(),
+      );
+    }
+
+    let inBetween = 0;
+    for (const [at, fire] of byFire(rows)) {
+      const winner = fire.find((r) => r.winner === 1);
+      const skips = fire.filter((r) => r.winner === null);
+      if (winner) {
+        // The others found this very fire running on the winner.
+        for (const s of skips)
+          expect(s.reason, new Date(at).toISOString()).toMatch(
+            new RegExp(`^this fire is running on ${winner.host} `),
+          );
+      } else if (fire.length === hosts.length) {
+        // A fire in the middle of a run: every host skipped it because an earlier run is going.
+        inBetween += 1;
+        for (const s of skips)
+          expect(s.reason, new Date(at).toISOString()).toMatch(
+            /^an earlier run is still running on [abc] /,
+          );
+      }
+    }
+    expect(inBetween).toBeGreaterThanOrEqual(4);
+  });
+});

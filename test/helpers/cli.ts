@@ -1,0 +1,189 @@
+/**
+ * Running the built `baton` CLI as real processes: one-shot commands, and runner daemons whose
+ * JSON log lines the test can wait on. A runner may get a real skewed clock through libfaketime.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FatalWait, waitFor } from './wait.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BATON_BIN = path.join(ROOT, 'dist/cli/main.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for baton children: no BATON_* from the developer's shell leaks into a test. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BATON_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+export function baton(
+  args: string[],
+  {
+    env = {},
+    cwd = ROOT,
+    timeoutMs = 30_000,
+  }: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BATON_BIN, ...args], { cwd, env: cleanEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`baton ${args.join(' ')} did not exit within ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Writes a schedules file into a fresh temporary folder and returns its path. */
+export function writeSchedule(yaml: string, files: Record<string, string> = {}): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-test-'));
+  const file = path.join(dir, 'schedules.yaml');
+  writeFileSync(file, yaml);
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
+  return file;
+}
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export class RunnerProcess {
+  readonly lines: LogLine[] = [];
+  stderr = '';
+  private exit: Promise<number | null>;
+
+  constructor(
+    readonly host: string,
+    readonly child: ChildProcess,
+  ) {
+    let buffer = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        try {
+          this.lines.push(JSON.parse(line) as LogLine);
+        } catch {
+          this.lines.push({ level: 0, msg: line });
+        }
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  }
+
+  /** Resolves with the first log line matching `msg` (and `where`, if given). */
+  waitForLog(
+    msg: string,
+    where: (l: LogLine) => boolean = () => true,
+    timeoutMs = 20_000,
+  ): Promise<LogLine> {
+    return waitFor(
+      `${this.host}: log "${msg}"`,
+      () => {
+        const line = this.lines.find((l) => l.msg === msg && where(l));
+        if (!line && this.child.exitCode != null) {
+          throw new FatalWait(`${this.host} exited with ${this.child.exitCode}: ${this.stderr}`);
+        }
+        return line;
+      },
+      { timeoutMs },
+    );
+  }
+
+  ready(): Promise<LogLine> {
+    return this.waitForLog('runner started');
+  }
+
+  /** Sends `signal` and resolves with the exit code. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 40_000): Promise<number | null> {
+    if (this.child.exitCode == null && this.child.signalCode == null) this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exit;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+export interface StartRunnerOptions {
+  config: string;
+  databaseUrl: string;
+  host: string;
+  /** libfaketime offset for this process's clock, e.g. "-1.5" (seconds behind). */
+  clockOffset?: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+const LIBFAKETIME_CANDIDATES = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/faketime/libfaketimeMT.so.1',
+];
+
+/** The multi-threaded libfaketime (Debian package `faketime`, installed by .ci/run). */
+export function libfaketime(): string {
+  const found = LIBFAKETIME_CANDIDATES.find((p) => existsSync(p));
+  if (!found) throw new Error('libfaketime not found: apt-get install faketime (see .ci/run)');
+  return found;
+}
+
+export function startRunner(o: StartRunnerOptions): RunnerProcess {
+  const argv = [
+    BATON_BIN,
+    'start',
+    '--config',
+    o.config,
+    '--database-url',
+    o.databaseUrl,
+    '--host',
+    o.host,
+    ...(o.args ?? []),
+  ];
+  const env = cleanEnv({ ...o.env, BATON_LOG_LEVEL: 'debug' });
+  // libfaketime is preloaded into the runner itself (not through the `faketime` wrapper, which
+  // would stand between the test and the runner's signals). Only the wall clock is skewed;
+  // timers keep counting real time.
+  const skew =
+    o.clockOffset != null
+      ? { LD_PRELOAD: libfaketime(), FAKETIME: o.clockOffset, FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+      : {};
+  const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...env, ...skew } });
+  return new RunnerProcess(o.host, child);
+}
+
+/** Starts several runners and waits until all have started. */
+export async function startRunners(
+  hosts: string[],
+  o: Omit<StartRunnerOptions, 'host'>,
+  offsets: Record<string, string> = {},
+) {
+  const runners = hosts.map((host) =>
+    startRunner({ ...o, host, ...(offsets[host] != null ? { clockOffset: offsets[host] } : {}) }),
+  );
+  await Promise.all(runners.map((r) => r.ready()));
+  return runners;
+}
