@@ -7,7 +7,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from '../errors.js';
-import { parseSchedule } from '../schedule/cron.js';
+import { assertTimeZone, parseSchedule } from '../schedule/cron.js';
 import {
   DEFAULT_NAMESPACE,
   DEFAULT_TIMEZONE,
@@ -45,7 +45,7 @@ export function parseConfig(file: string, text: string): Config {
     throw new ConfigError([source.problem([], 'expected a mapping with a `jobs:` key')]);
   }
   const parsed = fileSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(zodProblems(source, parsed.error));
+  if (!parsed.success) throw new ConfigError(zodProblems(source, raw, parsed.error));
 
   const problems: ConfigProblem[] = [];
   const config = buildConfig(source, parsed.data, problems);
@@ -57,7 +57,15 @@ function buildConfig(source: YamlSource, raw: RawFile, problems: ConfigProblem[]
   const baseDir = path.dirname(source.file);
   const jobs: JobDefinition[] = [];
   for (const [name, rawJob] of Object.entries(raw.jobs)) {
-    const job = buildJob(source, baseDir, name, { ...raw.defaults, ...rawJob }, problems);
+    const inherited = new Set(Object.keys(raw.defaults ?? {}).filter((k) => !(k in rawJob)));
+    const job = buildJob(
+      source,
+      baseDir,
+      name,
+      { ...raw.defaults, ...rawJob },
+      inherited,
+      problems,
+    );
     if (job) jobs.push(job);
   }
   if (Object.keys(raw.jobs).length === 0) {
@@ -71,6 +79,7 @@ function buildJob(
   baseDir: string,
   name: string,
   job: RawJob,
+  inherited: ReadonlySet<string>,
   problems: ConfigProblem[],
 ): JobDefinition | undefined {
   const at = (key?: string): PathSegment[] => (key ? ['jobs', name, key] : ['jobs', name]);
@@ -84,12 +93,28 @@ function buildJob(
 
   if (job.schedule == null) report(undefined, 'missing `schedule`');
   const timezone = job.timezone ?? DEFAULT_TIMEZONE;
-  if (job.schedule != null) {
+  let timezoneOk = true;
+  try {
+    assertTimeZone(timezone);
+  } catch (err) {
+    timezoneOk = false;
+    if (inherited.has('timezone')) {
+      // Reported once, where it is written, naming the job that inherits it.
+      problems.push(
+        source.problem(
+          ['defaults', 'timezone'],
+          `${(err as Error).message} (inherited by jobs.${name})`,
+        ),
+      );
+    } else {
+      report('timezone', (err as Error).message);
+    }
+  }
+  if (job.schedule != null && timezoneOk) {
     try {
       parseSchedule(job.schedule, timezone);
     } catch (err) {
-      const key = /time zone/.test(String(err)) ? 'timezone' : 'schedule';
-      report(key, (err as Error).message);
+      report('schedule', (err as Error).message);
     }
   }
 
@@ -158,7 +183,7 @@ function isDirectory(p: string): boolean {
   }
 }
 
-function zodProblems(source: YamlSource, error: z.ZodError): ConfigProblem[] {
+function zodProblems(source: YamlSource, raw: unknown, error: z.ZodError): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   for (const issue of error.issues) {
     const where = issue.path.filter((p): p is PathSegment => typeof p !== 'symbol');
@@ -168,15 +193,26 @@ function zodProblems(source: YamlSource, error: z.ZodError): ConfigProblem[] {
       }
       continue;
     }
-    problems.push(source.problem(where, describeIssue(issue)));
+    problems.push(source.problem(where, describeIssue(issue, valueAt(raw, where))));
   }
   return problems;
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+function describeIssue(issue: z.core.$ZodIssue, value: unknown): string {
   if (issue.code === 'invalid_type') {
-    return issue.input === undefined ? 'required' : `expected ${issue.expected}`;
+    if (value === undefined) return 'required';
+    const got = value === null ? 'nothing' : Array.isArray(value) ? 'a list' : typeof value;
+    return `expected ${issue.expected}, got ${got}`;
   }
-  if (issue.code === 'invalid_union') return 'expected an argv list of strings or a string';
+  if (issue.code === 'invalid_union') return 'expected an argv list of strings, or a string';
   return issue.message;
+}
+
+function valueAt(root: unknown, path: readonly PathSegment[]): unknown {
+  let node = root;
+  for (const segment of path) {
+    if (node == null || typeof node !== 'object') return undefined;
+    node = (node as Record<string | number, unknown>)[segment];
+  }
+  return node;
 }

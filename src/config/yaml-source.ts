@@ -25,10 +25,16 @@ export class YamlSource {
       merge: false,
     });
     for (const err of this.doc.errors) {
-      const { line, col } = this.lines.linePos(err.pos[0]);
+      const path = this.pathAtOffset(err.pos[0]);
+      // An unclosed quote or bracket is noticed where the file ends; the key it belongs to is
+      // where a person has to look.
+      const where =
+        err.code === 'MISSING_CHAR' && path.length > 0
+          ? this.locate(path)
+          : toLocation(this.lines.linePos(err.pos[0]));
       const message =
         err.code === 'DUPLICATE_KEY' ? 'duplicate key' : err.message.split('\n')[0] || err.code;
-      this.problems.push({ file, line, column: col, path: this.pathAtOffset(err.pos[0]), message });
+      this.problems.push({ file, ...where, path: path.join('.'), message });
     }
   }
 
@@ -71,16 +77,15 @@ export class YamlSource {
       offset = range?.[0];
     }
     if (offset == null) return {};
-    const { line, col } = this.lines.linePos(offset);
-    return { line, column: col };
+    return toLocation(this.lines.linePos(offset));
   }
 
   problem(path: readonly PathSegment[], message: string): ConfigProblem {
     return { file: this.file, ...this.locate(path), path: path.join('.'), message };
   }
 
-  /** Best-effort dotted path of the key containing `offset`, for syntax errors. */
-  private pathAtOffset(offset: number): string {
+  /** Best-effort path of the key containing `offset`, for syntax errors. */
+  private pathAtOffset(offset: number): string[] {
     const path: string[] = [];
     let node: unknown = this.doc.contents;
     while (isMap(node)) {
@@ -95,6 +100,13 @@ export class YamlSource {
       path.push(String(pair.key.value));
       node = pair.value;
     }
-    return path.join('.');
+    return path;
   }
+}
+
+function toLocation({ line, col }: { line: number; col: number }): {
+  line: number;
+  column: number;
+} {
+  return { line, column: col };
 }

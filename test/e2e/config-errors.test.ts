@@ -1,0 +1,185 @@
+/**
+ * Guarantee 5: an invalid schedules.yaml is refused whole — exit 78, the file, line and job named,
+ * no stack trace — and nothing is started (the runner never even creates its database).
+ */
+import mysql from 'mysql2/promise';
+import { afterAll, describe, expect, it } from 'vitest';
+import { baton, writeSchedule } from '../helpers/cli.js';
+
+const UNUSED_DB = `baton_t_never_${process.pid}`;
+const DB_URL = `mysql://root@127.0.0.1:3306/${UNUSED_DB}`;
+
+afterAll(async () => {
+  const conn = await mysql.createConnection({ uri: 'mysql://root@127.0.0.1:3306' });
+  await conn.query('DROP DATABASE IF EXISTS ??', [UNUSED_DB]);
+  await conn.end();
+});
+
+const LONG_NAME = 'x'.repeat(129);
+const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
+  {
+    name: 'YAML syntax error',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *\n    command: [a]\n',
+    line: 3,
+    expect: /jobs\.settle/,
+  },
+  {
+    name: 'unknown key (a typo)',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    comand: ["/bin/true"]\n',
+    line: 4,
+    expect: /jobs\.settle\.comand: unknown key "comand"/,
+  },
+  {
+    name: 'unknown top-level key',
+    yaml: 'jobz: {}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 1,
+    expect: /jobz: unknown key "jobz"/,
+  },
+  {
+    name: 'bad cron expression',
+    yaml: 'jobs:\n  settle:\n    schedule: "61 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 3,
+    expect: /jobs\.settle\.schedule: invalid cron expression "61 3 \* \* \*"/,
+  },
+  {
+    name: 'unknown time zone',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    timezone: Asia/Seol\n    command: ["/bin/true"]\n',
+    line: 4,
+    expect: /jobs\.settle\.timezone: unknown time zone "Asia\/Seol"/,
+  },
+  {
+    name: 'unknown time zone in defaults',
+    yaml: 'defaults:\n  timezone: Mars/Olympus\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 2,
+    expect: /defaults\.timezone: unknown time zone "Mars\/Olympus" .*\(inherited by jobs\.settle\)/,
+  },
+  {
+    name: 'both command and module',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    module: x.ts\n',
+    line: 5,
+    expect: /jobs\.settle\.module: set either `command` or `module`, not both/,
+  },
+  {
+    name: 'neither command nor module',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n',
+    line: 2,
+    expect: /jobs\.settle: missing `command` or `module`/,
+  },
+  {
+    name: 'missing module file',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    module: jobs/nowhere.ts\n',
+    line: 4,
+    expect: /jobs\.settle\.module: module file not found: .*jobs\/nowhere\.ts/,
+  },
+  {
+    name: 'string command without shell: true',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: "/opt/settle.sh --day yesterday"\n',
+    line: 4,
+    expect: /jobs\.settle\.command: a string command runs through a shell/,
+  },
+  {
+    name: 'job name the history could not store whole',
+    yaml: `jobs:\n  ${LONG_NAME}:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n`,
+    line: 2,
+    expect: new RegExp(`jobs\\.${LONG_NAME}: job name is longer than 128 characters`),
+  },
+  {
+    name: 'job name with unsafe characters',
+    yaml: 'jobs:\n  "settle; DROP TABLE baton_runs":\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 2,
+    expect: /job name may contain only letters, digits/,
+  },
+  {
+    name: 'duplicate job',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n  settle:\n    schedule: "0 4 * * *"\n    command: ["/bin/true"]\n',
+    line: 5,
+    expect: /jobs\.settle: duplicate key/,
+  },
+  {
+    name: 'wrong type',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    enabled: "sometimes"\n',
+    line: 5,
+    expect: /jobs\.settle\.enabled: expected boolean/,
+  },
+];
+
+describe('invalid schedules.yaml', () => {
+  for (const c of CASES) {
+    it(`${c.name}: exit 78 with file:line and the job`, async () => {
+      const file = writeSchedule(c.yaml);
+      const result = await baton(['validate', '--config', file]);
+      expect(result.code).toBe(78);
+      expect(result.stderr).toContain(`${file}:${c.line}:`);
+      expect(result.stderr).toMatch(c.expect);
+      expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      expect(result.stdout).toBe('');
+    });
+  }
+
+  it('reports every problem of a file at once', async () => {
+    const file = writeSchedule(
+      'jobs:\n  a:\n    schedule: "bogus"\n    command: ["/bin/true"]\n  b:\n    schedule: "0 3 * * *"\n    timezone: Nowhere/Land\n    command: "x"\n',
+    );
+    const result = await baton(['validate', '--config', file]);
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('3 problems');
+    expect(result.stderr).toContain(`${file}:3:`);
+    expect(result.stderr).toContain(`${file}:7:`);
+    expect(result.stderr).toContain(`${file}:8:`);
+  });
+
+  it('a missing file is exit 78 too', async () => {
+    const result = await baton(['validate', '--config', '/nonexistent/schedules.yaml']);
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('/nonexistent/schedules.yaml: cannot read: file not found');
+  });
+
+  it('`baton start` with an invalid file exits 78 before touching the database', async () => {
+    const file = writeSchedule(CASES[3]!.yaml);
+    const result = await baton(['start', '--config', file, '--database-url', DB_URL]);
+    expect(result.code).toBe(78);
+    expect(result.stderr).toMatch(CASES[3]!.expect);
+    const conn = await mysql.createConnection({ uri: 'mysql://root@127.0.0.1:3306' });
+    const [rows] = await conn.query('SHOW DATABASES LIKE ?', [UNUSED_DB]);
+    await conn.end();
+    expect(rows).toEqual([]);
+  });
+
+  it('`baton validate` on the example schedule succeeds and lists its jobs', async () => {
+    const result = await baton(['validate']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/hello: "\* \* \* \* \*" UTC/);
+    expect(result.stdout).toMatch(/cleanup \(disabled\)/);
+  });
+});
+
+describe('database problems', () => {
+  it('an unreachable server is exit 69, with the password masked', async () => {
+    const file = writeSchedule(
+      'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    );
+    const result = await baton([
+      'run',
+      'settle',
+      '--config',
+      file,
+      '--database-url',
+      'mysql://batch:hunter2secret@127.0.0.1:1/baton',
+    ]);
+    expect(result.code).toBe(69);
+    expect(result.stderr).toContain('mysql://batch:***@127.0.0.1:1/baton');
+    expect(result.stderr + result.stdout).not.toContain('hunter2secret');
+  });
+
+  it('a wrong password is exit 69 and the password is not printed', async () => {
+    const file = writeSchedule(
+      'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    );
+    const result = await baton(['migrate', '--config', file], {
+      env: { BATON_DATABASE_URL: 'mysql://nobody:wrong-pass-42@127.0.0.1:3306/baton' },
+    });
+    expect(result.code).toBe(69);
+    expect(result.stderr).toMatch(/Access denied/);
+    expect(result.stderr + result.stdout).not.toContain('wrong-pass-42');
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Lock names are server-wide. A job name of 100 characters still gets a lock name MySQL accepts
+ * (at most 64 characters), and the same job in two databases on one server — two environments,
+ * or two test files — never blocks the other.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobLockName, LOCK_NAME_MAX } from '../../src/coordination/lock-name.js';
+import { baton, writeSchedule } from '../helpers/cli.js';
+import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+const JOB = `settle-${'x'.repeat(93)}`; // 100 characters
+let blue: TestDatabase;
+let green: TestDatabase;
+
+beforeAll(async () => {
+  [blue, green] = await Promise.all([
+    createTestDatabase('scope_blue'),
+    createTestDatabase('scope_green'),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([blue.drop(), green.drop()]);
+});
+
+describe('lock names', () => {
+  it('a 100-character job gets a valid lock name that the run really holds', async () => {
+    expect(JOB).toHaveLength(100);
+    const name = jobLockName(blue.name, 'prod', JOB);
+    expect(name.length).toBeLessThanOrEqual(LOCK_NAME_MAX);
+    expect(name).toMatch(/^baton:settle-x+:[0-9a-f]{16}$/);
+
+    const config = writeSchedule(
+      `namespace: prod\njobs:\n  ${JOB}:\n    schedule: "0 3 * * *"\n    command: ["sleep", "1.5"]\n`,
+    );
+    const running = baton(['run', JOB, '--config', config, '--database-url', blue.url]);
+    const holder = await waitFor('the lock to be taken', async () => {
+      const [row] = await blue.query<{ holder: number | null }>(
+        'SELECT IS_USED_LOCK(?) AS holder',
+        [name],
+      );
+      return row!.holder;
+    });
+    expect((await running).code).toBe(0);
+    const [row] = await runs(blue, JOB);
+    expect(row).toMatchObject({ job: JOB, winner: 1, status: 'done' });
+    // The row records the lock session that held the lock, so a reaper can check it later.
+    const [full] = await blue.query<{ lock_connection_id: number }>(
+      'SELECT lock_connection_id FROM baton_runs WHERE id = ?',
+      [row!.id],
+    );
+    expect(Number(full!.lock_connection_id)).toBe(Number(holder));
+  });
+
+  it('the same job in two databases on one server runs in both at once', async () => {
+    const config = writeSchedule(
+      `namespace: prod\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["sleep", "2"]\n`,
+    );
+    expect(jobLockName(blue.name, 'prod', 'settle')).not.toBe(
+      jobLockName(green.name, 'prod', 'settle'),
+    );
+    const [a, b] = await Promise.all([
+      baton(['run', 'settle', '--config', config, '--database-url', blue.url]),
+      baton(['run', 'settle', '--config', config, '--database-url', green.url]),
+    ]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const [x] = await runs(blue, 'settle');
+    const [y] = await runs(green, 'settle');
+    // They really overlapped in time: neither waited for the other.
+    expect(x!.started_at.getTime()).toBeLessThan(y!.finished_at!.getTime());
+    expect(y!.started_at.getTime()).toBeLessThan(x!.finished_at!.getTime());
+  });
+
+  it('two namespaces in one database do not share a lock either', () => {
+    expect(jobLockName(blue.name, 'prod', 'settle')).not.toBe(
+      jobLockName(blue.name, 'staging', 'settle'),
+    );
+  });
+});

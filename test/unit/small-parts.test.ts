@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { parseSince } from '../../src/cli/commands/history.js';
+import { formatDuration } from '../../src/cli/format.js';
+import { jobLockName, LOCK_NAME_MAX, migrationLockName } from '../../src/coordination/lock-name.js';
+import { OutputTail } from '../../src/execution/output-tail.js';
+import { parseDatabaseUrl, redactUrl } from '../../src/store/database-url.js';
+import { describeSchedule } from '../../src/schedule/describe.js';
+
+describe('lock names', () => {
+  it('stay within 64 characters, are ASCII, and differ by database, namespace and exact job name', () => {
+    const long = 'j'.repeat(128);
+    for (const job of ['a', long, 'Settle', 'settle']) {
+      const name = jobLockName('baton', 'default', job);
+      expect(name.length).toBeLessThanOrEqual(LOCK_NAME_MAX);
+      expect(name).toMatch(/^[\x20-\x7e]+$/);
+    }
+    // MySQL compares lock names case-insensitively: the hash part must still tell these apart.
+    const upper = jobLockName('baton', 'default', 'Settle').toLowerCase();
+    const lower = jobLockName('baton', 'default', 'settle').toLowerCase();
+    expect(upper).not.toBe(lower);
+    expect(jobLockName('a', 'n', 'j')).not.toBe(jobLockName('b', 'n', 'j'));
+    expect(jobLockName('a', 'n', 'j')).toBe(jobLockName('a', 'n', 'j'));
+    expect(migrationLockName('x').length).toBeLessThanOrEqual(LOCK_NAME_MAX);
+  });
+});
+
+describe('OutputTail', () => {
+  it('keeps only the last bytes, marked as cut', () => {
+    const tail = new OutputTail(10);
+    for (let i = 0; i < 100; i++) tail.push(Buffer.from(`line ${i}\n`));
+    const text = tail.toString();
+    expect(text.startsWith('…')).toBe(true);
+    expect(Buffer.byteLength(text.slice(1))).toBeLessThanOrEqual(10);
+    expect(text.endsWith('line 99\n')).toBe(true);
+  });
+
+  it('keeps short output whole and never shows a broken multi-byte character', () => {
+    const short = new OutputTail(100);
+    short.push(Buffer.from('정산 완료\n'));
+    expect(short.toString()).toBe('정산 완료\n');
+    const cut = new OutputTail(4);
+    cut.push(Buffer.from('정산')); // 6 bytes; the first character is cut in half
+    expect(cut.toString()).toBe('…산');
+  });
+});
+
+describe('database URLs', () => {
+  it('parses and masks the password', () => {
+    const t = parseDatabaseUrl('mysql://batch:s%40cret@db.internal:3307/baton_prod');
+    expect(t.connection).toMatchObject({
+      user: 'batch',
+      password: 's@cret',
+      host: 'db.internal',
+      port: 3307,
+    });
+    expect(t.database).toBe('baton_prod');
+    expect(t.display).toBe('mysql://batch:***@db.internal:3307/baton_prod');
+    expect(redactUrl('mysql://u:p@h/d')).not.toContain(':p@');
+  });
+
+  it('refuses a URL without a usable database name, without echoing a password', () => {
+    expect(() => parseDatabaseUrl('mysql://u:topsecret@h/')).toThrow(/must name a database/);
+    expect(() => parseDatabaseUrl('mysql://u:topsecret@h/')).not.toThrow(/topsecret/);
+    expect(() => parseDatabaseUrl('not a url topsecret')).not.toThrow(/topsecret/);
+    expect(() => parseDatabaseUrl('postgres://h/d')).toThrow(/must start with mysql/);
+  });
+});
+
+describe('history helpers', () => {
+  it('parses --since as a duration or an instant', () => {
+    const now = new Date('2026-11-30T12:00:00Z');
+    expect(parseSince('2h', now)).toEqual(new Date('2026-11-30T10:00:00Z'));
+    expect(parseSince('2026-11-01T00:00:00Z', now)).toEqual(new Date('2026-11-01T00:00:00Z'));
+    expect(() => parseSince('soon', now)).toThrow(/expected a duration/);
+  });
+
+  it('formats durations and describes schedules', () => {
+    expect(formatDuration(450)).toBe('450ms');
+    expect(formatDuration(1500)).toBe('1.5s');
+    expect(formatDuration(75_000)).toBe('1m15s');
+    expect(formatDuration(3_723_000)).toBe('1h02m');
+    expect(describeSchedule('0 3 * * *')).toBe('At 03:00');
+  });
+});
