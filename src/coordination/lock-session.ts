@@ -74,13 +74,30 @@ export class LockSession {
     return got === 1;
   }
 
-  /** `RELEASE_LOCK(name)`; true when this session held it. Forgets the name either way. */
+  /**
+   * `RELEASE_LOCK(name)`; true when this session held it. If the release fails while the session
+   * lives on (a killed query, a timeout), the lock might still be held — and forgetting it would
+   * let the next GET_LOCK nest. So a failed release ends the session: the server then frees
+   * every lock it held, and the runner opens a new one.
+   */
   async release(name: string): Promise<boolean> {
     this.held.delete(name);
-    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT RELEASE_LOCK(?) AS released', [
-      name,
-    ]);
-    return row?.released === 1;
+    try {
+      const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT RELEASE_LOCK(?) AS released', [
+        name,
+      ]);
+      return row?.released === 1;
+    } catch (err) {
+      this.destroy();
+      throw err;
+    }
+  }
+
+  /** Drops the connection at once; the server frees its locks. */
+  destroy(): void {
+    this.broken = true;
+    this.held.clear();
+    this.conn.destroy();
   }
 
   /** The connection id holding `name` on the server, or null when it is free. */
@@ -89,6 +106,19 @@ export class LockSession {
       name,
     ]);
     return row?.holder == null ? null : Number(row.holder);
+  }
+
+  /**
+   * Cancels the statement this session is running (a GET_LOCK that waits), from a connection of
+   * its own: `KILL QUERY` makes the wait end at once instead of acquiring the lock later.
+   */
+  async interruptQuery(target: DatabaseTarget): Promise<void> {
+    const killer = await openConnection(target, { create: false });
+    try {
+      await killer.query('KILL QUERY ?', [this.connectionId]);
+    } finally {
+      await killer.end().catch(() => {});
+    }
   }
 
   /** The database's clock, `NOW(3)` in UTC. */
@@ -102,10 +132,7 @@ export class LockSession {
     if (!this.broken) {
       await this.conn.query('SELECT RELEASE_ALL_LOCKS()').catch(() => {});
       await this.conn.end().catch(() => {});
-    } else {
-      this.conn.destroy();
     }
-    this.held.clear();
-    this.broken = true;
+    this.destroy();
   }
 }

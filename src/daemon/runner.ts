@@ -49,6 +49,7 @@ export class Runner {
   private readonly jobs: Map<string, JobDefinition>;
   private readonly active = new Map<string, ActiveRun>();
   private readonly chains = new Map<string, Promise<void>>();
+  private reopening: Promise<void> | null = null;
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: RunnerOptions) {
@@ -72,7 +73,7 @@ export class Runner {
 
   /** Connects, migrates, opens the lock session and starts the loop. */
   async start(): Promise<void> {
-    const { target, config, host } = this.options;
+    const { target, config } = this.options;
     const conn = await openConnection(target);
     try {
       const { applied } = await migrate(conn, target.database);
@@ -90,7 +91,6 @@ export class Runner {
     this.schedule = new FireSchedule(schedules, new Date());
     this.log.info(
       {
-        host,
         namespace: config.namespace,
         database: target.display,
         lockConnectionId: this.lock.connectionId,
@@ -178,10 +178,27 @@ export class Runner {
     });
   }
 
-  /** Reopens the lock session if the driver reported it dead and it holds nothing. */
-  private async ensureLockSession(): Promise<void> {
-    if (this.lock.usable || this.active.size > 0) return;
-    await this.lock.close();
+  /**
+   * Replaces a lock session that the driver reported dead. Single-flight: the fires of one wake
+   * share one reopen, so no second session is opened (and leaked) by a concurrent fire.
+   */
+  private ensureLockSession(): Promise<void> {
+    if (this.lock.usable) return Promise.resolve();
+    this.reopening ??= this.reopenLockSession().finally(() => {
+      this.reopening = null;
+    });
+    return this.reopening;
+  }
+
+  private async reopenLockSession(): Promise<void> {
+    const dead = this.lock;
+    const lost = [...this.active.keys()];
+    if (lost.length > 0) {
+      // The dead session's locks are gone on the server: these runs no longer exclude others.
+      // (Aborting them is the lost-lock handling's job; see docs/design.md, "Limits".)
+      this.log.error({ jobs: lost }, 'lock session lost while jobs were running');
+    }
+    await dead.close();
     this.lock = await LockSession.open(this.options.target);
     this.log.warn({ lockConnectionId: this.lock.connectionId }, 'lock session reopened');
   }
@@ -194,6 +211,9 @@ export class Runner {
     const first = !this.stopping;
     this.stopping = true;
     clearTimeout(this.timer);
+    // Let contention in progress settle first: a fire that wins right now must be in `active`
+    // before we decide what to wait for and what to stop. No new fire starts once stopping.
+    await Promise.allSettled([...this.chains.values()]);
     if (first && !force && this.active.size > 0) {
       this.log.info(
         { running: [...this.active.keys()], graceMs: this.options.graceMs },

@@ -35,7 +35,10 @@ export const startCommand: CommandModule<object, StartArgs> = {
     const config = resolveConfig(args);
     const target = resolveDatabase(args);
     const host = resolveHost(args);
-    const log = createLogger({ ...(args.logLevel ? { level: args.logLevel } : {}) });
+    // Every line names the runner, so the logs of a fleet can be merged and still be read.
+    const log = createLogger({ ...(args.logLevel ? { level: args.logLevel } : {}) }).child({
+      host,
+    });
 
     const runner = new Runner({ config, target, host, log, graceMs: args.grace * 1000 });
     try {

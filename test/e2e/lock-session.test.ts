@@ -1,0 +1,67 @@
+/**
+ * The lock session dies between fires (a DBA's KILL, a server-side timeout): the runner opens
+ * exactly one new session however many jobs fire at once, keeps firing, and still stops cleanly.
+ * (A session lost *under a running job* is the lost-lock handling's case, not this one.)
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+let db: TestDatabase;
+let runner: RunnerProcess | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase('session');
+});
+afterAll(async () => {
+  await runner?.stop('SIGKILL');
+  await db.drop();
+});
+
+async function connectionsTo(database: string): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    'SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
+    [database],
+  );
+  return Number(row!.n);
+}
+
+describe('a killed lock session', () => {
+  it('is replaced once, fires go on, and the runner stops cleanly', async () => {
+    const config = writeSchedule(`
+jobs:
+  a: { schedule: "* * * * * *", command: ["true"] }
+  b: { schedule: "* * * * * *", command: ["true"] }
+  c: { schedule: "* * * * * *", command: ["true"] }
+`);
+    runner = startRunner({ config, databaseUrl: db.url, host: 'solo' });
+    const started = await runner.ready();
+    const sessionId = Number(started.lockConnectionId);
+    // Kill it just after a fire's runs finished, so that it dies idle.
+    await waitFor('a finished fire', async () =>
+      (await db.query("SELECT id FROM baton_runs WHERE status = 'done'")).length >= 3
+        ? true
+        : undefined,
+    );
+    await db.query('KILL ?', [sessionId]);
+
+    const reopened = await runner.waitForLog('lock session reopened');
+    const newSession = Number(reopened.lockConnectionId);
+    expect(newSession).not.toBe(sessionId);
+    await waitFor('fires won on the new session', async () => {
+      const rows = await db.query<{ job: string }>(
+        "SELECT DISTINCT job FROM baton_runs WHERE lock_connection_id = ? AND status = 'done'",
+        [newSession],
+      );
+      return rows.length === 3;
+    });
+    expect(runner.lines.filter((l) => l.msg === 'lock session reopened')).toHaveLength(1);
+
+    expect(await runner.stop('SIGTERM', 10_000)).toBe(0);
+    // Nothing left behind: no session of this runner survives its exit.
+    await waitFor('no connections left', async () => (await connectionsTo(db.name)) === 0, {
+      timeoutMs: 5_000,
+    });
+  });
+});
