@@ -8,6 +8,7 @@
  * through to this process (`baton run` in the foreground).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
@@ -41,6 +42,33 @@ export interface StartOptions {
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
 const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js', import.meta.url));
 const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
+/** How long to wait for a job's output to close after its process exited. */
+const OUTPUT_DRAIN_MS = 1_000;
+/** The history's `error` is one line for humans; the details are in the output tail. */
+const ERROR_MAX = 2_000;
+
+/**
+ * The runner's environment minus its own settings: BATON_* configures the runner (and
+ * BATON_DATABASE_URL carries the database password), so none of it reaches a job — a job that
+ * prints its environment must not put the password into its output tail. The job's BATON_*
+ * variables are the fire's (`fireEnvironment`); a job that needs a database gets its URL through
+ * its own `env:`.
+ */
+function inheritedEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('BATON_')) env[key] = value;
+  }
+  return env;
+}
+
+function describeSpawnError(err: NodeJS.ErrnoException, file: string, cwd: string): string {
+  if (err.code === 'ENOENT') {
+    return existsSync(cwd) ? `command not found: ${file}` : `working directory not found: ${cwd}`;
+  }
+  if (err.code === 'EACCES') return `permission denied: ${file}`;
+  return `cannot start ${file}: ${err.message}`;
+}
 
 function commandLine(job: JobDefinition): { file: string; args: string[] } {
   const { target } = job;
@@ -66,7 +94,7 @@ export function startJob(
   const { file, args } = commandLine(job);
   const isModule = job.target.kind === 'module';
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
+    ...inheritedEnvironment(),
     ...job.env,
     ...fireEnvironment(fire),
     ...(job.target.kind === 'module' ? { BATON_MODULE: job.target.path } : {}),
@@ -93,15 +121,26 @@ export function startJob(
   });
 
   const result = new Promise<JobResult>((resolve) => {
-    child.once('error', (err: NodeJS.ErrnoException) => {
+    child.on('error', (err: NodeJS.ErrnoException) => {
       // spawn failed (ENOENT, EACCES): there is no process and 'close' may never come.
-      spawnError =
-        err.code === 'ENOENT'
-          ? `command not found: ${file}`
-          : `cannot start ${file}: ${err.message}`;
-      if (child.pid == null) resolve(verdict(null, null));
+      if (child.pid != null) return; // a later error (a failed kill): the exit still comes
+      spawnError = describeSpawnError(err, file, job.cwd);
+      resolve(verdict(null, null));
     });
-    child.once('close', (code, signal) => resolve(verdict(code, signal)));
+    // The run ends when its process exits. 'close' (all output read, the IPC message in) normally
+    // follows at once; but a background process the job left behind may hold its stdout open,
+    // and that must not keep the run — and the job's lock — alive.
+    child.once('exit', (code, signal) => {
+      const timer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve(verdict(code, signal));
+      }, OUTPUT_DRAIN_MS);
+      child.once('close', () => {
+        clearTimeout(timer);
+        resolve(verdict(code, signal));
+      });
+    });
   });
 
   function verdict(code: number | null, signal: NodeJS.Signals | null): JobResult {
@@ -118,7 +157,7 @@ export function startJob(
       status: ok ? 'done' : 'failed',
       exitCode: code,
       signal,
-      error,
+      error: error && error.length > ERROR_MAX ? `${error.slice(0, ERROR_MAX - 1)}…` : error,
       outputTail: tail.toString(),
     };
   }

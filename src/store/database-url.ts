@@ -29,6 +29,21 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
       '--database-url is not a valid URL (expected mysql://user:password@host:port/database)',
     );
   }
+  if (parsed.hash) {
+    // `#` starts a URL fragment: a password containing it would be cut in two, and its second
+    // half would be printed as if it were not a secret. Say so without echoing anything.
+    throw new UsageError(
+      "--database-url contains '#': percent-encode special characters of the password (# is %23)",
+    );
+  }
+  for (const key of parsed.searchParams.keys()) {
+    if (key !== 'socket') {
+      throw new UsageError(
+        `--database-url: unknown parameter "${key}" (only ?socket=/path is understood; ` +
+          'put the password before the @)',
+      );
+    }
+  }
   const display = redactUrl(parsed);
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`--database-url must start with mysql:// (got ${display})`);

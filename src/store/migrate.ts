@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
-import { DatabaseUnavailableError } from '../errors.js';
+import { DatabaseUnavailableError, dbErrorCode } from '../errors.js';
 import { migrationLockName } from '../coordination/lock-name.js';
 
 export interface Migration {
@@ -73,9 +73,18 @@ export interface MigrationResult {
 /**
  * Applies every pending migration on `conn` (a dedicated connection: the named lock must stay on
  * the session that took it). Returns the names applied; [] when the schema was current.
+ *
+ * A current schema is recognised by reading the ledger alone, without the lock and without DDL,
+ * so a runner whose user has only the runtime grants (no CREATE) starts on a migrated database.
  */
 export async function migrate(conn: Connection, database: string): Promise<MigrationResult> {
   const migrations = loadMigrations();
+  const ledger = await readLedger(conn);
+  if (ledger) {
+    checkLedger(ledger, migrations);
+    if (pending(ledger, migrations).length === 0) return { applied: [] };
+  }
+
   const lock = migrationLockName(database);
   const [[got]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
     lock,
@@ -88,14 +97,11 @@ export async function migrate(conn: Connection, database: string): Promise<Migra
   }
   try {
     await conn.query(LEDGER_DDL);
-    const [rows] = await conn.query<LedgerRow[]>(
-      'SELECT version, name, checksum FROM baton_migrations ORDER BY version',
-    );
+    // Read again under the lock: another runner may have migrated while we waited.
+    const rows = (await readLedger(conn)) ?? [];
     checkLedger(rows, migrations);
-    const done = new Set(rows.map((r) => r.version));
     const applied: string[] = [];
-    for (const m of migrations) {
-      if (done.has(m.version)) continue;
+    for (const m of pending(rows, migrations)) {
       await conn.query(m.sql);
       await conn.query('INSERT INTO baton_migrations (version, name, checksum) VALUES (?, ?, ?)', [
         m.version,
@@ -106,8 +112,28 @@ export async function migrate(conn: Connection, database: string): Promise<Migra
     }
     return { applied };
   } finally {
-    await conn.query('SELECT RELEASE_LOCK(?)', [lock]);
+    // Never let a failed release hide the error that got us here; the lock dies with the
+    // connection, which the caller closes.
+    await conn.query('SELECT RELEASE_LOCK(?)', [lock]).catch(() => {});
   }
+}
+
+/** The ledger's rows, or null when there is no ledger yet (a fresh database). */
+async function readLedger(conn: Connection): Promise<LedgerRow[] | null> {
+  try {
+    const [rows] = await conn.query<LedgerRow[]>(
+      'SELECT version, name, checksum FROM baton_migrations ORDER BY version',
+    );
+    return rows;
+  } catch (err) {
+    if (dbErrorCode(err) === 'ER_NO_SUCH_TABLE') return null;
+    throw err;
+  }
+}
+
+function pending(rows: readonly LedgerRow[], migrations: readonly Migration[]): Migration[] {
+  const done = new Set(rows.map((r) => r.version));
+  return migrations.filter((m) => !done.has(m.version));
 }
 
 /** Refuses a database whose ledger this code cannot vouch for. */

@@ -1,0 +1,76 @@
+/**
+ * The database password stays out of every output, and a runner works with only the runtime
+ * grants (SELECT, INSERT, UPDATE on its database) once an administrator has migrated the schema.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baton, startRunner, writeSchedule } from '../helpers/cli.js';
+import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+const USER = `baton_t_${randomBytes(3).toString('hex')}`;
+const PASSWORD = `pw-${randomBytes(8).toString('hex')}`;
+let db: TestDatabase;
+let url: string;
+let config: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase('grants');
+  // The administrator migrates; the runner's user gets the runtime grants only.
+  expect((await baton(['migrate', '--database-url', db.url])).code).toBe(0);
+  await db.query('CREATE USER ?@? IDENTIFIED BY ?', [USER, '%', PASSWORD]);
+  await db.query('GRANT SELECT, INSERT, UPDATE ON ??.* TO ?@?', [db.name, USER, '%']);
+  url = `mysql://${USER}:${PASSWORD}@127.0.0.1:3306/${db.name}`;
+  config = writeSchedule(`
+jobs:
+  printenv:
+    schedule: "* * * * * *"
+    command: ["sh", "-c", "env; echo done"]
+`);
+});
+afterAll(async () => {
+  await db.query('DROP USER IF EXISTS ?@?', [USER, '%']);
+  await db.drop();
+});
+
+describe('a runner with only the runtime grants', () => {
+  it('runs a manual job, and the job never sees the database password', async () => {
+    const result = await baton(['run', 'printenv', '--config', config], {
+      env: { BATON_DATABASE_URL: url, BATON_CONFIG: config },
+    });
+    expect(result.stderr).toContain('printenv done');
+    expect(result.code).toBe(0);
+    const [row] = await runs(db, 'printenv');
+    expect(row!.output_tail).toContain('BATON_JOB=printenv');
+    expect(row!.output_tail).not.toContain(PASSWORD);
+    expect(row!.output_tail).not.toContain('BATON_DATABASE_URL');
+    expect(result.stdout + result.stderr).not.toContain(PASSWORD);
+  });
+
+  it('runs scheduled fires, and its log never contains the password', async () => {
+    const runner = startRunner({ config, databaseUrl: url, host: 'least-privilege' });
+    try {
+      await runner.ready();
+      await waitFor('a scheduled run', async () =>
+        (await runs(db, 'printenv')).find(
+          (r) => r.triggered_by === 'schedule' && r.status === 'done',
+        ),
+      );
+    } finally {
+      expect(await runner.stop('SIGTERM')).toBe(0);
+    }
+    const log = JSON.stringify(runner.lines) + runner.stderr;
+    expect(log).toContain(`mysql://${USER}:***@127.0.0.1:3306/${db.name}`);
+    expect(log).not.toContain(PASSWORD);
+    for (const row of await runs(db, 'printenv'))
+      expect(row.output_tail ?? '').not.toContain(PASSWORD);
+  });
+
+  it('is refused clearly (exit 69, no password) when it may not create the schema', async () => {
+    const fresh = url.replace(db.name, `${db.name}_x`);
+    const result = await baton(['migrate', '--database-url', fresh]);
+    expect(result.code).toBe(69);
+    expect(result.stderr).toMatch(/denied/i);
+    expect(result.stderr).not.toContain(PASSWORD);
+  });
+});
