@@ -73,6 +73,13 @@ export class LockHeldError extends BatonError {
   }
 }
 
+/** The user stopped a command (Ctrl-C, SIGTERM) before it could do its work. Exit 130. */
+export class InterruptedError extends BatonError {
+  constructor(message: string) {
+    super('INTERRUPTED', message, ExitCode.Interrupted);
+  }
+}
+
 /** A job's run failed; the CLI exits with the job's own exit code (1 when it has none). */
 export class JobFailedError extends BatonError {
   constructor(message: string, jobExitCode: number | null) {

@@ -18,6 +18,8 @@ export const ExitCode = {
   TempFail: 75,
   /** EX_CONFIG: schedules.yaml is invalid; nothing was started. */
   Config: 78,
+  /** 128 + SIGINT, the shell's convention: `baton run` was interrupted while waiting for the lock. */
+  Interrupted: 130,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -4,7 +4,7 @@
  * Every key a user may write is declared here with a comment saying why it exists; unknown keys
  * are refused (strict objects), so a typo such as `schedlue:` is an error at load time instead of a
  * job that silently never runs. Semantic checks that need more than the shape (cron expressions,
- * time zones, module files) live in `validate-job.ts`.
+ * time zones, module files) live in `load.ts`.
  */
 import { z } from 'zod';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSince } from '../../src/cli/commands/history.js';
+import { manualInstant } from '../../src/cli/commands/run.js';
 import { formatDuration } from '../../src/cli/format.js';
 import { jobLockName, LOCK_NAME_MAX, migrationLockName } from '../../src/coordination/lock-name.js';
 import { OutputTail } from '../../src/execution/output-tail.js';
@@ -80,5 +81,16 @@ describe('history helpers', () => {
     expect(formatDuration(75_000)).toBe('1m15s');
     expect(formatDuration(3_723_000)).toBe('1h02m');
     expect(describeSchedule('0 3 * * *')).toBe('At 03:00');
+  });
+});
+
+describe('manual runs', () => {
+  it('never take a whole-second instant, which belongs to cron fires', () => {
+    expect(manualInstant(new Date('2026-11-30T03:00:00.000Z'))).toEqual(
+      new Date('2026-11-30T03:00:00.001Z'),
+    );
+    expect(manualInstant(new Date('2026-11-30T03:00:00.250Z'))).toEqual(
+      new Date('2026-11-30T03:00:00.250Z'),
+    );
   });
 });

@@ -66,6 +66,8 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', describe: 'only this job' })
+      // Here --host filters; it does not default to this machine.
+      .option('host', { type: 'string', describe: 'only rows written by this runner host' })
       .option('status', {
         type: 'string',
         choices: RUN_STATUSES,

@@ -1,7 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { LockSession } from '../../coordination/lock-session.js';
 import { runFire } from '../../coordination/run-fire.js';
-import { JobFailedError, LockHeldError, UsageError } from '../../errors.js';
+import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import type { RunningJob } from '../../execution/job-process.js';
 import { openConnection, openPool } from '../../store/connect.js';
@@ -23,6 +23,20 @@ interface RunArgs extends CommonArgs {
 
 /** How long a run stopped by Ctrl-C gets between SIGTERM and SIGKILL. */
 const INTERRUPT_GRACE_MS = 5_000;
+
+/**
+ * A manual run's fire is the moment it was triggered (database time). Cron instants are whole
+ * seconds, so a manual instant is moved off a whole second (by 1 ms, in the rare case it falls on
+ * one): otherwise a manual run at exactly 03:00:00.000 would share the 03:00 fire's key, and the
+ * scheduled fire would be recorded as "already ran".
+ */
+export function manualInstant(now: Date): Date {
+  return now.getUTCMilliseconds() === 0 ? new Date(now.getTime() + 1) : now;
+}
+
+function ignoreBrokenPipe(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EPIPE') throw err;
+}
 
 export const runCommand: CommandModule<object, RunArgs> = {
   command: 'run <job>',
@@ -55,13 +69,22 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const pool = openPool(target, 2);
     const lock = await LockSession.open(target);
     let running: RunningJob | null = null;
+    let interruptedBy: NodeJS.Signals | null = null;
     const onSignal = (signal: NodeJS.Signals) => {
-      void running?.stop(`interrupted by ${signal}`, INTERRUPT_GRACE_MS);
+      interruptedBy ??= signal;
+      if (running) {
+        void running.stop(`interrupted by ${signal}`, INTERRUPT_GRACE_MS);
+      } else {
+        // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
+        // is not taken after all once this process has given up.
+        void lock.interruptQuery(target).catch(() => {});
+      }
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    // `baton run job | head` closes our stdout early: keep running the job, stop echoing.
+    process.stdout.on('error', ignoreBrokenPipe);
     try {
-      const scheduledAt = await lock.now();
       const outcome = await runFire(
         {
           database: target.database,
@@ -72,16 +95,24 @@ export const runCommand: CommandModule<object, RunArgs> = {
           lock,
         },
         job,
-        scheduledAt,
+        manualInstant(await lock.now()),
         {
           trigger: 'manual',
           waitSeconds: args.wait,
           tee: true,
           onStart: (run) => {
             running = run;
+            if (interruptedBy) void run.stop(`interrupted by ${interruptedBy}`, 0);
           },
         },
-      );
+      ).catch((err: unknown) => {
+        if (interruptedBy && !running) {
+          throw new InterruptedError(
+            `${job.name} not run: interrupted by ${interruptedBy} while waiting for the lock`,
+          );
+        }
+        throw err;
+      });
       if (!outcome.ran) {
         throw new LockHeldError(`${job.name} not run: ${outcome.reason} (run ${outcome.runId})`);
       }
@@ -97,6 +128,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      process.stdout.off('error', ignoreBrokenPipe);
       await lock.close();
       await pool.end().catch(() => {});
     }
