@@ -21,7 +21,7 @@ namespace: ops
 jobs:
   busy:
     schedule: "* * * * * *"
-    command: ["sleep", "3"]
+    command: ["sh", "-c", "sleep \${BUSY_SECONDS:-30}"]
     enabled: false
   quick:
     schedule: "0 3 * * *"
@@ -57,8 +57,13 @@ afterAll(async () => {
   await db.drop();
 });
 
-const run = (job: string, extra: string[] = [], host = 'ops-laptop') =>
-  baton(['run', job, '--config', config, '--database-url', db.url, '--host', host, ...extra]);
+const run = (job: string, extra: string[] = [], env: Record<string, string> = {}) =>
+  baton(
+    ['run', job, '--config', config, '--database-url', db.url, '--host', 'ops-laptop', ...extra],
+    {
+      env,
+    },
+  );
 
 describe('baton run', () => {
   it('runs a free job now: exit 0 and a manual winner row', async () => {
@@ -144,7 +149,14 @@ describe('baton run', () => {
   it('exits 75 with a skip row while a scheduled run holds the lock, and waits with --wait', async () => {
     const enabled = path.join(dir, 'enabled.yaml');
     writeFileSync(enabled, readFileSync(config, 'utf8').replace('enabled: false', 'enabled: true'));
-    const runner = startRunner({ config: enabled, databaseUrl: db.url, host: 'srv-01' });
+    // A 30 s job: the lock is certainly held while `baton run` tries. The runner's grace is 1 s,
+    // so stopping it interrupts the job and frees the lock for the waiting manual run.
+    const runner = startRunner({
+      config: enabled,
+      databaseUrl: db.url,
+      host: 'srv-01',
+      args: ['--grace', '1'],
+    });
     try {
       await runner.ready();
       const running = await waitFor('a scheduled run of busy', async () => {
@@ -162,9 +174,12 @@ describe('baton run', () => {
 
       // Stop the runner; a manual run that waits gets the lock once the scheduled run is done.
       const stopped = runner.stop('SIGTERM');
-      const waited = await run('busy', ['--wait', '10']);
+      const waited = await run('busy', ['--wait', '10'], { BUSY_SECONDS: '0.2' });
       expect(await stopped).toBe(0);
       expect(waited.code).toBe(0);
+      const interrupted = (await runs(db, 'busy')).find((r) => r.id === running.id);
+      expect(interrupted).toMatchObject({ status: 'failed' });
+      expect(interrupted!.error).toBe('interrupted: the runner stopped (SIGTERM)');
       const manualWinner = (await runs(db, 'busy')).find(
         (r) => r.triggered_by === 'manual' && r.winner === 1,
       );

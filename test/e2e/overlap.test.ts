@@ -101,6 +101,7 @@ jobs:
 
     const rows = await runs(db, 'long');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
+    for (const runner of runners) expect(runner.errors(), runner.host).toEqual([]);
     const winners = rows
       .filter((r) => r.winner === 1)
       .sort((x, y) => x.started_at.getTime() - y.started_at.getTime());

@@ -112,6 +112,11 @@ export class RunnerProcess {
     );
   }
 
+  /** Log lines at error level or above (pino: 50 = error, 60 = fatal). */
+  errors(): LogLine[] {
+    return this.lines.filter((l) => l.level >= 50);
+  }
+
   ready(): Promise<LogLine> {
     return this.waitForLog('runner started');
   }
