@@ -16,6 +16,9 @@ import { ExitCode } from '../exit-codes.js';
 import { openConnection } from '../store/connect.js';
 import type { DatabaseTarget } from '../store/database-url.js';
 
+/** Seven days: longer than any batch; a dead runner's session still ends at once (socket closed). */
+export const LOCK_SESSION_WAIT_TIMEOUT_SECONDS = 7 * 24 * 3600;
+
 export class LockSession {
   private readonly held = new Set<string>();
   private broken = false;
@@ -34,6 +37,11 @@ export class LockSession {
 
   static async open(target: DatabaseTarget): Promise<LockSession> {
     const conn = await openConnection(target);
+    // The session sits idle while a long job runs (a daily-only runner issues nothing for a day).
+    // A server-side idle timeout (wait_timeout, often lowered by DBAs) would end it and free the
+    // job's lock under the running job. Losing the session must mean the runner is gone, not
+    // that it was quiet.
+    await conn.query('SET SESSION wait_timeout = ?', [LOCK_SESSION_WAIT_TIMEOUT_SECONDS]);
     const [[row]] = await conn.query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
     return new LockSession(conn, Number(row?.id));
   }
