@@ -167,7 +167,8 @@ export class Runner {
           );
         })
         .catch((err: unknown) => {
-          log.error({ err: errorMessage(err) }, 'fire not completed: database error');
+          // Usually the database (it cannot record or coordinate the fire); the message says.
+          log.error({ err: errorMessage(err) }, 'fire not completed');
         })
         .finally(() => {
           if (this.active.get(job.name)?.scheduledAt === scheduledAt) this.active.delete(job.name);
