@@ -145,7 +145,7 @@ export class Runner {
             runningHere: this.active.get(job.name)?.scheduledAt ?? null,
             onStart: (handle, fire) => {
               this.active.set(job.name, { scheduledAt, handle });
-              log.info({ runId: fire.runId, pid: handle.pid }, 'fire won: running');
+              log.info({ runId: fire.runId, jobPid: handle.pid }, 'fire won: running');
               settled();
             },
           }),
