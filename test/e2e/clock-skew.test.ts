@@ -5,21 +5,13 @@
  * second time. Every fire must still have exactly one winner, and every host must compute the same
  * `scheduled_at` — the cron instant itself, whole seconds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRunners, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
+import { writeSchedule } from '../helpers/cli.js';
+import { byFire, runs } from '../helpers/db.js';
+import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
-let db: TestDatabase;
-let runners: RunnerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase('skew');
-});
-afterAll(async () => {
-  await Promise.all(runners.map((r) => r.stop('SIGKILL')));
-  await db.drop();
-});
+const fleet = useFleet('skew');
 
 describe('a runner whose clock is 1.5 s behind', () => {
   it('never wins a fire that already ran: one winner per fire', async () => {
@@ -29,11 +21,8 @@ jobs:
     schedule: "* * * * * *"
     command: ["sleep", "0.03"]
 `);
-    runners = await startRunners(
-      ['fast-1', 'fast-2', 'late'],
-      { config, databaseUrl: db.url },
-      { late: '-1.5' },
-    );
+    const db = fleet.db;
+    const runners = await fleet.start(['fast-1', 'fast-2', 'late'], { config }, { late: '-1.5' });
 
     await waitFor(
       'eight fires that the late runner reached after the winner had finished',
@@ -59,10 +48,7 @@ jobs:
     expect(lag('late')).toBeGreaterThan(1_200);
     expect(lag('fast-1')).toBeLessThan(500);
     expect(lag('fast-2')).toBeLessThan(500);
-    for (const runner of runners) {
-      expect(runner.errors(), runner.host).toEqual([]);
-      expect(runner.stderr, runner.host).toBe('');
-    }
+    expectQuiet(runners);
 
     for (const row of rows) expect(row.scheduled_at.getUTCMilliseconds()).toBe(0);
     for (const [at, fire] of byFire(rows)) {

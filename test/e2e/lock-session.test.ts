@@ -3,24 +3,15 @@
  * exactly one new session however many jobs fire at once, keeps firing, and still stops cleanly.
  * (A session lost *under a running job* is the lost-lock handling's case, not this one.)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
+import { writeSchedule } from '../helpers/cli.js';
+import { useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
-let db: TestDatabase;
-let runner: RunnerProcess | undefined;
-
-beforeAll(async () => {
-  db = await createTestDatabase('session');
-});
-afterAll(async () => {
-  await runner?.stop('SIGKILL');
-  await db.drop();
-});
+const fleet = useFleet('session');
 
 async function connectionsTo(database: string): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
+  const [row] = await fleet.db.query<{ n: number }>(
     'SELECT COUNT(*) AS n FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
     [database],
   );
@@ -35,8 +26,9 @@ jobs:
   b: { schedule: "* * * * * *", command: ["true"] }
   c: { schedule: "* * * * * *", command: ["true"] }
 `);
-    runner = startRunner({ config, databaseUrl: db.url, host: 'solo' });
-    const started = await runner.ready();
+    const db = fleet.db;
+    const [runner] = await fleet.start(['solo'], { config });
+    const started = runner!.lines.find((l) => l.msg === 'runner started')!;
     const sessionId = Number(started.lockConnectionId);
     // Kill it just after a fire's runs finished, so that it dies idle.
     await waitFor('a finished fire', async () =>
@@ -46,7 +38,7 @@ jobs:
     );
     await db.query('KILL ?', [sessionId]);
 
-    const reopened = await runner.waitForLog('lock session reopened');
+    const reopened = await runner!.waitForLog('lock session reopened');
     const newSession = Number(reopened.lockConnectionId);
     expect(newSession).not.toBe(sessionId);
     await waitFor('fires won on the new session', async () => {
@@ -56,9 +48,9 @@ jobs:
       );
       return rows.length === 3;
     });
-    expect(runner.lines.filter((l) => l.msg === 'lock session reopened')).toHaveLength(1);
+    expect(runner!.lines.filter((l) => l.msg === 'lock session reopened')).toHaveLength(1);
 
-    expect(await runner.stop('SIGTERM', 10_000)).toBe(0);
+    expect(await runner!.stop('SIGTERM', 10_000)).toBe(0);
     // Nothing left behind: no session of this runner survives its exit.
     await waitFor('no connections left', async () => (await connectionsTo(db.name)) === 0, {
       timeoutMs: 5_000,

@@ -2,25 +2,17 @@
  * Guarantee 1, the heart of baton: three runner processes with the same every-second schedule,
  * and every fire has exactly one winner that ran, two recorded skips, and no fire is missing.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRunners, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
+import { writeSchedule } from '../helpers/cli.js';
+import { byFire, runs } from '../helpers/db.js';
+import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['srv-01', 'srv-02', 'srv-03'];
-let db: TestDatabase;
-let runners: RunnerProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase('one_winner');
-});
-afterAll(async () => {
-  await Promise.all(runners.map((r) => r.stop('SIGKILL')));
-  await db.drop();
-});
+const fleet = useFleet('one_winner');
 
 async function dbNow(): Promise<Date> {
-  const [row] = await db.query<{ now: Date }>('SELECT NOW(3) AS now');
+  const [row] = await fleet.db.query<{ now: Date }>('SELECT NOW(3) AS now');
   return row!.now;
 }
 
@@ -33,7 +25,8 @@ jobs:
     schedule: "* * * * * *"
     command: ["sleep", "0.03"]
 `);
-    runners = await startRunners(HOSTS, { config, databaseUrl: db.url });
+    const db = fleet.db;
+    const runners = await fleet.start(HOSTS, { config });
     const from = await dbNow();
     const until = new Date(from.getTime() + 10_000);
     await waitFor(
@@ -93,10 +86,7 @@ jobs:
           new RegExp(`^(this fire is running on|this fire already ran on) ${winners[0]!.host} `),
         );
     }
-    for (const runner of runners) {
-      expect(runner.errors(), runner.host).toEqual([]);
-      expect(runner.stderr, runner.host).toBe('');
-    }
+    expectQuiet(runners);
     const stillRunning = await db.query<{ free: number }>(
       'SELECT COUNT(*) AS free FROM baton_runs WHERE status = ?',
       ['running'],

@@ -3,26 +3,17 @@
  * runner (GET_LOCK nests within a session, so the runner must skip its own job before asking),
  * and not across runners. The skip reasons tell the three cases apart.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/coordination/lock-name.js';
-import { startRunners, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { writeSchedule } from '../helpers/cli.js';
+import { byFire, runs } from '../helpers/db.js';
+import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
-let db: TestDatabase;
-let runners: RunnerProcess[] = [];
-
-beforeEach(async () => {
-  db = await createTestDatabase('overlap');
-});
-afterEach(async () => {
-  await Promise.all(runners.map((r) => r.stop('SIGKILL')));
-  runners = [];
-  await db.drop();
-});
+const fleet = useFleet('overlap', { perTest: true });
 
 async function lockIsFree(name: string): Promise<boolean> {
-  const [row] = await db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
+  const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
   return row!.free === 1;
 }
 
@@ -35,7 +26,8 @@ jobs:
     schedule: "*/3 * * * * *"
     command: ["sleep", "4"]
 `);
-    runners = await startRunners(['solo'], { config, databaseUrl: db.url });
+    const db = fleet.db;
+    const runners = await fleet.start(['solo'], { config });
     const lock = jobLockName(db.name, 'reentry', 'slow');
 
     // The first run ends between two fires (4 s into a 6 s cycle): the lock must be free then.
@@ -88,7 +80,8 @@ jobs:
     command: ["sleep", "2.5"]
 `);
     const hosts = ['a', 'b', 'c'];
-    runners = await startRunners(hosts, { config, databaseUrl: db.url });
+    const db = fleet.db;
+    const runners = await fleet.start(hosts, { config });
     await waitFor(
       'three finished runs',
       async () =>
@@ -101,7 +94,7 @@ jobs:
 
     const rows = await runs(db, 'long');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
-    for (const runner of runners) expect(runner.errors(), runner.host).toEqual([]);
+    expectQuiet(runners);
     const winners = rows
       .filter((r) => r.winner === 1)
       .sort((x, y) => x.started_at.getTime() - y.started_at.getTime());

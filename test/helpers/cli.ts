@@ -179,16 +179,3 @@ export function startRunner(o: StartRunnerOptions): RunnerProcess {
   const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...env, ...skew } });
   return new RunnerProcess(o.host, child);
 }
-
-/** Starts several runners and waits until all have started. */
-export async function startRunners(
-  hosts: string[],
-  o: Omit<StartRunnerOptions, 'host'>,
-  offsets: Record<string, string> = {},
-) {
-  const runners = hosts.map((host) =>
-    startRunner({ ...o, host, ...(offsets[host] != null ? { clockOffset: offsets[host] } : {}) }),
-  );
-  await Promise.all(runners.map((r) => r.ready()));
-  return runners;
-}

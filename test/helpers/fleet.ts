@@ -1,0 +1,57 @@
+/**
+ * The common set-up of an end-to-end file: a database of its own on the shared server, and the
+ * runner processes its tests start — all killed (if a test left them running) and the database
+ * dropped afterwards, per file or per test.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { startRunner, type RunnerProcess, type StartRunnerOptions } from './cli.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+
+export interface Fleet {
+  readonly db: TestDatabase;
+  /** Starts one runner per host on the fleet's database and waits until all have started. */
+  start(
+    hosts: string[],
+    options: Omit<StartRunnerOptions, 'host' | 'databaseUrl'> & { databaseUrl?: string },
+    clockOffsets?: Record<string, string>,
+  ): Promise<RunnerProcess[]>;
+}
+
+export function useFleet(label: string, { perTest = false } = {}): Fleet {
+  let db: TestDatabase | undefined;
+  const runners: RunnerProcess[] = [];
+  (perTest ? beforeEach : beforeAll)(async () => {
+    db = await createTestDatabase(label);
+  });
+  (perTest ? afterEach : afterAll)(async () => {
+    await Promise.all(runners.splice(0).map((r) => r.stop('SIGKILL')));
+    await db?.drop();
+  });
+  return {
+    get db() {
+      if (!db) throw new Error('the fleet database exists only inside tests');
+      return db;
+    },
+    async start(hosts, options, clockOffsets = {}) {
+      const started = hosts.map((host) =>
+        startRunner({
+          databaseUrl: this.db.url,
+          ...options,
+          host,
+          ...(clockOffsets[host] != null ? { clockOffset: clockOffsets[host] } : {}),
+        }),
+      );
+      runners.push(...started);
+      await Promise.all(started.map((r) => r.ready()));
+      return started;
+    },
+  };
+}
+
+/** Every runner logged nothing at error level and printed nothing to stderr. */
+export function expectQuiet(runners: RunnerProcess[]): void {
+  for (const runner of runners) {
+    expect(runner.errors(), runner.host).toEqual([]);
+    expect(runner.stderr, runner.host).toBe('');
+  }
+}
