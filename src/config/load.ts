@@ -99,7 +99,7 @@ function buildJob(
   } catch (err) {
     timezoneOk = false;
     if (inherited.has('timezone')) {
-      // Reported once, where it is written, naming the job that inherits it.
+      // Reported where it is written (defaults.timezone), once per job that inherits it.
       problems.push(
         source.problem(
           ['defaults', 'timezone'],

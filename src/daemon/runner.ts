@@ -16,9 +16,9 @@ import { errorMessage } from '../errors.js';
 import type { RunningJob } from '../execution/job-process.js';
 import type { Logger } from '../log.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
-import { openConnection, openPool } from '../store/connect.js';
+import { openPool } from '../store/connect.js';
 import type { DatabaseTarget } from '../store/database-url.js';
-import { migrate } from '../store/migrate.js';
+import { migrateDatabase } from '../store/migrate.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
 
 export interface RunnerOptions {
@@ -74,13 +74,8 @@ export class Runner {
   /** Connects, migrates, opens the lock session and starts the loop. */
   async start(): Promise<void> {
     const { target, config } = this.options;
-    const conn = await openConnection(target);
-    try {
-      const { applied } = await migrate(conn, target.database);
-      if (applied.length > 0) this.log.info({ applied }, 'migrations applied');
-    } finally {
-      await conn.end().catch(() => {});
-    }
+    const { applied } = await migrateDatabase(target);
+    if (applied.length > 0) this.log.info({ applied }, 'migrations applied');
     this.pool = openPool(target);
     this.lock = await LockSession.open(target);
 

@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode } from '../errors.js';
 import { migrationLockName } from '../coordination/lock-name.js';
+import { openConnection } from './connect.js';
+import type { DatabaseTarget } from './database-url.js';
 
 export interface Migration {
   version: number;
@@ -115,6 +117,19 @@ export async function migrate(conn: Connection, database: string): Promise<Migra
     // Never let a failed release hide the error that got us here; the lock dies with the
     // connection, which the caller closes.
     await conn.query('SELECT RELEASE_LOCK(?)', [lock]).catch(() => {});
+  }
+}
+
+/**
+ * Creates the database if missing and applies pending migrations on a connection of its own
+ * (closed afterwards, which also drops the migration lock if anything went wrong).
+ */
+export async function migrateDatabase(target: DatabaseTarget): Promise<MigrationResult> {
+  const conn = await openConnection(target);
+  try {
+    return await migrate(conn, target.database);
+  } finally {
+    await conn.end().catch(() => {});
   }
 }
 

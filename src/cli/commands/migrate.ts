@@ -1,7 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { ExitCode } from '../../exit-codes.js';
-import { openConnection } from '../../store/connect.js';
-import { migrate } from '../../store/migrate.js';
+import { migrateDatabase } from '../../store/migrate.js';
 import { action } from '../action.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 
@@ -11,17 +10,12 @@ export const migrateCommand: CommandModule<object, CommonArgs> = {
   builder: (y) => withCommonOptions(y),
   handler: action(async (args: CommonArgs) => {
     const target = resolveDatabase(args);
-    const conn = await openConnection(target);
-    try {
-      const { applied } = await migrate(conn, target.database);
-      process.stdout.write(
-        applied.length > 0
-          ? `applied ${applied.length} migration(s) to ${target.display}: ${applied.join(', ')}\n`
-          : `${target.display} is up to date\n`,
-      );
-    } finally {
-      await conn.end().catch(() => {});
-    }
+    const { applied } = await migrateDatabase(target);
+    process.stdout.write(
+      applied.length > 0
+        ? `applied ${applied.length} migration(s) to ${target.display}: ${applied.join(', ')}\n`
+        : `${target.display} is up to date\n`,
+    );
     return ExitCode.Ok;
   }),
 };

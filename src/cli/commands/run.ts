@@ -4,8 +4,8 @@ import { runFire } from '../../coordination/run-fire.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import type { RunningJob } from '../../execution/job-process.js';
-import { openConnection, openPool } from '../../store/connect.js';
-import { migrate } from '../../store/migrate.js';
+import { openPool } from '../../store/connect.js';
+import { migrateDatabase } from '../../store/migrate.js';
 import { action } from '../action.js';
 import {
   findJob,
@@ -60,12 +60,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const target = resolveDatabase(args);
     const host = resolveHost(args);
 
-    const conn = await openConnection(target);
-    try {
-      await migrate(conn, target.database);
-    } finally {
-      await conn.end().catch(() => {});
-    }
+    await migrateDatabase(target);
     const pool = openPool(target, 2);
     const lock = await LockSession.open(target);
     let running: RunningJob | null = null;
