@@ -10,6 +10,7 @@ import { ConfigError, type ConfigProblem } from '../errors.js';
 import { assertTimeZone, parseSchedule } from '../schedule/cron.js';
 import {
   DEFAULT_NAMESPACE,
+  DEFAULT_RETRY_DELAY_MS,
   DEFAULT_TIMEZONE,
   fileSchema,
   jobNameSchema,
@@ -132,6 +133,11 @@ function buildJob(
     target,
     env: job.env ?? {},
     cwd,
+    timeoutMs: job.timeout ?? null,
+    retries: job.retries ?? 0,
+    retryDelayMs: job.retryDelay ?? DEFAULT_RETRY_DELAY_MS,
+    catchUpMs: job.catchUp ?? null,
+    overlap: job.overlap ?? 'skip',
   };
 }
 

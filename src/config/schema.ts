@@ -7,6 +7,7 @@
  * time zones, module files) live in `load.ts`.
  */
 import { z } from 'zod';
+import { DURATION_HINT, parseDuration } from './duration.js';
 
 /**
  * Job names end up in the history table (`baton_runs.job VARCHAR(128)`) and in lock names, so they
@@ -31,6 +32,29 @@ const nameRule = (max: number, what: string) =>
 export const namespaceSchema = nameRule(NAMESPACE_MAX, 'namespace');
 export const jobNameSchema = nameRule(JOB_NAME_MAX, 'job name');
 
+/** A duration such as `90s` or `30m`, as milliseconds; numbers without a unit are refused. */
+const duration = z.unknown().transform((value, ctx) => {
+  const ms = typeof value === 'string' ? parseDuration(value) : null;
+  if (ms == null || ms <= 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration, got ${JSON.stringify(value)}: ${DURATION_HINT}`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/**
+ * What a fire does when it finds the job still running (on any runner):
+ * - `skip`: records a skip and lets the fire go (the default; no overlap, no pile-up);
+ * - `queue`: waits for the running run, at most until the job's next fire, then runs once;
+ * - `allow`: takes no job lock, so runs of successive fires may overlap; the fire key still
+ *   gives every fire exactly one winner.
+ */
+export const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+
 /** Keys that may appear in `defaults:` as well as in a job. */
 const inheritableShape = {
   /** IANA time zone the cron expression is read in. Default UTC, the same on every host. */
@@ -45,6 +69,18 @@ const inheritableShape = {
   env: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String)),
   /** Working directory of the job's process, relative to the schedules file. Default: its folder. */
   cwd: z.string().min(1),
+  /** Stop a run (SIGTERM, then SIGKILL) that takes longer than this; recorded `timeout`. */
+  timeout: duration,
+  /** Start a failed (or timed-out) run again, up to this many times, still holding the fire. */
+  retries: z.number().int('retries must be a whole number').min(0).max(100),
+  /** Pause between a failure and its retry. Default 10s. */
+  retryDelay: duration,
+  /**
+   * After start-up or a database outage, run the latest fire of this window that nobody ran
+   * (once, fleet-wide, `trigger = catchup`). Without it, missed fires are only recorded.
+   */
+  catchUp: duration,
+  overlap: z.enum(OVERLAP_POLICIES),
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -66,6 +102,11 @@ export const jobSchema = z
     enabled: true,
     env: true,
     cwd: true,
+    timeout: true,
+    retries: true,
+    retryDelay: true,
+    catchUp: true,
+    overlap: true,
     command: true,
     module: true,
   });
@@ -98,6 +139,13 @@ export interface JobDefinition {
   env: Record<string, string>;
   /** Absolute working directory. */
   cwd: string;
+  /** Per attempt; null = no limit. */
+  timeoutMs: number | null;
+  retries: number;
+  retryDelayMs: number;
+  /** null = missed fires are recorded, never run. */
+  catchUpMs: number | null;
+  overlap: OverlapPolicy;
 }
 
 export interface Config {
@@ -109,3 +157,4 @@ export interface Config {
 
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TIMEZONE = 'UTC';
+export const DEFAULT_RETRY_DELAY_MS = 10_000;

@@ -21,9 +21,14 @@
  *
  * The winner then runs the job (`run-fire.ts`), writes the verdict while still holding the lock
  * (so a late host sees the fire as done, not free), and releases the lock in `finally`.
+ *
+ * The job's overlap policy changes step 1 only: `queue` keeps asking for the lock (without
+ * blocking the shared lock session) until a deadline, `allow` takes no job lock at all — the
+ * fire key alone then gives one winner per fire, and runs of different fires may overlap.
  */
-import type { Pool } from 'mysql2/promise';
+import type { OverlapPolicy } from '../config/schema.js';
 import { isDuplicateKeyError } from '../errors.js';
+import type { Queryable } from '../store/deadline.js';
 import {
   findRunOfLockSession,
   findWinner,
@@ -41,19 +46,29 @@ export interface Coordinator {
   namespace: string;
   host: string;
   pid: number;
-  pool: Pool;
+  pool: Queryable;
   lock: LockSession;
 }
 
 export type Contention =
-  { won: true; runId: number; lockName: string } | { won: false; runId: number; reason: string };
+  | { won: true; runId: number; lockName: string | null }
+  | { won: false; runId: number; reason: string };
 
 export interface ContendOptions {
   /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
   waitSeconds?: number;
   /** The fire this runner is already running for the job, if it is; skips without GET_LOCK. */
   runningHere?: Date | null;
+  /** Default `skip`. */
+  overlap?: OverlapPolicy;
+  /** `queue`: keep asking for the lock until this instant (the job's next fire). */
+  queueUntil?: Date | null;
+  /** Ends a queued wait early (the runner is stopping). */
+  signal?: AbortSignal;
 }
+
+/** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
+export const QUEUE_POLL_MS = 250;
 
 /** How long a loser waits for the lock holder's row to appear (it inserts right after locking). */
 const HOLDER_LOOKUP_MS = 1_000;
@@ -70,6 +85,9 @@ export async function contend(
     reason,
   });
 
+  const overlap = options.overlap ?? 'skip';
+  if (overlap === 'allow') return claim(c, attempt, null, skip);
+
   if (options.runningHere) {
     return skip(
       `an earlier run is still running on ${c.host} (this runner; fire ${iso(options.runningHere)})`,
@@ -77,15 +95,47 @@ export async function contend(
   }
 
   const lockName = jobLockName(c.database, c.namespace, attempt.job);
-  if (!(await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0))) {
-    return skip(await describeHolder(c, lockName, attempt));
+  if (!(await acquire(c, lockName, options))) {
+    const holder = await describeHolder(c, lockName, attempt);
+    if (overlap === 'queue' && options.queueUntil) {
+      const why = options.signal?.aborted
+        ? 'the runner is stopping'
+        : `the next fire (${iso(options.queueUntil)}) came first`;
+      return skip(`waited in the queue until ${why}; ${holder}`);
+    }
+    return skip(holder);
   }
+  return claim(c, attempt, lockName, skip);
+}
 
+/** GET_LOCK, asked again every QUEUE_POLL_MS until `queueUntil` for a queued fire. */
+async function acquire(
+  c: Coordinator,
+  lockName: string,
+  options: ContendOptions,
+): Promise<boolean> {
+  for (;;) {
+    if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return true;
+    const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
+    if (until == null || options.signal?.aborted) return false;
+    const wait = Math.min(QUEUE_POLL_MS, until - Date.now());
+    if (wait <= 0) return false;
+    await new Promise((r) => setTimeout(r, wait));
+  }
+}
+
+/** Step 2: the fire key. With `lockName` null (overlap `allow`) there is no lock to give back. */
+async function claim(
+  c: Coordinator,
+  attempt: Attempt,
+  lockName: string | null,
+  skip: (reason: string) => Promise<Contention>,
+): Promise<Contention> {
   try {
     const runId = await insertWinner(c.pool, attempt, c.lock.connectionId);
     return { won: true, runId, lockName };
   } catch (err) {
-    await c.lock.release(lockName);
+    if (lockName) await c.lock.release(lockName);
     if (!isDuplicateKeyError(err)) throw err;
     const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
     const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';

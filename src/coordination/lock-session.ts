@@ -9,46 +9,102 @@
  *
  * GET_LOCK is re-entrant within a session (MySQL 5.7+ and MariaDB count nested acquisitions), so
  * this class refuses to acquire a name it already holds: one RELEASE_LOCK must free the lock.
+ *
+ * Liveness, both ways:
+ * - The session holds a lock on itself (`baton-session:<connection id>`) for as long as it lives,
+ *   so anyone can check whether the runner of a `running` row is still there (the reaper).
+ * - The runner watches the session (`watch`): a heartbeat at a short interval with a client-side
+ *   deadline (a server behind a partition never answers and never closes the socket), plus the
+ *   driver's connection events. The session's `wait_timeout` is far longer than that deadline, so
+ *   a runner cut off from the server gives up its jobs long before the server would free their
+ *   locks for someone else.
  */
-import type { Connection, RowDataPacket } from 'mysql2/promise';
+import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { openConnection } from '../store/connect.js';
 import type { DatabaseTarget } from '../store/database-url.js';
+import { queryWithDeadline, StatementTimeoutError, withDeadline } from '../store/deadline.js';
+import { sessionLockName } from '../store/runs.js';
 
 /** Seven days: longer than any batch; a dead runner's session still ends at once (socket closed). */
 export const LOCK_SESSION_WAIT_TIMEOUT_SECONDS = 7 * 24 * 3600;
+/** Time between heartbeats of a watched lock session (`baton start --heartbeat`). */
+export const DEFAULT_HEARTBEAT_MS = 1_000;
+/** An unanswered heartbeat means a lost session after this long (`--heartbeat-deadline`). */
+export const DEFAULT_HEARTBEAT_DEADLINE_MS = 3_000;
+/** Deadline of the lock session's own statements (GET_LOCK(…, 0), RELEASE_LOCK, heartbeats). */
+export const LOCK_STATEMENT_DEADLINE_MS = 3_000;
+
+/** The server is read-only (a demoted primary): GET_LOCK there coordinates nobody. */
+export class ReadOnlyDatabaseError extends BatonError {
+  constructor() {
+    super(
+      'DATABASE_READ_ONLY',
+      'the database is read-only (read_only = ON; a demoted primary?): baton does not run jobs ' +
+        'there, because a lock on this server excludes no one; point the runners at the primary',
+      ExitCode.Unavailable,
+    );
+  }
+}
+
+export interface WatchOptions {
+  /** Time between heartbeats. */
+  intervalMs: number;
+  /** A heartbeat without an answer by then means the session is lost. */
+  deadlineMs: number;
+  /** Called once, when the session is found dead; it is destroyed by then. */
+  onLost(reason: string): void;
+  /** Called when `read_only` changes (and with the first heartbeat's value). */
+  onReadOnly?(readOnly: boolean): void;
+}
 
 export class LockSession {
   private readonly held = new Set<string>();
   private broken = false;
+  private closing = false;
+  private lostReason: string | null = null;
+  private watcher: { timer: NodeJS.Timeout | undefined; options: WatchOptions } | null = null;
+  private readOnly: boolean | null = null;
 
   private constructor(
     private readonly conn: Connection,
     /** `CONNECTION_ID()` of this session, recorded on winning rows so a reaper can check them. */
     readonly connectionId: number,
   ) {
-    const markBroken = () => {
-      this.broken = true;
-    };
-    conn.on('error', markBroken);
-    conn.on('end', markBroken);
+    conn.on('error', (err: Error) => this.lose(`the connection failed: ${err.message}`));
+    conn.on('end', () => this.lose('the server closed the connection'));
   }
 
   static async open(target: DatabaseTarget): Promise<LockSession> {
     const conn = await openConnection(target);
-    // The session sits idle while a long job runs (a daily-only runner issues nothing for a day).
-    // A server-side idle timeout (wait_timeout, often lowered by DBAs) would end it and free the
-    // job's lock under the running job. Losing the session must mean the runner is gone, not
-    // that it was quiet.
-    await conn.query('SET SESSION wait_timeout = ?', [LOCK_SESSION_WAIT_TIMEOUT_SECONDS]);
-    const [[row]] = await conn.query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
-    return new LockSession(conn, Number(row?.id));
+    try {
+      // The session sits idle while a long job runs (a daily-only runner issues nothing for a
+      // day but heartbeats). A server-side idle timeout (wait_timeout, often lowered by DBAs)
+      // would end it and free the job's lock under the running job. Losing the session must
+      // mean the runner is gone, not that it was quiet.
+      await conn.query('SET SESSION wait_timeout = ?', [LOCK_SESSION_WAIT_TIMEOUT_SECONDS]);
+      const [[row]] = await conn.query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
+      const id = Number(row?.id);
+      const [[self]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
+        sessionLockName(id),
+      ]);
+      if (self?.got !== 1) throw new Error(`could not take the session lock of connection ${id}`);
+      return new LockSession(conn, id);
+    } catch (err) {
+      conn.destroy();
+      throw err;
+    }
   }
 
-  /** False once the driver reported the connection closed or failed. */
+  /** False once the connection is known to be closed, failed or unresponsive. */
   get usable(): boolean {
     return !this.broken;
+  }
+
+  /** Why the session was lost, once it was. */
+  get lossReason(): string | null {
+    return this.lostReason;
   }
 
   holds(name: string): boolean {
@@ -59,10 +115,71 @@ export class LockSession {
     return this.held.size;
   }
 
+  /** Starts the heartbeat. Connection events report a loss at once; the heartbeat bounds it. */
+  watch(options: WatchOptions): void {
+    this.watcher = { timer: undefined, options };
+    if (this.broken) {
+      options.onLost(this.lostReason ?? 'the session was already closed');
+      return;
+    }
+    const beat = () => {
+      if (!this.watcher || this.broken) return;
+      queryWithDeadline<RowDataPacket[]>(
+        this.conn,
+        'SELECT @@global.read_only AS ro',
+        [],
+        options.deadlineMs,
+      ).then(
+        ([[row]]) => {
+          const readOnly = Number(row?.ro) === 1;
+          if (readOnly !== this.readOnly) {
+            this.readOnly = readOnly;
+            options.onReadOnly?.(readOnly);
+          }
+          if (this.watcher) this.watcher.timer = setTimeout(beat, options.intervalMs);
+        },
+        (err: unknown) =>
+          this.lose(`the heartbeat failed: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    };
+    beat();
+  }
+
+  /** Marks the session dead (once), drops the connection and tells the watcher. */
+  private lose(reason: string): void {
+    if (this.broken || this.closing) return;
+    this.broken = true;
+    this.lostReason = reason;
+    this.held.clear();
+    this.conn.destroy();
+    if (this.watcher) {
+      clearTimeout(this.watcher.timer);
+      const { onLost } = this.watcher.options;
+      this.watcher = null;
+      onLost(reason);
+    }
+  }
+
+  /** A statement on the session with a deadline; a missed deadline loses the session. */
+  private async query<T>(
+    sql: string,
+    values: QueryValues,
+    deadlineMs = LOCK_STATEMENT_DEADLINE_MS,
+  ): Promise<T> {
+    try {
+      const [rows] = await queryWithDeadline<T>(this.conn, sql, values, deadlineMs);
+      return rows;
+    } catch (err) {
+      if (err instanceof StatementTimeoutError) this.lose(err.message);
+      throw err;
+    }
+  }
+
   /**
    * `GET_LOCK(name, waitSeconds)`: true when acquired, false when another session holds it.
    * GET_LOCK returns NULL only on an error (killed session, out of memory): that is thrown, never
-   * taken for "someone else holds it".
+   * taken for "someone else holds it". On a read-only server the lock is not even asked for
+   * (ReadOnlyDatabaseError): it would exclude nobody.
    */
   async tryAcquire(name: string, waitSeconds = 0): Promise<boolean> {
     if (this.held.has(name)) {
@@ -72,11 +189,15 @@ export class LockSession {
         ExitCode.Software,
       );
     }
-    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
-      name,
-      waitSeconds,
-    ]);
-    const got = row?.got as number | null | undefined;
+    const sql = 'SELECT CASE WHEN @@global.read_only THEN -1 ELSE GET_LOCK(?, ?) END AS got';
+    // A waiting GET_LOCK (`baton run --wait`) gets its wait on top of the usual deadline.
+    const [row] = await this.query<RowDataPacket[]>(
+      sql,
+      [name, waitSeconds],
+      LOCK_STATEMENT_DEADLINE_MS + waitSeconds * 1000,
+    );
+    const got = row?.got == null ? null : Number(row.got);
+    if (got === -1) throw new ReadOnlyDatabaseError();
     if (got == null) throw new Error(`GET_LOCK(${name}) returned NULL: the lock session failed`);
     if (got === 1) this.held.add(name);
     return got === 1;
@@ -91,28 +212,17 @@ export class LockSession {
   async release(name: string): Promise<boolean> {
     this.held.delete(name);
     try {
-      const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT RELEASE_LOCK(?) AS released', [
-        name,
-      ]);
+      const [row] = await this.query<RowDataPacket[]>('SELECT RELEASE_LOCK(?) AS released', [name]);
       return row?.released === 1;
     } catch (err) {
-      this.destroy();
+      this.lose(`releasing ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
       throw err;
     }
   }
 
-  /** Drops the connection at once; the server frees its locks. */
-  destroy(): void {
-    this.broken = true;
-    this.held.clear();
-    this.conn.destroy();
-  }
-
   /** The connection id holding `name` on the server, or null when it is free. */
   async holderOf(name: string): Promise<number | null> {
-    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [
-      name,
-    ]);
+    const [row] = await this.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [name]);
     return row?.holder == null ? null : Number(row.holder);
   }
 
@@ -131,15 +241,49 @@ export class LockSession {
 
   /** The database's clock, `NOW(3)` in UTC. */
   async now(): Promise<Date> {
-    const [[row]] = await this.conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+    const [row] = await this.query<RowDataPacket[]>('SELECT NOW(3) AS now', []);
     return row?.now as Date;
   }
 
-  /** Releases everything and closes; safe to call on a broken session. */
+  /**
+   * When the server started, rounded a second early (uptime has whole seconds). Rows that started
+   * before it belong to sessions of an earlier server life, whatever their connection ids say.
+   */
+  async serverStartedBefore(): Promise<Date> {
+    const [status] = await this.query<RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'Uptime'", []);
+    const now = await this.now();
+    const uptimeSeconds = Number(status?.Value ?? 0);
+    return new Date(now.getTime() - (uptimeSeconds + 1) * 1000);
+  }
+
+  /** Drops the connection at once; the server frees its locks. Not reported as a loss. */
+  destroy(): void {
+    this.closing = true;
+    this.stopWatching();
+    this.broken = true;
+    this.held.clear();
+    this.conn.destroy();
+  }
+
+  private stopWatching(): void {
+    if (this.watcher) clearTimeout(this.watcher.timer);
+    this.watcher = null;
+  }
+
+  /** Releases everything and closes; safe to call on a broken session. Not reported as a loss. */
   async close(): Promise<void> {
+    this.stopWatching();
+    this.closing = true;
     if (!this.broken) {
-      await this.conn.query('SELECT RELEASE_ALL_LOCKS()').catch(() => {});
-      await this.conn.end().catch(() => {});
+      await withDeadline(
+        this.conn.query('SELECT RELEASE_ALL_LOCKS()'),
+        LOCK_STATEMENT_DEADLINE_MS,
+        'release',
+        () => {},
+      ).catch(() => {});
+      await withDeadline(this.conn.end(), LOCK_STATEMENT_DEADLINE_MS, 'close', () => {}).catch(
+        () => {},
+      );
     }
     this.destroy();
   }

@@ -1,26 +1,95 @@
 /**
- * One fire end to end, shared by the daemon (scheduled fires) and `baton run` (manual ones):
- * contend (fire-protocol.ts) → run the job in a child process → write the verdict → release the
- * lock in `finally`. The verdict is written before the release, so that a runner arriving late for
- * the same fire meets the fire key (already ran), never a free lock and no row.
+ * One fire end to end, shared by the daemon (scheduled and catch-up fires) and `baton run`
+ * (manual ones): contend (fire-protocol.ts) → run the job in a child process, again on failure
+ * while `retries` allow → write the verdict → release the lock in `finally`. The verdict is
+ * written before the release, so that a runner arriving late for the same fire meets the fire key
+ * (already ran), never a free lock and no row.
  */
 import type { JobDefinition } from '../config/schema.js';
+import { formatDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
 import type { FireInfo } from '../execution/job-context.js';
-import { startJob, type JobResult, type RunningJob } from '../execution/job-process.js';
-import { finishRun, type Trigger } from '../store/runs.js';
+import {
+  startJob,
+  type JobResult,
+  type RunningJob,
+  type StopStatus,
+} from '../execution/job-process.js';
+import { finishRun, recordAttempt, type RunOutcome, type Trigger } from '../store/runs.js';
 import { contend, type ContendOptions, type Coordinator } from './fire-protocol.js';
 
+/** SIGTERM → SIGKILL delay when a run is stopped (timeout, shutdown). */
+export const KILL_GRACE_MS = 5_000;
+
 export type FireOutcome =
-  | { ran: true; runId: number; result: JobResult; recorded: boolean }
+  | { ran: true; runId: number; result: JobResult; attempts: number; recorded: boolean }
   | { ran: false; runId: number; reason: string };
 
 export interface RunFireOptions extends ContendOptions {
   trigger: Trigger;
   /** Pass the job's output through to this process (foreground `baton run`). */
   tee?: boolean;
-  /** Called once the job's process has started, with a handle to stop it. */
-  onStart?: (run: RunningJob, fire: FireInfo) => void;
+  /** Called once the run has won and its first attempt has started. */
+  onStart?: (control: RunControl, fire: FireInfo) => void;
+  /**
+   * A verdict that could not be written (the database is gone): the caller keeps it and writes
+   * it when the database answers again. Without it, the error is thrown.
+   */
+  onUnwrittenVerdict?: (runId: number, outcome: RunOutcome) => void;
+}
+
+/**
+ * A handle on a run that may span several attempts: stopping it stops the current attempt and
+ * every retry that would have followed.
+ */
+export class RunControl {
+  private current: RunningJob | null = null;
+  private request: { why: string; graceMs: number; status: StopStatus } | null = null;
+  private wakeRetry: (() => void) | null = null;
+
+  constructor(
+    readonly runId: number,
+    readonly scheduledAt: Date,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.current?.pid;
+  }
+
+  get stopRequested(): boolean {
+    return this.request != null;
+  }
+
+  /** Stops the run: the first request decides the status (`timeout`, `lost`, `interrupted`). */
+  stop(why: string, graceMs: number, status: StopStatus): void {
+    this.request ??= { why, graceMs, status };
+    void this.current?.stop(why, graceMs, status);
+    this.wakeRetry?.();
+  }
+
+  /** @internal run-fire's side: the attempt now running. */
+  attach(run: RunningJob): void {
+    this.current = run;
+    if (this.request) void run.stop(this.request.why, this.request.graceMs, this.request.status);
+  }
+
+  /** @internal Sleeps between attempts; a stop request ends the sleep. */
+  pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeRetry = done;
+    }).finally(() => (this.wakeRetry = null));
+  }
+
+  /** The stop request as a result, when the run is stopped between two attempts. */
+  stoppedResult(last: JobResult): JobResult {
+    if (!this.request) return last;
+    return { ...last, status: this.request.status, error: this.request.why };
+  }
 }
 
 export async function runFire(
@@ -47,17 +116,24 @@ export async function runFire(
       scheduledAt,
       trigger: options.trigger,
       host: c.host,
+      attempt: 1,
     };
-    const run = startJob(job, fire, { tee: options.tee ?? false });
-    options.onStart?.(run, fire);
-    const result = await run.result;
-    const recorded = await finishRun(c.pool, claim.runId, {
+    const control = new RunControl(claim.runId, scheduledAt);
+    const { result, attempts } = await attemptRuns(c, job, fire, control, options);
+    const outcome: RunOutcome = {
       status: result.status,
       exitCode: result.exitCode,
-      error: result.error,
+      error: attempts > 1 && result.error ? `${result.error} (attempt ${attempts})` : result.error,
       outputTail: result.outputTail,
-    });
-    return { ran: true, runId: claim.runId, result, recorded };
+    };
+    let recorded = false;
+    try {
+      recorded = await finishRun(c.pool, claim.runId, outcome);
+    } catch (err) {
+      if (!options.onUnwrittenVerdict) throw err;
+      options.onUnwrittenVerdict(claim.runId, outcome);
+    }
+    return { ran: true, runId: claim.runId, result, attempts, recorded };
   } catch (err) {
     // The job could not be started or its verdict not written; leave no row `running` if the
     // database still answers.
@@ -69,6 +145,46 @@ export async function runFire(
     }).catch(() => {});
     throw err;
   } finally {
-    await c.lock.release(claim.lockName).catch(() => {});
+    if (claim.lockName && c.lock.usable) await c.lock.release(claim.lockName).catch(() => {});
+  }
+}
+
+/** Whether a result is worth another attempt: the job's own failure, not a stop by the runner. */
+function retryable(result: JobResult): boolean {
+  return result.status === 'failed' || result.status === 'timeout';
+}
+
+async function attemptRuns(
+  c: Coordinator,
+  job: JobDefinition,
+  fire: FireInfo,
+  control: RunControl,
+  options: RunFireOptions,
+): Promise<{ result: JobResult; attempts: number }> {
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
+    const run = startJob(job, { ...fire, attempt }, { tee: options.tee ?? false });
+    control.attach(run);
+    if (attempt === 1) options.onStart?.(control, fire);
+    // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly
+    // rather than through `control`, whose stop is for good.
+    const timer =
+      job.timeoutMs != null
+        ? setTimeout(() => {
+            const limit = formatDuration(job.timeoutMs!);
+            void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');
+          }, job.timeoutMs)
+        : undefined;
+    let result: JobResult;
+    try {
+      result = await run.result;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (control.stopRequested || !retryable(result) || attempt > job.retries) {
+      return { result, attempts: attempt };
+    }
+    await control.pause(job.retryDelayMs);
+    if (control.stopRequested) return { result: control.stoppedResult(result), attempts: attempt };
   }
 }

@@ -1,25 +1,53 @@
 /**
- * The runner: one `baton start` process. It owns the daemon loop (one timer for all jobs), the
- * lock session, and the set of jobs it is running; each due fire goes through the fire protocol
- * (`src/coordination/run-fire.ts`).
+ * The runner: one `baton start` process. It owns the daemon loop (one timer for all jobs), its
+ * connection to the database (the pool and the lock session), and the runs it has started; each
+ * due fire goes through the fire protocol (`src/coordination/run-fire.ts`).
  *
  * Fires of one job are contended one after another (a per-job chain), never concurrently: two
  * GET_LOCKs for the same name on one session would nest instead of excluding each other. A fire
- * that arrives while this runner still runs the job is skipped before GET_LOCK for that reason.
+ * that arrives while this runner still runs the job is skipped before GET_LOCK for that reason
+ * (`overlap: skip`), waits for it (`queue`), or runs beside it (`allow`).
+ *
+ * Faults, and what the runner does about them (docs/design.md has the operator's version):
+ * - The database is unreachable at start-up, or goes away later: the runner keeps running, does
+ *   not run what it cannot coordinate (each such fire is logged once), reconnects with capped
+ *   backoff, and then looks back (`recovery.ts`): catch-up where allowed, `missed` rows otherwise.
+ * - The lock session dies (KILL, server restart, partition — found by the heartbeat within
+ *   `heartbeatMs + heartbeatDeadlineMs`): its locks are gone, so every run it covered is aborted
+ *   (SIGTERM, SIGKILL after LOST_KILL_GRACE_MS) and recorded `lost`; verdicts that cannot be
+ *   written yet are kept and written once the database answers.
+ * - Another runner vanished: the reaper marks its `running` rows `lost`.
+ * - The server is read-only (a demoted primary): no fire runs until it is writable again.
  */
-import type { Pool } from 'mysql2/promise';
 import type { Config, JobDefinition } from '../config/schema.js';
+import { openCoordination } from '../coordination/open-coordination.js';
 import type { Coordinator } from '../coordination/fire-protocol.js';
-import { LockSession } from '../coordination/lock-session.js';
-import { runFire } from '../coordination/run-fire.js';
-import { errorMessage } from '../errors.js';
-import type { RunningJob } from '../execution/job-process.js';
+import {
+  DEFAULT_HEARTBEAT_DEADLINE_MS,
+  DEFAULT_HEARTBEAT_MS,
+  LockSession,
+  ReadOnlyDatabaseError,
+} from '../coordination/lock-session.js';
+import { KILL_GRACE_MS, runFire, type RunControl } from '../coordination/run-fire.js';
+import { BatonError, errorMessage, isUnreachableDbError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
 import type { Logger } from '../log.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { openPool } from '../store/connect.js';
 import type { DatabaseTarget } from '../store/database-url.js';
-import { migrateDatabase } from '../store/migrate.js';
+import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
+import {
+  findWinner,
+  finishRun,
+  firesWithRows,
+  firstFireOf,
+  insertMissed,
+  type RunOutcome,
+  type Trigger,
+} from '../store/runs.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
+import { reapOrphanRuns } from './reaper.js';
+import { lookBack, MISSED_SETTLE_MS } from './recovery.js';
 
 export interface RunnerOptions {
   config: Config;
@@ -28,73 +56,220 @@ export interface RunnerOptions {
   log: Logger;
   /** How long a graceful stop waits for running jobs before stopping them. */
   graceMs: number;
+  /** Time between lock-session heartbeats. */
+  heartbeatMs?: number;
+  /** A heartbeat unanswered for this long means the lock session is lost. */
+  heartbeatDeadlineMs?: number;
+  /** Time between two looks for `running` rows whose runner is gone. */
+  reaperMs?: number;
 }
 
-/** SIGTERM → SIGKILL delay when a run is stopped. */
-export const KILL_GRACE_MS = 5_000;
+export const DEFAULT_REAPER_MS = 10_000;
+/** A run whose lock is gone gets this long after SIGTERM: someone else may be starting it. */
+export const LOST_KILL_GRACE_MS = 1_000;
+/** Deadline of history statements (the pool); longer than a heartbeat, it guards a partition. */
+const STATEMENT_DEADLINE_MS = 10_000;
+/** Reconnect backoff: doubles from the first to the cap. */
+const RECONNECT_FIRST_MS = 500;
+const RECONNECT_MAX_MS = 30_000;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
 interface ActiveRun {
+  job: string;
   scheduledAt: Date;
-  handle: RunningJob;
+  control: RunControl;
+  /** Settles when the run's verdict is written (or given up). */
+  finished: Promise<void>;
 }
 
 export class Runner {
-  private pool!: Pool;
-  private lock!: LockSession;
+  private pool: DeadlinePool | null = null;
+  private lock: LockSession | null = null;
+  /** When the connected server started (rounded early): the reaper's test for old rows. */
+  private serverStartedBefore = new Date(0);
   private schedule!: FireSchedule;
+  private config: Config;
+  private jobs = new Map<string, JobDefinition>();
+  private schedules = new Map<string, Schedule>();
   private timer: NodeJS.Timeout | undefined;
+  private reaperTimer: NodeJS.Timeout | undefined;
+  private readonly pendingTimers = new Set<NodeJS.Timeout>();
   private stopping = false;
-  private readonly jobs: Map<string, JobDefinition>;
-  private readonly active = new Map<string, ActiveRun>();
+  private readonly stopSignal = new AbortController();
+  private everConnected = false;
+  private connecting: Promise<boolean> | null = null;
+  private readonly active = new Set<ActiveRun>();
   private readonly chains = new Map<string, Promise<void>>();
-  private reopening: Promise<void> | null = null;
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Verdicts the database could not take yet; written after the next reconnect. */
+  private readonly unwritten = new Map<number, RunOutcome>();
+  private readonly startedAt = new Date();
 
   constructor(private readonly options: RunnerOptions) {
-    this.jobs = new Map(options.config.jobs.filter((j) => j.enabled).map((j) => [j.name, j]));
+    this.config = options.config;
   }
 
   private get log(): Logger {
     return this.options.log;
   }
 
-  private get coordinator(): Coordinator {
+  /** True while the lock session is up: fires can be coordinated. */
+  get coordinated(): boolean {
+    return this.lock?.usable === true;
+  }
+
+  private coordinator(lock: LockSession, pool: DeadlinePool): Coordinator {
     return {
       database: this.options.target.database,
-      namespace: this.options.config.namespace,
+      namespace: this.config.namespace,
       host: this.options.host,
       pid: process.pid,
-      pool: this.pool,
-      lock: this.lock,
+      pool,
+      lock,
     };
   }
 
-  /** Connects, migrates, opens the lock session and starts the loop. */
-  async start(): Promise<void> {
-    const { target, config } = this.options;
-    const { applied } = await migrateDatabase(target);
-    if (applied.length > 0) this.log.info({ applied }, 'migrations applied');
-    this.pool = openPool(target);
-    this.lock = await LockSession.open(target);
-
-    const schedules = new Map<string, Schedule>();
-    for (const job of this.jobs.values()) {
-      schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
-    }
-    this.schedule = new FireSchedule(schedules, new Date());
+  /**
+   * Starts the loop, then connects: waits (with backoff) while the database is unreachable, and
+   * throws only what retrying cannot fix (bad credentials, an unsupported server, a schema this
+   * code does not know). Resolves false when the runner was stopped before it connected.
+   */
+  async start(): Promise<boolean> {
+    this.applyConfig(this.config, new Date());
+    this.arm();
+    const connected = await this.connectWithRetry(true);
+    if (!connected) return false;
     this.log.info(
       {
-        namespace: config.namespace,
-        database: target.display,
-        lockConnectionId: this.lock.connectionId,
+        namespace: this.config.namespace,
+        database: this.options.target.display,
+        lockConnectionId: this.lock?.connectionId,
         jobs: [...this.jobs.keys()],
       },
       'runner started',
     );
-    this.arm();
+    return true;
   }
+
+  // ---------------------------------------------------------------------------------------------
+  // Connection
+
+  /**
+   * Connects (single-flight), retrying with capped backoff. At start-up (`firstStart`) errors that
+   * a retry cannot fix are thrown; later they are logged and retried too (an operator may fix the
+   * grants or the server while the runner waits).
+   */
+  private connectWithRetry(firstStart = false): Promise<boolean> {
+    this.connecting ??= (async () => {
+      for (let attempt = 0; !this.stopping; attempt++) {
+        try {
+          await this.connect();
+          return true;
+        } catch (err) {
+          if (firstStart && !isTransient(err)) throw err;
+          const retryInMs = Math.min(RECONNECT_FIRST_MS * 2 ** attempt, RECONNECT_MAX_MS);
+          this.log.warn(
+            { err: errorMessage(err), retryInMs },
+            this.everConnected
+              ? 'database unavailable: reconnecting'
+              : 'database unavailable: waiting for it',
+          );
+          await this.sleep(retryInMs);
+        }
+      }
+      return false;
+    })().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async connect(): Promise<void> {
+    const { target } = this.options;
+    this.pool ??= new DeadlinePool(openPool(target), STATEMENT_DEADLINE_MS);
+    const { lock, facts, applied } = await openCoordination(target, this.pool);
+    if (this.stopping) {
+      await lock.close();
+      return;
+    }
+    if (applied.length > 0) this.log.info({ applied }, 'migrations applied');
+    this.serverStartedBefore = await lock.serverStartedBefore().catch((err: unknown) => {
+      void lock.close();
+      throw err;
+    });
+    this.lock = lock;
+    const reconnect = this.everConnected;
+    this.everConnected = true;
+    if (reconnect) {
+      this.log.warn({ lockConnectionId: lock.connectionId }, 'lock session reopened');
+    } else {
+      this.log.debug({ server: facts.version }, 'database server checked');
+    }
+    if (facts.readOnly) this.onReadOnly(true);
+    lock.watch({
+      intervalMs: this.options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      deadlineMs: this.options.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS,
+      onLost: (reason) => this.onLockSessionLost(lock, reason),
+      onReadOnly: (readOnly) => this.onReadOnly(readOnly),
+    });
+    await this.writeUnwrittenVerdicts();
+    this.armReaper();
+    void this.recover(new Date());
+  }
+
+  private readOnly = false;
+
+  private onReadOnly(readOnly: boolean): void {
+    if (readOnly === this.readOnly) return;
+    this.readOnly = readOnly;
+    if (readOnly) {
+      this.log.error(
+        'the database is read-only (a demoted primary?): no fire runs until it is writable',
+      );
+    } else {
+      this.log.warn('the database is writable again: fires run again');
+    }
+  }
+
+  /**
+   * The lock session died: every lock this runner held is gone, so its runs no longer exclude
+   * anyone. Abort them (recorded `lost`) and reconnect.
+   */
+  private onLockSessionLost(lock: LockSession, reason: string): void {
+    if (this.stopping || lock !== this.lock) return;
+    const running = [...this.active].filter((r) => !r.control.stopRequested);
+    this.log.error(
+      { reason, lockConnectionId: lock.connectionId, aborting: running.map((r) => r.job) },
+      'lock session lost',
+    );
+    for (const run of running) {
+      run.control.stop(
+        `lost: the runner's lock session ended (${reason}); the run was aborted because its ` +
+          'lock no longer kept other runners out',
+        LOST_KILL_GRACE_MS,
+        'lost',
+      );
+    }
+    void this.connectWithRetry();
+  }
+
+  private async writeUnwrittenVerdicts(): Promise<void> {
+    if (!this.pool) return;
+    for (const [runId, outcome] of this.unwritten) {
+      try {
+        const wrote = await finishRun(this.pool, runId, outcome);
+        this.unwritten.delete(runId);
+        this.log.info({ runId, status: outcome.status, wrote }, 'late verdict written');
+      } catch (err) {
+        this.log.warn({ runId, err: errorMessage(err) }, 'late verdict not written yet');
+        return;
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The loop
 
   private arm(): void {
     if (this.stopping) return;
@@ -103,48 +278,80 @@ export class Runner {
 
   private wake(): void {
     // Recompute from the clock at every wake: timers drift, hosts get suspended.
-    const { due, missed } = this.schedule.take(new Date());
+    this.dispatchDue(new Date());
+    this.arm();
+  }
+
+  private dispatchDue(now: Date): void {
+    const { due, missed } = this.schedule.take(now);
     for (const m of missed) {
       this.log.warn(
         { job: m.job, firstMissed: m.first, resumedAt: m.resumedAt },
         'fires missed: the runner woke too late to run them',
       );
     }
-    for (const fire of due) this.dispatch(fire);
-    this.arm();
+    for (const fire of due) this.dispatch(fire, 'schedule');
   }
 
-  private dispatch(fire: DueFire): void {
+  private dispatch(fire: DueFire, trigger: Trigger): void {
     const job = this.jobs.get(fire.job);
     if (!job) return;
-    if (fire.lateMs > LATE_WAKE_WARN_MS) {
+    if (fire.lateMs > LATE_WAKE_WARN_MS && trigger === 'schedule') {
       this.log.warn(
         { job: job.name, scheduledAt: fire.scheduledAt, lateMs: fire.lateMs },
         'late wake',
       );
     }
     const previous = this.chains.get(job.name) ?? Promise.resolve();
-    const next = previous.then(() => this.fire(job, fire.scheduledAt));
+    const next = previous.then(() => this.fire(job, fire.scheduledAt, trigger));
     this.chains.set(job.name, next);
   }
 
   /** Contends for one fire; resolves once contention is settled (the run may go on). */
-  private fire(job: JobDefinition, scheduledAt: Date): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise<void>((settled) => {
-      const log = this.log.child({ job: job.name, scheduledAt });
-      const work = this.ensureLockSession()
-        .then(() =>
-          runFire(this.coordinator, job, scheduledAt, {
-            trigger: 'schedule',
-            runningHere: this.active.get(job.name)?.scheduledAt ?? null,
-            onStart: (handle, fire) => {
-              this.active.set(job.name, { scheduledAt, handle });
-              log.info({ runId: fire.runId, jobPid: handle.pid }, 'fire won: running');
-              settled();
-            },
-          }),
-        )
+  private async fire(job: JobDefinition, scheduledAt: Date, trigger: Trigger): Promise<void> {
+    if (this.stopping) return;
+    const log = this.log.child({ job: job.name, scheduledAt, trigger });
+    const lock = this.lock;
+    const pool = this.pool;
+    if (!lock?.usable || !pool) {
+      // Nobody can prove it is alone: not running is the safe side. Recovery looks back later.
+      log.warn('fire not run: no connection to the database to coordinate it');
+      return;
+    }
+
+    const local = this.latestLocalRun(job.name);
+    let runningHere: Date | null = null;
+    let queueUntil: Date | null = null;
+    if (job.overlap === 'skip' && local) runningHere = local.scheduledAt;
+    if (job.overlap === 'queue') {
+      queueUntil = this.schedules.get(job.name)?.nextAfter(scheduledAt) ?? null;
+      if (local) await this.waitForLocalRun(local, queueUntil);
+      const still = this.latestLocalRun(job.name);
+      if (still) runningHere = still.scheduledAt;
+    }
+    if (this.stopping) return;
+
+    await new Promise<void>((settled) => {
+      let active: ActiveRun | undefined;
+      const work = runFire(this.coordinator(lock, pool), job, scheduledAt, {
+        trigger,
+        overlap: job.overlap,
+        runningHere,
+        queueUntil,
+        signal: this.stopSignal.signal,
+        onStart: (control, fire) => {
+          active = { job: job.name, scheduledAt, control, finished: work.then(() => {}) };
+          this.active.add(active);
+          log.info({ runId: fire.runId, jobPid: control.pid }, 'fire won: running');
+          // A stop that began while this fire was being contended must reach this run too.
+          if (this.stopping) this.stopRun(active, 'the runner is stopping');
+          settled();
+        },
+        onUnwrittenVerdict: (runId, outcome) => {
+          this.unwritten.set(runId, outcome);
+          log.warn({ runId, status: outcome.status }, 'verdict kept: the database did not answer');
+        },
+      })
         .then((outcome) => {
           if (!outcome.ran) {
             log.info({ runId: outcome.runId, reason: outcome.reason }, 'fire skipped');
@@ -156,17 +363,23 @@ export class Runner {
               runId: outcome.runId,
               status: result.status,
               exitCode: result.exitCode,
+              attempts: outcome.attempts,
               error: result.error,
             },
             'run finished',
           );
         })
         .catch((err: unknown) => {
+          if (err instanceof ReadOnlyDatabaseError) {
+            this.onReadOnly(true);
+            log.error('fire not run: the database is read-only');
+            return;
+          }
           // Usually the database (it cannot record or coordinate the fire); the message says.
           log.error({ err: errorMessage(err) }, 'fire not completed');
         })
         .finally(() => {
-          if (this.active.get(job.name)?.scheduledAt === scheduledAt) this.active.delete(job.name);
+          if (active) this.active.delete(active);
           this.inflight.delete(work);
           settled();
         });
@@ -174,66 +387,241 @@ export class Runner {
     });
   }
 
-  /**
-   * Replaces a lock session that the driver reported dead. Single-flight: the fires of one wake
-   * share one reopen, so no second session is opened (and leaked) by a concurrent fire.
-   */
-  private ensureLockSession(): Promise<void> {
-    if (this.lock.usable) return Promise.resolve();
-    this.reopening ??= this.reopenLockSession().finally(() => {
-      this.reopening = null;
-    });
-    return this.reopening;
-  }
-
-  private async reopenLockSession(): Promise<void> {
-    const dead = this.lock;
-    const lost = [...this.active.keys()];
-    if (lost.length > 0) {
-      // The dead session's locks are gone on the server: these runs no longer exclude others.
-      // (Aborting them is the lost-lock handling's job; see docs/design.md, "Limits".)
-      this.log.error({ jobs: lost }, 'lock session lost while jobs were running');
+  private latestLocalRun(job: string): ActiveRun | undefined {
+    let latest: ActiveRun | undefined;
+    for (const run of this.active) {
+      if (run.job === job && (!latest || run.scheduledAt > latest.scheduledAt)) latest = run;
     }
-    await dead.close();
-    this.lock = await LockSession.open(this.options.target);
-    this.log.warn({ lockConnectionId: this.lock.connectionId }, 'lock session reopened');
+    return latest;
+  }
+
+  /** `overlap: queue`: waits for this runner's own run of the job, at most until `until`. */
+  private async waitForLocalRun(run: ActiveRun, until: Date | null): Promise<void> {
+    const waits: Promise<unknown>[] = [run.finished, this.stopped()];
+    if (until) waits.push(this.sleep(until.getTime() - Date.now()));
+    await Promise.race(waits);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reaper and recovery
+
+  private armReaper(): void {
+    if (this.reaperTimer || this.stopping) return;
+    const every = this.options.reaperMs ?? DEFAULT_REAPER_MS;
+    const tick = () => {
+      this.reaperTimer = setTimeout(() => {
+        void this.reap().finally(tick);
+      }, every);
+    };
+    tick();
+  }
+
+  private async reap(): Promise<void> {
+    if (this.stopping || !this.coordinated || !this.pool) return;
+    try {
+      await reapOrphanRuns(
+        this.pool,
+        this.config.namespace,
+        this.serverStartedBefore,
+        this.options.host,
+        this.log,
+      );
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'reaper could not check running rows');
+    }
   }
 
   /**
-   * Stops taking fires, waits up to the grace for running jobs, then stops them (their rows say
-   * why), releases every lock and closes the connections. `force` skips the wait.
+   * After (re)connecting: catch up the latest unrun fire where `catchUp` allows it, then record
+   * the fires nobody attempted as `missed` (see recovery.ts).
+   */
+  private async recover(now: Date): Promise<void> {
+    const pool = this.pool;
+    if (!pool) return;
+    const namespace = this.config.namespace;
+    const plans: { job: JobDefinition; fires: Date[]; from: Date; caughtUp: Date | null }[] = [];
+    try {
+      for (const job of this.jobs.values()) {
+        const schedule = this.schedules.get(job.name);
+        if (!schedule) continue;
+        const first = await firstFireOf(pool, namespace, job.name);
+        const knownSince = first && first < this.startedAt ? first : this.startedAt;
+        const { fires, from } = lookBack(job, schedule, now, knownSince);
+        if (fires.length === 0) continue;
+        let caughtUp: Date | null = null;
+        const latest = fires.at(-1)!;
+        if (job.catchUpMs != null && !(await findWinner(pool, namespace, job.name, latest))) {
+          caughtUp = latest;
+          this.log.info({ job: job.name, scheduledAt: latest }, 'catching up a missed fire');
+          this.dispatch({ job: job.name, scheduledAt: latest, lateMs: 0 }, 'catchup');
+        }
+        plans.push({ job, fires, from, caughtUp });
+      }
+      await this.sleep(MISSED_SETTLE_MS);
+      if (this.stopping || !this.coordinated) return;
+      for (const { job, fires, from, caughtUp } of plans) {
+        const seen = await firesWithRows(pool, namespace, job.name, from, now);
+        let recorded = 0;
+        for (const at of fires) {
+          if (seen.has(at.getTime()) || at.getTime() === caughtUp?.getTime()) continue;
+          const attempt = {
+            namespace,
+            job: job.name,
+            scheduledAt: at,
+            trigger: 'schedule' as const,
+            host: this.options.host,
+            pid: process.pid,
+          };
+          const reason =
+            'nobody attempted this fire: no runner could reach the database at the time ' +
+            `(recorded by ${this.options.host} after reconnecting)`;
+          if (await insertMissed(pool, attempt, reason)) recorded++;
+        }
+        if (recorded > 0) {
+          this.log.warn({ job: job.name, count: recorded }, 'missed fires recorded');
+        }
+      }
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'could not look back for missed fires');
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reload and stop
+
+  /**
+   * Replaces the schedule with `config` (SIGHUP). Fires due by now are dispatched under the old
+   * schedule first, so none falls between the two. Running runs finish under the definition they
+   * started with; removed jobs stop firing; new jobs fire from their next instant.
+   */
+  reload(config: Config): { added: string[]; removed: string[]; changed: string[] } {
+    if (config.namespace !== this.config.namespace) {
+      throw new BatonError(
+        'RELOAD_NAMESPACE',
+        `the namespace changed (${this.config.namespace} → ${config.namespace}); a namespace ` +
+          'change needs a restart',
+        ExitCode.Config,
+      );
+    }
+    const now = new Date();
+    clearTimeout(this.timer);
+    this.dispatchDue(now);
+    const before = this.jobs;
+    this.config = config;
+    this.applyConfig(config, now);
+    this.arm();
+    const added = [...this.jobs.keys()].filter((j) => !before.has(j));
+    const removed = [...before.keys()].filter((j) => !this.jobs.has(j));
+    const changed = [...this.jobs.keys()].filter(
+      (j) => before.has(j) && JSON.stringify(before.get(j)) !== JSON.stringify(this.jobs.get(j)),
+    );
+    return { added, removed, changed };
+  }
+
+  private applyConfig(config: Config, now: Date): void {
+    const jobs = new Map(config.jobs.filter((j) => j.enabled).map((j) => [j.name, j]));
+    const schedules = new Map<string, Schedule>();
+    for (const job of jobs.values()) {
+      schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
+    }
+    // Swapped together: the loop never sees one without the other.
+    this.jobs = jobs;
+    this.schedules = schedules;
+    this.schedule = new FireSchedule(schedules, now);
+  }
+
+  private stopRun(run: ActiveRun, why: string, force = false): void {
+    run.control.stop(`interrupted: ${why}`, force ? 0 : KILL_GRACE_MS, 'interrupted');
+  }
+
+  /**
+   * Stops taking fires, waits up to the grace for running jobs, then stops them (recorded
+   * `interrupted`), releases every lock and closes the connections. `force` skips the wait.
    */
   async stop(reason: string, force = false): Promise<void> {
     const first = !this.stopping;
     this.stopping = true;
+    this.stopSignal.abort();
     clearTimeout(this.timer);
+    clearTimeout(this.reaperTimer);
     // Let contention in progress settle first: a fire that wins right now must be in `active`
     // before we decide what to wait for and what to stop. No new fire starts once stopping.
     await Promise.allSettled([...this.chains.values()]);
     if (first && !force && this.active.size > 0) {
       this.log.info(
-        { running: [...this.active.keys()], graceMs: this.options.graceMs },
+        { running: [...this.active].map((r) => r.job), graceMs: this.options.graceMs },
         'stopping: waiting for running jobs',
       );
       let graceTimer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.allSettled([...this.inflight]),
         new Promise((r) => (graceTimer = setTimeout(r, this.options.graceMs))),
+        // A second signal (stop with force) ends the wait early.
+        new Promise((r) => (this.forceStop = r)),
       ]);
       // A pending timer would keep the process alive after the runner has stopped.
       clearTimeout(graceTimer);
     }
-    for (const [job, run] of this.active) {
-      this.log.warn({ job }, 'stopping a running job');
-      void run.handle.stop(
-        `interrupted: the runner stopped (${reason})`,
-        force ? 0 : KILL_GRACE_MS,
-      );
+    if (force) this.forceStop?.();
+    for (const run of this.active) {
+      this.log.warn({ job: run.job }, 'stopping a running job');
+      this.stopRun(run, `the runner stopped (${reason})`, force);
     }
     await Promise.allSettled([...this.inflight]);
     if (!first) return;
+    for (const t of this.pendingTimers) clearTimeout(t);
+    await this.writeUnwrittenVerdicts();
     await this.lock?.close();
     await this.pool?.end().catch(() => {});
     this.log.info('runner stopped');
   }
+
+  private forceStop: ((value?: unknown) => void) | null = null;
+
+  /** A sleep that the runner's stop cuts short. */
+  private sleep(ms: number): Promise<void> {
+    if (ms <= 0 || this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      this.pendingTimers.add(timer);
+      const onStop = () => done();
+      this.stopSignal.signal.addEventListener('abort', onStop, { once: true });
+      const pending = this.pendingTimers;
+      const signal = this.stopSignal.signal;
+      function done() {
+        clearTimeout(timer);
+        pending.delete(timer);
+        signal.removeEventListener('abort', onStop);
+        resolve();
+      }
+    });
+  }
+
+  private stopped(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) =>
+      this.stopSignal.signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+  }
+}
+
+/** Errors worth waiting out at start-up: the server is down or unreachable, not misconfigured. */
+function isTransient(err: unknown): boolean {
+  if (err instanceof StatementTimeoutError) return true;
+  const cause = err instanceof Error ? err.cause : undefined;
+  for (const e of [err, cause]) {
+    if (!isUnreachableDbError(e)) continue;
+    const code = (e as { code?: string }).code;
+    // A wrong password, a missing database or an unknown host name will not fix themselves.
+    if (
+      code === 'ER_ACCESS_DENIED_ERROR' ||
+      code === 'ER_DBACCESS_DENIED_ERROR' ||
+      code === 'ER_BAD_DB_ERROR' ||
+      code === 'ENOTFOUND'
+    ) {
+      return false;
+    }
+    return true;
+  }
+  return false;
 }

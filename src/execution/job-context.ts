@@ -15,6 +15,8 @@ export interface FireInfo {
   trigger: Trigger;
   /** The runner's host id. */
   host: string;
+  /** 1 for the first attempt at this fire, 2 for its first retry, and so on. */
+  attempt: number;
 }
 
 /** The argument of a module job's default export: `export default async (ctx: JobContext) => …`. */
@@ -22,7 +24,10 @@ export interface JobContext extends FireInfo {
   fire: FireInfo;
   /** A pino logger bound to job, runId and host; it writes to the run's output. */
   log: Logger;
-  /** Aborted when the run must stop (the runner is shutting down). Pass it to what you await. */
+  /**
+   * Aborted when the run must stop (timeout, lost lock, shutdown): the runner sends SIGTERM and
+   * kills the process after a grace. Pass it to what you await.
+   */
   signal: AbortSignal;
 }
 
@@ -36,6 +41,7 @@ export function fireEnvironment(fire: FireInfo): Record<string, string> {
     BATON_SCHEDULED_AT: fire.scheduledAt.toISOString(),
     BATON_TRIGGER: fire.trigger,
     BATON_HOST: fire.host,
+    BATON_ATTEMPT: String(fire.attempt),
   };
 }
 
@@ -51,5 +57,6 @@ export function fireFromEnvironment(env: NodeJS.ProcessEnv): FireInfo {
     scheduledAt,
     trigger: (env.BATON_TRIGGER ?? 'manual') as Trigger,
     host: env.BATON_HOST ?? '',
+    attempt: Number(env.BATON_ATTEMPT ?? 1),
   };
 }

@@ -6,17 +6,27 @@
  * that stopping a run stops everything it started (`kill(-pgid)`), not just the first process.
  * stdout and stderr are kept as a bounded tail for the history; with `tee` they are also passed
  * through to this process (`baton run` in the foreground).
+ *
+ * A run never outlives its runner. If the runner dies (even `kill -9`), its lock session dies with
+ * it and another host may start the job's next fire, so the old run must stop too. Node has no
+ * parent-death signal, and one would reach only the first process anyway; instead every run gets a
+ * watchdog: a tiny `sh` holding a pipe from the runner. The kernel closes that pipe when the runner
+ * dies, for whatever reason; the watchdog reads end-of-file and kills the run's process group
+ * (SIGTERM, SIGKILL a second later). When the run ends normally the runner tells the watchdog
+ * "done" and it exits without doing anything.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
+import type { FinalStatus } from '../store/runs.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { HostMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
 
 export interface JobResult {
-  status: 'done' | 'failed';
+  /** `done` or `failed` by the job's own exit; the others when the runner stopped it. */
+  status: FinalStatus;
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   /** One line for the history's `error` column; null on success. */
@@ -29,10 +39,14 @@ export interface RunningJob {
   readonly result: Promise<JobResult>;
   /**
    * Asks the run to stop: SIGTERM to its process group, SIGKILL after `graceMs`. Resolves when
-   * the process has exited. `why` becomes the run's error.
+   * the process has exited. `why` becomes the run's error and `status` its status (the first
+   * stop request wins: a timeout that is then interrupted stays a timeout).
    */
-  stop(why: string, graceMs: number): Promise<JobResult>;
+  stop(why: string, graceMs: number, status: StopStatus): Promise<JobResult>;
 }
+
+/** Why the runner stopped a run. */
+export type StopStatus = Exclude<FinalStatus, 'done'>;
 
 export interface StartOptions {
   tee?: boolean;
@@ -42,6 +56,13 @@ export interface StartOptions {
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
 const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js', import.meta.url));
 const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
+/**
+ * The watchdog (see the header). `$1` is the run's process group. `read` returns on "done" from
+ * the runner, or fails at end-of-file when the runner is gone.
+ */
+const WATCHDOG_SCRIPT =
+  'read line; [ "$line" = done ] && exit 0; ' +
+  'kill -TERM -- "-$1" 2>/dev/null; sleep 1; kill -KILL -- "-$1" 2>/dev/null; exit 0';
 /** How long to wait for a job's output to close after its process exited. */
 const OUTPUT_DRAIN_MS = 1_000;
 /** The history's `error` is one line for humans; the details are in the output tail. */
@@ -100,7 +121,7 @@ export function startJob(
     ...(job.target.kind === 'module' ? { BATON_MODULE: job.target.path } : {}),
   };
   const tail = new OutputTail(options.tailBytes);
-  let stopReason: string | null = null;
+  let stopReason: { why: string; status: StopStatus } | null = null;
   let hostError: string | null = null;
   let spawnError: string | null = null;
 
@@ -119,6 +140,7 @@ export function startJob(
   child.on('message', (msg: HostMessage) => {
     if (msg?.kind === 'error') hostError = msg.message;
   });
+  const watchdog = child.pid != null ? startWatchdog(child.pid) : null;
 
   const result = new Promise<JobResult>((resolve) => {
     child.on('error', (err: NodeJS.ErrnoException) => {
@@ -131,6 +153,7 @@ export function startJob(
     // follows at once; but a background process the job left behind may hold its stdout open,
     // and that must not keep the run — and the job's lock — alive.
     child.once('exit', (code, signal) => {
+      watchdog?.dismiss();
       const timer = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();
@@ -149,12 +172,12 @@ export function startJob(
     if (!ok) {
       error =
         spawnError ??
-        stopReason ??
+        stopReason?.why ??
         hostError ??
         (signal ? `killed by ${signal}` : `exited with code ${code}`);
     }
     return {
-      status: ok ? 'done' : 'failed',
+      status: ok ? 'done' : (stopReason?.status ?? 'failed'),
       exitCode: code,
       signal,
       error: error && error.length > ERROR_MAX ? `${error.slice(0, ERROR_MAX - 1)}…` : error,
@@ -174,8 +197,8 @@ export function startJob(
   return {
     pid: child.pid,
     result,
-    async stop(why, graceMs) {
-      stopReason ??= why;
+    async stop(why, graceMs, status) {
+      stopReason ??= { why, status };
       signalGroup('SIGTERM');
       const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
       try {
@@ -183,6 +206,26 @@ export function startJob(
       } finally {
         clearTimeout(timer);
       }
+    },
+  };
+}
+
+/**
+ * Starts the watchdog for the process group `pgid`. It runs in a session of its own, so a Ctrl-C
+ * aimed at the runner's terminal does not take it down before the runner.
+ */
+function startWatchdog(pgid: number): { dismiss(): void } {
+  const dog = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'baton-watchdog', String(pgid)], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  dog.on('error', () => {}); // no /bin/sh: the run goes on, just without this safety net
+  dog.stdin?.on('error', () => {});
+  // The runner must not wait for its watchdogs when it exits.
+  dog.unref();
+  return {
+    dismiss() {
+      dog.stdin?.end('done\n');
     },
   };
 }

@@ -6,6 +6,10 @@
  *
  * The error of a failed job is sent to the parent over the IPC channel, so the history row says
  * what went wrong without parsing the output.
+ *
+ * Two ways a job can end without settling are caught here, because both would otherwise look like
+ * success: calling `process.exit()` in the middle of its work, and returning a promise that never
+ * settles while nothing else keeps the process alive (Node then simply exits with code 0).
  */
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
@@ -22,6 +26,38 @@ function report(message: string, details = message): void {
   process.send?.(msg);
   process.stderr.write(`${details}\n`);
 }
+
+/** Set once the job's promise settled; before that, an exit is the job's doing. */
+let settled = false;
+const realExit = process.exit.bind(process);
+
+/** Sends the error, then exits once the message is on its way (IPC is asynchronous). */
+function failAndExit(message: string, code = 1): never {
+  process.stderr.write(`${message}\n`);
+  const msg: HostMessage = { kind: 'error', message };
+  if (process.send && process.connected) process.send(msg, () => realExit(code));
+  else realExit(code);
+  // Nothing after this runs: the exit happens once the message is sent.
+  return undefined as never;
+}
+
+process.exit = ((code?: number | string | null) => {
+  if (settled) return realExit(code ?? undefined);
+  const n = Number(code ?? process.exitCode ?? 0);
+  // A non-zero exit is a failure with the job's own code; exit(0) before the work is done is not
+  // a success, whatever the code says.
+  if (n !== 0) return failAndExit(`the job called process.exit(${n}) before it finished`, n);
+  return failAndExit('the job called process.exit(0) before its promise settled');
+}) as typeof process.exit;
+
+process.on('beforeExit', () => {
+  if (!settled) {
+    failAndExit(
+      'the job never settled: its promise was still pending when nothing was left to wait for ' +
+        '(a missing await or resolve?)',
+    );
+  }
+});
 
 async function main(): Promise<number> {
   const modulePath = process.env.BATON_MODULE;
@@ -53,13 +89,15 @@ async function main(): Promise<number> {
 
 main().then(
   (code) => {
+    settled = true;
     process.exitCode = code;
     // A job that resolved but left a timer or socket open must not keep the run "running".
-    setImmediate(() => process.exit(code));
+    setImmediate(() => realExit(code));
   },
   (err: unknown) => {
+    settled = true;
     if (err instanceof Error) report(err.message || err.name, err.stack ?? err.message);
     else report(`job threw: ${String(err)}`);
-    setImmediate(() => process.exit(1));
+    setImmediate(() => realExit(1));
   },
 );

@@ -5,12 +5,24 @@
  * `(namespace, job, scheduled_at, winner)`; skip rows carry `winner = NULL` and never collide.
  * The columns are documented for operators in docs/history.md.
  */
-import type { Connection, Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Queryable } from './deadline.js';
 
-export type Queryable = Pick<Pool, 'query'> | Pick<Connection, 'query'>;
+export type { Queryable };
 
-export const RUN_STATUSES = ['running', 'done', 'failed', 'skipped'] as const;
+export const RUN_STATUSES = [
+  'running',
+  'done',
+  'failed',
+  'timeout',
+  'interrupted',
+  'lost',
+  'skipped',
+  'missed',
+] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
+/** How a run that started can end. */
+export type FinalStatus = Exclude<RunStatus, 'running' | 'skipped' | 'missed'>;
 export const TRIGGERS = ['schedule', 'manual', 'catchup'] as const;
 export type Trigger = (typeof TRIGGERS)[number];
 
@@ -29,6 +41,8 @@ export interface Run {
   startedAt: Date;
   finishedAt: Date | null;
   exitCode: number | null;
+  /** How many times the job was started for this fire (retries); 0 when it never ran. */
+  attempts: number;
   error: string | null;
   outputTail: string | null;
 }
@@ -44,7 +58,7 @@ export interface Attempt {
 }
 
 const COLUMNS = `id, namespace, job, scheduled_at, winner, triggered_by, status, reason, host, pid,
-  lock_connection_id, started_at, finished_at, exit_code, error, output_tail`;
+  lock_connection_id, started_at, finished_at, exit_code, attempts, error, output_tail`;
 
 interface RunRow extends RowDataPacket {
   id: number;
@@ -61,6 +75,7 @@ interface RunRow extends RowDataPacket {
   started_at: Date;
   finished_at: Date | null;
   exit_code: number | null;
+  attempts: number;
   error: string | null;
   output_tail: string | null;
 }
@@ -81,6 +96,7 @@ function toRun(r: RunRow): Run {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     exitCode: r.exit_code,
+    attempts: Number(r.attempts),
     error: r.error,
     outputTail: r.output_tail,
   };
@@ -97,8 +113,8 @@ export async function insertWinner(
 ): Promise<number> {
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
-       lock_connection_id, started_at)
-     VALUES (?, ?, ?, 1, ?, 'running', ?, ?, ?, NOW(3))`,
+       lock_connection_id, started_at, attempts)
+     VALUES (?, ?, ?, 1, ?, 'running', ?, ?, ?, NOW(3), 1)`,
     [
       attempt.namespace,
       attempt.job,
@@ -132,7 +148,7 @@ export async function insertSkip(db: Queryable, attempt: Attempt, reason: string
 }
 
 export interface RunOutcome {
-  status: Exclude<RunStatus, 'running' | 'skipped'>;
+  status: FinalStatus;
   exitCode: number | null;
   error: string | null;
   outputTail: string | null;
@@ -151,6 +167,130 @@ export async function finishRun(db: Queryable, id: number, outcome: RunOutcome):
     [outcome.status, outcome.exitCode, outcome.error, outcome.outputTail, id],
   );
   return res.affectedRows === 1;
+}
+
+/** A retry starts: the row counts it (still conditional on the run being this one, `running`). */
+export async function recordAttempt(db: Queryable, id: number, attempt: number): Promise<void> {
+  await db.query(`UPDATE baton_runs SET attempts = ? WHERE id = ? AND status = 'running'`, [
+    attempt,
+    id,
+  ]);
+}
+
+/**
+ * The name of the lock every lock session holds on itself for as long as it lives (taken when it
+ * opens). Rows carry their session's `lock_connection_id`, so anyone can tell a `running` row
+ * whose runner is alive from one whose runner is gone — for every overlap policy, including
+ * `allow`, which takes no job lock. Connection ids are unique per server; the prefix differs from
+ * job locks (`baton:`), so the two never collide.
+ */
+export function sessionLockName(connectionId: number): string {
+  return `baton-session:${connectionId}`;
+}
+
+/** A `running` row whose runner is gone, as the reaper finds it. */
+export interface OrphanRun {
+  id: number;
+  job: string;
+  host: string;
+  lockConnectionId: number | null;
+}
+
+/**
+ * `running` rows of the namespace whose lock session is gone: its session lock is not held by the
+ * connection the row names, or the row started before the server did (connection ids restart
+ * after a server restart, so an id alone could be a stranger's). `serverStartedBefore` is the
+ * server's start time rounded down (a second early), which never misjudges a live row.
+ */
+export async function findOrphanRuns(
+  db: Queryable,
+  namespace: string,
+  serverStartedBefore: Date,
+): Promise<OrphanRun[]> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, job, host, lock_connection_id FROM baton_runs
+      WHERE namespace = ? AND status = 'running'
+        AND (lock_connection_id IS NULL OR started_at < ?
+             OR NOT (IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
+                     <=> lock_connection_id))`,
+    [namespace, serverStartedBefore],
+  );
+  return rows.map((r) => ({
+    id: Number(r.id),
+    job: String(r.job),
+    host: String(r.host),
+    lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+  }));
+}
+
+/**
+ * Declares a run lost (its runner vanished, or its lock session died under it). Conditional on
+ * the row still being `running`: whoever writes first wins, nobody overwrites a verdict.
+ */
+export async function markLost(db: Queryable, id: number, error: string): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_runs SET status = 'lost', finished_at = NOW(3), error = ?
+      WHERE id = ? AND status = 'running'`,
+    [error, id],
+  );
+  return res.affectedRows === 1;
+}
+
+/**
+ * Records that nobody attempted a fire (the fleet was down or cut off). The row takes the fire
+ * key's `winner = 0` slot: written once however many runners notice, and never in the way of a
+ * winner (`winner = 1`). Returns whether this call wrote it.
+ */
+export async function insertMissed(
+  db: Queryable,
+  attempt: Attempt,
+  reason: string,
+): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
+       host, pid, started_at, finished_at)
+     VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, NOW(3), NOW(3))
+     ON DUPLICATE KEY UPDATE id = id`,
+    [
+      attempt.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      attempt.trigger,
+      reason.slice(0, 512),
+      attempt.host,
+      attempt.pid,
+    ],
+  );
+  return res.affectedRows === 1;
+}
+
+/** The instants in [from, to] at which the job has any row (an attempt, a skip, a missed mark). */
+export async function firesWithRows(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  from: Date,
+  to: Date,
+): Promise<Set<number>> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT DISTINCT scheduled_at FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at BETWEEN ? AND ?`,
+    [namespace, job, from, to],
+  );
+  return new Set(rows.map((r) => (r.scheduled_at as Date).getTime()));
+}
+
+/** The earliest fire the history knows for the job, or null for a job that never fired. */
+export async function firstFireOf(
+  db: Queryable,
+  namespace: string,
+  job: string,
+): Promise<Date | null> {
+  const [[row]] = await db.query<RowDataPacket[]>(
+    'SELECT MIN(scheduled_at) AS first FROM baton_runs WHERE namespace = ? AND job = ?',
+    [namespace, job],
+  );
+  return (row?.first as Date | null | undefined) ?? null;
 }
 
 /** The winning row of one fire, if any runner claimed it. */

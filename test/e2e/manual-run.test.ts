@@ -44,8 +44,8 @@ jobs:
 `,
     {
       'job.ts': `import { writeFileSync } from 'node:fs';
-export default async (ctx: { job: string; runId: number; scheduledAt: Date; trigger: string; host: string }) => {
-  writeFileSync('module-fire.json', JSON.stringify({ job: ctx.job, runId: ctx.runId, scheduledAt: ctx.scheduledAt.toISOString(), trigger: ctx.trigger, host: ctx.host }));
+export default async (ctx: { job: string; runId: number; scheduledAt: Date; trigger: string; host: string; attempt: number }) => {
+  writeFileSync('module-fire.json', JSON.stringify({ job: ctx.job, runId: ctx.runId, scheduledAt: ctx.scheduledAt.toISOString(), trigger: ctx.trigger, host: ctx.host, attempt: ctx.attempt }));
 };
 `,
       'throws.mjs': `export default async () => { throw new Error('settlement total does not balance'); };\n`,
@@ -95,6 +95,7 @@ describe('baton run', () => {
       BATON_RUN_ID: String(row!.id),
       BATON_SCHEDULED_AT: row!.scheduled_at.toISOString(),
       BATON_TRIGGER: 'manual',
+      BATON_ATTEMPT: '1',
     });
 
     expect((await run('module-env')).code).toBe(0);
@@ -105,6 +106,7 @@ describe('baton run', () => {
       scheduledAt: mrow!.scheduled_at.toISOString(),
       trigger: 'manual',
       host: 'ops-laptop',
+      attempt: 1,
     });
   });
 
@@ -178,7 +180,7 @@ describe('baton run', () => {
       expect(await stopped).toBe(0);
       expect(waited.code).toBe(0);
       const interrupted = (await runs(db, 'busy')).find((r) => r.id === running.id);
-      expect(interrupted).toMatchObject({ status: 'failed' });
+      expect(interrupted).toMatchObject({ status: 'interrupted' });
       expect(interrupted!.error).toBe('interrupted: the runner stopped (SIGTERM)');
       const manualWinner = (await runs(db, 'busy')).find(
         (r) => r.triggered_by === 'manual' && r.winner === 1,

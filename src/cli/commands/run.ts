@@ -1,11 +1,14 @@
 import type { CommandModule } from 'yargs';
-import { LockSession } from '../../coordination/lock-session.js';
-import { runFire } from '../../coordination/run-fire.js';
+import {
+  DEFAULT_HEARTBEAT_DEADLINE_MS,
+  DEFAULT_HEARTBEAT_MS,
+} from '../../coordination/lock-session.js';
+import { openCoordination } from '../../coordination/open-coordination.js';
+import { runFire, type RunControl } from '../../coordination/run-fire.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import type { RunningJob } from '../../execution/job-process.js';
 import { openPool } from '../../store/connect.js';
-import { migrateDatabase } from '../../store/migrate.js';
+import { DeadlinePool } from '../../store/deadline.js';
 import { action } from '../action.js';
 import {
   findJob,
@@ -23,6 +26,8 @@ interface RunArgs extends CommonArgs {
 
 /** How long a run stopped by Ctrl-C gets between SIGTERM and SIGKILL. */
 const INTERRUPT_GRACE_MS = 5_000;
+/** The same statement deadline as the daemon's pool. */
+const STATEMENT_DEADLINE_MS = 10_000;
 
 /**
  * A manual run's fire is the moment it was triggered (database time). Cron instants are whole
@@ -60,15 +65,17 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const target = resolveDatabase(args);
     const host = resolveHost(args);
 
-    await migrateDatabase(target);
-    const pool = openPool(target, 2);
-    const lock = await LockSession.open(target);
-    let running: RunningJob | null = null;
+    const pool = new DeadlinePool(openPool(target, 2), STATEMENT_DEADLINE_MS);
+    const { lock } = await openCoordination(target, pool).catch(async (err: unknown) => {
+      await pool.end().catch(() => {});
+      throw err;
+    });
+    let running: RunControl | null = null;
     let interruptedBy: NodeJS.Signals | null = null;
     const onSignal = (signal: NodeJS.Signals) => {
       interruptedBy ??= signal;
       if (running) {
-        void running.stop(`interrupted by ${signal}`, INTERRUPT_GRACE_MS);
+        running.stop(`interrupted by ${signal}`, INTERRUPT_GRACE_MS, 'interrupted');
       } else {
         // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
         // is not taken after all once this process has given up.
@@ -97,7 +104,18 @@ export const runCommand: CommandModule<object, RunArgs> = {
           tee: true,
           onStart: (run) => {
             running = run;
-            if (interruptedBy) void run.stop(`interrupted by ${interruptedBy}`, 0);
+            if (interruptedBy) run.stop(`interrupted by ${interruptedBy}`, 0, 'interrupted');
+            // Like the daemon: a lost lock session means the run no longer excludes others.
+            lock.watch({
+              intervalMs: DEFAULT_HEARTBEAT_MS,
+              deadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
+              onLost: (reason) =>
+                run.stop(
+                  `lost: the lock session ended (${reason}); the run was aborted`,
+                  1_000,
+                  'lost',
+                ),
+            });
           },
         },
       ).catch((err: unknown) => {

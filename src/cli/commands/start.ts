@@ -1,9 +1,17 @@
 import type { CommandModule } from 'yargs';
-import { Runner } from '../../daemon/runner.js';
+import { DURATION_HINT, parseDuration } from '../../config/duration.js';
+import { loadConfig } from '../../config/load.js';
+import {
+  DEFAULT_HEARTBEAT_DEADLINE_MS,
+  DEFAULT_HEARTBEAT_MS,
+} from '../../coordination/lock-session.js';
+import { DEFAULT_REAPER_MS, Runner } from '../../daemon/runner.js';
+import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { createLogger } from '../../log.js';
+import { createLogger, type Logger } from '../../log.js';
 import { action } from '../action.js';
 import {
+  configPath,
   resolveConfig,
   resolveDatabase,
   resolveHost,
@@ -14,6 +22,15 @@ import {
 interface StartArgs extends CommonArgs {
   grace: number;
   logLevel?: string;
+  heartbeat: string;
+  heartbeatDeadline: string;
+  reaperInterval: string;
+}
+
+function durationOption(name: string, value: string): number {
+  const ms = parseDuration(value);
+  if (ms == null || ms <= 0) throw new UsageError(`--${name} "${value}": ${DURATION_HINT}`);
+  return ms;
 }
 
 export const startCommand: CommandModule<object, StartArgs> = {
@@ -29,28 +46,53 @@ export const startCommand: CommandModule<object, StartArgs> = {
       .option('log-level', {
         type: 'string',
         describe: 'trace|debug|info|warn|error (env BATON_LOG_LEVEL; default info)',
+      })
+      .option('heartbeat', {
+        type: 'string',
+        default: `${DEFAULT_HEARTBEAT_MS}ms`,
+        describe: 'how often the lock session is checked',
+      })
+      .option('heartbeat-deadline', {
+        type: 'string',
+        default: `${DEFAULT_HEARTBEAT_DEADLINE_MS}ms`,
+        describe: 'a check unanswered this long means the lock session is lost (runs are aborted)',
+      })
+      .option('reaper-interval', {
+        type: 'string',
+        default: `${DEFAULT_REAPER_MS}ms`,
+        describe: 'how often running rows of vanished runners are looked for and marked lost',
       }) as never,
   handler: action(async (args: StartArgs) => {
     // Everything that can be wrong with the input is checked before anything is started.
     const config = resolveConfig(args);
     const target = resolveDatabase(args);
     const host = resolveHost(args);
+    const heartbeatMs = durationOption('heartbeat', args.heartbeat);
+    const heartbeatDeadlineMs = durationOption('heartbeat-deadline', args.heartbeatDeadline);
+    const reaperMs = durationOption('reaper-interval', args.reaperInterval);
+    if (args.grace < 0 || !Number.isFinite(args.grace)) {
+      throw new UsageError('--grace must be a number of seconds >= 0');
+    }
     // Every line names the runner, so the logs of a fleet can be merged and still be read.
     const log = createLogger({ ...(args.logLevel ? { level: args.logLevel } : {}) }).child({
       host,
     });
 
-    const runner = new Runner({ config, target, host, log, graceMs: args.grace * 1000 });
-    try {
-      await runner.start();
-    } catch (err) {
-      await runner.stop('start-up failed', true);
-      throw err;
-    }
+    const runner = new Runner({
+      config,
+      target,
+      host,
+      log,
+      graceMs: args.grace * 1000,
+      heartbeatMs,
+      heartbeatDeadlineMs,
+      reaperMs,
+    });
 
-    // First signal drains (up to --grace), a second one stops running jobs at once.
-    await new Promise<void>((resolve) => {
-      let stopping: Promise<void> | null = null;
+    // Signals are handled from the first moment: a runner still waiting for the database must
+    // stop cleanly too. First SIGTERM/SIGINT drains (up to --grace), a second stops at once.
+    let stopping: Promise<void> | null = null;
+    const stopped = new Promise<void>((resolve) => {
       const onSignal = (signal: NodeJS.Signals) => {
         if (stopping) {
           log.warn({ signal }, 'second signal: stopping running jobs now');
@@ -63,7 +105,27 @@ export const startCommand: CommandModule<object, StartArgs> = {
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
     });
+    process.on('SIGHUP', () => reload(runner, configPath(args), log));
+
+    try {
+      await runner.start();
+    } catch (err) {
+      await runner.stop('start-up failed', true);
+      throw err;
+    }
+    await stopped;
     log.flush();
     return ExitCode.Ok;
   }),
 };
+
+/** SIGHUP: a valid file replaces the schedule; an invalid one is refused and the old one stays. */
+function reload(runner: Runner, file: string, log: Logger): void {
+  try {
+    const changes = runner.reload(loadConfig(file));
+    log.info({ file, ...changes }, 'schedule reloaded');
+  } catch (err) {
+    // The same message `baton start` and `baton validate` print for this file.
+    log.error({ file, error: errorMessage(err) }, 'reload refused: the old schedule stays');
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Everything between "we have a database URL" and "we may contend for fires", for the daemon and
+ * for `baton run` alike: the schema is current (migrations), the fire key is intact, the server
+ * can coordinate at all (not a Galera node), and the lock session is open.
+ */
+import type { DatabaseTarget } from '../store/database-url.js';
+import type { Queryable } from '../store/deadline.js';
+import { migrateDatabase } from '../store/migrate.js';
+import {
+  assertCoordinationPossible,
+  assertFireKey,
+  probeServer,
+  type ServerFacts,
+} from '../store/server-check.js';
+import { LockSession } from './lock-session.js';
+
+export interface Coordination {
+  lock: LockSession;
+  facts: ServerFacts;
+  /** Migrations applied on the way (normally none: `baton migrate` ran before). */
+  applied: string[];
+}
+
+export async function openCoordination(
+  target: DatabaseTarget,
+  pool: Queryable,
+): Promise<Coordination> {
+  const { applied } = await migrateDatabase(target);
+  const facts = await probeServer(pool);
+  assertCoordinationPossible(facts);
+  await assertFireKey(pool);
+  const lock = await LockSession.open(target);
+  return { lock, facts, applied };
+}

@@ -1,0 +1,158 @@
+/**
+ * A local TCP proxy in front of a MariaDB server that a test can freeze, to simulate a network
+ * partition between baton and its database: while frozen, nothing is forwarded in either
+ * direction, yet no socket is closed (no FIN, no RST), so the client sees what it sees on a real
+ * partition — writes that seem to succeed, and then silence — instead of a quick, clean error.
+ *
+ * How a freeze works: every socket is paused, so bytes stay in the kernel's socket buffers (the
+ * client's writes fill them, then block, as with a real TCP window that never opens). `thaw()`
+ * resumes the sockets and everything buffered is DELIVERED, not dropped — like a partition that
+ * heals before TCP gives up. New connections made while frozen are accepted (the client's
+ * connect succeeds, as the kernel accepts it) but not connected upstream until the thaw, so the
+ * client hangs waiting for the server's greeting instead of getting ECONNREFUSED.
+ *
+ * Limits: TCP keepalive probes are answered by the kernel, frozen or not, so a freeze is invisible
+ * to keepalive; only application-level timeouts notice it. The server sees nothing either until
+ * `cutUpstream()`, which stands for the server finally dropping the dead peer. Bytes the proxy
+ * had already read at the instant of the freeze may still be delivered. And as the proxy accepts
+ * every connection itself, a client connecting while the server is down is accepted and then
+ * closed (mysql2: PROTOCOL_CONNECTION_LOST) rather than refused (ECONNREFUSED).
+ */
+import { connect, createServer, type Socket } from 'node:net';
+
+export interface TcpProxy {
+  /** The proxy's port on 127.0.0.1. */
+  readonly port: number;
+  /** `mysql://root@127.0.0.1:PORT[/database]` through the proxy. */
+  url(database?: string): string;
+  /** Stops forwarding in both directions without closing anything; new connections hang too. */
+  freeze(): void;
+  /** Resumes forwarding; data written while frozen is delivered. */
+  thaw(): void;
+  /**
+   * Closes the proxy→server side of every current connection, so the server sees its clients
+   * leave. Unless frozen, the client sockets are closed right away too (the client sees the
+   * server close the connection); if frozen, they stay silent and are reset on `thaw()`, as a
+   * client gets an RST from a server that forgot the connection when the partition heals.
+   */
+  cutUpstream(): void;
+  /** Destroys every connection and stops listening. */
+  close(): Promise<void>;
+  readonly frozen: boolean;
+  /** Client connections currently open through the proxy (including ones waiting for a thaw). */
+  readonly connections: number;
+}
+
+interface Pair {
+  client: Socket;
+  upstream: Socket | undefined;
+  /** The upstream was cut while frozen: reset the client on thaw. */
+  cut: boolean;
+}
+
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const pairs = new Set<Pair>();
+  let frozen = false;
+
+  const drop = (pair: Pair) => {
+    pairs.delete(pair);
+    pair.client.destroy();
+    pair.upstream?.destroy();
+  };
+
+  // Forwards by hand rather than with pipe(): pipe() resumes its source on 'drain', which would
+  // undo a freeze.
+  const forward = (from: Socket, to: Socket) => {
+    from.on('data', (chunk: Buffer) => {
+      if (!to.write(chunk)) from.pause();
+    });
+    to.on('drain', () => {
+      if (!frozen) from.resume();
+    });
+  };
+
+  const connectUpstream = (pair: Pair) => {
+    const upstream = connect(target.port, target.host);
+    pair.upstream = upstream;
+    upstream.setNoDelay(true);
+    forward(pair.client, upstream);
+    forward(upstream, pair.client);
+    // Either side ending ends the pair; errors (ECONNRESET, ECONNREFUSED) end it the same way.
+    upstream.on('close', () => drop(pair));
+    upstream.on('error', () => drop(pair));
+    pair.client.resume();
+  };
+
+  const server = createServer({ pauseOnConnect: true }, (client) => {
+    const pair: Pair = { client, upstream: undefined, cut: false };
+    pairs.add(pair);
+    client.setNoDelay(true);
+    client.on('close', () => drop(pair));
+    client.on('error', () => drop(pair));
+    // Paused since accepted (pauseOnConnect); stays so until thawed.
+    if (!frozen) connectUpstream(pair);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (typeof address !== 'object' || address == null) throw new Error('proxy has no address');
+  const port = address.port;
+
+  return {
+    port,
+    url(database) {
+      return `mysql://root@127.0.0.1:${port}${database ? `/${database}` : ''}`;
+    },
+    get frozen() {
+      return frozen;
+    },
+    get connections() {
+      return pairs.size;
+    },
+    freeze() {
+      frozen = true;
+      for (const { client, upstream } of pairs) {
+        client.pause();
+        upstream?.pause();
+      }
+    },
+    thaw() {
+      frozen = false;
+      for (const pair of [...pairs]) {
+        if (pair.cut) {
+          pair.client.resetAndDestroy();
+          pairs.delete(pair);
+        } else if (!pair.upstream) {
+          connectUpstream(pair);
+        } else {
+          pair.client.resume();
+          pair.upstream.resume();
+        }
+      }
+    },
+    cutUpstream() {
+      for (const pair of [...pairs]) {
+        if (!pair.upstream) continue; // waiting for a thaw: the server never saw it
+        if (frozen) {
+          // Keep the client socket silent until the thaw; the upstream's 'close' must not end it.
+          pair.cut = true;
+          const upstream = pair.upstream;
+          upstream.removeAllListeners('close').removeAllListeners('error');
+          upstream.on('error', () => undefined);
+          upstream.destroy();
+        } else {
+          drop(pair);
+        }
+      }
+    },
+    async close() {
+      for (const pair of [...pairs]) drop(pair);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
