@@ -72,7 +72,11 @@ const inheritableShape = {
   /** Stop a run (SIGTERM, then SIGKILL) that takes longer than this; recorded `timeout`. */
   timeout: duration,
   /** Start a failed (or timed-out) run again, up to this many times, still holding the fire. */
-  retries: z.number().int('retries must be a whole number').min(0).max(100),
+  retries: z
+    .number()
+    .int('retries must be a whole number')
+    .min(0, 'retries must be 0 or more')
+    .max(100, 'retries must be at most 100'),
   /** Pause between a failure and its retry. Default 10s. */
   retryDelay: duration,
   /**

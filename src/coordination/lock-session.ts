@@ -27,8 +27,14 @@ import type { DatabaseTarget } from '../store/database-url.js';
 import { queryWithDeadline, StatementTimeoutError, withDeadline } from '../store/deadline.js';
 import { sessionLockName } from '../store/runs.js';
 
-/** Seven days: longer than any batch; a dead runner's session still ends at once (socket closed). */
-export const LOCK_SESSION_WAIT_TIMEOUT_SECONDS = 7 * 24 * 3600;
+/**
+ * The lock session's server-side idle timeout. The session is never idle for long — it heartbeats
+ * every second or so — so this only ends sessions whose runner can no longer talk to the server:
+ * a crashed host, a partition. Then the server frees the runner's locks after this long, instead
+ * of after TCP keepalive gives up (two hours and more). It is far above the heartbeat deadline, so
+ * a runner that is cut off has aborted its jobs long before its locks are handed to anyone else.
+ */
+export const LOCK_SESSION_IDLE_TIMEOUT_SECONDS = 60;
 /** Time between heartbeats of a watched lock session (`baton start --heartbeat`). */
 export const DEFAULT_HEARTBEAT_MS = 1_000;
 /** An unanswered heartbeat means a lost session after this long (`--heartbeat-deadline`). */
@@ -76,14 +82,20 @@ export class LockSession {
     conn.on('end', () => this.lose('the server closed the connection'));
   }
 
-  static async open(target: DatabaseTarget): Promise<LockSession> {
+  /**
+   * Opens a session. `idleTimeoutSeconds` must stay well above the watcher's heartbeat interval
+   * plus deadline (see LOCK_SESSION_IDLE_TIMEOUT_SECONDS), or the server would end a healthy
+   * session between two heartbeats.
+   */
+  static async open(
+    target: DatabaseTarget,
+    idleTimeoutSeconds = LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
+  ): Promise<LockSession> {
     const conn = await openConnection(target);
     try {
-      // The session sits idle while a long job runs (a daily-only runner issues nothing for a
-      // day but heartbeats). A server-side idle timeout (wait_timeout, often lowered by DBAs)
-      // would end it and free the job's lock under the running job. Losing the session must
-      // mean the runner is gone, not that it was quiet.
-      await conn.query('SET SESSION wait_timeout = ?', [LOCK_SESSION_WAIT_TIMEOUT_SECONDS]);
+      // Set explicitly: the server's default (often lowered by DBAs, or 8 hours) must not decide
+      // how long a dead runner's locks outlive it.
+      await conn.query('SET SESSION wait_timeout = ?', [idleTimeoutSeconds]);
       const [[row]] = await conn.query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
       const id = Number(row?.id);
       const [[self]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [

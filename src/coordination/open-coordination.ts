@@ -24,11 +24,12 @@ export interface Coordination {
 export async function openCoordination(
   target: DatabaseTarget,
   pool: Queryable,
+  idleTimeoutSeconds?: number,
 ): Promise<Coordination> {
   const { applied } = await migrateDatabase(target);
   const facts = await probeServer(pool);
   assertCoordinationPossible(facts);
   await assertFireKey(pool);
-  const lock = await LockSession.open(target);
+  const lock = await LockSession.open(target, idleTimeoutSeconds);
   return { lock, facts, applied };
 }

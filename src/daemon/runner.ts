@@ -25,6 +25,7 @@ import type { Coordinator } from '../coordination/fire-protocol.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
+  LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
   LockSession,
   ReadOnlyDatabaseError,
 } from '../coordination/lock-session.js';
@@ -188,7 +189,11 @@ export class Runner {
   private async connect(): Promise<void> {
     const { target } = this.options;
     this.pool ??= new DeadlinePool(openPool(target), STATEMENT_DEADLINE_MS);
-    const { lock, facts, applied } = await openCoordination(target, this.pool);
+    const { lock, facts, applied } = await openCoordination(
+      target,
+      this.pool,
+      lockSessionIdleTimeoutSeconds(this.options),
+    );
     if (this.stopping) {
       await lock.close();
       return;
@@ -237,7 +242,7 @@ export class Runner {
    * anyone. Abort them (recorded `lost`) and reconnect.
    */
   private onLockSessionLost(lock: LockSession, reason: string): void {
-    if (this.stopping || lock !== this.lock) return;
+    if (lock !== this.lock) return;
     const running = [...this.active].filter((r) => !r.control.stopRequested);
     this.log.error(
       { reason, lockConnectionId: lock.connectionId, aborting: running.map((r) => r.job) },
@@ -251,7 +256,9 @@ export class Runner {
         'lost',
       );
     }
-    void this.connectWithRetry();
+    // A stopping runner does not reconnect; its aborted runs' verdicts are written if the
+    // database still answers the pool.
+    if (!this.stopping) void this.connectWithRetry();
   }
 
   private async writeUnwrittenVerdicts(): Promise<void> {
@@ -409,6 +416,7 @@ export class Runner {
     if (this.reaperTimer || this.stopping) return;
     const every = this.options.reaperMs ?? DEFAULT_REAPER_MS;
     const tick = () => {
+      if (this.stopping) return;
       this.reaperTimer = setTimeout(() => {
         void this.reap().finally(tick);
       }, every);
@@ -603,6 +611,18 @@ export class Runner {
       this.stopSignal.signal.addEventListener('abort', () => resolve(), { once: true }),
     );
   }
+}
+
+/**
+ * The lock session's server-side idle timeout: the default minute, or ten heartbeat windows when
+ * heartbeats are configured to be slow — the server must never end a session that is merely
+ * between two heartbeats.
+ */
+function lockSessionIdleTimeoutSeconds(o: RunnerOptions): number {
+  const window =
+    (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
+    (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
+  return Math.max(LOCK_SESSION_IDLE_TIMEOUT_SECONDS, Math.ceil((10 * window) / 1000));
 }
 
 /** Errors worth waiting out at start-up: the server is down or unreachable, not misconfigured. */

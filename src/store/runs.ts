@@ -201,6 +201,9 @@ export interface OrphanRun {
  * connection the row names, or the row started before the server did (connection ids restart
  * after a server restart, so an id alone could be a stranger's). `serverStartedBefore` is the
  * server's start time rounded down (a second early), which never misjudges a live row.
+ *
+ * Rows with `attempts = 0` are left alone: they were written by runners older than migration 0002,
+ * which hold no session lock — judged by this test, they would all look dead.
  */
 export async function findOrphanRuns(
   db: Queryable,
@@ -209,7 +212,7 @@ export async function findOrphanRuns(
 ): Promise<OrphanRun[]> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT id, job, host, lock_connection_id FROM baton_runs
-      WHERE namespace = ? AND status = 'running'
+      WHERE namespace = ? AND status = 'running' AND attempts > 0
         AND (lock_connection_id IS NULL OR started_at < ?
              OR NOT (IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
                      <=> lock_connection_id))`,

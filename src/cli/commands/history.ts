@@ -38,6 +38,7 @@ export function runToJson(run: Run) {
     finishedAt: run.finishedAt?.toISOString() ?? null,
     durationMs: durationMs(run),
     exitCode: run.exitCode,
+    attempts: run.attempts,
     error: run.error,
   };
 }
@@ -138,7 +139,8 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           r.host,
           r.winner ? 'yes' : '',
           r.trigger,
-          r.status,
+          // Retried runs say how many attempts it took: "done ×3".
+          r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
           formatDuration(durationMs(r)),
           r.exitCode ?? '',
           oneLine(r.reason ?? r.error ?? ''),
