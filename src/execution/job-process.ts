@@ -58,11 +58,12 @@ const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js',
 const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
 /**
  * The watchdog (see the header). `$1` is the run's process group. `read` returns on "done" from
- * the runner, or fails at end-of-file when the runner is gone.
+ * the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the form
+ * every POSIX shell accepts (dash, Debian's /bin/sh, refuses `kill -TERM -- -PGID`).
  */
 const WATCHDOG_SCRIPT =
   'read line; [ "$line" = done ] && exit 0; ' +
-  'kill -TERM -- "-$1" 2>/dev/null; sleep 1; kill -KILL -- "-$1" 2>/dev/null; exit 0';
+  'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
 /** How long to wait for a job's output to close after its process exited. */
 const OUTPUT_DRAIN_MS = 1_000;
 /** The history's `error` is one line for humans; the details are in the output tail. */
