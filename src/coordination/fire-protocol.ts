@@ -38,6 +38,7 @@ import {
   type Run,
 } from '../store/runs.js';
 import { jobLockName } from './lock-name.js';
+import { reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
 
 /** What a runner needs to contend for fires. */
@@ -132,6 +133,16 @@ async function claim(
   skip: (reason: string) => Promise<Contention>,
 ): Promise<Contention> {
   try {
+    if (lockName) {
+      // The lock is ours, so any earlier run of the job that still says `running` is dead.
+      await reapOrphanRuns(c.pool, {
+        namespace: c.namespace,
+        job: attempt.job,
+        serverStartedBefore: new Date(0),
+        noticedBy: c.host,
+        occasion: "when it took the job's lock",
+      });
+    }
     const runId = await insertWinner(c.pool, attempt, c.lock.connectionId);
     return { won: true, runId, lockName };
   } catch (err) {

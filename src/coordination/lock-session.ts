@@ -136,13 +136,15 @@ export class LockSession {
     }
     const beat = () => {
       if (!this.watcher || this.broken) return;
+      const sentAt = Date.now();
       queryWithDeadline<RowDataPacket[]>(
         this.conn,
-        'SELECT @@global.read_only AS ro',
+        'SELECT @@global.read_only AS ro, NOW(3) AS now',
         [],
         options.deadlineMs,
       ).then(
         ([[row]]) => {
+          this.measureOffset(sentAt, Date.now(), row?.now as Date);
           const readOnly = Number(row?.ro) === 1;
           if (readOnly !== this.readOnly) {
             this.readOnly = readOnly;
@@ -155,6 +157,24 @@ export class LockSession {
       );
     };
     beat();
+  }
+
+  /**
+   * The database's clock minus this host's, from one round trip: the server read its clock
+   * about halfway between sending and receiving.
+   */
+  private measureOffset(sentAt: number, receivedAt: number, dbNow: Date | undefined): void {
+    if (dbNow instanceof Date) this.offsetMs = dbNow.getTime() - (sentAt + receivedAt) / 2;
+  }
+
+  private offsetMs: number | null = null;
+
+  /**
+   * A moment on this host's clock as the database's clock read it, from the last heartbeat;
+   * null before the first one.
+   */
+  toDatabaseTime(local: Date): Date | null {
+    return this.offsetMs == null ? null : new Date(local.getTime() + Math.round(this.offsetMs));
   }
 
   /** Marks the session dead (once), drops the connection and tells the watcher. */

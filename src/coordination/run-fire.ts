@@ -126,6 +126,10 @@ export async function runFire(
       error: attempts > 1 && result.error ? `${result.error} (attempt ${attempts})` : result.error,
       outputTail: result.outputTail,
     };
+    // A lost run's verdict is written late (after the runner reconnected), or first by another
+    // runner; the history must still say when it really ended.
+    const endedAt = result.status === 'lost' ? c.lock.toDatabaseTime(result.endedAt) : null;
+    if (endedAt) outcome.finishedAt = endedAt;
     let recorded = false;
     try {
       recorded = await finishRun(c.pool, claim.runId, outcome);

@@ -21,6 +21,7 @@
  */
 import type { Config, JobDefinition } from '../config/schema.js';
 import { openCoordination } from '../coordination/open-coordination.js';
+import { reapOrphanRuns } from '../coordination/reaper.js';
 import type { Coordinator } from '../coordination/fire-protocol.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
@@ -47,7 +48,6 @@ import {
   type Trigger,
 } from '../store/runs.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
-import { reapOrphanRuns } from './reaper.js';
 import { lookBack, MISSED_SETTLE_MS } from './recovery.js';
 
 export interface RunnerOptions {
@@ -429,9 +429,11 @@ export class Runner {
     try {
       await reapOrphanRuns(
         this.pool,
-        this.config.namespace,
-        this.serverStartedBefore,
-        this.options.host,
+        {
+          namespace: this.config.namespace,
+          serverStartedBefore: this.serverStartedBefore,
+          noticedBy: this.options.host,
+        },
         this.log,
       );
     } catch (err) {

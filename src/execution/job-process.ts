@@ -32,6 +32,8 @@ export interface JobResult {
   /** One line for the history's `error` column; null on success. */
   error: string | null;
   outputTail: string;
+  /** When the process ended (this host's clock). */
+  endedAt: Date;
 }
 
 export interface RunningJob {
@@ -125,6 +127,7 @@ export function startJob(
   let stopReason: { why: string; status: StopStatus } | null = null;
   let hostError: string | null = null;
   let spawnError: string | null = null;
+  let endedAt = new Date();
 
   const child: ChildProcess = spawn(file, args, {
     cwd: job.cwd,
@@ -154,6 +157,7 @@ export function startJob(
     // follows at once; but a background process the job left behind may hold its stdout open,
     // and that must not keep the run — and the job's lock — alive.
     child.once('exit', (code, signal) => {
+      endedAt = new Date();
       watchdog?.dismiss();
       const timer = setTimeout(() => {
         child.stdout?.destroy();
@@ -183,6 +187,7 @@ export function startJob(
       signal,
       error: error && error.length > ERROR_MAX ? `${error.slice(0, ERROR_MAX - 1)}…` : error,
       outputTail: tail.toString(),
+      endedAt,
     };
   }
 

@@ -152,6 +152,11 @@ export interface RunOutcome {
   exitCode: number | null;
   error: string | null;
   outputTail: string | null;
+  /**
+   * When the run really ended, in database time, for a verdict written late (a `lost` run whose
+   * runner could only write after reconnecting). Default: the moment of writing, `NOW(3)`.
+   */
+  finishedAt?: Date;
 }
 
 /**
@@ -162,11 +167,30 @@ export interface RunOutcome {
 export async function finishRun(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runs
-        SET status = ?, finished_at = NOW(3), exit_code = ?, error = ?, output_tail = ?
+        SET status = ?, finished_at = COALESCE(?, NOW(3)), exit_code = ?, error = ?,
+            output_tail = ?
       WHERE id = ? AND status = 'running'`,
-    [outcome.status, outcome.exitCode, outcome.error, outcome.outputTail, id],
+    [
+      outcome.status,
+      outcome.finishedAt ?? null,
+      outcome.exitCode,
+      outcome.error,
+      outcome.outputTail,
+      id,
+    ],
   );
-  return res.affectedRows === 1;
+  if (res.affectedRows === 1) return true;
+  if (outcome.status === 'lost' && outcome.finishedAt) {
+    // Someone else declared it lost first, stamping the moment they noticed. The runner that ran
+    // it knows when it really ended — earlier (the history must not show it overlapping the next
+    // run) or later (a real overlap in the detection window must not be hidden) — so its end
+    // time wins. The verdict itself stays as written.
+    await db.query(`UPDATE baton_runs SET finished_at = ? WHERE id = ? AND status = 'lost'`, [
+      outcome.finishedAt,
+      id,
+    ]);
+  }
+  return false;
 }
 
 /** A retry starts: the row counts it (still conditional on the run being this one, `running`). */
@@ -209,14 +233,16 @@ export async function findOrphanRuns(
   db: Queryable,
   namespace: string,
   serverStartedBefore: Date,
+  job?: string,
 ): Promise<OrphanRun[]> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT id, job, host, lock_connection_id FROM baton_runs
       WHERE namespace = ? AND status = 'running' AND attempts > 0
+        ${job == null ? '' : 'AND job = ?'}
         AND (lock_connection_id IS NULL OR started_at < ?
              OR NOT (IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
                      <=> lock_connection_id))`,
-    [namespace, serverStartedBefore],
+    job == null ? [namespace, serverStartedBefore] : [namespace, job, serverStartedBefore],
   );
   return rows.map((r) => ({
     id: Number(r.id),

@@ -1,0 +1,49 @@
+/**
+ * The reaper: marks `running` rows whose runner is gone as `lost`, so that history never claims a
+ * run is going on when nobody runs it. A row's runner is alive exactly as long as its lock
+ * session holds its session lock (`sessionLockName`), so no timeout has to be guessed.
+ *
+ * It runs in two places:
+ * - every runner reaps its namespace at an interval (`--reaper-interval`); with several runners
+ *   the rows are found sooner, and the conditional update declares each row once;
+ * - a winner reaps its job just before it claims a fire. Holding the job's lock proves that no
+ *   earlier run of the job holds it any more, so the earlier run's row gets its `lost` verdict —
+ *   and its `finished_at` — before the new run's row starts. The history then never shows a dead
+ *   run overlapping the next one merely because nobody had looked yet.
+ */
+import type { Logger } from '../log.js';
+import type { Queryable } from '../store/deadline.js';
+import { findOrphanRuns, markLost } from '../store/runs.js';
+
+export interface ReapScope {
+  namespace: string;
+  /** Only this job's rows (a winner about to claim); all jobs of the namespace otherwise. */
+  job?: string;
+  /** Rows that started before this instant belong to an earlier life of the server. */
+  serverStartedBefore: Date;
+  /** The runner doing it, named in the rows it marks. */
+  noticedBy: string;
+  /** What made it look, for the row: "at <time>" or "when it took the job's lock". */
+  occasion?: string;
+}
+
+export async function reapOrphanRuns(
+  db: Queryable,
+  scope: ReapScope,
+  log?: Logger,
+): Promise<number> {
+  let reaped = 0;
+  const orphans = await findOrphanRuns(db, scope.namespace, scope.serverStartedBefore, scope.job);
+  for (const run of orphans) {
+    const session =
+      run.lockConnectionId == null ? 'no lock session' : `lock session ${run.lockConnectionId}`;
+    const error =
+      `lost: its runner on ${run.host} is gone (${session} ended, or the server restarted); ` +
+      `noticed by ${scope.noticedBy} ${scope.occasion ?? `at ${new Date().toISOString()}`}`;
+    if (await markLost(db, run.id, error)) {
+      reaped++;
+      log?.warn({ job: run.job, runId: run.id, runnerHost: run.host }, 'run declared lost');
+    }
+  }
+  return reaped;
+}
