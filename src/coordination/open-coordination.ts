@@ -26,10 +26,14 @@ export async function openCoordination(
   pool: Queryable,
   idleTimeoutSeconds?: number,
 ): Promise<Coordination> {
-  const { applied } = await migrateDatabase(target);
-  const facts = await probeServer(pool);
-  assertCoordinationPossible(facts);
+  let facts: ServerFacts | undefined;
+  const { applied } = await migrateDatabase(target, {
+    check: async (conn) => {
+      facts = await probeServer(conn);
+      assertCoordinationPossible(facts);
+    },
+  });
   await assertFireKey(pool);
   const lock = await LockSession.open(target, idleTimeoutSeconds);
-  return { lock, facts, applied };
+  return { lock, facts: facts!, applied };
 }

@@ -122,11 +122,17 @@ export async function migrate(conn: Connection, database: string): Promise<Migra
 
 /**
  * Creates the database if missing and applies pending migrations on a connection of its own
- * (closed afterwards, which also drops the migration lock if anything went wrong).
+ * (closed afterwards, which also drops the migration lock if anything went wrong). `check` runs
+ * first, on the same connection.
  */
-export async function migrateDatabase(target: DatabaseTarget): Promise<MigrationResult> {
+export async function migrateDatabase(
+  target: DatabaseTarget,
+  { check }: { check?: (conn: Connection) => Promise<void> } = {},
+): Promise<MigrationResult> {
   const conn = await openConnection(target);
   try {
+    // A server that fails this check gets no tables (fail closed: write nothing there).
+    await check?.(conn);
     return await migrate(conn, target.database);
   } finally {
     await conn.end().catch(() => {});

@@ -6,6 +6,7 @@
  * The columns are documented for operators in docs/history.md.
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { isDuplicateKeyError } from '../errors.js';
 import type { Queryable } from './deadline.js';
 
 export type { Queryable };
@@ -275,22 +276,28 @@ export async function insertMissed(
   attempt: Attempt,
   reason: string,
 ): Promise<boolean> {
-  const [res] = await db.query<ResultSetHeader>(
-    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-       host, pid, started_at, finished_at)
-     VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, NOW(3), NOW(3))
-     ON DUPLICATE KEY UPDATE id = id`,
-    [
-      attempt.namespace,
-      attempt.job,
-      attempt.scheduledAt,
-      attempt.trigger,
-      reason.slice(0, 512),
-      attempt.host,
-      attempt.pid,
-    ],
-  );
-  return res.affectedRows === 1;
+  try {
+    await db.query<ResultSetHeader>(
+      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
+         host, pid, started_at, finished_at)
+       VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, NOW(3), NOW(3))`,
+      [
+        attempt.namespace,
+        attempt.job,
+        attempt.scheduledAt,
+        attempt.trigger,
+        reason.slice(0, 512),
+        attempt.host,
+        attempt.pid,
+      ],
+    );
+    return true;
+  } catch (err) {
+    // Another runner recorded it first. (Not `ON DUPLICATE KEY UPDATE id = id`: mysql2 connects
+    // with CLIENT_FOUND_ROWS, so that no-op update reports one affected row, like an insert.)
+    if (isDuplicateKeyError(err)) return false;
+    throw err;
+  }
 }
 
 /** The instants in [from, to] at which the job has any row (an attempt, a skip, a missed mark). */

@@ -51,7 +51,18 @@ export interface PrivateServer {
   destroy(): Promise<void>;
 }
 
-export async function startPrivateServer(): Promise<PrivateServer> {
+export interface PrivateServerOptions {
+  /**
+   * Extra mariadbd arguments, placed after the helper's own (so a later `--option=value` wins),
+   * e.g. the `--wsrep-*` settings that make the server a one-node Galera cluster. They apply to
+   * every (re)start.
+   */
+  args?: readonly string[];
+}
+
+export async function startPrivateServer(
+  options: PrivateServerOptions = {},
+): Promise<PrivateServer> {
   const template = await installedTemplate();
   const dataDir = await mkdtemp(join(tmpdir(), 'baton-mariadb-'));
   janitor().track('dir', dataDir);
@@ -64,7 +75,7 @@ export async function startPrivateServer(): Promise<PrivateServer> {
 
   const launch = async (): Promise<void> => {
     stderrTail = '';
-    const proc = spawn(MARIADBD, serverArgs(dataDir, port), {
+    const proc = spawn(MARIADBD, [...serverArgs(dataDir, port), ...(options.args ?? [])], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     child = proc;
@@ -230,7 +241,8 @@ function tail(text: string): string {
   return text.trim().split('\n').slice(-20).join('\n') || '(no output)';
 }
 
-function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that was free a moment ago (for a server's extra listeners). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
