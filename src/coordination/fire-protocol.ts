@@ -88,39 +88,56 @@ export async function contend(
 
   const overlap = options.overlap ?? 'skip';
   if (overlap === 'allow') return claim(c, attempt, null, skip);
+  const queued = overlap === 'queue' && options.queueUntil != null;
+  // A queued fire that gives up says that it waited, and for what.
+  const gaveUp = (holder: string) => {
+    if (!queued) return holder;
+    const why = options.signal?.aborted
+      ? 'the runner is stopping'
+      : `the next fire (${iso(options.queueUntil!)}) came first`;
+    return `waited in the queue until ${why}; ${holder}`;
+  };
 
   if (options.runningHere) {
     return skip(
-      `an earlier run is still running on ${c.host} (this runner; fire ${iso(options.runningHere)})`,
+      gaveUp(
+        `an earlier run is still running on ${c.host} (this runner; fire ${iso(options.runningHere)})`,
+      ),
     );
   }
 
   const lockName = jobLockName(c.database, c.namespace, attempt.job);
-  if (!(await acquire(c, lockName, options))) {
-    const holder = await describeHolder(c, lockName, attempt);
-    if (overlap === 'queue' && options.queueUntil) {
-      const why = options.signal?.aborted
-        ? 'the runner is stopping'
-        : `the next fire (${iso(options.queueUntil)}) came first`;
-      return skip(`waited in the queue until ${why}; ${holder}`);
-    }
-    return skip(holder);
+  const got = await acquire(c, lockName, attempt, options);
+  if (got === 'taken') {
+    // While this fire waited in the queue, another runner won this very fire.
+    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    return skip(
+      winner?.status === 'running'
+        ? `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`
+        : `this fire already ran on ${winner?.host ?? 'another runner'} (${winner?.status ?? 'done'})`,
+    );
   }
+  if (got === 'busy') return skip(gaveUp(await describeHolder(c, lockName, attempt)));
   return claim(c, attempt, lockName, skip);
 }
 
-/** GET_LOCK, asked again every QUEUE_POLL_MS until `queueUntil` for a queued fire. */
+/**
+ * GET_LOCK; for a queued fire, asked again every QUEUE_POLL_MS until `queueUntil` — unless
+ * another runner wins this very fire meanwhile (`taken`): then there is nothing left to wait for.
+ */
 async function acquire(
   c: Coordinator,
   lockName: string,
+  attempt: Attempt,
   options: ContendOptions,
-): Promise<boolean> {
+): Promise<'acquired' | 'busy' | 'taken'> {
   for (;;) {
-    if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return true;
+    if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return 'acquired';
     const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
-    if (until == null || options.signal?.aborted) return false;
+    if (until == null || options.signal?.aborted) return 'busy';
+    if (await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt)) return 'taken';
     const wait = Math.min(QUEUE_POLL_MS, until - Date.now());
-    if (wait <= 0) return false;
+    if (wait <= 0) return 'busy';
     await new Promise((r) => setTimeout(r, wait));
   }
 }

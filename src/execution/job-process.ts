@@ -20,6 +20,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
 import type { FinalStatus } from '../store/runs.js';
+import { truncate } from '../text.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { HostMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
@@ -185,7 +186,7 @@ export function startJob(
       status: ok ? 'done' : (stopReason?.status ?? 'failed'),
       exitCode: code,
       signal,
-      error: error && error.length > ERROR_MAX ? `${error.slice(0, ERROR_MAX - 1)}…` : error,
+      error: error && truncate(error, ERROR_MAX),
       outputTail: tail.toString(),
       endedAt,
     };

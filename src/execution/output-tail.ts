@@ -26,8 +26,8 @@ export class OutputTail {
       buf = buf.subarray(buf.length - this.limit);
       this.dropped = true;
     }
-    // A cut may split a multi-byte character; drop the broken start rather than show garbage.
-    const text = buf.toString('utf8').replace(/^\uFFFD+/, '');
-    return this.dropped ? `…${text}` : text;
+    if (!this.dropped) return buf.toString('utf8');
+    // The cut may split a multi-byte character; drop its broken start rather than show garbage.
+    return `…${buf.toString('utf8').replace(/^\uFFFD+/, '')}`;
   }
 }

@@ -7,7 +7,11 @@
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isDuplicateKeyError } from '../errors.js';
+import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
+
+/** `baton_runs.reason` is VARCHAR(512). */
+const REASON_MAX = 512;
 
 export type { Queryable };
 
@@ -140,7 +144,7 @@ export async function insertSkip(db: Queryable, attempt: Attempt, reason: string
       attempt.job,
       attempt.scheduledAt,
       attempt.trigger,
-      reason.slice(0, 512),
+      truncate(reason, REASON_MAX),
       attempt.host,
       attempt.pid,
     ],
@@ -286,7 +290,7 @@ export async function insertMissed(
         attempt.job,
         attempt.scheduledAt,
         attempt.trigger,
-        reason.slice(0, 512),
+        truncate(reason, REASON_MAX),
         attempt.host,
         attempt.pid,
       ],
