@@ -483,8 +483,8 @@ export class Runner {
             pid: process.pid,
           };
           const reason =
-            'nobody attempted this fire: no runner could reach the database at the time ' +
-            `(recorded by ${this.options.host} after reconnecting)`;
+            'nobody attempted this fire: no runner was connected to the database at the time ' +
+            `(it was down or unreachable, or the runners were starting; recorded by ${this.options.host})`;
           if (await insertMissed(pool, attempt, reason)) recorded++;
         }
         if (recorded > 0) {

@@ -52,6 +52,13 @@ jobs:
 
     for (const row of rows) expect(row.scheduled_at.getUTCMilliseconds()).toBe(0);
     for (const [at, fire] of byFire(rows)) {
+      // A fire that came while every runner was still connecting has no attempt, only the
+      // `missed` row the first runner to look back wrote for it.
+      if (fire.some((r) => r.status === 'missed')) {
+        expect(fire, new Date(at).toISOString()).toHaveLength(1);
+        expect(fire[0]).toMatchObject({ winner: 0, status: 'missed' });
+        continue;
+      }
       const winners = fire.filter((r) => r.winner === 1);
       expect(winners, new Date(at).toISOString()).toHaveLength(1);
       expect(new Set(fire.map((r) => r.host)).size, 'one row per host and fire').toBe(fire.length);
