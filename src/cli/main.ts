@@ -7,11 +7,15 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode } from '../exit-codes.js';
 import { version } from '../version.js';
+import { explainCommand } from './commands/explain.js';
 import { historyCommand } from './commands/history.js';
 import { listCommand } from './commands/list.js';
 import { migrateCommand } from './commands/migrate.js';
+import { pauseCommand, resumeCommand } from './commands/pause.js';
 import { runCommand } from './commands/run.js';
+import { showCommand } from './commands/show.js';
 import { startCommand } from './commands/start.js';
+import { statusCommand } from './commands/status.js';
 import { validateCommand } from './commands/validate.js';
 
 await yargs(hideBin(process.argv))
@@ -21,8 +25,13 @@ await yargs(hideBin(process.argv))
   )
   .command(startCommand)
   .command(runCommand)
+  .command(statusCommand)
   .command(historyCommand)
+  .command(explainCommand)
+  .command(showCommand)
   .command(listCommand)
+  .command(pauseCommand)
+  .command(resumeCommand)
   .command(validateCommand)
   .command(migrateCommand)
   .demandCommand(1, 'name a command (see --help)')

@@ -138,6 +138,7 @@ function buildJob(
     retryDelayMs: job.retryDelay ?? DEFAULT_RETRY_DELAY_MS,
     catchUpMs: job.catchUp ?? null,
     overlap: job.overlap ?? 'skip',
+    expectMs: job.expect ?? null,
   };
 }
 

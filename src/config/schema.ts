@@ -85,6 +85,11 @@ const inheritableShape = {
    */
   catchUp: duration,
   overlap: z.enum(OVERLAP_POLICIES),
+  /**
+   * The dead-man's switch: `baton status` warns when the job has had no successful run for this
+   * long. Default: two periods of its schedule plus a grace (see `src/fleet/dead-man.ts`).
+   */
+  expect: duration,
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -111,6 +116,7 @@ export const jobSchema = z
     retryDelay: true,
     catchUp: true,
     overlap: true,
+    expect: true,
     command: true,
     module: true,
   });
@@ -150,6 +156,8 @@ export interface JobDefinition {
   /** null = missed fires are recorded, never run. */
   catchUpMs: number | null;
   overlap: OverlapPolicy;
+  /** null = two periods plus a grace. */
+  expectMs: number | null;
 }
 
 export interface Config {

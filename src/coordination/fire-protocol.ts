@@ -111,11 +111,7 @@ export async function contend(
   if (got === 'taken') {
     // While this fire waited in the queue, another runner won this very fire.
     const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-    return skip(
-      winner?.status === 'running'
-        ? `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`
-        : `this fire already ran on ${winner?.host ?? 'another runner'} (${winner?.status ?? 'done'})`,
-    );
+    return skip(winner ? describeWinner(winner) : 'this fire already ran on another runner');
   }
   if (got === 'busy') return skip(gaveUp(await describeHolder(c, lockName, attempt)));
   return claim(c, attempt, lockName, skip);
@@ -160,7 +156,7 @@ async function claim(
         occasion: "when it took the job's lock",
       });
     }
-    const runId = await insertWinner(c.pool, attempt, c.lock.connectionId);
+    const runId = await claimWhenDue(c, attempt);
     return { won: true, runId, lockName };
   } catch (err) {
     if (lockName) await c.lock.release(lockName);
@@ -171,12 +167,41 @@ async function claim(
   }
 }
 
+/** How often a claim that came early (by the database's clock) asks again. */
+const EARLY_RETRY_MS = 5;
+/** Beyond this, "early" is not a clock error of milliseconds but a wrong fire: give up. */
+const EARLY_LIMIT_MS = 5_000;
+
+/**
+ * Inserts the winner row as soon as the database's clock has reached the fire. Runners fire by
+ * the database's clock already, so this waits at most the error of the offset estimate (a
+ * millisecond or so); it turns "never before its instant" from an estimate into a guarantee.
+ */
+async function claimWhenDue(c: Coordinator, attempt: Attempt): Promise<number> {
+  const giveUpAt = Date.now() + EARLY_LIMIT_MS;
+  for (;;) {
+    const runId = await insertWinner(c.pool, attempt, c.lock.connectionId);
+    if (runId != null) return runId;
+    if (Date.now() > giveUpAt) {
+      throw new Error(
+        `the fire ${iso(attempt.scheduledAt)} is still in the future by the database's clock`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, EARLY_RETRY_MS));
+  }
+}
+
 /** A sentence naming who holds the job's lock and which run that is. */
 async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt): Promise<string> {
   const deadline = Date.now() + HOLDER_LOOKUP_MS;
   for (;;) {
     const holder = await c.lock.holderOf(lockName);
-    if (holder == null) return 'another run held the lock at this instant (it is free now)';
+    if (holder == null) {
+      // Released in the meantime: usually by the winner of this very fire, already done.
+      const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+      if (winner) return describeWinner(winner);
+      return 'another run held the lock at this instant (it is free now)';
+    }
     const run = await findRunOfLockSession(c.pool, c.namespace, attempt.job, holder);
     if (run) return describeRun(run, attempt);
     if (Date.now() >= deadline) {
@@ -184,6 +209,13 @@ async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt
     }
     await new Promise((r) => setTimeout(r, HOLDER_POLL_MS));
   }
+}
+
+/** The winner of the attempt's own fire, running or finished. */
+function describeWinner(winner: Run): string {
+  return winner.status === 'running'
+    ? `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`
+    : `this fire already ran on ${winner.host} (${winner.status})`;
 }
 
 function describeRun(run: Run, attempt: Attempt): string {

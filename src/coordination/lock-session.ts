@@ -39,6 +39,8 @@ export const LOCK_SESSION_IDLE_TIMEOUT_SECONDS = 60;
 export const DEFAULT_HEARTBEAT_MS = 1_000;
 /** An unanswered heartbeat means a lost session after this long (`--heartbeat-deadline`). */
 export const DEFAULT_HEARTBEAT_DEADLINE_MS = 3_000;
+/** How many recent heartbeats the clock offset is estimated from. */
+const OFFSET_SAMPLES = 8;
 /** Deadline of the lock session's own statements (GET_LOCK(…, 0), RELEASE_LOCK, heartbeats). */
 export const LOCK_STATEMENT_DEADLINE_MS = 3_000;
 
@@ -160,21 +162,33 @@ export class LockSession {
   }
 
   /**
-   * The database's clock minus this host's, from one round trip: the server read its clock
-   * about halfway between sending and receiving.
+   * The database's clock minus this host's, from one heartbeat: the server read its clock about
+   * halfway between sending and receiving, so the error is at most half the round trip. Of the
+   * last few samples the one with the shortest round trip is used (as NTP does): a heartbeat
+   * delayed by a busy event loop or network says little about the clocks.
    */
   private measureOffset(sentAt: number, receivedAt: number, dbNow: Date | undefined): void {
-    if (dbNow instanceof Date) this.offsetMs = dbNow.getTime() - (sentAt + receivedAt) / 2;
+    if (!(dbNow instanceof Date)) return;
+    this.samples.push({
+      offsetMs: dbNow.getTime() - (sentAt + receivedAt) / 2,
+      roundTripMs: receivedAt - sentAt,
+    });
+    if (this.samples.length > OFFSET_SAMPLES) this.samples.shift();
   }
 
-  private offsetMs: number | null = null;
+  private readonly samples: { offsetMs: number; roundTripMs: number }[] = [];
 
-  /**
-   * A moment on this host's clock as the database's clock read it, from the last heartbeat;
-   * null before the first one.
-   */
+  /** The database's clock minus this host's, in ms; null before the first heartbeat. */
+  get clockOffsetMs(): number | null {
+    let best: { offsetMs: number; roundTripMs: number } | null = null;
+    for (const s of this.samples) if (!best || s.roundTripMs < best.roundTripMs) best = s;
+    return best ? Math.round(best.offsetMs) : null;
+  }
+
+  /** A moment on this host's clock as the database's clock read it; null before a heartbeat. */
   toDatabaseTime(local: Date): Date | null {
-    return this.offsetMs == null ? null : new Date(local.getTime() + Math.round(this.offsetMs));
+    const offset = this.clockOffsetMs;
+    return offset == null ? null : new Date(local.getTime() + offset);
   }
 
   /** Marks the session dead (once), drops the connection and tells the watcher. */

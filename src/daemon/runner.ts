@@ -44,10 +44,21 @@ import {
   firesWithRows,
   firstFireOf,
   insertMissed,
+  insertSkip,
+  type Attempt,
   type RunOutcome,
   type Trigger,
 } from '../store/runs.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
+import { findPause, pausedReason } from '../store/pauses.js';
+import {
+  heartbeatRunner,
+  markRunnerStopped,
+  registerRunner,
+  type RunnerHeartbeat,
+} from '../store/runners.js';
+import { scheduleFingerprint } from '../config/fingerprint.js';
+import { version } from '../version.js';
 import { lookBack, MISSED_SETTLE_MS } from './recovery.js';
 
 export interface RunnerOptions {
@@ -63,9 +74,15 @@ export interface RunnerOptions {
   heartbeatDeadlineMs?: number;
   /** Time between two looks for `running` rows whose runner is gone. */
   reaperMs?: number;
+  /** Time between two registry heartbeats (`baton_runners.last_seen_at`). */
+  registryMs?: number;
+  /** A clock offset from the database beyond this is logged as a warning. */
+  clockWarnMs?: number;
 }
 
 export const DEFAULT_REAPER_MS = 10_000;
+export const DEFAULT_REGISTRY_MS = 5_000;
+export const DEFAULT_CLOCK_WARN_MS = 1_000;
 /** A run whose lock is gone gets this long after SIGTERM: someone else may be starting it. */
 export const LOST_KILL_GRACE_MS = 1_000;
 /** Deadline of history statements (the pool); longer than a heartbeat, it guards a partition. */
@@ -95,6 +112,7 @@ export class Runner {
   private schedules = new Map<string, Schedule>();
   private timer: NodeJS.Timeout | undefined;
   private reaperTimer: NodeJS.Timeout | undefined;
+  private registryTimer: NodeJS.Timeout | undefined;
   private readonly pendingTimers = new Set<NodeJS.Timeout>();
   private stopping = false;
   private readonly stopSignal = new AbortController();
@@ -137,7 +155,7 @@ export class Runner {
    * code does not know). Resolves false when the runner was stopped before it connected.
    */
   async start(): Promise<boolean> {
-    this.applyConfig(this.config, new Date());
+    this.applyConfig(this.config, this.dbNow());
     this.arm();
     const connected = await this.connectWithRetry(true);
     if (!connected) return false;
@@ -220,7 +238,15 @@ export class Runner {
     });
     await this.writeUnwrittenVerdicts();
     this.armReaper();
-    void this.recover(new Date());
+    if (!reconnect) {
+      // Until now the loop ran on this host's clock; from now on it runs on the database's.
+      this.schedule = new FireSchedule(this.schedules, this.dbNow());
+      clearTimeout(this.timer);
+      this.arm();
+    }
+    await this.register(!reconnect);
+    this.armRegistryHeartbeat();
+    void this.recover(this.dbNow());
   }
 
   private readOnly = false;
@@ -280,12 +306,12 @@ export class Runner {
 
   private arm(): void {
     if (this.stopping) return;
-    this.timer = setTimeout(() => this.wake(), this.schedule.sleepMs(new Date()));
+    this.timer = setTimeout(() => this.wake(), this.schedule.sleepMs(this.dbNow()));
   }
 
   private wake(): void {
     // Recompute from the clock at every wake: timers drift, hosts get suspended.
-    this.dispatchDue(new Date());
+    this.dispatchDue(this.dbNow());
     this.arm();
   }
 
@@ -326,6 +352,19 @@ export class Runner {
       return;
     }
 
+    try {
+      const pause = await findPause(pool, this.config.namespace, job.name);
+      if (pause) {
+        const reason = pausedReason(pause);
+        const runId = await insertSkip(pool, this.attempt(job.name, scheduledAt, trigger), reason);
+        log.info({ runId, reason }, 'fire skipped');
+        return;
+      }
+    } catch (err) {
+      log.error({ err: errorMessage(err) }, 'fire not completed');
+      return;
+    }
+
     const local = this.latestLocalRun(job.name);
     let runningHere: Date | null = null;
     let queueUntil: Date | null = null;
@@ -350,8 +389,8 @@ export class Runner {
           active = { job: job.name, scheduledAt, control, finished: work.then(() => {}) };
           this.active.add(active);
           log.info({ runId: fire.runId, jobPid: control.pid }, 'fire won: running');
-          // A stop that began while this fire was being contended must reach this run too.
-          if (this.stopping) this.stopRun(active, 'the runner is stopping');
+          // A fire won while a stop begins is waited for like any other run: stop() lets
+          // contention settle before it decides what to wait for (within the grace).
           settled();
         },
         onUnwrittenVerdict: (runId, outcome) => {
@@ -394,6 +433,17 @@ export class Runner {
     });
   }
 
+  private attempt(job: string, scheduledAt: Date, trigger: Trigger): Attempt {
+    return {
+      namespace: this.config.namespace,
+      job,
+      scheduledAt,
+      trigger,
+      host: this.options.host,
+      pid: process.pid,
+    };
+  }
+
   private latestLocalRun(job: string): ActiveRun | undefined {
     let latest: ActiveRun | undefined;
     for (const run of this.active) {
@@ -407,6 +457,83 @@ export class Runner {
     const waits: Promise<unknown>[] = [run.finished, this.stopped()];
     if (until) waits.push(this.sleep(until.getTime() - Date.now()));
     await Promise.race(waits);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The fleet's clock and the registry
+
+  /**
+   * Now, by the database's clock: this host's clock corrected by the offset the lock session's
+   * heartbeats measure. Every runner fires by this clock, so all wake together whatever their
+   * skew, and none starts a fire before its instant by the database (DESIGN.md, "Time").
+   */
+  private dbNow(): Date {
+    const measured = this.lock?.clockOffsetMs;
+    if (measured != null) this.offsetMs = measured;
+    return new Date(Date.now() + this.offsetMs);
+  }
+
+  /** The database's clock minus this host's; kept across reconnects. */
+  private offsetMs = 0;
+  private offsetWarned = false;
+
+  private heartbeat(): RunnerHeartbeat {
+    return {
+      namespace: this.config.namespace,
+      host: this.options.host,
+      pid: process.pid,
+      version,
+      // The registry says how far the runner is ahead of the database, the way operators ask.
+      clockOffsetMs: this.lock?.clockOffsetMs == null ? null : -this.lock.clockOffsetMs,
+      lockConnectionId: this.lock?.connectionId ?? null,
+      schedule: scheduleFingerprint(this.config),
+    };
+  }
+
+  private async register(fresh: boolean): Promise<void> {
+    if (!this.pool) return;
+    try {
+      if (fresh || !(await heartbeatRunner(this.pool, this.heartbeat()))) {
+        await registerRunner(this.pool, this.heartbeat());
+      }
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'could not register in baton_runners');
+    }
+  }
+
+  private armRegistryHeartbeat(): void {
+    if (this.registryTimer || this.stopping) return;
+    const every = this.options.registryMs ?? DEFAULT_REGISTRY_MS;
+    const tick = () => {
+      if (this.stopping) return;
+      this.registryTimer = setTimeout(() => {
+        void this.refreshRegistry().finally(tick);
+      }, every);
+    };
+    tick();
+  }
+
+  private async refreshRegistry(): Promise<void> {
+    this.checkClockOffset();
+    if (this.stopping || !this.coordinated) return;
+    await this.register(false);
+  }
+
+  /** Warns once when this host's clock drifts beyond the threshold, and once when it is back. */
+  private checkClockOffset(): void {
+    const offset = this.lock?.clockOffsetMs;
+    if (offset == null) return;
+    const threshold = this.options.clockWarnMs ?? DEFAULT_CLOCK_WARN_MS;
+    const over = Math.abs(offset) > threshold;
+    if (over && !this.offsetWarned) {
+      this.log.warn(
+        { clockOffsetMs: -offset, thresholdMs: threshold },
+        "this host's clock is off from the database's: fires still run on database time",
+      );
+    } else if (!over && this.offsetWarned) {
+      this.log.info({ clockOffsetMs: -offset }, "this host's clock is back within the threshold");
+    }
+    this.offsetWarned = over;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -513,7 +640,7 @@ export class Runner {
         ExitCode.Config,
       );
     }
-    const now = new Date();
+    const now = this.dbNow();
     clearTimeout(this.timer);
     this.dispatchDue(now);
     const before = this.jobs;
@@ -554,6 +681,7 @@ export class Runner {
     this.stopSignal.abort();
     clearTimeout(this.timer);
     clearTimeout(this.reaperTimer);
+    clearTimeout(this.registryTimer);
     // Let contention in progress settle first: a fire that wins right now must be in `active`
     // before we decide what to wait for and what to stop. No new fire starts once stopping.
     await Promise.allSettled([...this.chains.values()]);
@@ -581,6 +709,14 @@ export class Runner {
     if (!first) return;
     for (const t of this.pendingTimers) clearTimeout(t);
     await this.writeUnwrittenVerdicts();
+    if (this.pool && this.everConnected) {
+      await markRunnerStopped(
+        this.pool,
+        this.config.namespace,
+        this.options.host,
+        process.pid,
+      ).catch(() => {});
+    }
     await this.lock?.close();
     await this.pool?.end().catch(() => {});
     this.log.info('runner stopped');

@@ -7,6 +7,10 @@
  *
  * The Cron objects are created paused and without a callback, so croner never starts a timer of
  * its own; the daemon has one loop for all jobs (`src/daemon/fire-schedule.ts`).
+ *
+ * Daylight saving time (docs/schedules.md): a fixed-time fire (second, minute, hour each one
+ * number) in a skipped hour runs once at the first instant after the gap, and in a repeated hour
+ * once at its first occurrence; any other expression fires at every instant its wall clock matches.
  */
 import { Cron } from 'croner';
 
@@ -35,6 +39,11 @@ export function parseSchedule(expression: string, timezone: string): Schedule {
       // Vixie cron.
       mode: '5-or-6-parts',
       domAndDow: false,
+      // Daylight saving time follows Vixie cron (docs/schedules.md): an expression whose
+      // second, minute and hour fields do not start with `*` is a fixed time — it runs once at
+      // the first valid instant after a skipped hour, and once, at the first occurrence, in a
+      // repeated hour. Others fire at every instant that matches.
+      fixedTimeRule: 'no-wildcard',
     });
   } catch (err) {
     const detail = err instanceof Error ? err.message.replace(/^CronPattern:\s*/, '') : String(err);

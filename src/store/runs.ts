@@ -108,18 +108,22 @@ function toRun(r: RunRow): Run {
 }
 
 /**
- * Claims the fire: inserts the winning row. Throws mysql2's ER_DUP_ENTRY when another runner's
- * winning row for the same fire exists (the caller turns that into "already ran").
+ * Claims the fire: inserts the winning row — but only once the fire's instant has come by the
+ * database's clock (`NOW(3) >= scheduled_at`), so no run ever starts early, whatever the
+ * runner's clock says. Returns null when it is still too early (the caller waits and retries).
+ * Throws mysql2's ER_DUP_ENTRY when another runner's winning row for the same fire exists (the
+ * caller turns that into "already ran").
  */
 export async function insertWinner(
   db: Queryable,
   attempt: Attempt,
   lockConnectionId: number | null,
-): Promise<number> {
+): Promise<number | null> {
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
        lock_connection_id, started_at, attempts)
-     VALUES (?, ?, ?, 1, ?, 'running', ?, ?, ?, NOW(3), 1)`,
+     SELECT ?, ?, ?, 1, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL
+      WHERE NOW(3) >= ?`,
     [
       attempt.namespace,
       attempt.job,
@@ -128,9 +132,10 @@ export async function insertWinner(
       attempt.host,
       attempt.pid,
       lockConnectionId,
+      attempt.scheduledAt,
     ],
   );
-  return res.insertId;
+  return res.affectedRows === 1 ? res.insertId : null;
 }
 
 /** Records that this runner considered the fire and did not run it, and why. */

@@ -113,7 +113,13 @@ describe('the daemon', () => {
     expectQuiet(runners);
 
     // Nothing was dropped, nothing was injected.
-    expect(await tablesOf()).toEqual(['baton_migrations', 'baton_runs', 'x']);
+    expect(await tablesOf()).toEqual([
+      'baton_migrations',
+      'baton_pauses',
+      'baton_runners',
+      'baton_runs',
+      'x',
+    ]);
     const all = await runs(db);
     expect(all.filter((r) => r.status === 'running')).toEqual([]);
     expect(new Set(all.map((r) => r.host))).toEqual(new Set(hosts));
@@ -225,7 +231,12 @@ describe('baton run', () => {
     const [throwsRow] = await runs(db, 'throws');
     expect(throwsRow).toMatchObject({ status: 'failed', exit_code: 1, error: THROWN });
 
-    expect(await tablesOf()).toEqual(['baton_migrations', 'baton_runs']);
+    expect(await tablesOf()).toEqual([
+      'baton_migrations',
+      'baton_pauses',
+      'baton_runners',
+      'baton_runs',
+    ]);
     expect((await runs(db)).map((r) => r.host)).toEqual([HOST_SQL, HOST_SQL, HOST_SQL, HOST_SQL]);
   });
 

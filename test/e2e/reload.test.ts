@@ -125,8 +125,13 @@ describe('SIGHUP', () => {
     const margin = reloadedAt + 1_500 - Date.now();
     if (margin > 0) await sleep(margin);
 
-    // The run that was going finished normally, after the reload.
-    const [finished] = (await runs(db, 'a')).filter((r) => r.id === inFlight.id);
+    // The run that was going finished normally, after the reload (it may still be finishing on
+    // a loaded machine: wait for its verdict rather than read it once).
+    const finished = await waitFor(
+      'the in-flight run of `a` to finish',
+      async () => (await runs(db, 'a')).find((r) => r.id === inFlight.id && r.status !== 'running'),
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
     expect(finished).toMatchObject({ status: 'done', exit_code: 0, error: null });
     expect(finished!.finished_at!.getTime()).toBeGreaterThan(reloadedAt);
 

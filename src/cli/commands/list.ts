@@ -1,4 +1,5 @@
 import type { CommandModule } from 'yargs';
+import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
@@ -9,6 +10,7 @@ import { resolveConfig, withCommonOptions, type CommonArgs } from '../options.js
 interface ListArgs extends CommonArgs {
   json: boolean;
   count: number;
+  from?: string;
 }
 
 export const listCommand: CommandModule<object, ListArgs> = {
@@ -21,38 +23,167 @@ export const listCommand: CommandModule<object, ListArgs> = {
         type: 'number',
         default: 3,
         describe: 'how many next fire times to show',
+      })
+      .option('from', {
+        type: 'string',
+        describe:
+          'show the fires at or after this instant instead of now: 2027-03-13 (00:00 UTC) or ' +
+          '2027-03-13T02:00:00-05:00 (an offset or Z is required); see docs/schedules.md',
       }) as never,
   handler: action((args: ListArgs) => {
+    // Before the config: a bad --from is the same usage error whatever the schedules file says.
+    const from = args.from != null ? parseFrom(args.from) : new Date();
     const config = resolveConfig(args);
-    const now = new Date();
-    const jobs = config.jobs.map((job) => ({
-      name: job.name,
-      schedule: job.schedule,
-      timezone: job.timezone,
-      describe: describeSchedule(job.schedule),
-      description: job.description ?? null,
-      enabled: job.enabled,
-      nextFires: parseSchedule(job.schedule, job.timezone)
-        .nextN(Math.max(0, Math.floor(args.count)), now)
-        .map((d) => d.toISOString()),
-    }));
+    // Fires are whole seconds, so "strictly after from - 1 ms" is "at or after from": an operator
+    // checking a transition with --from at a fire's own instant sees that fire.
+    const after = new Date(from.getTime() - 1);
+    const jobs = config.jobs.map((job) => {
+      const fires = parseSchedule(job.schedule, job.timezone).nextN(
+        Math.max(0, Math.floor(args.count)),
+        after,
+      );
+      return {
+        name: job.name,
+        schedule: job.schedule,
+        timezone: job.timezone,
+        describe: describeSchedule(job.schedule),
+        description: job.description ?? null,
+        enabled: job.enabled,
+        nextFires: fires.map((d) => d.toISOString()),
+        nextFiresLocal: fires.map((d) => formatLocal(d, job.timezone)),
+      };
+    });
     if (args.json) {
       process.stdout.write(`${JSON.stringify({ namespace: config.namespace, jobs }, null, 2)}\n`);
       return ExitCode.Ok;
     }
     process.stdout.write(
       table(
-        ['JOB', 'SCHEDULE', 'TIME ZONE', 'IN WORDS', 'ENABLED', 'NEXT FIRES (UTC)'],
+        ['JOB', 'SCHEDULE', 'TIME ZONE', 'IN WORDS', 'ENABLED', 'NEXT FIRES (UTC, then local)'],
         jobs.map((j) => [
           j.name,
           j.schedule,
           j.timezone,
           j.describe,
           j.enabled ? 'yes' : 'no',
-          j.nextFires.map((f) => formatInstant(new Date(f))).join(', '),
+          j.nextFires
+            .map((f, i) => {
+              const utc = formatInstant(new Date(f));
+              // The local wall clock with its offset is what tells the two 01:30s of a repeated
+              // hour apart; for a UTC job it would only repeat the UTC time.
+              return isUtc(j.timezone) ? utc : `${utc} (${j.nextFiresLocal[i]!.replace('T', ' ')})`;
+            })
+            .join(', '),
         ]),
       ),
     );
     return ExitCode.Ok;
   }),
 };
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+
+/**
+ * `--from`: a date (00:00 UTC that day) or a date and time with `Z` or an offset. A time without
+ * an offset is refused rather than read in the host's zone: the same command would then show
+ * different fires on different hosts, which is what `list --from` exists to rule out.
+ */
+export function parseFrom(value: string): Date {
+  const bad = (why: string) =>
+    new UsageError(
+      `--from "${value}": ${why}; expected a date such as 2027-03-13 (00:00 UTC) or an ` +
+        'ISO-8601 instant such as 2027-03-13T02:00:00-05:00 or 2027-03-13T07:00:00Z',
+    );
+  const date = DATE_ONLY.exec(value);
+  const dateTime = date ? null : DATE_TIME.exec(value);
+  const m = date ?? dateTime;
+  if (!m) throw bad('not a date or an ISO-8601 instant');
+  const [y, mo, d, h = '0', mi = '0', s = '0', frac = '', zone] = m.slice(1);
+  if (dateTime && zone == null) {
+    throw bad('the time has no offset (add Z or an offset such as -05:00)');
+  }
+  const fields = [y, mo, d, h, mi, s].map(Number) as WallClock;
+  const wall = utcMs(fields);
+  const check = new Date(wall);
+  // Dates roll 2027-02-30 over into March; a calendar mistake should be reported instead.
+  const back = [
+    check.getUTCFullYear(),
+    check.getUTCMonth() + 1,
+    check.getUTCDate(),
+    check.getUTCHours(),
+    check.getUTCMinutes(),
+    check.getUTCSeconds(),
+  ];
+  if (back.some((v, i) => v !== fields[i])) throw bad('no such date or time');
+  let offsetMinutes = 0;
+  if (zone != null && zone.toUpperCase() !== 'Z') {
+    const z = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
+    const hours = Number(z[2]);
+    const minutes = Number(z[3]);
+    if (hours > 23 || minutes > 59) throw bad(`no such offset ${zone}`);
+    offsetMinutes = (z[1] === '-' ? -1 : 1) * (hours * 60 + minutes);
+  }
+  const ms = Math.floor(Number(`0.${frac || '0'}`) * 1000);
+  return new Date(wall - offsetMinutes * 60_000 + ms);
+}
+
+const localFormats = new Map<string, Intl.DateTimeFormat>();
+
+/**
+ * `instant` as the job's wall clock with its UTC offset: `2027-03-14T03:00:00-04:00`. The offset
+ * is computed from the instant itself, so it is the offset in force at that fire (EDT, not EST).
+ */
+export function formatLocal(instant: Date, timezone: string): string {
+  let format = localFormats.get(timezone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    });
+    localFormats.set(timezone, format);
+  }
+  const part: Record<string, number> = {};
+  for (const p of format.formatToParts(instant)) {
+    if (p.type !== 'literal') part[p.type] = Number(p.value);
+  }
+  const { year = 0, month = 1, day = 1, hour = 0, minute = 0, second = 0 } = part;
+  const wholeSecond = Math.floor(instant.getTime() / 1000) * 1000;
+  const offsetSeconds = Math.round(
+    (utcMs([year, month, day, hour, minute, second]) - wholeSecond) / 1000,
+  );
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const abs = Math.abs(offsetSeconds);
+  // Historical local mean times have offsets with seconds (New York before 1883: -04:56:02).
+  const sign = offsetSeconds < 0 ? '-' : '+';
+  const offset =
+    `${sign}${pad(Math.floor(abs / 3600))}:${pad(Math.floor(abs / 60) % 60)}` +
+    (abs % 60 ? `:${pad(abs % 60)}` : '');
+  const date = `${pad(year, 4)}-${pad(month)}-${pad(day)}`;
+  return `${date}T${pad(hour)}:${pad(minute)}:${pad(second)}${offset}`;
+}
+
+/** Year, month (1-12), day, hour, minute, second. */
+type WallClock = [number, number, number, number, number, number];
+
+/** The wall clock read as UTC, in ms. Unlike Date.UTC, years 0-99 stay years 0-99. */
+function utcMs([year, month, day, hour, minute, second]: WallClock): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  d.setUTCHours(hour, minute, second, 0);
+  return d.getTime();
+}
+
+function isUtc(timezone: string): boolean {
+  // Etc/UTC, Etc/GMT, Zulu... all resolve to "UTC".
+  return (
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone }).resolvedOptions().timeZone === 'UTC'
+  );
+}

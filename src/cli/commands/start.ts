@@ -5,7 +5,7 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../../coordination/lock-session.js';
-import { DEFAULT_REAPER_MS, Runner } from '../../daemon/runner.js';
+import { DEFAULT_CLOCK_WARN_MS, DEFAULT_REAPER_MS, Runner } from '../../daemon/runner.js';
 import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
@@ -25,6 +25,7 @@ interface StartArgs extends CommonArgs {
   heartbeat: string;
   heartbeatDeadline: string;
   reaperInterval: string;
+  clockWarn: string;
 }
 
 function durationOption(name: string, value: string): number {
@@ -61,6 +62,11 @@ export const startCommand: CommandModule<object, StartArgs> = {
         type: 'string',
         default: `${DEFAULT_REAPER_MS}ms`,
         describe: 'how often running rows of vanished runners are looked for and marked lost',
+      })
+      .option('clock-warn', {
+        type: 'string',
+        default: `${DEFAULT_CLOCK_WARN_MS}ms`,
+        describe: "warn when this host's clock is off from the database's by more than this",
       }) as never,
   handler: action(async (args: StartArgs) => {
     // Everything that can be wrong with the input is checked before anything is started.
@@ -70,6 +76,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
     const heartbeatMs = durationOption('heartbeat', args.heartbeat);
     const heartbeatDeadlineMs = durationOption('heartbeat-deadline', args.heartbeatDeadline);
     const reaperMs = durationOption('reaper-interval', args.reaperInterval);
+    const clockWarnMs = durationOption('clock-warn', args.clockWarn);
     if (args.grace < 0 || !Number.isFinite(args.grace)) {
       throw new UsageError('--grace must be a number of seconds >= 0');
     }
@@ -87,6 +94,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
       heartbeatMs,
       heartbeatDeadlineMs,
       reaperMs,
+      clockWarnMs,
     });
 
     // Signals are handled from the first moment: a runner still waiting for the database must

@@ -1,0 +1,36 @@
+/**
+ * A short fingerprint of a job's definition, so that the runner registry can show when two
+ * runners loaded different definitions of the same job — "we updated srv-01 and forgot srv-02".
+ * Paths are taken relative to the schedules file's folder: the same file installed under
+ * different folders on two servers is the same schedule.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { Config, JobDefinition } from './schema.js';
+
+export function jobFingerprint(job: JobDefinition, configFile: string): string {
+  const base = path.dirname(configFile);
+  const relative = (p: string) => path.relative(base, p) || '.';
+  const target =
+    job.target.kind === 'module' ? { kind: 'module', path: relative(job.target.path) } : job.target;
+  const canonical = {
+    schedule: job.schedule,
+    timezone: job.timezone,
+    enabled: job.enabled,
+    target,
+    env: Object.fromEntries(Object.entries(job.env).sort(([a], [b]) => a.localeCompare(b))),
+    cwd: relative(job.cwd),
+    timeoutMs: job.timeoutMs,
+    retries: job.retries,
+    retryDelayMs: job.retryDelayMs,
+    catchUpMs: job.catchUpMs,
+    overlap: job.overlap,
+    expectMs: job.expectMs,
+  };
+  return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
+}
+
+/** Job name → fingerprint, for every job of the file (enabled or not). */
+export function scheduleFingerprint(config: Config): Record<string, string> {
+  return Object.fromEntries(config.jobs.map((j) => [j.name, jobFingerprint(j, config.file)]));
+}

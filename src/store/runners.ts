@@ -1,0 +1,127 @@
+/**
+ * `baton_runners`, the runner registry: every statement that touches it lives here. One row per
+ * (namespace, host id), written when a runner starts, refreshed by its heartbeat, and marked
+ * `stopped_at` by a graceful stop. `baton status` and `baton explain` read it.
+ */
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Queryable } from './deadline.js';
+
+export interface RunnerRecord {
+  namespace: string;
+  host: string;
+  pid: number;
+  version: string;
+  startedAt: Date;
+  lastSeenAt: Date;
+  stoppedAt: Date | null;
+  /** How far the runner's clock is ahead of the database's, in ms; null before it measured. */
+  clockOffsetMs: number | null;
+  lockConnectionId: number | null;
+  /** Job name → fingerprint of the definition the runner loaded. */
+  schedule: Record<string, string>;
+}
+
+export interface RunnerHeartbeat {
+  namespace: string;
+  host: string;
+  pid: number;
+  version: string;
+  clockOffsetMs: number | null;
+  lockConnectionId: number | null;
+  schedule: Record<string, string>;
+}
+
+/** Registers (or re-registers, after a restart) this runner; `started_at` is now. */
+export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise<void> {
+  await db.query(
+    `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
+       stopped_at, clock_offset_ms, lock_connection_id, schedule)
+     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?)
+     ON DUPLICATE KEY UPDATE pid = VALUES(pid), version = VALUES(version),
+       started_at = VALUES(started_at), last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
+       clock_offset_ms = VALUES(clock_offset_ms), lock_connection_id = VALUES(lock_connection_id),
+       schedule = VALUES(schedule)`,
+    [
+      r.namespace,
+      r.host,
+      r.pid,
+      r.version,
+      r.clockOffsetMs,
+      r.lockConnectionId,
+      JSON.stringify(r.schedule),
+    ],
+  );
+}
+
+/**
+ * The heartbeat: refreshes what can change while a runner lives (offset, lock session, a reloaded
+ * schedule). Conditional on the pid, so a runner never refreshes a row a newer process of the
+ * same host id has taken over. Returns false when the row is not this runner's any more.
+ */
+export async function heartbeatRunner(db: Queryable, r: RunnerHeartbeat): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?,
+       schedule = ?
+     WHERE namespace = ? AND host = ? AND pid = ?`,
+    [r.clockOffsetMs, r.lockConnectionId, JSON.stringify(r.schedule), r.namespace, r.host, r.pid],
+  );
+  return res.affectedRows === 1;
+}
+
+/** A graceful stop: the runner is not gone, it was stopped. */
+export async function markRunnerStopped(
+  db: Queryable,
+  namespace: string,
+  host: string,
+  pid: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE baton_runners SET stopped_at = NOW(3), last_seen_at = NOW(3)
+      WHERE namespace = ? AND host = ? AND pid = ?`,
+    [namespace, host, pid],
+  );
+}
+
+interface RunnerRow extends RowDataPacket {
+  namespace: string;
+  host: string;
+  pid: number;
+  version: string;
+  started_at: Date;
+  last_seen_at: Date;
+  stopped_at: Date | null;
+  clock_offset_ms: number | null;
+  lock_connection_id: number | null;
+  schedule: string;
+}
+
+/** Every registered runner of the namespace, by host. */
+export async function listRunners(db: Queryable, namespace: string): Promise<RunnerRecord[]> {
+  const [rows] = await db.query<RunnerRow[]>(
+    `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
+            lock_connection_id, schedule
+       FROM baton_runners WHERE namespace = ? ORDER BY host`,
+    [namespace],
+  );
+  return rows.map((r) => ({
+    namespace: r.namespace,
+    host: r.host,
+    pid: Number(r.pid),
+    version: r.version,
+    startedAt: r.started_at,
+    lastSeenAt: r.last_seen_at,
+    stoppedAt: r.stopped_at,
+    clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
+    lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+    schedule: parseSchedule(r.schedule),
+  }));
+}
+
+function parseSchedule(text: string): Record<string, string> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' ? (value as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
