@@ -27,9 +27,10 @@
  * fire key alone then gives one winner per fire, and runs of different fires may overlap.
  */
 import type { OverlapPolicy } from '../config/schema.js';
-import { isDuplicateKeyError } from '../errors.js';
+import { errorMessage, isDuplicateKeyError } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import {
+  abandonClaim,
   findRunOfLockSession,
   findWinner,
   insertSkip,
@@ -87,7 +88,12 @@ export async function contend(
   });
 
   const overlap = options.overlap ?? 'skip';
-  if (overlap === 'allow') return claim(c, attempt, null, skip);
+  if (overlap === 'allow') {
+    // No GET_LOCK, so no read-only check with it: ask on its own (a demoted primary must not
+    // hand out winners, whichever policy).
+    await c.lock.assertWritable();
+    return claim(c, attempt, null, skip);
+  }
   const queued = overlap === 'queue' && options.queueUntil != null;
   // A queued fire that gives up says that it waited, and for what.
   const gaveUp = (holder: string) => {
@@ -159,6 +165,11 @@ async function claim(
     const runId = await claimWhenDue(c, attempt);
     return { won: true, runId, lockName };
   } catch (err) {
+    if (!isDuplicateKeyError(err)) {
+      // The insert may have committed although its answer was lost (a timeout): leave no row
+      // `running` behind a lock that is about to be released.
+      await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err)).catch(() => {});
+    }
     if (lockName) await c.lock.release(lockName);
     if (!isDuplicateKeyError(err)) throw err;
     const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);

@@ -249,6 +249,12 @@ export class LockSession {
     return got === 1;
   }
 
+  /** Throws ReadOnlyDatabaseError on a read-only server (for fires that take no job lock). */
+  async assertWritable(): Promise<void> {
+    const [row] = await this.query<RowDataPacket[]>('SELECT @@global.read_only AS ro', []);
+    if (Number(row?.ro) === 1) throw new ReadOnlyDatabaseError();
+  }
+
   /**
    * `RELEASE_LOCK(name)`; true when this session held it. If the release fails while the session
    * lives on (a killed query, a timeout), the lock might still be held — and forgetting it would

@@ -126,9 +126,10 @@ export async function runFire(
       error: attempts > 1 && result.error ? `${result.error} (attempt ${attempts})` : result.error,
       outputTail: result.outputTail,
     };
-    // A lost run's verdict is written late (after the runner reconnected), or first by another
-    // runner; the history must still say when it really ended.
-    const endedAt = result.status === 'lost' ? c.lock.toDatabaseTime(result.endedAt) : null;
+    // `finished_at` says when the run ended, in database time — not when the verdict reached the
+    // database, which can be much later (a lost run written after reconnecting, a verdict kept
+    // through a pool outage) or first by another runner.
+    const endedAt = c.lock.toDatabaseTime(result.endedAt);
     if (endedAt) outcome.finishedAt = endedAt;
     let recorded = false;
     try {

@@ -31,7 +31,7 @@ import {
   ReadOnlyDatabaseError,
 } from '../coordination/lock-session.js';
 import { KILL_GRACE_MS, runFire, type RunControl } from '../coordination/run-fire.js';
-import { BatonError, errorMessage, isUnreachableDbError } from '../errors.js';
+import { BatonError, errorMessage, isRetryableDbError, isUnreachableDbError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import type { Logger } from '../log.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -39,7 +39,6 @@ import { openPool } from '../store/connect.js';
 import type { DatabaseTarget } from '../store/database-url.js';
 import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
 import {
-  findWinner,
   finishRun,
   firesWithRows,
   firstFireOf,
@@ -124,6 +123,8 @@ export class Runner {
   /** Verdicts the database could not take yet; written after the next reconnect. */
   private readonly unwritten = new Map<number, RunOutcome>();
   private readonly startedAt = new Date();
+  /** When this runner first loaded each job's current schedule (see applyConfig). */
+  private knownSince = new Map<string, Date>();
 
   constructor(private readonly options: RunnerOptions) {
     this.config = options.config;
@@ -184,8 +185,12 @@ export class Runner {
       for (let attempt = 0; !this.stopping; attempt++) {
         try {
           await this.connect();
-          return true;
+          // The new session may already have died (a flapping network): then try again, or
+          // nobody would — a loss reported meanwhile found this reconnect still in flight.
+          if (this.stopping || this.lock?.usable) return !this.stopping;
+          throw new Error(this.lock?.lossReason ?? 'the new lock session was lost at once');
         } catch (err) {
+          if (this.stopping) return false;
           if (firstStart && !isTransient(err)) throw err;
           const retryInMs = Math.min(RECONNECT_FIRST_MS * 2 ** attempt, RECONNECT_MAX_MS);
           this.log.warn(
@@ -212,15 +217,17 @@ export class Runner {
       this.pool,
       lockSessionIdleTimeoutSeconds(this.options),
     );
+    if (applied.length > 0) this.log.info({ applied }, 'migrations applied');
+    const serverStartedBefore = await lock.serverStartedBefore().catch((err: unknown) => {
+      void lock.close();
+      throw err;
+    });
+    // A stop that came while connecting owns the shutdown: this session must not outlive it.
     if (this.stopping) {
       await lock.close();
       return;
     }
-    if (applied.length > 0) this.log.info({ applied }, 'migrations applied');
-    this.serverStartedBefore = await lock.serverStartedBefore().catch((err: unknown) => {
-      void lock.close();
-      throw err;
-    });
+    this.serverStartedBefore = serverStartedBefore;
     this.lock = lock;
     const reconnect = this.everConnected;
     this.everConnected = true;
@@ -236,7 +243,9 @@ export class Runner {
       onLost: (reason) => this.onLockSessionLost(lock, reason),
       onReadOnly: (readOnly) => this.onReadOnly(readOnly),
     });
-    await this.writeUnwrittenVerdicts();
+    // Not awaited: a slow write must not hold up the reconnect (and a session lost meanwhile is
+    // retried by connectWithRetry); the reaper's tick writes what is left.
+    void this.writeUnwrittenVerdicts();
     this.armReaper();
     if (!reconnect) {
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
@@ -269,7 +278,8 @@ export class Runner {
    */
   private onLockSessionLost(lock: LockSession, reason: string): void {
     if (lock !== this.lock) return;
-    const running = [...this.active].filter((r) => !r.control.stopRequested);
+    // Every run, also those already being stopped: their kill grace shrinks to the lost one.
+    const running = [...this.active];
     this.log.error(
       { reason, lockConnectionId: lock.connectionId, aborting: running.map((r) => r.job) },
       'lock session lost',
@@ -344,9 +354,8 @@ export class Runner {
   private async fire(job: JobDefinition, scheduledAt: Date, trigger: Trigger): Promise<void> {
     if (this.stopping) return;
     const log = this.log.child({ job: job.name, scheduledAt, trigger });
-    const lock = this.lock;
     const pool = this.pool;
-    if (!lock?.usable || !pool) {
+    if (!this.lock?.usable || !pool) {
       // Nobody can prove it is alone: not running is the safe side. Recovery looks back later.
       log.warn('fire not run: no connection to the database to coordinate it');
       return;
@@ -376,6 +385,12 @@ export class Runner {
       if (still) runningHere = still.scheduledAt;
     }
     if (this.stopping) return;
+    // Taken only now: a queued fire may have waited across a reconnect.
+    const lock = this.lock;
+    if (!lock?.usable) {
+      log.warn('fire not run: no connection to the database to coordinate it');
+      return;
+    }
 
     await new Promise<void>((settled) => {
       let active: ActiveRun | undefined;
@@ -389,6 +404,16 @@ export class Runner {
           active = { job: job.name, scheduledAt, control, finished: work.then(() => {}) };
           this.active.add(active);
           log.info({ runId: fire.runId, jobPid: control.pid }, 'fire won: running');
+          // The session may have died between GET_LOCK and now (the claim runs on the pool):
+          // its loss handler did not see this run, so it is aborted here.
+          if (lock !== this.lock || !lock.usable) {
+            control.stop(
+              `lost: the runner's lock session ended while the run was being claimed ` +
+                `(${lock.lossReason ?? 'replaced'})`,
+              LOST_KILL_GRACE_MS,
+              'lost',
+            );
+          }
           // A fire won while a stop begins is waited for like any other run: stop() lets
           // contention settle before it decides what to wait for (within the grace).
           settled();
@@ -553,6 +578,8 @@ export class Runner {
 
   private async reap(): Promise<void> {
     if (this.stopping || !this.coordinated || !this.pool) return;
+    // Verdicts that a pool hiccup left unwritten, while the lock session stayed up.
+    await this.writeUnwrittenVerdicts();
     try {
       await reapOrphanRuns(
         this.pool,
@@ -582,12 +609,16 @@ export class Runner {
         const schedule = this.schedules.get(job.name);
         if (!schedule) continue;
         const first = await firstFireOf(pool, namespace, job.name);
-        const knownSince = first && first < this.startedAt ? first : this.startedAt;
+        const loaded = this.knownSince.get(job.name) ?? this.startedAt;
+        const knownSince = first && first < loaded ? first : loaded;
         const { fires, from } = lookBack(job, schedule, now, knownSince);
         if (fires.length === 0) continue;
         let caughtUp: Date | null = null;
         const latest = fires.at(-1)!;
-        if (job.catchUpMs != null && !(await findWinner(pool, namespace, job.name, latest))) {
+        // Only a fire nobody attempted is caught up: one that runners skipped on purpose (the
+        // previous run was still going, the job was paused) stays skipped.
+        const untouched = !(await firesWithRows(pool, namespace, job.name, latest, latest)).size;
+        if (job.catchUpMs != null && untouched) {
           caughtUp = latest;
           this.log.info({ job: job.name, scheduledAt: latest }, 'catching up a missed fire');
           this.dispatch({ job: job.name, scheduledAt: latest, lateMs: 0 }, 'catchup');
@@ -661,7 +692,16 @@ export class Runner {
     for (const job of jobs.values()) {
       schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
     }
+    // A job (or a job whose schedule changed) is known from now on: recovery never looks back
+    // before this for it, unless the history knows it from earlier.
+    const known = new Map<string, Date>();
+    for (const job of jobs.values()) {
+      const before = this.jobs.get(job.name);
+      const same = before?.schedule === job.schedule && before.timezone === job.timezone;
+      known.set(job.name, (same && this.knownSince.get(job.name)) || now);
+    }
     // Swapped together: the loop never sees one without the other.
+    this.knownSince = known;
     this.jobs = jobs;
     this.schedules = schedules;
     this.schedule = new FireSchedule(schedules, now);
@@ -708,6 +748,8 @@ export class Runner {
     await Promise.allSettled([...this.inflight]);
     if (!first) return;
     for (const t of this.pendingTimers) clearTimeout(t);
+    // A connect in flight finishes (or gives up) before the connections are closed under it.
+    await this.connecting?.catch(() => {});
     await this.writeUnwrittenVerdicts();
     if (this.pool && this.everConnected) {
       await markRunnerStopped(
@@ -768,7 +810,7 @@ function isTransient(err: unknown): boolean {
   if (err instanceof StatementTimeoutError) return true;
   const cause = err instanceof Error ? err.cause : undefined;
   for (const e of [err, cause]) {
-    if (!isUnreachableDbError(e)) continue;
+    if (!isUnreachableDbError(e) && !isRetryableDbError(e)) continue;
     const code = (e as { code?: string }).code;
     // A wrong password, a missing database or an unknown host name will not fix themselves.
     if (

@@ -160,6 +160,9 @@ export function startJob(
     child.once('exit', (code, signal) => {
       endedAt = new Date();
       watchdog?.dismiss();
+      // Whatever the job left behind in its process group (`cmd &`) ends with it: the run is
+      // over and its lock about to be released, so nothing of it may keep running.
+      signalGroup('SIGTERM');
       const timer = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();

@@ -31,14 +31,14 @@ function report(message: string, details = message): void {
 let settled = false;
 const realExit = process.exit.bind(process);
 
-/** Sends the error, then exits once the message is on its way (IPC is asynchronous). */
+/** Sends the error, then exits. */
 function failAndExit(message: string, code = 1): never {
   process.stderr.write(`${message}\n`);
   const msg: HostMessage = { kind: 'error', message };
-  if (process.send && process.connected) process.send(msg, () => realExit(code));
-  else realExit(code);
-  // Nothing after this runs: the exit happens once the message is sent.
-  return undefined as never;
+  // Exit at once, like the real process.exit: the job's code after the call must not run. The
+  // IPC message is written synchronously enough to arrive first (a pipe to the parent).
+  if (process.send && process.connected) process.send(msg);
+  return realExit(code);
 }
 
 process.exit = ((code?: number | string | null) => {

@@ -138,6 +138,30 @@ export async function insertWinner(
   return res.affectedRows === 1 ? res.insertId : null;
 }
 
+/**
+ * Closes a winner row whose insert failed without a clear answer (it may have committed): by fire
+ * key and lock session, so only this runner's own claim is touched.
+ */
+export async function abandonClaim(
+  db: Queryable,
+  attempt: Attempt,
+  lockConnectionId: number,
+  why: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE baton_runs SET status = 'failed', finished_at = NOW(3), error = ?
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = 1
+        AND lock_connection_id = ? AND status = 'running'`,
+    [
+      truncate(`baton could not confirm its claim of this fire: ${why}`, 2000),
+      attempt.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      lockConnectionId,
+    ],
+  );
+}
+
 /** Records that this runner considered the fire and did not run it, and why. */
 export async function insertSkip(db: Queryable, attempt: Attempt, reason: string): Promise<number> {
   const [res] = await db.query<ResultSetHeader>(
@@ -163,8 +187,8 @@ export interface RunOutcome {
   error: string | null;
   outputTail: string | null;
   /**
-   * When the run really ended, in database time, for a verdict written late (a `lost` run whose
-   * runner could only write after reconnecting). Default: the moment of writing, `NOW(3)`.
+   * When the run really ended, in database time (the runner's clock corrected by its measured
+   * offset). Default: the moment of writing, `NOW(3)`. Never before `started_at`.
    */
   finishedAt?: Date;
 }
@@ -177,7 +201,8 @@ export interface RunOutcome {
 export async function finishRun(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runs
-        SET status = ?, finished_at = COALESCE(?, NOW(3)), exit_code = ?, error = ?,
+        SET status = ?, finished_at = GREATEST(started_at, COALESCE(?, NOW(3))), exit_code = ?,
+            error = ?,
             output_tail = ?
       WHERE id = ? AND status = 'running'`,
     [
@@ -195,10 +220,10 @@ export async function finishRun(db: Queryable, id: number, outcome: RunOutcome):
     // it knows when it really ended — earlier (the history must not show it overlapping the next
     // run) or later (a real overlap in the detection window must not be hidden) — so its end
     // time wins. The verdict itself stays as written.
-    await db.query(`UPDATE baton_runs SET finished_at = ? WHERE id = ? AND status = 'lost'`, [
-      outcome.finishedAt,
-      id,
-    ]);
+    await db.query(
+      `UPDATE baton_runs SET finished_at = GREATEST(started_at, ?) WHERE id = ? AND status = 'lost'`,
+      [outcome.finishedAt, id],
+    );
   }
   return false;
 }

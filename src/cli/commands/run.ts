@@ -9,6 +9,7 @@ import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../
 import { ExitCode } from '../../exit-codes.js';
 import { openPool } from '../../store/connect.js';
 import { DeadlinePool } from '../../store/deadline.js';
+import { findPause, pausedReason } from '../../store/pauses.js';
 import { action } from '../action.js';
 import {
   findJob,
@@ -70,6 +71,13 @@ export const runCommand: CommandModule<object, RunArgs> = {
       await pool.end().catch(() => {});
       throw err;
     });
+    // A pause stops scheduled fires; an operator's explicit run goes ahead, with a reminder.
+    const pause = await findPause(pool, config.namespace, job.name).catch(() => null);
+    if (pause) {
+      process.stderr.write(
+        `baton: note: ${job.name} is ${pausedReason(pause)}; running it because you asked\n`,
+      );
+    }
     let running: RunControl | null = null;
     let interruptedBy: NodeJS.Signals | null = null;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -84,8 +92,10 @@ export const runCommand: CommandModule<object, RunArgs> = {
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    // `baton run job | head` closes our stdout early: keep running the job, stop echoing.
+    // `baton run job | head` (or `2>&1 | head`) closes our output early: keep running the job,
+    // stop echoing.
     process.stdout.on('error', ignoreBrokenPipe);
+    process.stderr.on('error', ignoreBrokenPipe);
     try {
       const outcome = await runFire(
         {
@@ -142,6 +152,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       process.stdout.off('error', ignoreBrokenPipe);
+      process.stderr.off('error', ignoreBrokenPipe);
       await lock.close();
       await pool.end().catch(() => {});
     }
