@@ -227,6 +227,7 @@ describe('baton history', () => {
         'finishedAt',
         'durationMs',
         'exitCode',
+        'attempts',
         'error',
       ]),
     );
@@ -238,6 +239,7 @@ describe('baton history', () => {
       trigger: 'manual',
       status: 'failed',
       exitCode: 3,
+      attempts: 1,
       host: 'ops-laptop',
     });
     expect(broken.durationMs).toBe(
