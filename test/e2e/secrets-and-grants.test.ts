@@ -59,11 +59,26 @@ describe('a runner with only the runtime grants', () => {
     } finally {
       expect(await runner.stop('SIGTERM')).toBe(0);
     }
+    // The registry, the reaper and the pause check work with these grants too.
+    const registered = await db.query<{ host: string; stopped_at: Date | null }>(
+      'SELECT host, stopped_at FROM baton_runners',
+    );
+    expect(registered).toMatchObject([{ host: 'least-privilege' }]);
+    expect(registered[0]!.stopped_at).not.toBeNull();
+    expect(runner.lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([]);
     const log = JSON.stringify(runner.lines) + runner.stderr;
     expect(log).toContain(`mysql://${USER}:***@127.0.0.1:3306/${db.name}`);
     expect(log).not.toContain(PASSWORD);
     for (const row of await runs(db, 'printenv'))
       expect(row.output_tail ?? '').not.toContain(PASSWORD);
+  });
+
+  it('keeps the password out of --help, even when it is in the environment', async () => {
+    for (const args of [['--help'], ['start', '--help'], ['run', '--help'], ['status', '--help']]) {
+      const result = await baton(args, { env: { BATON_DATABASE_URL: url } });
+      expect(result.code, args.join(' ')).toBe(0);
+      expect(result.stdout + result.stderr, args.join(' ')).not.toContain(PASSWORD);
+    }
   });
 
   it('is refused clearly (exit 69, no password) when it may not create the schema', async () => {
