@@ -378,6 +378,25 @@ export async function findWinner(
   return rows[0] ? toRun(rows[0]) : null;
 }
 
+/**
+ * Every row of one fire: the winner first (then a `missed` mark), then the skips in the order they
+ * were written (`baton explain`).
+ */
+export async function fireRows(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+): Promise<Run[]> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ?
+      ORDER BY winner IS NULL, winner DESC, id`,
+    [namespace, job, scheduledAt],
+  );
+  return rows.map(toRun);
+}
+
 /** The latest winning row of `job` claimed by the lock session `connectionId`. */
 export async function findRunOfLockSession(
   db: Queryable,

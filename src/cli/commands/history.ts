@@ -1,8 +1,10 @@
 import ms from 'ms';
 import type { CommandModule } from 'yargs';
-import { dbErrorCode, UsageError } from '../../errors.js';
+import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
+import { isMissingSchema } from '../../store/fire-reads.js';
+import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { listRuns, RUN_STATUSES, type Run, type RunStatus } from '../../store/runs.js';
 import { action } from '../action.js';
 import { formatDuration, formatInstant, table } from '../format.js';
@@ -91,6 +93,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     const host = args.host;
 
     let runs: Run[] = [];
+    let pauses: Pause[] = [];
     let conn;
     try {
       conn = await openConnection(target, { create: false });
@@ -102,14 +105,21 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         ...(args.status != null ? { status: args.status as RunStatus } : {}),
         ...(since ? { since } : {}),
       });
+      // A database from before the pauses table (migration 0003) has none.
+      pauses = await listPauses(conn, namespace).catch(() => []);
     } catch (err) {
-      const code = dbErrorCode(err) ?? dbErrorCode((err as Error).cause);
-      if (code !== 'ER_NO_SUCH_TABLE' && code !== 'ER_BAD_DB_ERROR') throw err;
+      if (!isMissingSchema(err)) throw err;
       // A database nobody has started baton on yet simply has no history.
     } finally {
       await conn?.end().catch(() => {});
     }
 
+    // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
+    const shown = new Set(runs.map((r) => r.job));
+    if (args.job != null) shown.add(args.job);
+    for (const p of pauses.filter((p) => shown.has(p.job))) {
+      process.stderr.write(`baton: note: ${p.job} is ${pausedReason(p)}\n`);
+    }
     if (args.json) {
       process.stdout.write(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`);
       return ExitCode.Ok;

@@ -3,9 +3,14 @@ import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
+import { openConnection } from '../../store/connect.js';
+import { isMissingSchema } from '../../store/fire-reads.js';
+import type { DatabaseTarget } from '../../store/database-url.js';
+import { withDeadline } from '../../store/deadline.js';
+import { listPauses, type Pause } from '../../store/pauses.js';
 import { action } from '../action.js';
 import { formatInstant, table } from '../format.js';
-import { resolveConfig, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveConfig, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 
 interface ListArgs extends CommonArgs {
   json: boolean;
@@ -30,13 +35,15 @@ export const listCommand: CommandModule<object, ListArgs> = {
           'show the fires at or after this instant instead of now: 2027-03-13 (00:00 UTC) or ' +
           '2027-03-13T02:00:00-05:00 (an offset or Z is required); see docs/schedules.md',
       }) as never,
-  handler: action((args: ListArgs) => {
+  handler: action(async (args: ListArgs) => {
     // Before the config: a bad --from is the same usage error whatever the schedules file says.
     const from = args.from != null ? parseFrom(args.from) : new Date();
     const config = resolveConfig(args);
     // Fires are whole seconds, so "strictly after from - 1 ms" is "at or after from": an operator
     // checking a transition with --from at a fire's own instant sees that fire.
     const after = new Date(from.getTime() - 1);
+    // The pauses need the database; `list` works without one (the column is then left out).
+    const pauses = await readPauses(args, config.namespace);
     const jobs = config.jobs.map((job) => {
       const fires = parseSchedule(job.schedule, job.timezone).nextN(
         Math.max(0, Math.floor(args.count)),
@@ -51,6 +58,9 @@ export const listCommand: CommandModule<object, ListArgs> = {
         enabled: job.enabled,
         nextFires: fires.map((d) => d.toISOString()),
         nextFiresLocal: fires.map((d) => formatLocal(d, job.timezone)),
+        // null: unknown (no database to ask).
+        paused: pauses ? pauses.has(job.name) : null,
+        pause: pauseJson(pauses?.get(job.name)),
       };
     });
     if (args.json) {
@@ -59,13 +69,22 @@ export const listCommand: CommandModule<object, ListArgs> = {
     }
     process.stdout.write(
       table(
-        ['JOB', 'SCHEDULE', 'TIME ZONE', 'IN WORDS', 'ENABLED', 'NEXT FIRES (UTC, then local)'],
+        [
+          'JOB',
+          'SCHEDULE',
+          'TIME ZONE',
+          'IN WORDS',
+          'ENABLED',
+          ...(pauses ? ['PAUSED'] : []),
+          'NEXT FIRES (UTC, then local)',
+        ],
         jobs.map((j) => [
           j.name,
           j.schedule,
           j.timezone,
           j.describe,
           j.enabled ? 'yes' : 'no',
+          ...(pauses ? [j.pause ? `yes, by ${j.pause.pausedBy}` : 'no'] : []),
           j.nextFires
             .map((f, i) => {
               const utc = formatInstant(new Date(f));
@@ -80,6 +99,56 @@ export const listCommand: CommandModule<object, ListArgs> = {
     return ExitCode.Ok;
   }),
 };
+
+function pauseJson(p: Pause | undefined) {
+  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
+}
+
+/** How long `list` gives the database for the pauses before it shows the list without them. */
+const PAUSES_CONNECT_MS = 1_500;
+const PAUSES_DEADLINE_MS = 3_000;
+
+/**
+ * The namespace's pauses by job, or null when the database cannot tell (unreachable, not created,
+ * not migrated): `list` reads the schedules file and must work without a database. Silent, unless
+ * the operator named a database (flag or env) and it failed: then one note on stderr.
+ */
+async function readPauses(args: CommonArgs, namespace: string): Promise<Map<string, Pause> | null> {
+  const named = args.databaseUrl != null || process.env.BATON_DATABASE_URL != null;
+  let target: DatabaseTarget;
+  try {
+    target = resolveDatabase(args);
+  } catch (err) {
+    if (named) process.stderr.write(`baton: note: pauses not shown: ${(err as Error).message}\n`);
+    return null;
+  }
+  const quick = {
+    ...target,
+    connection: { ...target.connection, connectTimeout: PAUSES_CONNECT_MS },
+  };
+  let conn: Awaited<ReturnType<typeof openConnection>> | undefined;
+  try {
+    const pauses = await withDeadline(
+      (async () => {
+        conn = await openConnection(quick, { create: false });
+        return listPauses(conn, namespace);
+      })(),
+      PAUSES_DEADLINE_MS,
+      'reading the pauses',
+      () => conn?.destroy(),
+    );
+    return new Map(pauses.map((p) => [p.job, p]));
+  } catch (err) {
+    const notMigrated = isMissingSchema(err);
+    if (named && !notMigrated) {
+      process.stderr.write(`baton: note: pauses not shown: ${(err as Error).message}\n`);
+    }
+    // A database nobody has started baton on has no pauses; an unreachable one: unknown.
+    return notMigrated ? new Map() : null;
+  } finally {
+    await conn?.end().catch(() => {});
+  }
+}
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME =

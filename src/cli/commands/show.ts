@@ -1,14 +1,114 @@
+/**
+ * `baton show <run-id>`: one row of the history in full — its fire, who wrote it, how it ended,
+ * the error, and the tail of the job's output. Run ids are unique across namespaces, so no
+ * namespace is needed to find one; the row's own is shown.
+ */
 import type { CommandModule } from 'yargs';
 import { UsageError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { openConnection } from '../../store/connect.js';
+import { isMissingSchema } from '../../store/fire-reads.js';
+import { findRun, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { withCommonOptions, type CommonArgs } from '../options.js';
+import { formatDuration, formatInstant } from '../format.js';
+import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { runToJson } from './history.js';
 
-// In construction (issue 4): being written now; replaced before this lands.
-export const showCommand: CommandModule<object, CommonArgs> = {
+interface ShowArgs extends CommonArgs {
+  runId: string;
+  json: boolean;
+}
+
+/** `baton show --json`: the history row's JSON shape plus what only a single run shows. */
+export function runDetailToJson(run: Run) {
+  return {
+    ...runToJson(run),
+    namespace: run.namespace,
+    lockConnectionId: run.lockConnectionId,
+    outputTail: run.outputTail,
+  };
+}
+
+export const showCommand: CommandModule<object, ShowArgs> = {
   command: 'show <run-id>',
   describe: 'One run in full, with its output tail and error',
-  builder: (y) => withCommonOptions(y) as never,
-  handler: action(() => {
-    throw new UsageError('show: not built yet');
+  builder: (y) =>
+    withCommonOptions(y)
+      .positional('run-id', {
+        type: 'string',
+        demandOption: true,
+        describe: 'the run id (the ID column of `baton history`, BATON_RUN_ID in the job)',
+      })
+      .option('json', { type: 'boolean', default: false, describe: 'print JSON' }) as never,
+  handler: action(async (args: ShowArgs) => {
+    const raw = String(args.runId).trim();
+    // Ids are BIGINT UNSIGNED; anything else can only be a typo.
+    if (!/^[1-9]\d{0,19}$/.test(raw)) {
+      throw new UsageError(`run id "${args.runId}": expected a positive whole number`);
+    }
+    const id = Number(raw);
+    if (!Number.isSafeInteger(id)) throw new UsageError(`run id "${raw}": no such run`);
+    const target = resolveDatabase(args);
+
+    let run: Run | null = null;
+    let conn;
+    try {
+      conn = await openConnection(target, { create: false });
+      run = await findRun(conn, id);
+    } catch (err) {
+      // A database nobody has started baton on yet has no runs at all.
+      if (!isMissingSchema(err)) throw err;
+    } finally {
+      await conn?.end().catch(() => {});
+    }
+    if (!run) {
+      throw new UsageError(
+        `no run with id ${id} in the history at ${target.display} (see \`baton history\`)`,
+      );
+    }
+
+    if (args.json) {
+      process.stdout.write(`${JSON.stringify(runDetailToJson(run), null, 2)}\n`);
+      return ExitCode.Ok;
+    }
+    const duration = run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;
+    const fields: [string, string][] = [
+      ['id', String(run.id)],
+      ['job', run.job],
+      ['namespace', run.namespace],
+      ['fire', `${formatInstant(run.scheduledAt)} UTC`],
+      ['trigger', run.trigger],
+      ['winner', run.winner ? 'yes (this row ran the fire)' : winnerWords(run)],
+      ['status', run.status],
+      ['host', run.pid != null ? `${run.host} (pid ${run.pid})` : run.host],
+      ['lock session', run.lockConnectionId != null ? String(run.lockConnectionId) : ''],
+      ['started', `${formatInstant(run.startedAt)} UTC`],
+      ['finished', run.finishedAt ? `${formatInstant(run.finishedAt)} UTC` : '(not yet)'],
+      ['duration', formatDuration(duration)],
+      ['exit code', run.exitCode != null ? String(run.exitCode) : ''],
+      ['attempts', String(run.attempts)],
+      ['reason', run.reason ?? ''],
+      ['error', run.error ?? ''],
+    ];
+    const width = Math.max(...fields.map(([k]) => k.length)) + 2;
+    let text = fields
+      .filter(([, v]) => v !== '')
+      .map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`)
+      .join('\n');
+    text += '\n';
+    if (run.outputTail == null || run.outputTail === '') {
+      if (run.status === 'running') text += '\n(running: its output is recorded when it ends)\n';
+      else if (run.winner) text += '\n(no output recorded)\n';
+    } else {
+      text += `\noutput tail (stdout and stderr, the last bytes of the last attempt):\n`;
+      text += run.outputTail.endsWith('\n') ? run.outputTail : `${run.outputTail}\n`;
+    }
+    process.stdout.write(text);
+    return ExitCode.Ok;
   }),
 };
+
+function winnerWords(run: Run): string {
+  if (run.status === 'missed') return 'no (a missed mark: nobody attempted this fire)';
+  return 'no (this runner did not run the fire)';
+}

@@ -1,0 +1,147 @@
+/**
+ * Read-only questions about one fire and about the fleet around it, for `baton explain`,
+ * `baton show`, `baton pause` and the pause notes of `list` and `history`. Nothing here writes.
+ *
+ * "Alive" is judged on the database's clock, never this host's: a runner is alive while its
+ * registry heartbeat is recent (`ALIVE_WITHIN_MS` of `NOW(3)`) and, when it names a lock session,
+ * while that session still holds its session lock — a runner killed with `kill -9` loses the lock
+ * at once, long before its heartbeat goes stale.
+ */
+import type { RowDataPacket } from 'mysql2/promise';
+import { dbErrorCode } from '../errors.js';
+import type { Queryable } from './deadline.js';
+import type { RunnerRecord } from './runners.js';
+
+/** A runner whose registry heartbeat is older than this (database time) is gone. */
+export const ALIVE_WITHIN_MS = 15_000;
+
+/** True for the errors of a database nobody has started baton on yet (or an older schema). */
+export function isMissingSchema(err: unknown): boolean {
+  // openConnection wraps the driver's error (its own `code` is DATABASE_UNAVAILABLE): look at both.
+  return [err, (err as Error | undefined)?.cause].some((e) => {
+    const code = dbErrorCode(e);
+    return code === 'ER_NO_SUCH_TABLE' || code === 'ER_BAD_DB_ERROR';
+  });
+}
+
+/** The database's clock. */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  const [[row]] = await db.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+  return row!.now as Date;
+}
+
+/**
+ * The latest fire of `job` that its schedule produced (rows triggered by `schedule` or `catchup`;
+ * a manual run is not a fire of the schedule), or null when the history has none.
+ */
+export async function latestFire(
+  db: Queryable,
+  namespace: string,
+  job: string,
+): Promise<Date | null> {
+  const [[row]] = await db.query<RowDataPacket[]>(
+    `SELECT MAX(scheduled_at) AS latest FROM baton_runs
+      WHERE namespace = ? AND job = ? AND triggered_by IN ('schedule', 'catchup')`,
+    [namespace, job],
+  );
+  return (row?.latest as Date | null | undefined) ?? null;
+}
+
+/** Whether the history has any row at all for `job` (any trigger). */
+export async function jobHasRows(db: Queryable, namespace: string, job: string): Promise<boolean> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    'SELECT 1 FROM baton_runs WHERE namespace = ? AND job = ? LIMIT 1',
+    [namespace, job],
+  );
+  return rows.length > 0;
+}
+
+/** A registry row, judged now (database time). */
+export interface RunnerNow extends RunnerRecord {
+  /** The heartbeat is recent, the runner was not stopped, and its lock session (if any) lives. */
+  alive: boolean;
+  /** Whether the lock session it names still holds its session lock; null when it names none. */
+  lockSessionHeld: boolean | null;
+  /** How long ago, by the database's clock, its last heartbeat was. */
+  lastSeenAgoMs: number;
+}
+
+interface RegistryRow extends RowDataPacket {
+  namespace: string;
+  host: string;
+  pid: number;
+  version: string;
+  started_at: Date;
+  last_seen_at: Date;
+  stopped_at: Date | null;
+  clock_offset_ms: number | null;
+  lock_connection_id: number | null;
+  schedule: string;
+  now: Date;
+  session_held: number | null;
+}
+
+/**
+ * The registry of the namespace with each runner judged alive or not at `NOW(3)`; also returns
+ * that instant. An empty list when the registry table does not exist yet (a database from before
+ * migration 0003).
+ */
+export async function runnersNow(
+  db: Queryable,
+  namespace: string,
+): Promise<{ now: Date; runners: RunnerNow[] }> {
+  const [rows] = await db.query<RegistryRow[]>(
+    `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
+            lock_connection_id, schedule, NOW(3) AS now,
+            IF(lock_connection_id IS NULL, NULL,
+               IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id)) <=> lock_connection_id)
+              AS session_held
+       FROM baton_runners WHERE namespace = ? ORDER BY host`,
+    [namespace],
+  );
+  const now = rows[0]?.now ?? (await databaseNow(db));
+  return {
+    now,
+    runners: rows.map((r) => {
+      const lastSeenAgoMs = now.getTime() - r.last_seen_at.getTime();
+      const lockSessionHeld = r.session_held == null ? null : Number(r.session_held) === 1;
+      return {
+        namespace: r.namespace,
+        host: r.host,
+        pid: Number(r.pid),
+        version: r.version,
+        startedAt: r.started_at,
+        lastSeenAt: r.last_seen_at,
+        stoppedAt: r.stopped_at,
+        clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
+        lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+        schedule: parseSchedule(r.schedule),
+        alive:
+          r.stopped_at == null && lastSeenAgoMs <= ALIVE_WITHIN_MS && lockSessionHeld !== false,
+        lockSessionHeld,
+        lastSeenAgoMs,
+      };
+    }),
+  };
+}
+
+function parseSchedule(text: string): Record<string, string> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' ? (value as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Runners that were there for a fire: registered before it (`started_at <= scheduledAt`) and not
+ * stopped before it. The registry keeps one row per host, so a host restarted since the fire
+ * counts from its restart only.
+ */
+export function runnersAtFire(runners: RunnerNow[], scheduledAt: Date): RunnerNow[] {
+  const at = scheduledAt.getTime();
+  return runners.filter(
+    (r) => r.startedAt.getTime() <= at && (r.stoppedAt == null || r.stoppedAt.getTime() > at),
+  );
+}
