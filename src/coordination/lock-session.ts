@@ -104,7 +104,13 @@ export class LockSession {
         sessionLockName(id),
       ]);
       if (self?.got !== 1) throw new Error(`could not take the session lock of connection ${id}`);
-      return new LockSession(conn, id);
+      const session = new LockSession(conn, id);
+      // One clock sample before anyone uses the session: a runner must never fire by its own
+      // clock, not even until the first heartbeat answers.
+      const sentAt = Date.now();
+      const [[clock]] = await conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+      session.measureOffset(sentAt, Date.now(), clock?.now as Date | undefined);
+      return session;
     } catch (err) {
       conn.destroy();
       throw err;

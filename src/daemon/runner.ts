@@ -250,6 +250,9 @@ export class Runner {
     if (!reconnect) {
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
       this.schedule = new FireSchedule(this.schedules, this.dbNow());
+      for (const job of this.knownSince.keys()) {
+        this.knownSince.set(job, this.dbTime(this.startedAt));
+      }
       clearTimeout(this.timer);
       this.arm();
     }
@@ -498,6 +501,11 @@ export class Runner {
     return new Date(Date.now() + this.offsetMs);
   }
 
+  /** A moment of this host's clock on the database's clock. */
+  private dbTime(local: Date): Date {
+    return new Date(local.getTime() + this.offsetMs);
+  }
+
   /** The database's clock minus this host's; kept across reconnects. */
   private offsetMs = 0;
   private offsetWarned = false;
@@ -609,7 +617,7 @@ export class Runner {
         const schedule = this.schedules.get(job.name);
         if (!schedule) continue;
         const first = await firstFireOf(pool, namespace, job.name);
-        const loaded = this.knownSince.get(job.name) ?? this.startedAt;
+        const loaded = this.knownSince.get(job.name) ?? this.dbTime(this.startedAt);
         const knownSince = first && first < loaded ? first : loaded;
         const { fires, from } = lookBack(job, schedule, now, knownSince);
         if (fires.length === 0) continue;

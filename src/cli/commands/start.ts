@@ -5,7 +5,12 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../../coordination/lock-session.js';
-import { DEFAULT_CLOCK_WARN_MS, DEFAULT_REAPER_MS, Runner } from '../../daemon/runner.js';
+import {
+  DEFAULT_CLOCK_WARN_MS,
+  DEFAULT_REAPER_MS,
+  DEFAULT_REGISTRY_MS,
+  Runner,
+} from '../../daemon/runner.js';
 import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
@@ -25,6 +30,7 @@ interface StartArgs extends CommonArgs {
   heartbeat: string;
   heartbeatDeadline: string;
   reaperInterval: string;
+  registryInterval: string;
   clockWarn: string;
 }
 
@@ -63,6 +69,13 @@ export const startCommand: CommandModule<object, StartArgs> = {
         default: `${DEFAULT_REAPER_MS}ms`,
         describe: 'how often running rows of vanished runners are looked for and marked lost',
       })
+      .option('registry-interval', {
+        type: 'string',
+        default: `${DEFAULT_REGISTRY_MS}ms`,
+        describe:
+          'how often this runner refreshes its row in the runner registry; "baton status" ' +
+          'calls a runner gone after three missed refreshes (its --gone-after, default 15s)',
+      })
       .option('clock-warn', {
         type: 'string',
         default: `${DEFAULT_CLOCK_WARN_MS}ms`,
@@ -76,6 +89,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
     const heartbeatMs = durationOption('heartbeat', args.heartbeat);
     const heartbeatDeadlineMs = durationOption('heartbeat-deadline', args.heartbeatDeadline);
     const reaperMs = durationOption('reaper-interval', args.reaperInterval);
+    const registryMs = durationOption('registry-interval', args.registryInterval);
     const clockWarnMs = durationOption('clock-warn', args.clockWarn);
     if (args.grace < 0 || !Number.isFinite(args.grace)) {
       throw new UsageError('--grace must be a number of seconds >= 0');
@@ -94,6 +108,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
       heartbeatMs,
       heartbeatDeadlineMs,
       reaperMs,
+      registryMs,
       clockWarnMs,
     });
 

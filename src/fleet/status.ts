@@ -1,0 +1,398 @@
+/**
+ * `baton status` as a pure function: from what the database holds (the runner registry, the runs
+ * in progress, the pauses, each job's latest success) and the local schedules file, at one
+ * instant of the database's clock, the report an operator or a monitor reads — and its warnings.
+ *
+ * Runner states: `alive` (heartbeat within `goneAfterMs`, not stopped), `stopped` (a graceful
+ * stop set `stopped_at`: drained on purpose, no warning), `gone` (no heartbeat for longer than
+ * `goneAfterMs` without a stop: crashed, killed or cut off — a warning). Registry rows not seen for
+ * STALE_RUNNER_MS are history, not fleet, and are left out.
+ *
+ * Warnings, one per cause, in this order:
+ * - `runner-gone`: a runner stopped heartbeating without stopping;
+ * - `clock-offset`: a live runner's clock is off the database's by more than the threshold (fires
+ *   still run on database time, but the host's logs and its jobs' own clocks are off);
+ * - `schedule-drift`: live runners loaded different definitions of a job, or a job only some of
+ *   them loaded ("we updated srv-01 and forgot srv-02");
+ * - `no-success`: the dead-man's switch (dead-man.ts) — an enabled job of the local schedules
+ *   file with no successful run for longer than it should. It is judged from its last success,
+ *   or, when it never succeeded, from when it first appeared (its first history row, or the start
+ *   of the earliest live runner that loaded it). A paused job gets `paused` instead;
+ * - `paused`: each paused job, since a pause is easy to forget.
+ */
+import type { Config } from '../config/schema.js';
+import type { Pause } from '../store/pauses.js';
+import type { RunnerRecord } from '../store/runners.js';
+import type { JobHistoryFacts, RunningRun } from '../store/fleet-reads.js';
+import { parseSchedule } from '../schedule/cron.js';
+import { expectation } from './dead-man.js';
+
+/** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
+export const DEFAULT_GONE_AFTER_MS = 15_000;
+export const DEFAULT_CLOCK_THRESHOLD_MS = 1_000;
+/** Registry rows not seen for this long are left out of the report altogether. */
+export const STALE_RUNNER_MS = 7 * 86_400_000;
+
+export const WARNING_KINDS = [
+  'runner-gone',
+  'clock-offset',
+  'schedule-drift',
+  'no-success',
+  'paused',
+] as const;
+export type WarningKind = (typeof WARNING_KINDS)[number];
+
+export interface Warning {
+  kind: WarningKind;
+  message: string;
+  job?: string;
+  hosts?: string[];
+}
+
+export type RunnerState = 'alive' | 'stopped' | 'gone';
+
+export interface RunnerStatus {
+  host: string;
+  pid: number;
+  version: string;
+  state: RunnerState;
+  alive: boolean;
+  startedAt: Date;
+  lastSeenAt: Date;
+  stoppedAt: Date | null;
+  /** How far the runner's clock is ahead of the database's (negative: behind); null = unknown. */
+  clockOffsetMs: number | null;
+  /** The jobs it loaded (enabled or not), by name. */
+  jobs: string[];
+}
+
+export interface RunningStatus {
+  runId: number;
+  job: string;
+  host: string;
+  pid: number | null;
+  trigger: string;
+  scheduledAt: Date;
+  startedAt: Date;
+  runningForMs: number;
+  attempts: number;
+}
+
+export interface JobStatus {
+  name: string;
+  /** In the local schedules file. */
+  inConfig: boolean;
+  /** From the local file; null when the job is not in it. */
+  enabled: boolean | null;
+  schedule: string | null;
+  timezone: string | null;
+  /** From the local file's schedule (database time); null without one or when disabled. */
+  nextFire: Date | null;
+  paused: boolean;
+  pause: Pause | null;
+  lastSuccessAt: Date | null;
+  /** The dead-man's deadline from the last success (or first appearance); null = not judged. */
+  overdueAt: Date | null;
+  expectMs: number | null;
+  /** Live runners that loaded it. */
+  loadedBy: string[];
+}
+
+export interface StatusInput {
+  /** The database's clock. */
+  now: Date;
+  namespace: string;
+  runners: RunnerRecord[];
+  running: RunningRun[];
+  /** The local schedules file, if there is one. */
+  config: Pick<Config, 'jobs'> | null;
+  pauses: Pause[];
+  history: ReadonlyMap<string, JobHistoryFacts>;
+  clockThresholdMs?: number;
+  goneAfterMs?: number;
+}
+
+export interface StatusReport {
+  namespace: string;
+  now: Date;
+  runners: RunnerStatus[];
+  running: RunningStatus[];
+  jobs: JobStatus[];
+  warnings: Warning[];
+}
+
+/** Every job name the report covers: the local file's, the live runners', paused and running. */
+export function reportedJobs(
+  config: StatusInput['config'],
+  liveRunners: RunnerRecord[],
+  pauses: Pause[],
+  running: RunningRun[],
+): string[] {
+  const names = new Set<string>(config?.jobs.map((j) => j.name));
+  for (const r of liveRunners) for (const job of Object.keys(r.schedule)) names.add(job);
+  for (const p of pauses) names.add(p.job);
+  for (const r of running) names.add(r.job);
+  return [...names].sort();
+}
+
+export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): RunnerState {
+  if (r.stoppedAt) return 'stopped';
+  return now.getTime() - r.lastSeenAt.getTime() <= goneAfterMs ? 'alive' : 'gone';
+}
+
+/** The registry rows worth reporting: seen within STALE_RUNNER_MS. */
+export function currentRunners(runners: RunnerRecord[], now: Date): RunnerRecord[] {
+  return runners.filter((r) => now.getTime() - r.lastSeenAt.getTime() <= STALE_RUNNER_MS);
+}
+
+export function buildStatus(input: StatusInput): StatusReport {
+  const { now } = input;
+  const threshold = input.clockThresholdMs ?? DEFAULT_CLOCK_THRESHOLD_MS;
+  const goneAfter = input.goneAfterMs ?? DEFAULT_GONE_AFTER_MS;
+
+  const runners: RunnerStatus[] = currentRunners(input.runners, now).map((r) => {
+    const state = runnerState(r, now, goneAfter);
+    return {
+      host: r.host,
+      pid: r.pid,
+      version: r.version,
+      state,
+      alive: state === 'alive',
+      startedAt: r.startedAt,
+      lastSeenAt: r.lastSeenAt,
+      stoppedAt: r.stoppedAt,
+      clockOffsetMs: r.clockOffsetMs,
+      jobs: Object.keys(r.schedule).sort(),
+    };
+  });
+  const liveRecords = currentRunners(input.runners, now).filter(
+    (r) => runnerState(r, now, goneAfter) === 'alive',
+  );
+
+  const running: RunningStatus[] = input.running.map((r) => ({
+    runId: r.id,
+    job: r.job,
+    host: r.host,
+    pid: r.pid,
+    trigger: r.trigger,
+    scheduledAt: r.scheduledAt,
+    startedAt: r.startedAt,
+    runningForMs: Math.max(0, now.getTime() - r.startedAt.getTime()),
+    attempts: r.attempts,
+  }));
+
+  const warnings: Warning[] = [];
+  for (const r of runners.filter((x) => x.state === 'gone')) warnings.push(goneWarning(r, now));
+  for (const r of runners) {
+    if (r.alive && r.clockOffsetMs != null && Math.abs(r.clockOffsetMs) > threshold) {
+      warnings.push(clockWarning(r, threshold));
+    }
+  }
+  warnings.push(...driftWarnings(liveRecords));
+
+  const pauses = new Map(input.pauses.map((p) => [p.job, p]));
+  const definitions = new Map(input.config?.jobs.map((j) => [j.name, j]));
+  const jobs: JobStatus[] = [];
+  const deadMan: Warning[] = [];
+  for (const name of reportedJobs(input.config, liveRecords, input.pauses, input.running)) {
+    const def = definitions.get(name);
+    const schedule = def ? parseSchedule(def.schedule, def.timezone) : null;
+    const pause = pauses.get(name) ?? null;
+    const facts = input.history.get(name);
+    const loadedBy = liveRecords.filter((r) => name in r.schedule);
+    const lastSuccessAt = facts?.lastSuccessAt ?? null;
+    // Judged only with a definition: enabled in the local file (the expectation needs the
+    // schedule or the job's `expect`, which the registry does not carry).
+    const since = lastSuccessAt ?? firstAppearance(facts?.firstSeenAt ?? null, loadedBy);
+    const judged = def?.enabled === true && since != null;
+    const expected = judged ? expectation({ expectMs: def.expectMs, schedule }, since) : null;
+    jobs.push({
+      name,
+      inConfig: def != null,
+      enabled: def?.enabled ?? null,
+      schedule: def?.schedule ?? null,
+      timezone: def?.timezone ?? null,
+      nextFire: def?.enabled && schedule ? schedule.nextAfter(now) : null,
+      paused: pause != null,
+      pause,
+      lastSuccessAt,
+      overdueAt: expected?.overdueAt ?? null,
+      expectMs: expected?.expectMs ?? null,
+      loadedBy: loadedBy.map((r) => r.host),
+    });
+    if (expected && !pause && now.getTime() > expected.overdueAt.getTime()) {
+      deadMan.push(noSuccessWarning(name, lastSuccessAt, since!, expected.expectMs, now));
+    }
+  }
+  warnings.push(...deadMan);
+  for (const p of input.pauses) warnings.push(pausedWarning(p));
+
+  return { namespace: input.namespace, now, runners, running, jobs, warnings };
+}
+
+/** When a job that never succeeded first existed: its first row, or its first live runner. */
+function firstAppearance(firstSeenAt: Date | null, loadedBy: RunnerRecord[]): Date | null {
+  const candidates = [firstSeenAt, ...loadedBy.map((r) => r.startedAt)].filter(
+    (d): d is Date => d != null,
+  );
+  if (candidates.length === 0) return null;
+  return new Date(Math.min(...candidates.map((d) => d.getTime())));
+}
+
+function goneWarning(r: RunnerStatus, now: Date): Warning {
+  const ago = now.getTime() - r.lastSeenAt.getTime();
+  return {
+    kind: 'runner-gone',
+    message:
+      `runner ${r.host} (pid ${r.pid}) stopped heartbeating: last seen ${words(ago)} ago, at ` +
+      `${r.lastSeenAt.toISOString()}, without a graceful stop (crashed, killed or cut off from ` +
+      'the database)',
+    hosts: [r.host],
+  };
+}
+
+function clockWarning(r: RunnerStatus, threshold: number): Warning {
+  const offset = r.clockOffsetMs!;
+  return {
+    kind: 'clock-offset',
+    message:
+      `runner ${r.host}'s clock is ${words(Math.abs(offset))} ${offset > 0 ? 'ahead of' : 'behind'} ` +
+      `the database's (threshold ${words(threshold)}): its fires still run on database time, ` +
+      'but fix its time sync (NTP)',
+    hosts: [r.host],
+  };
+}
+
+/**
+ * One warning per job that the live runners do not agree on: the hosts grouped by the
+ * definition (fingerprint) they loaded, and those that did not load it at all.
+ */
+export function driftWarnings(live: RunnerRecord[]): Warning[] {
+  const names = new Set<string>();
+  for (const r of live) for (const job of Object.keys(r.schedule)) names.add(job);
+  const warnings: Warning[] = [];
+  for (const job of [...names].sort()) {
+    const byPrint = new Map<string, string[]>();
+    const without: string[] = [];
+    for (const r of live) {
+      const print = r.schedule[job];
+      if (print == null) without.push(r.host);
+      else byPrint.set(print, [...(byPrint.get(print) ?? []), r.host]);
+    }
+    if (byPrint.size <= 1 && without.length === 0) continue;
+    const parts = [...byPrint].map(
+      ([print, hosts]) => `definition ${print.slice(0, 8)} on ${hosts.join(', ')}`,
+    );
+    if (without.length > 0) parts.push(`not loaded on ${without.join(', ')}`);
+    const what =
+      byPrint.size > 1
+        ? 'the runners loaded different definitions of it'
+        : 'only some runners loaded it';
+    warnings.push({
+      kind: 'schedule-drift',
+      message: `schedule drift for job "${job}": ${what}: ${parts.join('; ')}`,
+      job,
+      hosts: live.map((r) => r.host).sort(),
+    });
+  }
+  return warnings;
+}
+
+function noSuccessWarning(
+  job: string,
+  lastSuccessAt: Date | null,
+  since: Date,
+  expectMs: number,
+  now: Date,
+): Warning {
+  const silence = words(now.getTime() - since.getTime());
+  const message = lastSuccessAt
+    ? `job "${job}" has had no successful run for ${silence} (last success ` +
+      `${lastSuccessAt.toISOString()}; expected one within ${words(expectMs)})`
+    : `job "${job}" has never run successfully in the ${silence} since it appeared ` +
+      `(${since.toISOString()}; expected a success within ${words(expectMs)})`;
+  return { kind: 'no-success', message, job };
+}
+
+function pausedWarning(p: Pause): Warning {
+  return {
+    kind: 'paused',
+    message:
+      `job "${p.job}" is paused by ${p.pausedBy} since ${p.pausedAt.toISOString()}` +
+      `${p.reason ? `: ${p.reason}` : ''}; every runner skips its fires until "baton resume ${p.job}"`,
+    job: p.job,
+  };
+}
+
+/** 1500 → "1.5s", 90000 → "1m30s": short words for messages. */
+function words(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(Math.round(ms / 100) / 10).toString()}s`;
+  const s = Math.round(ms / 1000);
+  const units: [string, number][] = [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['m', 60],
+    ['s', 1],
+  ];
+  let rest = s;
+  const parts: string[] = [];
+  for (const [unit, size] of units) {
+    if (rest >= size && parts.length < 2) {
+      parts.push(`${Math.floor(rest / size)}${unit}`);
+      rest %= size;
+    }
+  }
+  return parts.join('');
+}
+
+/** The stable JSON shape of `baton status --json` (documented in `baton status --help`). */
+export function statusToJson(report: StatusReport) {
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
+  return {
+    namespace: report.namespace,
+    now: report.now.toISOString(),
+    healthy: report.warnings.length === 0,
+    runners: report.runners.map((r) => ({
+      host: r.host,
+      pid: r.pid,
+      version: r.version,
+      state: r.state,
+      alive: r.alive,
+      clockOffsetMs: r.clockOffsetMs,
+      startedAt: r.startedAt.toISOString(),
+      lastSeenAt: r.lastSeenAt.toISOString(),
+      lastSeenAgoMs: report.now.getTime() - r.lastSeenAt.getTime(),
+      stoppedAt: iso(r.stoppedAt),
+      jobs: r.jobs,
+    })),
+    running: report.running.map((r) => ({
+      runId: r.runId,
+      job: r.job,
+      host: r.host,
+      pid: r.pid,
+      trigger: r.trigger,
+      scheduledAt: r.scheduledAt.toISOString(),
+      startedAt: r.startedAt.toISOString(),
+      runningForMs: r.runningForMs,
+      attempts: r.attempts,
+    })),
+    jobs: report.jobs.map((j) => ({
+      name: j.name,
+      inConfig: j.inConfig,
+      enabled: j.enabled,
+      schedule: j.schedule,
+      timezone: j.timezone,
+      nextFire: iso(j.nextFire),
+      paused: j.paused,
+      pause: j.pause
+        ? { by: j.pause.pausedBy, at: j.pause.pausedAt.toISOString(), reason: j.pause.reason }
+        : null,
+      lastSuccessAt: iso(j.lastSuccessAt),
+      expectMs: j.expectMs,
+      overdueAt: iso(j.overdueAt),
+      loadedBy: j.loadedBy,
+    })),
+    warnings: report.warnings,
+  };
+}

@@ -1,0 +1,339 @@
+/**
+ * `baton status` against real runner processes: what an operator (or a monitor reading the exit
+ * code) learns about the fleet, and that each warning appears exactly when its cause does.
+ *
+ * - Identical schedules: live runners with pid and version, the run in progress (host, since,
+ *   for how long), next fires from the schedules file, no warning, exit 0; a gracefully stopped
+ *   runner is `stopped`, not gone, and still no warning; without a schedules file no next fires.
+ * - A runner started with a changed definition of one job (and a job of its own): schedule-drift
+ *   naming the job and both hosts, exit 1.
+ * - A runner killed with SIGKILL: runner-gone for it once it missed its heartbeats (made short
+ *   with `start --registry-interval 1s` and `status --gone-after 3s`), exit 1.
+ * - The dead-man's switch: a job that keeps failing (`false`, `expect: 3s`) and a job that never
+ *   fires (`0 0 1 1 *`, `expect: 2s`) get no-success warnings — the second exactly once the
+ *   runner has been up for longer than 2 s — while a succeeding job does not.
+ * - A paused job: a paused warning while the pause row exists, exit 0 once it is gone.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { baton, writeSchedule } from '../helpers/cli.js';
+import type { TestDatabase } from '../helpers/db.js';
+import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('status', { perTest: true });
+
+interface StatusJson {
+  namespace: string;
+  now: string;
+  healthy: boolean;
+  runners: {
+    host: string;
+    pid: number;
+    version: string;
+    state: string;
+    alive: boolean;
+    clockOffsetMs: number | null;
+    startedAt: string;
+    lastSeenAt: string;
+    stoppedAt: string | null;
+  }[];
+  running: {
+    runId: number;
+    job: string;
+    host: string;
+    scheduledAt: string;
+    startedAt: string;
+    runningForMs: number;
+  }[];
+  jobs: {
+    name: string;
+    inConfig: boolean;
+    nextFire: string | null;
+    paused: boolean;
+    lastSuccessAt: string | null;
+    loadedBy: string[];
+  }[];
+  warnings: { kind: string; message: string; job?: string; hosts?: string[] }[];
+}
+
+async function status(db: TestDatabase, args: string[], cwd?: string) {
+  const res = await baton(
+    ['status', '--json', '--database-url', db.url, ...args],
+    cwd ? { cwd } : {},
+  );
+  if (res.code !== 0 && res.code !== 1) throw new Error(`status exited ${res.code}: ${res.stderr}`);
+  return { code: res.code, json: JSON.parse(res.stdout) as StatusJson, stderr: res.stderr };
+}
+
+const job = (s: StatusJson, name: string) => s.jobs.find((j) => j.name === name);
+const runnerOf = (s: StatusJson, host: string) => s.runners.find((r) => r.host === host);
+const kinds = (s: StatusJson) => s.warnings.map((w) => [w.kind, w.job ?? null, w.hosts ?? null]);
+
+describe('baton status', () => {
+  it('identical schedules: no warning, exit 0; shows runs in progress; a stopped runner is only stopped', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+  slow:
+    schedule: "*/3 * * * * *"
+    command: ["sleep", "2"]
+`);
+    const db = fleet.db;
+    const runners = await fleet.start(['srv-01', 'srv-02'], { config });
+
+    const seen = await waitFor(
+      'status with slow running and a success of tick',
+      async () => {
+        const s = await status(db, ['--config', config]);
+        return s.json.running.some((r) => r.job === 'slow') && job(s.json, 'tick')?.lastSuccessAt
+          ? s
+          : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 300 },
+    );
+    expect(seen.code).toBe(0);
+    expect(seen.json.healthy).toBe(true);
+    expect(seen.json.warnings).toEqual([]);
+    expect(seen.json.namespace).toBe('fleet');
+    expect(seen.json.runners.map((r) => [r.host, r.pid, r.state, r.alive])).toEqual([
+      ['srv-01', runners[0]!.child.pid, 'alive', true],
+      ['srv-02', runners[1]!.child.pid, 'alive', true],
+    ]);
+    for (const r of seen.json.runners) expect(r.version).toMatch(/^\d+\.\d+\.\d+/);
+
+    const now = Date.parse(seen.json.now);
+    const slow = seen.json.running.find((r) => r.job === 'slow')!;
+    expect(['srv-01', 'srv-02']).toContain(slow.host);
+    expect(Date.parse(slow.scheduledAt) % 3_000).toBe(0);
+    expect(Date.parse(slow.startedAt)).toBeGreaterThanOrEqual(Date.parse(slow.scheduledAt));
+    expect(slow.runningForMs).toBe(now - Date.parse(slow.startedAt));
+    const [row] = await db.query<{ host: string; status: string }>(
+      'SELECT host, status FROM baton_runs WHERE id = ?',
+      [slow.runId],
+    );
+    expect(row).toMatchObject({ host: slow.host });
+
+    // Next fires: the next whole second for tick, the next multiple of 3 s for slow.
+    expect(Date.parse(job(seen.json, 'tick')!.nextFire!)).toBe(
+      Math.floor(now / 1000) * 1000 + 1000,
+    );
+    expect(Date.parse(job(seen.json, 'slow')!.nextFire!)).toBe(
+      Math.floor(now / 3000) * 3000 + 3000,
+    );
+    expect(job(seen.json, 'tick')!.loadedBy).toEqual(['srv-01', 'srv-02']);
+
+    const human = await baton(['status', '--config', config, '--database-url', db.url]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^RUNNERS: 2 alive, 0 gone, 0 stopped$/m);
+    expect(human.stdout).toMatch(/^srv-01 +alive /m);
+    expect(human.stdout).toMatch(/^no warnings$/m);
+
+    // A graceful stop: shown as stopped, no warning, still exit 0.
+    expect(await runners[1]!.stop('SIGTERM')).toBe(0);
+    const drained = await status(db, ['--config', config]);
+    expect(drained.code).toBe(0);
+    expect(drained.json.warnings).toEqual([]);
+    expect(runnerOf(drained.json, 'srv-02')).toMatchObject({ state: 'stopped', alive: false });
+    expect(runnerOf(drained.json, 'srv-02')!.stoppedAt).not.toBeNull();
+    expect(runnerOf(drained.json, 'srv-01')).toMatchObject({ state: 'alive', alive: true });
+
+    // Without a schedules file (none in the folder, no --config): the fleet, but no next fires.
+    const bare = mkdtempSync(path.join(os.tmpdir(), 'baton-status-'));
+    const noFile = await status(db, ['--namespace', 'fleet'], bare);
+    expect(noFile.code).toBe(0);
+    expect(noFile.stderr).toContain('no schedules file');
+    expect(noFile.json.jobs.map((j) => [j.name, j.nextFire, j.inConfig, j.loadedBy])).toEqual([
+      ['slow', null, false, ['srv-01']],
+      ['tick', null, false, ['srv-01']],
+    ]);
+    await runners[0]!.stop('SIGTERM');
+    expectQuiet(runners);
+  });
+
+  it('a runner with a changed definition of one job: schedule-drift naming the job and both hosts', async () => {
+    const jobs = (command: string, extra = '') => `
+namespace: fleet
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ${command}
+  tock:
+    schedule: "*/2 * * * * *"
+    command: ["true"]
+${extra}`;
+    const configA = writeSchedule(jobs('["true"]'));
+    const configB = writeSchedule(
+      jobs(
+        '["true", "v2"]',
+        `  only-b:
+    schedule: "*/5 * * * * *"
+    command: ["true"]
+`,
+      ),
+    );
+    const db = fleet.db;
+    const [d1] = await fleet.start(['srv-01'], { config: configA });
+    const [d2] = await fleet.start(['srv-02'], { config: configB });
+
+    const s = await status(db, ['--config', configA]);
+    expect(s.code).toBe(1);
+    expect(s.json.healthy).toBe(false);
+    expect(kinds(s.json)).toEqual([
+      ['schedule-drift', 'only-b', ['srv-01', 'srv-02']],
+      ['schedule-drift', 'tick', ['srv-01', 'srv-02']],
+    ]);
+    const [onlyB, tick] = s.json.warnings;
+    expect(tick!.message).toMatch(
+      /^schedule drift for job "tick": the runners loaded different definitions of it: definition [0-9a-f]{8} on srv-01; definition [0-9a-f]{8} on srv-02$/,
+    );
+    expect(onlyB!.message).toMatch(
+      /^schedule drift for job "only-b": only some runners loaded it: definition [0-9a-f]{8} on srv-02; not loaded on srv-01$/,
+    );
+    expect(job(s.json, 'only-b')).toMatchObject({ inConfig: false, nextFire: null });
+    expect(job(s.json, 'tock')!.loadedBy).toEqual(['srv-01', 'srv-02']);
+
+    // Once srv-02 is stopped, the fleet agrees again.
+    await d2!.stop('SIGTERM');
+    const agreed = await status(db, ['--config', configA]);
+    expect(agreed.json.warnings).toEqual([]);
+    expect(agreed.code).toBe(0);
+    await d1!.stop('SIGTERM');
+    expectQuiet([d1!, d2!]);
+  });
+
+  it('a runner killed with SIGKILL is reported gone once it missed its heartbeats', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const db = fleet.db;
+    const runners = await fleet.start(['g1', 'g2'], {
+      config,
+      args: ['--registry-interval', '1s'],
+    });
+    const quick = ['--config', config, '--gone-after', '3s'];
+    // With 1 s heartbeats a 3 s window never calls a live runner gone.
+    for (let i = 0; i < 3; i++) {
+      const s = await status(db, quick);
+      expect(s.json.warnings).toEqual([]);
+      expect(s.json.runners.map((r) => r.state)).toEqual(['alive', 'alive']);
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+
+    await runners[1]!.stop('SIGKILL');
+    // Right after the kill, with the default window of 15 s, it still counts as alive.
+    const soon = await status(db, ['--config', config]);
+    expect(runnerOf(soon.json, 'g2')!.state).toBe('alive');
+
+    const gone = await waitFor(
+      'status calling g2 gone',
+      async () => {
+        const s = await status(db, quick);
+        return runnerOf(s.json, 'g2')!.state === 'gone' ? s : null;
+      },
+      { timeoutMs: 15_000, intervalMs: 500 },
+    );
+    expect(gone.code).toBe(1);
+    expect(kinds(gone.json)).toEqual([['runner-gone', null, ['g2']]]);
+    expect(gone.json.warnings[0]!.message).toMatch(
+      /^runner g2 \(pid \d+\) stopped heartbeating: last seen [\d.]+s ago/,
+    );
+    const g2 = runnerOf(gone.json, 'g2')!;
+    expect(Date.parse(gone.json.now) - Date.parse(g2.lastSeenAt)).toBeGreaterThan(3_000);
+    expect(g2).toMatchObject({ alive: false, stoppedAt: null });
+    expect(runnerOf(gone.json, 'g1')).toMatchObject({ state: 'alive', alive: true });
+  });
+
+  it("dead-man's switch: a job that keeps failing and one that never fires; not a job that succeeds", async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  broken:
+    schedule: "* * * * * *"
+    command: ["false"]
+    expect: 3s
+  fine:
+    schedule: "* * * * * *"
+    command: ["true"]
+    expect: 3s
+  yearly:
+    schedule: "0 0 1 1 *"
+    command: ["true"]
+    expect: 2s
+`);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['dm-1'], { config });
+
+    const seen: StatusJson[] = [];
+    const both = await waitFor(
+      'no-success warnings for broken and yearly',
+      async () => {
+        const s = await status(db, ['--config', config]);
+        seen.push(s.json);
+        const named = s.json.warnings.filter((w) => w.kind === 'no-success').map((w) => w.job);
+        return named.includes('broken') && named.includes('yearly') ? s : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 300 },
+    );
+    expect(both.code).toBe(1);
+    expect(kinds(both.json)).toEqual([
+      ['no-success', 'broken', null],
+      ['no-success', 'yearly', null],
+    ]);
+    expect(both.json.warnings[0]!.message).toMatch(/^job "broken" has never run successfully/);
+    expect(both.json.warnings[1]!.message).toMatch(/^job "yearly" has never run successfully/);
+    expect(job(both.json, 'fine')!.lastSuccessAt).not.toBeNull();
+    expect(job(both.json, 'yearly')!.lastSuccessAt).toBeNull();
+
+    // yearly never has a row: it is judged from the runner's start, and warned about exactly
+    // when the runner has been up for longer than its 2 s.
+    expect(await db.query("SELECT id FROM baton_runs WHERE job = 'yearly'")).toEqual([]);
+    for (const s of seen) {
+      const up = Date.parse(s.now) - Date.parse(runnerOf(s, 'dm-1')!.startedAt);
+      const warned = s.warnings.some((w) => w.kind === 'no-success' && w.job === 'yearly');
+      expect(warned, `up ${up} ms`).toBe(up > 2_000);
+      expect(s.warnings.filter((w) => w.job === 'fine')).toEqual([]);
+    }
+    await runner!.stop('SIGTERM');
+  });
+
+  it('a paused job is a warning until it is resumed', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['p-1'], { config });
+    await db.query(
+      `INSERT INTO baton_pauses (namespace, job, reason, paused_by, paused_at)
+       VALUES ('fleet', 'tick', 'bank holiday', 'ops@p-1', NOW(3))`,
+    );
+    const paused = await status(db, ['--config', config]);
+    expect(paused.code).toBe(1);
+    expect(kinds(paused.json)).toEqual([['paused', 'tick', null]]);
+    expect(paused.json.warnings[0]!.message).toMatch(
+      /^job "tick" is paused by ops@p-1 since \S+: bank holiday;/,
+    );
+    expect(job(paused.json, 'tick')).toMatchObject({ paused: true });
+
+    await db.query("DELETE FROM baton_pauses WHERE job = 'tick'");
+    const resumed = await status(db, ['--config', config]);
+    expect(resumed.code).toBe(0);
+    expect(resumed.json.warnings).toEqual([]);
+    expect(job(resumed.json, 'tick')).toMatchObject({ paused: false });
+    await runner!.stop('SIGTERM');
+    expectQuiet([runner!]);
+  });
+});
