@@ -10,7 +10,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { dbErrorCode } from '../errors.js';
 import type { Queryable } from './deadline.js';
-import type { RunnerRecord } from './runners.js';
+import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
 
 /** A runner whose registry heartbeat is older than this (database time) is gone. */
 export const ALIVE_WITHIN_MS = 15_000;
@@ -66,17 +66,7 @@ export interface RunnerNow extends RunnerRecord {
   lastSeenAgoMs: number;
 }
 
-interface RegistryRow extends RowDataPacket {
-  namespace: string;
-  host: string;
-  pid: number;
-  version: string;
-  started_at: Date;
-  last_seen_at: Date;
-  stopped_at: Date | null;
-  clock_offset_ms: number | null;
-  lock_connection_id: number | null;
-  schedule: string;
+interface RegistryRow extends RunnerRow {
   now: Date;
   session_held: number | null;
 }
@@ -106,16 +96,7 @@ export async function runnersNow(
       const lastSeenAgoMs = now.getTime() - r.last_seen_at.getTime();
       const lockSessionHeld = r.session_held == null ? null : Number(r.session_held) === 1;
       return {
-        namespace: r.namespace,
-        host: r.host,
-        pid: Number(r.pid),
-        version: r.version,
-        startedAt: r.started_at,
-        lastSeenAt: r.last_seen_at,
-        stoppedAt: r.stopped_at,
-        clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
-        lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
-        schedule: parseSchedule(r.schedule),
+        ...toRunnerRecord(r),
         alive:
           r.stopped_at == null && lastSeenAgoMs <= ALIVE_WITHIN_MS && lockSessionHeld !== false,
         lockSessionHeld,
@@ -123,15 +104,6 @@ export async function runnersNow(
       };
     }),
   };
-}
-
-function parseSchedule(text: string): Record<string, string> {
-  try {
-    const value = JSON.parse(text) as unknown;
-    return value && typeof value === 'object' ? (value as Record<string, string>) : {};
-  } catch {
-    return {};
-  }
 }
 
 /**

@@ -82,7 +82,8 @@ export async function markRunnerStopped(
   );
 }
 
-interface RunnerRow extends RowDataPacket {
+/** A `baton_runners` row as mysql2 reads it. */
+export interface RunnerRow extends RowDataPacket {
   namespace: string;
   host: string;
   pid: number;
@@ -103,7 +104,11 @@ export async function listRunners(db: Queryable, namespace: string): Promise<Run
        FROM baton_runners WHERE namespace = ? ORDER BY host`,
     [namespace],
   );
-  return rows.map((r) => ({
+  return rows.map(toRunnerRecord);
+}
+
+export function toRunnerRecord(r: RunnerRow): RunnerRecord {
+  return {
     namespace: r.namespace,
     host: r.host,
     pid: Number(r.pid),
@@ -114,7 +119,7 @@ export async function listRunners(db: Queryable, namespace: string): Promise<Run
     clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
     schedule: parseSchedule(r.schedule),
-  }));
+  };
 }
 
 function parseSchedule(text: string): Record<string, string> {

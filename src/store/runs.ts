@@ -164,15 +164,28 @@ export async function abandonClaim(
 
 /** Records that this runner considered the fire and did not run it, and why. */
 export async function insertSkip(db: Queryable, attempt: Attempt, reason: string): Promise<number> {
+  return insertFinishedAttempt(db, attempt, null, 'skipped', reason);
+}
+
+/** A row for an attempt that ran nothing: a skip (`winner` NULL) or a missed mark (`winner` 0). */
+async function insertFinishedAttempt(
+  db: Queryable,
+  attempt: Attempt,
+  winner: 0 | null,
+  status: 'skipped' | 'missed',
+  reason: string,
+): Promise<number> {
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
        host, pid, started_at, finished_at)
-     VALUES (?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, NOW(3), NOW(3))`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(3), NOW(3))`,
     [
       attempt.namespace,
       attempt.job,
       attempt.scheduledAt,
+      winner,
       attempt.trigger,
+      status,
       truncate(reason, REASON_MAX),
       attempt.host,
       attempt.pid,
@@ -311,20 +324,7 @@ export async function insertMissed(
   reason: string,
 ): Promise<boolean> {
   try {
-    await db.query<ResultSetHeader>(
-      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-         host, pid, started_at, finished_at)
-       VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, NOW(3), NOW(3))`,
-      [
-        attempt.namespace,
-        attempt.job,
-        attempt.scheduledAt,
-        attempt.trigger,
-        truncate(reason, REASON_MAX),
-        attempt.host,
-        attempt.pid,
-      ],
-    );
+    await insertFinishedAttempt(db, attempt, 0, 'missed', reason);
     return true;
   } catch (err) {
     // Another runner recorded it first. (Not `ON DUPLICATE KEY UPDATE id = id`: mysql2 connects
