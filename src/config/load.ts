@@ -6,7 +6,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, type ConfigProblem } from '../errors.js';
+import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
+import { parseDatabaseUrl } from '../store/database-url.js';
 import { assertTimeZone, parseSchedule } from '../schedule/cron.js';
 import {
   DEFAULT_NAMESPACE,
@@ -15,6 +16,7 @@ import {
   fileSchema,
   jobNameSchema,
   type Config,
+  type ConnectionSource,
   type JobDefinition,
   type JobTarget,
   type RawFile,
@@ -56,6 +58,7 @@ export function parseConfig(file: string, text: string): Config {
 
 function buildConfig(source: YamlSource, raw: RawFile, problems: ConfigProblem[]): Config {
   const baseDir = path.dirname(source.file);
+  const connections = buildConnections(source, raw, problems);
   const jobs: JobDefinition[] = [];
   for (const [name, rawJob] of Object.entries(raw.jobs)) {
     const inherited = new Set(Object.keys(raw.defaults ?? {}).filter((k) => !(k in rawJob)));
@@ -68,11 +71,58 @@ function buildConfig(source: YamlSource, raw: RawFile, problems: ConfigProblem[]
       problems,
     );
     if (job) jobs.push(job);
+    if (job?.connection != null && !(job.connection in connections)) {
+      const known = Object.keys(connections).join(', ') || 'none defined';
+      problems.push(
+        source.problem(
+          ['jobs', name, 'connection'],
+          `unknown connection "${job.connection}" (connections: ${known})`,
+        ),
+      );
+    }
   }
   if (Object.keys(raw.jobs).length === 0) {
     problems.push(source.problem(['jobs'], 'no jobs defined'));
   }
-  return { file: source.file, namespace: raw.namespace ?? DEFAULT_NAMESPACE, jobs };
+  return { file: source.file, namespace: raw.namespace ?? DEFAULT_NAMESPACE, jobs, connections };
+}
+
+/**
+ * `connections:`, checked now (a URL that parses, an environment variable that is set) so that a
+ * run never fails on them later. The URLs themselves stay out of every message.
+ */
+function buildConnections(
+  source: YamlSource,
+  raw: RawFile,
+  problems: ConfigProblem[],
+): Record<string, ConnectionSource> {
+  const connections: Record<string, ConnectionSource> = {};
+  for (const [name, spec] of Object.entries(raw.connections ?? {})) {
+    const at = (key?: string): PathSegment[] =>
+      key ? ['connections', name, key] : ['connections', name];
+    if ((spec.url == null) === (spec.urlFromEnv == null)) {
+      problems.push(source.problem(at(), 'set exactly one of `url` and `urlFromEnv`'));
+      continue;
+    }
+    const url = spec.url ?? process.env[spec.urlFromEnv!];
+    if (url == null || url === '') {
+      problems.push(
+        source.problem(at('urlFromEnv'), `environment variable ${spec.urlFromEnv} is not set`),
+      );
+      continue;
+    }
+    try {
+      parseDatabaseUrl(url);
+    } catch (err) {
+      problems.push(source.problem(at(spec.url != null ? 'url' : 'urlFromEnv'), errorMessage(err)));
+      continue;
+    }
+    connections[name] =
+      spec.url != null
+        ? { kind: 'url', url: spec.url }
+        : { kind: 'env', variable: spec.urlFromEnv! };
+  }
+  return connections;
 }
 
 function buildJob(
@@ -120,6 +170,17 @@ function buildJob(
   }
 
   const target = buildTarget(baseDir, job, report);
+  if ((job.workers ?? 1) > 1 && job.overlap === 'queue') {
+    report('workers', 'a fan-out job (`workers` > 1) cannot use `overlap: queue`');
+  }
+  if (
+    job.connection != null &&
+    target &&
+    target.kind !== 'module' &&
+    !inherited.has('connection')
+  ) {
+    report('connection', '`connection` gives a module job its `ctx.db`; this job is a command');
+  }
   const cwd = path.resolve(baseDir, job.cwd ?? '.');
   if (job.cwd != null && !isDirectory(cwd)) report('cwd', `directory not found: ${cwd}`);
 
@@ -139,6 +200,8 @@ function buildJob(
     catchUpMs: job.catchUp ?? null,
     overlap: job.overlap ?? 'skip',
     expectMs: job.expect ?? null,
+    workers: job.workers ?? 1,
+    connection: job.connection ?? null,
   };
 }
 

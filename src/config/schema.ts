@@ -55,6 +55,21 @@ const duration = z.unknown().transform((value, ctx) => {
 export const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
+/** The worker slot is stored in `baton_runs.winner` (TINYINT). */
+export const MAX_WORKERS = 100;
+
+/**
+ * A database a module job works on (`ctx.db`). The URL may be written here or, better (it holds
+ * a password), named by an environment variable of the runner.
+ */
+export const connectionSchema = z.strictObject({
+  url: z.string().min(1).optional(),
+  urlFromEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
+    .optional(),
+});
+
 /** Keys that may appear in `defaults:` as well as in a job. */
 const inheritableShape = {
   /** IANA time zone the cron expression is read in. Default UTC, the same on every host. */
@@ -90,6 +105,17 @@ const inheritableShape = {
    * long. Default: two periods of its schedule plus a grace (see `src/fleet/dead-man.ts`).
    */
   expect: duration,
+  /**
+   * Fan-out: up to this many runners win the same fire, each with its own worker slot (1..N) —
+   * for batches that share their rows out with the claim helpers. Default 1.
+   */
+  workers: z
+    .number()
+    .int('workers must be a whole number')
+    .min(1, 'workers must be at least 1')
+    .max(MAX_WORKERS, `workers must be at most ${MAX_WORKERS}`),
+  /** The connection (from `connections:`) behind a module job's `ctx.db`; default baton's own. */
+  connection: z.string().min(1),
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -117,6 +143,8 @@ export const jobSchema = z
     catchUp: true,
     overlap: true,
     expect: true,
+    workers: true,
+    connection: true,
     command: true,
     module: true,
   });
@@ -126,6 +154,8 @@ export const fileSchema = z.strictObject({
   namespace: namespaceSchema.optional(),
   /** Values every job inherits unless it sets its own. */
   defaults: defaultsSchema.optional(),
+  /** Databases module jobs work on, by name (`connection: shop`). */
+  connections: z.record(z.string(), connectionSchema).optional(),
   jobs: z.record(z.string(), jobSchema),
 });
 
@@ -158,13 +188,21 @@ export interface JobDefinition {
   overlap: OverlapPolicy;
   /** null = two periods plus a grace. */
   expectMs: number | null;
+  /** How many runners may win one fire (worker slots 1..workers). */
+  workers: number;
+  /** A name from `connections:` for `ctx.db`; null = the baton database. */
+  connection: string | null;
 }
+
+/** Where a connection's URL comes from; resolved when a run starts, never logged. */
+export type ConnectionSource = { kind: 'url'; url: string } | { kind: 'env'; variable: string };
 
 export interface Config {
   /** Absolute path of the schedules file it came from. */
   file: string;
   namespace: string;
   jobs: JobDefinition[];
+  connections: Record<string, ConnectionSource>;
 }
 
 export const DEFAULT_NAMESPACE = 'default';

@@ -25,6 +25,11 @@
  * The job's overlap policy changes step 1 only: `queue` keeps asking for the lock (without
  * blocking the shared lock session) until a deadline, `allow` takes no job lock at all — the
  * fire key alone then gives one winner per fire, and runs of different fires may overlap.
+ *
+ * Fan-out (`workers: N`) repeats steps 1–2 over N worker slots: each slot has its own lock and
+ * its own place in the fire key (`winner` = the slot), and a runner takes the first slot it can
+ * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
+ * slot ever runs twice.
  */
 import type { OverlapPolicy } from '../config/schema.js';
 import { errorMessage, isDuplicateKeyError } from '../errors.js';
@@ -53,7 +58,7 @@ export interface Coordinator {
 }
 
 export type Contention =
-  | { won: true; runId: number; lockName: string | null }
+  | { won: true; runId: number; lockName: string | null; slot: number }
   | { won: false; runId: number; reason: string };
 
 export interface ContendOptions {
@@ -67,6 +72,8 @@ export interface ContendOptions {
   queueUntil?: Date | null;
   /** Ends a queued wait early (the runner is stopping). */
   signal?: AbortSignal;
+  /** Fan-out: how many runners may win this fire, one per worker slot. Default 1. */
+  workers?: number;
 }
 
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
@@ -88,11 +95,16 @@ export async function contend(
   });
 
   const overlap = options.overlap ?? 'skip';
+  const workers = options.workers ?? 1;
   if (overlap === 'allow') {
     // No GET_LOCK, so no read-only check with it: ask on its own (a demoted primary must not
     // hand out winners, whichever policy).
     await c.lock.assertWritable();
-    return claim(c, attempt, null, skip);
+    for (let slot = 1; slot <= workers; slot++) {
+      const won = await claim(c, { ...attempt, slot }, null);
+      if (won.won) return won;
+      if (slot === workers) return skip(won.reason);
+    }
   }
   const queued = overlap === 'queue' && options.queueUntil != null;
   // A queued fire that gives up says that it waited, and for what.
@@ -112,15 +124,30 @@ export async function contend(
     );
   }
 
-  const lockName = jobLockName(c.database, c.namespace, attempt.job);
-  const got = await acquire(c, lockName, attempt, options);
-  if (got === 'taken') {
-    // While this fire waited in the queue, another runner won this very fire.
-    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-    return skip(winner ? describeWinner(winner) : 'this fire already ran on another runner');
+  // Every slot that could not be had, and why: the skip reason when none could.
+  const busy: string[] = [];
+  for (let slot = 1; slot <= workers; slot++) {
+    const slotAttempt = { ...attempt, slot };
+    const lockName = jobLockName(c.database, c.namespace, attempt.job, slot);
+    const got = await acquire(c, lockName, slotAttempt, options);
+    if (got === 'taken') {
+      // While this fire waited in the queue, another runner won this very fire.
+      const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+      busy.push(winner ? describeWinner(winner) : 'this fire already ran on another runner');
+      continue;
+    }
+    if (got === 'busy') {
+      busy.push(gaveUp(await describeHolder(c, lockName, slotAttempt)));
+      continue;
+    }
+    const won = await claim(c, slotAttempt, lockName);
+    if (won.won) return won;
+    busy.push(won.reason);
   }
-  if (got === 'busy') return skip(gaveUp(await describeHolder(c, lockName, attempt)));
-  return claim(c, attempt, lockName, skip);
+  if (workers === 1) return skip(busy[0]!);
+  return skip(
+    `all ${workers} worker slots are taken: ${busy.map((b, i) => `${i + 1}: ${b}`).join('; ')}`,
+  );
 }
 
 /**
@@ -144,13 +171,16 @@ async function acquire(
   }
 }
 
-/** Step 2: the fire key. With `lockName` null (overlap `allow`) there is no lock to give back. */
+/**
+ * Step 2: the fire key, for the attempt's worker slot. With `lockName` null (overlap `allow`)
+ * there is no lock to give back. A duplicate key (the slot of this fire already ran) is not an
+ * error but an answer: `{ won: false, reason }`, with the lock released.
+ */
 async function claim(
   c: Coordinator,
   attempt: Attempt,
   lockName: string | null,
-  skip: (reason: string) => Promise<Contention>,
-): Promise<Contention> {
+): Promise<Contention | { won: false; reason: string }> {
   try {
     if (lockName) {
       // The lock is ours, so any earlier run of the job that still says `running` is dead.
@@ -163,7 +193,7 @@ async function claim(
       });
     }
     const runId = await claimWhenDue(c, attempt);
-    return { won: true, runId, lockName };
+    return { won: true, runId, lockName, slot: attempt.slot ?? 1 };
   } catch (err) {
     if (!isDuplicateKeyError(err)) {
       // The insert may have committed although its answer was lost (a timeout): leave no row
@@ -172,9 +202,15 @@ async function claim(
     }
     if (lockName) await c.lock.release(lockName);
     if (!isDuplicateKeyError(err)) throw err;
-    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    const winner = await findWinner(
+      c.pool,
+      c.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      attempt.slot,
+    );
     const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
-    return skip(`this fire already ran ${where}`);
+    return { won: false, reason: `this fire already ran ${where}` };
   }
 }
 

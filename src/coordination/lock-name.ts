@@ -20,9 +20,15 @@ function hash(...parts: string[]): string {
   return createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, HASH_CHARS);
 }
 
-/** The lock that serialises every run of one job in one namespace of one database. */
-export function jobLockName(database: string, namespace: string, job: string): string {
-  const digest = hash('job', database, namespace, job);
+/**
+ * The lock that serialises every run of one job in one namespace of one database. A fan-out job
+ * (`workers: N`) has one lock per worker slot; slot 1 is the job's plain lock.
+ */
+export function jobLockName(database: string, namespace: string, job: string, slot = 1): string {
+  const digest =
+    slot === 1
+      ? hash('job', database, namespace, job)
+      : hash('job', database, namespace, job, `${slot}`);
   const room = LOCK_NAME_MAX - PREFIX.length - 1 - digest.length;
   const readable = job.slice(0, room);
   return `${PREFIX}${readable}:${digest}`;

@@ -15,6 +15,7 @@ import {
   type RunningJob,
   type StopStatus,
 } from '../execution/job-process.js';
+import type { DatabaseTarget } from '../store/database-url.js';
 import { finishRun, recordAttempt, type RunOutcome, type Trigger } from '../store/runs.js';
 import { contend, type ContendOptions, type Coordinator } from './fire-protocol.js';
 
@@ -29,6 +30,8 @@ export interface RunFireOptions extends ContendOptions {
   trigger: Trigger;
   /** Pass the job's output through to this process (foreground `baton run`). */
   tee?: boolean;
+  /** The database a module job gets as `ctx.db`. */
+  database?: DatabaseTarget | null;
   /** Called once the run has won and its first attempt has started. */
   onStart?: (control: RunControl, fire: FireInfo) => void;
   /**
@@ -106,7 +109,7 @@ export async function runFire(
     host: c.host,
     pid: c.pid,
   };
-  const claim = await contend(c, attempt, options);
+  const claim = await contend(c, attempt, { ...options, workers: job.workers });
   if (!claim.won) return { ran: false, runId: claim.runId, reason: claim.reason };
 
   try {
@@ -117,6 +120,7 @@ export async function runFire(
       trigger: options.trigger,
       host: c.host,
       attempt: 1,
+      worker: { slot: claim.slot, count: job.workers },
     };
     const control = new RunControl(claim.runId, scheduledAt);
     const { result, attempts } = await attemptRuns(c, job, fire, control, options);
@@ -168,7 +172,11 @@ async function attemptRuns(
 ): Promise<{ result: JobResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
-    const run = startJob(job, { ...fire, attempt }, { tee: options.tee ?? false });
+    const run = startJob(
+      job,
+      { ...fire, attempt },
+      { tee: options.tee ?? false, database: options.database ?? null },
+    );
     control.attach(run);
     if (attempt === 1) options.onStart?.(control, fire);
     // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly

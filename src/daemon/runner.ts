@@ -56,6 +56,7 @@ import {
   registerRunner,
   type RunnerHeartbeat,
 } from '../store/runners.js';
+import { jobDatabase } from '../config/connections.js';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import { version } from '../version.js';
 import { lookBack, MISSED_SETTLE_MS } from './recovery.js';
@@ -395,10 +396,20 @@ export class Runner {
       return;
     }
 
+    let database: DatabaseTarget | null = null;
+    try {
+      if (job.target.kind === 'module') {
+        database = jobDatabase(this.config, job, this.options.target);
+      }
+    } catch (err) {
+      log.error({ err: errorMessage(err) }, 'fire not run: its database connection is unusable');
+      return;
+    }
     await new Promise<void>((settled) => {
       let active: ActiveRun | undefined;
       const work = runFire(this.coordinator(lock, pool), job, scheduledAt, {
         trigger,
+        database,
         overlap: job.overlap,
         runningHere,
         queueUntil,

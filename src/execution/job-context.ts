@@ -2,6 +2,7 @@
  * What a module job receives, and the environment every job (command or module) gets. A batch
  * computes "yesterday" from its fire (`scheduledAt`), never from the moment it happened to start.
  */
+import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { Trigger } from '../store/runs.js';
 
@@ -17,6 +18,11 @@ export interface FireInfo {
   host: string;
   /** 1 for the first attempt at this fire, 2 for its first retry, and so on. */
   attempt: number;
+  /**
+   * Which of the fire's worker slots this run holds (`workers: N` lets N runners share one fire;
+   * `{ slot: 1, count: 1 }` for an ordinary job). Use the slot as the worker id when claiming rows.
+   */
+  worker: { slot: number; count: number };
 }
 
 /** The argument of a module job's default export: `export default async (ctx: JobContext) => …`. */
@@ -29,6 +35,11 @@ export interface JobContext extends FireInfo {
    * kills the process after a grace. Pass it to what you await.
    */
   signal: AbortSignal;
+  /**
+   * A mysql2 pool (promise API, UTC) on the job's database: the connection its `connection:`
+   * names in schedules.yaml, else baton's own database. Created on first use.
+   */
+  db: Pool;
 }
 
 export type JobFunction = (ctx: JobContext) => unknown;
@@ -42,6 +53,8 @@ export function fireEnvironment(fire: FireInfo): Record<string, string> {
     BATON_TRIGGER: fire.trigger,
     BATON_HOST: fire.host,
     BATON_ATTEMPT: String(fire.attempt),
+    BATON_WORKER: String(fire.worker.slot),
+    BATON_WORKERS: String(fire.worker.count),
   };
 }
 
@@ -58,5 +71,6 @@ export function fireFromEnvironment(env: NodeJS.ProcessEnv): FireInfo {
     trigger: (env.BATON_TRIGGER ?? 'manual') as Trigger,
     host: env.BATON_HOST ?? '',
     attempt: Number(env.BATON_ATTEMPT ?? 1),
+    worker: { slot: Number(env.BATON_WORKER ?? 1), count: Number(env.BATON_WORKERS ?? 1) },
   };
 }

@@ -22,7 +22,8 @@ import type { JobDefinition } from '../config/schema.js';
 import type { FinalStatus } from '../store/runs.js';
 import { truncate } from '../text.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
-import type { HostMessage } from './module-host.js';
+import type { DatabaseTarget } from '../store/database-url.js';
+import type { HostMessage, InitMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
 
 export interface JobResult {
@@ -54,6 +55,8 @@ export type StopStatus = Exclude<FinalStatus, 'done'>;
 export interface StartOptions {
   tee?: boolean;
   tailBytes?: number;
+  /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
+  database?: DatabaseTarget | null;
 }
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
@@ -144,6 +147,18 @@ export function startJob(
   child.stderr?.on('data', capture(process.stderr));
   child.on('message', (msg: HostMessage) => {
     if (msg?.kind === 'error') hostError = msg.message;
+    if (msg?.kind === 'ready') {
+      const init: InitMessage = {
+        kind: 'init',
+        database: options.database
+          ? { connection: options.database.connection, database: options.database.database }
+          : null,
+      };
+      child.send(init, (err) => {
+        // The child died before it could hear: its exit tells the rest.
+        void err;
+      });
+    }
   });
   const watchdog = child.pid != null ? startWatchdog(child.pid) : null;
 

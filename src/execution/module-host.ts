@@ -12,12 +12,60 @@
  * settles while nothing else keeps the process alive (Node then simply exits with code 0).
  */
 import { pathToFileURL } from 'node:url';
+import mysql, { type ConnectionOptions, type Pool } from 'mysql2/promise';
 import { pino } from 'pino';
 import { fireFromEnvironment, type JobContext } from './job-context.js';
 
-export interface HostMessage {
-  kind: 'error';
-  message: string;
+/** Child → runner. */
+export type HostMessage = { kind: 'error'; message: string } | { kind: 'ready' };
+
+/**
+ * Runner → child, in answer to `ready`: what the job may connect to (`ctx.db`). Sent over IPC,
+ * never through the environment, so the password is not visible to the job's own children or in
+ * /proc/<pid>/environ.
+ */
+export interface InitMessage {
+  kind: 'init';
+  database: { connection: ConnectionOptions; database: string } | null;
+}
+
+/** How long the host waits for the runner's init message (it comes at once). */
+const INIT_TIMEOUT_MS = 5_000;
+
+function receiveInit(): Promise<InitMessage | null> {
+  if (!process.send || !process.connected) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(null), INIT_TIMEOUT_MS);
+    process.once('message', (msg: InitMessage) => {
+      clearTimeout(timer);
+      resolve(msg?.kind === 'init' ? msg : null);
+    });
+    const ready: HostMessage = { kind: 'ready' };
+    process.send!(ready);
+  });
+}
+
+/** `ctx.db`: a pool created on first use, in UTC like every baton connection. */
+function lazyPool(init: InitMessage | null): { get(): Pool; end(): Promise<void> } {
+  let pool: Pool | undefined;
+  return {
+    get() {
+      if (!init?.database) {
+        throw new Error('ctx.db is not available: the runner sent no database for this job');
+      }
+      pool ??= mysql.createPool({
+        ...init.database.connection,
+        database: init.database.database,
+        timezone: 'Z',
+        connectionLimit: 8,
+      });
+      pool.pool.on('connection', (conn) => conn.query("SET time_zone = '+00:00'", () => {}));
+      return pool;
+    },
+    async end() {
+      await pool?.end().catch(() => {});
+    },
+  };
 }
 
 /** Sends the error to the runner (for the history row) and prints the details to the output. */
@@ -80,9 +128,18 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onTerm);
 
-  const log = pino({ base: { job: fire.job, runId: fire.runId, host: fire.host } });
-  const ctx: JobContext = { ...fire, fire, log, signal: controller.signal };
-  await (mod.default as (ctx: JobContext) => unknown)(ctx);
+  const init = await receiveInit();
+  const db = lazyPool(init);
+  const log = pino({
+    base: { job: fire.job, runId: fire.runId, host: fire.host, worker: fire.worker.slot },
+  });
+  const ctx = { ...fire, fire, log, signal: controller.signal } as JobContext;
+  Object.defineProperty(ctx, 'db', { get: () => db.get(), enumerable: true });
+  try {
+    await (mod.default as (ctx: JobContext) => unknown)(ctx);
+  } finally {
+    await db.end();
+  }
   log.flush();
   return 0;
 }

@@ -39,7 +39,7 @@ export async function listRunningRuns(db: Queryable, namespace: string): Promise
   const [rows] = await db.query<RunningRow[]>(
     `SELECT id, job, scheduled_at, triggered_by, host, pid, started_at, attempts
        FROM baton_runs
-      WHERE namespace = ? AND status = 'running' AND winner = 1
+      WHERE namespace = ? AND status = 'running' AND winner >= 1
       ORDER BY started_at, id`,
     [namespace],
   );
@@ -78,7 +78,7 @@ export async function jobHistoryFacts(
   for (const job of jobs) {
     const [success] = await db.query<RowDataPacket[]>(
       `SELECT finished_at FROM baton_runs
-        WHERE namespace = ? AND job = ? AND winner = 1 AND status = 'done'
+        WHERE namespace = ? AND job = ? AND winner >= 1 AND status = 'done'
         ORDER BY scheduled_at DESC LIMIT 1`,
       [namespace, job],
     );

@@ -36,7 +36,10 @@ export interface Run {
   namespace: string;
   job: string;
   scheduledAt: Date;
+  /** The row of a runner that ran the fire (a worker slot of it, for `workers: N`). */
   winner: boolean;
+  /** Which worker slot (1..N) the winner took; null on other rows. */
+  workerSlot: number | null;
   trigger: Trigger;
   status: RunStatus;
   reason: string | null;
@@ -60,6 +63,8 @@ export interface Attempt {
   trigger: Trigger;
   host: string;
   pid: number;
+  /** The worker slot a winner claims (`workers: N`); 1 for an ordinary job. */
+  slot?: number;
 }
 
 const COLUMNS = `id, namespace, job, scheduled_at, winner, triggered_by, status, reason, host, pid,
@@ -91,7 +96,8 @@ function toRun(r: RunRow): Run {
     namespace: r.namespace,
     job: r.job,
     scheduledAt: r.scheduled_at,
-    winner: r.winner === 1,
+    winner: r.winner != null && r.winner >= 1,
+    workerSlot: r.winner != null && r.winner >= 1 ? Number(r.winner) : null,
     trigger: r.triggered_by,
     status: r.status,
     reason: r.reason,
@@ -122,12 +128,13 @@ export async function insertWinner(
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
        lock_connection_id, started_at, attempts)
-     SELECT ?, ?, ?, 1, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL
+     SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL
       WHERE NOW(3) >= ?`,
     [
       attempt.namespace,
       attempt.job,
       attempt.scheduledAt,
+      attempt.slot ?? 1,
       attempt.trigger,
       attempt.host,
       attempt.pid,
@@ -150,13 +157,14 @@ export async function abandonClaim(
 ): Promise<void> {
   await db.query(
     `UPDATE baton_runs SET status = 'failed', finished_at = NOW(3), error = ?
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = 1
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = ?
         AND lock_connection_id = ? AND status = 'running'`,
     [
       truncate(`baton could not confirm its claim of this fire: ${why}`, 2000),
       attempt.namespace,
       attempt.job,
       attempt.scheduledAt,
+      attempt.slot ?? 1,
       lockConnectionId,
     ],
   );
@@ -363,17 +371,23 @@ export async function firstFireOf(
   return (row?.first as Date | null | undefined) ?? null;
 }
 
-/** The winning row of one fire, if any runner claimed it. */
+/**
+ * The winning row of one fire, if any runner claimed it: of the given worker slot, or of the
+ * first slot taken.
+ */
 export async function findWinner(
   db: Queryable,
   namespace: string,
   job: string,
   scheduledAt: Date,
+  slot?: number,
 ): Promise<Run | null> {
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = 1`,
-    [namespace, job, scheduledAt],
+      WHERE namespace = ? AND job = ? AND scheduled_at = ?
+        AND ${slot == null ? 'winner >= 1' : 'winner = ?'}
+      ORDER BY winner LIMIT 1`,
+    slot == null ? [namespace, job, scheduledAt] : [namespace, job, scheduledAt, slot],
   );
   return rows[0] ? toRun(rows[0]) : null;
 }

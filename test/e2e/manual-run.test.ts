@@ -96,6 +96,8 @@ describe('baton run', () => {
       BATON_SCHEDULED_AT: row!.scheduled_at.toISOString(),
       BATON_TRIGGER: 'manual',
       BATON_ATTEMPT: '1',
+      BATON_WORKER: '1',
+      BATON_WORKERS: '1',
     });
 
     expect((await run('module-env')).code).toBe(0);

@@ -3,6 +3,7 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../../coordination/lock-session.js';
+import { jobDatabase } from '../../config/connections.js';
 import { openCoordination } from '../../coordination/open-coordination.js';
 import { runFire, type RunControl } from '../../coordination/run-fire.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
@@ -110,6 +111,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         manualInstant(await lock.now()),
         {
           trigger: 'manual',
+          database: job.target.kind === 'module' ? jobDatabase(config, job, target) : null,
           waitSeconds: args.wait,
           tee: true,
           onStart: (run) => {

@@ -1,0 +1,24 @@
+/**
+ * The database a module job works on (`ctx.db`): the connection its `connection:` names, read
+ * from the runner's environment at the moment the run starts (a rotated password needs no
+ * reload), or baton's own database.
+ */
+import { parseDatabaseUrl, type DatabaseTarget } from '../store/database-url.js';
+import type { Config, JobDefinition } from './schema.js';
+
+export function jobDatabase(
+  config: Config,
+  job: JobDefinition,
+  batonDatabase: DatabaseTarget,
+): DatabaseTarget {
+  if (job.connection == null) return batonDatabase;
+  const source = config.connections[job.connection];
+  if (!source) throw new Error(`unknown connection "${job.connection}"`);
+  const url = source.kind === 'url' ? source.url : process.env[source.variable];
+  if (!url) {
+    throw new Error(
+      `connection "${job.connection}": environment variable ${source.kind === 'env' ? source.variable : ''} is not set`,
+    );
+  }
+  return parseDatabaseUrl(url);
+}
