@@ -20,5 +20,10 @@ export function jobDatabase(
       `connection "${job.connection}": environment variable ${source.kind === 'env' ? source.variable : ''} is not set`,
     );
   }
-  return parseDatabaseUrl(url);
+  return parseDatabaseUrl(url, `the URL of connection ${job.connection}`);
+}
+
+/** The environment variables that hold connection URLs: jobs do not inherit them. */
+export function connectionVariables(config: Config): string[] {
+  return Object.values(config.connections).flatMap((c) => (c.kind === 'env' ? [c.variable] : []));
 }

@@ -112,7 +112,7 @@ function buildConnections(
       continue;
     }
     try {
-      parseDatabaseUrl(url);
+      parseDatabaseUrl(url, 'the URL');
     } catch (err) {
       problems.push(source.problem(at(spec.url != null ? 'url' : 'urlFromEnv'), errorMessage(err)));
       continue;

@@ -55,6 +55,8 @@ export interface Coordinator {
   pid: number;
   pool: Queryable;
   lock: LockSession;
+  /** Now by the database's clock (queue deadlines are database instants); default this host's. */
+  now?: () => Date;
 }
 
 export type Contention =
@@ -165,7 +167,8 @@ async function acquire(
     const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
     if (until == null || options.signal?.aborted) return 'busy';
     if (await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt)) return 'taken';
-    const wait = Math.min(QUEUE_POLL_MS, until - Date.now());
+    const now = c.now?.().getTime() ?? Date.now();
+    const wait = Math.min(QUEUE_POLL_MS, until - now);
     if (wait <= 0) return 'busy';
     await new Promise((r) => setTimeout(r, wait));
   }

@@ -107,9 +107,9 @@ export class LockSession {
       const session = new LockSession(conn, id);
       // One clock sample before anyone uses the session: a runner must never fire by its own
       // clock, not even until the first heartbeat answers.
-      const sentAt = Date.now();
+      const sentAt = performance.now();
       const [[clock]] = await conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
-      session.measureOffset(sentAt, Date.now(), clock?.now as Date | undefined);
+      session.measureOffset(sentAt, performance.now(), clock?.now as Date | undefined);
       return session;
     } catch (err) {
       conn.destroy();
@@ -144,7 +144,7 @@ export class LockSession {
     }
     const beat = () => {
       if (!this.watcher || this.broken) return;
-      const sentAt = Date.now();
+      const sentAt = performance.now();
       queryWithDeadline<RowDataPacket[]>(
         this.conn,
         'SELECT @@global.read_only AS ro, NOW(3) AS now',
@@ -152,7 +152,7 @@ export class LockSession {
         options.deadlineMs,
       ).then(
         ([[row]]) => {
-          this.measureOffset(sentAt, Date.now(), row?.now as Date);
+          this.measureOffset(sentAt, performance.now(), row?.now as Date);
           const readOnly = Number(row?.ro) === 1;
           if (readOnly !== this.readOnly) {
             this.readOnly = readOnly;
@@ -168,10 +168,11 @@ export class LockSession {
   }
 
   /**
-   * The database's clock minus this host's, from one heartbeat: the server read its clock about
-   * halfway between sending and receiving, so the error is at most half the round trip. Of the
-   * last few samples the one with the shortest round trip is used (as NTP does): a heartbeat
-   * delayed by a busy event loop or network says little about the clocks.
+   * One clock sample from a round trip: the server read its clock about halfway between sending
+   * and receiving, so the error is at most half the round trip. Samples are kept against the
+   * monotonic clock (`performance.now()`), not the wall clock: a wall clock that is stepped
+   * (NTP, an operator) would otherwise corrupt both the round trip and the offset. Of the last
+   * few samples the one with the shortest round trip is used, as NTP does.
    */
   private measureOffset(sentAt: number, receivedAt: number, dbNow: Date | undefined): void {
     if (!(dbNow instanceof Date)) return;
@@ -182,16 +183,28 @@ export class LockSession {
     if (this.samples.length > OFFSET_SAMPLES) this.samples.shift();
   }
 
+  /** Database time minus `performance.now()`, per sample. */
   private readonly samples: { offsetMs: number; roundTripMs: number }[] = [];
 
-  /** The database's clock minus this host's, in ms; null before the first heartbeat. */
-  get clockOffsetMs(): number | null {
+  private bestSample(): { offsetMs: number; roundTripMs: number } | null {
     let best: { offsetMs: number; roundTripMs: number } | null = null;
     for (const s of this.samples) if (!best || s.roundTripMs < best.roundTripMs) best = s;
-    return best ? Math.round(best.offsetMs) : null;
+    return best;
   }
 
-  /** A moment on this host's clock as the database's clock read it; null before a heartbeat. */
+  /** Now by the database's clock; null before the first sample. */
+  databaseNow(): Date | null {
+    const best = this.bestSample();
+    return best ? new Date(performance.now() + best.offsetMs) : null;
+  }
+
+  /** The database's clock minus this host's wall clock, in ms; null before the first sample. */
+  get clockOffsetMs(): number | null {
+    const now = this.databaseNow();
+    return now ? now.getTime() - Date.now() : null;
+  }
+
+  /** A moment of this host's wall clock on the database's clock; null before a sample. */
   toDatabaseTime(local: Date): Date | null {
     const offset = this.clockOffsetMs;
     return offset == null ? null : new Date(local.getTime() + offset);

@@ -32,6 +32,8 @@ export interface RunFireOptions extends ContendOptions {
   tee?: boolean;
   /** The database a module job gets as `ctx.db`. */
   database?: DatabaseTarget | null;
+  /** Environment variables no job inherits (the connections' URLs). */
+  withholdEnv?: readonly string[];
   /** Called once the run has won and its first attempt has started. */
   onStart?: (control: RunControl, fire: FireInfo) => void;
   /**
@@ -175,7 +177,11 @@ async function attemptRuns(
     const run = startJob(
       job,
       { ...fire, attempt },
-      { tee: options.tee ?? false, database: options.database ?? null },
+      {
+        tee: options.tee ?? false,
+        database: options.database ?? null,
+        withholdEnv: options.withholdEnv ?? [],
+      },
     );
     control.attach(run);
     if (attempt === 1) options.onStart?.(control, fire);

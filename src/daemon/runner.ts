@@ -54,9 +54,11 @@ import {
   heartbeatRunner,
   markRunnerStopped,
   registerRunner,
+  registryOwner,
+  type LoadedJob,
   type RunnerHeartbeat,
 } from '../store/runners.js';
-import { jobDatabase } from '../config/connections.js';
+import { connectionVariables, jobDatabase } from '../config/connections.js';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import { version } from '../version.js';
 import { lookBack, MISSED_SETTLE_MS } from './recovery.js';
@@ -148,6 +150,7 @@ export class Runner {
       pid: process.pid,
       pool,
       lock,
+      now: () => this.dbNow(),
     };
   }
 
@@ -410,6 +413,7 @@ export class Runner {
       const work = runFire(this.coordinator(lock, pool), job, scheduledAt, {
         trigger,
         database,
+        withholdEnv: connectionVariables(this.config),
         overlap: job.overlap,
         runningHere,
         queueUntil,
@@ -494,7 +498,7 @@ export class Runner {
   /** `overlap: queue`: waits for this runner's own run of the job, at most until `until`. */
   private async waitForLocalRun(run: ActiveRun, until: Date | null): Promise<void> {
     const waits: Promise<unknown>[] = [run.finished, this.stopped()];
-    if (until) waits.push(this.sleep(until.getTime() - Date.now()));
+    if (until) waits.push(this.sleep(until.getTime() - this.dbNow().getTime()));
     await Promise.race(waits);
   }
 
@@ -507,8 +511,11 @@ export class Runner {
    * skew, and none starts a fire before its instant by the database (DESIGN.md, "Time").
    */
   private dbNow(): Date {
-    const measured = this.lock?.clockOffsetMs;
-    if (measured != null) this.offsetMs = measured;
+    const measured = this.lock?.databaseNow();
+    if (measured) {
+      this.offsetMs = measured.getTime() - Date.now();
+      return measured;
+    }
     return new Date(Date.now() + this.offsetMs);
   }
 
@@ -530,19 +537,58 @@ export class Runner {
       // The registry says how far the runner is ahead of the database, the way operators ask.
       clockOffsetMs: this.lock?.clockOffsetMs == null ? null : -this.lock.clockOffsetMs,
       lockConnectionId: this.lock?.connectionId ?? null,
-      schedule: scheduleFingerprint(this.config),
+      schedule: this.loadedJobs(),
     };
   }
 
+  /** Every job of the file with its fingerprint and since when this runner runs it. */
+  private loadedJobs(): Record<string, LoadedJob> {
+    const prints = scheduleFingerprint(this.config);
+    return Object.fromEntries(
+      Object.entries(prints).map(([job, fp]) => [
+        job,
+        { fp, since: this.knownSince.get(job)?.toISOString() ?? null },
+      ]),
+    );
+  }
+
+  private hostClashReported = false;
+
+  /**
+   * Registers at start, refreshes afterwards. A row that another live process took over means
+   * two runners share one host id — history could not tell them apart — so that is reported,
+   * not fought over: the row is taken back only when its owner is gone.
+   */
   private async register(fresh: boolean): Promise<void> {
     if (!this.pool) return;
+    const { namespace } = this.config;
     try {
-      if (fresh || !(await heartbeatRunner(this.pool, this.heartbeat()))) {
+      if (fresh) {
+        const owner = await registryOwner(this.pool, namespace, this.options.host);
+        if (owner?.alive && owner.pid !== process.pid) this.reportHostClash(owner.pid);
         await registerRunner(this.pool, this.heartbeat());
+        return;
       }
+      if (await heartbeatRunner(this.pool, this.heartbeat())) return;
+      const owner = await registryOwner(this.pool, namespace, this.options.host);
+      if (owner?.alive) {
+        this.reportHostClash(owner.pid);
+        return;
+      }
+      await registerRunner(this.pool, this.heartbeat());
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'could not register in baton_runners');
     }
+  }
+
+  private reportHostClash(otherPid: number): void {
+    if (this.hostClashReported) return;
+    this.hostClashReported = true;
+    this.log.error(
+      { otherPid },
+      `another runner uses the host id "${this.options.host}" (pid ${otherPid}): give every ` +
+        'runner its own --host, or history and status cannot tell them apart',
+    );
   }
 
   private armRegistryHeartbeat(): void {
@@ -699,6 +745,8 @@ export class Runner {
     this.arm();
     const added = [...this.jobs.keys()].filter((j) => !before.has(j));
     const removed = [...before.keys()].filter((j) => !this.jobs.has(j));
+    // The registry shows the new schedule at once (drift warnings follow the reload).
+    if (this.coordinated) void this.register(false);
     const changed = [...this.jobs.keys()].filter(
       (j) => before.has(j) && JSON.stringify(before.get(j)) !== JSON.stringify(this.jobs.get(j)),
     );

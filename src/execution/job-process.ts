@@ -57,6 +57,11 @@ export interface StartOptions {
   tailBytes?: number;
   /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
   database?: DatabaseTarget | null;
+  /**
+   * Variables of the runner's environment that no job inherits: those that hold the URLs of
+   * `connections:` (with their passwords). A job reaches its database through `ctx.db`.
+   */
+  withholdEnv?: readonly string[];
 }
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
@@ -82,10 +87,10 @@ const ERROR_MAX = 2_000;
  * variables are the fire's (`fireEnvironment`); a job that needs a database gets its URL through
  * its own `env:`.
  */
-function inheritedEnvironment(): NodeJS.ProcessEnv {
+function inheritedEnvironment(withhold: ReadonlySet<string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('BATON_')) env[key] = value;
+    if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;
   }
   return env;
 }
@@ -122,7 +127,7 @@ export function startJob(
   const { file, args } = commandLine(job);
   const isModule = job.target.kind === 'module';
   const env: NodeJS.ProcessEnv = {
-    ...inheritedEnvironment(),
+    ...inheritedEnvironment(new Set(options.withholdEnv ?? [])),
     ...job.env,
     ...fireEnvironment(fire),
     ...(job.target.kind === 'module' ? { BATON_MODULE: job.target.path } : {}),

@@ -19,39 +19,40 @@ export interface DatabaseTarget {
 /** Database names are limited so they can be quoted as identifiers without surprises. */
 const DATABASE_NAME = /^[A-Za-z0-9_$-]{1,64}$/;
 
-export function parseDatabaseUrl(url: string): DatabaseTarget {
+/** `what` names the URL in messages: the option by default, or e.g. `the URL of connection shop`. */
+export function parseDatabaseUrl(url: string, what = '--database-url'): DatabaseTarget {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     // Do not echo the input: it may well contain a password.
     throw new UsageError(
-      '--database-url is not a valid URL (expected mysql://user:password@host:port/database)',
+      `${what} is not a valid URL (expected mysql://user:password@host:port/database)`,
     );
   }
   if (parsed.hash) {
     // `#` starts a URL fragment: a password containing it would be cut in two, and its second
     // half would be printed as if it were not a secret. Say so without echoing anything.
     throw new UsageError(
-      "--database-url contains '#': percent-encode special characters of the password (# is %23)",
+      `${what} contains '#': percent-encode special characters of the password (# is %23)`,
     );
   }
   for (const key of parsed.searchParams.keys()) {
     if (key !== 'socket') {
       throw new UsageError(
-        `--database-url: unknown parameter "${key}" (only ?socket=/path is understood; ` +
+        `${what}: unknown parameter "${key}" (only ?socket=/path is understood; ` +
           'put the password before the @)',
       );
     }
   }
   const display = redactUrl(parsed);
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
-    throw new UsageError(`--database-url must start with mysql:// (got ${display})`);
+    throw new UsageError(`${what} must start with mysql:// (got ${display})`);
   }
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!DATABASE_NAME.test(database)) {
     throw new UsageError(
-      `--database-url must name a database made of letters, digits, '_', '$' or '-' (got ${display})`,
+      `${what} must name a database made of letters, digits, '_', '$' or '-' (got ${display})`,
     );
   }
   const socketPath = parsed.searchParams.get('socket');

@@ -6,6 +6,19 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';
 
+/** What a runner loaded for one job: its definition's fingerprint, and since when (ISO). */
+export interface LoadedJob {
+  fp: string;
+  /** When this runner loaded this definition (database time); null for a disabled job. */
+  since: string | null;
+}
+
+/**
+ * `baton_runners.schedule`: job → what the runner loaded. Rows written before `since` was
+ * recorded hold a bare fingerprint string.
+ */
+export type RegistrySchedule = Record<string, string | LoadedJob>;
+
 export interface RunnerRecord {
   namespace: string;
   host: string;
@@ -17,8 +30,8 @@ export interface RunnerRecord {
   /** How far the runner's clock is ahead of the database's, in ms; null before it measured. */
   clockOffsetMs: number | null;
   lockConnectionId: number | null;
-  /** Job name → fingerprint of the definition the runner loaded. */
-  schedule: Record<string, string>;
+  /** Job name → the definition the runner loaded. */
+  schedule: RegistrySchedule;
 }
 
 export interface RunnerHeartbeat {
@@ -28,7 +41,7 @@ export interface RunnerHeartbeat {
   version: string;
   clockOffsetMs: number | null;
   lockConnectionId: number | null;
-  schedule: Record<string, string>;
+  schedule: Record<string, LoadedJob>;
 }
 
 /** Registers (or re-registers, after a restart) this runner; `started_at` is now. */
@@ -67,6 +80,24 @@ export async function heartbeatRunner(db: Queryable, r: RunnerHeartbeat): Promis
   );
   return res.affectedRows === 1;
 }
+
+/** Who holds a host id's registry row now, for a runner whose heartbeat found it taken. */
+export async function registryOwner(
+  db: Queryable,
+  namespace: string,
+  host: string,
+): Promise<{ pid: number; alive: boolean } | null> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT pid, stopped_at IS NULL AND last_seen_at > NOW(3) - INTERVAL ? SECOND AS alive
+       FROM baton_runners WHERE namespace = ? AND host = ?`,
+    [OWNER_ALIVE_SECONDS, namespace, host],
+  );
+  const row = rows[0];
+  return row ? { pid: Number(row.pid), alive: Number(row.alive) === 1 } : null;
+}
+
+/** A row refreshed this recently belongs to a live runner (three default heartbeats). */
+const OWNER_ALIVE_SECONDS = 15;
 
 /** A graceful stop: the runner is not gone, it was stopped. */
 export async function markRunnerStopped(
@@ -122,10 +153,10 @@ export function toRunnerRecord(r: RunnerRow): RunnerRecord {
   };
 }
 
-function parseSchedule(text: string): Record<string, string> {
+function parseSchedule(text: string): RegistrySchedule {
   try {
     const value = JSON.parse(text) as unknown;
-    return value && typeof value === 'object' ? (value as Record<string, string>) : {};
+    return value && typeof value === 'object' ? (value as RegistrySchedule) : {};
   } catch {
     return {};
   }

@@ -141,3 +141,84 @@ describe('look-back after an outage', () => {
     expect(fires.at(-1)!.getTime()).toBe(now.getTime());
   });
 });
+
+describe('fan-out and connections', () => {
+  function problemsOf(yaml: string): string[] {
+    try {
+      parseConfig(file, yaml);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return err.problems.map((p) => `${p.line}:${p.path}: ${p.message}`).sort();
+    }
+    return [];
+  }
+
+  it('reads workers and connections, with URLs from the environment', () => {
+    process.env.BATON_TEST_SHOP_URL = 'mysql://shop:secret@db.example:3306/shop';
+    writeFileSync(path.join(dir, 'job.mjs'), 'export default async () => {};\n');
+    const config = parseConfig(
+      file,
+      `connections:
+  shop: { urlFromEnv: BATON_TEST_SHOP_URL }
+  ledger: { url: "mysql://root@127.0.0.1:3306/ledger" }
+jobs:
+  reward:
+    schedule: "* * * * *"
+    module: job.mjs
+    workers: 3
+    connection: shop
+`,
+    );
+    expect(config.jobs[0]).toMatchObject({ workers: 3, connection: 'shop' });
+    expect(config.connections).toEqual({
+      shop: { kind: 'env', variable: 'BATON_TEST_SHOP_URL' },
+      ledger: { kind: 'url', url: 'mysql://root@127.0.0.1:3306/ledger' },
+    });
+    delete process.env.BATON_TEST_SHOP_URL;
+  });
+
+  it('refuses what cannot work, naming the place and never the URL', () => {
+    writeFileSync(path.join(dir, 'job.mjs'), 'export default async () => {};\n');
+    const problems = problemsOf(`connections:
+  shop: { urlFromEnv: BATON_TEST_UNSET_URL }
+  both: { url: "mysql://a:pw-123@h/d", urlFromEnv: X }
+  broken: { url: "mysql://a:pw-456@h/d#frag" }
+jobs:
+  a:
+    schedule: "* * * * *"
+    module: job.mjs
+    connection: nowhere
+  b:
+    schedule: "* * * * *"
+    command: ["true"]
+    connection: broken
+  c:
+    schedule: "* * * * *"
+    command: ["true"]
+    workers: 2
+    overlap: queue
+`);
+    const expected = [
+      /^9:jobs\.a\.connection: unknown connection "nowhere"/,
+      /^13:jobs\.b\.connection: `connection` gives a module job its `ctx.db`; this job is a command$/,
+      /^17:jobs\.c\.workers: a fan-out job \(`workers` > 1\) cannot use `overlap: queue`$/,
+      /^2:connections\.shop\.urlFromEnv: environment variable BATON_TEST_UNSET_URL is not set$/,
+      /^3:connections\.both: set exactly one of `url` and `urlFromEnv`$/,
+      /^4:connections\.broken\.url: .*'#'/,
+    ];
+    expect(problems).toHaveLength(expected.length);
+    for (const pattern of expected) {
+      expect(
+        problems.some((p) => pattern.test(p)),
+        String(pattern),
+      ).toBe(true);
+    }
+    expect(problems.join('\n')).not.toMatch(/pw-123|pw-456/);
+    // The worker slot is stored in a TINYINT: the bound is part of the shape.
+    expect(
+      problemsOf(
+        'jobs:\n  d:\n    schedule: "* * * * *"\n    command: ["true"]\n    workers: 101\n',
+      ),
+    ).toEqual(['5:jobs.d.workers: workers must be at most 100']);
+  });
+});

@@ -3,7 +3,7 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../../coordination/lock-session.js';
-import { jobDatabase } from '../../config/connections.js';
+import { connectionVariables, jobDatabase } from '../../config/connections.js';
 import { openCoordination } from '../../coordination/open-coordination.js';
 import { runFire, type RunControl } from '../../coordination/run-fire.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
@@ -112,6 +112,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         {
           trigger: 'manual',
           database: job.target.kind === 'module' ? jobDatabase(config, job, target) : null,
+          withholdEnv: connectionVariables(config),
           waitSeconds: args.wait,
           tee: true,
           onStart: (run) => {
