@@ -58,3 +58,28 @@ export function expectation(
   const overdueAt = new Date(second.getTime() + defaultGraceMs(second.getTime() - first.getTime()));
   return { overdueAt, expectMs: overdueAt.getTime() - since.getTime(), rule: 'default' };
 }
+
+/** How far back `lastFireAtOrBefore` looks: a schedule silent for longer has no "last fire". */
+export const LAST_FIRE_LOOK_BACK_MS = 8 * 366 * 86_400_000;
+
+/**
+ * The schedule's latest fire at or before `at` (cron.ts only walks forwards): looks back over a
+ * window that doubles from one second until it holds a fire, then walks forwards from the first
+ * fire in it with `nextAfter` — the same maths, time zone and daylight-saving rule as the
+ * runners'. The doubling keeps the walk short: the window is at most twice the distance to the
+ * latest fire. Null when there is none within LAST_FIRE_LOOK_BACK_MS.
+ */
+export function lastFireAtOrBefore(schedule: Schedule, at: Date): Date | null {
+  const end = at.getTime();
+  for (let window = 1_000; ; window = Math.min(window * 2, LAST_FIRE_LOOK_BACK_MS)) {
+    let fire = schedule.nextAfter(new Date(end - window));
+    if (fire && fire.getTime() <= end) {
+      for (;;) {
+        const next = schedule.nextAfter(fire);
+        if (!next || next.getTime() > end) return fire;
+        fire = next;
+      }
+    }
+    if (window >= LAST_FIRE_LOOK_BACK_MS) return null;
+  }
+}

@@ -13,13 +13,17 @@
  * - `clock-offset`: a live runner's clock is off the database's by more than the threshold (fires
  *   still run on database time, but the host's logs and its jobs' own clocks are off);
  * - `schedule-drift`: live runners loaded different definitions of a job, or a job only some of
- *   them loaded ("we updated srv-01 and forgot srv-02");
+ *   them loaded ("we updated srv-01 and forgot srv-02"); and, when there is a local schedules
+ *   file, a job whose definition there differs from what the live runners loaded, a job they
+ *   loaded that is not in it, and an enabled job of it that no live runner loaded at all;
  * - `no-success`: the dead-man's switch (dead-man.ts) — an enabled job of the local schedules
  *   file with no successful run for longer than it should. It is judged from its last success,
- *   or, when it never succeeded, from when it first appeared (its first history row, or the start
- *   of the earliest live runner that loaded it). A paused job gets `paused` instead;
+ *   or, when it never succeeded, from when it first appeared: its first history row, or the
+ *   earliest instant a live runner loaded its current definition (`since` in the registry; the
+ *   runner's start for registry rows that do not say). A paused job gets `paused` instead;
  * - `paused`: each paused job, since a pause is easy to forget.
  */
+import { jobFingerprint } from '../config/fingerprint.js';
 import type { Config } from '../config/schema.js';
 import type { Pause } from '../store/pauses.js';
 import type { RunnerRecord } from '../store/runners.js';
@@ -104,8 +108,8 @@ export interface StatusInput {
   namespace: string;
   runners: RunnerRecord[];
   running: RunningRun[];
-  /** The local schedules file, if there is one. */
-  config: Pick<Config, 'jobs'> | null;
+  /** The local schedules file, if there is one (of this namespace). */
+  config: Pick<Config, 'jobs' | 'file'> | null;
   pauses: Pause[];
   history: ReadonlyMap<string, JobHistoryFacts>;
   clockThresholdMs?: number;
@@ -143,6 +147,46 @@ export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): Ru
 /** The registry rows worth reporting: seen within STALE_RUNNER_MS. */
 export function currentRunners(runners: RunnerRecord[], now: Date): RunnerRecord[] {
   return runners.filter((r) => now.getTime() - r.lastSeenAt.getTime() <= STALE_RUNNER_MS);
+}
+
+/** One job as a registry row says its runner loaded it. */
+export interface LoadedDefinition {
+  /** The fingerprint of the definition (src/config/fingerprint.ts). */
+  fingerprint: string;
+  /**
+   * Since when the runner has had this definition (database time): when it loaded it, but never
+   * before the runner registered (`startedAt`), which is also the answer for rows that do not say.
+   */
+  since: Date;
+}
+
+/**
+ * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
+ * fingerprint}` (runners that do not say since when) and `{job: {fp, since}}` with `since` an
+ * ISO instant (or a Date). Entries of any other shape are left out.
+ */
+export function loadedJobs(r: {
+  schedule: Readonly<Record<string, unknown>>;
+  startedAt: Date;
+}): Map<string, LoadedDefinition> {
+  const jobs = new Map<string, LoadedDefinition>();
+  const start = r.startedAt.getTime();
+  for (const [job, entry] of Object.entries(r.schedule)) {
+    if (typeof entry === 'string') {
+      jobs.set(job, { fingerprint: entry, since: r.startedAt });
+      continue;
+    }
+    if (entry == null || typeof entry !== 'object') continue;
+    const { fp, since } = entry as { fp?: unknown; since?: unknown };
+    if (typeof fp !== 'string') continue;
+    const at =
+      since instanceof Date ? since.getTime() : typeof since === 'string' ? Date.parse(since) : NaN;
+    jobs.set(job, {
+      fingerprint: fp,
+      since: Number.isFinite(at) && at > start ? new Date(at) : r.startedAt,
+    });
+  }
+  return jobs;
 }
 
 export function buildStatus(input: StatusInput): StatusReport {
@@ -188,7 +232,7 @@ export function buildStatus(input: StatusInput): StatusReport {
       warnings.push(clockWarning(r, threshold));
     }
   }
-  warnings.push(...driftWarnings(liveRecords));
+  warnings.push(...driftWarnings(liveRecords, input.config));
 
   const pauses = new Map(input.pauses.map((p) => [p.job, p]));
   const definitions = new Map(input.config?.jobs.map((j) => [j.name, j]));
@@ -203,7 +247,7 @@ export function buildStatus(input: StatusInput): StatusReport {
     const lastSuccessAt = facts?.lastSuccessAt ?? null;
     // Judged only with a definition: enabled in the local file (the expectation needs the
     // schedule or the job's `expect`, which the registry does not carry).
-    const since = lastSuccessAt ?? firstAppearance(facts?.firstSeenAt ?? null, loadedBy);
+    const since = lastSuccessAt ?? firstAppearance(name, facts?.firstSeenAt ?? null, loadedBy);
     const judged = def?.enabled === true && since != null;
     const expected = judged ? expectation({ expectMs: def.expectMs, schedule }, since) : null;
     jobs.push({
@@ -230,9 +274,17 @@ export function buildStatus(input: StatusInput): StatusReport {
   return { namespace: input.namespace, now, runners, running, jobs, warnings };
 }
 
-/** When a job that never succeeded first existed: its first row, or its first live runner. */
-function firstAppearance(firstSeenAt: Date | null, loadedBy: RunnerRecord[]): Date | null {
-  const candidates = [firstSeenAt, ...loadedBy.map((r) => r.startedAt)].filter(
+/**
+ * When a job that never succeeded first existed: its first row, or the earliest instant a live
+ * runner loaded its current definition — not the runner's start: a job added by a reload
+ * (SIGHUP) to a runner up for a week has existed since the reload.
+ */
+function firstAppearance(
+  job: string,
+  firstSeenAt: Date | null,
+  loadedBy: RunnerRecord[],
+): Date | null {
+  const candidates = [firstSeenAt, ...loadedBy.map((r) => loadedJobs(r).get(job)?.since)].filter(
     (d): d is Date => d != null,
   );
   if (candidates.length === 0) return null;
@@ -264,36 +316,80 @@ function clockWarning(r: RunnerStatus, threshold: number): Warning {
 }
 
 /**
- * One warning per job that the live runners do not agree on: the hosts grouped by the
- * definition (fingerprint) they loaded, and those that did not load it at all.
+ * One warning per job the fleet does not agree on: live runners that loaded different
+ * definitions (fingerprints) of it, or only some of them; and, with the local schedules file
+ * (`config`), a job whose definition there is not the one the live runners run, a job they run
+ * that is not in it, and an enabled job of it that no live runner loaded. The message groups the
+ * hosts by definition and names "this file" beside them.
  */
-export function driftWarnings(live: RunnerRecord[]): Warning[] {
-  const names = new Set<string>();
-  for (const r of live) for (const job of Object.keys(r.schedule)) names.add(job);
+export function driftWarnings(
+  live: RunnerRecord[],
+  config: Pick<Config, 'jobs' | 'file'> | null = null,
+): Warning[] {
+  const loaded = live.map((r) => ({ host: r.host, jobs: loadedJobs(r) }));
+  const hosts = live.map((r) => r.host).sort();
+  const inFile = new Map(
+    config?.jobs.map((j) => [j.name, { print: jobFingerprint(j, config.file), job: j }]),
+  );
+  const names = new Set<string>(inFile.keys());
+  for (const r of loaded) for (const job of r.jobs.keys()) names.add(job);
   const warnings: Warning[] = [];
   for (const job of [...names].sort()) {
     const byPrint = new Map<string, string[]>();
     const without: string[] = [];
-    for (const r of live) {
-      const print = r.schedule[job];
+    for (const r of loaded) {
+      const print = r.jobs.get(job)?.fingerprint;
       if (print == null) without.push(r.host);
       else byPrint.set(print, [...(byPrint.get(print) ?? []), r.host]);
     }
-    if (byPrint.size <= 1 && without.length === 0) continue;
-    const parts = [...byPrint].map(
-      ([print, hosts]) => `definition ${print.slice(0, 8)} on ${hosts.join(', ')}`,
-    );
-    if (without.length > 0) parts.push(`not loaded on ${without.join(', ')}`);
+    const local = config ? (inFile.get(job) ?? null) : undefined;
+    const warn = (what: string, parts: string[] = []) =>
+      warnings.push({
+        kind: 'schedule-drift',
+        message: `schedule drift for job "${job}": ${what}${parts.length ? `: ${parts.join('; ')}` : ''}`,
+        job,
+        hosts,
+      });
+
+    if (byPrint.size === 0) {
+      // Only in the local file (names come from the file or from some runner).
+      if (local?.job.enabled) {
+        warn(
+          `it is in ${config!.file} but no live runner loaded it` +
+            (hosts.length > 0 ? ` (live: ${hosts.join(', ')})` : ' (no runner is alive)'),
+        );
+      }
+      continue;
+    }
+    const agreed = byPrint.size === 1 && without.length === 0;
+    if (agreed && (local === undefined || local?.print === [...byPrint.keys()][0])) continue;
+
+    // "this file (path)" the first time a part names it, "this file" after.
+    const mention = { named: false };
+    const thisFile = () => {
+      if (mention.named || !config) return 'this file';
+      mention.named = true;
+      return `this file (${config.file})`;
+    };
     const what =
       byPrint.size > 1
         ? 'the runners loaded different definitions of it'
-        : 'only some runners loaded it';
-    warnings.push({
-      kind: 'schedule-drift',
-      message: `schedule drift for job "${job}": ${what}: ${parts.join('; ')}`,
-      job,
-      hosts: live.map((r) => r.host).sort(),
-    });
+        : without.length > 0
+          ? 'only some runners loaded it'
+          : local === null
+            ? `the runners loaded it, but it is not in ${thisFile()}`
+            : `${thisFile()} has a different definition than the runners loaded`;
+    const parts = [...byPrint].map(
+      ([print, on]) =>
+        `definition ${print.slice(0, 8)} on ${on.join(', ')}` +
+        (local?.print === print ? ` and in ${thisFile()}` : ''),
+    );
+    if (local && !byPrint.has(local.print)) {
+      parts.push(`definition ${local.print.slice(0, 8)} in ${thisFile()}`);
+    }
+    if (without.length > 0) parts.push(`not loaded on ${without.join(', ')}`);
+    if (local === null && !mention.named) parts.push(`not in ${thisFile()}`);
+    warn(what, parts);
   }
   return warnings;
 }

@@ -3,17 +3,15 @@
  * `baton show`, `baton pause` and the pause notes of `list` and `history`. Nothing here writes.
  *
  * "Alive" is judged on the database's clock, never this host's: a runner is alive while its
- * registry heartbeat is recent (`ALIVE_WITHIN_MS` of `NOW(3)`) and, when it names a lock session,
- * while that session still holds its session lock — a runner killed with `kill -9` loses the lock
- * at once, long before its heartbeat goes stale.
+ * registry heartbeat is recent (within the caller's `goneAfterMs` of `NOW(3)`: `--gone-after`,
+ * shared with `baton status`) and, when it names a lock session, while that session still holds
+ * its session lock — a runner killed with `kill -9` loses the lock at once, long before its
+ * heartbeat goes stale.
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import { dbErrorCode } from '../errors.js';
 import type { Queryable } from './deadline.js';
 import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
-
-/** A runner whose registry heartbeat is older than this (database time) is gone. */
-export const ALIVE_WITHIN_MS = 15_000;
 
 /** True for the errors of a database nobody has started baton on yet (or an older schema). */
 export function isMissingSchema(err: unknown): boolean {
@@ -32,19 +30,46 @@ export async function databaseNow(db: Queryable): Promise<Date> {
 
 /**
  * The latest fire of `job` that its schedule produced (rows triggered by `schedule` or `catchup`;
- * a manual run is not a fire of the schedule), or null when the history has none.
+ * a manual run is not a fire of the schedule), or null when the history has none. It walks the
+ * fire key `(namespace, job, scheduled_at, winner)` backwards and stops at the first such row —
+ * usually the first it reads. The key is forced (it exists since migration 0001): left to itself
+ * MariaDB may walk `baton_runs_scheduled` backwards through every other job's newer rows, or
+ * read the job's rows forwards and sort them. (Not MAX(): with `triggered_by` outside every key,
+ * MAX reads the job's whole history.)
  */
+export const LATEST_FIRE_SQL = `SELECT scheduled_at FROM baton_runs FORCE INDEX (baton_runs_fire)
+  WHERE namespace = ? AND job = ? AND triggered_by IN ('schedule', 'catchup')
+  ORDER BY scheduled_at DESC LIMIT 1`;
+
 export async function latestFire(
   db: Queryable,
   namespace: string,
   job: string,
 ): Promise<Date | null> {
-  const [[row]] = await db.query<RowDataPacket[]>(
-    `SELECT MAX(scheduled_at) AS latest FROM baton_runs
-      WHERE namespace = ? AND job = ? AND triggered_by IN ('schedule', 'catchup')`,
-    [namespace, job],
-  );
-  return (row?.latest as Date | null | undefined) ?? null;
+  const [[row]] = await db.query<RowDataPacket[]>(LATEST_FIRE_SQL, [namespace, job]);
+  return (row?.scheduled_at as Date | undefined) ?? null;
+}
+
+/** How many of a job's rows before a fire `hostsBefore` looks at. */
+export const HOSTS_BEFORE_ROWS = 1_000;
+
+/**
+ * The hosts among the job's last HOSTS_BEFORE_ROWS rows before `fire` (its recent attempts, of
+ * every kind): the runners that took part in the job shortly before. Bounded, and read backwards
+ * along the (forced, see LATEST_FIRE_SQL) fire key from the fire, so a long history costs no more.
+ */
+export const HOSTS_BEFORE_SQL = `SELECT host FROM baton_runs FORCE INDEX (baton_runs_fire)
+  WHERE namespace = ? AND job = ? AND scheduled_at < ?
+  ORDER BY scheduled_at DESC LIMIT ${HOSTS_BEFORE_ROWS}`;
+
+export async function hostsBefore(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  fire: Date,
+): Promise<Set<string>> {
+  const [rows] = await db.query<RowDataPacket[]>(HOSTS_BEFORE_SQL, [namespace, job, fire]);
+  return new Set(rows.map((r) => r.host as string));
 }
 
 /** Whether the history has any row at all for `job` (any trigger). */
@@ -72,13 +97,14 @@ interface RegistryRow extends RunnerRow {
 }
 
 /**
- * The registry of the namespace with each runner judged alive or not at `NOW(3)`; also returns
- * that instant. An empty list when the registry table does not exist yet (a database from before
- * migration 0003).
+ * The registry of the namespace with each runner judged alive or not at `NOW(3)` — gone after
+ * `goneAfterMs` without a heartbeat; also returns that instant. The caller treats a missing
+ * registry table (a database from before migration 0003) as no runners.
  */
 export async function runnersNow(
   db: Queryable,
   namespace: string,
+  goneAfterMs: number,
 ): Promise<{ now: Date; runners: RunnerNow[] }> {
   const [rows] = await db.query<RegistryRow[]>(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
@@ -97,8 +123,7 @@ export async function runnersNow(
       const lockSessionHeld = r.session_held == null ? null : Number(r.session_held) === 1;
       return {
         ...toRunnerRecord(r),
-        alive:
-          r.stopped_at == null && lastSeenAgoMs <= ALIVE_WITHIN_MS && lockSessionHeld !== false,
+        alive: r.stopped_at == null && lastSeenAgoMs <= goneAfterMs && lockSessionHeld !== false,
         lockSessionHeld,
         lastSeenAgoMs,
       };
@@ -109,11 +134,26 @@ export async function runnersNow(
 /**
  * Runners that were there for a fire: registered before it (`started_at <= scheduledAt`) and not
  * stopped before it. The registry keeps one row per host, so a host restarted since the fire
- * counts from its restart only.
+ * counts from its restart only: see `restartedSince` for those.
  */
 export function runnersAtFire(runners: RunnerNow[], scheduledAt: Date): RunnerNow[] {
   const at = scheduledAt.getTime();
   return runners.filter(
     (r) => r.startedAt.getTime() <= at && (r.stoppedAt == null || r.stoppedAt.getTime() > at),
+  );
+}
+
+/**
+ * Runners registered after the fire (`started_at > scheduledAt`: restarted since, or new) whose
+ * host took part in the job shortly before it (`hostsBefore`): most likely down, or still starting,
+ * at the fire.
+ */
+export function restartedSince(
+  runners: RunnerNow[],
+  scheduledAt: Date,
+  hostsBeforeFire: ReadonlySet<string>,
+): RunnerNow[] {
+  return runners.filter(
+    (r) => r.startedAt.getTime() > scheduledAt.getTime() && hostsBeforeFire.has(r.host),
   );
 }

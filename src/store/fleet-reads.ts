@@ -64,10 +64,27 @@ export interface JobHistoryFacts {
 }
 
 /**
- * Per job: the latest success and the first row. Two statements per job, each an index lookup
- * on the fire key `(namespace, job, scheduled_at, winner)`, rather than one GROUP BY over the
- * whole history: a long history stays cheap to ask about. "Latest" is by fire, the order the
- * index keeps.
+ * The finish of a job's latest success: the latest `done` fire (the inner MAX reads one entry of
+ * the key `baton_runs_job_status (namespace, job, status, scheduled_at)`, migration 0005: "Select
+ * tables optimized away"), then that fire's `done` winner rows (one, or one per worker slot of a
+ * `workers: N` job) — however long the history. Not `ORDER BY scheduled_at DESC LIMIT 1`: for a
+ * job whose rows are not the namespace's newest, MariaDB may walk `baton_runs_scheduled`
+ * backwards through every other job's rows instead. Without migration 0005 the MAX reads the
+ * job's rows through the fire key.
+ */
+export const LAST_SUCCESS_SQL = `SELECT MAX(finished_at) AS finished_at FROM baton_runs
+  WHERE namespace = ? AND job = ? AND winner >= 1 AND status = 'done'
+    AND scheduled_at = (SELECT MAX(scheduled_at) FROM baton_runs
+                         WHERE namespace = ? AND job = ? AND status = 'done')`;
+
+/** The fire of a job's first row: MIN over the fire key's prefix, one index entry. */
+export const FIRST_ROW_SQL =
+  'SELECT MIN(scheduled_at) AS first FROM baton_runs WHERE namespace = ? AND job = ?';
+
+/**
+ * Per job: the latest success and the first row — two statements per job, each reading an index
+ * entry or two (LAST_SUCCESS_SQL, FIRST_ROW_SQL), rather than one GROUP BY over the whole
+ * history: a long history stays cheap to ask about. "Latest" is by fire.
  */
 export async function jobHistoryFacts(
   db: Queryable,
@@ -76,16 +93,13 @@ export async function jobHistoryFacts(
 ): Promise<Map<string, JobHistoryFacts>> {
   const facts = new Map<string, JobHistoryFacts>();
   for (const job of jobs) {
-    const [success] = await db.query<RowDataPacket[]>(
-      `SELECT finished_at FROM baton_runs
-        WHERE namespace = ? AND job = ? AND winner >= 1 AND status = 'done'
-        ORDER BY scheduled_at DESC LIMIT 1`,
-      [namespace, job],
-    );
-    const [[first]] = await db.query<RowDataPacket[]>(
-      'SELECT MIN(scheduled_at) AS first FROM baton_runs WHERE namespace = ? AND job = ?',
-      [namespace, job],
-    );
+    const [success] = await db.query<RowDataPacket[]>(LAST_SUCCESS_SQL, [
+      namespace,
+      job,
+      namespace,
+      job,
+    ]);
+    const [[first]] = await db.query<RowDataPacket[]>(FIRST_ROW_SQL, [namespace, job]);
     facts.set(job, {
       lastSuccessAt: (success[0]?.finished_at as Date | null | undefined) ?? null,
       firstSeenAt: (first?.first as Date | null | undefined) ?? null,

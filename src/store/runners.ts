@@ -81,14 +81,22 @@ export async function heartbeatRunner(db: Queryable, r: RunnerHeartbeat): Promis
   return res.affectedRows === 1;
 }
 
-/** Who holds a host id's registry row now, for a runner whose heartbeat found it taken. */
+/**
+ * Who holds a host id's registry row now, for a runner whose heartbeat found it taken. Alive means
+ * a recent heartbeat and a lock session that still lives: a runner restarted right after a
+ * `kill -9` (systemd's Restart=) finds its predecessor's session gone and is not in a clash.
+ */
 export async function registryOwner(
   db: Queryable,
   namespace: string,
   host: string,
 ): Promise<{ pid: number; alive: boolean } | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT pid, stopped_at IS NULL AND last_seen_at > NOW(3) - INTERVAL ? SECOND AS alive
+    `SELECT pid,
+            stopped_at IS NULL AND last_seen_at > NOW(3) - INTERVAL ? SECOND
+              AND (lock_connection_id IS NULL
+                   OR IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
+                      <=> lock_connection_id) AS alive
        FROM baton_runners WHERE namespace = ? AND host = ?`,
     [OWNER_ALIVE_SECONDS, namespace, host],
   );

@@ -6,7 +6,13 @@
  *   pause; `baton resume` brings the job back (new `done` winners).
  * - `baton explain` on a fire of three runners lists three attempts (one winner, two skips with
  *   their reasons) and nobody missing; after one runner is killed with SIGKILL, a later fire lists
- *   two attempts and names the killed runner as missing and gone.
+ *   two attempts and names the killed runner as missing and gone; once it is restarted, that fire
+ *   still names it — as `restarted` (its registry row now starts after the fire).
+ * - `baton explain` without a fire time explains the schedule's latest fire even when no runner
+ *   wrote a row for it (the job is gone from the only live runner's file): no attempts, the live
+ *   runner named as without the job — not the older fire that has rows.
+ * - `baton explain --gone-after`: a frozen runner (SIGSTOP: its lock session still open) is alive,
+ *   lagging, within the default 15 s, and gone with `--gone-after 3s`; a bad value is 64.
  * - `baton show` prints one failed run in full (error, exit code, output tail), as text and JSON;
  *   an unknown run id is a usage error (64).
  */
@@ -61,6 +67,8 @@ async function fireWithRows(job: string, from: Date, count: number): Promise<[Da
 interface ExplainJson {
   job: string;
   scheduledAt: string | null;
+  latestFromSchedule?: boolean;
+  notes?: string[];
   verdict: string;
   attempts: { host: string; winner: boolean; status: string; reason: string | null }[];
   missing: string[];
@@ -363,6 +371,26 @@ jobs:
     );
     expect(j5.verdict).toMatch(/^nobody attempted it: this fire has not come yet/);
 
+    // srv-03 comes back: its registry row now starts after fire2, and it took part in the job
+    // before that fire — named as restarted, no longer left out.
+    const [again] = await fleet.start(['srv-03'], { config });
+    const j6 = json<ExplainJson>(
+      await cli(config, 'explain', 'tick', fire2.toISOString(), '--json'),
+    );
+    expect(j6.attempts).toHaveLength(2);
+    expect(j6.missing).toEqual(['srv-03']);
+    expect(j6.missingRunners).toEqual([
+      expect.objectContaining({
+        host: 'srv-03',
+        state: 'restarted',
+        alive: true,
+        detail: expect.stringMatching(/^restarted at \S+ \S+ — down or starting at the fire$/),
+      }),
+    ]);
+    expect(j6.verdict).toMatch(
+      /; srv-03 left no attempt \(restarted at \S+ \S+: down or starting at the fire\)$/,
+    );
+
     // A job of the file that never fired: said so, exit 0. Unknown jobs and bad times: 64.
     const never = await cli(config, 'explain', 'never');
     expect(never.code).toBe(0);
@@ -376,8 +404,128 @@ jobs:
       expect(r.stderr, bad).toContain('not an ISO-8601 instant');
     }
 
-    await Promise.all(runners.slice(0, 2).map((r) => r.stop('SIGTERM')));
+    await Promise.all([...runners.slice(0, 2), again!].map((r) => r.stop('SIGTERM')));
     expectQuiet(runners.slice(0, 2));
+    // A runner restarted seconds after a kill -9 takes its host's row back: no "another runner
+    // uses the host id" — the old one's lock session ended with it.
+    expect(again!.errors(), 'srv-03 restarted after kill -9').toEqual([]);
+    expect(again!.stderr).toBe('');
+  });
+
+  it("without a fire time: the schedule's latest fire, even when nobody wrote a row for it", async () => {
+    const withTick = writeSchedule(`
+namespace: explain-latest
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["sleep", "0.03"]
+  other:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const withoutTick = writeSchedule(`
+namespace: explain-latest
+jobs:
+  other:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const first = await fleet.start(['srv-01', 'srv-02'], { config: withTick });
+    await fireWithRows('tick', await dbNow(), 2);
+    expect(await Promise.all(first.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
+    // srv-01 comes back with a file that has no tick; srv-02 stays down.
+    const [srv01] = await fleet.start(['srv-01'], { config: withoutTick });
+    const [last] = await fleet.db.query<{ at: Date }>(
+      "SELECT MAX(scheduled_at) AS at FROM baton_runs WHERE job = 'tick'",
+    );
+    await waitFor('two fires of tick with nobody to run them', async () => {
+      return (await dbNow()).getTime() > last!.at.getTime() + 2_000;
+    });
+
+    const j = json<ExplainJson>(await cli(withTick, 'explain', 'tick', '--json'));
+    expect(Date.parse(j.scheduledAt!)).toBeGreaterThan(last!.at.getTime() + 1_000);
+    expect(Date.parse(j.scheduledAt!) % 1_000).toBe(0);
+    expect(j.latestFromSchedule).toBe(true);
+    expect(j.attempts).toEqual([]);
+    expect(j.missing).toEqual(['srv-01']);
+    expect(j.missingRunners).toEqual([
+      expect.objectContaining({ host: 'srv-01', state: 'no-job', alive: true }),
+    ]);
+    expect(j.verdict).toMatch(
+      /^nobody attempted it( yet: the fire was \S+ ago|: no runner wrote a row for this fire); srv-01 left no attempt \(alive, without this job in its schedule\)$/,
+    );
+    const text = await cli(withTick, 'explain', 'tick');
+    expect(text.code).toBe(0);
+    expect(text.stdout.split('\n')[0]).toMatch(/^nobody attempted it/);
+    expect(text.stdout).toMatch(/^fire: +\S+ \S+ UTC \(the latest\)$/m);
+    expect(text.stdout).toContain("note:       the latest fire by the schedules file's schedule");
+
+    // Given explicitly, the fire with rows is still there to explain.
+    const older = json<ExplainJson>(
+      await cli(withTick, 'explain', 'tick', last!.at.toISOString(), '--json'),
+    );
+    expect(older.attempts.map((a) => a.host).sort()).toEqual(['srv-01', 'srv-02']);
+    await srv01!.stop('SIGTERM');
+    expectQuiet([...first, srv01!]);
+  });
+
+  it('--gone-after: a frozen runner is alive for 15 s by default, gone after a shorter window', async () => {
+    const config = writeSchedule(`
+namespace: explain-gone
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const runners = await fleet.start(['srv-01', 'srv-02'], {
+      config,
+      args: ['--registry-interval', '1s'],
+    });
+    await fireWithRows('tick', await dbNow(), 2);
+    runners[1]!.child.kill('SIGSTOP');
+    const frozenAt = await dbNow();
+    try {
+      // A fire 4 s after the freeze: srv-01's row only (its winner, or its skip when the frozen
+      // runner happened to hold the job's lock).
+      const fire = await waitFor(
+        'a fire 4 s after the freeze with srv-01 only',
+        async () => {
+          for (const [at, rows] of await firesBetween(
+            'tick',
+            new Date(frozenAt.getTime() + 4_000),
+          )) {
+            if (rows.length === 1 && rows[0]!.host === 'srv-01') return new Date(at);
+          }
+          return null;
+        },
+        { timeoutMs: 20_000 },
+      );
+      const byDefault = json<ExplainJson>(
+        await cli(config, 'explain', 'tick', fire.toISOString(), '--json'),
+      );
+      expect(byDefault.missingRunners).toEqual([
+        expect.objectContaining({ host: 'srv-02', state: 'lagging', alive: true }),
+      ]);
+      const quick = json<ExplainJson>(
+        await cli(config, 'explain', 'tick', fire.toISOString(), '--json', '--gone-after', '3s'),
+      );
+      expect(quick.missingRunners).toEqual([
+        expect.objectContaining({
+          host: 'srv-02',
+          state: 'gone',
+          alive: false,
+          detail: expect.stringMatching(/^gone since .*\(no heartbeat for \S+: crashed, killed/),
+        }),
+      ]);
+      expect(quick.verdict).toMatch(/; srv-02 left no attempt \(gone since \S+ \S+\)$/);
+      const bad = await cli(config, 'explain', 'tick', '--gone-after', 'soon');
+      expect(bad.code).toBe(64);
+      expect(bad.stderr).toContain('--gone-after "soon"');
+    } finally {
+      runners[1]!.child.kill('SIGCONT');
+    }
+    await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+    expectQuiet(runners.slice(0, 1));
   });
 });
 

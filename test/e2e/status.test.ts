@@ -6,19 +6,32 @@
  *   for how long), next fires from the schedules file, no warning, exit 0; a gracefully stopped
  *   runner is `stopped`, not gone, and still no warning; without a schedules file no next fires.
  * - A runner started with a changed definition of one job (and a job of its own): schedule-drift
- *   naming the job and both hosts, exit 1.
+ *   naming the job and both hosts, exit 1; read with a third schedules file, the drift also names
+ *   "this file" beside the hosts, and a job of that file no live runner loaded is drift too.
  * - A runner killed with SIGKILL: runner-gone for it once it missed its heartbeats (made short
  *   with `start --registry-interval 1s` and `status --gone-after 3s`), exit 1.
  * - The dead-man's switch: a job that keeps failing (`false`, `expect: 3s`) and a job that never
  *   fires (`0 0 1 1 *`, `expect: 2s`) get no-success warnings — the second exactly once the
  *   runner has been up for longer than 2 s — while a succeeding job does not.
+ * - A job added by a reload (SIGHUP) to a runner that has been up for longer than the job's
+ *   `expect:`: no no-success warning until `expect` after the reload (the registry's `since`), not
+ *   at once from the runner's start.
  * - A paused job: a paused warning while the pause row exists, exit 0 once it is gone.
+ * - On a history of 150,000 rows, the reads behind `status` and `explain` (latest success, first
+ *   row, latest fire, hosts before a fire) each read a handful of rows (ANALYZE: r_rows), through
+ *   the keys they name; migration 0005's key exists after `baton migrate`.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baton, writeSchedule } from '../helpers/cli.js';
+import {
+  HOSTS_BEFORE_ROWS,
+  HOSTS_BEFORE_SQL,
+  LATEST_FIRE_SQL,
+} from '../../src/store/fire-reads.js';
+import { FIRST_ROW_SQL, LAST_SUCCESS_SQL } from '../../src/store/fleet-reads.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
@@ -70,6 +83,7 @@ async function status(db: TestDatabase, args: string[], cwd?: string) {
 
 const job = (s: StatusJson, name: string) => s.jobs.find((j) => j.name === name);
 const runnerOf = (s: StatusJson, host: string) => s.runners.find((r) => r.host === host);
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const kinds = (s: StatusJson) => s.warnings.map((w) => [w.kind, w.job ?? null, w.hosts ?? null]);
 
 describe('baton status', () => {
@@ -190,13 +204,54 @@ ${extra}`;
     ]);
     const [onlyB, tick] = s.json.warnings;
     expect(tick!.message).toMatch(
-      /^schedule drift for job "tick": the runners loaded different definitions of it: definition [0-9a-f]{8} on srv-01; definition [0-9a-f]{8} on srv-02$/,
+      new RegExp(
+        '^schedule drift for job "tick": the runners loaded different definitions of it: ' +
+          `definition [0-9a-f]{8} on srv-01 and in this file \\(${escape(configA)}\\); ` +
+          'definition [0-9a-f]{8} on srv-02$',
+      ),
     );
     expect(onlyB!.message).toMatch(
-      /^schedule drift for job "only-b": only some runners loaded it: definition [0-9a-f]{8} on srv-02; not loaded on srv-01$/,
+      /^schedule drift for job "only-b": only some runners loaded it: definition [0-9a-f]{8} on srv-02; not loaded on srv-01; not in this file \(\S+\)$/,
     );
     expect(job(s.json, 'only-b')).toMatchObject({ inConfig: false, nextFire: null });
     expect(job(s.json, 'tock')!.loadedBy).toEqual(['srv-01', 'srv-02']);
+
+    // Read with a third file: tick as on srv-01, tock changed, and a job nobody runs.
+    const configC = writeSchedule(
+      jobs(
+        '["true"]',
+        `  orphan:
+    schedule: "*/5 * * * * *"
+    command: ["true"]
+`,
+      ).replace('"*/2 * * * * *"', '"*/4 * * * * *"'),
+    );
+    const c = await status(db, ['--config', configC]);
+    expect(c.code).toBe(1);
+    expect(kinds(c.json)).toEqual([
+      ['schedule-drift', 'only-b', ['srv-01', 'srv-02']],
+      ['schedule-drift', 'orphan', ['srv-01', 'srv-02']],
+      ['schedule-drift', 'tick', ['srv-01', 'srv-02']],
+      ['schedule-drift', 'tock', ['srv-01', 'srv-02']],
+    ]);
+    const byJob = Object.fromEntries(c.json.warnings.map((w) => [w.job, w.message]));
+    expect(byJob.orphan).toBe(
+      `schedule drift for job "orphan": it is in ${configC} but no live runner loaded it ` +
+        '(live: srv-01, srv-02)',
+    );
+    expect(byJob.tock).toMatch(
+      new RegExp(
+        `^schedule drift for job "tock": this file \\(${escape(configC)}\\) ` +
+          'has a different definition than the runners loaded: definition ([0-9a-f]{8}) on ' +
+          'srv-01, srv-02; definition (?!\\1)[0-9a-f]{8} in this file$',
+      ),
+    );
+    // Nobody loaded orphan and it has no history: no dead-man verdict, the drift says it.
+    expect(job(c.json, 'orphan')).toMatchObject({
+      inConfig: true,
+      loadedBy: [],
+      lastSuccessAt: null,
+    });
 
     // Once srv-02 is stopped, the fleet agrees again.
     await d2!.stop('SIGTERM');
@@ -335,5 +390,177 @@ jobs:
     expect(job(resumed.json, 'tick')).toMatchObject({ paused: false });
     await runner!.stop('SIGTERM');
     expectQuiet([runner!]);
+  });
+
+  it('a job added by a reload (SIGHUP) is judged from the reload, not from the runner start', async () => {
+    const before = `
+namespace: fleet
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`;
+    const config = writeSchedule(before);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['rl-1'], { config, args: ['--registry-interval', '1s'] });
+    // Up for longer than the new job's `expect: 5s` before it is added.
+    await waitFor(
+      'rl-1 up for 6 s',
+      async () => {
+        const s = await status(db, ['--config', config]);
+        return Date.parse(s.json.now) - Date.parse(runnerOf(s.json, 'rl-1')!.startedAt) > 6_000;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    writeFileSync(
+      config,
+      `${before}  yearly:
+    schedule: "0 0 1 1 *"
+    command: ["true"]
+    expect: 5s
+`,
+    );
+    const [clock] = await db.query<{ now: Date }>('SELECT NOW(3) AS now');
+    const reloadAfter = clock!.now;
+    runner!.child.kill('SIGHUP');
+    await runner!.waitForLog('schedule reloaded');
+
+    const seen: StatusJson[] = [];
+    const warned = await waitFor(
+      'a no-success warning for yearly',
+      async () => {
+        const s = await status(db, ['--config', config]);
+        seen.push(s.json);
+        return s.json.warnings.some((w) => w.kind === 'no-success' && w.job === 'yearly')
+          ? s
+          : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
+    // Every report taken once the registry showed the job, within 5 s of the reload, is free of
+    // it (the runner had been up for more than 5 s: judged from its start, it was overdue at once).
+    const early = seen.filter(
+      (s) =>
+        job(s, 'yearly')!.loadedBy.includes('rl-1') &&
+        Date.parse(s.now) - reloadAfter.getTime() <= 5_000,
+    );
+    expect(early.length, 'reports within 5 s of the reload').toBeGreaterThan(0);
+    for (const s of early) {
+      expect(s.warnings.filter((w) => w.job === 'yearly')).toEqual([]);
+    }
+    expect(Date.parse(warned.json.now) - reloadAfter.getTime()).toBeGreaterThan(5_000);
+    expect(kinds(warned.json)).toEqual([['no-success', 'yearly', null]]);
+    expect(warned.json.warnings[0]!.message).toMatch(/^job "yearly" has never run successfully/);
+    await runner!.stop('SIGTERM');
+    expectQuiet([runner!]);
+  });
+
+  it('the reads behind status and explain stay index lookups on a long history', async () => {
+    const db = fleet.db;
+    const config = writeSchedule(`
+namespace: big
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const migrated = await baton(['migrate', '--config', config, '--database-url', db.url]);
+    expect(migrated.code).toBe(0);
+    const keys = await db.query<{ Key_name: string; Column_name: string; Seq_in_index: number }>(
+      "SHOW INDEX FROM baton_runs WHERE Key_name = 'baton_runs_job_status'",
+    );
+    expect(keys.sort((a, b) => a.Seq_in_index - b.Seq_in_index).map((k) => k.Column_name)).toEqual([
+      'namespace',
+      'job',
+      'status',
+      'scheduled_at',
+    ]);
+
+    // 150,000 rows: tick (newest, 40,000 fires × 3 rows: failures and skips, its only successes
+    // at the very start, a manual run every 1,000 fires), other (older: 25,000 successes) and rare
+    // (oldest: 100 successes).
+    const insert = (select: string) =>
+      db.query(
+        `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status,
+           reason, host, pid, started_at, finished_at, attempts) ${select}`,
+      );
+    await insert(`SELECT 'big', 'tick', '2027-01-01' + INTERVAL seq SECOND, 1,
+        IF(seq % 1000 = 7, 'manual', 'schedule'), IF(seq < 10, 'done', 'failed'), NULL, 'srv-01',
+        1, '2027-01-01' + INTERVAL seq SECOND, '2027-01-01' + INTERVAL seq SECOND, 1
+      FROM seq_0_to_39999`);
+    await insert(`SELECT 'big', 'tick', '2027-01-01' + INTERVAL seq SECOND, NULL, 'schedule',
+        'skipped', 'busy', h.host, 1, '2027-01-01' + INTERVAL seq SECOND,
+        '2027-01-01' + INTERVAL seq SECOND, 0
+      FROM seq_0_to_39999, (SELECT 'srv-02' AS host UNION ALL SELECT 'srv-03') h`);
+    await insert(`SELECT 'big', 'other', '2026-12-01' + INTERVAL seq SECOND, 1, 'schedule', 'done',
+        NULL, 'srv-01', 1, '2026-12-01' + INTERVAL seq SECOND,
+        '2026-12-01' + INTERVAL seq SECOND + INTERVAL 1 SECOND, 1
+      FROM seq_0_to_24999`);
+    await insert(`SELECT 'big', 'rare', '2026-11-01' + INTERVAL seq HOUR, 1, 'schedule', 'done',
+        NULL, 'srv-01', 1, '2026-11-01' + INTERVAL seq HOUR, '2026-11-01' + INTERVAL seq HOUR, 1
+      FROM seq_0_to_99`);
+    await db.query('ANALYZE TABLE baton_runs');
+
+    /** Rows the statement really read, summed over its table accesses (ANALYZE's r_rows). */
+    async function rowsRead(sql: string, params: unknown[]): Promise<number> {
+      const [row] = await db.query<Record<string, string>>(`ANALYZE FORMAT=JSON ${sql}`, params);
+      let total = 0;
+      const walk = (node: unknown): void => {
+        if (Array.isArray(node)) node.forEach(walk);
+        else if (node && typeof node === 'object') {
+          for (const [key, value] of Object.entries(node)) {
+            if (key === 'r_rows' && typeof value === 'number') total += value;
+            else walk(value);
+          }
+        }
+      };
+      walk(JSON.parse(Object.values(row!)[0]!));
+      return total;
+    }
+    const iso = (text: string) => new Date(text);
+    for (const name of ['tick', 'other', 'rare', 'none']) {
+      expect(
+        await rowsRead(LAST_SUCCESS_SQL, ['big', name, 'big', name]),
+        `${name}: last success`,
+      ).toBeLessThanOrEqual(2);
+      expect(
+        await rowsRead(FIRST_ROW_SQL, ['big', name]),
+        `${name}: first row`,
+      ).toBeLessThanOrEqual(1);
+      expect(await rowsRead(LATEST_FIRE_SQL, ['big', name]), `${name}: latest fire`).toBeLessThan(
+        5,
+      );
+      expect(
+        await rowsRead(HOSTS_BEFORE_SQL, ['big', name, iso('2027-01-01T06:00:00Z')]),
+        `${name}: hosts before a fire`,
+      ).toBeLessThanOrEqual(HOSTS_BEFORE_ROWS);
+    }
+    const [lastTick] = await db.query<{ finished_at: Date | null }>(LAST_SUCCESS_SQL, [
+      'big',
+      'tick',
+      'big',
+      'tick',
+    ]);
+    expect(lastTick!.finished_at).toEqual(iso('2027-01-01T00:00:09Z'));
+
+    // And the commands answer from them.
+    const s = await status(db, ['--config', config]);
+    expect(job(s.json, 'tick')!.lastSuccessAt).toBe('2027-01-01T00:00:09.000Z');
+    const explained = await baton([
+      'explain',
+      'other',
+      '--json',
+      '--namespace',
+      'big',
+      '--database-url',
+      db.url,
+      '--config',
+      config,
+    ]);
+    expect(explained.stderr).toBe('');
+    expect(JSON.parse(explained.stdout)).toMatchObject({
+      scheduledAt: '2026-12-01T06:56:39.000Z',
+      attempts: [{ host: 'srv-01', status: 'done' }],
+    });
   });
 });

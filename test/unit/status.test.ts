@@ -2,21 +2,41 @@
  * `baton status` as a pure function (src/fleet/status.ts) and the dead-man's switch
  * (src/fleet/dead-man.ts): from registry rows, running rows, pauses, per-job history facts and a
  * database instant, the report and exactly the warnings it must carry — runner states and their
- * edges (alive / stopped / gone / stale), clock offsets and their sign, schedule drift, the
- * dead-man's rules (own `expect:`, two fires plus a grace, never-ran jobs, paused or disabled
- * jobs), next fires, and the JSON shape.
+ * edges (alive / stopped / gone / stale), clock offsets and their sign, schedule drift (between
+ * runners, and between the local schedules file and the runners, including a job of the file no
+ * runner loaded), both shapes of the registry's `schedule` column (`{job: fp}` and `{job: {fp,
+ * since}}`), the dead-man's rules (own `expect:`, two fires plus a grace, never-ran jobs judged
+ * from when a runner loaded them — not from the runner's start —, paused or disabled jobs), next
+ * fires, and the JSON shape. Also `baton explain`'s pure parts: the schedule's latest fire, which
+ * fire "the latest" is, and how a runner without an attempt is judged (restarted since the fire,
+ * given the job after it, gone after --gone-after).
  */
 import { describe, expect, it } from 'vitest';
+import {
+  judgeMissing,
+  latestOf,
+  verdictOf,
+  type MissingRunner,
+} from '../../src/cli/commands/explain.js';
+import { scheduleFingerprint } from '../../src/config/fingerprint.js';
 import { parseConfig } from '../../src/config/load.js';
-import { defaultGraceMs, expectation, MIN_GRACE_MS } from '../../src/fleet/dead-man.js';
+import type { Config } from '../../src/config/schema.js';
+import {
+  defaultGraceMs,
+  expectation,
+  lastFireAtOrBefore,
+  MIN_GRACE_MS,
+} from '../../src/fleet/dead-man.js';
 import {
   buildStatus,
   driftWarnings,
+  loadedJobs,
   STALE_RUNNER_MS,
   statusToJson,
   type StatusInput,
 } from '../../src/fleet/status.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
+import type { RunnerNow } from '../../src/store/fire-reads.js';
 import type { JobHistoryFacts, RunningRun } from '../../src/store/fleet-reads.js';
 import type { Pause } from '../../src/store/pauses.js';
 import type { RunnerRecord } from '../../src/store/runners.js';
@@ -42,6 +62,25 @@ function runner(host: string, o: Partial<RunnerRecord> = {}): RunnerRecord {
 }
 
 const config = (yaml: string) => parseConfig('/etc/baton/schedules.yaml', yaml);
+
+/**
+ * The registry's `schedule` column in the shape runners that say since when write: `{job: {fp,
+ * since}}`. Typed loosely on purpose: the readers accept both shapes.
+ */
+type Loaded = Record<string, string | { fp: string; since: string }>;
+const asSchedule = (s: Loaded) => s as unknown as RunnerRecord['schedule'];
+
+/** What a runner that loaded `file` says it loaded: the real fingerprints, old shape. */
+const printsOf = (file: Config): Loaded => scheduleFingerprint(file);
+
+/** The same in the new shape, every job loaded at `since`. */
+const loadedAt = (file: Config, since: Date): Loaded =>
+  Object.fromEntries(
+    Object.entries(scheduleFingerprint(file)).map(([job, fp]) => [
+      job,
+      { fp, since: since.toISOString() },
+    ]),
+  );
 
 const TICK = config(`
 namespace: ns
@@ -201,6 +240,166 @@ describe('schedule drift', () => {
   });
 });
 
+describe('the registry schedule column, in both shapes', () => {
+  it('reads {job: fp} (since = the start) and {job: {fp, since}}; since never before the start', () => {
+    const startedAt = ago(60_000);
+    const jobs = loadedJobs({
+      startedAt,
+      schedule: {
+        old: 'f1',
+        fresh: { fp: 'f2', since: ago(5_000).toISOString() },
+        early: { fp: 'f3', since: ago(120_000).toISOString() },
+        asDate: { fp: 'f4', since: ago(7_000) },
+        noSince: { fp: 'f5' },
+        garbage: { since: ago(1).toISOString() },
+        number: 7,
+      },
+    });
+    expect(Object.fromEntries(jobs)).toEqual({
+      old: { fingerprint: 'f1', since: startedAt },
+      fresh: { fingerprint: 'f2', since: ago(5_000) },
+      early: { fingerprint: 'f3', since: startedAt },
+      asDate: { fingerprint: 'f4', since: ago(7_000) },
+      noSince: { fingerprint: 'f5', since: startedAt },
+    });
+  });
+
+  it('drift compares fingerprints whatever the shape', () => {
+    const fleet = [
+      runner('a', { schedule: asSchedule({ tick: 'x' }) }),
+      runner('b', { schedule: asSchedule({ tick: { fp: 'x', since: ago(10).toISOString() } }) }),
+    ];
+    expect(driftWarnings(fleet)).toEqual([]);
+    const differ = driftWarnings([
+      ...fleet,
+      runner('c', { schedule: asSchedule({ tick: { fp: 'y', since: ago(10).toISOString() } }) }),
+    ]);
+    expect(differ.map((w) => w.message)).toEqual([
+      'schedule drift for job "tick": the runners loaded different definitions of it: ' +
+        'definition x on a, b; definition y on c',
+    ]);
+  });
+});
+
+describe('schedule drift against the local schedules file', () => {
+  const FILE_TEXT = `
+namespace: ns
+jobs:
+  tick:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+  nightly:
+    schedule: "0 3 * * *"
+    command: ["true"]
+  off:
+    schedule: "0 4 * * *"
+    command: ["true"]
+    enabled: false
+`;
+  const FILE = config(FILE_TEXT);
+  const prints = scheduleFingerprint(FILE);
+  const tick8 = prints.tick!.slice(0, 8);
+
+  it('is silent when the live runners loaded exactly the file', () => {
+    const fleet = [
+      runner('a', { schedule: asSchedule(printsOf(FILE)) }),
+      runner('b', { schedule: asSchedule(loadedAt(FILE, ago(5_000))) }),
+    ];
+    expect(driftWarnings(fleet, FILE)).toEqual([]);
+    // The same file installed in another folder is the same schedule.
+    const elsewhere = parseConfig('/opt/other/schedules.yaml', FILE_TEXT);
+    expect(driftWarnings(fleet, elsewhere)).toEqual([]);
+  });
+
+  it('an enabled job of the file that no live runner loaded; a disabled one is not drift', () => {
+    const onlyTick = { tick: prints.tick! };
+    const fleet = [runner('srv-02', { schedule: asSchedule(onlyTick) })];
+    const report = status({ config: FILE, runners: fleet, history: fresh('tick') });
+    expect(report.warnings).toEqual([
+      {
+        kind: 'schedule-drift',
+        message:
+          'schedule drift for job "nightly": it is in /etc/baton/schedules.yaml but no live ' +
+          'runner loaded it (live: srv-02)',
+        job: 'nightly',
+        hosts: ['srv-02'],
+      },
+    ]);
+    // No history and nobody loaded it: the dead-man cannot judge it, the drift says it.
+    expect(report.jobs.find((j) => j.name === 'nightly')).toMatchObject({
+      loadedBy: [],
+      overdueAt: null,
+    });
+    // With no live runner at all (a gone one does not count), every enabled job of the file.
+    const down = status({
+      config: FILE,
+      runners: [runner('srv-02', { lastSeenAt: ago(60_000) })],
+    });
+    expect(down.warnings.map((w) => [w.kind, w.job ?? null])).toEqual([
+      ['runner-gone', null],
+      ['schedule-drift', 'nightly'],
+      ['schedule-drift', 'tick'],
+    ]);
+    expect(down.warnings[2]!.message).toBe(
+      'schedule drift for job "tick": it is in /etc/baton/schedules.yaml but no live runner ' +
+        'loaded it (no runner is alive)',
+    );
+  });
+
+  it('the file has another definition than the runners run: names this file and the hosts', () => {
+    const fleet = ['srv-01', 'srv-02'].map((h) =>
+      runner(h, { schedule: asSchedule({ ...prints, tick: '5555555555555555' }) }),
+    );
+    expect(driftWarnings(fleet, FILE)).toEqual([
+      {
+        kind: 'schedule-drift',
+        message:
+          'schedule drift for job "tick": this file (/etc/baton/schedules.yaml) has a different ' +
+          `definition than the runners loaded: definition 55555555 on srv-01, srv-02; definition ${tick8} in this file`,
+        job: 'tick',
+        hosts: ['srv-01', 'srv-02'],
+      },
+    ]);
+  });
+
+  it('runners that disagree: the file sides with one group, or with none', () => {
+    const fleet = [
+      runner('srv-01', { schedule: asSchedule(prints) }),
+      runner('srv-02', { schedule: asSchedule({ ...prints, tick: '2222222222222222' }) }),
+    ];
+    expect(driftWarnings(fleet, FILE).map((w) => w.message)).toEqual([
+      'schedule drift for job "tick": the runners loaded different definitions of it: ' +
+        `definition ${tick8} on srv-01 and in this file (/etc/baton/schedules.yaml); ` +
+        'definition 22222222 on srv-02',
+    ]);
+    const third = driftWarnings(
+      [
+        runner('srv-03', { schedule: asSchedule({ ...prints, tick: '3333333333333333' }) }),
+        ...fleet,
+      ],
+      FILE,
+    );
+    expect(third.map((w) => w.message)).toEqual([
+      'schedule drift for job "tick": the runners loaded different definitions of it: ' +
+        `definition 33333333 on srv-03; definition ${tick8} on srv-01 and in this file ` +
+        '(/etc/baton/schedules.yaml); definition 22222222 on srv-02',
+    ]);
+  });
+
+  it('a job the runners run that is not in the file; and one only some runners run', () => {
+    const fleet = [
+      runner('a', { schedule: asSchedule({ ...prints, extra: 'eeeeeeeeeeeeeeee' }) }),
+      runner('b', { schedule: asSchedule({ ...prints, extra: 'eeeeeeeeeeeeeeee', more: 'm' }) }),
+    ];
+    expect(driftWarnings(fleet, FILE).map((w) => w.message)).toEqual([
+      'schedule drift for job "extra": the runners loaded it, but it is not in this file ' +
+        '(/etc/baton/schedules.yaml): definition eeeeeeee on a, b',
+      'schedule drift for job "more": only some runners loaded it: definition m on b; ' +
+        'not loaded on a; not in this file (/etc/baton/schedules.yaml)',
+    ]);
+  });
+});
+
 describe("the dead-man's switch", () => {
   const FAILING = config(`
 namespace: ns
@@ -211,15 +410,20 @@ jobs:
     expect: 26h
 `);
 
+  // A live runner that loaded exactly the file: no drift in these tests.
+  const runsFailing = [runner('a', { schedule: asSchedule(printsOf(FAILING)) })];
+
   it('with its own expect: warns once the last success is older than that', () => {
     const within = status({
       config: FAILING,
+      runners: runsFailing,
       history: new Map([['settle', { lastSuccessAt: ago(26 * 3_600_000), firstSeenAt: null }]]),
     });
     expect(within.warnings).toEqual([]);
     expect(within.jobs[0]).toMatchObject({ expectMs: 26 * 3_600_000, overdueAt: NOW });
     const over = status({
       config: FAILING,
+      runners: runsFailing,
       history: new Map([['settle', { lastSuccessAt: ago(26 * 3_600_000 + 1), firstSeenAt: null }]]),
     });
     expect(over.warnings).toEqual([
@@ -236,6 +440,7 @@ jobs:
   it('a job that never succeeded is judged from its first history row', () => {
     const report = status({
       config: FAILING,
+      runners: runsFailing,
       history: new Map([['settle', { lastSuccessAt: null, firstSeenAt: ago(27 * 3_600_000) }]]),
     });
     expect(report.warnings.map((w) => [w.kind, w.job])).toEqual([['no-success', 'settle']]);
@@ -252,7 +457,7 @@ jobs:
     expect: 2s
 `);
     const loaded = (host: string, startedAt: Date) =>
-      runner(host, { startedAt, schedule: { yearly: 'y' } });
+      runner(host, { startedAt, schedule: asSchedule(printsOf(yearly)) });
     const young = status({ config: yearly, runners: [loaded('a', ago(1_500))] });
     expect(young.warnings).toEqual([]);
     const old = status({
@@ -260,20 +465,86 @@ jobs:
       runners: [loaded('a', ago(1_500)), loaded('b', ago(2_500))],
     });
     expect(old.warnings.map((w) => [w.kind, w.job])).toEqual([['no-success', 'yearly']]);
-    // Not loaded by any live runner and no history: nothing says since when it should have run.
+    // Not loaded by any live runner and no history: nothing says since when it should have run,
+    // so no no-success — but it is drift: the file has a job the fleet does not run (and the
+    // fleet runs a job the file does not have).
     const unknown = status({ config: yearly, runners: [runner('a', { startedAt: ago(9e6) })] });
     expect(unknown.warnings.filter((w) => w.kind === 'no-success')).toEqual([]);
+    expect(unknown.warnings).toEqual([
+      {
+        kind: 'schedule-drift',
+        message:
+          'schedule drift for job "tick": the runners loaded it, but it is not in this file ' +
+          '(/etc/baton/schedules.yaml): definition aaaaaaaa on a',
+        job: 'tick',
+        hosts: ['a'],
+      },
+      {
+        kind: 'schedule-drift',
+        message:
+          'schedule drift for job "yearly": it is in /etc/baton/schedules.yaml but no live ' +
+          'runner loaded it (live: a)',
+        job: 'yearly',
+        hosts: ['a'],
+      },
+    ]);
+  });
+
+  it('a job added by a reload is judged from when the runner loaded it, not from its start', () => {
+    const yearly = config(`
+namespace: ns
+jobs:
+  yearly:
+    schedule: "0 0 1 1 *"
+    command: ["true"]
+    expect: 2s
+`);
+    // Up for a week; the job came with a reload 1.5 s ago: not overdue.
+    const week = ago(7 * 86_400_000);
+    const reloaded = (since: Date) =>
+      status({
+        config: yearly,
+        runners: [runner('a', { startedAt: week, schedule: asSchedule(loadedAt(yearly, since)) })],
+      });
+    expect(reloaded(ago(1_500)).warnings).toEqual([]);
+    expect(reloaded(ago(1_500)).jobs[0]).toMatchObject({
+      overdueAt: new Date(ago(1_500).getTime() + 2_000),
+    });
+    // 2.5 s after the reload it is.
+    const late = reloaded(ago(2_500));
+    expect(late.warnings.map((w) => [w.kind, w.job])).toEqual([['no-success', 'yearly']]);
+    expect(late.warnings[0]!.message).toMatch(
+      /^job "yearly" has never run successfully in the 2\.5s since it appeared/,
+    );
+    // The earliest runner that had it counts; a registry row that does not say since when
+    // (the old shape) counts from its runner's start.
+    const mixed = status({
+      config: yearly,
+      runners: [
+        runner('a', { startedAt: week, schedule: asSchedule(loadedAt(yearly, ago(1_000))) }),
+        runner('b', { startedAt: ago(1_800), schedule: asSchedule(printsOf(yearly)) }),
+      ],
+    });
+    expect(mixed.warnings).toEqual([]);
+    expect(mixed.jobs[0]!.overdueAt).toEqual(new Date(ago(1_800).getTime() + 2_000));
+    const old = status({
+      config: yearly,
+      runners: [runner('b', { startedAt: week, schedule: asSchedule(printsOf(yearly)) })],
+    });
+    expect(old.warnings.map((w) => w.kind)).toEqual(['no-success']);
   });
 
   it('by default allows two fires plus a grace of max(1 min, 10% of the period)', () => {
     // Every 10 minutes; last success at 11:40:05 → fires 11:50, 12:00 → overdue after 12:01.
     const history = (lastSuccessAt: Date) =>
       new Map([['tick', { lastSuccessAt, firstSeenAt: null }]]);
-    const ok = status({ config: TICK, history: history(at('2027-03-10T11:40:05Z')) });
+    const runners = [runner('a', { schedule: asSchedule(printsOf(TICK)) })];
+    const ok = status({ config: TICK, runners, history: history(at('2027-03-10T11:40:05Z')) });
     expect(ok.jobs[0]!.overdueAt).toEqual(at('2027-03-10T12:01:00Z'));
     expect(ok.warnings).toEqual([]);
     const late = status({
       config: TICK,
+      runners: runners.map((r) => ({ ...r, lastSeenAt: at('2027-03-10T12:01:00Z') })),
       history: history(at('2027-03-10T11:40:05Z')),
       now: at('2027-03-10T12:01:00.001Z'),
     });
@@ -324,7 +595,7 @@ jobs:
     const report = status({
       config: file,
       pauses: [pause],
-      runners: [runner('a', { schedule: { held: 'h', off: 'o', elsewhere: 'e' } })],
+      runners: [runner('a', { schedule: asSchedule({ ...printsOf(file), elsewhere: 'e' }) })],
       history: new Map([
         ['held', old],
         ['off', old],
@@ -332,6 +603,7 @@ jobs:
       ]),
     });
     expect(report.warnings).toEqual([
+      expect.objectContaining({ kind: 'schedule-drift', job: 'elsewhere' }),
       {
         kind: 'paused',
         message:
@@ -367,7 +639,12 @@ describe('jobs, running runs and the JSON shape', () => {
       attempts: 1,
     };
     const json = statusToJson(
-      status({ config: TICK, running: [run], runners: [runner('srv-02')], history: fresh('tick') }),
+      status({
+        config: TICK,
+        running: [run],
+        runners: [runner('srv-02', { schedule: asSchedule(printsOf(TICK)) })],
+        history: fresh('tick'),
+      }),
     );
     expect(json.running).toEqual([
       {
@@ -409,5 +686,170 @@ describe('jobs, running runs and the JSON shape', () => {
       ],
       warnings: [],
     });
+  });
+});
+
+describe("the schedule's latest fire (explain's default fire)", () => {
+  it('is the latest fire at or before the instant, by the same maths as the runners', () => {
+    const tick = parseSchedule('*/10 * * * *', 'UTC');
+    expect(lastFireAtOrBefore(tick, at('2027-03-10T12:07:31Z'))).toEqual(
+      at('2027-03-10T12:00:00Z'),
+    );
+    expect(lastFireAtOrBefore(tick, at('2027-03-10T12:10:00Z'))).toEqual(
+      at('2027-03-10T12:10:00Z'),
+    );
+    const yearly = parseSchedule('0 3 1 1 *', 'Europe/Berlin');
+    expect(lastFireAtOrBefore(yearly, at('2027-03-10T12:00:00Z'))).toEqual(
+      at('2027-01-01T02:00:00Z'),
+    );
+    // Leap days only: four years back.
+    const leap = parseSchedule('0 0 29 2 *', 'UTC');
+    expect(lastFireAtOrBefore(leap, at('2027-03-10T12:00:00Z'))).toEqual(
+      at('2024-02-29T00:00:00Z'),
+    );
+    // The skipped hour of New York's spring change: 02:30 runs at 03:00 EDT (07:00 UTC).
+    const dst = parseSchedule('30 2 * * *', 'America/New_York');
+    expect(lastFireAtOrBefore(dst, at('2027-03-14T08:00:00Z'))).toEqual(
+      dst.nextAfter(at('2027-03-13T12:00:00Z')),
+    );
+  });
+
+  it('agrees with nextAfter on many instants and expressions', () => {
+    const expressions: [string, string][] = [
+      ['* * * * * *', 'UTC'],
+      ['*/7 * * * *', 'Asia/Kolkata'],
+      ['0 9 * * 1-5', 'Europe/Berlin'],
+      ['15 1,2,3 * * *', 'America/New_York'],
+      ['0 0 1 * *', 'UTC'],
+    ];
+    let t = at('2027-01-01T00:00:00Z').getTime();
+    for (let i = 0; i < 200; i++) {
+      t += 3_611_117 * (1 + (i % 29)); // irregular steps, across both 2027 DST changes
+      const instant = new Date(t);
+      for (const [expr, tz] of expressions) {
+        const s = parseSchedule(expr, tz);
+        const last = lastFireAtOrBefore(s, instant)!;
+        expect(last.getTime(), `${expr} ${instant.toISOString()}`).toBeLessThanOrEqual(t);
+        expect(s.nextAfter(last)!.getTime(), `${expr} ${instant.toISOString()}`).toBeGreaterThan(t);
+        // and it is a fire: the next fire after just before it is itself
+        expect(s.nextAfter(new Date(last.getTime() - 1))).toEqual(last);
+      }
+    }
+  });
+});
+
+describe('baton explain: which fire, and the runners that left no attempt', () => {
+  const FIRE = at('2027-03-10T11:50:00Z');
+  const FILE = config(`
+namespace: ns
+jobs:
+  tick:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+  idle:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+    enabled: false
+`);
+  const tickJob = FILE.jobs.find((j) => j.name === 'tick')!;
+  const idleJob = FILE.jobs.find((j) => j.name === 'idle')!;
+
+  function now(host: string, o: Partial<RunnerNow> = {}): RunnerNow {
+    const r = runner(host, { schedule: asSchedule(printsOf(FILE)), ...o });
+    return {
+      alive: true,
+      lockSessionHeld: true,
+      lastSeenAgoMs: NOW.getTime() - r.lastSeenAt.getTime(),
+      ...r,
+      ...o,
+    };
+  }
+
+  it("the latest fire: the schedule's when it is later than the history's", () => {
+    const runners = [now('a')];
+    // History has 11:40; the schedule fired at 12:00 (NOW): that one, although it has no row.
+    expect(latestOf(tickJob, at('2027-03-10T11:40:00Z'), runners, NOW)).toEqual({
+      fire: NOW,
+      fromSchedule: true,
+      beforeAnyRunner: null,
+    });
+    // History is up to date: the history's.
+    expect(latestOf(tickJob, NOW, runners, NOW)).toMatchObject({ fire: NOW, fromSchedule: false });
+    // Not in the file, or disabled there: the history's only.
+    expect(latestOf(null, FIRE, runners, NOW)).toMatchObject({ fire: FIRE, fromSchedule: false });
+    expect(latestOf(idleJob, FIRE, runners, NOW)).toMatchObject({
+      fire: FIRE,
+      fromSchedule: false,
+    });
+    // No history: the schedule's fire only when some runner had the job by then.
+    expect(latestOf(tickJob, null, runners, NOW)).toMatchObject({ fire: NOW, fromSchedule: true });
+    const addedLater = [
+      now('a', { schedule: asSchedule(loadedAt(FILE, at('2027-03-10T12:01:00Z'))) }),
+      now('b', { startedAt: at('2027-03-10T12:00:00.500Z') }),
+    ];
+    expect(latestOf(tickJob, null, addedLater, at('2027-03-10T12:05:00Z'))).toEqual({
+      fire: null,
+      fromSchedule: false,
+      beforeAnyRunner: at('2027-03-10T12:00:00Z'),
+    });
+  });
+
+  it('a runner restarted after the fire is "restarted", whatever it is now', () => {
+    const startedAt = at('2027-03-10T11:55:00Z');
+    const alive = judgeMissing(now('srv-03', { startedAt }), 'tick', FIRE, NOW, 15_000);
+    expect(alive).toMatchObject({
+      host: 'srv-03',
+      state: 'restarted',
+      alive: true,
+      detail: 'restarted at 2027-03-10 11:55:00.000 — down or starting at the fire',
+    });
+    const goneAgain = judgeMissing(
+      now('srv-03', { startedAt, alive: false, lastSeenAt: ago(60_000), lastSeenAgoMs: 60_000 }),
+      'tick',
+      FIRE,
+      NOW,
+      15_000,
+    );
+    expect(goneAgain.state).toBe('restarted');
+    expect(goneAgain.detail).toMatch(/; gone since 2027-03-10 11:59:00\.000$/);
+    expect(verdictOf([], [alive], FIRE, NOW)).toBe(
+      'nobody attempted it: no runner wrote a row for this fire; srv-03 left no attempt ' +
+        '(restarted at 2027-03-10 11:55:00.000: down or starting at the fire)',
+    );
+  });
+
+  it('a runner that got the job by a reload after the fire; gone by --gone-after', () => {
+    const later = now('a', {
+      startedAt: ago(86_400_000),
+      schedule: asSchedule(loadedAt(FILE, at('2027-03-10T11:52:00Z'))),
+    });
+    expect(judgeMissing(later, 'tick', FIRE, NOW, 15_000)).toMatchObject({
+      state: 'loaded-later',
+      detail:
+        'alive; it loaded its definition of "tick" at 2027-03-10 11:52:00.000, after this fire ' +
+        '(a reload added or changed the job)',
+    });
+    // The old shape says nothing about when: a runner there at the fire is lagging.
+    const lagging = now('a', { startedAt: ago(86_400_000) });
+    expect(judgeMissing(lagging, 'tick', FIRE, NOW, 15_000).state).toBe('lagging');
+
+    const quiet = now('b', { alive: false, lastSeenAt: ago(4_000), lastSeenAgoMs: 4_000 });
+    expect(judgeMissing(quiet, 'tick', FIRE, NOW, 3_000).detail).toMatch(/no heartbeat for 4/);
+    expect(judgeMissing(quiet, 'tick', FIRE, NOW, 15_000).detail).toMatch(
+      /its lock session has ended/,
+    );
+  });
+
+  it('a fire seconds old without rows is "not yet"; a fire nobody was there for says so', () => {
+    const fresh: MissingRunner = judgeMissing(now('a'), 'tick', ago(1_200), NOW, 15_000);
+    expect(fresh.state).toBe('lagging');
+    expect(verdictOf([], [fresh], ago(1_200), NOW)).toBe(
+      'nobody attempted it yet: the fire was 1.2s ago; a left no attempt (alive: its attempt ' +
+        'is not written yet)',
+    );
+    expect(verdictOf([], [], FIRE, NOW)).toBe(
+      'nobody attempted it: no runner wrote a row for this fire, and no registered runner was ' +
+        'running then',
+    );
   });
 });

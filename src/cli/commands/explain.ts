@@ -2,23 +2,32 @@
  * `baton explain <job> [fire-time]`: why did a fire run where it did, or not at all. One verdict
  * line first, then every runner's attempt for the fire, then the registered runners that were there
  * for it and left no row at all — each judged now: gone (crashed or cut off), stopped, alive
- * without the job in its schedule, or alive and lagging.
+ * without the job in its schedule, alive but given the job only after the fire (a reload), or
+ * alive and lagging — and those restarted since the fire that took part in the job before it
+ * (down, or still starting, at the fire).
+ *
+ * "The latest fire" is the latest of the history's and — for an enabled job of the local
+ * schedules file — the schedule's own latest fire by the database's clock: a fire nobody
+ * attempted leaves no row, and is exactly the one to explain.
  */
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config/load.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { jobNameSchema } from '../../config/schema.js';
+import { lastFireAtOrBefore } from '../../fleet/dead-man.js';
+import { loadedJobs } from '../../fleet/status.js';
 import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { parseSchedule } from '../../schedule/cron.js';
+import { parseSchedule, type Schedule } from '../../schedule/cron.js';
 import { openConnection } from '../../store/connect.js';
 import {
-  ALIVE_WITHIN_MS,
   databaseNow,
+  hostsBefore,
   isMissingSchema,
   jobHasRows,
   latestFire,
+  restartedSince,
   runnersAtFire,
   runnersNow,
   type RunnerNow,
@@ -36,18 +45,20 @@ import {
 } from '../options.js';
 import { runToJson } from './history.js';
 import { parseFrom } from './list.js';
+import { GONE_AFTER_OPTION, goneAfterMs } from './status.js';
 
 interface ExplainArgs extends CommonArgs {
   job: string;
   fire?: string;
   json: boolean;
   namespace?: string;
+  goneAfter: string;
 }
 
 /** How recent a fire may be for an alive runner without a row to count as "still contending". */
 const STILL_CONTENDING_MS = 5_000;
 
-export type MissingState = 'gone' | 'stopped' | 'no-job' | 'lagging';
+export type MissingState = 'gone' | 'stopped' | 'no-job' | 'loaded-later' | 'lagging' | 'restarted';
 
 export interface MissingRunner {
   host: string;
@@ -100,7 +111,8 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       .option('namespace', {
         type: 'string',
         describe: "namespace to read (env BATON_NAMESPACE; default the schedules file's)",
-      }) as never,
+      })
+      .option('gone-after', GONE_AFTER_OPTION) as never,
   handler: action(async (args: ExplainArgs) => {
     const name = String(args.job);
     const nameCheck = jobNameSchema.safeParse(name);
@@ -108,6 +120,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       throw new UsageError(`"${name}": ${nameCheck.error.issues[0]?.message}`);
     }
     const given = args.fire != null ? parseFireTime(String(args.fire)) : null;
+    const goneAfter = goneAfterMs(args);
     const namespace = resolveNamespace(args);
     const config = optionalConfig(args);
     const job =
@@ -117,8 +130,10 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
     const target = resolveDatabase(args);
 
     let fire: Date | null = given;
+    let latest: LatestFire = { fire: null, fromSchedule: false, beforeAnyRunner: null };
     let rows: Run[] = [];
     let runners: RunnerNow[] = [];
+    let before = new Set<string>();
     let now = new Date();
     let known = job != null;
     let pause: Pause | null = null;
@@ -127,17 +142,29 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       conn = await openConnection(target, { create: false });
       now = await databaseNow(conn);
       try {
-        fire ??= await latestFire(conn, namespace, name);
-        if (fire) rows = await fireRows(conn, namespace, name, fire);
-        known ||= rows.length > 0 || (await jobHasRows(conn, namespace, name));
-      } catch (err) {
-        if (!isMissingSchema(err)) throw err;
-      }
-      try {
-        ({ now, runners } = await runnersNow(conn, namespace));
+        ({ now, runners } = await runnersNow(conn, namespace, goneAfter));
         pause = await findPause(conn, namespace, name);
       } catch (err) {
         // A database from before the registry (migration 0003): nobody to name.
+        if (!isMissingSchema(err)) throw err;
+      }
+      let inHistory: Date | null = null;
+      try {
+        if (!given) inHistory = await latestFire(conn, namespace, name);
+      } catch (err) {
+        if (!isMissingSchema(err)) throw err;
+      }
+      if (!given) {
+        latest = latestOf(job, inHistory, runners, now);
+        fire = latest.fire;
+      }
+      try {
+        if (fire) {
+          rows = await fireRows(conn, namespace, name, fire);
+          before = await hostsBefore(conn, namespace, name, fire);
+        }
+        known ||= rows.length > 0 || (await jobHasRows(conn, namespace, name));
+      } catch (err) {
         if (!isMissingSchema(err)) throw err;
       }
     } catch (err) {
@@ -156,8 +183,13 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
 
     if (!fire) {
       const next = job ? nextFire(job, now) : null;
+      const unloaded = latest.beforeAnyRunner;
       const verdict =
-        `${name} has not fired yet in namespace "${namespace}" (no scheduled fire in the history)` +
+        `${name} has not fired yet in namespace "${namespace}" (no scheduled fire in the history` +
+        (unloaded
+          ? `; its schedule's latest fire, ${formatInstant(unloaded)} UTC, came before any ` +
+            'runner loaded it)'
+          : ')') +
         (job && !job.enabled ? '; it is disabled in the schedules file' : '') +
         (next ? `; next fire ${formatInstant(next)} UTC` : '');
       if (args.json) {
@@ -180,12 +212,18 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
     }
 
     const attemptHosts = new Set(rows.map((r) => r.host));
-    const missing = runnersAtFire(runners, fire)
+    const missing = [...runnersAtFire(runners, fire), ...restartedSince(runners, fire, before)]
       .filter((r) => !attemptHosts.has(r.host))
-      .map((r) => judgeMissing(r, name, fire, now));
+      .sort((a, b) => a.host.localeCompare(b.host))
+      .map((r) => judgeMissing(r, name, fire, now, goneAfter));
     const notAFire = rows.length === 0 && job ? notAFireOf(job, fire) : null;
     const verdict = verdictOf(rows, missing, fire, now, notAFire);
     const notes = notesFor(job, fire, rows, now, pause, notAFire);
+    if (latest.fromSchedule && rows.length === 0) {
+      notes.unshift(
+        "the latest fire by the schedules file's schedule; no runner wrote a row for it",
+      );
+    }
 
     if (args.json) {
       printJson({
@@ -193,6 +231,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         namespace,
         scheduledAt: fire.toISOString(),
         latest: given == null,
+        latestFromSchedule: latest.fromSchedule,
         verdict,
         winner: rows.find((r) => r.winner) ? runToJson(rows.find((r) => r.winner)!) : null,
         attempts: rows.map(runToJson),
@@ -243,7 +282,9 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       out.push(
         runners.length === 0
           ? 'no attempt missing: no runner is registered in this namespace'
-          : 'no attempt missing: every runner that was running at the fire left a row',
+          : rows.length === 0
+            ? 'no attempt missing: no registered runner was running at the fire'
+            : 'no attempt missing: every runner that was running at the fire left a row',
       );
     } else {
       out.push(`runners that left no attempt (${missing.length}):`);
@@ -273,16 +314,63 @@ function pauseJson(p: Pause | null) {
   return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
 }
 
-function nextFire(job: JobDefinition, after: Date): Date | null {
+function scheduleOf(job: JobDefinition): Schedule | null {
   try {
-    return parseSchedule(job.schedule, job.timezone).nextAfter(after);
+    return parseSchedule(job.schedule, job.timezone);
   } catch {
     return null;
   }
 }
 
-/** Why a runner that was there for the fire left no row, judged now. */
-export function judgeMissing(r: RunnerNow, job: string, fire: Date, now: Date): MissingRunner {
+function nextFire(job: JobDefinition, after: Date): Date | null {
+  return scheduleOf(job)?.nextAfter(after) ?? null;
+}
+
+export interface LatestFire {
+  /** The fire to explain; null when there is none yet. */
+  fire: Date | null;
+  /** True when it is the schedule's fire, later than any fire in the history. */
+  fromSchedule: boolean;
+  /** The schedule's latest fire when it came before any runner had the job (and no history). */
+  beforeAnyRunner: Date | null;
+}
+
+/**
+ * The latest fire to explain: the later of the history's latest (`inHistory`) and, for an enabled
+ * job of the local file, its schedule's latest fire at or before `now` (database time). A fire
+ * that left no row at all is the one most worth explaining — but for a job without any history,
+ * only when a registered runner had the job by then (`since` in the registry): before that, the
+ * job "has not fired yet" as far as the fleet is concerned.
+ */
+export function latestOf(
+  job: JobDefinition | null,
+  inHistory: Date | null,
+  runners: RunnerNow[],
+  now: Date,
+): LatestFire {
+  const schedule = job?.enabled ? scheduleOf(job) : null;
+  const last = schedule ? lastFireAtOrBefore(schedule, now) : null;
+  if (!job || !last || (inHistory && last.getTime() <= inHistory.getTime())) {
+    return { fire: inHistory, fromSchedule: false, beforeAnyRunner: null };
+  }
+  const hadIt = runnersAtFire(runners, last).some(
+    (r) => (loadedJobs(r).get(job.name)?.since.getTime() ?? Infinity) <= last.getTime(),
+  );
+  if (inHistory || hadIt) return { fire: last, fromSchedule: true, beforeAnyRunner: null };
+  return { fire: null, fromSchedule: false, beforeAnyRunner: last };
+}
+
+/**
+ * Why a runner that was there for the fire (or restarted since, see `restartedSince`) left no
+ * row, judged now; `goneAfterMs` is `--gone-after`.
+ */
+export function judgeMissing(
+  r: RunnerNow,
+  job: string,
+  fire: Date,
+  now: Date,
+  goneAfterMs: number,
+): MissingRunner {
   const base = {
     host: r.host,
     pid: r.pid,
@@ -293,27 +381,49 @@ export function judgeMissing(r: RunnerNow, job: string, fire: Date, now: Date): 
     lockSessionHeld: r.lockSessionHeld,
   };
   const seen = formatInstant(r.lastSeenAt);
+  if (r.startedAt.getTime() > fire.getTime()) {
+    const since = r.stoppedAt
+      ? `; stopped at ${formatInstant(r.stoppedAt)}`
+      : r.alive
+        ? ''
+        : `; gone since ${seen}`;
+    return {
+      ...base,
+      state: 'restarted',
+      detail: `restarted at ${formatInstant(r.startedAt)} — down or starting at the fire${since}`,
+    };
+  }
   if (r.stoppedAt) {
     return { ...base, state: 'stopped', detail: `stopped at ${formatInstant(r.stoppedAt)}` };
   }
   if (!r.alive) {
     const why =
-      r.lastSeenAgoMs > ALIVE_WITHIN_MS
+      r.lastSeenAgoMs > goneAfterMs
         ? `no heartbeat for ${formatDuration(r.lastSeenAgoMs)}`
         : 'its lock session has ended';
     const already =
-      r.lastSeenAt.getTime() + ALIVE_WITHIN_MS < fire.getTime() ? ', before the fire' : '';
+      r.lastSeenAt.getTime() + goneAfterMs < fire.getTime() ? ', before the fire' : '';
     return {
       ...base,
       state: 'gone',
       detail: `gone since ${seen}${already} (${why}: crashed, killed, or cut off from the database)`,
     };
   }
-  if (!Object.hasOwn(r.schedule, job)) {
+  const loaded = loadedJobs(r).get(job);
+  if (!loaded) {
     return {
       ...base,
       state: 'no-job',
       detail: `alive, but its schedule has no job "${job}" (a different schedules file?)`,
+    };
+  }
+  if (loaded.since.getTime() > fire.getTime()) {
+    return {
+      ...base,
+      state: 'loaded-later',
+      detail:
+        `alive; it loaded its definition of "${job}" at ${formatInstant(loaded.since)}, after ` +
+        'this fire (a reload added or changed the job)',
     };
   }
   const sinceFire = now.getTime() - fire.getTime();
@@ -355,10 +465,20 @@ export function verdictOf(
     );
   } else if (fire.getTime() > now.getTime()) {
     parts.push('nobody attempted it: this fire has not come yet');
+  } else if (notAFire) {
+    parts.push(`nobody attempted it: ${notAFire}`);
+  } else if (now.getTime() - fire.getTime() < STILL_CONTENDING_MS) {
+    parts.push(
+      `nobody attempted it yet: the fire was ${formatDuration(now.getTime() - fire.getTime())} ago`,
+    );
   } else {
-    parts.push(`nobody attempted it: ${notAFire ?? 'no runner wrote a row for this fire'}`);
+    parts.push(
+      'nobody attempted it: no runner wrote a row for this fire' +
+        (missing.length === 0 ? ', and no registered runner was running then' : ''),
+    );
   }
   // For an instant that is no fire at all, the runners' silence says nothing (they are listed).
+  const recent = now.getTime() - fire.getTime() < STILL_CONTENDING_MS;
   for (const m of notAFire ? [] : missing) {
     const state =
       m.state === 'gone'
@@ -367,7 +487,13 @@ export function verdictOf(
           ? `stopped at ${formatInstant(m.stoppedAt ? new Date(m.stoppedAt) : null)}`
           : m.state === 'no-job'
             ? 'alive, without this job in its schedule'
-            : 'alive now: lagging, or it was not connected then';
+            : m.state === 'loaded-later'
+              ? 'alive, given the job only after this fire'
+              : m.state === 'restarted'
+                ? `restarted at ${formatInstant(new Date(m.startedAt))}: down or starting at the fire`
+                : recent
+                  ? 'alive: its attempt is not written yet'
+                  : 'alive now: lagging, or it was not connected then';
     parts.push(`${m.host} left no attempt (${state})`);
   }
   return parts.join('; ');

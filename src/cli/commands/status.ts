@@ -51,7 +51,9 @@ database cannot be reached.
 
 Warnings (kind): runner-gone (no heartbeat for --gone-after without a graceful stop),
 clock-offset (a live runner's clock is off the database's by more than --clock-threshold),
-schedule-drift (live runners loaded different definitions of a job, or only some loaded it),
+schedule-drift (live runners loaded different definitions of a job, or only some loaded it; or
+the schedules file's definition of a job is not the one the live runners loaded, they run a job
+that is not in it, or no live runner loaded an enabled job of it),
 no-success (the dead-man's switch: an enabled job of the schedules file with no success for its
 \`expect:\`, by default two of its fires plus a grace of max(1m, 10% of its period)),
 paused (a job paused with "baton pause").
@@ -65,10 +67,24 @@ nextFire, paused, pause, lastSuccessAt, expectMs, overdueAt, loadedBy }], warnin
 message, job?, hosts? }] }. clockOffsetMs is how far the runner's clock is ahead of the
 database's (negative: behind).`;
 
-function durationOption(name: string, value: string): number {
+/** A positive duration option (`15s`, `500ms`), or a usage error naming the option. */
+export function durationOption(name: string, value: string): number {
   const ms = parseDuration(value);
   if (ms == null || ms <= 0) throw new UsageError(`--${name} "${value}": ${DURATION_HINT}`);
   return ms;
+}
+
+/** `--gone-after`, shared by `status` and `explain`: when a runner without heartbeat is gone. */
+export const GONE_AFTER_OPTION = {
+  type: 'string',
+  default: `${DEFAULT_GONE_AFTER_MS / 1000}s`,
+  describe:
+    'a runner without a heartbeat for this long is gone (three registry heartbeats of ' +
+    'the default "baton start --registry-interval 5s"; keep it at least three intervals)',
+} as const;
+
+export function goneAfterMs(args: { goneAfter: string }): number {
+  return durationOption('gone-after', args.goneAfter);
 }
 
 export const statusCommand: CommandModule<object, StatusArgs> = {
@@ -86,17 +102,11 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
         default: `${DEFAULT_CLOCK_THRESHOLD_MS / 1000}s`,
         describe: "warn about a runner whose clock is off the database's by more than this",
       })
-      .option('gone-after', {
-        type: 'string',
-        default: `${DEFAULT_GONE_AFTER_MS / 1000}s`,
-        describe:
-          'a runner without a heartbeat for this long is gone (three registry heartbeats of ' +
-          'the default "baton start --registry-interval 5s"; keep it at least three intervals)',
-      })
+      .option('gone-after', GONE_AFTER_OPTION)
       .epilogue(EPILOGUE) as never,
   handler: action(async (args: StatusArgs) => {
     const clockThresholdMs = durationOption('clock-threshold', args.clockThreshold);
-    const goneAfterMs = durationOption('gone-after', args.goneAfter);
+    const goneAfter = goneAfterMs(args);
     const namespace = resolveNamespace(args);
     const file = configPath(args);
     let config: Config | null = existsSync(file) ? loadConfig(file) : null;
@@ -116,7 +126,7 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
       namespace,
       config,
       clockThresholdMs,
-      goneAfterMs,
+      goneAfterMs: goneAfter,
     });
     if (args.json) {
       process.stdout.write(`${JSON.stringify(statusToJson(report), null, 2)}\n`);
