@@ -52,3 +52,9 @@ export function formatDuration(ms: number | null): string {
 export function formatInstant(d: Date | null): string {
   return d ? d.toISOString().replace('T', ' ').replace('Z', '') : '';
 }
+
+/** The WINNER column: `yes`, or the worker slot of a fan-out run (`slot 2`). */
+export function winnerCell(r: { winner: boolean; workerSlot: number | null }): string {
+  if (!r.winner) return '';
+  return r.workerSlot != null && r.workerSlot > 1 ? `slot ${r.workerSlot}` : 'yes';
+}

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { Argv } from 'yargs';
-import { loadConfig } from '../config/load.js';
+import { loadConfig, type LoadOptions } from '../config/load.js';
 import { DEFAULT_NAMESPACE, namespaceSchema, type Config } from '../config/schema.js';
 import { UsageError } from '../errors.js';
 import {
@@ -43,8 +43,12 @@ export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
 }
 
-export function resolveConfig(args: CommonArgs): Config {
-  return loadConfig(configPath(args));
+/**
+ * The schedules file. Commands that run jobs need the connections' variables set; inspection
+ * commands pass `{ connectionVariables: 'ignore' }`.
+ */
+export function resolveConfig(args: CommonArgs, options: LoadOptions = {}): Config {
+  return loadConfig(configPath(args), options);
 }
 
 export function resolveDatabase(args: CommonArgs): DatabaseTarget {
@@ -72,7 +76,7 @@ export function resolveNamespace(args: CommonArgs & { namespace?: string }): str
   }
   const file = configPath(args);
   if (!existsSync(file)) return DEFAULT_NAMESPACE;
-  return loadConfig(file).namespace;
+  return loadConfig(file, { connectionVariables: 'ignore' }).namespace;
 }
 
 export function findJob(config: Config, name: string) {

@@ -1,7 +1,7 @@
 /**
- * The database a module job works on (`ctx.db`): the connection its `connection:` names, read
- * from the runner's environment at the moment the run starts (a rotated password needs no
- * reload), or baton's own database.
+ * The database a module job works on (`ctx.db`): the connection its `connection:` names (its URL
+ * written in the file, or read from the runner's environment when the run starts), or baton's
+ * own database.
  */
 import { parseDatabaseUrl, type DatabaseTarget } from '../store/database-url.js';
 import type { Config, JobDefinition } from './schema.js';

@@ -26,6 +26,10 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     catchUpMs: job.catchUpMs,
     overlap: job.overlap,
     expectMs: job.expectMs,
+    // Added later: only when they differ from the default, so fingerprints of jobs that do not
+    // use them stay what older runners publish (no false drift during a rolling upgrade).
+    ...(job.workers !== 1 ? { workers: job.workers } : {}),
+    ...(job.connection != null ? { connection: job.connection } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

@@ -25,7 +25,16 @@ import {
 import { YamlSource, type PathSegment } from './yaml-source.js';
 
 /** Reads and validates a schedules file. Throws ConfigError (exit 78) on any problem. */
-export function loadConfig(file: string): Config {
+export interface LoadOptions {
+  /**
+   * Whether the environment variables named by `connections:` must be set here. They must where
+   * jobs run (`start`, `run`, `validate`); an operator's shell for `list` or `status` rarely has
+   * the daemon's secrets, and does not need them.
+   */
+  connectionVariables?: 'require' | 'ignore';
+}
+
+export function loadConfig(file: string, options: LoadOptions = {}): Config {
   const absolute = path.resolve(file);
   let text: string;
   try {
@@ -35,11 +44,11 @@ export function loadConfig(file: string): Config {
       (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : String(err);
     throw new ConfigError([{ file: absolute, path: '', message: `cannot read: ${reason}` }]);
   }
-  return parseConfig(absolute, text);
+  return parseConfig(absolute, text, options);
 }
 
 /** Validates schedules-file text; `file` is used for messages and to resolve relative paths. */
-export function parseConfig(file: string, text: string): Config {
+export function parseConfig(file: string, text: string, options: LoadOptions = {}): Config {
   const source = new YamlSource(file, text);
   if (!source.ok) throw new ConfigError(source.problems);
 
@@ -51,14 +60,19 @@ export function parseConfig(file: string, text: string): Config {
   if (!parsed.success) throw new ConfigError(zodProblems(source, raw, parsed.error));
 
   const problems: ConfigProblem[] = [];
-  const config = buildConfig(source, parsed.data, problems);
+  const config = buildConfig(source, parsed.data, problems, options);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
 
-function buildConfig(source: YamlSource, raw: RawFile, problems: ConfigProblem[]): Config {
+function buildConfig(
+  source: YamlSource,
+  raw: RawFile,
+  problems: ConfigProblem[],
+  options: LoadOptions,
+): Config {
   const baseDir = path.dirname(source.file);
-  const connections = buildConnections(source, raw, problems);
+  const connections = buildConnections(source, raw, problems, options);
   const jobs: JobDefinition[] = [];
   for (const [name, rawJob] of Object.entries(raw.jobs)) {
     const inherited = new Set(Object.keys(raw.defaults ?? {}).filter((k) => !(k in rawJob)));
@@ -95,6 +109,7 @@ function buildConnections(
   source: YamlSource,
   raw: RawFile,
   problems: ConfigProblem[],
+  options: LoadOptions,
 ): Record<string, ConnectionSource> {
   const connections: Record<string, ConnectionSource> = {};
   for (const [name, spec] of Object.entries(raw.connections ?? {})) {
@@ -105,6 +120,10 @@ function buildConnections(
       continue;
     }
     const url = spec.url ?? process.env[spec.urlFromEnv!];
+    if ((url == null || url === '') && options.connectionVariables === 'ignore') {
+      connections[name] = { kind: 'env', variable: spec.urlFromEnv! };
+      continue;
+    }
     if (url == null || url === '') {
       problems.push(
         source.problem(at('urlFromEnv'), `environment variable ${spec.urlFromEnv} is not set`),

@@ -36,6 +36,7 @@ import { errorMessage, isDuplicateKeyError } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import {
   abandonClaim,
+  findWinnerOnHost,
   findRunOfLockSession,
   findWinner,
   insertSkip,
@@ -98,6 +99,20 @@ export async function contend(
 
   const overlap = options.overlap ?? 'skip';
   const workers = options.workers ?? 1;
+  if (workers > 1) {
+    // One slot per runner per fire: a second dispatch of the same fire here (a catch-up racing
+    // the scheduled fire) must not take another slot.
+    const mine = await findWinnerOnHost(
+      c.pool,
+      c.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      c.host,
+    );
+    if (mine) {
+      return skip(`this runner already took worker slot ${mine.workerSlot} of this fire`);
+    }
+  }
   if (overlap === 'allow') {
     // No GET_LOCK, so no read-only check with it: ask on its own (a demoted primary must not
     // hand out winners, whichever policy).
@@ -126,6 +141,31 @@ export async function contend(
     );
   }
 
+  if (workers > 1) {
+    // `baton run --wait` on a fan-out job: any slot that frees up will do, so poll them all
+    // against one deadline rather than wait on each slot in turn.
+    if ((options.waitSeconds ?? 0) > 0) {
+      const deadline = Date.now() + options.waitSeconds! * 1000;
+      const once = { ...options, waitSeconds: 0 };
+      for (;;) {
+        const won = await contendSlots(c, attempt, once, workers, gaveUp);
+        if (won.won || Date.now() >= deadline) return won.won ? won : skip(won.reason);
+        await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));
+      }
+    }
+  }
+  const won = await contendSlots(c, attempt, options, workers, gaveUp);
+  return won.won ? won : skip(won.reason);
+}
+
+/** Steps 1–2 over the worker slots: the first slot this runner can lock and claim. */
+async function contendSlots(
+  c: Coordinator,
+  attempt: Attempt,
+  options: ContendOptions,
+  workers: number,
+  gaveUp: (holder: string) => string,
+): Promise<Contention | { won: false; reason: string }> {
   // Every slot that could not be had, and why: the skip reason when none could.
   const busy: string[] = [];
   for (let slot = 1; slot <= workers; slot++) {
@@ -146,10 +186,11 @@ export async function contend(
     if (won.won) return won;
     busy.push(won.reason);
   }
-  if (workers === 1) return skip(busy[0]!);
-  return skip(
-    `all ${workers} worker slots are taken: ${busy.map((b, i) => `${i + 1}: ${b}`).join('; ')}`,
-  );
+  if (workers === 1) return { won: false, reason: busy[0]! };
+  return {
+    won: false,
+    reason: `all ${workers} worker slots are taken: ${busy.map((b, i) => `${i + 1}: ${b}`).join('; ')}`,
+  };
 }
 
 /**

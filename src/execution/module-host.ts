@@ -35,17 +35,30 @@ const INIT_TIMEOUT_MS = 5_000;
 function receiveInit(): Promise<InitMessage | null> {
   if (!process.send || !process.connected) return Promise.resolve(null);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(null), INIT_TIMEOUT_MS);
-    process.once('message', (msg: InitMessage) => {
+    const onMessage = (msg: InitMessage) => {
       clearTimeout(timer);
       resolve(msg?.kind === 'init' ? msg : null);
-    });
+    };
+    // Without an answer, the listener must go too: it would keep the IPC channel, and with it
+    // the process, alive (and hide a job that never settles).
+    const timer = setTimeout(() => {
+      process.off('message', onMessage);
+      resolve(null);
+    }, INIT_TIMEOUT_MS);
+    process.once('message', onMessage);
     const ready: HostMessage = { kind: 'ready' };
     process.send!(ready);
   });
 }
 
-/** `ctx.db`: a pool created on first use, in UTC like every baton connection. */
+/** How long a finished job waits for its pool to close (a query still running is cut off). */
+const POOL_END_MS = 1_000;
+
+/**
+ * `ctx.db`: a pool created on first use, in UTC like every baton connection. Its idle
+ * connections do not keep the process alive (their sockets are unref'd between uses), so a job
+ * that never settles is still noticed once nothing else is pending.
+ */
 function lazyPool(init: InitMessage | null): { get(): Pool; end(): Promise<void> } {
   let pool: Pool | undefined;
   return {
@@ -53,17 +66,27 @@ function lazyPool(init: InitMessage | null): { get(): Pool; end(): Promise<void>
       if (!init?.database) {
         throw new Error('ctx.db is not available: the runner sent no database for this job');
       }
-      pool ??= mysql.createPool({
-        ...init.database.connection,
-        database: init.database.database,
-        timezone: 'Z',
-        connectionLimit: 8,
-      });
-      pool.pool.on('connection', (conn) => conn.query("SET time_zone = '+00:00'", () => {}));
+      if (!pool) {
+        pool = mysql.createPool({
+          ...init.database.connection,
+          database: init.database.database,
+          timezone: 'Z',
+          connectionLimit: 8,
+        });
+        type Pooled = { stream?: { ref(): void; unref(): void } };
+        pool.pool.on('connection', (conn) => conn.query("SET time_zone = '+00:00'", () => {}));
+        pool.pool.on('acquire', (conn) => (conn as unknown as Pooled).stream?.ref());
+        pool.pool.on('release', (conn) => (conn as unknown as Pooled).stream?.unref());
+      }
       return pool;
     },
     async end() {
-      await pool?.end().catch(() => {});
+      if (!pool) return;
+      // end() waits for queries still in flight; a job that is over must not be held by one.
+      await Promise.race([
+        pool.end().catch(() => {}),
+        new Promise((r) => setTimeout(r, POOL_END_MS).unref()),
+      ]);
     },
   };
 }
@@ -134,7 +157,9 @@ async function main(): Promise<number> {
     base: { job: fire.job, runId: fire.runId, host: fire.host, worker: fire.worker.slot },
   });
   const ctx = { ...fire, fire, log, signal: controller.signal } as JobContext;
-  Object.defineProperty(ctx, 'db', { get: () => db.get(), enumerable: true });
+  // Not enumerable: logging or spreading ctx must neither serialise the pool (its config holds
+  // the password) nor create one.
+  Object.defineProperty(ctx, 'db', { get: () => db.get(), enumerable: false });
   try {
     await (mod.default as (ctx: JobContext) => unknown)(ctx);
   } finally {

@@ -392,6 +392,23 @@ export async function findWinner(
   return rows[0] ? toRun(rows[0]) : null;
 }
 
+/** The slot of one fire that `host` won, if it won one (fan-out: one slot per runner). */
+export async function findWinnerOnHost(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+  host: string,
+): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner >= 1 AND host = ?
+      LIMIT 1`,
+    [namespace, job, scheduledAt, host],
+  );
+  return rows[0] ? toRun(rows[0]) : null;
+}
+
 /**
  * Every row of one fire: the winner first (then a `missed` mark), then the skips in the order they
  * were written (`baton explain`).

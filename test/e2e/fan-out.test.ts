@@ -134,3 +134,37 @@ export default async (ctx) => {
     }
   });
 });
+
+describe('ctx.db in a job that goes wrong', () => {
+  it('neither keeps a job that never settles alive nor shows up when ctx is logged', async () => {
+    const config = writeSchedule(
+      `
+jobs:
+  stuck:
+    schedule: "0 3 * * *"
+    module: stuck.mjs
+`,
+      {
+        'stuck.mjs': `export default async (ctx) => {
+  await ctx.db.query('SELECT 1');
+  // What a job author might log: ctx must not drag the pool (and its password) along.
+  console.log(JSON.stringify({ keys: Object.keys(ctx) }));
+  await new Promise(() => {}); // never settles, and nothing else is pending
+};
+`,
+      },
+    );
+    const result = await baton([
+      'run',
+      'stuck',
+      '--config',
+      config,
+      '--database-url',
+      fleet.db.url,
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('the job never settled');
+    expect(result.stdout).not.toContain('"db"');
+    expect(result.stdout).toContain('"keys":');
+  });
+});

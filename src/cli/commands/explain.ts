@@ -35,7 +35,7 @@ import {
 import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
 import { fireRows, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table } from '../format.js';
+import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
 import {
   configPath,
   resolveDatabase,
@@ -75,7 +75,7 @@ export interface MissingRunner {
 /** The schedules file when there is one (an invalid one is an error, as everywhere). */
 export function optionalConfig(args: CommonArgs): Config | null {
   const file = configPath(args);
-  return existsSync(file) ? loadConfig(file) : null;
+  return existsSync(file) ? loadConfig(file, { connectionVariables: 'ignore' }) : null;
 }
 
 /**
@@ -234,6 +234,8 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         latestFromSchedule: latest.fromSchedule,
         verdict,
         winner: rows.find((r) => r.winner) ? runToJson(rows.find((r) => r.winner)!) : null,
+        // Every worker slot's run, for a fan-out job (one entry otherwise).
+        winners: rows.filter((r) => r.winner).map(runToJson),
         attempts: rows.map(runToJson),
         missing: missing.map((m) => m.host),
         missingRunners: missing,
@@ -266,7 +268,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
           ],
           rows.map((r) => [
             r.host,
-            r.winner ? 'yes' : '',
+            winnerCell(r),
             r.trigger,
             r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
             formatInstant(r.startedAt),
@@ -447,12 +449,15 @@ export function verdictOf(
   now: Date,
   notAFire: string | null = null,
 ): string {
-  const winner = rows.find((r) => r.winner);
+  // A fan-out fire (`workers: N`) has a winner per slot: every one is named.
+  const winners = rows.filter((r) => r.winner);
   const missed = rows.find((r) => r.status === 'missed');
   const skips = rows.filter((r) => r.status === 'skipped');
   const parts: string[] = [];
-  if (winner) {
-    parts.push(winnerPhrase(winner, now));
+  if (winners.length > 0) {
+    parts.push(
+      winners.map((w) => winnerPhrase(w, now, winners.length > 1 ? w.workerSlot : null)).join(', '),
+    );
     if (skips.length > 0) parts.push(`${count(skips.length, 'runner')} skipped`);
   } else if (missed) {
     parts.push(`nobody ran it: missed${missed.reason ? ` (${oneLine(missed.reason, 160)})` : ''}`);
@@ -499,8 +504,9 @@ export function verdictOf(
   return parts.join('; ');
 }
 
-function winnerPhrase(w: Run, now: Date): string {
-  const how = w.trigger === 'schedule' ? '' : ` (${w.trigger})`;
+function winnerPhrase(w: Run, now: Date, slot: number | null = null): string {
+  const how =
+    (w.trigger === 'schedule' ? '' : ` (${w.trigger})`) + (slot != null ? ` [slot ${slot}]` : '');
   const tries = w.attempts > 1 ? `, ${w.attempts} attempts` : '';
   if (w.status === 'running') {
     return `running on ${w.host}${how} since ${formatInstant(w.startedAt)} (for ${formatDuration(now.getTime() - w.startedAt.getTime())}${tries})`;

@@ -7,7 +7,7 @@ import { isMissingSchema } from '../../store/fire-reads.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { listRuns, RUN_STATUSES, type Run, type RunStatus } from '../../store/runs.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table } from '../format.js';
+import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
 import {
   resolveDatabase,
   resolveNamespace,
@@ -31,6 +31,7 @@ export function runToJson(run: Run) {
     job: run.job,
     scheduledAt: run.scheduledAt.toISOString(),
     winner: run.winner,
+    workerSlot: run.workerSlot,
     trigger: run.trigger,
     status: run.status,
     reason: run.reason,
@@ -147,7 +148,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           r.job,
           formatInstant(r.scheduledAt),
           r.host,
-          r.winner ? 'yes' : '',
+          winnerCell(r),
           r.trigger,
           // Retried runs say how many attempts it took: "done ×3".
           r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,

@@ -38,7 +38,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
   handler: action(async (args: ListArgs) => {
     // Before the config: a bad --from is the same usage error whatever the schedules file says.
     const from = args.from != null ? parseFrom(args.from) : new Date();
-    const config = resolveConfig(args);
+    const config = resolveConfig(args, { connectionVariables: 'ignore' });
     // Fires are whole seconds, so "strictly after from - 1 ms" is "at or after from": an operator
     // checking a transition with --from at a fire's own instant sees that fire.
     const after = new Date(from.getTime() - 1);

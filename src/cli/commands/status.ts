@@ -109,7 +109,9 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
     const goneAfter = goneAfterMs(args);
     const namespace = resolveNamespace(args);
     const file = configPath(args);
-    let config: Config | null = existsSync(file) ? loadConfig(file) : null;
+    let config: Config | null = existsSync(file)
+      ? loadConfig(file, { connectionVariables: 'ignore' })
+      : null;
     if (!config) {
       process.stderr.write(`no schedules file at ${file}: next fires are not shown\n`);
     } else if (config.namespace !== namespace) {
