@@ -18,6 +18,14 @@ import { startCommand } from './commands/start.js';
 import { statusCommand } from './commands/status.js';
 import { validateCommand } from './commands/validate.js';
 
+// `baton history | head` closes stdout early: that is the reader's choice, not an error (a
+// command that must go on after it, like `baton run`, handles this itself).
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  // A command with a handler of its own (baton run) decides; everyone else is done.
+  if (process.stdout.listenerCount('error') === 1) process.exit(process.exitCode ?? ExitCode.Ok);
+});
+
 await yargs(hideBin(process.argv))
   .scriptName('baton')
   .usage(
