@@ -34,18 +34,21 @@
 import type { OverlapPolicy } from '../config/schema.js';
 import { errorMessage, isDuplicateKeyError } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
+import { findPause, pausedReason, type Pause } from '../store/pauses.js';
 import {
   abandonClaim,
+  findOrphanRuns,
   findWinnerOnHost,
   findRunOfLockSession,
   findWinner,
   insertSkip,
   insertWinner,
   type Attempt,
+  type OrphanRun,
   type Run,
 } from '../store/runs.js';
 import { jobLockName } from './lock-name.js';
-import { reapOrphanRuns } from './reaper.js';
+import { declareLost, reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
 
 /** What a runner needs to contend for fires. */
@@ -77,6 +80,24 @@ export interface ContendOptions {
   signal?: AbortSignal;
   /** Fan-out: how many runners may win this fire, one per worker slot. Default 1. */
   workers?: number;
+  /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
+  pauseCheck?: boolean;
+}
+
+/**
+ * Reads a fire needs that do not depend on holding the lock, started together with GET_LOCK so
+ * that a winner waits one round trip, not three, before its row is written (fire lag).
+ */
+interface Prefetch {
+  pause: Promise<Pause | null>;
+  /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
+  orphans: Promise<OrphanRun[]> | null;
+}
+
+/** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
+function quiet<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
 }
 
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
@@ -99,6 +120,15 @@ export async function contend(
 
   const overlap = options.overlap ?? 'skip';
   const workers = options.workers ?? 1;
+  const prefetch: Prefetch = {
+    pause: quiet(
+      options.pauseCheck ? findPause(c.pool, c.namespace, attempt.job) : Promise.resolve(null),
+    ),
+    orphans:
+      overlap === 'skip'
+        ? quiet(findOrphanRuns(c.pool, c.namespace, new Date(0), attempt.job))
+        : null,
+  };
   if (workers > 1) {
     // One slot per runner per fire: a second dispatch of the same fire here (a catch-up racing
     // the scheduled fire) must not take another slot.
@@ -117,8 +147,10 @@ export async function contend(
     // No GET_LOCK, so no read-only check with it: ask on its own (a demoted primary must not
     // hand out winners, whichever policy).
     await c.lock.assertWritable();
+    const pause = await prefetch.pause;
+    if (pause) return skip(pausedReason(pause));
     for (let slot = 1; slot <= workers; slot++) {
-      const won = await claim(c, { ...attempt, slot }, null);
+      const won = await claim(c, { ...attempt, slot }, null, prefetch);
       if (won.won) return won;
       if (slot === workers) return skip(won.reason);
     }
@@ -134,6 +166,8 @@ export async function contend(
   };
 
   if (options.runningHere) {
+    const pause = await prefetch.pause;
+    if (pause) return skip(pausedReason(pause));
     return skip(
       gaveUp(
         `an earlier run is still running on ${c.host} (this runner; fire ${iso(options.runningHere)})`,
@@ -148,13 +182,13 @@ export async function contend(
       const deadline = Date.now() + options.waitSeconds! * 1000;
       const once = { ...options, waitSeconds: 0 };
       for (;;) {
-        const won = await contendSlots(c, attempt, once, workers, gaveUp);
+        const won = await contendSlots(c, attempt, once, workers, gaveUp, prefetch);
         if (won.won || Date.now() >= deadline) return won.won ? won : skip(won.reason);
         await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));
       }
     }
   }
-  const won = await contendSlots(c, attempt, options, workers, gaveUp);
+  const won = await contendSlots(c, attempt, options, workers, gaveUp, prefetch);
   return won.won ? won : skip(won.reason);
 }
 
@@ -165,6 +199,7 @@ async function contendSlots(
   options: ContendOptions,
   workers: number,
   gaveUp: (holder: string) => string,
+  prefetch: Prefetch,
 ): Promise<Contention | { won: false; reason: string }> {
   // Every slot that could not be had, and why: the skip reason when none could.
   const busy: string[] = [];
@@ -179,10 +214,19 @@ async function contendSlots(
       continue;
     }
     if (got === 'busy') {
+      // A paused job is skipped as paused by every runner, also by those that met the lock
+      // of a runner that is just finding out.
+      const pause = await prefetch.pause;
+      if (pause) return { won: false, reason: pausedReason(pause) };
       busy.push(gaveUp(await describeHolder(c, lockName, slotAttempt)));
       continue;
     }
-    const won = await claim(c, slotAttempt, lockName);
+    const pause = await prefetch.pause;
+    if (pause) {
+      await c.lock.release(lockName);
+      return { won: false, reason: pausedReason(pause) };
+    }
+    const won = await claim(c, slotAttempt, lockName, prefetch);
     if (won.won) return won;
     busy.push(won.reason);
   }
@@ -224,17 +268,20 @@ async function claim(
   c: Coordinator,
   attempt: Attempt,
   lockName: string | null,
+  prefetch: Prefetch,
 ): Promise<Contention | { won: false; reason: string }> {
   try {
     if (lockName) {
       // The lock is ours, so any earlier run of the job that still says `running` is dead.
-      await reapOrphanRuns(c.pool, {
+      const scope = {
         namespace: c.namespace,
         job: attempt.job,
         serverStartedBefore: new Date(0),
         noticedBy: c.host,
         occasion: "when it took the job's lock",
-      });
+      };
+      if (prefetch.orphans) await declareLost(c.pool, await prefetch.orphans, scope);
+      else await reapOrphanRuns(c.pool, scope);
     }
     const runId = await claimWhenDue(c, attempt);
     return { won: true, runId, lockName, slot: attempt.slot ?? 1 };

@@ -13,7 +13,7 @@
  */
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
-import { findOrphanRuns, markLost } from '../store/runs.js';
+import { findOrphanRuns, markLost, type OrphanRun } from '../store/runs.js';
 
 export interface ReapScope {
   namespace: string;
@@ -32,8 +32,18 @@ export async function reapOrphanRuns(
   scope: ReapScope,
   log?: Logger,
 ): Promise<number> {
-  let reaped = 0;
   const orphans = await findOrphanRuns(db, scope.namespace, scope.serverStartedBefore, scope.job);
+  return declareLost(db, orphans, scope, log);
+}
+
+/** Marks runs found orphaned `lost` (each once, whoever writes first). */
+export async function declareLost(
+  db: Queryable,
+  orphans: readonly OrphanRun[],
+  scope: ReapScope,
+  log?: Logger,
+): Promise<number> {
+  let reaped = 0;
   for (const run of orphans) {
     const session =
       run.lockConnectionId == null ? 'no lock session' : `lock session ${run.lockConnectionId}`;

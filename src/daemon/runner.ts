@@ -43,13 +43,10 @@ import {
   firesWithRows,
   firstFireOf,
   insertMissed,
-  insertSkip,
-  type Attempt,
   type RunOutcome,
   type Trigger,
 } from '../store/runs.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
-import { findPause, pausedReason } from '../store/pauses.js';
 import {
   heartbeatRunner,
   markRunnerStopped,
@@ -368,19 +365,6 @@ export class Runner {
       return;
     }
 
-    try {
-      const pause = await findPause(pool, this.config.namespace, job.name);
-      if (pause) {
-        const reason = pausedReason(pause);
-        const runId = await insertSkip(pool, this.attempt(job.name, scheduledAt, trigger), reason);
-        log.info({ runId, reason }, 'fire skipped');
-        return;
-      }
-    } catch (err) {
-      log.error({ err: errorMessage(err) }, 'fire not completed');
-      return;
-    }
-
     const local = this.latestLocalRun(job.name);
     let runningHere: Date | null = null;
     let queueUntil: Date | null = null;
@@ -415,6 +399,8 @@ export class Runner {
         database,
         withholdEnv: connectionVariables(this.config),
         overlap: job.overlap,
+        // A paused job is skipped at its next fire on every runner (checked with the lock).
+        pauseCheck: true,
         runningHere,
         queueUntil,
         signal: this.stopSignal.signal,
@@ -474,17 +460,6 @@ export class Runner {
         });
       this.inflight.add(work);
     });
-  }
-
-  private attempt(job: string, scheduledAt: Date, trigger: Trigger): Attempt {
-    return {
-      namespace: this.config.namespace,
-      job,
-      scheduledAt,
-      trigger,
-      host: this.options.host,
-      pid: process.pid,
-    };
   }
 
   private latestLocalRun(job: string): ActiveRun | undefined {

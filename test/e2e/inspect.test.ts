@@ -573,6 +573,7 @@ jobs:
       job: 'boom',
       scheduledAt: failed.scheduled_at.toISOString(),
       winner: true,
+      workerSlot: 1,
       trigger: 'schedule',
       status: 'failed',
       reason: null,
