@@ -105,6 +105,11 @@ export async function forEachSkipLocked<T = RowDataPacket>(
     while (processed < maxRows) {
       options.signal?.throwIfAborted();
       try {
+        // READ COMMITTED for each row's transaction (the statement applies to the next one only):
+        // under REPEATABLE READ, workers' next-key locks on the status index deadlock each other
+        // when they mark their rows done (measured in bench/scenarios/claims.ts: 2,002 deadlocks
+        // for 10,000 rows; none at READ COMMITTED). SKIP LOCKED needs no gap locks.
+        await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
         const row = await inTransaction(conn, async (tx) => {
           const [rows] = await tx.query<RowDataPacket[]>(sql, params);
           const next = rows[0];
