@@ -123,6 +123,8 @@ export class Runner {
   /** Verdicts the database could not take yet; written after the next reconnect. */
   private readonly unwritten = new Map<number, RunOutcome>();
   private readonly startedAt = new Date();
+  /** Job → fingerprint of the loaded definition (computed once per load, for the registry). */
+  private fingerprints: Record<string, string> = {};
   /** When this runner first loaded each job's current schedule (see applyConfig). */
   private knownSince = new Map<string, Date>();
 
@@ -503,7 +505,7 @@ export class Runner {
   private offsetMs = 0;
   private offsetWarned = false;
 
-  private heartbeat(): RunnerHeartbeat {
+  private heartbeat(withSchedule = true): RunnerHeartbeat {
     return {
       namespace: this.config.namespace,
       host: this.options.host,
@@ -512,13 +514,13 @@ export class Runner {
       // The registry says how far the runner is ahead of the database, the way operators ask.
       clockOffsetMs: this.lock?.clockOffsetMs == null ? null : -this.lock.clockOffsetMs,
       lockConnectionId: this.lock?.connectionId ?? null,
-      schedule: this.loadedJobs(),
+      schedule: withSchedule ? this.loadedJobs() : {},
     };
   }
 
   /** Every job of the file with its fingerprint and since when this runner runs it. */
   private loadedJobs(): Record<string, LoadedJob> {
-    const prints = scheduleFingerprint(this.config);
+    const prints = this.fingerprints;
     return Object.fromEntries(
       Object.entries(prints).map(([job, fp]) => [
         job,
@@ -534,7 +536,7 @@ export class Runner {
    * two runners share one host id — history could not tell them apart — so that is reported,
    * not fought over: the row is taken back only when its owner is gone.
    */
-  private async register(fresh: boolean): Promise<void> {
+  private async register(fresh: boolean, withSchedule = true): Promise<void> {
     if (!this.pool) return;
     const { namespace } = this.config;
     try {
@@ -544,7 +546,7 @@ export class Runner {
         await registerRunner(this.pool, this.heartbeat());
         return;
       }
-      if (await heartbeatRunner(this.pool, this.heartbeat())) return;
+      if (await heartbeatRunner(this.pool, this.heartbeat(withSchedule), { withSchedule })) return;
       const owner = await registryOwner(this.pool, namespace, this.options.host);
       if (owner?.alive) {
         this.reportHostClash(owner.pid);
@@ -581,7 +583,8 @@ export class Runner {
   private async refreshRegistry(): Promise<void> {
     this.checkClockOffset();
     if (this.stopping || !this.coordinated) return;
-    await this.register(false);
+    // The schedule only changes on reload, which registers it at once.
+    await this.register(false, false);
   }
 
   /** Warns once when this host's clock drifts beyond the threshold, and once when it is back. */
@@ -743,6 +746,7 @@ export class Runner {
       known.set(job.name, (same && this.knownSince.get(job.name)) || now);
     }
     // Swapped together: the loop never sees one without the other.
+    this.fingerprints = scheduleFingerprint(config);
     this.knownSince = known;
     this.jobs = jobs;
     this.schedules = schedules;

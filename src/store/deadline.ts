@@ -24,17 +24,31 @@ export function withDeadline<T>(
   onTimeout: () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      onTimeout();
-      reject(new StatementTimeoutError(what, ms));
-    }, ms);
+    let settled = false;
+    // Timers run before the poll phase reads the sockets: after the event loop was blocked (a
+    // burst of synchronous spawns), an answer that arrived in time would lose to its own
+    // deadline. One more pass through the loop lets it be read first.
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          onTimeout();
+          reject(new StatementTimeoutError(what, ms));
+        }),
+      ms,
+    );
     work.then(
       (value) => {
         clearTimeout(timer);
+        if (settled) return;
+        settled = true;
         resolve(value);
       },
       (err: unknown) => {
         clearTimeout(timer);
+        if (settled) return;
+        settled = true;
         reject(err instanceof Error ? err : new Error(String(err)));
       },
     );

@@ -71,12 +71,24 @@ export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise
  * schedule). Conditional on the pid, so a runner never refreshes a row a newer process of the
  * same host id has taken over. Returns false when the row is not this runner's any more.
  */
-export async function heartbeatRunner(db: Queryable, r: RunnerHeartbeat): Promise<boolean> {
+export async function heartbeatRunner(
+  db: Queryable,
+  r: RunnerHeartbeat,
+  { withSchedule = true }: { withSchedule?: boolean } = {},
+): Promise<boolean> {
+  // The schedule (tens of KB for a thousand jobs) is sent only when it may have changed.
   const [res] = await db.query<ResultSetHeader>(
-    `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?,
-       schedule = ?
+    `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?
+       ${withSchedule ? ', schedule = ?' : ''}
      WHERE namespace = ? AND host = ? AND pid = ?`,
-    [r.clockOffsetMs, r.lockConnectionId, JSON.stringify(r.schedule), r.namespace, r.host, r.pid],
+    [
+      r.clockOffsetMs,
+      r.lockConnectionId,
+      ...(withSchedule ? [JSON.stringify(r.schedule)] : []),
+      r.namespace,
+      r.host,
+      r.pid,
+    ],
   );
   return res.affectedRows === 1;
 }
