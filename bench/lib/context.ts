@@ -17,7 +17,7 @@ import {
   type StartRunnersOptions,
 } from './runners.js';
 import { percentiles } from './stats.js';
-import { sleep, waitFor } from './wait.js';
+import { FatalWait, sleep, waitFor } from './wait.js';
 
 let floorsOnce: Promise<Floors> | undefined;
 
@@ -72,7 +72,7 @@ export async function createContext(
                 `${r.host} registered`,
                 async () => {
                   if (!r.running)
-                    throw new Error(`${r.host} exited with ${r.child.exitCode}: ${r.stderr}`);
+                    throw new FatalWait(`${r.host} exited with ${r.child.exitCode}: ${r.stderr}`);
                   const rows = await targetDb
                     .query(
                       'SELECT 1 FROM baton_runners WHERE host = ? AND pid = ? AND stopped_at IS NULL',

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
-import { waitFor } from './wait.js';
+import { FatalWait, waitFor } from './wait.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BATON_BIN = path.join(ROOT, 'dist/cli/main.js');
@@ -141,7 +141,7 @@ export class BenchRunner {
       () => {
         const line = this.lines.find((l) => l.msg === msg && where(l));
         if (!line && !this.running) {
-          throw new Error(`${this.host} exited with ${this.child.exitCode}: ${this.stderr}`);
+          throw new FatalWait(`${this.host} exited with ${this.child.exitCode}: ${this.stderr}`);
         }
         return line;
       },
