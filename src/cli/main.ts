@@ -12,6 +12,7 @@ import { historyCommand } from './commands/history.js';
 import { listCommand } from './commands/list.js';
 import { migrateCommand } from './commands/migrate.js';
 import { pauseCommand, resumeCommand } from './commands/pause.js';
+import { pruneCommand } from './commands/prune.js';
 import { runCommand } from './commands/run.js';
 import { showCommand } from './commands/show.js';
 import { startCommand } from './commands/start.js';
@@ -42,6 +43,9 @@ await yargs(hideBin(process.argv))
   .command(resumeCommand)
   .command(validateCommand)
   .command(migrateCommand)
+  .command(pruneCommand)
+  // `baton completion >> ~/.bashrc` (or ~/.zshrc): commands and options complete on Tab.
+  .completion('completion', 'Print a shell completion script for bash or zsh')
   .demandCommand(1, 'name a command (see --help)')
   .strict()
   .version(version)

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
 import { parseDatabaseUrl } from '../store/database-url.js';
+import { retentionTooShort } from '../store/prune.js';
 import { assertTimeZone, parseSchedule } from '../schedule/cron.js';
 import {
   DEFAULT_NAMESPACE,
@@ -21,6 +22,7 @@ import {
   type JobTarget,
   type RawFile,
   type RawJob,
+  type Retention,
 } from './schema.js';
 import { YamlSource, type PathSegment } from './yaml-source.js';
 
@@ -98,7 +100,37 @@ function buildConfig(
   if (Object.keys(raw.jobs).length === 0) {
     problems.push(source.problem(['jobs'], 'no jobs defined'));
   }
-  return { file: source.file, namespace: raw.namespace ?? DEFAULT_NAMESPACE, jobs, connections };
+  const retention = raw.retention ?? null;
+  if (retention) checkRetention(source, retention, jobs, problems);
+  return {
+    file: source.file,
+    namespace: raw.namespace ?? DEFAULT_NAMESPACE,
+    jobs,
+    connections,
+    retention,
+  };
+}
+
+/** `retention:` must keep what baton reads back (see `retentionTooShort`). */
+function checkRetention(
+  source: YamlSource,
+  retention: Retention,
+  jobs: readonly JobDefinition[],
+  problems: ConfigProblem[],
+): void {
+  // `retention: 30d` is reported where it is written, once; the object form per key.
+  const written = valueAt(source.toJS(), ['retention']);
+  const keys =
+    typeof written === 'object'
+      ? ([
+          ['runs', retention.runsMs],
+          ['skips', retention.skipsMs],
+        ] as const)
+      : ([[null, retention.runsMs]] as const);
+  for (const [key, ms] of keys) {
+    const tooShort = ms == null ? null : retentionTooShort(ms, jobs);
+    if (tooShort) problems.push(source.problem(key ? ['retention', key] : ['retention'], tooShort));
+  }
 }
 
 /**

@@ -149,6 +149,30 @@ export const jobSchema = z
     module: true,
   });
 
+/**
+ * `retention:`, how long history rows are kept before runners prune them (`src/daemon/retention.ts`,
+ * `baton prune`). One duration for every row, or `{ runs, skips }` apart: skip rows pile up
+ * fastest (one per runner per fire) and say the least once old. A missing key keeps those rows.
+ */
+const retentionDurations = z.strictObject({ runs: duration, skips: duration }).partial();
+const retentionSchema = z.unknown().transform((value, ctx): Retention => {
+  // Dispatched by hand rather than with z.union, so that a mistake gets the message of the form
+  // it was meant in ("expected a duration", or the object's own key), not a union's summary.
+  const isObject = value != null && typeof value === 'object' && !Array.isArray(value);
+  const result = isObject ? retentionDurations.safeParse(value) : duration.safeParse(value);
+  if (!result.success) {
+    for (const issue of result.error.issues) ctx.addIssue(issue as never);
+    return z.NEVER;
+  }
+  if (typeof result.data === 'number') return { runsMs: result.data, skipsMs: result.data };
+  const { runs, skips } = result.data;
+  if (runs == null && skips == null) {
+    ctx.addIssue({ code: 'custom', message: 'give `runs`, `skips` or both (durations)' });
+    return z.NEVER;
+  }
+  return { runsMs: runs ?? null, skipsMs: skips ?? null };
+});
+
 export const fileSchema = z.strictObject({
   /** Scopes lock names and history, so two environments can share one server. */
   namespace: namespaceSchema.optional(),
@@ -157,6 +181,8 @@ export const fileSchema = z.strictObject({
   /** Databases module jobs work on, by name (`connection: shop`). */
   connections: z.record(z.string(), connectionSchema).optional(),
   jobs: z.record(z.string(), jobSchema),
+  /** How long history is kept; without it history is never deleted. */
+  retention: retentionSchema.optional(),
 });
 
 export type RawFile = z.infer<typeof fileSchema>;
@@ -197,12 +223,22 @@ export interface JobDefinition {
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */
 export type ConnectionSource = { kind: 'url'; url: string } | { kind: 'env'; variable: string };
 
+/** How long history rows are kept, per kind of row; null keeps that kind forever. */
+export interface Retention {
+  /** Finished runs: every status but `running` and `skipped`. */
+  runsMs: number | null;
+  /** Rows with status `skipped`. */
+  skipsMs: number | null;
+}
+
 export interface Config {
   /** Absolute path of the schedules file it came from. */
   file: string;
   namespace: string;
   jobs: JobDefinition[];
   connections: Record<string, ConnectionSource>;
+  /** null: `retention:` is not set, history is kept forever. */
+  retention: Retention | null;
 }
 
 export const DEFAULT_NAMESPACE = 'default';

@@ -38,3 +38,8 @@ export function jobLockName(database: string, namespace: string, job: string, sl
 export function migrationLockName(database: string): string {
   return `${PREFIX}migrate:${hash('migrate', database)}`;
 }
+
+/** The lock that lets one runner of the fleet at a time prune a namespace's history. */
+export function pruneLockName(database: string, namespace: string): string {
+  return `${PREFIX}prune:${hash('prune', database, namespace)}`;
+}

@@ -103,4 +103,57 @@ jobs:
       )[0],
     ).toMatch(/^1:namespace: namespace may contain only/);
   });
+
+  describe('retention:', () => {
+    const JOB = 'jobs:\n  a:\n    schedule: "@daily"\n    command: ["true"]\n';
+    const DAY = 86_400_000;
+
+    it('is kept forever without the key; one duration covers runs and skips', () => {
+      expect(parseConfig(file, JOB).retention).toBeNull();
+      expect(parseConfig(file, `${JOB}retention: 30d\n`).retention).toEqual({
+        runsMs: 30 * DAY,
+        skipsMs: 30 * DAY,
+      });
+    });
+
+    it('takes runs and skips apart; a missing one is kept forever', () => {
+      expect(parseConfig(file, `${JOB}retention: { runs: 90d, skips: 7d }\n`).retention).toEqual({
+        runsMs: 90 * DAY,
+        skipsMs: 7 * DAY,
+      });
+      expect(parseConfig(file, `${JOB}retention:\n  skips: 36h\n`).retention).toEqual({
+        runsMs: null,
+        skipsMs: 36 * 3_600_000,
+      });
+    });
+
+    it('refuses what is not a duration, with the line', () => {
+      expect(problems(`${JOB}retention: forever\n`)).toEqual([
+        '5:retention: expected a duration, got "forever": write a number with a unit: 500ms, 90s, 30m, 2h, 1d (or 1h30m)',
+      ]);
+      expect(problems(`${JOB}retention: 30\n`)[0]).toMatch(
+        /^5:retention: expected a duration, got 30:/,
+      );
+      expect(problems(`${JOB}retention:\n  runs: 90d\n  skips: a week\n`)[0]).toMatch(
+        /^7:retention\.skips: expected a duration, got "a week"/,
+      );
+      expect(problems(`${JOB}retention:\n  runs: 90d\n  logs: 7d\n`)).toEqual([
+        '7:retention.logs: unknown key "logs"',
+      ]);
+      expect(problems(`${JOB}retention: {}\n`)).toEqual([
+        '5:retention: give `runs`, `skips` or both (durations)',
+      ]);
+    });
+
+    it('refuses less than a day, and less than a catchUp window', () => {
+      expect(problems(`${JOB}retention: 12h\n`)).toEqual([
+        '5:retention: 12h is shorter than 1d: baton keeps at least a day of history (what `explain` and the recovery after an outage read)',
+      ]);
+      const weekly =
+        'jobs:\n  w:\n    schedule: "@weekly"\n    command: ["true"]\n    catchUp: 7d\n';
+      expect(problems(`${weekly}retention:\n  runs: 30d\n  skips: 2d\n`)).toEqual([
+        '8:retention.skips: 2d is shorter than the catchUp window of job w (7d): after an outage its runner would find a pruned fire unrun and run it again',
+      ]);
+    });
+  });
 });

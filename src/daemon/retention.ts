@@ -1,0 +1,203 @@
+/**
+ * Retention in the daemon: with `retention:` in schedules.yaml, runners prune the history on their
+ * own — soon after start, then every hour (`src/store/prune.ts` does the deleting, in small
+ * batches).
+ *
+ * One runner of the fleet at a time: the prune runs under `GET_LOCK(<prune lock>, 0)`, and a
+ * runner that finds the lock taken leaves the work to its holder until the next interval. Two
+ * prunes at once would be harmless (both delete by id), only wasted. The lock is taken on a
+ * connection of its own, borrowed from the pool for the prune and released *on that connection*
+ * in `finally` — a named lock belongs to its session, so a connection handed back to the pool
+ * still holding it would keep it taken; when the release cannot be confirmed the connection is
+ * destroyed instead, which frees the lock with the session.
+ *
+ * A failure (the database away, a missing DELETE grant) is logged and tried again at the next
+ * interval; it never reaches the runner.
+ */
+import { pruneLockName } from '../coordination/lock-name.js';
+import type { PoolConnection, QueryValues } from 'mysql2/promise';
+import { formatDuration } from '../config/duration.js';
+import type { Retention } from '../config/schema.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import { queryWithDeadline, type DeadlinePool, type Queryable } from '../store/deadline.js';
+import { pruneHistory } from '../store/prune.js';
+
+export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
+/** The first prune after start (or after `retention:` changes): once the runner has settled. */
+export const FIRST_PRUNE_DELAY_MS = 5_000;
+/** A timer never sleeps longer than this: the due time is checked against the clock at each wake. */
+const MAX_SLEEP_MS = 30_000;
+/** Each batch statement's deadline on the borrowed connection (a batch takes milliseconds). */
+const STATEMENT_DEADLINE_MS = 30_000;
+/** Between two DELETEs: the fleet's own writes go first. */
+const PAUSE_BETWEEN_BATCHES_MS = 20;
+
+export interface RetentionScheduleOptions {
+  /** The runner's pool while it can coordinate; null while it cannot (then nothing is pruned). */
+  pool: () => DeadlinePool | null;
+  database: string;
+  namespace: string;
+  /** null: nothing to prune (until `update` gives a retention). */
+  retention: Retention | null;
+  log: Logger;
+  intervalMs?: number;
+  firstDelayMs?: number;
+}
+
+export class RetentionSchedule {
+  private retention: Retention | null;
+  private timer: NodeJS.Timeout | undefined;
+  /** When the next prune is due (this host's clock); null while there is no retention. */
+  private dueAt: number | null = null;
+  private running: Promise<void> | null = null;
+  private readonly stopSignal = new AbortController();
+  private readonly intervalMs: number;
+  private readonly firstDelayMs: number;
+
+  constructor(private readonly options: RetentionScheduleOptions) {
+    this.retention = options.retention;
+    this.intervalMs = options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
+    this.firstDelayMs = options.firstDelayMs ?? FIRST_PRUNE_DELAY_MS;
+  }
+
+  start(): void {
+    if (this.retention) this.dueSoon();
+  }
+
+  /** After a reload: a changed retention applies soon; none stops pruning. */
+  update(retention: Retention | null): void {
+    const changed = JSON.stringify(retention) !== JSON.stringify(this.retention);
+    this.retention = retention;
+    if (!retention) {
+      this.dueAt = null;
+      clearTimeout(this.timer);
+    } else if (changed) {
+      this.dueSoon();
+    }
+  }
+
+  /** Clears the timer; a prune in flight stops after its current batch and is awaited. */
+  async stop(): Promise<void> {
+    this.stopSignal.abort();
+    this.dueAt = null;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private dueSoon(): void {
+    this.schedule(Date.now() + this.firstDelayMs);
+  }
+
+  private schedule(at: number): void {
+    if (this.stopSignal.signal.aborted) return;
+    this.dueAt = at;
+    this.arm();
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    if (this.dueAt == null) return;
+    const wait = Math.min(Math.max(0, this.dueAt - Date.now()), MAX_SLEEP_MS);
+    this.timer = setTimeout(() => this.wake(), wait);
+    this.timer.unref();
+  }
+
+  private wake(): void {
+    if (this.dueAt == null || this.stopSignal.signal.aborted) return;
+    if (Date.now() < this.dueAt) return this.arm();
+    // Due while the previous prune still runs (a reload meanwhile): after it, not beside it.
+    if (this.running) return this.schedule(Date.now() + this.firstDelayMs);
+    const retention = this.retention;
+    this.dueAt = null;
+    if (!retention) return;
+    const pool = this.options.pool();
+    // Not connected (yet): look again soon rather than in an hour.
+    if (!pool) return this.schedule(Date.now() + this.firstDelayMs);
+    this.running = this.prune(pool, retention).finally(() => {
+      this.running = null;
+      // Unless a reload already asked for a prune soon, or took the retention away.
+      if (this.dueAt == null && this.retention) this.schedule(Date.now() + this.intervalMs);
+    });
+  }
+
+  private async prune(pool: DeadlinePool, retention: Retention): Promise<void> {
+    const { log, namespace, database } = this.options;
+    const lockName = pruneLockName(database, namespace);
+    let conn: PoolConnection | undefined;
+    let locked = false;
+    let failed = false;
+    try {
+      conn = await pool.pool.getConnection();
+      const db = deadlineQueryable(conn);
+      const [[row]] = await db.query<{ got: number | null }[]>('SELECT GET_LOCK(?, 0) AS got', [
+        lockName,
+      ]);
+      locked = row?.got === 1;
+      if (!locked) {
+        log.debug({ lockName }, 'history not pruned: another runner is pruning it');
+        return;
+      }
+      const result = await pruneHistory(db, {
+        namespace,
+        retention,
+        pauseMs: PAUSE_BETWEEN_BATCHES_MS,
+        signal: this.stopSignal.signal,
+      });
+      log.info(
+        {
+          runs: result.runs,
+          skips: result.skips,
+          batches: result.batches,
+          runsBefore: result.runsBefore?.toISOString() ?? null,
+          skipsBefore: result.skipsBefore?.toISOString() ?? null,
+          retention: describeRetention(retention),
+        },
+        'history pruned',
+      );
+    } catch (err) {
+      failed = true;
+      log.warn(
+        { err: errorMessage(err), retryInMs: this.intervalMs },
+        'history not pruned: trying again at the next interval',
+      );
+    } finally {
+      await giveBack(conn, { locked, failed }, lockName);
+    }
+  }
+}
+
+/**
+ * Releases the lock on the connection that holds it, then hands the connection back. After a
+ * failure, or when the release is not confirmed, the connection is destroyed instead: the lock
+ * ends with its session, and a connection in doubt never returns to the pool.
+ */
+async function giveBack(
+  conn: PoolConnection | undefined,
+  state: { locked: boolean; failed: boolean },
+  lockName: string,
+): Promise<void> {
+  if (!conn) return;
+  try {
+    if (state.failed) throw new Error('in doubt');
+    if (state.locked) {
+      await queryWithDeadline(conn, 'DO RELEASE_LOCK(?)', [lockName], STATEMENT_DEADLINE_MS);
+    }
+    conn.release();
+  } catch {
+    conn.destroy();
+  }
+}
+
+/** A borrowed connection whose every statement has a deadline (it is destroyed on a miss). */
+function deadlineQueryable(conn: PoolConnection): Queryable {
+  return {
+    query: <T>(sql: string, values?: QueryValues) =>
+      queryWithDeadline<T>(conn, sql, values ?? [], STATEMENT_DEADLINE_MS),
+  };
+}
+
+function describeRetention(r: Retention): string {
+  const d = (ms: number | null) => (ms == null ? 'kept' : formatDuration(ms));
+  return `runs ${d(r.runsMs)}, skips ${d(r.skipsMs)}`;
+}

@@ -1,0 +1,218 @@
+/**
+ * Pruning `baton_runs`: deleting history rows older than the retention (`retention:` in
+ * schedules.yaml, `baton prune`). History is only ever deleted here, and only when asked.
+ *
+ * The age of a row is the age of its fire, `scheduled_at`, measured against the database's clock
+ * (`NOW(3)`, read once: one bound for the whole prune, whatever this host's clock says). Why that
+ * column: it is the row's identity (the fire), set on every row, and it is the last column of
+ * the key `baton_runs_job_status (namespace, job, status, scheduled_at)` (migration 0005) — so
+ * "this job's `skipped` rows before B" is one contiguous index range. `started_at` and
+ * `finished_at` are not indexed, and differ from the fire by the run's length at most.
+ *
+ * The deletion never holds a long lock, nor many locks at once:
+ * - per job and per status, the ids of at most `batchSize` rows are read with a plain SELECT
+ *   (a consistent read: it takes no lock), then deleted by primary key, each DELETE its own
+ *   autocommit statement — only those rows are locked, for milliseconds;
+ * - nothing scans the table. EXPLAIN (MariaDB 10.11): the batch SELECT and the dry run's COUNT
+ *   are `type: range` on `baton_runs_job_status`, `Using where; Using index` (an index-only range
+ *   read); the job walk and the latest success are `Select tables optimized away` (one index
+ *   dive each); the DELETE is `range` on PRIMARY. test/e2e/retention.test.ts checks the plans;
+ * - `running` rows are never read, and the DELETE re-checks it;
+ * - each job keeps its latest `done` fire, however old: `baton status` reads it as the job's last
+ *   success, and the dead-man's switch counts from it (a monthly job pruned at 30 days would
+ *   otherwise show "last success: never").
+ *
+ * Two prunes at once (two runners, a runner and `baton prune`) are harmless: both delete by id,
+ * and a row deleted twice is counted once. Runners still take a lock so that only one does the work.
+ */
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Retention } from '../config/schema.js';
+import { formatDuration } from '../config/duration.js';
+import type { Queryable } from './deadline.js';
+import { databaseNow } from './fire-reads.js';
+import { RUN_STATUSES, type RunStatus } from './runs.js';
+
+/** Rows per DELETE: a few hundred milliseconds of work at most, even with large output tails. */
+export const DEFAULT_BATCH_SIZE = 500;
+
+/**
+ * History younger than this is never pruned: `baton explain` and `baton history` must still
+ * answer "why did last night's batch not run?", and a runner coming back from an outage reads the
+ * last hour (or its `catchUp:` window) to tell missed fires from fires that ran.
+ */
+export const MIN_RETENTION_MS = 86_400_000;
+
+/**
+ * The statuses pruned: every finished one (`runs`: done, failed, timeout, interrupted, lost,
+ * missed) and `skipped`. `running` is not among them: a run going on now is never deleted.
+ */
+const PRUNED_STATUSES = RUN_STATUSES.filter((s) => s !== 'running');
+
+export interface PruneOptions {
+  namespace: string;
+  retention: Retention;
+  /** Count what would be deleted, delete nothing. */
+  dryRun?: boolean;
+  batchSize?: number;
+  /** A pause between two DELETEs, to leave the server to other work. */
+  pauseMs?: number;
+  /** Stops between two batches (a runner shutting down); the result counts what was done. */
+  signal?: AbortSignal;
+}
+
+export interface PruneResult {
+  namespace: string;
+  dryRun: boolean;
+  /** Finished runs deleted (or that would be). */
+  runs: number;
+  /** Skip rows deleted (or that would be). */
+  skips: number;
+  /** DELETE statements run (or that would be). */
+  batches: number;
+  /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
+  runsBefore: Date | null;
+  skipsBefore: Date | null;
+}
+
+/**
+ * Why `ms` is too short a retention, or null when it is long enough: at least a day, and at least
+ * every job's `catchUp:` window — a runner back from an outage runs the latest fire of that window
+ * that has no row at all, so a fire whose rows were pruned would run a second time.
+ */
+export function retentionTooShort(
+  ms: number,
+  jobs: readonly { name: string; catchUpMs: number | null }[],
+): string | null {
+  if (ms < MIN_RETENTION_MS) {
+    return (
+      `${formatDuration(ms)} is shorter than ${formatDuration(MIN_RETENTION_MS)}: baton keeps ` +
+      'at least a day of history (what `explain` and the recovery after an outage read)'
+    );
+  }
+  const longest = jobs
+    .filter((j) => j.catchUpMs != null && j.catchUpMs > ms)
+    .sort((a, b) => b.catchUpMs! - a.catchUpMs!)[0];
+  if (!longest) return null;
+  return (
+    `${formatDuration(ms)} is shorter than the catchUp window of job ${longest.name} ` +
+    `(${formatDuration(longest.catchUpMs!)}): after an outage its runner would find a pruned ` +
+    'fire unrun and run it again'
+  );
+}
+
+/** The predicate of every read: one job, one status, fires before a bound — one index range. */
+const RANGE = 'namespace = ? AND job = ? AND status = ? AND scheduled_at < ?';
+export const SELECT_BATCH_SQL = `SELECT id FROM baton_runs WHERE ${RANGE} LIMIT ?`;
+export const COUNT_SQL = `SELECT COUNT(*) AS n FROM baton_runs WHERE ${RANGE}`;
+/**
+ * The namespace's next job name: one index dive into the fire key (`Select tables optimized
+ * away`). Walking the jobs this way costs one dive per job, where `SELECT DISTINCT job` reads every
+ * index entry of the namespace (MariaDB 10.11 does not choose a loose scan for it).
+ */
+export const NEXT_JOB_SQL =
+  'SELECT MIN(job) AS job FROM baton_runs WHERE namespace = ? AND job > ?';
+/** One index entry of `baton_runs_job_status` (`Select tables optimized away`). */
+export const LATEST_DONE_SQL = `SELECT MAX(scheduled_at) AS latest FROM baton_runs
+  WHERE namespace = ? AND job = ? AND status = 'done'`;
+
+export async function pruneHistory(db: Queryable, options: PruneOptions): Promise<PruneResult> {
+  const { namespace, retention, dryRun = false, batchSize = DEFAULT_BATCH_SIZE } = options;
+  if (!Number.isInteger(batchSize) || batchSize < 1) {
+    throw new RangeError(`batch size must be a positive integer, got ${batchSize}`);
+  }
+  const now = await databaseNow(db);
+  const before = (ms: number | null) => (ms == null ? null : new Date(now.getTime() - ms));
+  const result: PruneResult = {
+    namespace,
+    dryRun,
+    runs: 0,
+    skips: 0,
+    batches: 0,
+    runsBefore: before(retention.runsMs),
+    skipsBefore: before(retention.skipsMs),
+  };
+  // Job names are never empty, so every one sorts after ''.
+  for (
+    let job = await nextJob(db, namespace, '');
+    job != null;
+    job = await nextJob(db, namespace, job)
+  ) {
+    for (const status of PRUNED_STATUSES) {
+      if (options.signal?.aborted) return result;
+      const kind = status === 'skipped' ? 'skips' : 'runs';
+      let bound = kind === 'skips' ? result.skipsBefore : result.runsBefore;
+      if (bound == null) continue;
+      if (status === 'done') bound = await keepLatestDone(db, namespace, job, bound);
+      const range = { namespace, job, status, bound };
+      const { rows, batches } = dryRun
+        ? await countRange(db, range, batchSize)
+        : await deleteRange(db, range, batchSize, options);
+      result[kind] += rows;
+      result.batches += batches;
+    }
+  }
+  return result;
+}
+
+async function nextJob(db: Queryable, namespace: string, after: string): Promise<string | null> {
+  const [[row]] = await db.query<RowDataPacket[]>(NEXT_JOB_SQL, [namespace, after]);
+  return (row?.job as string | null | undefined) ?? null;
+}
+
+interface Range {
+  namespace: string;
+  job: string;
+  status: RunStatus;
+  bound: Date;
+}
+
+/** The bound for `done` rows: never past the job's latest success (its rows are kept). */
+async function keepLatestDone(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  bound: Date,
+): Promise<Date> {
+  const [[row]] = await db.query<RowDataPacket[]>(LATEST_DONE_SQL, [namespace, job]);
+  const latest = (row?.latest as Date | null | undefined) ?? null;
+  return latest != null && latest < bound ? latest : bound;
+}
+
+const rangeValues = (r: Range) => [r.namespace, r.job, r.status, r.bound];
+
+async function countRange(
+  db: Queryable,
+  range: Range,
+  batchSize: number,
+): Promise<{ rows: number; batches: number }> {
+  const [[row]] = await db.query<RowDataPacket[]>(COUNT_SQL, rangeValues(range));
+  const rows = Number(row?.n ?? 0);
+  return { rows, batches: Math.ceil(rows / batchSize) };
+}
+
+async function deleteRange(
+  db: Queryable,
+  range: Range,
+  batchSize: number,
+  { pauseMs = 0, signal }: PruneOptions,
+): Promise<{ rows: number; batches: number }> {
+  let rows = 0;
+  let batches = 0;
+  for (;;) {
+    const [found] = await db.query<RowDataPacket[]>(SELECT_BATCH_SQL, [
+      ...rangeValues(range),
+      batchSize,
+    ]);
+    if (found.length === 0) break;
+    // By primary key, and never a `running` row, whatever happened since the read.
+    const [res] = await db.query<ResultSetHeader>(
+      "DELETE FROM baton_runs WHERE id IN (?) AND status <> 'running'",
+      [found.map((r) => r.id as number)],
+    );
+    rows += res.affectedRows;
+    batches++;
+    if (found.length < batchSize || signal?.aborted) break;
+    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  }
+  return { rows, batches };
+}
