@@ -329,6 +329,30 @@ async function claimWhenDue(c: Coordinator, attempt: Attempt): Promise<number> {
   }
 }
 
+/**
+ * Why a fire was skipped, as one of a few kinds (a metrics label; the reason itself is free text
+ * for people). Keep in step with the sentences written in this file and in pauses.ts:
+ * - `taken`: another runner won this fire (the normal case for every redundant runner);
+ * - `overlap`: an earlier run of the job was still running (`overlap: skip`, or a queue that
+ *   gave up);
+ * - `paused`: the job is paused.
+ */
+export type SkipKind = 'taken' | 'overlap' | 'paused';
+
+export function skipKind(reason: string): SkipKind {
+  if (reason.startsWith('paused by ')) return 'paused';
+  if (
+    reason.startsWith('waited in the queue ') ||
+    reason.startsWith('an earlier run is still running ') ||
+    reason.startsWith('a manual run is running ') ||
+    reason.startsWith('a later fire ') ||
+    reason.startsWith('the lock is held by connection ')
+  ) {
+    return 'overlap';
+  }
+  return 'taken';
+}
+
 /** A sentence naming who holds the job's lock and which run that is. */
 async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt): Promise<string> {
   const deadline = Date.now() + HOLDER_LOOKUP_MS;

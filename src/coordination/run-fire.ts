@@ -24,7 +24,7 @@ export const KILL_GRACE_MS = 5_000;
 
 export type FireOutcome =
   | { ran: true; runId: number; result: JobResult; attempts: number; recorded: boolean }
-  | { ran: false; runId: number; reason: string };
+  | { ran: false; runId: number; reason: string; contendMs: number };
 
 export interface RunFireOptions extends ContendOptions {
   trigger: Trigger;
@@ -34,8 +34,11 @@ export interface RunFireOptions extends ContendOptions {
   database?: DatabaseTarget | null;
   /** Environment variables no job inherits (the connections' URLs). */
   withholdEnv?: readonly string[];
-  /** Called once the run has won and its first attempt has started. */
-  onStart?: (control: RunControl, fire: FireInfo) => void;
+  /**
+   * Called once the run has won and its first attempt has started; `contendMs` is how long
+   * winning took (lock, fire key, and the reads that go with them).
+   */
+  onStart?: (control: RunControl, fire: FireInfo, contendMs: number) => void;
   /**
    * A verdict that could not be written (the database is gone): the caller keeps it and writes
    * it when the database answers again. Without it, the error is thrown.
@@ -111,8 +114,10 @@ export async function runFire(
     host: c.host,
     pid: c.pid,
   };
+  const contendStart = performance.now();
   const claim = await contend(c, attempt, { ...options, workers: job.workers });
-  if (!claim.won) return { ran: false, runId: claim.runId, reason: claim.reason };
+  const contendMs = performance.now() - contendStart;
+  if (!claim.won) return { ran: false, runId: claim.runId, reason: claim.reason, contendMs };
 
   try {
     const fire: FireInfo = {
@@ -125,7 +130,7 @@ export async function runFire(
       worker: { slot: claim.slot, count: job.workers },
     };
     const control = new RunControl(claim.runId, scheduledAt);
-    const { result, attempts } = await attemptRuns(c, job, fire, control, options);
+    const { result, attempts } = await attemptRuns(c, job, fire, control, contendMs, options);
     const outcome: RunOutcome = {
       status: result.status,
       exitCode: result.exitCode,
@@ -170,6 +175,7 @@ async function attemptRuns(
   job: JobDefinition,
   fire: FireInfo,
   control: RunControl,
+  contendMs: number,
   options: RunFireOptions,
 ): Promise<{ result: JobResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
@@ -184,7 +190,7 @@ async function attemptRuns(
       },
     );
     control.attach(run);
-    if (attempt === 1) options.onStart?.(control, fire);
+    if (attempt === 1) options.onStart?.(control, fire, contendMs);
     // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly
     // rather than through `control`, whose stop is for good.
     const timer =

@@ -43,6 +43,8 @@ import {
   firesWithRows,
   firstFireOf,
   insertMissed,
+  type FinalStatus,
+  type Queryable,
   type RunOutcome,
   type Trigger,
 } from '../store/runs.js';
@@ -59,6 +61,7 @@ import { connectionVariables, jobDatabase } from '../config/connections.js';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import { version } from '../version.js';
 import { lookBack, MISSED_SETTLE_MS } from './recovery.js';
+import { RetentionSchedule } from './retention.js';
 
 export interface RunnerOptions {
   config: Config;
@@ -77,7 +80,41 @@ export interface RunnerOptions {
   registryMs?: number;
   /** A clock offset from the database beyond this is logged as a warning. */
   clockWarnMs?: number;
+  /** Told about every fire's outcome (the metrics). */
+  events?: RunnerEvents;
 }
+
+/** What happens to fires, as it happens: for counting (src/http/metrics.ts), not for control. */
+export interface RunnerEvents {
+  /** Won a scheduled, catch-up or manual fire; `lagMs` (start minus instant) for scheduled ones. */
+  fireWon(job: string, contendMs: number, lagMs: number | null): void;
+  fireSkipped(job: string, reason: string, contendMs: number | null): void;
+  runFinished(job: string, status: FinalStatus, durationMs: number): void;
+  /** A fire not attempted: no usable connection to coordinate it. */
+  fireUncoordinated(job: string): void;
+  lockSessionLost(): void;
+}
+
+/** What the metrics' gauges read at each scrape. */
+export interface RunnerGauges {
+  databaseUp: boolean;
+  readOnly: boolean;
+  /** This host's clock minus the database's, in ms; null until measured. */
+  clockOffsetMs: number | null;
+  runningRuns: number;
+  jobsLoaded: number;
+  /** Time since the scheduler loop last woke, in ms. */
+  sinceLastWakeMs: number;
+}
+
+/** Whether the runner is doing its job, for `/healthz`: a list of what is wrong, empty if fine. */
+export interface RunnerHealth {
+  healthy: boolean;
+  problems: string[];
+}
+
+/** The loop wakes at least every MAX_SLEEP_MS; this much later than planned means it is stuck. */
+const LOOP_STUCK_MS = 10_000;
 
 export const DEFAULT_REAPER_MS = 10_000;
 export const DEFAULT_REGISTRY_MS = 5_000;
@@ -103,6 +140,8 @@ interface ActiveRun {
 export class Runner {
   private pool: DeadlinePool | null = null;
   private lock: LockSession | null = null;
+  /** Prunes the history by `retention:` (one runner of the fleet at a time). */
+  private retention: RetentionSchedule | null = null;
   /** When the connected server started (rounded early): the reaper's test for old rows. */
   private serverStartedBefore = new Date(0);
   private schedule!: FireSchedule;
@@ -161,6 +200,15 @@ export class Runner {
   async start(): Promise<boolean> {
     this.applyConfig(this.config, this.dbNow());
     this.arm();
+    this.retention = new RetentionSchedule({
+      // Only while this runner can coordinate: the database answers and is the fleet's.
+      pool: () => (this.coordinated ? this.pool : null),
+      database: this.options.target.database,
+      namespace: this.config.namespace,
+      retention: this.config.retention,
+      log: this.log,
+    });
+    this.retention.start();
     const connected = await this.connectWithRetry(true);
     if (!connected) return false;
     this.log.info(
@@ -286,6 +334,7 @@ export class Runner {
     if (lock !== this.lock) return;
     // Every run, also those already being stopped: their kill grace shrinks to the lost one.
     const running = [...this.active];
+    this.options.events?.lockSessionLost();
     this.log.error(
       { reason, lockConnectionId: lock.connectionId, aborting: running.map((r) => r.job) },
       'lock session lost',
@@ -322,10 +371,17 @@ export class Runner {
 
   private arm(): void {
     if (this.stopping) return;
-    this.timer = setTimeout(() => this.wake(), this.schedule.sleepMs(this.dbNow()));
+    const sleepMs = this.schedule.sleepMs(this.dbNow());
+    this.nextWakeBy = performance.now() + sleepMs;
+    this.timer = setTimeout(() => this.wake(), sleepMs);
   }
 
+  /** When the loop planned to wake next (performance.now()), for the health check. */
+  private nextWakeBy = performance.now();
+  private lastWakeAt = performance.now();
+
   private wake(): void {
+    this.lastWakeAt = performance.now();
     // Recompute from the clock at every wake: timers drift, hosts get suspended.
     this.dispatchDue(this.dbNow());
     this.arm();
@@ -364,6 +420,7 @@ export class Runner {
     if (!this.lock?.usable || !pool) {
       // Nobody can prove it is alone: not running is the safe side. Recovery looks back later.
       log.warn('fire not run: no connection to the database to coordinate it');
+      this.options.events?.fireUncoordinated(job.name);
       return;
     }
 
@@ -382,6 +439,7 @@ export class Runner {
     const lock = this.lock;
     if (!lock?.usable) {
       log.warn('fire not run: no connection to the database to coordinate it');
+      this.options.events?.fireUncoordinated(job.name);
       return;
     }
 
@@ -394,8 +452,10 @@ export class Runner {
       log.error({ err: errorMessage(err) }, 'fire not run: its database connection is unusable');
       return;
     }
+    const events = this.options.events;
     await new Promise<void>((settled) => {
       let active: ActiveRun | undefined;
+      let startedAt = 0;
       const work = runFire(this.coordinator(lock, pool), job, scheduledAt, {
         trigger,
         database,
@@ -406,9 +466,13 @@ export class Runner {
         runningHere,
         queueUntil,
         signal: this.stopSignal.signal,
-        onStart: (control, fire) => {
+        onStart: (control, fire, contendMs) => {
           active = { job: job.name, scheduledAt, control, finished: work.then(() => {}) };
           this.active.add(active);
+          startedAt = performance.now();
+          const lagMs =
+            trigger === 'schedule' ? this.dbNow().getTime() - scheduledAt.getTime() : null;
+          events?.fireWon(job.name, contendMs, lagMs);
           log.info({ runId: fire.runId, jobPid: control.pid }, 'fire won: running');
           // The session may have died between GET_LOCK and now (the claim runs on the pool):
           // its loss handler did not see this run, so it is aborted here.
@@ -431,10 +495,12 @@ export class Runner {
       })
         .then((outcome) => {
           if (!outcome.ran) {
+            events?.fireSkipped(job.name, outcome.reason, outcome.contendMs);
             log.info({ runId: outcome.runId, reason: outcome.reason }, 'fire skipped');
             return;
           }
           const { result } = outcome;
+          events?.runFinished(job.name, result.status, performance.now() - startedAt);
           log[result.status === 'done' ? 'info' : 'warn'](
             {
               runId: outcome.runId,
@@ -477,6 +543,60 @@ export class Runner {
     const waits: Promise<unknown>[] = [run.finished, this.stopped()];
     if (until) waits.push(this.sleep(until.getTime() - this.dbNow().getTime()));
     await Promise.race(waits);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // What the HTTP endpoint reads (src/http): read-only views, never a handle to change anything
+
+  /** For `/healthz`: the loop wakes when planned, the database answers and takes writes. */
+  health(): RunnerHealth {
+    const problems: string[] = [];
+    if (this.stopping) problems.push('the runner is stopping');
+    const overdueMs = performance.now() - this.nextWakeBy;
+    if (overdueMs > LOOP_STUCK_MS) {
+      problems.push(`the scheduler loop is stuck: its wake is ${Math.round(overdueMs)} ms overdue`);
+    }
+    if (!this.coordinated) {
+      problems.push(
+        `no usable connection to the database: ${
+          this.lock?.lossReason ?? (this.everConnected ? 'reconnecting' : 'not connected yet')
+        }`,
+      );
+    } else if (this.readOnly) {
+      problems.push('the database is read-only: no fire runs until it is writable');
+    }
+    return { healthy: problems.length === 0, problems };
+  }
+
+  gauges(): RunnerGauges {
+    return {
+      databaseUp: this.coordinated,
+      readOnly: this.readOnly,
+      clockOffsetMs: this.lock?.clockOffsetMs == null ? null : -this.lock.clockOffsetMs,
+      runningRuns: this.active.size,
+      jobsLoaded: this.jobs.size,
+      sinceLastWakeMs: performance.now() - this.lastWakeAt,
+    };
+  }
+
+  /** The schedule as loaded (a reload replaces it). */
+  get loadedConfig(): Config {
+    return this.config;
+  }
+
+  /** The pool, while connected: for reads only. */
+  get readPool(): Queryable | null {
+    return this.coordinated ? this.pool : null;
+  }
+
+  /** Now by the database's clock (see dbNow). */
+  databaseNow(): Date {
+    return this.dbNow();
+  }
+
+  /** The job's next fire by this runner's schedule; null for a job it does not run. */
+  nextFire(job: string): Date | null {
+    return this.schedule.nextFire(job);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -719,6 +839,7 @@ export class Runner {
     this.dispatchDue(now);
     const before = this.jobs;
     this.config = config;
+    this.retention?.update(config.retention);
     this.applyConfig(config, now);
     this.arm();
     const added = [...this.jobs.keys()].filter((j) => !before.has(j));
@@ -796,6 +917,7 @@ export class Runner {
     for (const t of this.pendingTimers) clearTimeout(t);
     // A connect in flight finishes (or gives up) before the connections are closed under it.
     await this.connecting?.catch(() => {});
+    await this.retention?.stop();
     await this.writeUnwrittenVerdicts();
     if (this.pool && this.everConnected) {
       await markRunnerStopped(

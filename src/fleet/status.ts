@@ -145,7 +145,7 @@ export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): Ru
 }
 
 /** The registry rows worth reporting: seen within STALE_RUNNER_MS. */
-export function currentRunners(runners: RunnerRecord[], now: Date): RunnerRecord[] {
+export function currentRunners<R extends RunnerRecord>(runners: R[], now: Date): R[] {
   return runners.filter((r) => now.getTime() - r.lastSeenAt.getTime() <= STALE_RUNNER_MS);
 }
 

@@ -14,6 +14,10 @@ import {
 import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
+import { checkHttpToken, parseListenAddress, type ListenAddress } from '../../http/address.js';
+import { RunnerMetrics } from '../../http/metrics.js';
+import { startHttpEndpoint } from '../../http/server.js';
+import { version } from '../../version.js';
 import { action } from '../action.js';
 import {
   configPath,
@@ -32,6 +36,8 @@ interface StartArgs extends CommonArgs {
   reaperInterval: string;
   registryInterval: string;
   clockWarn: string;
+  http?: string;
+  httpToken?: string;
 }
 
 function durationOption(name: string, value: string): number {
@@ -80,6 +86,18 @@ export const startCommand: CommandModule<object, StartArgs> = {
         type: 'string',
         default: `${DEFAULT_CLOCK_WARN_MS}ms`,
         describe: "warn when this host's clock is off from the database's by more than this",
+      })
+      .option('http', {
+        type: 'string',
+        describe:
+          'serve /metrics, /healthz and a read-only dashboard at host:port, e.g. ' +
+          '127.0.0.1:9464 (env BATON_HTTP; default off)',
+      })
+      .option('http-token', {
+        type: 'string',
+        describe:
+          'require this token on every HTTP request (Bearer, or Basic with it as password); ' +
+          'needed beyond loopback. Prefer env BATON_HTTP_TOKEN: flags show in ps',
       }) as never,
   handler: action(async (args: StartArgs) => {
     // Everything that can be wrong with the input is checked before anything is started.
@@ -94,12 +112,18 @@ export const startCommand: CommandModule<object, StartArgs> = {
     if (args.grace < 0 || !Number.isFinite(args.grace)) {
       throw new UsageError('--grace must be a number of seconds >= 0');
     }
+    const http = resolveHttp(args);
     // Every line names the runner, so the logs of a fleet can be merged and still be read.
     const log = createLogger({ ...(args.logLevel ? { level: args.logLevel } : {}) }).child({
       host,
     });
 
-    const runner = new Runner({
+    // The gauges read the runner at scrape time, after it exists.
+    const metrics: RunnerMetrics | undefined = http
+      ? new RunnerMetrics({ host, namespace: config.namespace, version }, () => runner.gauges())
+      : undefined;
+    const runner: Runner = new Runner({
+      events: metrics,
       config,
       target,
       host,
@@ -130,17 +154,49 @@ export const startCommand: CommandModule<object, StartArgs> = {
     });
     process.on('SIGHUP', () => reload(runner, configPath(args), log));
 
+    // Up before the database is: /healthz says why the runner is not ready while it waits.
+    const endpoint =
+      http && metrics
+        ? await startHttpEndpoint({
+            ...http,
+            metrics,
+            log,
+            subject: {
+              health: () => runner.health(),
+              dashboardSource: () => ({
+                pool: runner.readPool,
+                namespace: runner.loadedConfig.namespace,
+                config: runner.loadedConfig,
+                host,
+                now: runner.databaseNow(),
+                nextFire: (job: string) => runner.nextFire(job),
+              }),
+            },
+          })
+        : null;
     try {
       await runner.start();
     } catch (err) {
       await runner.stop('start-up failed', true);
+      await endpoint?.close();
       throw err;
     }
     await stopped;
+    await endpoint?.close();
     log.flush();
     return ExitCode.Ok;
   }),
 };
+
+/** `--http` and its token (flags, else BATON_HTTP / BATON_HTTP_TOKEN), checked before start. */
+function resolveHttp(args: StartArgs): { address: ListenAddress; token?: string } | null {
+  const value = args.http ?? process.env.BATON_HTTP;
+  if (!value) return null;
+  const address = parseListenAddress(value);
+  const token = args.httpToken ?? (process.env.BATON_HTTP_TOKEN || undefined);
+  checkHttpToken(address, token);
+  return token == null ? { address } : { address, token };
+}
 
 /** SIGHUP: a valid file replaces the schedule; an invalid one is refused and the old one stays. */
 function reload(runner: Runner, file: string, log: Logger): void {

@@ -1,0 +1,125 @@
+/**
+ * The dashboard page (`GET /`): one self-contained HTML document — stylesheet and script inline,
+ * no framework, no external asset — that loads its data from `api/overview` and refreshes itself.
+ * It only reads: there is no control on it that changes anything.
+ *
+ * The document is static (the data arrives by fetch), so it is built once. Its
+ * Content-Security-Policy, in a <meta> element and exported for the server's header, allows only
+ * this page's own script and stylesheet (by hash) and requests to its own origin: even if text
+ * from the history were ever parsed as markup, no injected script or handler could run.
+ */
+import { createHash } from 'node:crypto';
+import { DASHBOARD_SCRIPT } from './client.js';
+import { DASHBOARD_CSS } from './styles.js';
+
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
+/** For a `Content-Security-Policy` header on the page (the <meta> cannot say frame-ancestors). */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  `script-src ${sha256(DASHBOARD_SCRIPT)}`,
+  `style-src ${sha256(DASHBOARD_CSS)}`,
+  "connect-src 'self'",
+  'img-src data:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The policy a <meta> element may carry (browsers ignore frame-ancestors there, with a warning). */
+const META_CSP = DASHBOARD_CSP.replace("; frame-ancestors 'none'", '');
+
+const LEGEND: [outcome: string, letter: string, meaning: string][] = [
+  ['done', 'D', 'done'],
+  ['failed', 'F', 'failed'],
+  ['timeout', 'T', 'timeout'],
+  ['lost', 'L', 'lost (its runner vanished)'],
+  ['interrupted', 'I', 'interrupted (runner stopped)'],
+  ['running', 'R', 'running'],
+  ['missed', 'M', 'missed (nobody attempted it)'],
+  ['skipped', 'S', 'skipped by every runner'],
+  ['paused', 'P', 'skipped: paused'],
+];
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="${META_CSP}">
+<meta name="referrer" content="no-referrer">
+<title>baton</title>
+<link rel="icon" href="data:,">
+<style>${DASHBOARD_CSS}</style>
+</head>
+<body>
+<header class="top">
+  <div class="brand">
+    <h1><span class="logo" aria-hidden="true">◆</span>baton</h1>
+    <span class="scope">namespace <b id="namespace">…</b></span>
+  </div>
+  <div class="meta">
+    <span>served by <b id="host">…</b></span>
+    <span>database time <b id="now" class="mono">…</b></span>
+    <span id="updated" class="pill" data-state="loading" role="status" aria-live="polite">loading…</span>
+  </div>
+</header>
+<main>
+  <div id="fetch-error" class="banner error" role="alert" hidden></div>
+  <div id="problem" class="banner" role="alert" hidden></div>
+  <div id="cards" class="cards" aria-label="Summary"></div>
+
+  <section class="panel" aria-labelledby="jobs-title">
+    <h2 id="jobs-title">Jobs <small id="fires-limit"></small></h2>
+    <div class="scroll">
+      <table id="jobs">
+        <caption class="visually-hidden">Every job of the schedules file: its schedule, last outcome, next fire and recent fires</caption>
+        <thead><tr>
+          <th scope="col">Job</th><th scope="col">Schedule</th><th scope="col">Last outcome</th>
+          <th scope="col">Next fire (UTC)</th><th scope="col">Recent fires</th>
+        </tr></thead>
+        <tbody id="jobs-body"></tbody>
+      </table>
+    </div>
+    <p id="jobs-empty" class="empty" hidden>The schedules file has no jobs.</p>
+    <dl class="legend" aria-label="Legend">
+${LEGEND.map(
+  ([outcome, letter, meaning]) =>
+    `      <div><dt><span class="sym o-${outcome}" aria-hidden="true">${letter}</span><span class="visually-hidden">${letter}</span></dt><dd>${meaning}</dd></div>`,
+).join('\n')}
+      <div><dt><span class="dot" aria-hidden="true"></span><span class="visually-hidden">dot</span></dt><dd>other runners skipped it (hover a fire for who ran it, who skipped, and why)</dd></div>
+    </dl>
+  </section>
+
+  <section class="panel" aria-labelledby="runners-title">
+    <h2 id="runners-title">Runners <small>registered in this namespace, with their clocks against the database's</small></h2>
+    <div class="scroll">
+      <table id="runners">
+        <caption class="visually-hidden">Runners, their state and clock offsets</caption>
+        <thead><tr>
+          <th scope="col">Host</th><th scope="col">State</th><th scope="col">Clock offset</th>
+          <th scope="col">Last heartbeat</th><th scope="col">Lock session</th>
+          <th scope="col">Version</th><th scope="col">PID</th><th scope="col">Started (UTC)</th>
+        </tr></thead>
+        <tbody id="runners-body"></tbody>
+      </table>
+    </div>
+    <p id="runners-empty" class="empty" hidden></p>
+  </section>
+
+  <section class="panel" aria-labelledby="failures-title">
+    <h2 id="failures-title">Recent failures <small id="failures-limit"></small></h2>
+    <ol id="failures-list" class="failures"></ol>
+    <p id="failures-empty" class="empty" hidden></p>
+  </section>
+</main>
+<footer>Read-only view of the run history · refreshes every 5 s</footer>
+<script>${DASHBOARD_SCRIPT}</script>
+</body>
+</html>
+`;
+
+/** The whole dashboard document. */
+export function dashboardPage(): string {
+  return PAGE;
+}

@@ -1,0 +1,182 @@
+/**
+ * What one runner counts and measures, in Prometheus' text format (prom-client).
+ *
+ * Every runner exports its own view: `baton_runs_total` counts the runs *this* runner won, so the
+ * fleet's runs are the sum over runners, and every fire shows up once as a run somewhere and as a
+ * skip on each other runner. Labels are the job name (validated: letters, digits, `._-`), the run
+ * status, and a skip kind from a fixed set — never free text, so the series stay few.
+ */
+import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
+import { skipKind } from '../coordination/fire-protocol.js';
+import type { RunnerEvents, RunnerGauges } from '../daemon/runner.js';
+import type { FinalStatus } from '../store/runs.js';
+
+export interface RunnerIdentity {
+  host: string;
+  namespace: string;
+  version: string;
+}
+
+export class RunnerMetrics implements RunnerEvents {
+  readonly registry = new Registry();
+  private readonly runs: Counter<'job' | 'status'>;
+  private readonly skips: Counter<'job' | 'reason'>;
+  private readonly uncoordinated: Counter<'job'>;
+  private readonly lockSessionLosses: Counter;
+  private readonly duration: Histogram<'job'>;
+  private readonly fireLag: Histogram<'job'>;
+  private readonly lockAcquisition: Histogram<'outcome'>;
+
+  constructor(identity: RunnerIdentity, gauges: () => RunnerGauges) {
+    const registers = [this.registry];
+    const counter = <L extends string>(c: CounterConfiguration<L>) =>
+      new Counter<L>({ ...c, registers });
+    this.runs = counter({
+      name: 'baton_runs_total',
+      help: 'Runs this runner won and finished, by job and final status.',
+      labelNames: ['job', 'status'],
+    });
+    this.skips = counter({
+      name: 'baton_skips_total',
+      help:
+        'Fires this runner skipped, by job and reason: taken (another runner won the fire), ' +
+        'overlap (an earlier run was still running), paused.',
+      labelNames: ['job', 'reason'],
+    });
+    this.uncoordinated = counter({
+      name: 'baton_fires_uncoordinated_total',
+      help: 'Fires this runner did not attempt because it had no usable database connection.',
+      labelNames: ['job'],
+    });
+    this.lockSessionLosses = counter({
+      name: 'baton_lock_session_losses_total',
+      help: "Times this runner's lock session was lost (its runs were aborted and recorded lost).",
+    });
+    this.duration = new Histogram({
+      name: 'baton_run_duration_seconds',
+      help: 'How long runs this runner won took, all attempts included.',
+      labelNames: ['job'],
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600],
+      registers,
+    });
+    this.fireLag = new Histogram({
+      name: 'baton_fire_lag_seconds',
+      help:
+        "Scheduled fires: the job's start minus its scheduled instant, both in database time " +
+        '(claim plus process start).',
+      labelNames: ['job'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.lockAcquisition = new Histogram({
+      name: 'baton_lock_acquisition_seconds',
+      help:
+        'How long contending for a fire took (GET_LOCK, the fire key, the reads that go with ' +
+        'them), by outcome: won or skipped.',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
+
+    const gauge = (name: string, help: string, read: (g: RunnerGauges) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const value = read(gauges());
+          if (value == null) this.reset();
+          else this.set(value);
+        },
+      });
+    gauge('baton_database_up', '1 while the lock session answers its heartbeats.', (g) =>
+      g.databaseUp ? 1 : 0,
+    );
+    gauge('baton_database_read_only', '1 while the database is read-only (no fire runs).', (g) =>
+      g.readOnly ? 1 : 0,
+    );
+    gauge(
+      'baton_clock_offset_seconds',
+      "This host's clock minus the database's (fires run on database time either way).",
+      (g) => (g.clockOffsetMs == null ? null : g.clockOffsetMs / 1000),
+    );
+    gauge('baton_runs_running', 'Runs of this runner in progress.', (g) => g.runningRuns);
+    gauge('baton_jobs_loaded', 'Enabled jobs in the loaded schedule.', (g) => g.jobsLoaded);
+    gauge(
+      'baton_scheduler_last_wake_age_seconds',
+      "Time since the scheduler loop last woke (it wakes at least every 30 s; more means it's stuck).",
+      (g) => g.sinceLastWakeMs / 1000,
+    );
+    new Gauge({
+      name: 'baton_runner_info',
+      help: 'This runner: always 1, with its host id, namespace and baton version as labels.',
+      labelNames: ['host', 'namespace', 'version'],
+      registers,
+    }).set(identity, 1);
+    processMetrics(registers);
+  }
+
+  fireWon(job: string, contendMs: number, lagMs: number | null): void {
+    this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
+    if (lagMs != null) this.fireLag.observe({ job }, Math.max(0, lagMs) / 1000);
+  }
+
+  fireSkipped(job: string, reason: string, contendMs: number | null): void {
+    this.skips.inc({ job, reason: skipKind(reason) });
+    if (contendMs != null) this.lockAcquisition.observe({ outcome: 'skipped' }, contendMs / 1000);
+  }
+
+  runFinished(job: string, status: FinalStatus, durationMs: number): void {
+    this.runs.inc({ job, status });
+    this.duration.observe({ job }, durationMs / 1000);
+  }
+
+  fireUncoordinated(job: string): void {
+    this.uncoordinated.inc({ job });
+  }
+
+  lockSessionLost(): void {
+    this.lockSessionLosses.inc();
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+/**
+ * The process's own figures under their standard names. prom-client's collectDefaultMetrics is not
+ * used: some of its series (`nodejs_active_handles_total`, a gauge) fail `promtool check metrics`.
+ */
+function processMetrics(registers: Registry[]): void {
+  const started = Date.now() / 1000 - process.uptime();
+  new Gauge({
+    name: 'process_start_time_seconds',
+    help: 'Start time of the process since the Unix epoch, in seconds.',
+    registers,
+  }).set(started);
+  new Gauge({
+    name: 'process_resident_memory_bytes',
+    help: 'Resident memory size in bytes.',
+    registers,
+    collect() {
+      this.set(process.memoryUsage.rss());
+    },
+  });
+  let reported = 0;
+  new Counter({
+    name: 'process_cpu_seconds_total',
+    help: 'User and system CPU time spent, in seconds.',
+    registers,
+    collect() {
+      const { user, system } = process.cpuUsage();
+      const seconds = (user + system) / 1e6;
+      this.inc(Math.max(0, seconds - reported));
+      reported = seconds;
+    },
+  });
+}

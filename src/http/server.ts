@@ -1,0 +1,203 @@
+/**
+ * The daemon's HTTP endpoint (`baton start --http 127.0.0.1:9464`): `/metrics` for Prometheus,
+ * `/healthz` for load balancers and service managers, and a read-only dashboard at `/` with the
+ * JSON it refreshes from at `/api/overview`. node:http alone — nothing to build or serve beside
+ * the daemon.
+ *
+ * Read-only by construction: only GET and HEAD are answered, and nothing behind a route can
+ * change the schedule, the history or a run. With a token every request must carry it (auth.ts).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { RunnerHealth } from '../daemon/runner.js';
+import { errorMessage, UsageError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { ListenAddress } from './address.js';
+import { tokenMatches } from './auth.js';
+import { buildOverview, type DashboardSource } from './dashboard/overview.js';
+import { DASHBOARD_CSP, dashboardPage } from './dashboard/page.js';
+import { gzipSync } from 'node:zlib';
+import type { RunnerMetrics } from './metrics.js';
+
+/** What the endpoint reads from the runner. */
+export interface HttpSubject {
+  health(): RunnerHealth;
+  dashboardSource(): DashboardSource;
+}
+
+export interface HttpEndpointOptions {
+  address: ListenAddress;
+  token?: string;
+  subject: HttpSubject;
+  metrics: RunnerMetrics;
+  log: Logger;
+}
+
+export interface HttpEndpoint {
+  /** The port actually bound (differs from the address's when it asked for 0). */
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Viewers share one overview for this long: however many there are, the database sees about one
+ * build per page refresh (every 5 s).
+ */
+const OVERVIEW_REUSE_MS = 4_000;
+
+export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<HttpEndpoint> {
+  const { address, token, log } = options;
+  const page = dashboardPage();
+  const pageHeaders = {
+    'content-type': 'text/html; charset=utf-8',
+    // Only the page's own script and style (by hash) and fetches to this origin: a job's output
+    // shown on it can never run as code, even if it escaped the page's escaping.
+    'content-security-policy': DASHBOARD_CSP,
+  };
+  const overview = reusedFor(OVERVIEW_REUSE_MS, () =>
+    buildOverview(options.subject.dashboardSource()),
+  );
+
+  const routes: Record<
+    string,
+    (res: ServerResponse, req: IncomingMessage) => Promise<void> | void
+  > = {
+    '/metrics': async (res) => {
+      const text = await options.metrics.render();
+      send(res, 200, { 'content-type': options.metrics.contentType }, text);
+    },
+    '/healthz': (res) => {
+      const { healthy, problems } = options.subject.health();
+      send(
+        res,
+        healthy ? 200 : 503,
+        { 'content-type': 'application/json' },
+        JSON.stringify(healthy ? { status: 'ok' } : { status: 'unhealthy', problems }),
+      );
+    },
+    '/': (res) => send(res, 200, pageHeaders, page),
+    '/api/overview': async (res, req) => {
+      const json = JSON.stringify(await overview());
+      // A thousand jobs make megabytes of JSON that compress tenfold; every viewer asks every 5 s.
+      if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
+        const headers = {
+          'content-type': 'application/json',
+          'content-encoding': 'gzip',
+          vary: 'accept-encoding',
+        };
+        send(res, 200, headers, gzipSync(json));
+      } else {
+        send(res, 200, { 'content-type': 'application/json', vary: 'accept-encoding' }, json);
+      }
+    },
+  };
+
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      log.warn({ path: pathOf(req), err: errorMessage(err) }, 'http request failed');
+      if (!res.headersSent) {
+        send(
+          res,
+          500,
+          { 'content-type': 'application/json' },
+          JSON.stringify({ error: errorMessage(err) }),
+        );
+      } else {
+        res.destroy();
+      }
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (token != null && !tokenMatches(req, token)) {
+      send(
+        res,
+        401,
+        {
+          'www-authenticate': 'Basic realm="baton", charset="UTF-8"',
+          'content-type': 'text/plain',
+        },
+        'a token is required: Authorization: Bearer <token>, or Basic with the token as password\n',
+      );
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      send(res, 405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }, 'read-only\n');
+      return;
+    }
+    const route = routes[pathOf(req)];
+    if (!route) {
+      send(res, 404, { 'content-type': 'text/plain' }, 'not found\n');
+      return;
+    }
+    await route(res, req);
+  }
+
+  // A slow or stuck client must not hold a socket for ever.
+  server.requestTimeout = 10_000;
+  server.headersTimeout = 5_000;
+  await listen(server, address);
+  const bound = server.address();
+  const port = typeof bound === 'object' && bound ? bound.port : address.port;
+  log.info({ http: address.display, port, token: token != null }, 'http endpoint listening');
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function listen(server: Server, address: ListenAddress): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === 'EADDRINUSE'
+          ? 'the address is already in use'
+          : err.code === 'EADDRNOTAVAIL'
+            ? 'this machine has no such address'
+            : err.code === 'EACCES'
+              ? 'permission denied (ports below 1024 need privileges)'
+              : err.message;
+      reject(new UsageError(`--http ${address.display}: ${why}`));
+    });
+    server.listen(address.port, address.host, () => resolve());
+  });
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Buffer,
+): void {
+  res.writeHead(status, {
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    ...headers,
+  });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}
+
+function pathOf(req: IncomingMessage): string {
+  return new URL(req.url ?? '/', 'http://baton').pathname;
+}
+
+/** `produce`, shared by every caller within `ms` of the last start (single flight). */
+function reusedFor<T>(ms: number, produce: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | null = null;
+  return () => {
+    const now = performance.now();
+    if (!last || now - last.at > ms) {
+      const value = produce();
+      last = { at: now, value };
+      // A failure is not reused: the next viewer asks again.
+      value.catch(() => {
+        if (last?.value === value) last = null;
+      });
+    }
+    return last.value;
+  };
+}

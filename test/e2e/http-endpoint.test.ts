@@ -1,0 +1,252 @@
+/**
+ * The daemon's HTTP endpoint (`baton start --http`), against real runner processes.
+ *
+ * - `/metrics`: two runners with one succeeding and one failing job. The exposition passes
+ *   `promtool check metrics`; once the jobs are paused and the fleet is quiet, the counters summed
+ *   over both runners equal the history table exactly: runs by job and status, skips by reason
+ *   (`taken` by the other runner, `paused`), one fire-lag and one duration observation per run,
+ *   one won contention per run; gauges say the database is up and name the runner.
+ * - `/healthz`: 200 while the loop and the database are fine; 503 with the reason within seconds
+ *   of a PRIVATE mariadbd stopping; 200 again once it is back.
+ * - The token: beyond loopback it is required (exit 64 before anything starts); when set, a
+ *   request without it or with a wrong one gets 401, with it (Bearer or Basic) 200. Bad
+ *   addresses and a port in use are refused with exit 64. Nothing but GET/HEAD is answered.
+ */
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { useFleet } from '../helpers/fleet.js';
+import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
+import { parseMetrics, promtoolCheck, total } from '../helpers/prometheus.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('http');
+
+const TOKEN = 'test-token-0123456789abcdef';
+
+async function get(port: number, path: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
+  return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+async function countRows(job: string, where: string): Promise<number> {
+  const [row] = await fleet.db.query<{ n: number }>(
+    `SELECT COUNT(*) AS n FROM baton_runs WHERE job = ? AND ${where}`,
+    [job],
+  );
+  return Number(row!.n);
+}
+
+describe('/metrics', () => {
+  it('passes promtool and its counters add up to the history, across two runners', async () => {
+    const config = writeSchedule(`
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+  broken:
+    schedule: "*/2 * * * * *"
+    command: "echo nope; exit 3"
+    shell: true
+`);
+    const ports = [await freePort(), await freePort()];
+    const runners = await Promise.all(
+      ['metrics-a', 'metrics-b'].map((host, i) =>
+        fleet
+          .start([host], { config, args: ['--http', `127.0.0.1:${ports[i]}`] })
+          .then(([r]) => r!),
+      ),
+    );
+    await waitFor('some runs of both jobs', async () => {
+      return (
+        (await countRows('tick', "status = 'done'")) >= 4 &&
+        (await countRows('broken', "status = 'failed'")) >= 2
+      );
+    });
+    const before = parseMetrics((await get(ports[0]!, '/metrics')).body);
+
+    // Pause both jobs, then wait until no row is running and the paused skips have arrived on
+    // both runners: from then on, nothing moves.
+    for (const job of ['tick', 'broken']) {
+      expect(
+        (await baton(['pause', job, '--config', config, '--database-url', fleet.db.url])).code,
+      ).toBe(0);
+    }
+    await waitFor('both runners skipping as paused', async () => {
+      const rows = await fleet.db.query<{ n: number }>(
+        "SELECT COUNT(DISTINCT job, host) AS n FROM baton_runs WHERE reason LIKE 'paused by%'",
+      );
+      const running = await fleet.db.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM baton_runs WHERE status = 'running'",
+      );
+      return Number(rows[0]!.n) === 4 && Number(running[0]!.n) === 0;
+    });
+    await sleep(1_500);
+
+    const texts = await Promise.all(ports.map(async (p) => (await get(p, '/metrics')).body));
+    const checked = promtoolCheck(texts[0]!);
+    expect(checked.output).toBe('');
+    expect(checked.code).toBe(0);
+
+    // Counters are per runner; the fleet's figures are the sums.
+    const scrapes = texts.map(parseMetrics);
+    const sum = (name: string, labels: Record<string, string> = {}) =>
+      scrapes.reduce((s, samples) => s + total(samples, name, labels), 0);
+    // Rows keep arriving for a moment after a scrape; read both sides while nothing fires.
+    const tickDone = await countRows('tick', "status = 'done'");
+    const brokenFailed = await countRows('broken', "status = 'failed'");
+    expect(sum('baton_runs_total', { job: 'tick', status: 'done' })).toBe(tickDone);
+    expect(sum('baton_runs_total', { job: 'broken', status: 'failed' })).toBe(brokenFailed);
+    expect(sum('baton_runs_total')).toBe(tickDone + brokenFailed);
+    for (const job of ['tick', 'broken']) {
+      const paused = await countRows(job, "status = 'skipped' AND reason LIKE 'paused by%'");
+      const taken = await countRows(job, "status = 'skipped' AND reason NOT LIKE 'paused by%'");
+      expect(paused).toBeGreaterThan(0);
+      expect(taken).toBeGreaterThan(0);
+      expect(sum('baton_skips_total', { job, reason: 'paused' })).toBe(paused);
+      expect(sum('baton_skips_total', { job, reason: 'taken' })).toBe(taken);
+    }
+    // One observation per run (every run here is a scheduled fire).
+    expect(sum('baton_fire_lag_seconds_count', { job: 'tick' })).toBe(tickDone);
+    expect(sum('baton_run_duration_seconds_count', { job: 'broken' })).toBe(brokenFailed);
+    expect(sum('baton_lock_acquisition_seconds_count', { outcome: 'won' })).toBe(
+      tickDone + brokenFailed,
+    );
+    // The counters moved with the runs after the first scrape.
+    expect(sum('baton_runs_total', { job: 'tick' })).toBeGreaterThan(
+      total(before, 'baton_runs_total', { job: 'tick' }),
+    );
+
+    for (const [i, samples] of scrapes.entries()) {
+      expect(total(samples, 'baton_database_up')).toBe(1);
+      expect(total(samples, 'baton_jobs_loaded')).toBe(2);
+      const info = samples.find((s) => s.name === 'baton_runner_info');
+      expect(info?.labels).toMatchObject({ host: runners[i]!.host, namespace: 'default' });
+      expect(samples.some((s) => s.name === 'baton_clock_offset_seconds')).toBe(true);
+      expect(samples.some((s) => s.name === 'process_resident_memory_bytes')).toBe(true);
+    }
+  });
+});
+
+describe('/healthz', () => {
+  let server: PrivateServer | undefined;
+  let runner: RunnerProcess | undefined;
+  afterEach(async () => {
+    await runner?.stop('SIGKILL');
+    await server?.destroy();
+  });
+
+  it('turns 503 with the reason when the database goes away, and 200 when it is back', async () => {
+    server = await startPrivateServer();
+    const port = await freePort();
+    const config = writeSchedule(`
+jobs:
+  quiet:
+    schedule: "0 0 1 1 *"
+    command: ["true"]
+`);
+    runner = startRunner({
+      config,
+      databaseUrl: `${server.url}/test`,
+      host: 'health-a',
+      args: ['--http', `127.0.0.1:${port}`, '--heartbeat', '500ms', '--heartbeat-deadline', '1s'],
+    });
+    await runner.ready();
+    await waitFor('healthz 200', async () => (await get(port, '/healthz')).status === 200);
+    expect(JSON.parse((await get(port, '/healthz')).body)).toEqual({ status: 'ok' });
+
+    await server.stop();
+    const down = await waitFor('healthz 503', async () => {
+      const res = await get(port, '/healthz');
+      return res.status === 503 ? res : null;
+    });
+    const body = JSON.parse(down.body) as { status: string; problems: string[] };
+    expect(body.status).toBe('unhealthy');
+    expect(body.problems.join('\n')).toMatch(/no usable connection to the database/);
+    const metrics = parseMetrics((await get(port, '/metrics')).body);
+    expect(total(metrics, 'baton_database_up')).toBe(0);
+
+    await server.start();
+    await waitFor('healthz 200 again', async () => (await get(port, '/healthz')).status === 200, {
+      timeoutMs: 40_000,
+    });
+    expect(runner.child.exitCode).toBeNull();
+  });
+});
+
+describe('the token and the address', () => {
+  const config = () =>
+    writeSchedule(`
+jobs:
+  quiet:
+    schedule: "0 0 1 1 *"
+    command: ["true"]
+`);
+
+  it('refuses requests without the token when one is set', async () => {
+    const port = await freePort();
+    const [runner] = await fleet.start(['token-a'], {
+      config: config(),
+      args: ['--http', `127.0.0.1:${port}`],
+      env: { BATON_HTTP_TOKEN: TOKEN },
+    });
+    for (const path of ['/metrics', '/healthz', '/', '/api/overview', '/nowhere']) {
+      const res = await get(port, path);
+      expect(res.status, path).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm="baton"/);
+      expect(res.body).not.toContain(TOKEN);
+      expect(
+        (await get(port, path, { authorization: 'Bearer wrong-token-0123456789' })).status,
+      ).toBe(401);
+    }
+    expect((await get(port, '/healthz', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    const basic = `Basic ${Buffer.from(`anyone:${TOKEN}`).toString('base64')}`;
+    expect((await get(port, '/metrics', { authorization: basic })).status).toBe(200);
+    const post = await fetch(`http://127.0.0.1:${port}/healthz`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(post.status).toBe(405);
+    expect(runner!.lines.map((l) => JSON.stringify(l)).join('\n')).not.toContain(TOKEN);
+  });
+
+  it('refuses to listen beyond loopback without a token, and bad addresses', async () => {
+    const port = await freePort();
+    const cases: [string[], RegExp][] = [
+      [['--http', `0.0.0.0:${port}`], /listens beyond this machine: set --http-token/],
+      [['--http', `127.0.0.1:${port}`, '--http-token', 'short'], /shorter than 16 characters/],
+      [['--http', 'localhost'], /--http "localhost": not a host and port/],
+      [['--http', '127.0.0.1:70000'], /the port must be between 1 and 65535/],
+    ];
+    for (const [args, message] of cases) {
+      const res = await baton([
+        'start',
+        '--config',
+        config(),
+        '--database-url',
+        fleet.db.url,
+        ...args,
+      ]);
+      expect(res.code, args.join(' ')).toBe(64);
+      expect(res.stderr).toMatch(message);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    }
+    const taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(port, '127.0.0.1', r));
+    try {
+      const res = await baton([
+        'start',
+        '--config',
+        config(),
+        '--database-url',
+        fleet.db.url,
+        '--http',
+        `127.0.0.1:${port}`,
+      ]);
+      expect(res.code).toBe(64);
+      expect(res.stderr).toMatch(/--http 127\.0\.0\.1:\d+: the address is already in use/);
+    } finally {
+      taken.close();
+    }
+  });
+});
