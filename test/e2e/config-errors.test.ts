@@ -153,6 +153,33 @@ describe('invalid schedules.yaml', () => {
   });
 });
 
+describe('validate --json, and shell completion', () => {
+  it('prints the verdict as JSON either way, with the same exit codes', async () => {
+    const good = await baton(['validate', '--json']);
+    expect(good.code).toBe(0);
+    const verdict = JSON.parse(good.stdout) as { valid: boolean; jobs: { name: string }[] };
+    expect(verdict.valid).toBe(true);
+    expect(verdict.jobs.map((j) => j.name)).toContain('hello');
+
+    const file = writeSchedule(CASES[3]!.yaml);
+    const bad = await baton(['validate', '--json', '--config', file]);
+    expect(bad.code).toBe(78);
+    const problems = JSON.parse(bad.stdout) as { valid: boolean; problems: { line: number }[] };
+    expect(problems.valid).toBe(false);
+    expect(problems.problems[0]).toMatchObject({ file, line: CASES[3]!.line });
+  });
+
+  it('`baton completion` prints a script, and completes commands and options', async () => {
+    const script = await baton(['completion']);
+    expect(script.code).toBe(0);
+    expect(script.stdout).toContain('###-begin-baton-completions-###');
+    const commands = await baton(['--get-yargs-completions', 'baton', 'st']);
+    expect(commands.stdout.split('\n')).toEqual(expect.arrayContaining(['start', 'status']));
+    const options = await baton(['--get-yargs-completions', 'baton', 'history', '--li']);
+    expect(options.stdout).toContain('--limit');
+  });
+});
+
 describe('database problems', () => {
   it('an unreachable server is exit 69, with the password masked', async () => {
     const file = writeSchedule(

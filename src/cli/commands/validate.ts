@@ -1,5 +1,6 @@
 import type { CommandModule } from 'yargs';
 import type { Config } from '../../config/schema.js';
+import { ConfigError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { action } from '../action.js';
 import { resolveConfig, withCommonOptions, type CommonArgs } from '../options.js';
@@ -11,11 +12,20 @@ export function describeTarget(job: Config['jobs'][number]): string {
   return t.argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
 }
 
-export const validateCommand: CommandModule<object, CommonArgs> = {
+interface ValidateArgs extends CommonArgs {
+  json?: boolean;
+}
+
+export const validateCommand: CommandModule<object, ValidateArgs> = {
   command: 'validate',
   describe: 'Check the schedules file and print its jobs (exit 0, or 78 when invalid)',
-  builder: (y) => withCommonOptions(y),
-  handler: action((args: CommonArgs) => {
+  builder: (y) =>
+    withCommonOptions(y).option('json', {
+      type: 'boolean',
+      describe: 'print {valid, jobs} or {valid: false, problems} as JSON (for CI checks)',
+    }) as never,
+  handler: action((args: ValidateArgs) => {
+    if (args.json) return validateAsJson(args);
     const config = resolveConfig(args);
     process.stdout.write(
       `${config.file}: valid, namespace "${config.namespace}", ${config.jobs.length} job(s)\n`,
@@ -29,3 +39,25 @@ export const validateCommand: CommandModule<object, CommonArgs> = {
     return ExitCode.Ok;
   }),
 };
+
+/** `--json`: the verdict on stdout either way, so a pipeline reads one document. */
+function validateAsJson(args: ValidateArgs): number {
+  let config: Config;
+  try {
+    config = resolveConfig(args);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stdout.write(`${JSON.stringify({ valid: false, problems: err.problems }, null, 2)}\n`);
+    return ExitCode.Config;
+  }
+  const jobs = config.jobs.map((job) => ({
+    name: job.name,
+    enabled: job.enabled,
+    schedule: job.schedule,
+    timezone: job.timezone,
+    target: describeTarget(job),
+  }));
+  const verdict = { valid: true, file: config.file, namespace: config.namespace, jobs };
+  process.stdout.write(`${JSON.stringify(verdict, null, 2)}\n`);
+  return ExitCode.Ok;
+}
