@@ -89,7 +89,9 @@ export class YamlSource {
     const path: string[] = [];
     let node: unknown = this.doc.contents;
     while (isMap(node)) {
-      const pair = node.items.find((p) => {
+      // The last pair that spans the offset: a value's range runs up to the next key, so the
+      // pair before a duplicate key spans the duplicate's offset too.
+      const pair = node.items.findLast((p) => {
         const k = p.key as Node | null;
         const v = p.value as Node | null;
         const start = k?.range?.[0] ?? 0;

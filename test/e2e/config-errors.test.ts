@@ -96,6 +96,12 @@ const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
     expect: /jobs\.settle: duplicate key/,
   },
   {
+    name: 'duplicate top-level key',
+    yaml: 'jobs:\n  a:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\njobs:\n  b:\n    schedule: "0 4 * * *"\n    command: ["/bin/true"]\n',
+    line: 5,
+    expect: /:5:1: jobs: duplicate key/,
+  },
+  {
     name: 'wrong type',
     yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    enabled: "sometimes"\n',
     line: 5,
