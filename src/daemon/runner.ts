@@ -49,6 +49,7 @@ import {
   type Trigger,
 } from '../store/runs.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
+import { Limiter, shuffleWithinInstant } from './contention.js';
 import {
   heartbeatRunner,
   markRunnerStopped,
@@ -126,6 +127,11 @@ const STATEMENT_DEADLINE_MS = 10_000;
 /** Reconnect backoff: doubles from the first to the cap. */
 const RECONNECT_FIRST_MS = 500;
 const RECONNECT_MAX_MS = 30_000;
+/**
+ * Fires contended at once (the rest wait their turn): enough to keep the lock session and the
+ * pool busy, few enough that a heartbeat never waits behind more than a few statements.
+ */
+const MAX_CONTENTIONS = 8;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
@@ -157,6 +163,7 @@ export class Runner {
   private everConnected = false;
   private connecting: Promise<boolean> | null = null;
   private readonly active = new Set<ActiveRun>();
+  private readonly contentions = new Limiter(MAX_CONTENTIONS);
   private readonly chains = new Map<string, Promise<void>>();
   private readonly inflight = new Set<Promise<unknown>>();
   /** Verdicts the database could not take yet; written after the next reconnect. */
@@ -395,7 +402,9 @@ export class Runner {
         'fires missed: the runner woke too late to run them',
       );
     }
-    for (const fire of due) this.dispatch(fire, 'schedule');
+    // Fires of the same instant in an order of this runner's own: the runners then mostly
+    // contend for different jobs first, instead of all queueing on the same lock one by one.
+    for (const fire of shuffleWithinInstant(due)) this.dispatch(fire, 'schedule');
   }
 
   private dispatch(fire: DueFire, trigger: Trigger): void {
@@ -453,6 +462,13 @@ export class Runner {
       return;
     }
     const events = this.options.events;
+    // A queued fire may wait for its lock until the next fire: it must not hold a place that
+    // others need meanwhile (its polls are one statement every QUEUE_POLL_MS).
+    const release = job.overlap === 'queue' ? () => {} : await this.contentions.acquire();
+    if (this.stopping) {
+      release();
+      return;
+    }
     await new Promise<void>((settled) => {
       let active: ActiveRun | undefined;
       let startedAt = 0;
@@ -527,7 +543,7 @@ export class Runner {
           settled();
         });
       this.inflight.add(work);
-    });
+    }).finally(release);
   }
 
   private latestLocalRun(job: string): ActiveRun | undefined {

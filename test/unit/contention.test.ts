@@ -1,0 +1,64 @@
+/**
+ * How a runner paces a storm of fires: at most N contentions at once, the rest in arrival order,
+ * and the fires of one instant taken in an order of the runner's own (never across instants).
+ */
+import { describe, expect, it } from 'vitest';
+import { Limiter, shuffleWithinInstant } from '../../src/daemon/contention.js';
+import type { DueFire } from '../../src/daemon/fire-schedule.js';
+
+describe('Limiter', () => {
+  it('lets at most max holders in, then the waiting ones in arrival order', async () => {
+    const limiter = new Limiter(2);
+    const order: string[] = [];
+    const releases = new Map<string, () => void>();
+    const take = (name: string) =>
+      limiter.acquire().then((release) => {
+        order.push(name);
+        releases.set(name, release);
+      });
+    const all = ['a', 'b', 'c', 'd', 'e'].map(take);
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['a', 'b']);
+    releases.get('b')!();
+    releases.get('b')!(); // a second release of the same place changes nothing
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['a', 'b', 'c']);
+    releases.get('a')!();
+    releases.get('c')!();
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['a', 'b', 'c', 'd', 'e']);
+    releases.get('d')!();
+    releases.get('e')!();
+    await Promise.all(all);
+    // Every place is free again: two new holders get in at once.
+    const again: string[] = [];
+    await Promise.all(['x', 'y'].map((n) => limiter.acquire().then(() => again.push(n))));
+    expect(again).toEqual(['x', 'y']);
+  });
+});
+
+describe('shuffleWithinInstant', () => {
+  const fire = (job: string, second: number): DueFire => ({
+    job,
+    scheduledAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)),
+    lateMs: 0,
+  });
+
+  it('reorders the fires of one instant, never across instants', () => {
+    const due = [
+      ...Array.from({ length: 50 }, (_, i) => fire(`a${i}`, 0)),
+      ...Array.from({ length: 50 }, (_, i) => fire(`b${i}`, 1)),
+    ];
+    const orders = new Set<string>();
+    for (let n = 0; n < 20; n++) {
+      const out = shuffleWithinInstant(due);
+      expect(out.slice(0, 50).every((f) => f.job.startsWith('a'))).toBe(true);
+      expect(out.slice(50).every((f) => f.job.startsWith('b'))).toBe(true);
+      expect(new Set(out.map((f) => f.job)).size).toBe(100);
+      orders.add(out.map((f) => f.job).join());
+    }
+    // Twenty shuffles of 50! orders: all different (a fixed order would give one).
+    expect(orders.size).toBe(20);
+    expect(due[0]!.job).toBe('a0'); // the input is left as it was
+  });
+});
