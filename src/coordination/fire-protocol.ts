@@ -340,6 +340,12 @@ async function claimWhenDue(c: Coordinator, attempt: Attempt): Promise<number> {
 export type SkipKind = 'taken' | 'overlap' | 'paused';
 
 export function skipKind(reason: string): SkipKind {
+  // Fan-out: every slot was busy, each for its own reason. Overlap only if all slots were.
+  const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
+  if (slots) {
+    const each = slots[1]!.split(/; (?=\d+: )/).map((s) => skipKind(s.replace(/^\d+: /, '')));
+    return each.every((k) => k === 'overlap') ? 'overlap' : 'taken';
+  }
   if (reason.startsWith('paused by ')) return 'paused';
   if (
     reason.startsWith('waited in the queue ') ||

@@ -30,6 +30,8 @@ export const FIRST_PRUNE_DELAY_MS = 5_000;
 const MAX_SLEEP_MS = 30_000;
 /** Each batch statement's deadline on the borrowed connection (a batch takes milliseconds). */
 const STATEMENT_DEADLINE_MS = 30_000;
+/** How long a stop waits for the batch in flight before it destroys the connection under it. */
+const STOP_WAIT_MS = 1_000;
 /** Between two DELETEs: the fleet's own writes go first. */
 const PAUSE_BETWEEN_BATCHES_MS = 20;
 
@@ -51,6 +53,8 @@ export class RetentionSchedule {
   /** When the next prune is due (this host's clock); null while there is no retention. */
   private dueAt: number | null = null;
   private running: Promise<void> | null = null;
+  /** The connection of the prune in flight. */
+  private conn: PoolConnection | undefined;
   private readonly stopSignal = new AbortController();
   private readonly intervalMs: number;
   private readonly firstDelayMs: number;
@@ -77,11 +81,21 @@ export class RetentionSchedule {
     }
   }
 
-  /** Clears the timer; a prune in flight stops after its current batch and is awaited. */
+  /**
+   * Clears the timer; a prune in flight stops after its current batch and is awaited. A batch
+   * takes milliseconds; one that hangs (the database went away mid-statement) must not hold up
+   * the runner's stop for its whole deadline, so after STOP_WAIT_MS its connection is destroyed
+   * (which frees the prune lock too).
+   */
   async stop(): Promise<void> {
     this.stopSignal.abort();
     this.dueAt = null;
     clearTimeout(this.timer);
+    if (!this.running) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
+    clearTimeout(timer);
+    this.conn?.destroy();
     await this.running;
   }
 
@@ -129,6 +143,7 @@ export class RetentionSchedule {
     let failed = false;
     try {
       conn = await pool.pool.getConnection();
+      this.conn = conn;
       const db = deadlineQueryable(conn);
       const [[row]] = await db.query<{ got: number | null }[]>('SELECT GET_LOCK(?, 0) AS got', [
         lockName,
@@ -162,6 +177,7 @@ export class RetentionSchedule {
         'history not pruned: trying again at the next interval',
       );
     } finally {
+      this.conn = undefined;
       await giveBack(conn, { locked, failed }, lockName);
     }
   }

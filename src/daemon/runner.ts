@@ -87,12 +87,17 @@ export interface RunnerOptions {
 
 /** What happens to fires, as it happens: for counting (src/http/metrics.ts), not for control. */
 export interface RunnerEvents {
-  /** Won a scheduled, catch-up or manual fire; `lagMs` (start minus instant) for scheduled ones. */
-  fireWon(job: string, contendMs: number, lagMs: number | null): void;
+  /**
+   * Won a fire. `lagMs` (start minus instant) for scheduled fires; `contendMs` null for queued
+   * fires, whose contention includes waiting for the previous run.
+   */
+  fireWon(job: string, contendMs: number | null, lagMs: number | null): void;
   fireSkipped(job: string, reason: string, contendMs: number | null): void;
   runFinished(job: string, status: FinalStatus, durationMs: number): void;
-  /** A fire not attempted: no usable connection to coordinate it. */
-  fireUncoordinated(job: string): void;
+  /** A fire this runner did not (or could not finish to) contend for. */
+  fireNotAttempted(job: string, why: NotAttempted): void;
+  /** `missed` rows this runner recorded after reconnecting: fires nobody attempted. */
+  firesMissed(job: string, count: number): void;
   lockSessionLost(): void;
 }
 
@@ -107,6 +112,12 @@ export interface RunnerGauges {
   /** Time since the scheduler loop last woke, in ms. */
   sinceLastWakeMs: number;
 }
+
+/**
+ * Why a fire was not attempted: no lock session to coordinate it, a read-only database, a wake
+ * more than LATE_TOLERANCE_MS late (a stalled host), or an error while contending.
+ */
+export type NotAttempted = 'no-database' | 'read-only' | 'late-wake' | 'error';
 
 /** Whether the runner is doing its job, for `/healthz`: a list of what is wrong, empty if fine. */
 export interface RunnerHealth {
@@ -401,6 +412,7 @@ export class Runner {
         { job: m.job, firstMissed: m.first, resumedAt: m.resumedAt },
         'fires missed: the runner woke too late to run them',
       );
+      this.options.events?.fireNotAttempted(m.job, 'late-wake');
     }
     // Fires of the same instant in an order of this runner's own: the runners then mostly
     // contend for different jobs first, instead of all queueing on the same lock one by one.
@@ -429,7 +441,7 @@ export class Runner {
     if (!this.lock?.usable || !pool) {
       // Nobody can prove it is alone: not running is the safe side. Recovery looks back later.
       log.warn('fire not run: no connection to the database to coordinate it');
-      this.options.events?.fireUncoordinated(job.name);
+      this.options.events?.fireNotAttempted(job.name, 'no-database');
       return;
     }
 
@@ -448,7 +460,7 @@ export class Runner {
     const lock = this.lock;
     if (!lock?.usable) {
       log.warn('fire not run: no connection to the database to coordinate it');
-      this.options.events?.fireUncoordinated(job.name);
+      this.options.events?.fireNotAttempted(job.name, 'no-database');
       return;
     }
 
@@ -488,7 +500,7 @@ export class Runner {
           startedAt = performance.now();
           const lagMs =
             trigger === 'schedule' ? this.dbNow().getTime() - scheduledAt.getTime() : null;
-          events?.fireWon(job.name, contendMs, lagMs);
+          events?.fireWon(job.name, job.overlap === 'queue' ? null : contendMs, lagMs);
           log.info({ runId: fire.runId, jobPid: control.pid }, 'fire won: running');
           // The session may have died between GET_LOCK and now (the claim runs on the pool):
           // its loss handler did not see this run, so it is aborted here.
@@ -511,7 +523,8 @@ export class Runner {
       })
         .then((outcome) => {
           if (!outcome.ran) {
-            events?.fireSkipped(job.name, outcome.reason, outcome.contendMs);
+            const contendMs = job.overlap === 'queue' ? null : outcome.contendMs;
+            events?.fireSkipped(job.name, outcome.reason, contendMs);
             log.info({ runId: outcome.runId, reason: outcome.reason }, 'fire skipped');
             return;
           }
@@ -532,10 +545,13 @@ export class Runner {
           if (err instanceof ReadOnlyDatabaseError) {
             this.onReadOnly(true);
             log.error('fire not run: the database is read-only');
+            events?.fireNotAttempted(job.name, 'read-only');
             return;
           }
           // Usually the database (it cannot record or coordinate the fire); the message says.
           log.error({ err: errorMessage(err) }, 'fire not completed');
+          // Only contention that failed: a run that started and lost its verdict was counted won.
+          if (!active) events?.fireNotAttempted(job.name, 'error');
         })
         .finally(() => {
           if (active) this.active.delete(active);
@@ -564,8 +580,12 @@ export class Runner {
   // ---------------------------------------------------------------------------------------------
   // What the HTTP endpoint reads (src/http): read-only views, never a handle to change anything
 
-  /** For `/healthz`: the loop wakes when planned, the database answers and takes writes. */
-  health(): RunnerHealth {
+  /**
+   * For `/healthz`: the loop wakes when planned, the lock session answers its heartbeats, the
+   * database takes writes, and the pool (which every fire's rows go through) answers too — it can
+   * fail on its own (max_connections reached) while the long-lived lock session stays up.
+   */
+  async health(): Promise<RunnerHealth> {
     const problems: string[] = [];
     if (this.stopping) problems.push('the runner is stopping');
     const overdueMs = performance.now() - this.nextWakeBy;
@@ -580,6 +600,12 @@ export class Runner {
       );
     } else if (this.readOnly) {
       problems.push('the database is read-only: no fire runs until it is writable');
+    } else if (this.pool) {
+      try {
+        await this.pool.query('SELECT 1');
+      } catch (err) {
+        problems.push(`the database does not answer on the pool: ${errorMessage(err)}`);
+      }
     }
     return { healthy: problems.length === 0, problems };
   }
@@ -826,6 +852,7 @@ export class Runner {
         }
         if (recorded > 0) {
           this.log.warn({ job: job.name, count: recorded }, 'missed fires recorded');
+          this.options.events?.firesMissed(job.name, recorded);
         }
       }
     } catch (err) {

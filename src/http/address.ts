@@ -30,10 +30,11 @@ export function parseListenAddress(value: string): ListenAddress {
     throw fail('the port must be between 1 and 65535');
   }
   if (value.startsWith('[') && isIP(host) !== 6) throw fail(`"${host}" is not an IPv6 address`);
-  return { host, port, loopback: isLoopback(host), display: value };
+  return { host, port, loopback: isLoopbackName(host), display: value };
 }
 
-function isLoopback(host: string): boolean {
+/** localhost, 127.0.0.0/8 or ::1. */
+export function isLoopbackName(host: string): boolean {
   if (host === 'localhost' || host === '::1') return true;
   return isIP(host) === 4 && host.startsWith('127.');
 }

@@ -8,7 +8,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { skipKind } from '../coordination/fire-protocol.js';
-import type { RunnerEvents, RunnerGauges } from '../daemon/runner.js';
+import type { NotAttempted, RunnerEvents, RunnerGauges } from '../daemon/runner.js';
 import type { FinalStatus } from '../store/runs.js';
 
 export interface RunnerIdentity {
@@ -21,7 +21,8 @@ export class RunnerMetrics implements RunnerEvents {
   readonly registry = new Registry();
   private readonly runs: Counter<'job' | 'status'>;
   private readonly skips: Counter<'job' | 'reason'>;
-  private readonly uncoordinated: Counter<'job'>;
+  private readonly notAttempted: Counter<'job' | 'reason'>;
+  private readonly missed: Counter<'job'>;
   private readonly lockSessionLosses: Counter;
   private readonly duration: Histogram<'job'>;
   private readonly fireLag: Histogram<'job'>;
@@ -43,9 +44,19 @@ export class RunnerMetrics implements RunnerEvents {
         'overlap (an earlier run was still running), paused.',
       labelNames: ['job', 'reason'],
     });
-    this.uncoordinated = counter({
-      name: 'baton_fires_uncoordinated_total',
-      help: 'Fires this runner did not attempt because it had no usable database connection.',
+    this.notAttempted = counter({
+      name: 'baton_fires_not_attempted_total',
+      help:
+        'Fires this runner did not contend for, or could not finish contending for, by reason: ' +
+        'no-database (no usable lock session), read-only, late-wake (it woke over a minute ' +
+        'late), error (contention failed).',
+      labelNames: ['job', 'reason'],
+    });
+    this.missed = counter({
+      name: 'baton_fires_missed_total',
+      help:
+        'Missed rows this runner recorded after reconnecting: fires that no runner attempted ' +
+        '(each is recorded by one runner only, so the fleet total is the sum).',
       labelNames: ['job'],
     });
     this.lockSessionLosses = counter({
@@ -84,9 +95,8 @@ export class RunnerMetrics implements RunnerEvents {
         help,
         registers,
         collect() {
-          const value = read(gauges());
-          if (value == null) this.reset();
-          else this.set(value);
+          // NaN is Prometheus' "no value": an offset not measured yet is not an offset of 0.
+          this.set(read(gauges()) ?? NaN);
         },
       });
     gauge('baton_database_up', '1 while the lock session answers its heartbeats.', (g) =>
@@ -116,8 +126,8 @@ export class RunnerMetrics implements RunnerEvents {
     processMetrics(registers);
   }
 
-  fireWon(job: string, contendMs: number, lagMs: number | null): void {
-    this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
+  fireWon(job: string, contendMs: number | null, lagMs: number | null): void {
+    if (contendMs != null) this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
     if (lagMs != null) this.fireLag.observe({ job }, Math.max(0, lagMs) / 1000);
   }
 
@@ -131,8 +141,12 @@ export class RunnerMetrics implements RunnerEvents {
     this.duration.observe({ job }, durationMs / 1000);
   }
 
-  fireUncoordinated(job: string): void {
-    this.uncoordinated.inc({ job });
+  fireNotAttempted(job: string, reason: NotAttempted): void {
+    this.notAttempted.inc({ job, reason });
+  }
+
+  firesMissed(job: string, count: number): void {
+    this.missed.inc({ job }, count);
   }
 
   lockSessionLost(): void {

@@ -11,16 +11,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { RunnerHealth } from '../daemon/runner.js';
 import { errorMessage, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ListenAddress } from './address.js';
+import { isLoopbackName, type ListenAddress } from './address.js';
 import { tokenMatches } from './auth.js';
 import { buildOverview, type DashboardSource } from './dashboard/overview.js';
 import { DASHBOARD_CSP, dashboardPage } from './dashboard/page.js';
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
 import type { RunnerMetrics } from './metrics.js';
 
 /** What the endpoint reads from the runner. */
 export interface HttpSubject {
-  health(): RunnerHealth;
+  health(): Promise<RunnerHealth>;
   dashboardSource(): DashboardSource;
 }
 
@@ -38,6 +39,8 @@ export interface HttpEndpoint {
   close(): Promise<void>;
 }
 
+const gzip = promisify(gzipCallback);
+
 /**
  * Viewers share one overview for this long: however many there are, the database sees about one
  * build per page refresh (every 5 s).
@@ -53,9 +56,13 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
     // shown on it can never run as code, even if it escaped the page's escaping.
     'content-security-policy': DASHBOARD_CSP,
   };
-  const overview = reusedFor(OVERVIEW_REUSE_MS, () =>
-    buildOverview(options.subject.dashboardSource()),
-  );
+  // Serialised and compressed once per build (off the event loop where it can be), not per viewer.
+  const overview = reusedFor(OVERVIEW_REUSE_MS, async () => {
+    const json = Buffer.from(
+      JSON.stringify(await buildOverview(options.subject.dashboardSource())),
+    );
+    return { json, gzipped: await gzip(json) };
+  });
 
   const routes: Record<
     string,
@@ -65,8 +72,8 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
       const text = await options.metrics.render();
       send(res, 200, { 'content-type': options.metrics.contentType }, text);
     },
-    '/healthz': (res) => {
-      const { healthy, problems } = options.subject.health();
+    '/healthz': async (res) => {
+      const { healthy, problems } = await options.subject.health();
       send(
         res,
         healthy ? 200 : 503,
@@ -76,24 +83,23 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
     },
     '/': (res) => send(res, 200, pageHeaders, page),
     '/api/overview': async (res, req) => {
-      const json = JSON.stringify(await overview());
+      const { json, gzipped } = await overview();
+      const headers = { 'content-type': 'application/json', vary: 'accept-encoding' };
       // A thousand jobs make megabytes of JSON that compress tenfold; every viewer asks every 5 s.
       if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
-        const headers = {
-          'content-type': 'application/json',
-          'content-encoding': 'gzip',
-          vary: 'accept-encoding',
-        };
-        send(res, 200, headers, gzipSync(json));
+        send(res, 200, { ...headers, 'content-encoding': 'gzip' }, gzipped);
       } else {
-        send(res, 200, { 'content-type': 'application/json', vary: 'accept-encoding' }, json);
+        send(res, 200, headers, json);
       }
     },
   };
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
-      log.warn({ path: pathOf(req), err: errorMessage(err) }, 'http request failed');
+      log.warn(
+        { url: String(req.url).slice(0, 200), err: errorMessage(err) },
+        'http request failed',
+      );
       if (!res.headersSent) {
         send(
           res,
@@ -108,6 +114,13 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Without a token, loopback is the only protection: a web page the operator visits could
+    // reach it through a DNS name rebound to 127.0.0.1 (an ssh tunnel to a server's endpoint,
+    // say). Such requests name a foreign host; refuse them.
+    if (token == null && !isLocalHost(req.headers.host, address)) {
+      send(res, 421, { 'content-type': 'text/plain' }, 'unknown host name\n');
+      return;
+    }
     if (token != null && !tokenMatches(req, token)) {
       send(
         res,
@@ -124,7 +137,8 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
       send(res, 405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }, 'read-only\n');
       return;
     }
-    const route = routes[pathOf(req)];
+    const path = pathOf(req);
+    const route = path == null ? undefined : routes[path];
     if (!route) {
       send(res, 404, { 'content-type': 'text/plain' }, 'not found\n');
       return;
@@ -181,23 +195,42 @@ function send(
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
-function pathOf(req: IncomingMessage): string {
-  return new URL(req.url ?? '/', 'http://baton').pathname;
+/** The request's path; null for a target that is not a URL path (`//[`): answered with 404. */
+function pathOf(req: IncomingMessage): string | null {
+  try {
+    return new URL(req.url ?? '/', 'http://baton').pathname;
+  } catch {
+    return null;
+  }
 }
 
-/** `produce`, shared by every caller within `ms` of the last start (single flight). */
+/** Whether the Host header names this machine: a loopback name or address, or the --http host. */
+function isLocalHost(header: string | undefined, address: ListenAddress): boolean {
+  if (!header) return false;
+  // `[::1]:9464`, `127.0.0.1:9464`, `localhost` — the name without its port.
+  const name = (/^\[([^\]]+)\]/.exec(header)?.[1] ?? header.replace(/:\d+$/, '')).toLowerCase();
+  return name === address.host.toLowerCase() || isLoopbackName(name);
+}
+
+/**
+ * `produce`, shared by every caller while it runs and for `ms` after it finished (single flight):
+ * a build slower than `ms` never has a second one started beside it.
+ */
 function reusedFor<T>(ms: number, produce: () => Promise<T>): () => Promise<T> {
-  let last: { at: number; value: Promise<T> } | null = null;
+  let last: { value: Promise<T>; settledAt: number | null } | null = null;
   return () => {
-    const now = performance.now();
-    if (!last || now - last.at > ms) {
-      const value = produce();
-      last = { at: now, value };
-      // A failure is not reused: the next viewer asks again.
-      value.catch(() => {
-        if (last?.value === value) last = null;
-      });
+    if (last && (last.settledAt == null || performance.now() - last.settledAt <= ms)) {
+      return last.value;
     }
-    return last.value;
+    const entry = { value: produce(), settledAt: null as number | null };
+    last = entry;
+    entry.value.then(
+      () => (entry.settledAt = performance.now()),
+      // A failure is not reused: the next viewer asks again.
+      () => {
+        if (last === entry) last = null;
+      },
+    );
+    return entry.value;
   };
 }

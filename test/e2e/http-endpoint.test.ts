@@ -174,6 +174,47 @@ jobs:
   });
 });
 
+describe('before the database answers', () => {
+  let runner: RunnerProcess | undefined;
+  afterEach(async () => {
+    await runner?.stop('SIGKILL');
+  });
+
+  it('serves 503 and metrics that say so: no offset yet, fires not attempted', async () => {
+    const port = await freePort();
+    const config = writeSchedule(`
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    runner = startRunner({
+      config,
+      // Nothing listens on port 1: the runner waits for its database, retrying.
+      databaseUrl: 'mysql://root@127.0.0.1:1/nowhere',
+      host: 'waiting-a',
+      args: ['--http', `127.0.0.1:${port}`],
+    });
+    const res = await waitFor('healthz answers', () => get(port, '/healthz').catch(() => null));
+    expect(res.status).toBe(503);
+    expect(res.body).toContain('no usable connection to the database: not connected yet');
+    const text = await waitFor('a fire counted as not attempted', async () => {
+      const body = (await get(port, '/metrics')).body;
+      const samples = parseMetrics(body);
+      return total(samples, 'baton_fires_not_attempted_total', {
+        job: 'tick',
+        reason: 'no-database',
+      }) >= 2
+        ? body
+        : null;
+    });
+    // prom-client writes NaN as "Nan"; Prometheus parses it either way (promtool below).
+    expect(text).toMatch(/^baton_clock_offset_seconds nan$/im);
+    expect(text).toMatch(/^baton_database_up 0$/m);
+    expect(promtoolCheck(text)).toEqual({ code: 0, output: '' });
+  });
+});
+
 describe('the token and the address', () => {
   const config = () =>
     writeSchedule(`
@@ -208,6 +249,43 @@ jobs:
     });
     expect(post.status).toBe(405);
     expect(runner!.lines.map((l) => JSON.stringify(l)).join('\n')).not.toContain(TOKEN);
+  });
+
+  it('without a token: refuses a foreign Host (DNS rebinding); survives a malformed target', async () => {
+    const port = await freePort();
+    const [runner] = await fleet.start(['host-a'], {
+      config: config(),
+      args: ['--http', `127.0.0.1:${port}`],
+    });
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+        let reply = '';
+        socket.on('data', (d: Buffer) => (reply += d.toString()));
+        socket.on('end', () => resolve(reply));
+        socket.on('error', reject);
+      });
+    for (const host of ['127.0.0.1', `127.0.0.1:${port}`, `localhost:${port}`, '[::1]:1']) {
+      const reply = await raw(
+        `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      );
+      expect(reply, host).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    for (const host of [
+      'attacker.example',
+      `attacker.example:${port}`,
+      'localhost.attacker.example',
+    ]) {
+      const reply = await raw(
+        `GET /api/overview HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      );
+      expect(reply, host).toMatch(/^HTTP\/1\.1 421 /);
+    }
+    // A request target that is not a URL path: a 404, and the daemon lives on.
+    const malformed = await raw(`GET //[ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    expect(malformed).toMatch(/^HTTP\/1\.1 404 /);
+    expect((await get(port, '/healthz')).status).toBe(200);
+    expect(runner!.child.exitCode).toBeNull();
   });
 
   it('refuses to listen beyond loopback without a token, and bad addresses', async () => {

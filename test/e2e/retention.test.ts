@@ -307,6 +307,13 @@ describe('baton prune --older-than', () => {
       ]);
       const url = `mysql://${user}:${password}@127.0.0.1:3306/${fleet.db.name}`;
       const args = ['prune', '--database-url', url, '--namespace', ns, '--older-than', '30d'];
+      // Without the namespace's schedules file its catchUp windows cannot be checked.
+      const unchecked = await baton(args);
+      expect(unchecked.code).toBe(64);
+      expect(unchecked.stderr).toMatch(
+        /^baton: cannot check the catchUp windows of namespace "[^"]+" without its schedules file .*--no-catch-up-check/,
+      );
+      args.push('--no-catch-up-check');
       const denied = await baton(args);
       expect(denied.code).toBe(69);
       expect(denied.stderr).toMatch(/^baton: database error: DELETE command denied/);

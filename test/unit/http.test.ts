@@ -75,7 +75,18 @@ describe('skip kinds', () => {
     ['this fire is running on b (started 2026-01-01T00:00:00.000Z)', 'taken'],
     ['another run held the lock at this instant (it is free now)', 'taken'],
     ['this runner already took worker slot 2 of this fire', 'taken'],
-    ['all 3 worker slots are taken: 1: …; 2: …; 3: …', 'taken'],
+    [
+      'all 2 worker slots are taken: 1: this fire is running on a (…); 2: this fire is running on b (…)',
+      'taken',
+    ],
+    [
+      'all 2 worker slots are taken: 1: an earlier run is still running on a (…); 2: this fire already ran on b (done)',
+      'taken',
+    ],
+    [
+      'all 2 worker slots are taken: 1: an earlier run is still running on a (…); 2: a manual run is running on b (…)',
+      'overlap',
+    ],
     ['an earlier run is still running on b (fire 2026-01-01T00:00:00.000Z, started …)', 'overlap'],
     ['a manual run is running on b (started …)', 'overlap'],
     ['a later fire (2026-01-01T00:00:00.000Z) is already running on b; …', 'overlap'],

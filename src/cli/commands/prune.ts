@@ -34,6 +34,7 @@ interface PruneArgs extends CommonArgs {
   json: boolean;
   batchSize: number;
   namespace?: string;
+  catchUpCheck: boolean;
 }
 
 /** Ids per DELETE are sent as one IN list: beyond this a batch is no longer "small". */
@@ -66,6 +67,13 @@ export const pruneCommand: CommandModule<object, PruneArgs> = {
       .option('namespace', {
         type: 'string',
         describe: "namespace to prune (env BATON_NAMESPACE; default the schedules file's)",
+      })
+      .option('catch-up-check', {
+        type: 'boolean',
+        default: true,
+        describe:
+          "refuse a bound shorter than a job's catchUp window (read from the namespace's " +
+          'schedules file); --no-catch-up-check prunes without that file',
       }) as never,
   handler: action(async (args: PruneArgs) => {
     const { batchSize } = args;
@@ -118,6 +126,15 @@ function chooseRetention(args: PruneArgs, file: Config | null, namespace: string
     throw new UsageError(
       'say how old history must be to be deleted: --older-than 30d, or `retention:` in the ' +
         `schedules file (${configPath(args)}: ${why})`,
+    );
+  }
+  if (!config && args.catchUpCheck) {
+    // Without the file, a bound inside some job's catchUp window would go unnoticed: that job's
+    // runner, back from an outage, would find the pruned fire unrun and run it again.
+    throw new UsageError(
+      `cannot check the catchUp windows of namespace "${namespace}" without its schedules file ` +
+        `(${configPath(args)}: ${!file ? 'there is none' : `it is for namespace "${file.namespace}"`}): ` +
+        'pass --config, or --no-catch-up-check to prune anyway',
     );
   }
   const runsMs = args.olderThan != null ? flagDuration('--older-than', args.olderThan, jobs) : null;
