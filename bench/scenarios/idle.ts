@@ -7,9 +7,11 @@
  * the same duration).
  *
  * To say where the memory goes, the same runner with ONE job is measured too (the difference
- * divided by 999 is the cost of a job), and two bare Node processes: one that only imports
- * dist/schedule/cron.js, and one that also parses the 1,000 schedules with it (`parseSchedule`,
- * one croner `Cron` each, as the runner does). Targets: < 80 MiB RSS, < 1 % CPU, < 2 statements/s.
+ * divided by 999 is the cost of a job), and three bare Node processes: one that only imports
+ * dist/schedule/cron.js, one that also parses the 1,000 schedules with it (`parseSchedule`, as the
+ * runner does: jobs with one expression share one croner `Cron`), and one that parses 1,000
+ * different expressions (one `Cron` each, what a varied real schedule costs).
+ * Targets: < 80 MiB RSS, < 1 % CPU, < 2 statements/s.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -27,13 +29,23 @@ function schedule(jobs: number): object {
   return { jobs: out };
 }
 
-/** RSS (MiB) of a bare Node process that parses `jobs` schedules with baton's parseSchedule. */
-async function bareCronRss(jobs: number): Promise<{ rssMiB: number; heapUsedMiB: number }> {
+/**
+ * RSS (MiB) of a bare Node process that parses `jobs` schedules with baton's parseSchedule: all
+ * the scenario's expression, or each a different one (minute i % 60 of hour i / 60, daily).
+ */
+async function bareCronRss(
+  jobs: number,
+  expressions: 'one' | 'distinct' = 'one',
+): Promise<{ rssMiB: number; heapUsedMiB: number }> {
   const cron = path.join(ROOT, 'dist/schedule/cron.js');
+  const expression =
+    expressions === 'one'
+      ? JSON.stringify(SCHEDULE)
+      : '`${i % 60} ${Math.floor(i / 60) % 24} * * *`';
   const code = `
     const { parseSchedule } = await import(${JSON.stringify(cron)});
     const keep = [];
-    for (let i = 0; i < ${jobs}; i++) keep.push(parseSchedule(${JSON.stringify(SCHEDULE)}, 'UTC'));
+    for (let i = 0; i < ${jobs}; i++) keep.push(parseSchedule(${expression}, 'UTC'));
     globalThis.keep = keep;
     await new Promise((r) => setTimeout(r, 1500));
     globalThis.gc?.();
@@ -91,9 +103,12 @@ export default {
     ctx.log('profile: bare node processes with and without the parsed schedules');
     const bare0 = await bareCronRss(0);
     const bare1000 = await bareCronRss(JOBS);
+    const bareDistinct = await bareCronRss(JOBS, 'distinct');
     const perJobKiB = ((usage.rssEndMiB - oneUsage.rssEndMiB) * 1024) / (JOBS - 1);
     const cronPerJobKiB = ((bare1000.rssMiB - bare0.rssMiB) * 1024) / JOBS;
     const cronHeapPerJobKiB = ((bare1000.heapUsedMiB - bare0.heapUsedMiB) * 1024) / JOBS;
+    const distinctPerJobKiB = ((bareDistinct.rssMiB - bare0.rssMiB) * 1024) / JOBS;
+    const distinctHeapPerJobKiB = ((bareDistinct.heapUsedMiB - bare0.heapUsedMiB) * 1024) / JOBS;
 
     const checks: Check[] = [
       ctx.target('RSS (peak over the window)', usage.rssPeakMiB, 80, 'MiB', {
@@ -101,7 +116,9 @@ export default {
           `1 job: ${round(oneUsage.rssEndMiB, 1)} MiB; each further job ≈ ${round(perJobKiB, 1)} KiB; ` +
           `a bare node with ${JOBS} parsed schedules: ${round(bare1000.rssMiB, 1)} MiB vs ` +
           `${round(bare0.rssMiB, 1)} MiB without (≈ ${round(cronPerJobKiB, 1)} KiB RSS, ` +
-          `${round(cronHeapPerJobKiB, 1)} KiB heap per croner Cron)`,
+          `${round(cronHeapPerJobKiB, 1)} KiB heap per schedule; with ${JOBS} different ` +
+          `expressions ≈ ${round(distinctPerJobKiB, 1)} KiB RSS, ` +
+          `${round(distinctHeapPerJobKiB, 1)} KiB heap)`,
       }),
       ctx.target('CPU (% of one core)', usage.cpuPercent, 1, '%', {
         context: `${round(usage.cpuSeconds, 3)} s of CPU in ${round(usage.seconds, 1)} s`,
@@ -142,12 +159,20 @@ export default {
         'statements/s': '',
       },
       {
-        what: `bare node + ${JOBS} parseSchedule (croner)`,
+        what: `bare node + ${JOBS} parseSchedule, one expression`,
         'RSS peak': '',
         'RSS end': `${round(bare1000.rssMiB, 1)} MiB`,
         VmHWM: '',
         CPU: '',
         'statements/s': `heap ${round(bare1000.heapUsedMiB, 1)} MiB`,
+      },
+      {
+        what: `bare node + ${JOBS} parseSchedule, ${JOBS} expressions`,
+        'RSS peak': '',
+        'RSS end': `${round(bareDistinct.rssMiB, 1)} MiB`,
+        VmHWM: '',
+        CPU: '',
+        'statements/s': `heap ${round(bareDistinct.heapUsedMiB, 1)} MiB`,
       },
       {
         what: 'bare node, cron.js imported',
@@ -175,6 +200,9 @@ export default {
       bare_node_1000_cron_rss_mib: round(bare1000.rssMiB, 1),
       croner_rss_per_job_kib: round(cronPerJobKiB, 1),
       croner_heap_per_job_kib: round(cronHeapPerJobKiB, 1),
+      bare_node_1000_distinct_cron_rss_mib: round(bareDistinct.rssMiB, 1),
+      croner_distinct_rss_per_job_kib: round(distinctPerJobKiB, 1),
+      croner_distinct_heap_per_job_kib: round(distinctHeapPerJobKiB, 1),
     };
     const notes = [
       `Window ${round(usage.seconds, 1)} s after a ${settleMs / 1000} s settle; ${usage.samples} /proc samples.`,

@@ -6,7 +6,9 @@
  * unique fire key in `baton_runs` work across hosts (DESIGN.md, "The fire protocol", step 0).
  *
  * The Cron objects are created paused and without a callback, so croner never starts a timer of
- * its own; the daemon has one loop for all jobs (`src/daemon/fire-schedule.ts`).
+ * its own; the daemon has one loop for all jobs (`src/daemon/fire-schedule.ts`). Used that way a
+ * Cron is a calculator without state (it remembers a run only when it triggers one), so every
+ * job with the same expression and time zone shares one (see `calculatorFor`).
  *
  * Daylight saving time (docs/schedules.md): a fixed-time fire (second, minute, hour each one
  * number) in a skipped hour runs once at the first instant after the gap, and in a repeated hour
@@ -28,23 +30,105 @@ export interface Schedule {
  * expression or time zone; config validation turns that into a located problem.
  */
 export function parseSchedule(expression: string, timezone: string): Schedule {
+  const calculator = calculatorFor(expression, timezone);
+  return {
+    expression,
+    timezone,
+    nextAfter: (after) => calculator.nextAfter(after),
+    nextN: (count, after) => calculator.cron.nextRuns(count, after),
+  };
+}
+
+/** Throws for a time zone that the runtime's IANA database does not know. */
+export function assertTimeZone(timezone: string): void {
+  if (knownTimeZones.has(timezone)) return;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch {
+    throw new Error(`unknown time zone "${timezone}" (use an IANA name such as Asia/Seoul or UTC)`);
+  }
+  knownTimeZones.add(timezone);
+}
+
+/**
+ * Time zones already found valid. Asking ICU costs a DateTimeFormat each time (~0.3 ms and ~35 KiB
+ * of native memory that the allocator keeps after the object is collected), and config
+ * validation asks once per job: 1,000 jobs cost 35 MiB of resident memory for nothing.
+ */
+const knownTimeZones = new Set<string>();
+
+/**
+ * The croner Cron of one (expression, time zone), shared by every job that has them, and the
+ * last instant it was asked for. Jobs on one expression ask the same question in a row: at
+ * start-up (each job's first fire after now) and whenever they fire together (each one's next
+ * fire after this one). croner takes ~0.1 ms an answer: 500 jobs firing together held the event
+ * loop ~40 ms at every fire before the answer was kept.
+ */
+export class Calculator {
+  private lastAfter = NaN;
+  private lastNext: number | null = null;
+
+  constructor(readonly cron: Cron) {}
+
+  nextAfter(after: Date): Date | null {
+    const at = after.getTime();
+    if (at !== this.lastAfter) {
+      this.lastNext = this.cron.nextRun(after)?.getTime() ?? null;
+      this.lastAfter = at;
+    }
+    // A Date of its own for each caller: a Date is mutable, and jobs must not share one.
+    return this.lastNext == null ? null : new Date(this.lastNext);
+  }
+}
+
+/**
+ * The calculators in use, by time zone and expression. Weak: a calculator lives as long as a
+ * Schedule holds it, so a config reload that drops an expression drops its Cron too.
+ */
+const calculators = new Map<string, WeakRef<Calculator>>();
+const forgetCalculator = new FinalizationRegistry<string>((key) => {
+  // The key may already name a newer calculator for the same expression: keep that one.
+  if (calculators.get(key)?.deref() === undefined) calculators.delete(key);
+});
+
+/**
+ * The one calculator for (expression, time zone). Sharing matters at scale: 1,000 jobs on one
+ * expression cost one Cron, and the idle runner's memory (issue 7) was mostly Cron objects. Ask its
+ * Cron for instants only: a Cron that ran a callback (`schedule`, `trigger`) remembers that run
+ * and would answer differently for every job that shares it.
+ */
+export function calculatorFor(expression: string, timezone: string): Calculator {
+  const key = JSON.stringify([timezone, expression]);
+  const known = calculators.get(key)?.deref();
+  if (known) return known;
+  const calculator = new Calculator(newCron(expression, timezone));
+  calculators.set(key, new WeakRef(calculator));
+  forgetCalculator.register(calculator, key);
+  return calculator;
+}
+
+/**
+ * How baton asks croner to read an expression (every option but the time zone). Exported for the
+ * tests, which compare a shared calculator with a Cron of its own.
+ */
+export const CRON_OPTIONS = {
+  paused: true,
+  // 5 fields (minute precision) or 6 with seconds first; nicknames such as @daily are accepted
+  // by croner in every mode. Day-of-month and day-of-week combine with OR, as in Vixie cron.
+  mode: '5-or-6-parts',
+  domAndDow: false,
+  // Daylight saving time follows Vixie cron (docs/schedules.md): an expression whose second,
+  // minute and hour fields do not start with `*` is a fixed time — it runs once at the first
+  // valid instant after a skipped hour, and once, at the first occurrence, in a repeated hour.
+  // Others fire at every instant that matches.
+  fixedTimeRule: 'no-wildcard',
+} as const;
+
+function newCron(expression: string, timezone: string): Cron {
   assertTimeZone(timezone);
   let cron: Cron;
   try {
-    cron = new Cron(expression, {
-      timezone,
-      paused: true,
-      // 5 fields (minute precision) or 6 with seconds first; nicknames such as @daily are
-      // accepted by croner in every mode. Day-of-month and day-of-week combine with OR, as in
-      // Vixie cron.
-      mode: '5-or-6-parts',
-      domAndDow: false,
-      // Daylight saving time follows Vixie cron (docs/schedules.md): an expression whose
-      // second, minute and hour fields do not start with `*` is a fixed time — it runs once at
-      // the first valid instant after a skipped hour, and once, at the first occurrence, in a
-      // repeated hour. Others fire at every instant that matches.
-      fixedTimeRule: 'no-wildcard',
-    });
+    cron = new Cron(expression, { ...CRON_OPTIONS, timezone });
   } catch (err) {
     const detail = err instanceof Error ? err.message.replace(/^CronPattern:\s*/, '') : String(err);
     throw new Error(`invalid cron expression "${expression}": ${detail}`, { cause: err });
@@ -52,19 +136,28 @@ export function parseSchedule(expression: string, timezone: string): Schedule {
   if (cron.nextRun(new Date()) == null) {
     throw new Error(`"${expression}" never fires`);
   }
-  return {
-    expression,
-    timezone,
-    nextAfter: (after) => cron.nextRun(after),
-    nextN: (count, after) => cron.nextRuns(count, after),
-  };
+  shareYearTable(cron);
+  return cron;
 }
 
-/** Throws for a time zone that the runtime's IANA database does not know. */
-export function assertTimeZone(timezone: string): void {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-  } catch {
-    throw new Error(`unknown time zone "${timezone}" (use an IANA name such as Asia/Seoul or UTC)`);
-  }
+/**
+ * Every croner pattern carries a table of the years 0–9999 (10,000 numbers, 80 KiB: most of a
+ * Cron's memory). Baton's expressions have no year field, so every table holds the same "any
+ * year" ones; they are swapped for one frozen table shared by all. The swap keeps the contents
+ * exactly, so the maths cannot change; frozen, a write by croner would throw rather than change
+ * another schedule. The table sits in croner's internals (`_states.pattern.year`, croner 11):
+ * when that shape changes this does nothing and test/unit/fire-schedule.test.ts says so.
+ */
+function shareYearTable(cron: Cron): void {
+  const pattern = (cron as unknown as { _states?: { pattern?: { year?: unknown } } })._states
+    ?.pattern;
+  if (pattern !== undefined && isAnyYear(pattern.year)) pattern.year = ANY_YEAR;
+}
+
+const ANY_YEAR: readonly number[] = Object.freeze(new Array<number>(10_000).fill(1));
+
+function isAnyYear(table: unknown): boolean {
+  if (!Array.isArray(table) || table.length !== ANY_YEAR.length) return false;
+  for (const allowed of table) if (allowed !== 1) return false;
+  return true;
 }

@@ -1,6 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { Cron } from 'croner';
+import { describe, expect, it, vi } from 'vitest';
 import { FireSchedule, LATE_TOLERANCE_MS, MAX_SLEEP_MS } from '../../src/daemon/fire-schedule.js';
-import { parseSchedule } from '../../src/schedule/cron.js';
+import {
+  assertTimeZone,
+  calculatorFor,
+  CRON_OPTIONS,
+  parseSchedule,
+} from '../../src/schedule/cron.js';
 
 const at = (iso: string) => new Date(iso);
 
@@ -52,5 +58,100 @@ describe('FireSchedule', () => {
   it('evaluates the expression in the job time zone', () => {
     const seoul = parseSchedule('0 3 * * *', 'Asia/Seoul');
     expect(seoul.nextAfter(at('2026-01-01T00:00:00Z'))).toEqual(at('2026-01-01T18:00:00Z'));
+  });
+});
+
+/**
+ * 1,000 jobs cost one croner Cron per distinct (expression, time zone), and each Cron no longer
+ * carries its own 80 KiB table of years (issue 7, idle cost). Sharing must not change a single
+ * instant: a shared calculator is compared with a Cron of its own over both 2027 DST changes.
+ */
+describe('shared calculators', () => {
+  const NY = 'America/New_York';
+
+  it('gives jobs with the same expression and time zone one calculator, and nothing else', () => {
+    expect(calculatorFor('*/5 * * * *', NY)).toBe(calculatorFor('*/5 * * * *', NY));
+    expect(calculatorFor('*/5 * * * *', NY)).not.toBe(calculatorFor('*/5 * * * *', 'UTC'));
+    expect(calculatorFor('*/5 * * * *', NY)).not.toBe(calculatorFor('*/10 * * * *', NY));
+  });
+
+  it('keeps each job on its own next fire when they share a calculator', () => {
+    const a = parseSchedule('*/15 * * * *', 'UTC');
+    const b = parseSchedule('*/15 * * * *', 'UTC');
+    // Interleaved from different instants: nothing one asks leaks into the other's answer.
+    expect(a.nextAfter(at('2026-01-01T00:00:00Z'))).toEqual(at('2026-01-01T00:15:00Z'));
+    expect(b.nextAfter(at('2026-05-05T10:20:00Z'))).toEqual(at('2026-05-05T10:30:00Z'));
+    expect(a.nextAfter(at('2026-01-01T00:00:00Z'))).toEqual(at('2026-01-01T00:15:00Z'));
+    expect(b.nextN(2, at('2026-01-01T00:50:00Z'))).toEqual([
+      at('2026-01-01T01:00:00Z'),
+      at('2026-01-01T01:15:00Z'),
+    ]);
+
+    const s = new FireSchedule(
+      new Map([
+        ['early', a],
+        ['late', b],
+      ]),
+      at('2026-01-01T00:00:00Z'),
+    );
+    expect(s.take(at('2026-01-01T00:15:00.010Z')).due.map((d) => d.job)).toEqual(['early', 'late']);
+    expect(s.nextFire('early')).toEqual(at('2026-01-01T00:30:00Z'));
+    expect(s.nextFire('late')).toEqual(at('2026-01-01T00:30:00Z'));
+  });
+
+  it('asks croner once for jobs that fire together, and gives each its own Date', () => {
+    const expression = '*/2 * * * * *';
+    const jobs = new Map(
+      Array.from({ length: 500 }, (_, i) => [`j${i}`, parseSchedule(expression, 'UTC')]),
+    );
+    const nextRun = vi.spyOn(calculatorFor(expression, 'UTC').cron, 'nextRun');
+    try {
+      const s = new FireSchedule(jobs, at('2026-01-01T00:00:00.500Z'));
+      expect(nextRun).toHaveBeenCalledTimes(1);
+      const { due } = s.take(at('2026-01-01T00:00:02.010Z'));
+      expect(due).toHaveLength(500);
+      expect(new Set(due.map((d) => d.scheduledAt.toISOString()))).toEqual(
+        new Set(['2026-01-01T00:00:02.000Z']),
+      );
+      expect(nextRun).toHaveBeenCalledTimes(2);
+      expect(s.nextFire('j0')).toEqual(at('2026-01-01T00:00:04Z'));
+      expect(s.nextFire('j0')).not.toBe(s.nextFire('j499'));
+    } finally {
+      nextRun.mockRestore();
+    }
+  });
+
+  it('computes exactly what a Cron of its own computes, across both DST changes', () => {
+    const expressions = ['30 2 * * *', '30 1 * * *', '0 * * * *', '*/30 * * * *', '15 30 2 * * *'];
+    for (const timezone of [NY, 'Europe/Berlin', 'Asia/Seoul']) {
+      for (const expression of expressions) {
+        const own = new Cron(expression, { ...CRON_OPTIONS, timezone });
+        const shared = parseSchedule(expression, timezone);
+        for (const from of ['2027-03-13T00:00:00Z', '2027-11-06T00:00:00Z']) {
+          const mine = shared.nextN(80, at(from)).map((d) => d.toISOString());
+          expect(mine, `${expression} in ${timezone} from ${from}`).toEqual(
+            own.nextRuns(80, at(from)).map((d) => d.toISOString()),
+          );
+        }
+      }
+    }
+  });
+
+  it('gives every calculator one shared table of years instead of 80 KiB each', () => {
+    // croner's internals (11.x): if they move, the memory saving in cron.ts is silently gone.
+    const years = (cron: Cron) =>
+      (cron as unknown as { _states: { pattern: { year: number[] } } })._states.pattern.year;
+    const daily = years(calculatorFor('0 3 * * *', 'UTC').cron);
+    expect(daily).toHaveLength(10_000);
+    expect(Object.isFrozen(daily)).toBe(true);
+    expect(years(calculatorFor('*/7 * * * * *', 'Asia/Seoul').cron)).toBe(daily);
+  });
+
+  it('still refuses an unknown time zone after known ones were accepted', () => {
+    expect(() => assertTimeZone('Asia/Seoul')).not.toThrow();
+    expect(() => parseSchedule('0 3 * * *', 'Mars/Olympus_Mons')).toThrow(
+      'unknown time zone "Mars/Olympus_Mons"',
+    );
+    expect(() => assertTimeZone('Mars/Olympus_Mons')).toThrow('unknown time zone');
   });
 });
