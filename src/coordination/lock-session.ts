@@ -18,6 +18,11 @@
  *   driver's connection events. The session's `wait_timeout` is far longer than that deadline, so
  *   a runner cut off from the server gives up its jobs long before the server would free their
  *   locks for someone else.
+ *
+ * Every statement goes through the session's own queue, at most MAX_IN_FLIGHT handed to the
+ * driver at a time, and a heartbeat goes to the front of it. The driver sends one statement after
+ * another; without this, a heartbeat queued behind hundreds of GET_LOCKs (500 jobs firing on the
+ * same second) would miss its deadline on a healthy server and end every run of the runner.
  */
 import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
@@ -67,8 +72,17 @@ export interface WatchOptions {
   onReadOnly?(readOnly: boolean): void;
 }
 
+/**
+ * Statements handed to the driver at once: one being answered and one ready to go, so the
+ * connection never waits for this process between two statements.
+ */
+const MAX_IN_FLIGHT = 2;
+
 export class LockSession {
   private readonly held = new Set<string>();
+  /** Statements waiting for their turn (see the header); heartbeats go first. */
+  private readonly waiting: (() => void)[] = [];
+  private inFlight = 0;
   private broken = false;
   private closing = false;
   private lostReason: string | null = null;
@@ -144,14 +158,25 @@ export class LockSession {
     }
     const beat = () => {
       if (!this.watcher || this.broken) return;
-      const sentAt = performance.now();
-      queryWithDeadline<RowDataPacket[]>(
-        this.conn,
-        'SELECT @@global.read_only AS ro, NOW(3) AS now',
-        [],
+      // The deadline counts from now, with the wait for a turn included: a session whose queue
+      // does not move is as lost as one that does not answer.
+      let sentAt = 0;
+      withDeadline(
+        this.inTurn(() => {
+          sentAt = performance.now();
+          return queryWithDeadline<RowDataPacket[]>(
+            this.conn,
+            'SELECT @@global.read_only AS ro, NOW(3) AS now',
+            [],
+            options.deadlineMs,
+          );
+        }, 'first'),
         options.deadlineMs,
+        'heartbeat',
+        () => this.conn.destroy(),
       ).then(
         ([[row]]) => {
+          // The round trip from when the heartbeat was sent, not queued: the clock sample's error.
           this.measureOffset(sentAt, performance.now(), row?.now as Date);
           const readOnly = Number(row?.ro) === 1;
           if (readOnly !== this.readOnly) {
@@ -210,6 +235,27 @@ export class LockSession {
     return offset == null ? null : new Date(local.getTime() + offset);
   }
 
+  /**
+   * Runs `statement` when it is its turn (see the header): at once while fewer than
+   * MAX_IN_FLIGHT are with the driver, else after those; `first` goes before every waiting one.
+   */
+  private inTurn<T>(statement: () => Promise<T>, place: 'first' | 'last' = 'last'): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const start = () => {
+        this.inFlight++;
+        statement()
+          .then(resolve, reject)
+          .finally(() => {
+            this.inFlight--;
+            this.waiting.shift()?.();
+          });
+      };
+      if (this.inFlight < MAX_IN_FLIGHT) start();
+      else if (place === 'first') this.waiting.unshift(start);
+      else this.waiting.push(start);
+    });
+  }
+
   /** Marks the session dead (once), drops the connection and tells the watcher. */
   private lose(reason: string): void {
     if (this.broken || this.closing) return;
@@ -217,6 +263,7 @@ export class LockSession {
     this.lostReason = reason;
     this.held.clear();
     this.conn.destroy();
+    this.failWaiting();
     if (this.watcher) {
       clearTimeout(this.watcher.timer);
       const { onLost } = this.watcher.options;
@@ -232,7 +279,11 @@ export class LockSession {
     deadlineMs = LOCK_STATEMENT_DEADLINE_MS,
   ): Promise<T> {
     try {
-      const [rows] = await queryWithDeadline<T>(this.conn, sql, values, deadlineMs);
+      // The deadline starts when the statement is handed to the driver: time spent waiting for
+      // a turn is this runner's own backlog, which the heartbeat's deadline already bounds.
+      const [rows] = await this.inTurn(() =>
+        queryWithDeadline<T>(this.conn, sql, values, deadlineMs),
+      );
       return rows;
     } catch (err) {
       if (err instanceof StatementTimeoutError) this.lose(err.message);
@@ -334,6 +385,15 @@ export class LockSession {
     this.broken = true;
     this.held.clear();
     this.conn.destroy();
+    this.failWaiting();
+  }
+
+  /**
+   * Once the connection is gone, statements still waiting for a turn run at once and fail at
+   * once: a turn might otherwise never come (a statement in flight on a dead socket).
+   */
+  private failWaiting(): void {
+    for (const start of this.waiting.splice(0)) start();
   }
 
   private stopWatching(): void {
