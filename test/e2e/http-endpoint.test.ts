@@ -24,6 +24,11 @@ const fleet = useFleet('http');
 
 const TOKEN = 'test-token-0123456789abcdef';
 
+/** A schedule with nothing due for the test's lifetime: the endpoint alone is under test. */
+function quietSchedule(): string {
+  return writeSchedule('jobs:\n  quiet:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
+}
+
 async function get(port: number, path: string, headers: Record<string, string> = {}) {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
   return { status: res.status, headers: res.headers, body: await res.text() };
@@ -139,12 +144,7 @@ describe('/healthz', () => {
   it('turns 503 with the reason when the database goes away, and 200 when it is back', async () => {
     server = await startPrivateServer();
     const port = await freePort();
-    const config = writeSchedule(`
-jobs:
-  quiet:
-    schedule: "0 0 1 1 *"
-    command: ["true"]
-`);
+    const config = quietSchedule();
     runner = startRunner({
       config,
       databaseUrl: `${server.url}/test`,
@@ -216,18 +216,10 @@ jobs:
 });
 
 describe('the token and the address', () => {
-  const config = () =>
-    writeSchedule(`
-jobs:
-  quiet:
-    schedule: "0 0 1 1 *"
-    command: ["true"]
-`);
-
   it('refuses requests without the token when one is set', async () => {
     const port = await freePort();
     const [runner] = await fleet.start(['token-a'], {
-      config: config(),
+      config: quietSchedule(),
       args: ['--http', `127.0.0.1:${port}`],
       env: { BATON_HTTP_TOKEN: TOKEN },
     });
@@ -254,7 +246,7 @@ jobs:
   it('without a token: refuses a foreign Host (DNS rebinding); survives a malformed target', async () => {
     const port = await freePort();
     const [runner] = await fleet.start(['host-a'], {
-      config: config(),
+      config: quietSchedule(),
       args: ['--http', `127.0.0.1:${port}`],
     });
     const raw = (request: string) =>
@@ -300,7 +292,7 @@ jobs:
       const res = await baton([
         'start',
         '--config',
-        config(),
+        quietSchedule(),
         '--database-url',
         fleet.db.url,
         ...args,
@@ -315,7 +307,7 @@ jobs:
       const res = await baton([
         'start',
         '--config',
-        config(),
+        quietSchedule(),
         '--database-url',
         fleet.db.url,
         '--http',
