@@ -242,11 +242,12 @@ export default {
         .slice(0, 12)
         .map((b) => `${round(b.count / total / RUNNERS, 3)} per fire per runner: ${b.statement}`),
       `Runner CPU during the window (% of one core): ${cpu.join(', ')}; the machine has ` +
-        `2 cores, and every winner spawns its job plus a watchdog sh.`,
+        `2 cores; every winner's job is spawned by the runner's spawner process.`,
       `Winners by host: ${JSON.stringify(byHost)}. The lag percentiles cover the ${lag.length} ` +
         `fires that had a winner.`,
       `Probe, first 8 s after the first fire — ${stormText}. spawn() is synchronous in Node ` +
-        `(fork + waiting for the child's exec), and each run spawns its job and a watchdog sh.`,
+        `(fork + waiting for the child's exec); command jobs are spawned by the runner's spawner ` +
+        `process, so the runner's own spawns are rare.`,
       ...summarizeWarnings(runners).map(
         (w) => `Runner log, level ${w.level}, ${w.count}×: "${w.msg}" — e.g. ${w.example}`,
       ),

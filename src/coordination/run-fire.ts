@@ -189,6 +189,8 @@ async function attemptRuns(
         withholdEnv: options.withholdEnv ?? [],
       },
     );
+    // The spawner reports the job's pid a moment later; the run is "started" with its pid known.
+    await run.started;
     control.attach(run);
     if (attempt === 1) options.onStart?.(control, fire, contendMs);
     // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly

@@ -50,6 +50,7 @@ import {
 } from '../store/runs.js';
 import { FireSchedule, type DueFire } from './fire-schedule.js';
 import { Limiter, shuffleWithinInstant } from './contention.js';
+import { prepareSpawner } from '../execution/spawner-client.js';
 import {
   heartbeatRunner,
   markRunnerStopped,
@@ -229,6 +230,8 @@ export class Runner {
     this.retention.start();
     const connected = await this.connectWithRetry(true);
     if (!connected) return false;
+    // The first command run should not wait for the spawner to boot (execution/spawner.ts).
+    if (this.config.jobs.some((job) => job.target.kind !== 'module')) prepareSpawner();
     this.log.info(
       {
         namespace: this.config.namespace,

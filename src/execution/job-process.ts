@@ -5,7 +5,16 @@
  * `module-host.js` (through tsx for TypeScript files). The child gets its own process group so
  * that stopping a run stops everything it started (`kill(-pgid)`), not just the first process.
  * stdout and stderr are kept as a bounded tail for the history; with `tee` they are also passed
- * through to this process (`baton run` in the foreground).
+ * through to this process (`baton run` in the foreground). job-launch.ts starts the process and
+ * sees it end, wherever it runs.
+ *
+ * Where the process is spawned: the daemon's command and shell jobs go through the runner's
+ * spawner (spawner.ts), because spawn() blocks the runner's event loop, longer the bigger the
+ * runner, and a storm of fires would wait behind it. The spawner is also their watchdog. Two
+ * kinds of run are still spawned here, with a watchdog each (below): module jobs, which talk to
+ * the runner over an IPC channel of their own (`ctx.db`'s connection settings), and `tee` runs
+ * (`baton run` in the foreground), whose output goes to this process's terminal — one run per
+ * process, where a spawner would cost a process more and save nothing.
  *
  * A run never outlives its runner. If the runner dies (even `kill -9`), its lock session dies with
  * it and another host may start the job's next fire, so the old run must stop too. Node has no
@@ -13,9 +22,10 @@
  * watchdog: a tiny `sh` holding a pipe from the runner. The kernel closes that pipe when the runner
  * dies, for whatever reason; the watchdog reads end-of-file and kills the run's process group
  * (SIGTERM, SIGKILL a second later). When the run ends normally the runner tells the watchdog
- * "done" and it exits without doing anything.
+ * "done" and it exits without doing anything. The spawner does the same for all its runs at once,
+ * with its IPC channel as the pipe.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
@@ -23,8 +33,10 @@ import type { FinalStatus } from '../store/runs.js';
 import { truncate } from '../text.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { DatabaseTarget } from '../store/database-url.js';
+import { spawnGroupChild, type Launch, type LaunchEnd } from './job-launch.js';
 import type { HostMessage, InitMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
+import { launchInSpawner } from './spawner-client.js';
 
 export interface JobResult {
   /** `done` or `failed` by the job's own exit; the others when the runner stopped it. */
@@ -39,7 +51,10 @@ export interface JobResult {
 }
 
 export interface RunningJob {
+  /** The job's process (and process group) id, once `started` has settled. */
   readonly pid: number | undefined;
+  /** Settles when the process exists or could not be started (the spawner answers later). */
+  readonly started: Promise<void>;
   readonly result: Promise<JobResult>;
   /**
    * Asks the run to stop: SIGTERM to its process group, SIGKILL after `graceMs`. Resolves when
@@ -75,8 +90,6 @@ const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
 const WATCHDOG_SCRIPT =
   'read line; [ "$line" = done ] && exit 0; ' +
   'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
-/** How long to wait for a job's output to close after its process exited. */
-const OUTPUT_DRAIN_MS = 1_000;
 /** The history's `error` is one line for humans; the details are in the output tail. */
 const ERROR_MAX = 2_000;
 
@@ -95,7 +108,11 @@ function inheritedEnvironment(withhold: ReadonlySet<string>): NodeJS.ProcessEnv 
   return env;
 }
 
-function describeSpawnError(err: NodeJS.ErrnoException, file: string, cwd: string): string {
+function describeSpawnError(
+  err: { code: string | undefined; message: string },
+  file: string,
+  cwd: string,
+): string {
   if (err.code === 'ENOENT') {
     return existsSync(cwd) ? `command not found: ${file}` : `working directory not found: ${cwd}`;
   }
@@ -132,26 +149,91 @@ export function startJob(
     ...fireEnvironment(fire),
     ...(job.target.kind === 'module' ? { BATON_MODULE: job.target.path } : {}),
   };
-  const tail = new OutputTail(options.tailBytes);
   let stopReason: { why: string; status: StopStatus } | null = null;
   let hostError: string | null = null;
-  let spawnError: string | null = null;
-  let endedAt = new Date();
 
-  const child: ChildProcess = spawn(file, args, {
-    cwd: job.cwd,
-    env,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe', ...(isModule ? (['ipc'] as const) : [])],
-  });
-  const capture = (sink: NodeJS.WriteStream) => (chunk: Buffer) => {
-    tail.push(chunk);
-    if (options.tee) sink.write(chunk);
+  const launch: Launch =
+    isModule || options.tee
+      ? startHere(file, args, { cwd: job.cwd, env, ipc: isModule }, options, (message) => {
+          hostError = message;
+        })
+      : launchInSpawner({ file, args, cwd: job.cwd, env, tailBytes: options.tailBytes });
+
+  function verdict(end: LaunchEnd): JobResult {
+    if (end.kind === 'spawn-error') {
+      return failure(null, null, describeSpawnError(end, file, job.cwd), '', new Date());
+    }
+    if (end.kind === 'lost') {
+      return failure(null, null, stopReason?.why ?? end.error, '', end.endedAt);
+    }
+    const { code, signal, outputTail, endedAt } = end;
+    if (code === 0 && stopReason == null) {
+      return { status: 'done', exitCode: 0, signal, error: null, outputTail, endedAt };
+    }
+    const error =
+      stopReason?.why ?? hostError ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
+    return failure(code, signal, error, outputTail, endedAt);
+  }
+
+  function failure(
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    error: string,
+    outputTail: string,
+    endedAt: Date,
+  ): JobResult {
+    const status = stopReason?.status ?? 'failed';
+    return {
+      status,
+      exitCode: code,
+      signal,
+      error: truncate(error, ERROR_MAX),
+      outputTail,
+      endedAt,
+    };
+  }
+
+  const result = launch.ended.then(verdict);
+  return {
+    get pid() {
+      return launch.pid;
+    },
+    started: launch.started,
+    result,
+    async stop(why, graceMs, status) {
+      stopReason ??= { why, status };
+      launch.signalGroup('SIGTERM');
+      const timer = setTimeout(() => launch.signalGroup('SIGKILL'), graceMs);
+      try {
+        return await result;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
   };
-  child.stdout?.on('data', capture(process.stdout));
-  child.stderr?.on('data', capture(process.stderr));
+}
+
+/**
+ * Spawns the run from this process, with a watchdog of its own (see the header). A module job's
+ * host asks for its init message over the IPC channel, and may report its error there.
+ */
+function startHere(
+  file: string,
+  args: string[],
+  where: { cwd: string; env: NodeJS.ProcessEnv; ipc: boolean },
+  options: StartOptions,
+  onHostError: (message: string) => void,
+): Launch {
+  let dismissWatchdog = () => {};
+  const run = spawnGroupChild(file, args, {
+    ...where,
+    tail: new OutputTail(options.tailBytes),
+    tee: options.tee ?? false,
+    onExit: () => dismissWatchdog(),
+  });
+  const { child } = run;
   child.on('message', (msg: HostMessage) => {
-    if (msg?.kind === 'error') hostError = msg.message;
+    if (msg?.kind === 'error') onHostError(msg.message);
     if (msg?.kind === 'ready') {
       const init: InitMessage = {
         kind: 'init',
@@ -165,79 +247,8 @@ export function startJob(
       });
     }
   });
-  const watchdog = child.pid != null ? startWatchdog(child.pid) : null;
-
-  const result = new Promise<JobResult>((resolve) => {
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      // spawn failed (ENOENT, EACCES): there is no process and 'close' may never come.
-      if (child.pid != null) return; // a later error (a failed kill): the exit still comes
-      spawnError = describeSpawnError(err, file, job.cwd);
-      resolve(verdict(null, null));
-    });
-    // The run ends when its process exits. 'close' (all output read, the IPC message in) normally
-    // follows at once; but a background process the job left behind may hold its stdout open,
-    // and that must not keep the run — and the job's lock — alive.
-    child.once('exit', (code, signal) => {
-      endedAt = new Date();
-      watchdog?.dismiss();
-      // Whatever the job left behind in its process group (`cmd &`) ends with it: the run is
-      // over and its lock about to be released, so nothing of it may keep running.
-      signalGroup('SIGTERM');
-      const timer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        resolve(verdict(code, signal));
-      }, OUTPUT_DRAIN_MS);
-      child.once('close', () => {
-        clearTimeout(timer);
-        resolve(verdict(code, signal));
-      });
-    });
-  });
-
-  function verdict(code: number | null, signal: NodeJS.Signals | null): JobResult {
-    const ok = code === 0 && stopReason == null && spawnError == null;
-    let error: string | null = null;
-    if (!ok) {
-      error =
-        spawnError ??
-        stopReason?.why ??
-        hostError ??
-        (signal ? `killed by ${signal}` : `exited with code ${code}`);
-    }
-    return {
-      status: ok ? 'done' : (stopReason?.status ?? 'failed'),
-      exitCode: code,
-      signal,
-      error: error && truncate(error, ERROR_MAX),
-      outputTail: tail.toString(),
-      endedAt,
-    };
-  }
-
-  const signalGroup = (sig: NodeJS.Signals) => {
-    if (child.pid == null) return;
-    try {
-      process.kill(-child.pid, sig);
-    } catch {
-      // Already gone.
-    }
-  };
-
-  return {
-    pid: child.pid,
-    result,
-    async stop(why, graceMs, status) {
-      stopReason ??= { why, status };
-      signalGroup('SIGTERM');
-      const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
-      try {
-        return await result;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
+  if (child.pid != null) dismissWatchdog = startWatchdog(child.pid).dismiss;
+  return run;
 }
 
 /**

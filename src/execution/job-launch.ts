@@ -1,0 +1,121 @@
+/**
+ * Starting a job's process and seeing it end, the same way wherever it is started: in the runner
+ * (module jobs, `baton run`) or in the spawner (spawner.ts, the daemon's command jobs).
+ *
+ * The process gets its own process group, so that stopping a run stops everything it started
+ * (`kill(-pgid)`), not just the first process. stdout and stderr go into a bounded tail. The run
+ * ends when its process exits: whatever it left behind in its group (`cmd &`) gets SIGTERM then —
+ * the run is over and its lock about to be released, so nothing of it may keep running — and its
+ * output is read until it closes, for at most OUTPUT_DRAIN_MS, because a leftover process may hold
+ * stdout open and must not keep the run (and the job's lock) alive.
+ *
+ * Imports stay within node: and this folder: the spawner loads this file and must stay small.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { OutputTail } from './output-tail.js';
+
+/** How long to wait for a job's output to close after its process exited. */
+export const OUTPUT_DRAIN_MS = 1_000;
+
+/** How a launched process ended. */
+export type LaunchEnd =
+  /** There was no process: `spawn` failed (ENOENT, EACCES, …). */
+  | { kind: 'spawn-error'; code: string | undefined; message: string }
+  | {
+      kind: 'exit';
+      code: number | null;
+      signal: NodeJS.Signals | null;
+      /** When the process exited (this host's clock). */
+      endedAt: Date;
+      outputTail: string;
+    }
+  /** The process was lost track of and killed (the spawner died); `error` says why. */
+  | { kind: 'lost'; error: string; endedAt: Date };
+
+/** A job's process as the runner sees it, wherever it was spawned. */
+export interface Launch {
+  /** The process (and process group) id, once `started` has settled; undefined without one. */
+  readonly pid: number | undefined;
+  /** Settles when the process exists or could not be started. */
+  readonly started: Promise<void>;
+  readonly ended: Promise<LaunchEnd>;
+  /** Sends `signal` to the process group (nothing when it is gone). */
+  signalGroup(signal: NodeJS.Signals): void;
+}
+
+export interface GroupChildOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  tail: OutputTail;
+  /** Pass the output through to this process's stdout/stderr (foreground `baton run`). */
+  tee?: boolean;
+  /** An IPC channel to the child (module jobs). */
+  ipc?: boolean;
+  /** Called at the process's exit, before the drain. */
+  onExit?: () => void;
+}
+
+export interface GroupChild extends Launch {
+  readonly child: ChildProcess;
+}
+
+/** Spawns `file` in a process group of its own (see the header). */
+export function spawnGroupChild(
+  file: string,
+  args: readonly string[],
+  options: GroupChildOptions,
+): GroupChild {
+  const { tail, tee = false } = options;
+  const child = spawn(file, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
+  });
+  const capture = (sink: NodeJS.WriteStream) => (chunk: Buffer) => {
+    tail.push(chunk);
+    if (tee) sink.write(chunk);
+  };
+  child.stdout?.on('data', capture(process.stdout));
+  child.stderr?.on('data', capture(process.stderr));
+
+  const signalGroup = (signal: NodeJS.Signals) => {
+    if (child.pid == null) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  const ended = new Promise<LaunchEnd>((resolve) => {
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      // spawn failed (ENOENT, EACCES): there is no process and 'close' may never come.
+      if (child.pid != null) return; // a later error (a failed kill): the exit still comes
+      resolve({ kind: 'spawn-error', code: err.code, message: err.message });
+    });
+    child.once('exit', (code, signal) => {
+      const endedAt = new Date();
+      options.onExit?.();
+      signalGroup('SIGTERM');
+      const end = () =>
+        resolve({ kind: 'exit', code, signal, endedAt, outputTail: tail.toString() });
+      const timer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        end();
+      }, OUTPUT_DRAIN_MS);
+      child.once('close', () => {
+        clearTimeout(timer);
+        end();
+      });
+    });
+  });
+  return {
+    child,
+    pid: child.pid,
+    // spawn() is synchronous: the process exists now, or its 'error' is on its way.
+    started: Promise.resolve(),
+    ended,
+    signalGroup,
+  };
+}

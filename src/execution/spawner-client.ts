@@ -1,0 +1,212 @@
+/**
+ * The runner's side of the spawner (spawner.ts): one spawner per runner, started on the first run
+ * that needs it, and a `Launch` per run that looks like a process spawned here.
+ *
+ * The spawner never keeps the runner alive: while it has no run, its process and channel are
+ * unref'd, and a runner that exits closes the channel — which the spawner takes as its cue to
+ * exit too (no run left: at once).
+ *
+ * When the spawner dies under live runs (killed, out of memory), their processes are orphans
+ * nobody reads or waits for. The runner kills their process groups itself — it knows their
+ * pids — SIGTERM, then SIGKILL a second later, and only then ends the runs as failed, so that no
+ * job is still running when its lock is released. The next run starts a new spawner.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Launch, LaunchEnd } from './job-launch.js';
+import type { SpawnerReport, SpawnerRequest } from './spawner.js';
+
+/** The built spawner; the path works from src/execution (tests) and dist/execution alike. */
+const SPAWNER = fileURLToPath(new URL('../../dist/execution/spawner.js', import.meta.url));
+/** SIGTERM → SIGKILL delay for the runs of a spawner that died. */
+const ORPHAN_KILL_MS = 1_000;
+/**
+ * A spawner that has not answered a `spawn` for this long is wedged (stopped, swapped out): it is
+ * killed, and dies as above. A fire waits for its job's start, so it must not wait forever.
+ */
+const ANSWER_TIMEOUT_MS = 30_000;
+
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  tailBytes?: number | undefined;
+}
+
+interface PendingRun {
+  pid: number | undefined;
+  started(pid: number | undefined): void;
+  ended(end: LaunchEnd): void;
+}
+
+/** One spawner process and the runs it was given. */
+class SpawnerProcess {
+  private readonly child: ChildProcess;
+  private readonly runs = new Map<number, PendingRun>();
+  private nextId = 1;
+  /** False from its exit on: new runs go to a new spawner. */
+  alive = true;
+  /** Its death has been dealt with ('error' without a process, then maybe 'close'). */
+  private buried = false;
+  /** Why the runner killed it, when it did. */
+  private killedBecause: string | null = null;
+
+  constructor() {
+    this.child = spawn(process.execPath, [SPAWNER], {
+      // Its own session (see spawner.ts), and nothing of the runner's environment.
+      detached: true,
+      env: {},
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    });
+    this.child.on('message', (msg: SpawnerReport) => this.receive(msg));
+    this.child.once('exit', () => (this.alive = false));
+    this.child.on('error', (err) => {
+      // No process at all (spawn failed): 'close' may never come.
+      if (this.child.pid == null) this.died(`could not be started: ${err.message}`);
+    });
+    // 'close' comes after the channel's last message: every report sent before it died is in.
+    this.child.once('close', (code, signal) =>
+      this.died(
+        this.killedBecause ?? (signal ? `killed by ${signal}` : `exited with code ${code}`),
+      ),
+    );
+    this.hold(false);
+  }
+
+  launch(req: SpawnRequest): Launch {
+    const id = this.nextId++;
+    let resolveStarted!: () => void;
+    let resolveEnded!: (end: LaunchEnd) => void;
+    const started = new Promise<void>((resolve) => (resolveStarted = resolve));
+    const ended = new Promise<LaunchEnd>((resolve) => (resolveEnded = resolve));
+    const run: PendingRun = {
+      pid: undefined,
+      started(pid) {
+        run.pid = pid;
+        resolveStarted();
+      },
+      ended(end) {
+        resolveStarted();
+        resolveEnded(end);
+      },
+    };
+    const unanswered = setTimeout(() => {
+      this.killedBecause ??= `it did not answer for ${ANSWER_TIMEOUT_MS / 1000} s and was killed`;
+      this.child.kill('SIGKILL');
+    }, ANSWER_TIMEOUT_MS);
+    void started.then(() => clearTimeout(unanswered));
+    this.runs.set(id, run);
+    this.hold(true);
+    const { file, args, cwd, env, tailBytes } = req;
+    this.send({
+      kind: 'spawn',
+      id,
+      file,
+      args,
+      cwd,
+      env: env as Record<string, string>,
+      tailBytes,
+    });
+    return {
+      get pid() {
+        return run.pid;
+      },
+      started,
+      ended,
+      signalGroup: (signal) => {
+        if (this.runs.has(id)) this.send({ kind: 'kill', id, signal });
+      },
+    };
+  }
+
+  private send(msg: SpawnerRequest): void {
+    // A send that fails means the spawner is dying: its 'close' ends the runs.
+    if (this.child.connected) this.child.send(msg, (err) => void err);
+  }
+
+  private receive(msg: SpawnerReport): void {
+    const run = this.runs.get(msg.id);
+    if (!run) return;
+    switch (msg.kind) {
+      case 'started':
+        run.started(msg.pid);
+        return;
+      case 'spawn-error':
+        this.finish(msg.id, { kind: 'spawn-error', code: msg.code, message: msg.message });
+        return;
+      case 'exit': {
+        const { code, signal, outputTail } = msg;
+        this.finish(msg.id, {
+          kind: 'exit',
+          code,
+          signal,
+          outputTail,
+          endedAt: new Date(msg.endedAt),
+        });
+        return;
+      }
+    }
+  }
+
+  private finish(id: number, end: LaunchEnd): void {
+    const run = this.runs.get(id);
+    if (!run) return;
+    this.runs.delete(id);
+    if (this.runs.size === 0) this.hold(false);
+    run.ended(end);
+  }
+
+  /** Keeps the runner's event loop alive for the spawner while it has runs, and only then. */
+  private hold(live: boolean): void {
+    if (live) {
+      this.child.ref();
+      this.child.channel?.ref();
+    } else {
+      this.child.unref();
+      this.child.channel?.unref();
+    }
+  }
+
+  /** The spawner is gone: its live runs are killed here and end failed (see the header). */
+  private died(how: string): void {
+    this.alive = false;
+    if (this.buried) return;
+    this.buried = true;
+    if (this.runs.size === 0) return;
+    const orphans = [...this.runs.keys()];
+    const pids = orphans.map((id) => this.runs.get(id)!.pid).filter((pid) => pid != null);
+    const signalAll = (signal: NodeJS.Signals) => {
+      for (const pid of pids) {
+        try {
+          process.kill(-pid, signal);
+        } catch {
+          // Already gone.
+        }
+      }
+    };
+    signalAll('SIGTERM');
+    setTimeout(() => {
+      signalAll('SIGKILL');
+      const endedAt = new Date();
+      const error = `baton's spawner process died (${how}); the run's processes were killed`;
+      for (const id of orphans) this.finish(id, { kind: 'lost', error, endedAt });
+    }, ORPHAN_KILL_MS);
+  }
+}
+
+let current: SpawnerProcess | null = null;
+
+/**
+ * Starts the spawner now if there is none alive. A runner calls it at start, so that its first
+ * run does not wait for Node to boot the spawner (some 50 ms); without it, the first run does.
+ */
+export function prepareSpawner(): SpawnerProcess {
+  if (!current?.alive) current = new SpawnerProcess();
+  return current;
+}
+
+/** Starts a job's process through this runner's spawner. */
+export function launchInSpawner(req: SpawnRequest): Launch {
+  return prepareSpawner().launch(req);
+}

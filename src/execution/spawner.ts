@@ -1,0 +1,118 @@
+/**
+ * The spawner: a small long-lived process beside each runner that starts the daemon's command
+ * jobs, and the watchdog of all of them.
+ *
+ * Why a process of its own: `child_process.spawn()` is synchronous in Node (fork, then wait for
+ * the child's exec), and its cost grows with the parent's memory — about 1 ms for a 50 MiB
+ * process, 15 ms for a 250 MiB runner with hundreds of jobs. When hundreds of fires come on the
+ * same second, a runner that spawns them itself spends seconds inside spawn(), and every fire
+ * behind them waits: its claim is written late. This process holds nothing but its runs, so a
+ * spawn costs it little, and the runner's event loop only sends a message.
+ *
+ * The protocol (IPC, JSON): the runner sends `spawn` {id, file, args, cwd, env} and `kill`
+ * {id, signal}; the spawner answers `started` {pid} or `spawn-error` {code, message}, and at the
+ * end `exit` {code, signal, outputTail, endedAt}. Each run is started, tailed and ended by
+ * job-launch.ts exactly as the runner does it for the jobs it spawns itself (own process group,
+ * leftovers SIGTERMed at exit, output drained at most OUTPUT_DRAIN_MS). Messages arrive in order,
+ * so a `kill` always finds the run its `spawn` started.
+ *
+ * The watchdog: a run never outlives its runner (job-process.ts says why). The kernel closes the
+ * IPC channel when the runner dies, however it dies (`kill -9` too); the spawner then SIGTERMs the
+ * process group of every live run, SIGKILLs them a second later, and exits. It lives in a session
+ * of its own (the runner starts it detached), so a Ctrl-C at the runner's terminal does not take
+ * it down before the runner. The other way round — the spawner dies under live runs — is the
+ * runner's to notice (spawner-client.ts).
+ *
+ * Imports stay within node: and this folder (no mysql2, pino, zod): its memory is what makes its
+ * spawns cheap. It is started with an empty environment: the runner's (and its database URL) is
+ * none of its business; each job's environment comes with its `spawn` message.
+ */
+import { spawnGroupChild, type Launch } from './job-launch.js';
+import { ExitCode } from '../exit-codes.js';
+import { OutputTail } from './output-tail.js';
+
+/** Runner → spawner. */
+export type SpawnerRequest =
+  | {
+      kind: 'spawn';
+      id: number;
+      file: string;
+      args: string[];
+      cwd: string;
+      env: Record<string, string>;
+      tailBytes: number | undefined;
+    }
+  | { kind: 'kill'; id: number; signal: NodeJS.Signals };
+
+/** Spawner → runner. */
+export type SpawnerReport =
+  | { kind: 'started'; id: number; pid: number }
+  | { kind: 'spawn-error'; id: number; code: string | undefined; message: string }
+  | {
+      kind: 'exit';
+      id: number;
+      code: number | null;
+      signal: NodeJS.Signals | null;
+      outputTail: string;
+      /** Epoch milliseconds. */
+      endedAt: number;
+    };
+
+/** SIGTERM → SIGKILL delay for the runs of a runner that died (as the old `sh` watchdog). */
+const ORPHAN_KILL_MS = 1_000;
+
+/** The runs started and not yet reported ended, by the runner's id. */
+const runs = new Map<number, Launch>();
+
+function report(msg: SpawnerReport): void {
+  // The runner is gone: the disconnect handler takes care of what is left.
+  if (process.connected) process.send!(msg, (err: Error | null) => void err);
+}
+
+function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
+  const { id } = req;
+  let run: Launch;
+  try {
+    run = spawnGroupChild(req.file, req.args, {
+      cwd: req.cwd,
+      env: req.env,
+      tail: new OutputTail(req.tailBytes),
+    });
+  } catch (err) {
+    // A synchronous throw (an argument spawn() refuses): one failed run, not a dead spawner.
+    const code = (err as NodeJS.ErrnoException).code;
+    report({ kind: 'spawn-error', id, code, message: (err as Error).message });
+    return;
+  }
+  runs.set(id, run);
+  if (run.pid != null) report({ kind: 'started', id, pid: run.pid });
+  void run.ended.then((end) => {
+    runs.delete(id);
+    if (end.kind === 'spawn-error') report({ id, ...end });
+    else if (end.kind === 'exit') {
+      const { code, signal, outputTail, endedAt } = end;
+      report({ kind: 'exit', id, code, signal, outputTail, endedAt: endedAt.getTime() });
+    }
+  });
+}
+
+/** The runner died: its runs go with it (see the header). */
+function killOrphans(): void {
+  const groups = [...runs.values()];
+  for (const run of groups) run.signalGroup('SIGTERM');
+  if (groups.length === 0) process.exit(0);
+  setTimeout(() => {
+    for (const run of groups) run.signalGroup('SIGKILL');
+    process.exit(0);
+  }, ORPHAN_KILL_MS);
+}
+
+if (!process.send || !process.connected) {
+  process.stderr.write('the spawner is started by `baton start`, with an IPC channel\n');
+  process.exit(ExitCode.Usage);
+}
+process.on('message', (req: SpawnerRequest) => {
+  if (req?.kind === 'spawn') start(req);
+  else if (req?.kind === 'kill') runs.get(req.id)?.signalGroup(req.signal);
+});
+process.once('disconnect', killOrphans);

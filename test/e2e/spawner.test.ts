@@ -1,0 +1,151 @@
+/**
+ * The runner's spawner (src/execution/spawner.ts) with real `baton start` processes:
+ * - `kill -9` of a runner whose command job runs through the spawner: the spawner (the job's
+ *   parent, not the runner) kills the job's whole process group, a grandchild too, and exits; its
+ *   own environment never held the runner's BATON_DATABASE_URL.
+ * - `kill -9` of the spawner mid-run: the runner kills the job's group, the row ends `failed` with
+ *   "baton's spawner process died", and a later fire runs `done` under a new spawner.
+ * Every check is against real processes (/proc) and the real rows in the shared MariaDB.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { runs } from '../helpers/db.js';
+import { useFleet } from '../helpers/fleet.js';
+import { parentOf, processGone } from '../helpers/procfs.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('spawner', { perTest: true });
+
+/** Reads a pid a job wrote into its folder (waits for the file to be complete). */
+function pidFile(dir: string, name: string): Promise<number> {
+  return waitFor(`pid file ${name}`, () => {
+    const file = path.join(dir, name);
+    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    return text.endsWith('\n') ? Number(text.trim()) : undefined;
+  });
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+/** The runner's spawner, from the pids its first run wrote: parent of the job, child of the runner. */
+async function spawnerOf(runner: RunnerProcess, dir: string, runId: number): Promise<number> {
+  const spawner = await pidFile(dir, `parent-${runId}.pid`);
+  expect(spawner).not.toBe(runner.child.pid);
+  expect(parentOf(spawner)).toBe(runner.child.pid);
+  expect(readFileSync(`/proc/${spawner}/cmdline`, 'utf8')).toContain('spawner.js');
+  return spawner;
+}
+
+/** The first run: long, with a grandchild; later ones short. Each writes its parent's pid. */
+const SCHEDULE = `
+namespace: spawner
+jobs:
+  job:
+    schedule: "*/2 * * * * *"
+    overlap: skip
+    command:
+      - sh
+      - -c
+      - 'echo $PPID > parent-$BATON_RUN_ID.pid; if mkdir first.marker 2>/dev/null; then sleep 30 & echo $! > child.pid; echo $$ > job.pid; wait; else echo short; fi'
+`;
+
+describe('kill -9 of a runner', () => {
+  it('the spawner kills the job and its grandchild, then exits', async () => {
+    const config = writeSchedule(SCHEDULE);
+    const dir = path.dirname(config);
+    const [runner] = await fleet.start(['solo'], {
+      config,
+      // The URL in the runner's environment too: the spawner must not inherit it.
+      env: { BATON_DATABASE_URL: fleet.db.url },
+    });
+    const line = await runner!.waitForLog('fire won: running');
+    const runId = Number(line.runId);
+    const jobPid = await pidFile(dir, 'job.pid');
+    const childPid = await pidFile(dir, 'child.pid');
+    expect(Number(line.jobPid)).toBe(jobPid);
+    const spawner = await spawnerOf(runner!, dir, runId);
+    const environ = readFileSync(`/proc/${spawner}/environ`, 'utf8');
+    expect(environ).not.toContain('BATON_');
+    expect(environ).not.toContain(fleet.db.url);
+
+    expect(await runner!.stop('SIGKILL')).toBeNull();
+    // SIGTERM to the group at once, SIGKILL a second later; then the spawner exits.
+    const gone = await waitFor(
+      'the job, its grandchild and the spawner to be gone',
+      () => processGone(jobPid) && processGone(childPid) && processGone(spawner),
+      { timeoutMs: 5_000, intervalMs: 20 },
+    ).catch(() => false);
+    if (!gone) killGroup(jobPid); // leave nothing behind for the next test
+    expect({
+      job: processGone(jobPid),
+      grandchild: processGone(childPid),
+      spawner: processGone(spawner),
+    }).toEqual({ job: true, grandchild: true, spawner: true });
+  });
+});
+
+describe('kill -9 of the spawner mid-run', () => {
+  it('fails the run saying so, kills its group, and a later fire runs under a new spawner', async () => {
+    const config = writeSchedule(SCHEDULE);
+    const dir = path.dirname(config);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['solo'], { config });
+    const line = await runner!.waitForLog('fire won: running');
+    const runId = Number(line.runId);
+    const jobPid = await pidFile(dir, 'job.pid');
+    const childPid = await pidFile(dir, 'child.pid');
+    const spawner = await spawnerOf(runner!, dir, runId);
+
+    process.kill(spawner, 'SIGKILL');
+
+    const failed = await waitFor(
+      'the run to end failed',
+      async () => (await runs(db, 'job')).find((r) => r.id === runId && r.status !== 'running'),
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
+    expect(failed).toMatchObject({
+      status: 'failed',
+      exit_code: null,
+      error: "baton's spawner process died (killed by SIGKILL); the run's processes were killed",
+    });
+    const gone = processGone(jobPid) && processGone(childPid);
+    if (!gone) killGroup(jobPid);
+    expect({ job: processGone(jobPid), grandchild: processGone(childPid) }).toEqual({
+      job: true,
+      grandchild: true,
+    });
+
+    const later = await waitFor(
+      'a later fire done',
+      async () =>
+        (await runs(db, 'job')).find((r) => r.winner === 1 && r.id > runId && r.status === 'done'),
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+    expect(later).toMatchObject({
+      host: 'solo',
+      exit_code: 0,
+      error: null,
+      output_tail: 'short\n',
+    });
+    const newSpawner = await spawnerOf(runner!, dir, later.id);
+    expect(newSpawner).not.toBe(spawner);
+
+    expect(await runner!.stop('SIGTERM')).toBe(0);
+    const rows = await runs(db, 'job');
+    expect(rows.filter((r) => r.status === 'running')).toEqual([]);
+    expect(rows.filter((r) => r.status === 'failed').map((r) => r.id)).toEqual([runId]);
+    // The failed run is a warning (as any failed run); nothing else went wrong.
+    expect(runner!.errors()).toEqual([]);
+    expect(runner!.stderr).toBe('');
+    // A runner that stopped leaves no spawner behind.
+    await waitFor('the new spawner to exit', () => processGone(newSpawner), { timeoutMs: 5_000 });
+  });
+});
