@@ -47,6 +47,8 @@ import {
   type OrphanRun,
   type Run,
 } from '../store/runs.js';
+import { lockHolder } from '../store/fire-reads.js';
+import { hostOfLockSession } from '../store/runners.js';
 import { jobLockName } from './lock-name.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
@@ -102,10 +104,6 @@ function quiet<T>(p: Promise<T>): Promise<T> {
 
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
 export const QUEUE_POLL_MS = 250;
-
-/** How long a loser waits for the lock holder's row to appear (it inserts right after locking). */
-const HOLDER_LOOKUP_MS = 1_000;
-const HOLDER_POLL_MS = 25;
 
 export async function contend(
   c: Coordinator,
@@ -359,24 +357,29 @@ export function skipKind(reason: string): SkipKind {
   return 'taken';
 }
 
-/** A sentence naming who holds the job's lock and which run that is. */
+/**
+ * A sentence naming who holds the job's lock and which run that is. It does not wait for the
+ * holder's row: a holder without one is between its GET_LOCK and its INSERT, claiming a fire of
+ * the job — and a loser that polled for the row held its place among the runner's contentions
+ * meanwhile (500 jobs on one second made that the runner's bottleneck). The registry names the
+ * holder's host instead.
+ */
 async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt): Promise<string> {
-  const deadline = Date.now() + HOLDER_LOOKUP_MS;
-  for (;;) {
-    const holder = await c.lock.holderOf(lockName);
-    if (holder == null) {
-      // Released in the meantime: usually by the winner of this very fire, already done.
-      const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-      if (winner) return describeWinner(winner);
-      return 'another run held the lock at this instant (it is free now)';
-    }
-    const run = await findRunOfLockSession(c.pool, c.namespace, attempt.job, holder);
-    if (run) return describeRun(run, attempt);
-    if (Date.now() >= deadline) {
-      return `the lock is held by connection ${holder}, which has no running row for this job`;
-    }
-    await new Promise((r) => setTimeout(r, HOLDER_POLL_MS));
+  // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
+  // every GET_LOCK and RELEASE_LOCK of this runner goes through one after another, is the
+  // runner's narrowest path when many jobs fire at once.
+  const holder = await lockHolder(c.pool, lockName);
+  if (holder == null) {
+    // Released in the meantime: usually by the winner of this very fire, already done.
+    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    if (winner) return describeWinner(winner);
+    return 'another run held the lock at this instant (it is free now)';
   }
+  const run = await findRunOfLockSession(c.pool, c.namespace, attempt.job, holder);
+  if (run) return describeRun(run, attempt);
+  const host = await hostOfLockSession(c.pool, c.namespace, holder);
+  if (host) return `this fire is being claimed by ${host} (it holds the job's lock)`;
+  return `the lock is held by connection ${holder}, which has no running row for this job`;
 }
 
 /** The winner of the attempt's own fire, running or finished. */

@@ -342,12 +342,6 @@ export class LockSession {
     }
   }
 
-  /** The connection id holding `name` on the server, or null when it is free. */
-  async holderOf(name: string): Promise<number | null> {
-    const [row] = await this.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [name]);
-    return row?.holder == null ? null : Number(row.holder);
-  }
-
   /**
    * Cancels the statement this session is running (a GET_LOCK that waits), from a connection of
    * its own: `KILL QUERY` makes the wait end at once instead of acquiring the lock later.

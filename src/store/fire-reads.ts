@@ -157,3 +157,9 @@ export function restartedSince(
     (r) => r.startedAt.getTime() > scheduledAt.getTime() && hostsBeforeFire.has(r.host),
   );
 }
+
+/** The connection id holding the named lock `name` on the server, or null when it is free. */
+export async function lockHolder(db: Queryable, name: string): Promise<number | null> {
+  const [[row]] = await db.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [name]);
+  return row?.holder == null ? null : Number(row.holder);
+}

@@ -116,6 +116,19 @@ export async function registryOwner(
   return row ? { pid: Number(row.pid), alive: Number(row.alive) === 1 } : null;
 }
 
+/** The host of the registered runner whose lock session is `connectionId`; null if none. */
+export async function hostOfLockSession(
+  db: Queryable,
+  namespace: string,
+  connectionId: number,
+): Promise<string | null> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    'SELECT host FROM baton_runners WHERE namespace = ? AND lock_connection_id = ? LIMIT 1',
+    [namespace, connectionId],
+  );
+  return (rows[0]?.host as string | undefined) ?? null;
+}
+
 /** A row refreshed this recently belongs to a live runner (three default heartbeats). */
 const OWNER_ALIVE_SECONDS = 15;
 

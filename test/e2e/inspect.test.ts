@@ -305,7 +305,9 @@ jobs:
     expect(skips.map((a) => a.status)).toEqual(['skipped', 'skipped']);
     for (const s of skips) {
       expect(s.reason).toMatch(
-        new RegExp(`^this fire (is running|already ran) on ${winner1.host} `),
+        new RegExp(
+          `^this fire (is being claimed by|is running on|already ran on) ${winner1.host} `,
+        ),
       );
     }
     expect(j1.missing).toEqual([]);

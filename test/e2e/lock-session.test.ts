@@ -69,8 +69,8 @@ describe('a lock session under a flood of statements', () => {
     try {
       const started = performance.now();
       // 10,000 statements queued at once (500 jobs firing on one second ask several each).
-      const flood = Array.from({ length: 10_000 }, (_, i) => session.holderOf(`flood-${i}`));
-      expect(await Promise.all(flood)).toEqual(flood.map(() => null));
+      const flood = Array.from({ length: 10_000 }, () => session.now());
+      expect((await Promise.all(flood)).every((now) => now instanceof Date)).toBe(true);
       const floodMs = performance.now() - started;
       // Without the queue the heartbeats would have waited behind all of it: the test means
       // something only if the flood outlasted their deadline.

@@ -80,10 +80,13 @@ jobs:
         label,
       ).toEqual(['skipped', 'skipped']);
       expect(new Set(rows.map((r) => r.host)), label).toEqual(new Set(HOSTS));
-      // A 30 ms job: the others find this very fire running, or (if they came late) done.
+      // A 30 ms job: the others find this very fire being claimed, running, or (if they came
+      // late) done — always by the winner.
       for (const skip of skips)
         expect(skip.reason, label).toMatch(
-          new RegExp(`^(this fire is running on|this fire already ran on) ${winners[0]!.host} `),
+          new RegExp(
+            `^(this fire is being claimed by|this fire is running on|this fire already ran on) ${winners[0]!.host} `,
+          ),
         );
     }
     expectQuiet(runners);

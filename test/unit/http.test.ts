@@ -73,6 +73,7 @@ describe('skip kinds', () => {
   it.each([
     ['this fire already ran on b (done)', 'taken'],
     ['this fire is running on b (started 2026-01-01T00:00:00.000Z)', 'taken'],
+    ["this fire is being claimed by b (it holds the job's lock)", 'taken'],
     ['another run held the lock at this instant (it is free now)', 'taken'],
     ['this runner already took worker slot 2 of this fire', 'taken'],
     [
