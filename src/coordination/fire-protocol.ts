@@ -377,6 +377,11 @@ async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt
   }
   const run = await findRunOfLockSession(c.pool, c.namespace, attempt.job, holder);
   if (run) return describeRun(run, attempt);
+  // No running row: the holder may have just finished this very fire (its verdict is written
+  // before its lock is released)…
+  const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+  if (winner) return describeWinner(winner);
+  // …or be writing its claim right now.
   const host = await hostOfLockSession(c.pool, c.namespace, holder);
   if (host) return `this fire is being claimed by ${host} (it holds the job's lock)`;
   return `the lock is held by connection ${holder}, which has no running row for this job`;

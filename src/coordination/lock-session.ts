@@ -240,6 +240,11 @@ export class LockSession {
    * MAX_IN_FLIGHT are with the driver, else after those; `first` goes before every waiting one.
    */
   private inTurn<T>(statement: () => Promise<T>, place: 'first' | 'last' = 'last'): Promise<T> {
+    // A lost session fails at once: its in-flight statements may wait for their deadline on a
+    // socket that will never answer, and nothing new should wait behind them.
+    if (this.broken) {
+      return Promise.reject(new Error(`the lock session is gone (${this.lostReason ?? 'closed'})`));
+    }
     return new Promise<T>((resolve, reject) => {
       const start = () => {
         this.inFlight++;

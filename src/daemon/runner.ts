@@ -459,13 +459,6 @@ export class Runner {
       if (still) runningHere = still.scheduledAt;
     }
     if (this.stopping) return;
-    // Taken only now: a queued fire may have waited across a reconnect.
-    const lock = this.lock;
-    if (!lock?.usable) {
-      log.warn('fire not run: no connection to the database to coordinate it');
-      this.options.events?.fireNotAttempted(job.name, 'no-database');
-      return;
-    }
 
     let database: DatabaseTarget | null = null;
     try {
@@ -482,6 +475,15 @@ export class Runner {
     const release = job.overlap === 'queue' ? () => {} : await this.contentions.acquire();
     if (this.stopping) {
       release();
+      return;
+    }
+    // Taken only now: a queued fire, or one that waited for its place, may have waited across
+    // a reconnect.
+    const lock = this.lock;
+    if (!lock?.usable) {
+      release();
+      log.warn('fire not run: no connection to the database to coordinate it');
+      this.options.events?.fireNotAttempted(job.name, 'no-database');
       return;
     }
     await new Promise<void>((settled) => {

@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Launch, LaunchEnd } from './job-launch.js';
+import { OUTPUT_DRAIN_MS, type Launch, type LaunchEnd } from './job-launch.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
 /** The built spawner; the path works from src/execution (tests) and dist/execution alike. */
@@ -22,9 +22,23 @@ const SPAWNER = fileURLToPath(new URL('../../dist/execution/spawner.js', import.
 const ORPHAN_KILL_MS = 1_000;
 /**
  * A spawner that has not answered a `spawn` for this long is wedged (stopped, swapped out): it is
- * killed, and dies as above. A fire waits for its job's start, so it must not wait forever.
+ * killed, and dies as above. A fire waits for its job's start (and a runner's stop waits for the
+ * fire), so it must not wait long; a healthy spawner answers in milliseconds, and a runner has at
+ * most a few spawns outstanding (its contentions are bounded).
  */
-const ANSWER_TIMEOUT_MS = 30_000;
+const ANSWER_TIMEOUT_MS = 5_000;
+/** How much of the spawner's stderr a run's error quotes. */
+const STDERR_TAIL_CHARS = 500;
+/** A SIGKILLed run's end is reported after its output drained (at most OUTPUT_DRAIN_MS). */
+const KILL_REPORT_MS = OUTPUT_DRAIN_MS + 2_000;
+
+function signalGroupOf(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
 
 export interface SpawnRequest {
   file: string;
@@ -51,13 +65,20 @@ class SpawnerProcess {
   private buried = false;
   /** Why the runner killed it, when it did. */
   private killedBecause: string | null = null;
+  /** The end of what it wrote to stderr (nothing, unless it could not start or crashed). */
+  private stderrTail = '';
 
   constructor() {
     this.child = spawn(process.execPath, [SPAWNER], {
       // Its own session (see spawner.ts), and nothing of the runner's environment.
       detached: true,
       env: {},
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      // stderr: what Node says when it cannot start it (a missing shared library, say) is the
+      // only clue to why every command run fails; its tail goes into the runs' error.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    this.child.stderr?.on('data', (d: Buffer) => {
+      this.stderrTail = (this.stderrTail + d.toString()).slice(-STDERR_TAIL_CHARS);
     });
     this.child.on('message', (msg: SpawnerReport) => this.receive(msg));
     this.child.once('exit', () => (this.alive = false));
@@ -66,11 +87,12 @@ class SpawnerProcess {
       if (this.child.pid == null) this.died(`could not be started: ${err.message}`);
     });
     // 'close' comes after the channel's last message: every report sent before it died is in.
-    this.child.once('close', (code, signal) =>
-      this.died(
-        this.killedBecause ?? (signal ? `killed by ${signal}` : `exited with code ${code}`),
-      ),
-    );
+    this.child.once('close', (code, signal) => {
+      const how =
+        this.killedBecause ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
+      const said = this.stderrTail.trim();
+      this.died(said ? `${how}: ${said}` : how);
+    });
     this.hold(false);
   }
 
@@ -115,7 +137,20 @@ class SpawnerProcess {
       started,
       ended,
       signalGroup: (signal) => {
-        if (this.runs.has(id)) this.send({ kind: 'kill', id, signal });
+        if (!this.runs.has(id)) return;
+        // With its pid known the runner signals the group itself (as when the spawner died): a
+        // spawner that is stopped or stuck in a spawn() must not keep a timeout, a lost lock
+        // session or a stop from reaching the run. Before that, the kill follows the spawn.
+        if (run.pid == null) this.send({ kind: 'kill', id, signal });
+        else signalGroupOf(run.pid, signal);
+        if (signal !== 'SIGKILL') return;
+        // The end of a killed run is the spawner's to report; one that does not is wedged.
+        const unreported = setTimeout(() => {
+          if (!this.runs.has(id)) return;
+          this.killedBecause ??= 'it did not report a killed run and was killed';
+          this.child.kill('SIGKILL');
+        }, KILL_REPORT_MS);
+        void ended.then(() => clearTimeout(unreported));
       },
     };
   }
@@ -159,6 +194,8 @@ class SpawnerProcess {
 
   /** Keeps the runner's event loop alive for the spawner while it has runs, and only then. */
   private hold(live: boolean): void {
+    // Its stderr pipe never keeps the runner alive: it says something only when it dies.
+    (this.child.stderr as { unref?: () => void } | null)?.unref?.();
     if (live) {
       this.child.ref();
       this.child.channel?.ref();

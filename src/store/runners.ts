@@ -116,15 +116,22 @@ export async function registryOwner(
   return row ? { pid: Number(row.pid), alive: Number(row.alive) === 1 } : null;
 }
 
-/** The host of the registered runner whose lock session is `connectionId`; null if none. */
+/**
+ * The host of the live registered runner whose lock session is `connectionId`; null if none.
+ * Live only: connection ids start again with every server start, so a stopped or long-silent
+ * runner's row may carry the same id as a session of today.
+ */
 export async function hostOfLockSession(
   db: Queryable,
   namespace: string,
   connectionId: number,
 ): Promise<string | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    'SELECT host FROM baton_runners WHERE namespace = ? AND lock_connection_id = ? LIMIT 1',
-    [namespace, connectionId],
+    `SELECT host FROM baton_runners
+      WHERE namespace = ? AND lock_connection_id = ? AND stopped_at IS NULL
+        AND last_seen_at > NOW(3) - INTERVAL ? SECOND
+      LIMIT 1`,
+    [namespace, connectionId, OWNER_ALIVE_SECONDS],
   );
   return (rows[0]?.host as string | undefined) ?? null;
 }

@@ -90,3 +90,34 @@ describe('lock names', () => {
     );
   });
 });
+
+describe('naming the holder of a lock', () => {
+  it('names a live registered runner only: a stale registry row with the same connection id is not it', async () => {
+    const config = writeSchedule(
+      'namespace: holder\njobs:\n  j:\n    schedule: "0 3 * * *"\n    command: ["true"]\n',
+    );
+    const run = () => baton(['run', 'j', '--config', config, '--database-url', green.url]);
+    expect((await run()).code).toBe(0); // creates the schema
+    // Some session holds the job's lock and has no row yet (a run between GET_LOCK and INSERT).
+    const lockName = jobLockName(green.name, 'holder', 'j');
+    const [me] = await green.query<{ id: number }>('SELECT CONNECTION_ID() AS id');
+    await green.query('SELECT GET_LOCK(?, 0)', [lockName]);
+    try {
+      // A runner that stopped years ago, whose session had the same connection id (connection
+      // ids start again with every server start).
+      await green.query(
+        `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
+           stopped_at, clock_offset_ms, lock_connection_id, schedule)
+         VALUES ('holder', 'stopped-in-2020', 1, '0.0.0', '2020-01-01', '2020-01-01', '2020-01-01',
+           0, ?, '{}')`,
+        [me!.id],
+      );
+      const skipped = await run();
+      expect(skipped.code).toBe(75);
+      expect(skipped.stderr).not.toContain('stopped-in-2020');
+      expect(skipped.stderr).toContain(`the lock is held by connection ${me!.id}`);
+    } finally {
+      await green.query('SELECT RELEASE_LOCK(?)', [lockName]);
+    }
+  });
+});

@@ -82,3 +82,41 @@ describe('a lock session under a flood of statements', () => {
     }
   });
 });
+
+describe('a lock session lost while many fires wait for their turn', () => {
+  it('fails them at once as not run, and none waits on the dead session', async () => {
+    const jobs = Array.from(
+      { length: 200 },
+      (_, i) => `  j${i}: { schedule: "*/10 * * * * *", command: ["true"] }`,
+    );
+    const config = writeSchedule(`namespace: storm\njobs:\n${jobs.join('\n')}\n`);
+    const [runner] = await fleet.start(['storm'], { config });
+    const sessionId = Number(
+      runner!.lines.find((l) => l.msg === 'runner started')!.lockConnectionId,
+    );
+    // 40 ms after an instant of the ten-second grid, while most of its 200 fires wait.
+    const [row] = await fleet.db.query<{ now: number }>(
+      'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now',
+    );
+    const now = Number(row!.now);
+    let instant = Math.ceil(now / 10_000) * 10_000;
+    if (instant - now < 1_500) instant += 10_000;
+    await new Promise((r) => setTimeout(r, instant - now + 40));
+    await fleet.db.query('KILL ?', [sessionId]);
+    await runner!.waitForLog('lock session reopened');
+    await waitFor('every fire of the instant settled', () => {
+      const at = new Date(instant).toISOString();
+      const settled = runner!.lines.filter(
+        (l) =>
+          (l.scheduledAt === at &&
+            ['run finished', 'fire skipped', 'fire not completed'].includes(l.msg)) ||
+          (l.scheduledAt === at && l.msg.startsWith('fire not run')),
+      );
+      return settled.length === 200;
+    });
+    // Fires behind the loss are "not run" (a warning, counted no-database), never an error of a
+    // statement sent on the dead connection and waited out for its deadline.
+    expect(runner!.lines.filter((l) => l.msg === 'fire not completed')).toEqual([]);
+    expect(await runner!.stop('SIGTERM', 10_000)).toBe(0);
+  });
+});

@@ -149,3 +149,51 @@ describe('kill -9 of the spawner mid-run', () => {
     await waitFor('the new spawner to exit', () => processGone(newSpawner), { timeoutMs: 5_000 });
   });
 });
+
+describe('a stuck spawner (SIGSTOP)', () => {
+  it('does not keep a timeout or a stop from reaching the job', async () => {
+    const config = writeSchedule(`
+namespace: spawner
+jobs:
+  long:
+    schedule: "*/2 * * * * *"
+    timeout: 2s
+    command: ["sh", "-c", "echo $PPID > parent-$BATON_RUN_ID.pid; echo $$ > job.pid; exec sleep 300"]
+`);
+    const dir = path.dirname(config);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['stuck'], { config, args: ['--grace', '1'] });
+    const line = await runner!.waitForLog('fire won: running');
+    const runId = Number(line.runId);
+    const jobPid = await pidFile(dir, 'job.pid');
+    const spawner = await spawnerOf(runner!, dir, runId);
+    process.kill(spawner, 'SIGSTOP');
+    try {
+      // The timeout's signals go from the runner to the job's group, not through the spawner.
+      await waitFor('the job killed by its timeout', () => processGone(jobPid), {
+        timeoutMs: 10_000,
+      });
+      // …while the spawner is still there, stopped: it was not what ended the job.
+      expect(processGone(spawner)).toBe(false);
+      // Its verdict is the spawner's to report; a spawner that does not is killed, and the run
+      // ends as the spawner's runs do when it dies.
+      const ended = await waitFor(
+        'the run ended',
+        async () => (await runs(db, 'long')).find((r) => r.id === runId && r.status !== 'running'),
+        { timeoutMs: 15_000, intervalMs: 100 },
+      );
+      expect(ended.status).toMatch(/^(timeout|failed)$/);
+      // A stop is not held up either: the runner exits by itself (a SIGKILL after 20 s would
+      // give no exit code).
+      expect(await runner!.stop('SIGTERM', 20_000)).toBe(0);
+    } finally {
+      try {
+        process.kill(spawner, 'SIGCONT');
+        process.kill(spawner, 'SIGKILL');
+      } catch {
+        // Already gone (killed by the runner).
+      }
+      killGroup(jobPid);
+    }
+  });
+});
