@@ -80,12 +80,7 @@ export function spawnGroupChild(
   child.stderr?.on('data', capture(process.stderr));
 
   const signalGroup = (signal: NodeJS.Signals) => {
-    if (child.pid == null) return;
-    try {
-      process.kill(-child.pid, signal);
-    } catch {
-      // Already gone.
-    }
+    if (child.pid != null) signalProcessGroup(child.pid, signal);
   };
   const ended = new Promise<LaunchEnd>((resolve) => {
     child.on('error', (err: NodeJS.ErrnoException) => {
@@ -118,4 +113,13 @@ export function spawnGroupChild(
     ended,
     signalGroup,
   };
+}
+
+/** Sends `signal` to the process group `pgid` (a job and all it started); gone is fine. */
+export function signalProcessGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Already gone.
+  }
 }

@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { OUTPUT_DRAIN_MS, type Launch, type LaunchEnd } from './job-launch.js';
+import { OUTPUT_DRAIN_MS, signalProcessGroup, type Launch, type LaunchEnd } from './job-launch.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
 /** The built spawner; the path works from src/execution (tests) and dist/execution alike. */
@@ -31,14 +31,6 @@ const ANSWER_TIMEOUT_MS = 5_000;
 const STDERR_TAIL_CHARS = 500;
 /** A SIGKILLed run's end is reported after its output drained (at most OUTPUT_DRAIN_MS). */
 const KILL_REPORT_MS = OUTPUT_DRAIN_MS + 2_000;
-
-function signalGroupOf(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
 
 export interface SpawnRequest {
   file: string;
@@ -142,7 +134,7 @@ class SpawnerProcess {
         // spawner that is stopped or stuck in a spawn() must not keep a timeout, a lost lock
         // session or a stop from reaching the run. Before that, the kill follows the spawn.
         if (run.pid == null) this.send({ kind: 'kill', id, signal });
-        else signalGroupOf(run.pid, signal);
+        else signalProcessGroup(run.pid, signal);
         if (signal !== 'SIGKILL') return;
         // The end of a killed run is the spawner's to report; one that does not is wedged.
         const unreported = setTimeout(() => {
@@ -214,13 +206,7 @@ class SpawnerProcess {
     const orphans = [...this.runs.keys()];
     const pids = orphans.map((id) => this.runs.get(id)!.pid).filter((pid) => pid != null);
     const signalAll = (signal: NodeJS.Signals) => {
-      for (const pid of pids) {
-        try {
-          process.kill(-pid, signal);
-        } catch {
-          // Already gone.
-        }
-      }
+      for (const pid of pids) signalProcessGroup(pid, signal);
     };
     signalAll('SIGTERM');
     setTimeout(() => {
