@@ -2,7 +2,7 @@
  * The daemon's HTTP endpoint (`baton start --http`), against real runner processes.
  *
  * - `/metrics`: two runners with one succeeding and one failing job. The exposition passes
- *   `promtool check metrics`; once the jobs are paused and the fleet is quiet, the counters summed
+ *   `promtool check metrics`; once the jobs were paused, then reloaded away (nothing fires), the counters summed
  *   over both runners equal the history table exactly: runs by job and status, skips by reason
  *   (`taken` by the other runner, `paused`), one fire-lag and one duration observation per run,
  *   one won contention per run; gauges say the database is up and name the runner.
@@ -12,13 +12,14 @@
  *   request without it or with a wrong one gets 401, with it (Bearer or Basic) 200. Bad
  *   addresses and a port in use are refused with exit 64. Nothing but GET/HEAD is answered.
  */
+import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
 import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { parseMetrics, promtoolCheck, total } from '../helpers/prometheus.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('http');
 
@@ -86,7 +87,30 @@ jobs:
       );
       return Number(rows[0]!.n) === 4 && Number(running[0]!.n) === 0;
     });
-    await sleep(1_500);
+    // Then nothing fires any more: both runners reload a schedule with nothing due.
+    writeFileSync(config, 'jobs:\n  quiet:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
+    for (const runner of runners) {
+      runner.child.kill('SIGHUP');
+      await runner.waitForLog('schedule reloaded');
+    }
+    // A run's counter moves just after its row is written: wait until every row is counted.
+    const rowsWritten = async () => {
+      const [row] = await fleet.db.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM baton_runs WHERE status IN ('done', 'failed', 'skipped')",
+      );
+      return Number(row!.n);
+    };
+    await waitFor('the counters to catch up with the rows', async () => {
+      const scraped = await Promise.all(
+        ports.map(async (p) => parseMetrics((await get(p, '/metrics')).body)),
+      );
+      const counted = scraped.reduce(
+        (n, samples) =>
+          n + total(samples, 'baton_runs_total') + total(samples, 'baton_skips_total'),
+        0,
+      );
+      return counted === (await rowsWritten());
+    });
 
     const texts = await Promise.all(ports.map(async (p) => (await get(p, '/metrics')).body));
     const checked = promtoolCheck(texts[0]!);
@@ -124,7 +148,7 @@ jobs:
 
     for (const [i, samples] of scrapes.entries()) {
       expect(total(samples, 'baton_database_up')).toBe(1);
-      expect(total(samples, 'baton_jobs_loaded')).toBe(2);
+      expect(total(samples, 'baton_jobs_loaded')).toBe(1); // the reloaded schedule's one job
       const info = samples.find((s) => s.name === 'baton_runner_info');
       expect(info?.labels).toMatchObject({ host: runners[i]!.host, namespace: 'default' });
       expect(samples.some((s) => s.name === 'baton_clock_offset_seconds')).toBe(true);
