@@ -240,16 +240,21 @@ export class LockSession {
    * MAX_IN_FLIGHT are with the driver, else after those; `first` goes before every waiting one.
    */
   private inTurn<T>(statement: () => Promise<T>, place: 'first' | 'last' = 'last'): Promise<T> {
-    // A lost session fails at once: its in-flight statements may wait for their deadline on a
-    // socket that will never answer, and nothing new should wait behind them.
-    if (this.broken) {
-      return Promise.reject(new Error(`the lock session is gone (${this.lostReason ?? 'closed'})`));
-    }
+    // A lost session fails at once: nothing new should wait on a socket that will never answer.
+    if (this.broken) return Promise.reject(this.goneError());
     return new Promise<T>((resolve, reject) => {
+      this.unsettled.add(reject);
+      const settle = (done: () => void) => {
+        this.unsettled.delete(reject);
+        done();
+      };
       const start = () => {
         this.inFlight++;
         statement()
-          .then(resolve, reject)
+          .then(
+            (value) => settle(() => resolve(value)),
+            (err: unknown) => settle(() => reject(err)),
+          )
           .finally(() => {
             this.inFlight--;
             this.waiting.shift()?.();
@@ -259,6 +264,13 @@ export class LockSession {
       else if (place === 'first') this.waiting.unshift(start);
       else this.waiting.push(start);
     });
+  }
+
+  /** Rejections of the statements not answered yet (waiting for a turn, or with the driver). */
+  private readonly unsettled = new Set<(err: Error) => void>();
+
+  private goneError(): Error {
+    return new Error(`the lock session is gone (${this.lostReason ?? 'closed'})`);
   }
 
   /** Marks the session dead (once), drops the connection and tells the watcher. */
@@ -388,11 +400,15 @@ export class LockSession {
   }
 
   /**
-   * Once the connection is gone, statements still waiting for a turn run at once and fail at
-   * once: a turn might otherwise never come (a statement in flight on a dead socket).
+   * Once the connection is gone, every statement not answered yet fails at once: those waiting
+   * for a turn would never get one, and the driver does not answer those in flight on a
+   * destroyed connection (they would wait out their deadline).
    */
   private failWaiting(): void {
-    for (const start of this.waiting.splice(0)) start();
+    this.waiting.length = 0;
+    const error = this.goneError();
+    for (const reject of [...this.unsettled]) reject(error);
+    this.unsettled.clear();
   }
 
   private stopWatching(): void {

@@ -553,6 +553,16 @@ export class Runner {
             events?.fireNotAttempted(job.name, 'read-only');
             return;
           }
+          if (!active && !lock.usable) {
+            // The session died while this fire was being contended: like a fire that found no
+            // session (the loss itself is logged once, as an error).
+            log.warn(
+              { err: errorMessage(err) },
+              'fire not run: the lock session was lost while it was contended',
+            );
+            events?.fireNotAttempted(job.name, 'no-database');
+            return;
+          }
           // Usually the database (it cannot record or coordinate the fire); the message says.
           log.error({ err: errorMessage(err) }, 'fire not completed');
           // Only contention that failed: a run that started and lost its verdict was counted won.

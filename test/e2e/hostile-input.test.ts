@@ -13,6 +13,14 @@ import { byFire, runs, type RunRow } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
+/** A skip that names the runner holding this very fire: claiming it, running it, or done. */
+const NAMES_WINNER = /^this fire (is being claimed by|is running on|already ran on) /;
+
+/** Whether `reason` names `host` verbatim as that runner (`… on H (…` or `… by H (…`). */
+function namesHost(reason: string, host: string): boolean {
+  return reason.includes(` on ${host} (`) || reason.includes(` by ${host} (`);
+}
+
 const fleet = useFleet('hostile', { perTest: true });
 
 const SQL_ARG = "'; DROP TABLE baton_runs; --";
@@ -135,8 +143,8 @@ describe('the daemon', () => {
         // The other runner names the winner's host id, verbatim (unless the 10 ms run was over
         // before it could look the holder up).
         if (s.reason === 'another run held the lock at this instant (it is free now)') continue;
-        expect(s.reason, label).toMatch(/^this fire (is running|already ran) on /);
-        expect(s.reason, label).toContain(` on ${won[0]!.host} (`);
+        expect(s.reason, label).toMatch(NAMES_WINNER);
+        expect(namesHost(s.reason!, won[0]!.host), `${label}: ${s.reason}`).toBe(true);
       }
     }
     // Every skip (of every job) that names this fire's winner names it verbatim.
@@ -145,8 +153,10 @@ describe('the daemon', () => {
       for (const [at, fire] of byFire(all.filter((r) => r.job === job))) {
         const won = fire.find((r) => r.winner === 1);
         for (const s of fire.filter((r) => r.winner === null)) {
-          if (!/^this fire (is running|already ran) on /.test(s.reason!)) continue;
-          expect(s.reason, `${job} ${new Date(at).toISOString()}`).toContain(` on ${won!.host} (`);
+          if (!NAMES_WINNER.test(s.reason!)) continue;
+          expect(namesHost(s.reason!, won!.host), `${job} ${new Date(at).toISOString()}`).toBe(
+            true,
+          );
           named++;
         }
       }

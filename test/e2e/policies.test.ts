@@ -304,7 +304,7 @@ jobs:
         (r) => r.winner === null && r.scheduled_at.getTime() === w.scheduled_at.getTime(),
       )) {
         expect(s.reason, label).toMatch(
-          new RegExp(`^this fire (is running|already ran) on ${w.host} `),
+          new RegExp(`^this fire (is being claimed by|is running on|already ran on) ${w.host} `),
         );
       }
       const attempts = notes.get(w.id)!;
@@ -495,7 +495,9 @@ jobs:
         if (winner) {
           // Lost this very fire to the winner (after waiting for the lock, or not).
           expect(s.reason!.replace(waited, ''), label).toMatch(
-            new RegExp(`^this fire (is running|already ran) on ${winner.host} `),
+            new RegExp(
+              `^this fire (is being claimed by|is running on|already ran on) ${winner.host} `,
+            ),
           );
         } else {
           // Including the runner whose own earlier run outlasted the wait.
