@@ -250,6 +250,9 @@ const live = new Set<BenchRunner>();
 /** Starts one runner process; ready once it is registered (see startRunners). */
 export function spawnRunner(host: string, o: StartRunnersOptions): BenchRunner {
   const argv = [
+    // Diagnosis: `BENCH_RUNNER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'` profiles every
+    // runner (flags NODE_OPTIONS does not allow).
+    ...(process.env.BENCH_RUNNER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     BATON_BIN,
     'start',
     '--config',

@@ -32,23 +32,18 @@
  * slot ever runs twice.
  */
 import type { OverlapPolicy } from '../config/schema.js';
-import { errorMessage, isDuplicateKeyError } from '../errors.js';
+import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
-import { findPause, pausedReason, type Pause } from '../store/pauses.js';
+import { pausedReason, type Pause } from '../store/pauses.js';
 import {
   abandonClaim,
-  findOrphanRuns,
   findWinnerOnHost,
-  findRunOfLockSession,
   findWinner,
-  insertSkip,
-  insertWinner,
   type Attempt,
   type OrphanRun,
   type Run,
 } from '../store/runs.js';
-import { lockHolder } from '../store/fire-reads.js';
-import { hostOfLockSession } from '../store/runners.js';
+import { FireBatches } from './fire-batches.js';
 import { jobLockName } from './lock-name.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
@@ -110,22 +105,18 @@ export async function contend(
   attempt: Attempt,
   options: ContendOptions = {},
 ): Promise<Contention> {
+  const batches = FireBatches.of(c.pool, c.namespace);
   const skip = async (reason: string): Promise<Contention> => ({
     won: false,
-    runId: await insertSkip(c.pool, attempt, reason),
+    runId: await batches.skip.load({ attempt, reason }),
     reason,
   });
 
   const overlap = options.overlap ?? 'skip';
   const workers = options.workers ?? 1;
   const prefetch: Prefetch = {
-    pause: quiet(
-      options.pauseCheck ? findPause(c.pool, c.namespace, attempt.job) : Promise.resolve(null),
-    ),
-    orphans:
-      overlap === 'skip'
-        ? quiet(findOrphanRuns(c.pool, c.namespace, new Date(0), attempt.job))
-        : null,
+    pause: quiet(options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null)),
+    orphans: overlap === 'skip' ? quiet(batches.orphans.load(attempt.job)) : null,
   };
   if (workers > 1) {
     // One slot per runner per fire: a second dispatch of the same fire here (a catch-up racing
@@ -259,8 +250,8 @@ async function acquire(
 
 /**
  * Step 2: the fire key, for the attempt's worker slot. With `lockName` null (overlap `allow`)
- * there is no lock to give back. A duplicate key (the slot of this fire already ran) is not an
- * error but an answer: `{ won: false, reason }`, with the lock released.
+ * there is no lock to give back. A slot of this fire that already has a winner is not an error
+ * but an answer: `{ won: false, reason }`, with the lock released.
  */
 async function claim(
   c: Coordinator,
@@ -268,6 +259,7 @@ async function claim(
   lockName: string | null,
   prefetch: Prefetch,
 ): Promise<Contention | { won: false; reason: string }> {
+  let claimed: number | 'taken';
   try {
     if (lockName) {
       // The lock is ours, so any earlier run of the job that still says `running` is dead.
@@ -281,26 +273,25 @@ async function claim(
       if (prefetch.orphans) await declareLost(c.pool, await prefetch.orphans, scope);
       else await reapOrphanRuns(c.pool, scope);
     }
-    const runId = await claimWhenDue(c, attempt);
-    return { won: true, runId, lockName, slot: attempt.slot ?? 1 };
+    claimed = await claimWhenDue(c, attempt);
   } catch (err) {
-    if (!isDuplicateKeyError(err)) {
-      // The insert may have committed although its answer was lost (a timeout): leave no row
-      // `running` behind a lock that is about to be released.
-      await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err)).catch(() => {});
-    }
+    // The insert may have committed although its answer was lost (a timeout): leave no row
+    // `running` behind a lock that is about to be released.
+    await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err)).catch(() => {});
     if (lockName) await c.lock.release(lockName);
-    if (!isDuplicateKeyError(err)) throw err;
-    const winner = await findWinner(
-      c.pool,
-      c.namespace,
-      attempt.job,
-      attempt.scheduledAt,
-      attempt.slot,
-    );
-    const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
-    return { won: false, reason: `this fire already ran ${where}` };
+    throw err;
   }
+  if (claimed !== 'taken') return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
+  if (lockName) await c.lock.release(lockName);
+  const winner = await findWinner(
+    c.pool,
+    c.namespace,
+    attempt.job,
+    attempt.scheduledAt,
+    attempt.slot,
+  );
+  const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
+  return { won: false, reason: `this fire already ran ${where}` };
 }
 
 /** How often a claim that came early (by the database's clock) asks again. */
@@ -313,11 +304,13 @@ const EARLY_LIMIT_MS = 5_000;
  * the database's clock already, so this waits at most the error of the offset estimate (a
  * millisecond or so); it turns "never before its instant" from an estimate into a guarantee.
  */
-async function claimWhenDue(c: Coordinator, attempt: Attempt): Promise<number> {
+async function claimWhenDue(c: Coordinator, attempt: Attempt): Promise<number | 'taken'> {
+  const claims = FireBatches.of(c.pool, c.namespace).claim;
   const giveUpAt = Date.now() + EARLY_LIMIT_MS;
   for (;;) {
-    const runId = await insertWinner(c.pool, attempt, c.lock.connectionId);
-    if (runId != null) return runId;
+    const result = await claims.load({ attempt, lockConnectionId: c.lock.connectionId });
+    if (result === 'taken') return result;
+    if (result !== 'early') return result.runId;
     if (Date.now() > giveUpAt) {
       throw new Error(
         `the fire ${iso(attempt.scheduledAt)} is still in the future by the database's clock`,
@@ -366,25 +359,25 @@ export function skipKind(reason: string): SkipKind {
  */
 async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt): Promise<string> {
   // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
-  // every GET_LOCK and RELEASE_LOCK of this runner goes through one after another, is the
-  // runner's narrowest path when many jobs fire at once.
-  const holder = await lockHolder(c.pool, lockName);
-  if (holder == null) {
+  // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
+  // when many jobs fire at once. One batched read for all the fires lost in the same turn.
+  const facts = await FireBatches.of(c.pool, c.namespace).holder.load({
+    lockName,
+    job: attempt.job,
+    scheduledAt: attempt.scheduledAt,
+  });
+  if (facts.holder == null) {
     // Released in the meantime: usually by the winner of this very fire, already done.
-    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-    if (winner) return describeWinner(winner);
+    if (facts.winner) return describeWinner(facts.winner);
     return 'another run held the lock at this instant (it is free now)';
   }
-  const run = await findRunOfLockSession(c.pool, c.namespace, attempt.job, holder);
-  if (run) return describeRun(run, attempt);
+  if (facts.run) return describeRun(facts.run, attempt);
   // No running row: the holder may have just finished this very fire (its verdict is written
   // before its lock is released)…
-  const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-  if (winner) return describeWinner(winner);
+  if (facts.winner) return describeWinner(facts.winner);
   // …or be writing its claim right now.
-  const host = await hostOfLockSession(c.pool, c.namespace, holder);
-  if (host) return `this fire is being claimed by ${host} (it holds the job's lock)`;
-  return `the lock is held by connection ${holder}, which has no running row for this job`;
+  if (facts.host) return `this fire is being claimed by ${facts.host} (it holds the job's lock)`;
+  return `the lock is held by connection ${facts.holder}, which has no running row for this job`;
 }
 
 /** The winner of the attempt's own fire, running or finished. */

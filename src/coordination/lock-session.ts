@@ -30,6 +30,7 @@ import { ExitCode } from '../exit-codes.js';
 import { openConnection } from '../store/connect.js';
 import type { DatabaseTarget } from '../store/database-url.js';
 import { queryWithDeadline, StatementTimeoutError, withDeadline } from '../store/deadline.js';
+import { Batcher, type BatchResult } from '../store/batcher.js';
 import { sessionLockName } from '../store/runs.js';
 
 /**
@@ -313,29 +314,79 @@ export class LockSession {
    * GET_LOCK returns NULL only on an error (killed session, out of memory): that is thrown, never
    * taken for "someone else holds it". On a read-only server the lock is not even asked for
    * (ReadOnlyDatabaseError): it would exclude nobody.
+   *
+   * Asks that do not wait (every scheduled fire) made in the same turn of the event loop go to
+   * the server as one statement (batcher.ts): 500 jobs on one second are a handful of statements
+   * on this session instead of 500, and the heartbeat never queues behind them.
    */
   async tryAcquire(name: string, waitSeconds = 0): Promise<boolean> {
-    if (this.held.has(name)) {
+    if (this.held.has(name) || this.asking.has(name)) {
       throw new BatonError(
         'LOCK_REENTRY',
-        `internal error: lock ${name} is already held by this session (GET_LOCK would nest)`,
+        `internal error: lock ${name} is already held or asked for by this session ` +
+          '(GET_LOCK would nest)',
         ExitCode.Software,
       );
     }
+    this.asking.add(name);
+    try {
+      return waitSeconds > 0
+        ? await this.acquireWaiting(name, waitSeconds)
+        : await this.acquires.load(name);
+    } finally {
+      this.asking.delete(name);
+    }
+  }
+
+  /** Names asked for and not answered yet: asking twice would nest as surely as holding. */
+  private readonly asking = new Set<string>();
+
+  /** A GET_LOCK that waits (`baton run --wait`), alone: it gets its wait on top of the deadline. */
+  private async acquireWaiting(name: string, waitSeconds: number): Promise<boolean> {
     const sql = 'SELECT CASE WHEN @@global.read_only THEN -1 ELSE GET_LOCK(?, ?) END AS got';
-    // A waiting GET_LOCK (`baton run --wait`) gets its wait on top of the usual deadline.
     const [row] = await this.query<RowDataPacket[]>(
       sql,
       [name, waitSeconds],
       LOCK_STATEMENT_DEADLINE_MS + waitSeconds * 1000,
     );
-    const got = row?.got == null ? null : Number(row.got);
-    if (got === -1) throw new ReadOnlyDatabaseError();
-    if (got == null) throw new Error(`GET_LOCK(${name}) returned NULL: the lock session failed`);
-    if (got === 1) this.held.add(name);
-    return got === 1;
+    const [result] = await this.settleAcquired([name], [row?.got]);
+    if ('error' in result!) throw result.error;
+    return result!.value;
   }
 
+  private readonly acquires = new Batcher<string, boolean>(async (names) => {
+    const columns = names.map(
+      (_, i) => `CASE WHEN @@global.read_only THEN -1 ELSE GET_LOCK(?, 0) END AS g${i}`,
+    );
+    const [row] = await this.query<RowDataPacket[]>(`SELECT ${columns.join(', ')}`, names);
+    return this.settleAcquired(
+      names,
+      names.map((_, i) => row?.[`g${i}`]),
+    );
+  });
+
+  /**
+   * Turns GET_LOCK answers into results: 1 held (recorded), 0 busy, -1 read-only, NULL an error.
+   * Read-only fails every ask of the statement, and gives back any lock it still took (the flag
+   * flipped while the statement ran).
+   */
+  private async settleAcquired(
+    names: string[],
+    answers: unknown[],
+  ): Promise<BatchResult<boolean>[]> {
+    const got = answers.map((a) => (a == null ? null : Number(a)));
+    for (const [i, g] of got.entries()) if (g === 1) this.held.add(names[i]!);
+    if (got.includes(-1)) {
+      const taken = names.filter((_, i) => got[i] === 1);
+      await Promise.all(taken.map((n) => this.release(n).catch(() => {})));
+      return names.map(() => ({ error: new ReadOnlyDatabaseError() }));
+    }
+    return names.map((n, i) =>
+      got[i] == null
+        ? { error: new Error(`GET_LOCK(${n}) returned NULL: the lock session failed`) }
+        : { value: got[i] === 1 },
+    );
+  }
   /** Throws ReadOnlyDatabaseError on a read-only server (for fires that take no job lock). */
   async assertWritable(): Promise<void> {
     const [row] = await this.query<RowDataPacket[]>('SELECT @@global.read_only AS ro', []);
@@ -350,14 +401,22 @@ export class LockSession {
    */
   async release(name: string): Promise<boolean> {
     this.held.delete(name);
+    return this.releases.load(name);
+  }
+
+  /** Releases of the same turn of the event loop, as one statement (see tryAcquire). */
+  private readonly releases = new Batcher<string, boolean>(async (names) => {
     try {
-      const [row] = await this.query<RowDataPacket[]>('SELECT RELEASE_LOCK(?) AS released', [name]);
-      return row?.released === 1;
+      const columns = names.map((_, i) => `RELEASE_LOCK(?) AS r${i}`);
+      const [row] = await this.query<RowDataPacket[]>(`SELECT ${columns.join(', ')}`, names);
+      return names.map((_, i) => ({ value: row?.[`r${i}`] === 1 }));
     } catch (err) {
-      this.lose(`releasing ${name} failed: ${err instanceof Error ? err.message : String(err)}`);
+      const message = err instanceof Error ? err.message : String(err);
+      const what = names.length === 1 ? names[0] : `${names[0]} and ${names.length - 1} more`;
+      this.lose(`releasing ${what} failed: ${message}`);
       throw err;
     }
-  }
+  });
 
   /**
    * Cancels the statement this session is running (a GET_LOCK that waits), from a connection of

@@ -32,7 +32,12 @@ export async function reapOrphanRuns(
   scope: ReapScope,
   log?: Logger,
 ): Promise<number> {
-  const orphans = await findOrphanRuns(db, scope.namespace, scope.serverStartedBefore, scope.job);
+  const orphans = await findOrphanRuns(
+    db,
+    scope.namespace,
+    scope.serverStartedBefore,
+    scope.job == null ? undefined : [scope.job],
+  );
   return declareLost(db, orphans, scope, log);
 }
 

@@ -1,8 +1,9 @@
 /**
  * How a runner paces its contentions when many fires come at once (500 jobs on the same second):
  *
- * - a bound (`Limiter`): every contention puts statements on the one lock session, and a
- *   heartbeat queued behind hundreds of them would miss its deadline and end every run;
+ * - a bound (`Limiter`): contentions are batched per turn of the event loop (store/batcher.ts),
+ *   so a whole instant contends at once in a few statements — but not without limit: thousands
+ *   of fires on one second still take their turns;
  * - an order (`shuffleWithinInstant`): each runner takes the fires of one instant in an order of
  *   its own, so the runners mostly contend for different jobs first instead of all queueing on
  *   the same lock, one job after another.

@@ -140,10 +140,13 @@ const STATEMENT_DEADLINE_MS = 10_000;
 const RECONNECT_FIRST_MS = 500;
 const RECONNECT_MAX_MS = 30_000;
 /**
- * Fires contended at once (the rest wait their turn): enough to keep the lock session and the
- * pool busy, few enough that a heartbeat never waits behind more than a few statements.
+ * Fires contended at once (the rest wait their turn). Their lock statements and most of their
+ * reads and writes are batched per turn of the event loop (store/batcher.ts), so a whole
+ * instant's fires contend together without queueing hundreds of statements before a heartbeat;
+ * the bound keeps a schedule of thousands of jobs on one second from holding thousands of
+ * contentions (and their pool statements) at once.
  */
-const MAX_CONTENTIONS = 8;
+const MAX_CONTENTIONS = 1_000;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 

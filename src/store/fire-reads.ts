@@ -158,8 +158,15 @@ export function restartedSince(
   );
 }
 
-/** The connection id holding the named lock `name` on the server, or null when it is free. */
-export async function lockHolder(db: Queryable, name: string): Promise<number | null> {
-  const [[row]] = await db.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [name]);
-  return row?.holder == null ? null : Number(row.holder);
+/** The connection ids holding the named locks (null for a free one), in one statement. */
+export async function lockHolders(
+  db: Queryable,
+  names: readonly string[],
+): Promise<(number | null)[]> {
+  const columns = names.map((_, i) => `IS_USED_LOCK(?) AS h${i}`);
+  const [[row]] = await db.query<RowDataPacket[]>(`SELECT ${columns.join(', ')}`, [...names]);
+  return names.map((_, i) => {
+    const holder: unknown = row?.[`h${i}`];
+    return holder == null ? null : Number(holder);
+  });
 }

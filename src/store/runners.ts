@@ -117,23 +117,22 @@ export async function registryOwner(
 }
 
 /**
- * The host of the live registered runner whose lock session is `connectionId`; null if none.
+ * The hosts of the live registered runners whose lock sessions are `connectionIds`, by id.
  * Live only: connection ids start again with every server start, so a stopped or long-silent
  * runner's row may carry the same id as a session of today.
  */
-export async function hostOfLockSession(
+export async function hostsOfLockSessions(
   db: Queryable,
   namespace: string,
-  connectionId: number,
-): Promise<string | null> {
+  connectionIds: readonly number[],
+): Promise<Map<number, string>> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT host FROM baton_runners
-      WHERE namespace = ? AND lock_connection_id = ? AND stopped_at IS NULL
-        AND last_seen_at > NOW(3) - INTERVAL ? SECOND
-      LIMIT 1`,
-    [namespace, connectionId, OWNER_ALIVE_SECONDS],
+    `SELECT host, lock_connection_id FROM baton_runners
+      WHERE namespace = ? AND lock_connection_id IN (?) AND stopped_at IS NULL
+        AND last_seen_at > NOW(3) - INTERVAL ? SECOND`,
+    [namespace, connectionIds, OWNER_ALIVE_SECONDS],
   );
-  return (rows[0]?.host as string | undefined) ?? null;
+  return new Map(rows.map((r) => [Number(r.lock_connection_id), String(r.host)]));
 }
 
 /** A row refreshed this recently belongs to a live runner (three default heartbeats). */

@@ -114,35 +114,109 @@ function toRun(r: RunRow): Run {
 }
 
 /**
- * Claims the fire: inserts the winning row — but only once the fire's instant has come by the
- * database's clock (`NOW(3) >= scheduled_at`), so no run ever starts early, whatever the
- * runner's clock says. Returns null when it is still too early (the caller waits and retries).
- * Throws mysql2's ER_DUP_ENTRY when another runner's winning row for the same fire exists (the
- * caller turns that into "already ran").
+ * A claim's answer: the winning row's id; `early` (not due yet by the database's clock: ask
+ * again); or `taken` (this slot of the fire already has a winner).
  */
-export async function insertWinner(
-  db: Queryable,
-  attempt: Attempt,
-  lockConnectionId: number | null,
-): Promise<number | null> {
+export type ClaimResult = { runId: number } | 'early' | 'taken';
+
+export interface Claim {
+  attempt: Attempt;
+  /** The claiming runner's lock session, recorded on the row for the reaper. */
+  lockConnectionId: number | null;
+}
+
+const CLAIM_COLUMNS = `(namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
+  lock_connection_id, started_at, attempts)`;
+
+function claimValues(c: Claim): unknown[] {
+  const a = c.attempt;
+  return [
+    a.namespace,
+    a.job,
+    a.scheduledAt,
+    a.slot ?? 1,
+    a.trigger,
+    a.host,
+    a.pid,
+    c.lockConnectionId,
+  ];
+}
+
+/**
+ * Claims fires: inserts each winning row — but only once the fire's instant has come by the
+ * database's clock (`NOW(3) >= scheduled_at`), so no run ever starts early, whatever the runner's
+ * clock says. The fire key decides who won: a slot of a fire that already has a winner is
+ * `taken`.
+ *
+ * Many claims (a whole instant's fires) are one insert. A duplicate key fails all of it (nothing
+ * is inserted), and the claims are then made one by one, so each gets its exact answer — rare:
+ * only a late host meets fires that already ran.
+ */
+export async function claimFires(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
+  if (claims.length > 1) {
+    try {
+      return await claimTogether(db, claims);
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+    }
+  }
+  const results: ClaimResult[] = [];
+  for (const c of claims) results.push(await claimOne(db, c));
+  return results;
+}
+
+async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
+  try {
+    const [res] = await db.query<ResultSetHeader>(
+      `INSERT INTO baton_runs ${CLAIM_COLUMNS}
+       SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE NOW(3) >= ?`,
+      [...claimValues(c), c.attempt.scheduledAt],
+    );
+    return res.affectedRows === 1 ? { runId: res.insertId } : 'early';
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return 'taken';
+    throw err;
+  }
+}
+
+/**
+ * One insert for all claims, then the rows read back by fire key. A row at a claim's key is this
+ * claim's when this statement inserted it: its id is at least the statement's first id (ids only
+ * grow, so a row written before has a smaller one) and it names this lock session, host and pid.
+ */
+async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
+  const row = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
+       ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id`;
   const [res] = await db.query<ResultSetHeader>(
-    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
-       lock_connection_id, started_at, attempts)
-     SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL
-      WHERE NOW(3) >= ?`,
-    [
-      attempt.namespace,
-      attempt.job,
-      attempt.scheduledAt,
-      attempt.slot ?? 1,
-      attempt.trigger,
-      attempt.host,
-      attempt.pid,
-      lockConnectionId,
-      attempt.scheduledAt,
-    ],
+    `INSERT INTO baton_runs ${CLAIM_COLUMNS}
+     SELECT f.namespace, f.job, f.scheduled_at, f.winner, f.triggered_by, 'running', f.host,
+            f.pid, f.lock_connection_id, NOW(3), 1
+       FROM (${claims.map(() => row).join(' UNION ALL ')}) AS f
+      WHERE NOW(3) >= f.scheduled_at`,
+    claims.flatMap(claimValues),
   );
-  return res.affectedRows === 1 ? res.insertId : null;
+  const winners = await winnersOfFires(
+    db,
+    claims[0]!.attempt.namespace,
+    claims.map((c) => c.attempt),
+  );
+  return claims.map((c): ClaimResult => {
+    const a = c.attempt;
+    const w = winners.find(
+      (r) =>
+        r.job === a.job &&
+        r.scheduledAt.getTime() === a.scheduledAt.getTime() &&
+        r.workerSlot === (a.slot ?? 1),
+    );
+    if (!w) return 'early';
+    const ours =
+      res.affectedRows > 0 &&
+      w.id >= res.insertId &&
+      w.lockConnectionId === c.lockConnectionId &&
+      w.host === a.host &&
+      w.pid === a.pid;
+    return ours ? { runId: w.id } : 'taken';
+  });
 }
 
 /**
@@ -172,34 +246,56 @@ export async function abandonClaim(
 
 /** Records that this runner considered the fire and did not run it, and why. */
 export async function insertSkip(db: Queryable, attempt: Attempt, reason: string): Promise<number> {
-  return insertFinishedAttempt(db, attempt, null, 'skipped', reason);
+  const [id] = await insertSkips(db, [{ attempt, reason }]);
+  return id!;
 }
 
-/** A row for an attempt that ran nothing: a skip (`winner` NULL) or a missed mark (`winner` 0). */
-async function insertFinishedAttempt(
+/**
+ * Skip rows of many fires in one statement; their ids in the same order. The ids are read back
+ * by fire rather than assumed consecutive from the first one (they need not be, with
+ * `innodb_autoinc_lock_mode = 2` or an `auto_increment_increment` above 1).
+ */
+export async function insertSkips(
   db: Queryable,
-  attempt: Attempt,
-  winner: 0 | null,
-  status: 'skipped' | 'missed',
-  reason: string,
-): Promise<number> {
+  skips: readonly { attempt: Attempt; reason: string }[],
+): Promise<number[]> {
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
        host, pid, started_at, finished_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NOW(3), NOW(3))`,
-    [
-      attempt.namespace,
-      attempt.job,
-      attempt.scheduledAt,
-      winner,
-      attempt.trigger,
-      status,
+     VALUES ${skips.map(() => "(?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, NOW(3), NOW(3))").join(', ')}`,
+    skips.flatMap(({ attempt: a, reason }) => [
+      a.namespace,
+      a.job,
+      a.scheduledAt,
+      a.trigger,
       truncate(reason, REASON_MAX),
-      attempt.host,
-      attempt.pid,
-    ],
+      a.host,
+      a.pid,
+    ]),
   );
-  return res.insertId;
+  if (skips.length === 1) return [res.insertId];
+  const first = skips[0]!.attempt;
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, job, scheduled_at, triggered_by FROM baton_runs
+      WHERE id >= ? AND namespace = ? AND host = ? AND pid = ? AND status = 'skipped'
+        AND job IN (?) ORDER BY id`,
+    [res.insertId, first.namespace, first.host, first.pid, skips.map((s) => s.attempt.job)],
+  );
+  // Each fire's rows in id order, handed out in the order they were asked for.
+  const ids = new Map<string, number[]>();
+  for (const r of rows) {
+    const key = fireKey(String(r.job), r.scheduled_at as Date, String(r.triggered_by));
+    ids.set(key, [...(ids.get(key) ?? []), Number(r.id)]);
+  }
+  return skips.map(({ attempt: a }) => {
+    const id = ids.get(fireKey(a.job, a.scheduledAt, a.trigger))?.shift();
+    if (id == null) throw new Error(`internal error: the skip row of ${a.job} was not found back`);
+    return id;
+  });
+}
+
+function fireKey(job: string, scheduledAt: Date, trigger: string): string {
+  return `${job}\0${scheduledAt.getTime()}\0${trigger}`;
 }
 
 export interface RunOutcome {
@@ -289,16 +385,16 @@ export async function findOrphanRuns(
   db: Queryable,
   namespace: string,
   serverStartedBefore: Date,
-  job?: string,
+  jobs?: readonly string[],
 ): Promise<OrphanRun[]> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT id, job, host, lock_connection_id FROM baton_runs
       WHERE namespace = ? AND status = 'running' AND attempts > 0
-        ${job == null ? '' : 'AND job = ?'}
+        ${jobs == null ? '' : 'AND job IN (?)'}
         AND (lock_connection_id IS NULL OR started_at < ?
              OR NOT (IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
                      <=> lock_connection_id))`,
-    job == null ? [namespace, serverStartedBefore] : [namespace, job, serverStartedBefore],
+    jobs == null ? [namespace, serverStartedBefore] : [namespace, jobs, serverStartedBefore],
   );
   return rows.map((r) => ({
     id: Number(r.id),
@@ -332,7 +428,20 @@ export async function insertMissed(
   reason: string,
 ): Promise<boolean> {
   try {
-    await insertFinishedAttempt(db, attempt, 0, 'missed', reason);
+    await db.query(
+      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
+         host, pid, started_at, finished_at)
+       VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, NOW(3), NOW(3))`,
+      [
+        attempt.namespace,
+        attempt.job,
+        attempt.scheduledAt,
+        attempt.trigger,
+        truncate(reason, REASON_MAX),
+        attempt.host,
+        attempt.pid,
+      ],
+    );
     return true;
   } catch (err) {
     // Another runner recorded it first. (Not `ON DUPLICATE KEY UPDATE id = id`: mysql2 connects
@@ -428,20 +537,39 @@ export async function fireRows(
   return rows.map(toRun);
 }
 
-/** The latest winning row of `job` claimed by the lock session `connectionId`. */
-export async function findRunOfLockSession(
+/** The `running` rows of `jobs` claimed by the lock sessions `connectionIds`. */
+export async function runsOfLockSessions(
   db: Queryable,
   namespace: string,
-  job: string,
-  connectionId: number,
-): Promise<Run | null> {
+  jobs: readonly string[],
+  connectionIds: readonly number[],
+): Promise<Run[]> {
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
-      WHERE namespace = ? AND status = 'running' AND lock_connection_id = ? AND job = ?
-      ORDER BY id DESC LIMIT 1`,
-    [namespace, connectionId, job],
+      WHERE namespace = ? AND status = 'running' AND lock_connection_id IN (?) AND job IN (?)`,
+    [namespace, connectionIds, jobs],
   );
-  return rows[0] ? toRun(rows[0]) : null;
+  return rows.map(toRun);
+}
+
+/** The winning rows (every slot) of the given fires. */
+export async function winnersOfFires(
+  db: Queryable,
+  namespace: string,
+  fires: readonly { job: string; scheduledAt: Date }[],
+): Promise<Run[]> {
+  // Jobs × instants is a superset of the fires (usually one instant); the fire key serves both.
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job IN (?) AND scheduled_at IN (?) AND winner >= 1`,
+    [
+      namespace,
+      [...new Set(fires.map((f) => f.job))],
+      [...new Set(fires.map((f) => f.scheduledAt.getTime()))].map((t) => new Date(t)),
+    ],
+  );
+  const wanted = new Set(fires.map((f) => `${f.job}\0${f.scheduledAt.getTime()}`));
+  return rows.map(toRun).filter((r) => wanted.has(`${r.job}\0${r.scheduledAt.getTime()}`));
 }
 
 export async function findRun(db: Queryable, id: number): Promise<Run | null> {

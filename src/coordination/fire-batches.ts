@@ -1,0 +1,120 @@
+/**
+ * The reads and writes of a contention that do not need the lock session, batched per turn of
+ * the event loop (store/batcher.ts): when a whole instant's fires are contended at once, each of
+ * these steps is one statement for all of them instead of one per fire.
+ *
+ * One set per pool and namespace, for as long as the pool lives.
+ */
+import { Batcher } from '../store/batcher.js';
+import type { Queryable } from '../store/deadline.js';
+import { lockHolders } from '../store/fire-reads.js';
+import { findPauses, type Pause } from '../store/pauses.js';
+import { hostsOfLockSessions } from '../store/runners.js';
+import {
+  claimFires,
+  findOrphanRuns,
+  insertSkips,
+  runsOfLockSessions,
+  winnersOfFires,
+  type Attempt,
+  type Claim,
+  type ClaimResult,
+  type OrphanRun,
+  type Run,
+} from '../store/runs.js';
+
+/** Who holds a job's lock, and what the database says about that holder and about the fire. */
+export interface HolderFacts {
+  /** The connection id holding the lock; null once it is free. */
+  holder: number | null;
+  /** The holder's `running` row of the job (the latest), if it has one. */
+  run: Run | null;
+  /** The winner of the asked fire (its first slot taken), if it was claimed. */
+  winner: Run | null;
+  /** The live registered runner whose lock session the holder is. */
+  host: string | null;
+}
+
+export interface HolderAsk {
+  lockName: string;
+  job: string;
+  scheduledAt: Date;
+}
+
+export class FireBatches {
+  private static readonly byPool = new WeakMap<Queryable, Map<string, FireBatches>>();
+
+  static of(pool: Queryable, namespace: string): FireBatches {
+    let sets = FireBatches.byPool.get(pool);
+    if (!sets) FireBatches.byPool.set(pool, (sets = new Map()));
+    let set = sets.get(namespace);
+    if (!set) sets.set(namespace, (set = new FireBatches(pool, namespace)));
+    return set;
+  }
+
+  private constructor(
+    private readonly pool: Queryable,
+    private readonly namespace: string,
+  ) {}
+
+  /** The job's pause, if it is paused. */
+  readonly pause = new Batcher<string, Pause | null>(async (jobs) => {
+    const pauses = await findPauses(this.pool, this.namespace, unique(jobs));
+    return jobs.map((job) => ({ value: pauses.get(job) ?? null }));
+  });
+
+  /** The job's `running` rows whose lock session is gone. */
+  readonly orphans = new Batcher<string, OrphanRun[]>(async (jobs) => {
+    const orphans = await findOrphanRuns(this.pool, this.namespace, new Date(0), unique(jobs));
+    return jobs.map((job) => ({ value: orphans.filter((o) => o.job === job) }));
+  });
+
+  /** See HolderFacts. */
+  readonly holder = new Batcher<HolderAsk, HolderFacts>(async (asks) => {
+    const holders = await lockHolders(
+      this.pool,
+      asks.map((a) => a.lockName),
+    );
+    const ids = unique(holders.filter((h): h is number => h != null));
+    const [running, winners, hosts] = await Promise.all([
+      ids.length
+        ? runsOfLockSessions(this.pool, this.namespace, unique(asks.map((a) => a.job)), ids)
+        : [],
+      winnersOfFires(this.pool, this.namespace, asks),
+      ids.length ? hostsOfLockSessions(this.pool, this.namespace, ids) : new Map<number, string>(),
+    ]);
+    return asks.map((ask, i) => {
+      const holder = holders[i]!;
+      const latest = (runs: Run[]) =>
+        runs.reduce<Run | null>((a, r) => (!a || r.id > a.id ? r : a), null);
+      const firstSlot = (runs: Run[]) =>
+        runs.reduce<Run | null>((a, r) => (!a || r.workerSlot! < a.workerSlot! ? r : a), null);
+      return {
+        value: {
+          holder,
+          run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
+          winner: firstSlot(
+            winners.filter(
+              (r) => r.job === ask.job && r.scheduledAt.getTime() === ask.scheduledAt.getTime(),
+            ),
+          ),
+          host: holder == null ? null : (hosts.get(holder) ?? null),
+        },
+      };
+    });
+  });
+
+  /** Inserts the winning row of a fire whose lock is held (see claimFires). */
+  readonly claim = new Batcher<Claim, ClaimResult>(async (claims) =>
+    (await claimFires(this.pool, claims)).map((value) => ({ value })),
+  );
+
+  /** Writes the skip row; its id. */
+  readonly skip = new Batcher<{ attempt: Attempt; reason: string }, number>(async (skips) =>
+    (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
+  );
+}
+
+function unique<T>(xs: readonly T[]): T[] {
+  return [...new Set(xs)];
+}

@@ -1,0 +1,264 @@
+/**
+ * Many fires at once are contended in batches (store/batcher.ts): each step of an instant's
+ * contentions — GET_LOCK, the reads, the claim, the skip rows — is one statement for all of them.
+ * Here: the batched statements give every caller its own exact answer, and a fleet contending for
+ * an instant of 150 jobs sends a few statements per instant, not several per fire.
+ */
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockSession } from '../../src/coordination/lock-session.js';
+import { openPool } from '../../src/store/connect.js';
+import { parseDatabaseUrl } from '../../src/store/database-url.js';
+import { DeadlinePool } from '../../src/store/deadline.js';
+import { migrateDatabase } from '../../src/store/migrate.js';
+import { claimFires, insertSkips, type Attempt, type Claim } from '../../src/store/runs.js';
+import { writeSchedule } from '../helpers/cli.js';
+import { runs } from '../helpers/db.js';
+import { useFleet } from '../helpers/fleet.js';
+import { countStatements, loggedStatements, statementLogEnv } from '../helpers/statements.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('batching');
+let pool: DeadlinePool;
+
+beforeAll(async () => {
+  await migrateDatabase(parseDatabaseUrl(fleet.db.url));
+  pool = new DeadlinePool(openPool(parseDatabaseUrl(fleet.db.url)), 10_000);
+});
+afterAll(async () => {
+  await pool.end();
+});
+
+/** A unique lock name of this file (named locks are server-wide). */
+const lockName = (label: string) => `baton-test:${fleet.db.name}:${label}`.slice(0, 64);
+
+describe('GET_LOCK and RELEASE_LOCK asked in the same turn', () => {
+  it('go to the server as one statement each, and every ask gets its own answer', async () => {
+    const target = parseDatabaseUrl(fleet.db.url);
+    const mine = await LockSession.open(target);
+    const other = await LockSession.open(target);
+    try {
+      const names = Array.from({ length: 40 }, (_, i) => lockName(`l${i}`));
+      // Another session holds every fourth lock.
+      expect(
+        await Promise.all(names.filter((_, i) => i % 4 === 0).map((n) => other.tryAcquire(n))),
+      ).toEqual(Array(10).fill(true));
+      const count = countStatements();
+      const got = await Promise.all(names.map((n) => mine.tryAcquire(n)));
+      const acquired = count.statements.length;
+      const released = await Promise.all(
+        names.filter((_, i) => got[i]).map((n) => mine.release(n)),
+      );
+      count.stop();
+      expect(got).toEqual(names.map((_, i) => i % 4 !== 0));
+      expect(released).toEqual(Array(30).fill(true));
+      expect(acquired).toBe(1);
+      expect(count.statements).toHaveLength(2);
+      expect(count.statements[0]).toMatch(
+        /^SELECT CASE WHEN @@global\.read_only THEN -1 ELSE GET_LOCK/,
+      );
+      // Released for real: every lock but the other session's is free.
+      const [free] = await fleet.db.query<Record<string, number | null>>(
+        `SELECT ${names.map((_, i) => `IS_FREE_LOCK(?) AS f${i}`).join(', ')}`,
+        names,
+      );
+      expect(names.map((_, i) => free![`f${i}`])).toEqual(
+        names.map((_, i) => (i % 4 === 0 ? 0 : 1)),
+      );
+    } finally {
+      await mine.close();
+      await other.close();
+    }
+  });
+
+  it('refuses a second ask for a name whose first ask is not answered yet (it would nest)', async () => {
+    const session = await LockSession.open(parseDatabaseUrl(fleet.db.url));
+    try {
+      const name = lockName('twice');
+      const [first, second] = await Promise.allSettled([
+        session.tryAcquire(name),
+        session.tryAcquire(name),
+      ]);
+      expect(first).toEqual({ status: 'fulfilled', value: true });
+      expect(second.status).toBe('rejected');
+      expect(String((second as PromiseRejectedResult).reason)).toMatch(/GET_LOCK would nest/);
+      // One RELEASE_LOCK frees it: it was taken once.
+      expect(await session.release(name)).toBe(true);
+      const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [
+        name,
+      ]);
+      expect(row!.free).toBe(1);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
+describe('claims of many fires in one statement', () => {
+  const attempt = (job: string, scheduledAt: Date): Attempt => ({
+    namespace: 'claims',
+    job,
+    scheduledAt,
+    trigger: 'schedule',
+    host: 'claimer',
+    pid: 4242,
+  });
+  const claim = (job: string, at: Date): Claim => ({
+    attempt: attempt(job, at),
+    lockConnectionId: 77,
+  });
+  const rowOf = async (id: number) =>
+    (
+      await fleet.db.query<{ job: string; host: string; status: string }>(
+        'SELECT job, host, status FROM baton_runs WHERE id = ?',
+        [id],
+      )
+    )[0];
+
+  it('gives each claim the id of its own row', async () => {
+    const at = new Date(Date.UTC(2026, 0, 1, 0, 0, 0));
+    const jobs = ['a', 'b', 'c', 'd'];
+    const count = countStatements();
+    const results = await claimFires(
+      pool,
+      jobs.map((j) => claim(j, at)),
+    );
+    count.stop();
+    // One insert for all, one read back (and the session set-up of a new pool connection).
+    expect(count.statements.filter((s) => !s.startsWith('SET '))).toHaveLength(2);
+    for (const [i, r] of results.entries()) {
+      expect(r).toEqual({ runId: expect.any(Number) as number });
+      expect(await rowOf((r as { runId: number }).runId)).toEqual({
+        job: jobs[i],
+        host: 'claimer',
+        status: 'running',
+      });
+    }
+  });
+
+  it('answers `taken` for a fire that already has a winner, and claims the rest', async () => {
+    const at = new Date(Date.UTC(2026, 0, 1, 0, 1, 0));
+    // Another runner already won b's fire.
+    const [other] = await claimFires(pool, [
+      { attempt: { ...attempt('b', at), host: 'other' }, lockConnectionId: 78 },
+    ]);
+    const results = await claimFires(
+      pool,
+      ['a', 'b', 'c'].map((j) => claim(j, at)),
+    );
+    expect(results[1]).toBe('taken');
+    expect((await rowOf((other as { runId: number }).runId))!.host).toBe('other');
+    for (const i of [0, 2]) {
+      const row = await rowOf((results[i] as { runId: number }).runId);
+      expect(row).toEqual({ job: ['a', 'b', 'c'][i], host: 'claimer', status: 'running' });
+    }
+    const [n] = await fleet.db.query<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM baton_runs WHERE namespace = 'claims' AND scheduled_at = ?",
+      [at],
+    );
+    expect(Number(n!.n)).toBe(3);
+  });
+
+  it('answers `early` for a fire not due by the database clock, writing nothing for it', async () => {
+    const past = new Date(Date.UTC(2026, 0, 1, 0, 2, 0));
+    const future = new Date(Date.now() + 3_600_000);
+    // A fire in the future that someone else already holds a row for is `taken`, not `early`.
+    await fleet.db.query(
+      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host,
+         started_at, attempts) VALUES ('claims', 'y', ?, 1, 'schedule', 'running', 'other', NOW(3), 1)`,
+      [future],
+    );
+    const results = await claimFires(pool, [
+      claim('x', future),
+      claim('y', future),
+      claim('z', past),
+    ]);
+    expect(results[0]).toBe('early');
+    expect(results[1]).toBe('taken');
+    expect(await rowOf((results[2] as { runId: number }).runId)).toMatchObject({ job: 'z' });
+    const [n] = await fleet.db.query<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM baton_runs WHERE namespace = 'claims' AND job = 'x'",
+    );
+    expect(Number(n!.n)).toBe(0);
+  });
+});
+
+describe('skip rows of many fires in one statement', () => {
+  it('hands each skip the id of its own row', async () => {
+    const at = new Date(Date.UTC(2026, 0, 2));
+    const skips = ['p', 'q', 'r', 's', 't'].map((job, i) => ({
+      attempt: {
+        namespace: 'skips',
+        job,
+        scheduledAt: at,
+        trigger: 'schedule' as const,
+        host: 'skipper',
+        pid: 99,
+      },
+      reason: `reason ${i}`,
+    }));
+    const ids = await insertSkips(pool, skips);
+    expect(new Set(ids).size).toBe(5);
+    for (const [i, id] of ids.entries()) {
+      const [row] = await fleet.db.query<{ job: string; reason: string; status: string }>(
+        'SELECT job, reason, status FROM baton_runs WHERE id = ?',
+        [id],
+      );
+      expect(row).toEqual({ job: skips[i]!.attempt.job, reason: `reason ${i}`, status: 'skipped' });
+    }
+  });
+});
+
+describe('an instant of 150 jobs on two runners', () => {
+  it('runs each fire once, and costs about one statement per fire per runner, not six', async () => {
+    const JOBS = 150;
+    const jobs = Array.from(
+      { length: JOBS },
+      (_, i) => `  j${i}:\n    schedule: '*/10 * * * * *'\n    command: ['true']`,
+    );
+    const config = writeSchedule(`namespace: instant\njobs:\n${jobs.join('\n')}\n`);
+    const logs = ['a', 'b'].map((h) =>
+      path.join(tmpdir(), `baton-statements-${h}-${randomBytes(4).toString('hex')}.log`),
+    );
+    const runners = await Promise.all(
+      ['a', 'b'].map(async (host, i) => {
+        const [r] = await fleet.start([host], { config, env: statementLogEnv(logs[i]!) });
+        return r!;
+      }),
+    );
+    // The first instant of the ten-second grid at least 2 s away (both runners are up by then).
+    const [row] = await fleet.db.query<{ now: number }>(
+      'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now',
+    );
+    const now = Number(row!.now);
+    let instant = Math.ceil(now / 10_000) * 10_000;
+    if (instant - now < 2_000) instant += 10_000;
+    const fire = await waitFor(
+      'both runners recorded every fire of the instant, and every run ended',
+      async () => {
+        const rows = (await runs(fleet.db)).filter((r) => r.scheduled_at.getTime() === instant);
+        const done = rows.length === JOBS * 2 && rows.every((r) => r.status !== 'running');
+        return done ? rows : null;
+      },
+      { timeoutMs: instant - now + 20_000 },
+    );
+    const settledAt = Date.now();
+    await Promise.all(runners.map((r) => r.stop('SIGTERM', 10_000)));
+
+    for (let i = 0; i < JOBS; i++) {
+      const rows = fire.filter((r) => r.job === `j${i}`);
+      expect(rows.filter((r) => r.winner === 1).map((r) => r.status)).toEqual(['done']);
+      expect(rows.filter((r) => r.status === 'skipped')).toHaveLength(1);
+    }
+    // Every statement the runners sent from just before the instant until it settled: the
+    // instant's contentions, plus a heartbeat a second and the odd registry or reaper round.
+    const sent = logs.flatMap((f) => loggedStatements(f, instant - 200, settledAt));
+    const perFirePerRunner = sent.length / (JOBS * 2);
+    // One by one, it was 6.4 (GET_LOCK, the pause and orphan reads, the holder's description in
+    // two to four reads, the row); batched, about 0.5 (one verdict per winner, a few per batch).
+    expect(perFirePerRunner, sent.slice(0, 40).join('\n')).toBeLessThan(1.2);
+    expect(sent.filter((s) => s.includes('GET_LOCK')).length).toBeLessThanOrEqual(6);
+  });
+});

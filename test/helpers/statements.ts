@@ -1,0 +1,56 @@
+/**
+ * Counting the statements a process sends, from mysql2's `mysql2:query` tracing channel: in this
+ * process (`countStatements`), or in a runner (`statementLogEnv` preloads statement-log.mjs).
+ * The shared server's own counters (`Questions`) would count every test file running alongside.
+ */
+import dc from 'node:diagnostics_channel';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export interface StatementCount {
+  /** The statements sent since the count began, their SQL as sent. */
+  readonly statements: string[];
+  stop(): void;
+}
+
+interface QueryContext {
+  query?: string;
+}
+
+export function countStatements(): StatementCount {
+  const statements: string[] = [];
+  const noop = () => {};
+  const handlers = {
+    start: (ctx: QueryContext) => void statements.push(String(ctx.query ?? '')),
+    end: noop,
+    asyncStart: noop,
+    asyncEnd: noop,
+    error: noop,
+  };
+  const channel = dc.tracingChannel<unknown, QueryContext>('mysql2:query');
+  channel.subscribe(handlers);
+  return { statements, stop: () => channel.unsubscribe(handlers) };
+}
+
+/** The environment that makes a runner log its statements to `file`. */
+export function statementLogEnv(file: string): Record<string, string> {
+  const preload = fileURLToPath(new URL('./statement-log.mjs', import.meta.url));
+  return {
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${preload}`].filter(Boolean).join(' '),
+    TEST_STATEMENT_LOG: file,
+  };
+}
+
+/** The statements of a runner's log sent between `from` and `to` (epoch ms), as SQL prefixes. */
+export function loggedStatements(file: string, from: number, to: number): string[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => ({
+      at: Number(line.slice(0, line.indexOf(' '))),
+      sql: line.slice(line.indexOf(' ') + 1),
+    }))
+    .filter((s) => s.at >= from && s.at <= to)
+    .map((s) => s.sql);
+}
