@@ -143,6 +143,12 @@ export function isUnreachableDbError(err: unknown): boolean {
   return code != null && UNREACHABLE_DB_CODES.has(code);
 }
 
+/** A deadlock or a lock wait that timed out: the statement (or transaction) was rolled back. */
+export function isLockConflictError(err: unknown): boolean {
+  const code = dbErrorCode(err);
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+}
+
 export function isDuplicateKeyError(err: unknown): boolean {
   return dbErrorCode(err) === 'ER_DUP_ENTRY';
 }

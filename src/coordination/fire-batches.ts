@@ -104,7 +104,7 @@ export class FireBatches {
     });
   });
 
-  /** Inserts the winning row of a fire whose lock is held (see claimFires). */
+  /** Inserts the winning row of a fire whose job's lock is held (see claimFires). */
   readonly claim = new Batcher<Claim, ClaimResult>(async (claims) =>
     (await claimFires(this.pool, claims)).map((value) => ({ value })),
   );

@@ -37,6 +37,7 @@ import type { Queryable } from '../store/deadline.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
 import {
   abandonClaim,
+  claimFires,
   findWinnerOnHost,
   findWinner,
   type Attempt,
@@ -273,7 +274,7 @@ async function claim(
       if (prefetch.orphans) await declareLost(c.pool, await prefetch.orphans, scope);
       else await reapOrphanRuns(c.pool, scope);
     }
-    claimed = await claimWhenDue(c, attempt);
+    claimed = await claimWhenDue(c, attempt, lockName != null);
   } catch (err) {
     // The insert may have committed although its answer was lost (a timeout): leave no row
     // `running` behind a lock that is about to be released.
@@ -304,11 +305,18 @@ const EARLY_LIMIT_MS = 5_000;
  * the database's clock already, so this waits at most the error of the offset estimate (a
  * millisecond or so); it turns "never before its instant" from an estimate into a guarantee.
  */
-async function claimWhenDue(c: Coordinator, attempt: Attempt): Promise<number | 'taken'> {
-  const claims = FireBatches.of(c.pool, c.namespace).claim;
+async function claimWhenDue(
+  c: Coordinator,
+  attempt: Attempt,
+  locked: boolean,
+): Promise<number | 'taken'> {
+  // Claims under their job's lock are batched. Lock-free ones (`allow`) race the other runners
+  // for the same fire keys: alone, each gets its answer without holding up a batch.
+  const claim = { attempt, lockConnectionId: c.lock.connectionId };
+  const batched = FireBatches.of(c.pool, c.namespace).claim;
   const giveUpAt = Date.now() + EARLY_LIMIT_MS;
   for (;;) {
-    const result = await claims.load({ attempt, lockConnectionId: c.lock.connectionId });
+    const result = locked ? await batched.load(claim) : (await claimFires(c.pool, [claim]))[0]!;
     if (result === 'taken') return result;
     if (result !== 'early') return result.runId;
     if (Date.now() > giveUpAt) {

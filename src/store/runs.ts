@@ -6,7 +6,7 @@
  * The columns are documented for operators in docs/history.md.
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { isDuplicateKeyError } from '../errors.js';
+import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
 
@@ -148,21 +148,38 @@ function claimValues(c: Claim): unknown[] {
  * clock says. The fire key decides who won: a slot of a fire that already has a winner is
  * `taken`.
  *
- * Many claims (a whole instant's fires) are one insert. A duplicate key fails all of it (nothing
- * is inserted), and the claims are then made one by one, so each gets its exact answer — rare:
- * only a late host meets fires that already ran.
+ * Many claims (a whole instant's fires, each under its job's lock) are one insert, in fire-key
+ * order. A duplicate key fails all of it (nothing is inserted), and the claims are then made one
+ * by one, so each gets its exact answer — rare: only a late host meets fires that already ran. So
+ * does a deadlock or lock wait (rolled back too): the claims are held under their locks, and
+ * giving them up would leave their fires to nobody.
  */
 export async function claimFires(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
   if (claims.length > 1) {
+    const order = claims.map((_, i) => i).sort((i, j) => compareFireKeys(claims[i]!, claims[j]!));
     try {
-      return await claimTogether(db, claims);
+      const sorted = await claimTogether(
+        db,
+        order.map((i) => claims[i]!),
+      );
+      const results: ClaimResult[] = [];
+      order.forEach((i, k) => (results[i] = sorted[k]!));
+      return results;
     } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
+      if (!isDuplicateKeyError(err) && !isLockConflictError(err)) throw err;
     }
   }
   const results: ClaimResult[] = [];
   for (const c of claims) results.push(await claimOne(db, c));
   return results;
+}
+
+/** The unique fire key's order (job is ascii_bin: code-unit order is the index's order). */
+function compareFireKeys(a: Claim, b: Claim): number {
+  const x = a.attempt;
+  const y = b.attempt;
+  if (x.job !== y.job) return x.job < y.job ? -1 : 1;
+  return x.scheduledAt.getTime() - y.scheduledAt.getTime() || (x.slot ?? 1) - (y.slot ?? 1);
 }
 
 async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
@@ -274,12 +291,18 @@ export async function insertSkips(
     ]),
   );
   if (skips.length === 1) return [res.insertId];
-  const first = skips[0]!.attempt;
+  const attempts = skips.map((s) => s.attempt);
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT id, job, scheduled_at, triggered_by FROM baton_runs
-      WHERE id >= ? AND namespace = ? AND host = ? AND pid = ? AND status = 'skipped'
+      WHERE id >= ? AND namespace IN (?) AND host IN (?) AND pid IN (?) AND status = 'skipped'
         AND job IN (?) ORDER BY id`,
-    [res.insertId, first.namespace, first.host, first.pid, skips.map((s) => s.attempt.job)],
+    [
+      res.insertId,
+      [...new Set(attempts.map((a) => a.namespace))],
+      [...new Set(attempts.map((a) => a.host))],
+      [...new Set(attempts.map((a) => a.pid))],
+      [...new Set(attempts.map((a) => a.job))],
+    ],
   );
   // Each fire's rows in id order, handed out in the order they were asked for.
   const ids = new Map<string, number[]>();
@@ -558,18 +581,14 @@ export async function winnersOfFires(
   namespace: string,
   fires: readonly { job: string; scheduledAt: Date }[],
 ): Promise<Run[]> {
-  // Jobs × instants is a superset of the fires (usually one instant); the fire key serves both.
+  // The exact pairs (a row constructor): the fire key's range per pair, not jobs × instants.
+  const pairs = new Map(fires.map((f) => [`${f.job}\0${f.scheduledAt.getTime()}`, f]));
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
-      WHERE namespace = ? AND job IN (?) AND scheduled_at IN (?) AND winner >= 1`,
-    [
-      namespace,
-      [...new Set(fires.map((f) => f.job))],
-      [...new Set(fires.map((f) => f.scheduledAt.getTime()))].map((t) => new Date(t)),
-    ],
+      WHERE namespace = ? AND (job, scheduled_at) IN (?) AND winner >= 1`,
+    [namespace, [...pairs.values()].map((f) => [f.job, f.scheduledAt])],
   );
-  const wanted = new Set(fires.map((f) => `${f.job}\0${f.scheduledAt.getTime()}`));
-  return rows.map(toRun).filter((r) => wanted.has(`${r.job}\0${r.scheduledAt.getTime()}`));
+  return rows.map(toRun);
 }
 
 export async function findRun(db: Queryable, id: number): Promise<Run | null> {

@@ -7,6 +7,7 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSession } from '../../src/coordination/lock-session.js';
 import { openPool } from '../../src/store/connect.js';
@@ -17,6 +18,7 @@ import { claimFires, insertSkips, type Attempt, type Claim } from '../../src/sto
 import { writeSchedule } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
+import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { countStatements, loggedStatements, statementLogEnv } from '../helpers/statements.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -161,6 +163,27 @@ describe('claims of many fires in one statement', () => {
     expect(Number(n!.n)).toBe(3);
   });
 
+  it('answers claims of different instants in one batch, each by its own fire', async () => {
+    const t1 = new Date(Date.UTC(2026, 0, 1, 0, 3, 0));
+    const t2 = new Date(Date.UTC(2026, 0, 1, 0, 3, 1));
+    const results = await claimFires(pool, [claim('m', t1), claim('n', t2), claim('m', t2)]);
+    const rows = await Promise.all(
+      results.map(async (r) => {
+        const id = (r as { runId: number }).runId;
+        const [row] = await fleet.db.query<{ job: string; scheduled_at: Date }>(
+          'SELECT job, scheduled_at FROM baton_runs WHERE id = ?',
+          [id],
+        );
+        return `${row!.job}@${row!.scheduled_at.toISOString()}`;
+      }),
+    );
+    expect(rows).toEqual([
+      `m@${t1.toISOString()}`,
+      `n@${t2.toISOString()}`,
+      `m@${t2.toISOString()}`,
+    ]);
+  });
+
   it('answers `early` for a fire not due by the database clock, writing nothing for it', async () => {
     const past = new Date(Date.UTC(2026, 0, 1, 0, 2, 0));
     const future = new Date(Date.now() + 3_600_000);
@@ -183,6 +206,62 @@ describe('claims of many fires in one statement', () => {
     );
     expect(Number(n!.n)).toBe(0);
   });
+});
+
+describe('claims of two runners over the same fire keys, interleaved autoinc locking', () => {
+  // `innodb_autoinc_lock_mode = 2` (MySQL 8's default) lets two multi-row inserts run side by
+  // side; in opposite key orders they deadlock. Claims are inserted in fire-key order, and a
+  // rolled-back batch falls back to one insert per claim: no claim is ever given up.
+  let server: PrivateServer | undefined;
+  beforeAll(async () => {
+    server = await startPrivateServer({ args: ['--innodb-autoinc-lock-mode=2'] });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('every claim gets an answer, each fire exactly one winner', async () => {
+    const admin = await mysql.createConnection({ uri: server!.url });
+    await admin.query('CREATE DATABASE interleaved');
+    await admin.end();
+    const target = parseDatabaseUrl(`${server!.url}/interleaved`);
+    await migrateDatabase(target);
+    const pools = [1, 2].map(() => new DeadlinePool(openPool(target), 10_000));
+    try {
+      const jobs = Array.from({ length: 60 }, (_, i) => `shared${String(i).padStart(2, '0')}`);
+      for (let round = 0; round < 30; round++) {
+        const at = new Date(Date.UTC(2021, 0, 1) + round * 1000);
+        const claimOf = (host: string, job: string): Claim => ({
+          attempt: { namespace: 'x', job, scheduledAt: at, trigger: 'schedule', host, pid: 1 },
+          lockConnectionId: host === 'h1' ? 1 : 2,
+        });
+        // Opposite orders; h2 also claims a job only it holds the lock of.
+        const [one, two] = await Promise.all([
+          claimFires(
+            pools[0]!,
+            jobs.map((j) => claimOf('h1', j)),
+          ),
+          claimFires(
+            pools[1]!,
+            [...jobs]
+              .reverse()
+              .map((j) => claimOf('h2', j))
+              .concat(claimOf('h2', 'mine')),
+          ),
+        ]);
+        expect(two.at(-1)).toEqual({ runId: expect.any(Number) as number });
+        for (const [i] of jobs.entries()) {
+          const answers = [one[i], two[jobs.length - 1 - i]];
+          expect(
+            answers.filter((a) => a === 'taken'),
+            `round ${round}, ${jobs[i]}`,
+          ).toHaveLength(1);
+        }
+      }
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  }, 60_000);
 });
 
 describe('skip rows of many fires in one statement', () => {
