@@ -147,6 +147,8 @@ const RECONNECT_MAX_MS = 30_000;
  * contentions (and their pool statements) at once.
  */
 const MAX_CONTENTIONS = 1_000;
+/** How early the loop's timer is set before a fire; the rest is polled (see arm). */
+const WAKE_AHEAD_MS = 2;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
@@ -328,7 +330,7 @@ export class Runner {
       for (const job of this.knownSince.keys()) {
         this.knownSince.set(job, this.dbTime(this.startedAt));
       }
-      clearTimeout(this.timer);
+      this.disarm();
       this.arm();
     }
     await this.register(!reconnect);
@@ -393,12 +395,30 @@ export class Runner {
   // ---------------------------------------------------------------------------------------------
   // The loop
 
+  /**
+   * Sleeps until the next fire. A timer wakes up to a few milliseconds late (Node's timer clock
+   * steps by whole milliseconds, and runners and the server waking together on a small machine
+   * take turns), and a fire's lag starts there: so the timer is set WAKE_AHEAD_MS early and the
+   * last stretch is polled on the event loop (`setImmediate`, which lets I/O through) until the
+   * instant has come by the database's clock.
+   */
   private arm(): void {
     if (this.stopping) return;
     const sleepMs = this.schedule.sleepMs(this.dbNow());
     this.nextWakeBy = performance.now() + sleepMs;
-    this.timer = setTimeout(() => this.wake(), sleepMs);
+    if (sleepMs > WAKE_AHEAD_MS) {
+      this.timer = setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS);
+    } else {
+      this.polling = setImmediate(() => this.wake());
+    }
   }
+
+  private disarm(): void {
+    clearTimeout(this.timer);
+    clearImmediate(this.polling);
+  }
+
+  private polling: NodeJS.Immediate | undefined;
 
   /** When the loop planned to wake next (performance.now()), for the health check. */
   private nextWakeBy = performance.now();
@@ -896,7 +916,7 @@ export class Runner {
       );
     }
     const now = this.dbNow();
-    clearTimeout(this.timer);
+    this.disarm();
     this.dispatchDue(now);
     const before = this.jobs;
     this.config = config;
@@ -947,7 +967,7 @@ export class Runner {
     const first = !this.stopping;
     this.stopping = true;
     this.stopSignal.abort();
-    clearTimeout(this.timer);
+    this.disarm();
     clearTimeout(this.reaperTimer);
     clearTimeout(this.registryTimer);
     // Let contention in progress settle first: a fire that wins right now must be in `active`
