@@ -3,21 +3,49 @@
  * The `baton` command line: a yargs root and one file per command under ./commands. Handlers are
  * thin: they resolve options, call typed functions, and return an exit code (see ../exit-codes.ts).
  */
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode } from '../exit-codes.js';
 import { version } from '../version.js';
-import { explainCommand } from './commands/explain.js';
-import { historyCommand } from './commands/history.js';
-import { listCommand } from './commands/list.js';
-import { migrateCommand } from './commands/migrate.js';
-import { pauseCommand, resumeCommand } from './commands/pause.js';
-import { pruneCommand } from './commands/prune.js';
-import { runCommand } from './commands/run.js';
-import { showCommand } from './commands/show.js';
-import { startCommand } from './commands/start.js';
-import { statusCommand } from './commands/status.js';
-import { validateCommand } from './commands/validate.js';
+
+/**
+ * The commands, in the order --help lists them. `baton start` is a daemon that lives for months:
+ * it loads its own command only, not the others' modules (tables, cron wording, history views),
+ * which an idle runner would carry for nothing — a runner's memory is mostly code. Any other
+ * invocation (help, completion, a mistyped command) loads them all.
+ */
+async function withCommands(cli: Argv): Promise<Argv> {
+  if (process.argv[2] === 'start') {
+    return cli.command((await import('./commands/start.js')).startCommand);
+  }
+  const [start, run, status, history, explain, show, list, pause, validate, migrate, prune] =
+    await Promise.all([
+      import('./commands/start.js'),
+      import('./commands/run.js'),
+      import('./commands/status.js'),
+      import('./commands/history.js'),
+      import('./commands/explain.js'),
+      import('./commands/show.js'),
+      import('./commands/list.js'),
+      import('./commands/pause.js'),
+      import('./commands/validate.js'),
+      import('./commands/migrate.js'),
+      import('./commands/prune.js'),
+    ]);
+  return cli
+    .command(start.startCommand)
+    .command(run.runCommand)
+    .command(status.statusCommand)
+    .command(history.historyCommand)
+    .command(explain.explainCommand)
+    .command(show.showCommand)
+    .command(list.listCommand)
+    .command(pause.pauseCommand)
+    .command(pause.resumeCommand)
+    .command(validate.validateCommand)
+    .command(migrate.migrateCommand)
+    .command(prune.pruneCommand);
+}
 
 // `baton history | head` closes stdout early: that is the reader's choice, not an error (a
 // command that must go on after it, like `baton run`, handles this itself).
@@ -27,23 +55,14 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (process.stdout.listenerCount('error') === 1) process.exit(process.exitCode ?? ExitCode.Ok);
 });
 
-await yargs(hideBin(process.argv))
-  .scriptName('baton')
-  .usage(
-    '$0 <command> [options]\n\nDistributed cron: every server runs the same schedule, each fire runs once.',
-  )
-  .command(startCommand)
-  .command(runCommand)
-  .command(statusCommand)
-  .command(historyCommand)
-  .command(explainCommand)
-  .command(showCommand)
-  .command(listCommand)
-  .command(pauseCommand)
-  .command(resumeCommand)
-  .command(validateCommand)
-  .command(migrateCommand)
-  .command(pruneCommand)
+const cli = await withCommands(
+  yargs(hideBin(process.argv))
+    .scriptName('baton')
+    .usage(
+      '$0 <command> [options]\n\nDistributed cron: every server runs the same schedule, each fire runs once.',
+    ),
+);
+await cli
   // `baton completion >> ~/.bashrc` (or ~/.zshrc): commands and options complete on Tab.
   .completion('completion', 'Print a shell completion script for bash or zsh')
   .demandCommand(1, 'name a command (see --help)')

@@ -15,8 +15,7 @@ import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
 import { checkHttpToken, parseListenAddress, type ListenAddress } from '../../http/address.js';
-import { RunnerMetrics } from '../../http/metrics.js';
-import { startHttpEndpoint } from '../../http/server.js';
+import type { RunnerMetrics } from '../../http/metrics.js';
 import { version } from '../../version.js';
 import { action } from '../action.js';
 import {
@@ -118,9 +117,16 @@ export const startCommand: CommandModule<object, StartArgs> = {
       host,
     });
 
+    // The endpoint's modules (prom-client, the dashboard) are loaded only for `--http`: a runner
+    // without it does not carry them (an idle runner's memory is mostly code).
+    const endpointModules = http
+      ? await Promise.all([import('../../http/metrics.js'), import('../../http/server.js')])
+      : null;
     // The gauges read the runner at scrape time, after it exists.
-    const metrics: RunnerMetrics | undefined = http
-      ? new RunnerMetrics({ host, namespace: config.namespace, version }, () => runner.gauges())
+    const metrics: RunnerMetrics | undefined = endpointModules
+      ? new endpointModules[0].RunnerMetrics({ host, namespace: config.namespace, version }, () =>
+          runner.gauges(),
+        )
       : undefined;
     const runner: Runner = new Runner({
       events: metrics,
@@ -156,8 +162,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
 
     // Up before the database is: /healthz says why the runner is not ready while it waits.
     const endpoint =
-      http && metrics
-        ? await startHttpEndpoint({
+      http && metrics && endpointModules
+        ? await endpointModules[1].startHttpEndpoint({
             ...http,
             metrics,
             log,
