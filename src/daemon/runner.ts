@@ -41,7 +41,7 @@ import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
 import {
   finishRun,
   firesWithRows,
-  firstFireOf,
+  firstFiresOf,
   insertMissed,
   type FinalStatus,
   type Queryable,
@@ -848,10 +848,11 @@ export class Runner {
     const namespace = this.config.namespace;
     const plans: { job: JobDefinition; fires: Date[]; from: Date; caughtUp: Date | null }[] = [];
     try {
+      const firsts = await firstFiresOf(pool, namespace, [...this.jobs.keys()]);
       for (const job of this.jobs.values()) {
         const schedule = this.schedules.get(job.name);
         if (!schedule) continue;
-        const first = await firstFireOf(pool, namespace, job.name);
+        const first = firsts.get(job.name) ?? null;
         const loaded = this.knownSince.get(job.name) ?? this.dbTime(this.startedAt);
         const knownSince = first && first < loaded ? first : loaded;
         const { fires, from } = lookBack(job, schedule, now, knownSince);
