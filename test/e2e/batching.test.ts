@@ -339,5 +339,12 @@ describe('an instant of 150 jobs on two runners', () => {
     // two to four reads, the row); batched, about 0.5 (one verdict per winner, a few per batch).
     expect(perFirePerRunner, sent.slice(0, 40).join('\n')).toBeLessThan(1.2);
     expect(sent.filter((s) => s.includes('GET_LOCK')).length).toBeLessThanOrEqual(6);
+    // Start-up: the look-back asks for every job's first fire in one statement, not 150.
+    for (const log of logs) {
+      const firstFires = loggedStatements(log, 0, instant).filter((s) =>
+        s.includes('MIN(scheduled_at)'),
+      );
+      expect(firstFires).toHaveLength(1);
+    }
   });
 });
