@@ -2,12 +2,14 @@
  * Options every command shares, and their precedence: flag > environment (BATON_*) > default.
  * Defaults are resolved here rather than given to yargs, so that `--help` never prints a value
  * taken from the environment (a database URL there may carry a password).
+ *
+ * What needs the schedules file parsed is in config-options.ts: this module is loaded by the
+ * daemon too, which parses its file in a worker thread (config/load-isolated.ts) and never loads
+ * the parser itself.
  */
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { Argv } from 'yargs';
-import { loadConfig, type LoadOptions } from '../config/load.js';
-import { DEFAULT_NAMESPACE, namespaceSchema, type Config } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import { UsageError } from '../errors.js';
 import {
   DEFAULT_DATABASE_URL,
@@ -43,14 +45,6 @@ export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
 }
 
-/**
- * The schedules file. Commands that run jobs need the connections' variables set; inspection
- * commands pass `{ connectionVariables: 'ignore' }`.
- */
-export function resolveConfig(args: CommonArgs, options: LoadOptions = {}): Config {
-  return loadConfig(configPath(args), options);
-}
-
 export function resolveDatabase(args: CommonArgs): DatabaseTarget {
   return parseDatabaseUrl(
     args.databaseUrl ?? process.env.BATON_DATABASE_URL ?? DEFAULT_DATABASE_URL,
@@ -61,22 +55,6 @@ export function resolveHost(args: CommonArgs): string {
   const host = args.host ?? process.env.BATON_HOST ?? os.hostname();
   if (!host || host.length > 255) throw new UsageError('--host must be 1 to 255 characters');
   return host;
-}
-
-/**
- * The namespace for read-only commands: `--namespace`, else the schedules file's (when there is
- * one), else "default". A schedules file that exists but is invalid is still an error.
- */
-export function resolveNamespace(args: CommonArgs & { namespace?: string }): string {
-  const explicit = args.namespace ?? process.env.BATON_NAMESPACE;
-  if (explicit != null) {
-    const check = namespaceSchema.safeParse(explicit);
-    if (!check.success) throw new UsageError(`--namespace: ${check.error.issues[0]?.message}`);
-    return explicit;
-  }
-  const file = configPath(args);
-  if (!existsSync(file)) return DEFAULT_NAMESPACE;
-  return loadConfig(file, { connectionVariables: 'ignore' }).namespace;
 }
 
 export function findJob(config: Config, name: string) {

@@ -36,13 +36,8 @@ import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
 import { fireRows, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
 import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
-import {
-  configPath,
-  resolveDatabase,
-  resolveNamespace,
-  withCommonOptions,
-  type CommonArgs,
-} from '../options.js';
+import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveNamespace } from '../config-options.js';
 import { runToJson } from './history.js';
 import { parseFrom } from './list.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from './status.js';

@@ -8,12 +8,8 @@ import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { listRuns, RUN_STATUSES, type Run, type RunStatus } from '../../store/runs.js';
 import { action } from '../action.js';
 import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
-import {
-  resolveDatabase,
-  resolveNamespace,
-  withCommonOptions,
-  type CommonArgs,
-} from '../options.js';
+import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveNamespace } from '../config-options.js';
 
 interface HistoryArgs extends CommonArgs {
   job?: string;

@@ -10,7 +10,8 @@ import { withDeadline } from '../../store/deadline.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { action } from '../action.js';
 import { formatInstant, table } from '../format.js';
-import { resolveConfig, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveConfig } from '../config-options.js';
 
 interface ListArgs extends CommonArgs {
   json: boolean;

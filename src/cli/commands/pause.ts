@@ -13,13 +13,8 @@ import type { DatabaseTarget } from '../../store/database-url.js';
 import { isMissingSchema } from '../../store/fire-reads.js';
 import { findPause, pauseJob, pausedReason, resumeJob } from '../../store/pauses.js';
 import { action } from '../action.js';
-import {
-  resolveDatabase,
-  resolveHost,
-  resolveNamespace,
-  withCommonOptions,
-  type CommonArgs,
-} from '../options.js';
+import { resolveDatabase, resolveHost, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveNamespace } from '../config-options.js';
 import { optionalConfig } from './explain.js';
 
 interface PauseArgs extends CommonArgs {

@@ -18,13 +18,8 @@ import {
   type PruneResult,
 } from '../../store/prune.js';
 import { action } from '../action.js';
-import {
-  configPath,
-  resolveDatabase,
-  resolveNamespace,
-  withCommonOptions,
-  type CommonArgs,
-} from '../options.js';
+import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveNamespace } from '../config-options.js';
 import { optionalConfig } from './explain.js';
 
 interface PruneArgs extends CommonArgs {

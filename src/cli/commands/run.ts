@@ -14,12 +14,12 @@ import { findPause, pausedReason } from '../../store/pauses.js';
 import { action } from '../action.js';
 import {
   findJob,
-  resolveConfig,
   resolveDatabase,
   resolveHost,
   withCommonOptions,
   type CommonArgs,
 } from '../options.js';
+import { resolveConfig } from '../config-options.js';
 
 interface RunArgs extends CommonArgs {
   job: string;

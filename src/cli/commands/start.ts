@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { DURATION_HINT, parseDuration } from '../../config/duration.js';
-import { loadConfig } from '../../config/load.js';
+import { loadConfigIsolated } from '../../config/load-isolated.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
@@ -20,7 +20,6 @@ import { version } from '../../version.js';
 import { action } from '../action.js';
 import {
   configPath,
-  resolveConfig,
   resolveDatabase,
   resolveHost,
   withCommonOptions,
@@ -99,8 +98,9 @@ export const startCommand: CommandModule<object, StartArgs> = {
           'needed beyond loopback. Prefer env BATON_HTTP_TOKEN: flags show in ps',
       }) as never,
   handler: action(async (args: StartArgs) => {
-    // Everything that can be wrong with the input is checked before anything is started.
-    const config = resolveConfig(args);
+    // Everything that can be wrong with the input is checked before anything is started. The
+    // file is parsed in a worker thread whose memory goes with it (see load-isolated.ts).
+    const config = await loadConfigIsolated(configPath(args));
     const target = resolveDatabase(args);
     const host = resolveHost(args);
     const heartbeatMs = durationOption('heartbeat', args.heartbeat);
@@ -158,7 +158,11 @@ export const startCommand: CommandModule<object, StartArgs> = {
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
     });
-    process.on('SIGHUP', () => reload(runner, configPath(args), log));
+    // One reload after another, in the order the signals came.
+    let reloading = Promise.resolve();
+    process.on('SIGHUP', () => {
+      reloading = reloading.then(() => reload(runner, configPath(args), log));
+    });
 
     // Up before the database is: /healthz says why the runner is not ready while it waits.
     const endpoint =
@@ -205,9 +209,9 @@ function resolveHttp(args: StartArgs): { address: ListenAddress; token?: string 
 }
 
 /** SIGHUP: a valid file replaces the schedule; an invalid one is refused and the old one stays. */
-function reload(runner: Runner, file: string, log: Logger): void {
+async function reload(runner: Runner, file: string, log: Logger): Promise<void> {
   try {
-    const changes = runner.reload(loadConfig(file));
+    const changes = runner.reload(await loadConfigIsolated(file));
     log.info({ file, ...changes }, 'schedule reloaded');
   } catch (err) {
     // The same message `baton start` and `baton validate` print for this file.

@@ -31,13 +31,8 @@ import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
 import { action } from '../action.js';
 import { formatDuration, formatInstant, table } from '../format.js';
-import {
-  configPath,
-  resolveDatabase,
-  resolveNamespace,
-  withCommonOptions,
-  type CommonArgs,
-} from '../options.js';
+import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveNamespace } from '../config-options.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;

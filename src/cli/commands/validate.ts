@@ -3,7 +3,8 @@ import type { Config } from '../../config/schema.js';
 import { ConfigError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { action } from '../action.js';
-import { resolveConfig, withCommonOptions, type CommonArgs } from '../options.js';
+import { withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveConfig } from '../config-options.js';
 
 export function describeTarget(job: Config['jobs'][number]): string {
   const t = job.target;
