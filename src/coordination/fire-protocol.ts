@@ -198,8 +198,10 @@ async function contendSlots(
   gaveUp: (holder: string) => string,
   prefetch: Prefetch,
 ): Promise<Contention | { won: false; reason: string }> {
-  // Every slot that could not be had, and why: the skip reason when none could.
-  const busy: string[] = [];
+  // Every slot that could not be had, and why: the skip reason when none could. The holders of
+  // busy slots are named only once no slot was won (see nameHolders).
+  const busy: (string | null)[] = [];
+  const held: { index: number; lockName: string; attempt: Attempt }[] = [];
   for (let slot = 1; slot <= workers; slot++) {
     const slotAttempt = { ...attempt, slot };
     const lockName = jobLockName(c.database, c.namespace, attempt.job, slot);
@@ -215,10 +217,7 @@ async function contendSlots(
       // of a runner that is just finding out.
       const pause = await prefetch.pause;
       if (pause) return { won: false, reason: pausedReason(pause) };
-      // The holder is usually claiming this very fire right now: let its claim have the
-      // database (and, on a small machine, the CPU) first; its row is then there to be named.
-      await new Promise((r) => setTimeout(r, DESCRIBE_DELAY_MS));
-      busy.push(gaveUp(await describeHolder(c, lockName, slotAttempt)));
+      held.push({ index: busy.push(null) - 1, lockName, attempt: slotAttempt });
       continue;
     }
     const pause = await prefetch.pause;
@@ -229,6 +228,18 @@ async function contendSlots(
     const won = await claim(c, slotAttempt, lockName, prefetch);
     if (won.won) return won;
     busy.push(won.reason);
+  }
+  if (held.length > 0) {
+    // The holder of a lock met at the fire's instant is usually claiming this very fire right
+    // now: let its claim have the database (and, on a small machine, the CPU) first; its row is
+    // then there to be named. Not for a queued fire that gave up (the holder is an earlier run)
+    // nor one cut off by a stop.
+    const queued = options.overlap === 'queue' && options.queueUntil != null;
+    if (!queued && !options.signal?.aborted) {
+      await new Promise((r) => setTimeout(r, DESCRIBE_DELAY_MS));
+    }
+    const named = await Promise.all(held.map((h) => describeHolder(c, h.lockName, h.attempt)));
+    held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!)));
   }
   if (workers === 1) return { won: false, reason: busy[0]! };
   return {

@@ -15,12 +15,12 @@ import { parseDatabaseUrl } from '../../src/store/database-url.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { claimFires, insertSkips, type Attempt, type Claim } from '../../src/store/runs.js';
-import { writeSchedule } from '../helpers/cli.js';
+import { baton, writeSchedule } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { countStatements, loggedStatements, statementLogEnv } from '../helpers/statements.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('batching');
 let pool: DeadlinePool;
@@ -346,5 +346,39 @@ describe('an instant of 150 jobs on two runners', () => {
       );
       expect(firstFires).toHaveLength(1);
     }
+  });
+});
+
+describe('a fan-out fire whose first slot is busy', () => {
+  it('takes the next slot without first naming the busy slot’s holder', async () => {
+    // The holders of busy slots are named only for a skip (no slot won): naming them first,
+    // with its wait, would delay every runner that wins a later slot.
+    const config = writeSchedule(
+      'namespace: fanout\njobs:\n  spread:\n    schedule: "*/10 * * * * *"\n' +
+        '    command: ["sleep", "4"]\n    workers: 2\n',
+    );
+    const log = path.join(tmpdir(), `baton-statements-f-${randomBytes(4).toString('hex')}.log`);
+    const [runner] = await fleet.start(['fan'], { config, env: statementLogEnv(log) });
+    // Slot 1 taken by a manual run shortly before an instant of the ten-second grid.
+    const [row] = await fleet.db.query<{ now: number }>(
+      'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now',
+    );
+    const now = Number(row!.now);
+    let instant = Math.ceil(now / 10_000) * 10_000;
+    if (instant - now < 3_000) instant += 10_000;
+    await sleep(instant - now - 1_500);
+    const manual = baton(['run', 'spread', '--config', config, '--database-url', fleet.db.url]);
+    const fire = await waitFor('the runner won slot 2 of the instant', async () => {
+      const rows = await fleet.db.query<{ winner: number; host: string }>(
+        "SELECT winner, host FROM baton_runs WHERE job = 'spread' AND scheduled_at = ? AND host = 'fan'",
+        [new Date(instant)],
+      );
+      return rows[0];
+    });
+    expect(fire.winner).toBe(2);
+    const sent = loggedStatements(log, instant - 200, instant + 1_000);
+    expect(sent.filter((s) => s.startsWith('SELECT IS_USED_LOCK'))).toEqual([]);
+    expect((await manual).code).toBe(0);
+    expect(await runner!.stop('SIGTERM', 15_000)).toBe(0);
   });
 });
