@@ -21,29 +21,48 @@ export type LoadAnswer =
   | { ok: false; problems: readonly ConfigProblem[] }
   | { ok: false; failure: { code: string; message: string; exitCode: number } | string };
 
-export function loadConfigIsolated(file: string, options: LoadOptions = {}): Promise<Config> {
+/** How long the worker may take; a schedules file is read and checked in well under a second. */
+export const LOAD_TIMEOUT_MS = 30_000;
+
+export function loadConfigIsolated(
+  file: string,
+  options: LoadOptions = {},
+  timeoutMs = LOAD_TIMEOUT_MS,
+): Promise<Config> {
   return new Promise<Config>((resolve, reject) => {
     const worker = new Worker(new URL('./load-worker.js', import.meta.url), {
       workerData: { file, options },
     });
     let answered = false;
-    worker.once('message', (answer: LoadAnswer) => {
+    const answer = (settle: () => void) => {
+      if (answered) return;
       answered = true;
-      if (answer.ok) resolve(answer.config);
-      else if ('problems' in answer) reject(new ConfigError(answer.problems));
-      else if (typeof answer.failure === 'string') reject(new Error(answer.failure));
-      else {
-        const { code, message, exitCode } = answer.failure;
-        reject(new BatonError(code, message, exitCode));
-      }
-    });
-    worker.once('error', (err) => {
-      answered = true;
-      reject(err);
-    });
-    worker.once('exit', (code) => {
-      if (!answered)
-        reject(new Error(`the schedules file's loader ended (code ${code}) without an answer`));
-    });
+      clearTimeout(timer);
+      settle();
+    };
+    // A file that never finishes reading (a FIFO, a hung network mount) must not hold up the
+    // start, or every later reload behind this one.
+    const timer = setTimeout(() => {
+      const message = `cannot read: no answer within ${timeoutMs / 1000} s (a FIFO? a hung mount?)`;
+      answer(() => reject(new ConfigError([{ file, path: '', message }])));
+      void worker.terminate();
+    }, timeoutMs);
+    worker.once('message', (posted: LoadAnswer) =>
+      answer(() => {
+        if (posted.ok) resolve(posted.config);
+        else if ('problems' in posted) reject(new ConfigError(posted.problems));
+        else if (typeof posted.failure === 'string') reject(new Error(posted.failure));
+        else {
+          const { code, message, exitCode } = posted.failure;
+          reject(new BatonError(code, message, exitCode));
+        }
+      }),
+    );
+    worker.once('error', (err) => answer(() => reject(err)));
+    worker.once('exit', (code) =>
+      answer(() =>
+        reject(new Error(`the schedules file's loader ended (code ${code}) without an answer`)),
+      ),
+    );
   });
 }

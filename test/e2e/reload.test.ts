@@ -12,9 +12,12 @@
  *
  * One real runner process; the test rewrites its schedules file and sends it SIGHUP.
  */
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { baton, writeSchedule, type LogLine } from '../helpers/cli.js';
+import { baton, startRunner, writeSchedule, type LogLine } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -198,5 +201,31 @@ describe('SIGHUP', () => {
       'reload refused: the old schedule stays',
     ]);
     expect(runner0.lines.filter((l) => l.msg === 'schedule reloaded')).toHaveLength(2);
+  });
+});
+
+describe('a signal while the schedules file is still being read', () => {
+  it('is kept and handled once the runner exists, not left to end the process', async () => {
+    // A FIFO as the schedules file: the loader (a worker thread) blocks until it is written,
+    // so the signal surely arrives before the runner exists.
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-fifo-'));
+    const fifo = path.join(dir, 'schedules.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const runner = startRunner({ config: fifo, databaseUrl: fleet.db.url, host: 'early' });
+    try {
+      // Past Node's start-up (until the handler runs, a signal's default action applies).
+      await sleep(1_500);
+      runner.child.kill('SIGTERM');
+      await sleep(300);
+      expect(runner.child.exitCode).toBeNull();
+      expect(runner.child.signalCode).toBeNull();
+      writeFileSync(fifo, 'jobs:\n  quiet:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
+      // The kept SIGTERM stops it as soon as it has started: a clean exit, 0.
+      await waitFor('the runner to stop', () => runner.child.exitCode != null);
+      expect(runner.child.exitCode).toBe(0);
+      expect(runner.lines.some((l) => l.msg === 'stopping' && l.signal === 'SIGTERM')).toBe(true);
+    } finally {
+      await runner.stop('SIGKILL');
+    }
   });
 });

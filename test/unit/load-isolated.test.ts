@@ -3,6 +3,7 @@
  * same errors as loading it in-process. Imported from dist/: the worker runs the built
  * load-worker.js (`npm test` builds first).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -53,5 +54,17 @@ describe('loadConfigIsolated', () => {
     const isolated = await loadConfigIsolated(missing).catch((err: unknown) => err);
     expect(isolated).toBeInstanceOf(ConfigError);
     expect((isolated as ConfigError).message).toMatch(/cannot read: file not found/);
+  });
+
+  it('gives up on a file that is never read to the end (a FIFO), as a ConfigError', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-isolated-'));
+    const fifo = path.join(dir, 'schedules.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const isolated = await loadConfigIsolated(fifo, {}, 300).catch((err: unknown) => err);
+    // Unblock the worker's read so that it can end.
+    writeFileSync(fifo, '');
+    expect(isolated).toBeInstanceOf(ConfigError);
+    expect((isolated as ConfigError).message).toMatch(/cannot read: no answer within 0\.3 s/);
+    expect((isolated as ConfigError).exitCode).toBe(78);
   });
 });

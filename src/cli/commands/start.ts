@@ -26,6 +26,9 @@ import {
   type CommonArgs,
 } from '../options.js';
 
+/** Stop (first: drain, second: at once) and reload. */
+const HANDLED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
 interface StartArgs extends CommonArgs {
   grace: number;
   logLevel?: string;
@@ -98,6 +101,11 @@ export const startCommand: CommandModule<object, StartArgs> = {
           'needed beyond loopback. Prefer env BATON_HTTP_TOKEN: flags show in ps',
       }) as never,
   handler: action(async (args: StartArgs) => {
+    // A signal that comes before the runner exists (the file is parsed first) is kept and
+    // handled once it does: its default action would end the process.
+    const early: NodeJS.Signals[] = [];
+    const keep = (signal: NodeJS.Signals) => void early.push(signal);
+    for (const signal of HANDLED_SIGNALS) process.on(signal, keep);
     // Everything that can be wrong with the input is checked before anything is started. The
     // file is parsed in a worker thread whose memory goes with it (see load-isolated.ts).
     const config = await loadConfigIsolated(configPath(args));
@@ -142,8 +150,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
       clockWarnMs,
     });
 
-    // Signals are handled from the first moment: a runner still waiting for the database must
-    // stop cleanly too. First SIGTERM/SIGINT drains (up to --grace), a second stops at once.
+    // Signals are handled from the first moment (those that came earlier are replayed below): a
+    // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains (up to --grace), a second stops at once.
     let stopping: Promise<void> | null = null;
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (signal: NodeJS.Signals) => {
@@ -163,6 +171,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
     process.on('SIGHUP', () => {
       reloading = reloading.then(() => reload(runner, configPath(args), log));
     });
+    for (const signal of HANDLED_SIGNALS) process.off(signal, keep);
+    for (const signal of early) process.emit(signal, signal);
 
     // Up before the database is: /healthz says why the runner is not ready while it waits.
     const endpoint =
