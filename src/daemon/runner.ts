@@ -48,7 +48,7 @@ import {
   type RunOutcome,
   type Trigger,
 } from '../store/runs.js';
-import { FireSchedule, type DueFire } from './fire-schedule.js';
+import { FireSchedule, MAX_SLEEP_MS, type DueFire } from './fire-schedule.js';
 import { Limiter, shuffleWithinInstant } from './contention.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
 import {
@@ -403,8 +403,11 @@ export class Runner {
    * instant has come by the database's clock.
    */
   private arm(): void {
+    this.disarm();
     if (this.stopping) return;
-    const sleepMs = this.schedule.sleepMs(this.dbNow());
+    const next = this.schedule.sleepMs(this.dbNow());
+    // Never a poll without end: an instant that is not a number would never come.
+    const sleepMs = Number.isFinite(next) ? next : MAX_SLEEP_MS;
     this.nextWakeBy = performance.now() + sleepMs;
     if (sleepMs > WAKE_AHEAD_MS) {
       this.timer = setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS);
