@@ -330,7 +330,6 @@ export class Runner {
       for (const job of this.knownSince.keys()) {
         this.knownSince.set(job, this.dbTime(this.startedAt));
       }
-      this.disarm();
       this.arm();
     }
     await this.register(!reconnect);
