@@ -16,7 +16,7 @@ import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { claimFires, insertSkips, type Attempt, type Claim } from '../../src/store/runs.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
-import { runs } from '../helpers/db.js';
+import { nextGridInstant, runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { countStatements, loggedStatements, statementLogEnv } from '../helpers/statements.js';
@@ -308,12 +308,7 @@ describe('an instant of 150 jobs on two runners', () => {
       }),
     );
     // The first instant of the ten-second grid at least 2 s away (both runners are up by then).
-    const [row] = await fleet.db.query<{ now: number }>(
-      'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now',
-    );
-    const now = Number(row!.now);
-    let instant = Math.ceil(now / 10_000) * 10_000;
-    if (instant - now < 2_000) instant += 10_000;
+    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 2_000);
     const fire = await waitFor(
       'both runners recorded every fire of the instant, and every run ended',
       async () => {
@@ -360,12 +355,7 @@ describe('a fan-out fire whose first slot is busy', () => {
     const log = path.join(tmpdir(), `baton-statements-f-${randomBytes(4).toString('hex')}.log`);
     const [runner] = await fleet.start(['fan'], { config, env: statementLogEnv(log) });
     // Slot 1 taken by a manual run shortly before an instant of the ten-second grid.
-    const [row] = await fleet.db.query<{ now: number }>(
-      'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now',
-    );
-    const now = Number(row!.now);
-    let instant = Math.ceil(now / 10_000) * 10_000;
-    if (instant - now < 3_000) instant += 10_000;
+    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 3_000);
     await sleep(instant - now - 1_500);
     const manual = baton(['run', 'spread', '--config', config, '--database-url', fleet.db.url]);
     const fire = await waitFor('the runner won slot 2 of the instant', async () => {

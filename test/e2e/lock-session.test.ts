@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { LockSession } from '../../src/coordination/lock-session.js';
 import { parseDatabaseUrl } from '../../src/store/database-url.js';
 import { writeSchedule } from '../helpers/cli.js';
+import { nextGridInstant } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -95,12 +96,7 @@ describe('a lock session lost while many fires wait for their turn', () => {
       runner!.lines.find((l) => l.msg === 'runner started')!.lockConnectionId,
     );
     // 40 ms after an instant of the ten-second grid, while most of its 200 fires wait.
-    const [row] = await fleet.db.query<{ now: number }>(
-      'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now',
-    );
-    const now = Number(row!.now);
-    let instant = Math.ceil(now / 10_000) * 10_000;
-    if (instant - now < 1_500) instant += 10_000;
+    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 1_500);
     await new Promise((r) => setTimeout(r, instant - now + 40));
     await fleet.db.query('KILL ?', [sessionId]);
     await runner!.waitForLog('lock session reopened');

@@ -90,3 +90,19 @@ export function byFire(rows: RunRow[]): Map<number, RunRow[]> {
   }
   return fires;
 }
+
+/**
+ * The next instant of an `everyMs` grid (10_000: the instants of a job every ten seconds) at least
+ * `marginMs` away by the database's clock, with the database's now — both in ms since the epoch.
+ */
+export async function nextGridInstant(
+  db: TestDatabase,
+  everyMs: number,
+  marginMs: number,
+): Promise<{ instant: number; now: number }> {
+  const [row] = await db.query<{ now: number }>('SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS now');
+  const now = Number(row!.now);
+  let instant = Math.ceil(now / everyMs) * everyMs;
+  if (instant - now < marginMs) instant += everyMs;
+  return { instant, now };
+}
