@@ -151,7 +151,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
     });
 
     // Signals are handled from the first moment (those that came earlier are replayed below): a
-    // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains (up to --grace), a second stops at once.
+    // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains
+    // (up to --grace), a second stops at once.
     let stopping: Promise<void> | null = null;
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (signal: NodeJS.Signals) => {
@@ -176,7 +177,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
 
     // Up before the database is: /healthz says why the runner is not ready while it waits.
     const endpoint =
-      http && metrics && endpointModules
+      http && endpointModules && metrics
         ? await endpointModules[1].startHttpEndpoint({
             ...http,
             metrics,
