@@ -1,99 +1,174 @@
 /**
- * Guarantee 1, the heart of baton: three runner processes with the same every-second schedule,
- * and every fire has exactly one winner that ran, two recorded skips, and no fire is missing.
+ * Guarantee 1, the heart of baton: one winner per fire.
+ *
+ * 1. Three runner processes with the same every-second schedule: every fire has exactly one
+ *    winner that ran (by the job's own journal, not only baton's rows), two recorded skips that
+ *    name it, and no fire is missing.
+ * 2. The fire key, which the lock alone does not give. One runner reaches the server through a
+ *    slow link (150 ms each way): it asks for the lock of each fire after the near runner's 10 ms
+ *    job has finished and released it, so the lock is free — and only the unique fire key stops a
+ *    second run. The test checks that this situation really happened (the near run ended long
+ *    before the far runner's GET_LOCK could arrive), then that no fire ran twice.
  */
-import { describe, expect, it } from 'vitest';
-import { writeSchedule } from '../helpers/cli.js';
-import { byFire, runs } from '../helpers/db.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runs, type RunRow } from '../helpers/db.js';
+import { expectCompleteFires, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import {
+  expectHistoryMatchesJournal,
+  expectNoOverlapInJournal,
+  writeJournaledSchedule,
+} from '../helpers/ground-truth.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['srv-01', 'srv-02', 'srv-03'];
-const fleet = useFleet('one_winner');
+const fleet = useFleet('one_winner', { perTest: true });
 
 async function dbNow(): Promise<Date> {
   const [row] = await fleet.db.query<{ now: Date }>('SELECT NOW(3) AS now');
   return row!.now;
 }
 
+/** Waits until a winner of a fire after `until` is done and every host attempted `until`'s fire. */
+async function waitPast(until: Date, hosts: number): Promise<void> {
+  await waitFor(
+    'the fires of the window, each attempted by every runner',
+    async () => {
+      const rows = await fleet.db.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM baton_runs WHERE scheduled_at = ?',
+        [new Date(Math.floor(until.getTime() / 1000) * 1000)],
+      );
+      const later = await fleet.db.query(
+        "SELECT id FROM baton_runs WHERE winner = 1 AND status = 'done' AND scheduled_at > ?",
+        [until],
+      );
+      return Number(rows[0]!.n) === hosts && later.length > 0;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
 describe('three runners, one every-second job of ~30 ms', () => {
   it('gives every fire exactly one winner and two skips, with no fire missing', async () => {
-    const config = writeSchedule(`
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
 namespace: settle-test
 jobs:
   tick:
     schedule: "* * * * * *"
-    command: ["sleep", "0.03"]
-`);
+    command: ${j.yaml({ work: 'sleep 0.03' })}
+`,
+    );
     const db = fleet.db;
     const runners = await fleet.start(HOSTS, { config });
     const from = await dbNow();
     const until = new Date(from.getTime() + 10_000);
-    await waitFor(
-      'ten seconds of fires',
-      async () =>
-        (
-          await db.query(
-            'SELECT id FROM baton_runs WHERE winner = 1 AND status = ? AND scheduled_at >= ?',
-            ['done', until],
-          )
-        ).length > 0,
-      { timeoutMs: 30_000 },
-    );
-    // Let the last fire's skips land before stopping.
-    await waitFor(
-      'all attempts of the last fire',
-      async () =>
-        (
-          await db.query(
-            'SELECT id FROM baton_runs WHERE scheduled_at = (SELECT MAX(scheduled_at) FROM baton_runs)',
-          )
-        ).length === 3,
-    );
+    await waitPast(until, HOSTS.length);
     const codes = await Promise.all(runners.map((r) => r.stop('SIGTERM')));
     expect(codes).toEqual([0, 0, 0]);
 
-    const fires = byFire(
-      (await runs(db, 'tick')).filter((r) => r.scheduled_at > from && r.scheduled_at <= until),
+    const rows = (await runs(db, 'tick')).filter(
+      (r) => r.scheduled_at > from && r.scheduled_at <= until,
     );
-    // No fire missing: every whole second in (from, until] is there.
-    const expected: number[] = [];
-    for (
-      let t = Math.floor(from.getTime() / 1000) + 1;
-      t <= Math.floor(until.getTime() / 1000);
-      t++
-    ) {
-      expected.push(t * 1000);
-    }
-    expect(expected).toHaveLength(10);
-    expect([...fires.keys()]).toEqual(expected);
+    expectCompleteFires(rows, 'tick', { from, until, everyMs: 1_000, hosts: HOSTS });
+    expectOneWinnerPerFire(rows, 'tick');
+    const attempts = journal.attempts('tick').filter((a) => a.fire > from.getTime());
+    expectNoOverlapInJournal(attempts, 'tick');
+    expectHistoryMatchesJournal(
+      rows,
+      attempts.filter((a) => a.fire <= until.getTime()),
+      'tick',
+    );
 
-    for (const [at, rows] of fires) {
-      const label = new Date(at).toISOString();
-      const winners = rows.filter((r) => r.winner === 1);
-      expect(winners, label).toHaveLength(1);
-      expect(winners[0]!.status, label).toBe('done');
-      expect(winners[0]!.exit_code, label).toBe(0);
-      const skips = rows.filter((r) => r.winner === null);
+    for (const winner of rows.filter((r) => r.winner === 1)) {
+      const label = winner.scheduled_at.toISOString();
+      // Exactly one: the window is complete and every fire has its winner (no missed fire).
+      expect(winner, label).toMatchObject({ status: 'done', exit_code: 0 });
+      const skips = rows.filter(
+        (r) => r.winner === null && r.scheduled_at.getTime() === winner.scheduled_at.getTime(),
+      );
       expect(
         skips.map((r) => r.status),
         label,
       ).toEqual(['skipped', 'skipped']);
-      expect(new Set(rows.map((r) => r.host)), label).toEqual(new Set(HOSTS));
       // A 30 ms job: the others find this very fire being claimed, running, or (if they came
       // late) done — always by the winner.
       for (const skip of skips)
         expect(skip.reason, label).toMatch(
           new RegExp(
-            `^(this fire is being claimed by|this fire is running on|this fire already ran on) ${winners[0]!.host} `,
+            `^(this fire is being claimed by|this fire is running on|this fire already ran on) ${winner.host} `,
           ),
         );
     }
+    expect(rows.filter((r) => r.winner === 1)).toHaveLength(10);
     expectQuiet(runners);
-    const stillRunning = await db.query<{ free: number }>(
-      'SELECT COUNT(*) AS free FROM baton_runs WHERE status = ?',
-      ['running'],
+    expect((await runs(db)).filter((r) => r.status === 'running')).toEqual([]);
+  });
+});
+
+describe('a runner behind a slow link (60 ms each way), beside a near one', () => {
+  const LINK_MS = 60;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    proxy = await startTcpProxy(
+      { host: '127.0.0.1', port: 3306 },
+      { upMs: LINK_MS, downMs: LINK_MS },
     );
-    expect(stillRunning[0]!.free).toBe(0);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
+  it('finds the lock free after a short job and meets the fire key: no fire runs twice', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: far
+jobs:
+  short:
+    schedule: "* * * * * *"
+    command: ${j.yaml({ work: 'sleep 0.01' })}
+`,
+    );
+    const db = fleet.db;
+    const [near] = await fleet.start(['near'], { config });
+    const [far] = await fleet.start(['far'], { config, databaseUrl: proxy.url(db.name) });
+    const from = new Date((await dbNow()).getTime() + 1_000);
+    const until = new Date(from.getTime() + 8_000);
+    await waitPast(until, 2);
+    expect(await Promise.all([near!.stop('SIGTERM'), far!.stop('SIGTERM')])).toEqual([0, 0]);
+
+    const rows = (await runs(db, 'short')).filter(
+      (r) => r.scheduled_at >= from && r.scheduled_at <= until,
+    );
+    expectCompleteFires(rows, 'short', { from, until, everyMs: 1_000, hosts: ['near', 'far'] });
+    expectOneWinnerPerFire(rows, 'short', { noWinner: ['overlap'] });
+    const attempts = journal.attempts('short').filter((a) => a.fire >= from.getTime());
+    expectNoOverlapInJournal(attempts, 'short');
+    expectHistoryMatchesJournal(
+      rows,
+      attempts.filter((a) => a.fire <= until.getTime()),
+      'short',
+    );
+
+    // The situation the key is for: the far runner's GET_LOCK reaches the server at least
+    // LINK_MS after the instant (it fires on database time, its statement travels LINK_MS), by
+    // when the near run had long ended and released the lock (its verdict goes just before the
+    // release). So the lock was free, and the far runner's claim met the fire key.
+    const keyed = rows.filter((skip: RunRow) => {
+      if (skip.host !== 'far' || skip.reason !== 'this fire already ran on near (done)')
+        return false;
+      const winner = rows.find(
+        (w) => w.winner === 1 && w.scheduled_at.getTime() === skip.scheduled_at.getTime(),
+      );
+      return (
+        winner != null && winner.finished_at!.getTime() < skip.scheduled_at.getTime() + LINK_MS - 20
+      );
+    });
+    expect(
+      keyed.length,
+      `fires the far runner reached with the lock free: ${JSON.stringify(rows.filter((r) => r.host === 'far').map((r) => r.reason))}`,
+    ).toBeGreaterThanOrEqual(4);
+    expectQuiet([near!, far!]);
   });
 });

@@ -50,7 +50,20 @@ interface Pair {
   cut: boolean;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export interface ProxyOptions {
+  /**
+   * Latency added to every chunk, each way, in ms: `upMs` client → server, `downMs` server →
+   * client. A slow link, as a far-away host has: statements reach the server late, answers come
+   * back late. Order is kept (every chunk of a direction waits the same time).
+   */
+  upMs?: number;
+  downMs?: number;
+}
+
+export async function startTcpProxy(
+  target: { host: string; port: number },
+  { upMs = 0, downMs = 0 }: ProxyOptions = {},
+): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let frozen = false;
 
@@ -62,9 +75,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   // Forwards by hand rather than with pipe(): pipe() resumes its source on 'drain', which would
   // undo a freeze.
-  const forward = (from: Socket, to: Socket) => {
+  const forward = (from: Socket, to: Socket, delayMs: number) => {
     from.on('data', (chunk: Buffer) => {
-      if (!to.write(chunk)) from.pause();
+      if (delayMs > 0) {
+        // A delayed chunk is written later whatever happens meanwhile (as bytes already on the
+        // wire): no backpressure for these test links, which carry little.
+        setTimeout(() => to.writable && to.write(chunk), delayMs);
+      } else if (!to.write(chunk)) from.pause();
     });
     to.on('drain', () => {
       if (!frozen) from.resume();
@@ -75,11 +92,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const upstream = connect(target.port, target.host);
     pair.upstream = upstream;
     upstream.setNoDelay(true);
-    forward(pair.client, upstream);
-    forward(upstream, pair.client);
+    forward(pair.client, upstream, upMs);
+    forward(upstream, pair.client, downMs);
     // Either side ending ends the pair; errors (ECONNRESET, ECONNREFUSED) end it the same way.
-    upstream.on('close', () => drop(pair));
-    upstream.on('error', () => drop(pair));
+    // On a slow link the client learns of it only after what the server sent before it.
+    const dropLater = () => (downMs > 0 ? setTimeout(() => drop(pair), downMs) : drop(pair));
+    upstream.on('close', dropLater);
+    upstream.on('error', dropLater);
     pair.client.resume();
   };
 

@@ -1,4 +1,12 @@
-/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws `what`). */
+/**
+ * Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws `what`).
+ *
+ * A falsy value means "not yet". An error thrown by the check means "not yet" too (a file not
+ * written yet, a server still restarting) and is reported if the wait times out — except an
+ * assertion failure (`expect` inside the check) or a `FatalWait`, which end the wait at once: an
+ * assertion that fails on one poll is a failed test, not something to retry until it happens to
+ * pass.
+ */
 export async function waitFor<T>(
   what: string,
   check: () => T | Promise<T>,
@@ -11,8 +19,8 @@ export async function waitFor<T>(
       const value = await check();
       if (value) return value as NonNullable<T>;
     } catch (err) {
+      if (err instanceof FatalWait || isAssertionError(err)) throw err;
       last = err;
-      if (err instanceof FatalWait) throw err;
     }
     if (Date.now() > deadline) {
       throw new Error(
@@ -29,3 +37,8 @@ export function sleep(ms: number): Promise<void> {
 
 /** Thrown from a `waitFor` check to stop waiting at once (the awaited thing can no longer happen). */
 export class FatalWait extends Error {}
+
+/** vitest's `expect` (chai) and node:assert both throw errors named AssertionError. */
+function isAssertionError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AssertionError';
+}

@@ -4,7 +4,7 @@
  * load-worker.js (`npm test` builds first).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -61,8 +61,13 @@ describe('loadConfigIsolated', () => {
     const fifo = path.join(dir, 'schedules.yaml');
     execFileSync('mkfifo', [fifo]);
     const isolated = await loadConfigIsolated(fifo, {}, 300).catch((err: unknown) => err);
-    // Unblock the worker's read so that it can end.
-    writeFileSync(fifo, '');
+    // Unblock the worker's read so that it can end — if it got as far as opening the FIFO: on a
+    // busy machine it may not have, and a blocking open for writing would then wait forever.
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err; // ENXIO: no reader
+    }
     expect(isolated).toBeInstanceOf(ConfigError);
     expect((isolated as ConfigError).message).toMatch(/cannot read: no answer within 0\.3 s/);
     expect((isolated as ConfigError).exitCode).toBe(78);

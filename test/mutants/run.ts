@@ -1,0 +1,285 @@
+/**
+ * `npm run mutants`: applies each guarantee mutant (catalogue.ts) to a scratch copy of this tree,
+ * builds it, and runs the mutant's killer tests there; fails if any mutant survives.
+ *
+ *   npm run mutants                      every mutant, one at a time
+ *   npm run mutants -- --only a,b        just these
+ *   npm run mutants -- --jobs 2          two mutants at a time (each runs one test file)
+ *   npm run mutants -- --list            the catalogue as the table in test/README.md
+ *   npm run mutants -- --no-control      skip the unmutated control run
+ *   npm run mutants -- --keep            keep the scratch copies (their paths are printed)
+ *
+ * First a control run: the killers on an unmutated copy must all pass (and exist), or a "killed"
+ * mutant would prove nothing. A mutant counts as killed when one of its killers has a failing
+ * test; it survives when they all pass. Either way nothing in this tree is touched.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { MUTANTS } from './catalogue.js';
+import { applyEdits, catalogueTable } from './apply.js';
+import type { Killer, Mutant } from './mutant.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const KILLER_TIMEOUT_MS = 10 * 60_000;
+
+interface Verdict {
+  mutant: Mutant;
+  result: 'killed' | 'survived' | 'error';
+  by?: Killer;
+  detail: string;
+  seconds: number;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      jobs: { type: 'string', default: '1' },
+      list: { type: 'boolean', default: false },
+      'no-control': { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
+    },
+  });
+  if (values.list) {
+    process.stdout.write(catalogueTable(MUTANTS) + '\n');
+    return 0;
+  }
+  const only = values.only?.split(',').filter(Boolean);
+  const unknown = only?.filter((id) => !MUTANTS.some((m) => m.id === id)) ?? [];
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown mutant(s): ${unknown.join(', ')} (see --list)\n`);
+    return 64;
+  }
+  const chosen = only ? MUTANTS.filter((m) => only.includes(m.id)) : MUTANTS;
+  const jobs = Math.max(1, Number(values.jobs) || 1);
+  const base = mkdtempSync(path.join(os.tmpdir(), 'baton-mutants-'));
+  const keep = values.keep;
+  log(`${chosen.length} mutant(s), ${jobs} at a time, scratch copies in ${base}`);
+  const started = Date.now();
+  try {
+    if (!values['no-control']) {
+      const problem = await control(base, chosen);
+      if (problem) {
+        process.stderr.write(`control run failed: ${problem}\n`);
+        return 1;
+      }
+    }
+    const verdicts: Verdict[] = [];
+    const queue = [...chosen];
+    await Promise.all(
+      Array.from({ length: jobs }, async () => {
+        for (let m = queue.shift(); m; m = queue.shift()) {
+          const v = await tryMutant(base, m, keep);
+          verdicts.push(v);
+          log(
+            `${v.result.toUpperCase().padEnd(8)} ${m.id}` +
+              (v.by ? ` by ${v.by.file} › ${v.by.test}` : '') +
+              ` (${v.seconds} s): ${v.detail}`,
+          );
+        }
+      }),
+    );
+    const bad = verdicts.filter((v) => v.result !== 'killed');
+    const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+    log(
+      `${verdicts.length - bad.length} of ${verdicts.length} mutants killed in ${minutes} min` +
+        (bad.length
+          ? `; not killed: ${bad.map((v) => `${v.mutant.id} (${v.result})`).join(', ')}`
+          : ''),
+    );
+    return bad.length === 0 ? 0 : 1;
+  } finally {
+    if (!keep) rmSync(base, { recursive: true, force: true });
+  }
+}
+
+/** The killers on an unmutated copy: each must exist and pass. */
+async function control(base: string, mutants: readonly Mutant[]): Promise<string | null> {
+  const t0 = Date.now();
+  const dir = prepare(base, 'control', []);
+  const byFile = new Map<string, Set<string>>();
+  for (const m of mutants) {
+    for (const k of m.killers) byFile.set(k.file, (byFile.get(k.file) ?? new Set()).add(k.test));
+  }
+  for (const [file, tests] of byFile) {
+    const run = await runTests(dir, file, [...tests]);
+    if (run.error) return `${file}: ${run.error}`;
+    for (const test of tests) {
+      if (!run.titles.some((t) => t.includes(test))) return `${file} has no test named "${test}"`;
+    }
+    if (run.failed > 0) return `${file} fails without any mutant: ${run.firstFailure}`;
+  }
+  log(`control: every killer passes on the unmutated tree (${seconds(t0)} s)`);
+  return null;
+}
+
+async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<Verdict> {
+  const t0 = Date.now();
+  const verdict = (result: Verdict['result'], detail: string, by?: Killer): Verdict => ({
+    mutant,
+    result,
+    detail,
+    seconds: seconds(t0),
+    ...(by ? { by } : {}),
+  });
+  let dir: string;
+  try {
+    dir = prepare(base, mutant.id, mutant.edits);
+  } catch (err) {
+    return verdict('error', (err as Error).message);
+  }
+  try {
+    for (const killer of mutant.killers) {
+      const run = await runTests(dir, killer.file, [killer.test]);
+      if (run.error) return verdict('error', `${killer.file}: ${run.error}`);
+      if (run.passed + run.failed === 0) {
+        return verdict('error', `${killer.file} ran no test named "${killer.test}"`);
+      }
+      if (run.failed > 0) return verdict('killed', run.firstFailure, killer);
+    }
+    return verdict('survived', `every killer passed: ${mutant.what}`);
+  } finally {
+    if (keep) log(`  ${mutant.id}: ${dir}`);
+  }
+}
+
+/** A copy of the tree (tracked and new files) with the edits applied, built. */
+function prepare(base: string, name: string, edits: Mutant['edits']): string {
+  const dir = path.join(base, name);
+  const listed = spawnSync(
+    'git',
+    ['ls-files', '-z', '--cached', '--others', '--exclude-standard'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
+  if (listed.status !== 0) throw new Error(`git ls-files failed: ${listed.stderr}`);
+  for (const file of listed.stdout.split('\0').filter(Boolean)) {
+    const from = path.join(ROOT, file);
+    if (!existsSync(from)) continue; // deleted in the work tree
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    cpSync(from, path.join(dir, file));
+  }
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  for (const { file, text } of applyEdits(edits, (f) => readFileSync(path.join(dir, f), 'utf8'))) {
+    writeFileSync(path.join(dir, file), text);
+  }
+  const build = spawnSync(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+    },
+  );
+  if (build.status !== 0)
+    throw new Error(`does not build: ${(build.stdout + build.stderr).trim()}`);
+  return dir;
+}
+
+interface TestRun {
+  passed: number;
+  failed: number;
+  titles: string[];
+  firstFailure: string;
+  error?: string;
+}
+
+/** Runs the named tests of one file with vitest in `dir`; reads its JSON report. */
+function runTests(dir: string, file: string, tests: string[]): Promise<TestRun> {
+  const report = path.join(dir, `.vitest-report-${Date.now()}-${Math.random()}.json`);
+  const pattern = tests.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BATON_')) env[k] = v;
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [
+        'node_modules/vitest/vitest.mjs',
+        'run',
+        file,
+        '-t',
+        pattern,
+        '--reporter=json',
+        `--outputFile=${report}`,
+      ],
+      { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+    );
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)));
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, KILLER_TIMEOUT_MS);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (!existsSync(report)) {
+        resolve({
+          passed: 0,
+          failed: 0,
+          titles: [],
+          firstFailure: '',
+          error: `vitest wrote no report (exit ${code ?? signal}): ${stderr.trim().slice(-1_000)}`,
+        });
+        return;
+      }
+      const json = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
+      const results = json.testResults.flatMap((f) => f.assertionResults);
+      const ran = results.filter((r) => r.status === 'passed' || r.status === 'failed');
+      const failed = ran.filter((r) => r.status === 'failed');
+      // A file that fails outside any test (an error in a hook, a crash) counts as failed too.
+      const fileErrors = json.testResults.filter((f) => f.status === 'failed' && f.message);
+      resolve({
+        passed: ran.length - failed.length,
+        failed: failed.length + (failed.length === 0 && ran.length > 0 ? fileErrors.length : 0),
+        titles: results.map((r) => r.title),
+        firstFailure: firstLine(failed[0]?.failureMessages[0] ?? fileErrors[0]?.message ?? ''),
+      });
+    });
+  });
+}
+
+interface VitestReport {
+  testResults: {
+    status: string;
+    message?: string;
+    assertionResults: { title: string; status: string; failureMessages: string[] }[];
+  }[];
+}
+
+function firstLine(text: string): string {
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim())
+      ?.trim()
+      .slice(0, 300) ?? ''
+  );
+}
+
+function seconds(since: number): number {
+  return Math.round((Date.now() - since) / 1000);
+}
+
+function log(line: string): void {
+  process.stdout.write(`[mutants ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+}
+
+process.exitCode = await main();

@@ -1,0 +1,73 @@
+/**
+ * The guarantee mutants' catalogue stays true to the code on every `npm test` (running the mutants
+ * themselves is `npm run mutants`, which takes long): each mutant still applies — every text it
+ * mutates occurs exactly once — each killer names a test that exists, every guarantee has a
+ * mutant, and test/README.md lists the catalogue as it is.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { applyEdits, catalogueTable } from '../mutants/apply.js';
+import { MUTANTS } from '../mutants/catalogue.js';
+import { GUARANTEES } from '../mutants/mutant.js';
+import { ROOT } from '../helpers/cli.js';
+
+const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+
+describe('the mutant catalogue', () => {
+  it('has unique kebab-case ids and a mutant for every guarantee', () => {
+    const ids = MUTANTS.map((m) => m.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);
+    const covered = new Set(MUTANTS.map((m) => m.guarantee));
+    expect(Object.keys(GUARANTEES).filter((g) => !covered.has(g as never))).toEqual([]);
+  });
+
+  it.each(MUTANTS.map((m) => [m.id, m] as const))('%s applies to the code as it is', (_, m) => {
+    const mutated = applyEdits(m.edits, read);
+    expect(mutated.length).toBeGreaterThan(0);
+    for (const { file, text } of mutated) expect(text, file).not.toBe(read(file));
+  });
+
+  it.each(MUTANTS.map((m) => [m.id, m] as const))('%s names killers that exist', (_, m) => {
+    expect(m.killers.length).toBeGreaterThan(0);
+    for (const k of m.killers) {
+      expect(k.file).toMatch(/^test\/.*\.test\.ts$/);
+      expect(read(k.file), `${k.file} has a test named "${k.test}"`).toContain(k.test);
+    }
+  });
+
+  it('is listed in test/README.md as it is', () => {
+    expect(read('test/README.md')).toContain(catalogueTable(MUTANTS));
+  });
+});
+
+describe('applyEdits', () => {
+  const files: Record<string, string> = { 'a.ts': 'one two one', 'b.ts': 'three' };
+  const from = (f: string) => files[f]!;
+
+  it('applies edits in order, several to one file', () => {
+    expect(
+      applyEdits(
+        [
+          { file: 'a.ts', find: 'two', replace: 'TWO' },
+          { file: 'a.ts', find: 'TWO one', replace: '2 $& 1' },
+          { file: 'b.ts', find: 'three', replace: '3' },
+        ],
+        from,
+      ),
+    ).toEqual([
+      { file: 'a.ts', text: 'one 2 $& 1' },
+      { file: 'b.ts', text: '3' },
+    ]);
+  });
+
+  it('refuses a text that is not there, or there twice', () => {
+    expect(() => applyEdits([{ file: 'a.ts', find: 'four', replace: '' }], from)).toThrow(
+      /a\.ts: the text to mutate occurs 0 times, not once/,
+    );
+    expect(() => applyEdits([{ file: 'a.ts', find: 'one', replace: '' }], from)).toThrow(
+      /occurs 2 times/,
+    );
+  });
+});
