@@ -26,7 +26,13 @@ import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/coordination/lock-name.js';
 import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { byFire, runs, type RunRow } from '../helpers/db.js';
+import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import {
+  expectHistoryMatchesJournal,
+  expectNoOverlapInJournal,
+  writeJournaledSchedule,
+} from '../helpers/ground-truth.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('policies', { perTest: true });
@@ -83,33 +89,13 @@ function jobPidOf(runners: RunnerProcess[], runId: number): number {
   throw new Error(`no runner logged the start of run ${runId}`);
 }
 
-/** No two winners' [started_at, finished_at] intersect. */
-function expectNoOverlap(winners: Row[], label: string): void {
-  for (let i = 1; i < winners.length; i++) {
-    expect(
-      winners[i]!.started_at.getTime(),
-      `${label}: run ${winners[i]!.id} started before run ${winners[i - 1]!.id} finished`,
-    ).toBeGreaterThanOrEqual(winners[i - 1]!.finished_at!.getTime());
-  }
-}
-
-/** Every fire has at most one winner. */
-function expectOneWinnerPerFire(rows: Row[], label: string): void {
-  for (const [at, fire] of byFire(rows)) {
-    expect(
-      fire.filter((r) => r.winner === 1).length,
-      `${label} ${new Date(at).toISOString()}`,
-    ).toBeLessThanOrEqual(1);
-  }
-}
-
 describe('timeout', () => {
-  // Ignores SIGTERM, and so does the process it leaves in the background: only the SIGKILL that
-  // follows the kill grace (5 s) ends them.
-  const STUBBORN = ['sh', '-c', "trap '' TERM; (exec sleep 30) & while :; do sleep 0.2; done"];
-
   it('stops the run, records `timeout` with the limit, kills its processes, frees the lock; a retried timeout counts as an attempt', async () => {
-    const config = writeSchedule(`
+    // `stubborn` ignores SIGTERM, and so does the process it leaves in the background: only the
+    // SIGKILL that follows the kill grace (5 s) ends them, 6 s after its start — past its next
+    // fire. It journals itself: no run of it may start while another one's processes live.
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
 namespace: timeouts
 jobs:
   slow:
@@ -124,9 +110,10 @@ jobs:
     retryDelay: 200ms
   stubborn:
     schedule: "*/4 * * * * *"
-    command: ${JSON.stringify(STUBBORN)}
+    command: ${j.yaml({ ignoreTerm: true, work: '(exec sleep 30) & while :; do sleep 0.2; done' })}
     timeout: 1s
-`);
+`,
+    );
     const runners = await fleet.start(['t1', 't2'], { config });
     const lock = jobLockName(fleet.db.name, 'timeouts', 'slow');
 
@@ -211,11 +198,29 @@ jobs:
     expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
     for (const job of ['slow', 'slow-retried', 'stubborn']) {
       const rows = await rowsOf(job);
-      expectOneWinnerPerFire(rows, job);
+      expectOneWinnerPerFire(rows, job, { noWinner: ['overlap'] });
+      expectNoOverlapInHistory(rows, job);
       expect(rows.filter((r) => r.status === 'running')).toEqual([]);
-      // Every winner timed out (none can finish `sleep 30` within 1 s).
-      for (const w of winnersOf(rows)) expect(w.status, `${job} run ${w.id}`).toBe('timeout');
+      // Every winner timed out (none can finish `sleep 30` within 1 s) — or, started near the
+      // end, was stopped by the runner's stop.
+      const ended = winnersOf(rows).filter(
+        (w) => w.id <= stubborn.id || w.status !== 'interrupted',
+      );
+      for (const w of ended) expect(w.status, `${job} run ${w.id}`).toBe('timeout');
     }
+    // The stubborn run outlived its timeout by its kill grace, past the next fire: that fire
+    // found its lock still held (the situation), and no run of it started meanwhile — by the
+    // jobs' own account, the lock each run holds until its last process is gone.
+    const stubbornRows = await rowsOf('stubborn');
+    const during = stubbornRows.filter(
+      (r) => r.scheduled_at > stubborn.scheduled_at && r.scheduled_at < stubborn.finished_at!,
+    );
+    expect(during.length, 'attempts of the fire that came while `stubborn` lived').toBe(2);
+    for (const r of during)
+      expect(r.reason, r.host).toMatch(/^an earlier run is still running on /);
+    const lived = journal.attempts('stubborn');
+    expectNoOverlapInJournal(lived, 'stubborn');
+    expectHistoryMatchesJournal(stubbornRows, lived, 'stubborn', (r) => r.status === 'timeout');
     expect(await lockIsFree(lock)).toBe(true);
     expectQuiet(runners);
   });

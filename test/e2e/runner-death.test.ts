@@ -12,14 +12,21 @@
  *   alive, a promise kept alive past `timeout`) are `failed`/`timeout`, never `done`.
  * Every check is against real processes (/proc) and the real rows in the shared MariaDB.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/coordination/lock-name.js';
-import { baton, writeSchedule, type LogLine, type RunnerProcess } from '../helpers/cli.js';
+import {
+  BATON_BIN,
+  baton,
+  writeSchedule,
+  type LogLine,
+  type RunnerProcess,
+} from '../helpers/cli.js';
 import { byFire, runs, type RunRow } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('runner_death', { perTest: true });
 
@@ -109,7 +116,7 @@ jobs:
     command:
       - sh
       - -c
-      - 'echo $$ > job-$BATON_RUN_ID.pid; sleep 30 & echo $! > child-$BATON_RUN_ID.pid; wait'
+      - 'trap "" TERM; echo $$ > job-$BATON_RUN_ID.pid; sleep 30 & echo $! > child-$BATON_RUN_ID.pid; wait'
 `);
     const dir = path.dirname(config);
     const db = fleet.db;
@@ -129,17 +136,23 @@ jobs:
     expect(before).toMatchObject({ status: 'running', winner: 1, host: victim.host });
 
     expect(await victim.stop('SIGKILL')).toBeNull();
-    // The watchdog: SIGTERM to the job's process group at once, SIGKILL a second later. Soft, so
-    // that the rest (the row, the next fire) is checked even when a job survived its runner.
+    // The watchdog: SIGTERM to the job's process group at once, SIGKILL a second later. The job
+    // and its grandchild ignore SIGTERM, so they are still there half a second on, and only the
+    // SIGKILL ends them. Soft, so that the rest (the row, the next fire) is checked even when a
+    // job survived its runner.
+    await sleep(500);
+    expect
+      .soft({ job: processGone(jobPid), grandchild: processGone(childPid) }, 'after the SIGTERM')
+      .toEqual({ job: false, grandchild: false });
     const gone = await waitFor(
       'the job and its grandchild to be gone',
       () => processGone(jobPid) && processGone(childPid),
-      { timeoutMs: 2_000, intervalMs: 20 },
+      { timeoutMs: 3_000, intervalMs: 20 },
     ).catch(() => false);
     expect
       .soft(
         { job: processGone(jobPid), grandchild: processGone(childPid), gone },
-        'job processes 2 s after their runner was killed',
+        'job processes 3.5 s after their runner was killed',
       )
       .toEqual({ job: true, grandchild: true, gone: true });
     if (!gone) killGroup(jobPid); // leave nothing behind for the next test
@@ -193,6 +206,49 @@ jobs:
     for (const s of survivors) {
       expect(s.errors(), s.host).toEqual([]);
       expect(s.stderr, s.host).toBe('');
+    }
+  });
+});
+
+describe('kill -9 of `baton run` mid-run', () => {
+  it('its watchdog kills the job and its grandchild, which ignore SIGTERM', async () => {
+    // `baton run` starts its job itself, with a watchdog of its own (a tiny `sh`), as the daemon
+    // does for module jobs.
+    const config = writeSchedule(`
+namespace: manual-death
+jobs:
+  long:
+    schedule: "0 3 * * *"
+    command:
+      - sh
+      - -c
+      - 'trap "" TERM; echo $$ > job.pid; sleep 30 & echo $! > child.pid; wait'
+`);
+    const dir = path.dirname(config);
+    const manual = spawn(
+      process.execPath,
+      [BATON_BIN, 'run', 'long', '--config', config, '--database-url', fleet.db.url],
+      { stdio: 'ignore' },
+    );
+    const exited = new Promise((resolve) => manual.once('exit', resolve));
+    const jobPid = await pidFile(dir, 'job.pid');
+    const childPid = await pidFile(dir, 'child.pid');
+    try {
+      manual.kill('SIGKILL');
+      await exited;
+      // SIGTERM at once (ignored: both are still there), SIGKILL a second later.
+      await sleep(500);
+      expect({ job: processGone(jobPid), grandchild: processGone(childPid) }).toEqual({
+        job: false,
+        grandchild: false,
+      });
+      await waitFor(
+        'the job and its grandchild to be gone',
+        () => processGone(jobPid) && processGone(childPid),
+        { timeoutMs: 3_000, intervalMs: 20 },
+      );
+    } finally {
+      killGroup(jobPid);
     }
   });
 });

@@ -14,7 +14,7 @@ import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { parentOf, processGone } from '../helpers/procfs.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('spawner', { perTest: true });
 
@@ -44,7 +44,10 @@ async function spawnerOf(runner: RunnerProcess, dir: string, runId: number): Pro
   return spawner;
 }
 
-/** The first run: long, with a grandchild; later ones short. Each writes its parent's pid. */
+/**
+ * The first run: long, with a grandchild, both ignoring SIGTERM (only the SIGKILL that follows it
+ * ends them); later ones short. Each writes its parent's pid.
+ */
 const SCHEDULE = `
 namespace: spawner
 jobs:
@@ -54,7 +57,7 @@ jobs:
     command:
       - sh
       - -c
-      - 'echo $PPID > parent-$BATON_RUN_ID.pid; if mkdir first.marker 2>/dev/null; then sleep 30 & echo $! > child.pid; echo $$ > job.pid; wait; else echo short; fi'
+      - 'echo $PPID > parent-$BATON_RUN_ID.pid; if mkdir first.marker 2>/dev/null; then trap "" TERM; sleep 30 & echo $! > child.pid; echo $$ > job.pid; wait; else echo short; fi'
 `;
 
 describe('kill -9 of a runner', () => {
@@ -77,18 +80,26 @@ describe('kill -9 of a runner', () => {
     expect(environ).not.toContain(fleet.db.url);
 
     expect(await runner!.stop('SIGKILL')).toBeNull();
-    // SIGTERM to the group at once, SIGKILL a second later; then the spawner exits.
+    // SIGTERM to the group at once, SIGKILL a second later; then the spawner exits. The job
+    // ignores SIGTERM: half a second on, it is still there, and only the SIGKILL ends it.
+    await sleep(500);
+    expect({ job: processGone(jobPid), grandchild: processGone(childPid) }).toEqual({
+      job: false,
+      grandchild: false,
+    });
     const gone = await waitFor(
       'the job, its grandchild and the spawner to be gone',
       () => processGone(jobPid) && processGone(childPid) && processGone(spawner),
       { timeoutMs: 5_000, intervalMs: 20 },
     ).catch(() => false);
-    if (!gone) killGroup(jobPid); // leave nothing behind for the next test
-    expect({
+    // Read before cleaning up: the test's own SIGKILL must not pass for the spawner's.
+    const after = {
       job: processGone(jobPid),
       grandchild: processGone(childPid),
       spawner: processGone(spawner),
-    }).toEqual({ job: true, grandchild: true, spawner: true });
+    };
+    if (!gone) killGroup(jobPid); // leave nothing behind for the next test
+    expect(after).toEqual({ job: true, grandchild: true, spawner: true });
   });
 });
 
@@ -105,6 +116,11 @@ describe('kill -9 of the spawner mid-run', () => {
     const spawner = await spawnerOf(runner!, dir, runId);
 
     process.kill(spawner, 'SIGKILL');
+    // The runner sends SIGTERM to the group, SIGKILL a second later; the job ignores SIGTERM.
+    await sleep(500);
+    expect(processGone(jobPid) || processGone(childPid), 'the job survived the SIGTERM').toBe(
+      false,
+    );
 
     const failed = await waitFor(
       'the run to end failed',
@@ -116,12 +132,11 @@ describe('kill -9 of the spawner mid-run', () => {
       exit_code: null,
       error: "baton's spawner process died (killed by SIGKILL); the run's processes were killed",
     });
-    const gone = processGone(jobPid) && processGone(childPid);
-    if (!gone) killGroup(jobPid);
-    expect({ job: processGone(jobPid), grandchild: processGone(childPid) }).toEqual({
-      job: true,
-      grandchild: true,
-    });
+    // Ended only once its processes were: read before cleaning up, so that the test's own
+    // SIGKILL does not pass for the runner's.
+    const after = { job: processGone(jobPid), grandchild: processGone(childPid) };
+    if (!after.job || !after.grandchild) killGroup(jobPid);
+    expect(after).toEqual({ job: true, grandchild: true });
 
     const later = await waitFor(
       'a later fire done',

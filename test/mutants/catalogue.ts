@@ -30,4 +30,115 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'timeout-releases-lock-early',
+    guarantee: 'no-overlap',
+    what:
+      "A timed-out run gives its job's lock back when the timeout fires, before its stopped " +
+      'process has exited (one that ignores SIGTERM lives on for the kill grace).',
+    edits: [
+      {
+        file: 'src/coordination/run-fire.ts',
+        find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
+        replace:
+          'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
+      },
+      {
+        file: 'src/coordination/run-fire.ts',
+        find: "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');",
+        replace:
+          "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');\n" +
+          '            const held = (options as { heldLock?: string | null }).heldLock;\n' +
+          '            if (held) void c.lock.release(held);',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/policies.test.ts',
+        test: 'stops the run, records `timeout` with the limit',
+      },
+    ],
+  },
+  {
+    id: 'spawner-watchdog-no-sigkill',
+    guarantee: 'dies-with-runner',
+    what:
+      "The spawner's watchdog sends SIGTERM to a dead runner's jobs but never the SIGKILL after " +
+      'it: a job that ignores SIGTERM outlives its runner.',
+    edits: [
+      {
+        file: 'src/execution/spawner.ts',
+        find: "for (const run of groups) run.signalGroup('SIGKILL');",
+        replace: '',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/spawner.test.ts',
+        test: 'the spawner kills the job and its grandchild, then exits',
+      },
+      {
+        file: 'test/e2e/runner-death.test.ts',
+        test: 'kills the job and its grandchild, the row becomes lost, and a survivor runs a later fire',
+      },
+    ],
+  },
+  {
+    id: 'spawner-watchdog-gone',
+    guarantee: 'dies-with-runner',
+    what: 'The spawner exits with its runner and leaves the running jobs behind.',
+    edits: [
+      {
+        file: 'src/execution/spawner.ts',
+        find: "process.once('disconnect', killOrphans);",
+        replace: "process.once('disconnect', () => process.exit(0));",
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/spawner.test.ts',
+        test: 'the spawner kills the job and its grandchild, then exits',
+      },
+    ],
+  },
+  {
+    id: 'run-watchdog-no-sigkill',
+    guarantee: 'dies-with-runner',
+    what:
+      'The per-run watchdog of `baton run` and module jobs stops at SIGTERM: a job that ignores ' +
+      'it outlives a killed `baton run`.',
+    edits: [
+      {
+        file: 'src/execution/job-process.ts',
+        find: `'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0'`,
+        replace: `'kill -s TERM -- "-$1" 2>/dev/null; exit 0'`,
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/runner-death.test.ts',
+        test: 'its watchdog kills the job and its grandchild, which ignore SIGTERM',
+      },
+    ],
+  },
+  {
+    id: 'spawner-death-no-sigkill',
+    guarantee: 'dies-with-runner',
+    what:
+      "When the spawner dies, the runner SIGTERMs the spawner's jobs but never SIGKILLs them, and " +
+      'records them failed while they still run.',
+    edits: [
+      {
+        file: 'src/execution/spawner-client.ts',
+        find: "      signalAll('SIGKILL');\n",
+        replace: '',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/spawner.test.ts',
+        test: 'fails the run saying so, kills its group, and a later fire runs under a new spawner',
+      },
+    ],
+  },
 ];
