@@ -3,13 +3,14 @@
  * exactly one new session however many jobs fire at once, keeps firing, and still stops cleanly.
  * (A session lost *under a running job* is the lost-lock handling's case, not this one.)
  */
-import { describe, expect, it } from 'vitest';
-import { LockSession } from '../../src/coordination/lock-session.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCK_STATEMENT_DEADLINE_MS, LockSession } from '../../src/coordination/lock-session.js';
 import { parseDatabaseUrl } from '../../src/store/database-url.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { nextGridInstant } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
-import { waitFor } from '../helpers/wait.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('session');
 
@@ -85,34 +86,65 @@ describe('a lock session under a flood of statements', () => {
 });
 
 describe('a lock session lost while many fires wait for their turn', () => {
+  // The runner's link is slow (100 ms each way) and is frozen 40 ms after an instant, so the
+  // session's statements for the instant's 200 fires are still unanswered when the heartbeat
+  // deadline gives the session up: the test does not hope that some fires are still waiting, it
+  // makes sure of it, and checks that they were. A frozen link (unlike a KILL, which the driver
+  // reports by failing what it had sent) leaves it to baton to fail what the session will never
+  // answer.
+  const LINK_MS = 100;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    proxy = await startTcpProxy(
+      { host: '127.0.0.1', port: 3306 },
+      { upMs: LINK_MS, downMs: LINK_MS },
+    );
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
   it('fails them at once as not run, and none waits on the dead session', async () => {
     const jobs = Array.from(
       { length: 200 },
       (_, i) => `  j${i}: { schedule: "*/10 * * * * *", command: ["true"] }`,
     );
     const config = writeSchedule(`namespace: storm\njobs:\n${jobs.join('\n')}\n`);
-    const [runner] = await fleet.start(['storm'], { config });
-    const sessionId = Number(
-      runner!.lines.find((l) => l.msg === 'runner started')!.lockConnectionId,
-    );
-    // 40 ms after an instant of the ten-second grid, while most of its 200 fires wait.
-    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 1_500);
-    await new Promise((r) => setTimeout(r, instant - now + 40));
-    await fleet.db.query('KILL ?', [sessionId]);
-    await runner!.waitForLog('lock session reopened');
-    await waitFor('every fire of the instant settled', () => {
-      const at = new Date(instant).toISOString();
-      const settled = runner!.lines.filter(
-        (l) =>
-          (l.scheduledAt === at &&
-            ['run finished', 'fire skipped', 'fire not completed'].includes(l.msg)) ||
-          (l.scheduledAt === at && l.msg.startsWith('fire not run')),
-      );
-      return settled.length === 200;
+    const [runner] = await fleet.start(['storm'], {
+      config,
+      databaseUrl: proxy.url(fleet.db.name),
+      args: ['--heartbeat', '200ms', '--heartbeat-deadline', '800ms'],
     });
+    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 1_500);
+    await sleep(instant - now + 40);
+    proxy.freeze();
+    let lost;
+    try {
+      lost = await runner!.waitForLog('lock session lost');
+    } finally {
+      proxy.thaw();
+    }
+    await runner!.waitForLog('lock session reopened');
+    const at = new Date(instant).toISOString();
+    const settledLines = () =>
+      runner!.lines.filter(
+        (l) =>
+          l.scheduledAt === at &&
+          (['run finished', 'fire skipped', 'fire not completed'].includes(l.msg) ||
+            l.msg.startsWith('fire not run')),
+      );
+    await waitFor('every fire of the instant settled', () => settledLines().length === 200);
+    // The situation: fires of the instant were still waiting on the session when it died.
+    const notRun = settledLines().filter((l) => l.msg.startsWith('fire not run'));
+    expect(notRun.length, 'fires cut off by the loss').toBeGreaterThan(0);
     // Fires behind the loss are "not run" (a warning, counted no-database), never an error of a
-    // statement sent on the dead connection and waited out for its deadline.
+    // statement sent on the dead connection, and none waited out a statement's deadline.
     expect(runner!.lines.filter((l) => l.msg === 'fire not completed')).toEqual([]);
+    const lastCutOff = Math.max(...notRun.map((l) => Date.parse(String(l.time))));
+    expect(
+      lastCutOff - Date.parse(String(lost.time)),
+      'from the loss to the last fire cut off (ms)',
+    ).toBeLessThan(LOCK_STATEMENT_DEADLINE_MS / 2);
     expect(await runner!.stop('SIGTERM', 10_000)).toBe(0);
   });
 });

@@ -21,7 +21,6 @@
  * (`date +%s%3N`) come from the same machine's clock.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/coordination/lock-name.js';
 import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
@@ -227,24 +226,15 @@ jobs:
 });
 
 describe('retries', () => {
-  // Each attempt appends "<attempt> <host> <start ms> <end ms>" to attempts-<run id> in the
-  // schedule's folder (the job's working directory), then fails unless it is the third.
-  const FLAKY = [
-    'sh',
-    '-c',
-    's=$(date +%s%3N); ' +
-      '[ "$BATON_ATTEMPT" -ge 3 ] && ok=1 || ok=0; ' +
-      'echo "$BATON_ATTEMPT $BATON_HOST $s $(date +%s%3N)" >> "attempts-$BATON_RUN_ID"; ' +
-      '[ $ok = 1 ] || { echo "attempt $BATON_ATTEMPT fails"; exit 1; }',
-  ];
-
   it('retries on the same row while holding the lock: one winner, done, attempts = 3; a hopeless job ends failed at its last attempt', async () => {
-    const config = writeSchedule(`
+    // `flaky` journals each attempt (ground-truth.ts), then fails unless it is the third.
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
 namespace: retries
 jobs:
   flaky:
     schedule: "* * * * * *"
-    command: ${JSON.stringify(FLAKY)}
+    command: ${j.yaml({ work: '[ "$BATON_ATTEMPT" -ge 3 ] || { echo "attempt $BATON_ATTEMPT fails"; exit 1; }' })}
     retries: 2
     retryDelay: 500ms
   hopeless:
@@ -252,8 +242,8 @@ jobs:
     command: ["sh", "-c", "echo no luck; exit 4"]
     retries: 1
     retryDelay: 500ms
-`);
-    const dir = path.dirname(config);
+`,
+    );
     const hosts = ['r1', 'r2'];
     const runners = await fleet.start(hosts, { config });
 
@@ -274,24 +264,24 @@ jobs:
 
     const rows = await rowsOf('flaky');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
-    expectOneWinnerPerFire(rows, 'flaky');
+    expectOneWinnerPerFire(rows, 'flaky', { noWinner: ['overlap', 'lock-being-released'] });
     const winners = winnersOf(rows);
-    expectNoOverlap(winners, 'flaky');
+    expectNoOverlapInHistory(rows, 'flaky');
 
-    // What each run did, from the job's own notes.
+    // What each run did, from the job's own journal: no attempt overlapped another run's, and
+    // the history agrees with it (three attempts for every run that is done).
+    const journaled = journal.attempts('flaky');
+    expectNoOverlapInJournal(journaled, 'flaky');
+    expectHistoryMatchesJournal(rows, journaled, 'flaky');
     const notes = new Map<
       number,
       { attempt: number; host: string; start: number; end: number }[]
     >();
-    for (const file of readdirSync(dir).filter((f) => f.startsWith('attempts-'))) {
-      const lines = readFileSync(path.join(dir, file), 'utf8').trim().split('\n');
-      notes.set(
-        Number(file.slice('attempts-'.length)),
-        lines.map((l) => {
-          const [attempt, host, start, end] = l.split(' ');
-          return { attempt: Number(attempt), host: host!, start: Number(start), end: Number(end) };
-        }),
-      );
+    for (const a of journaled) {
+      notes.set(a.runId, [
+        ...(notes.get(a.runId) ?? []),
+        { attempt: a.attempt, host: a.host, start: a.start, end: a.end! },
+      ]);
     }
     // Only winners ran the job, and each run's attempts ran on its winner, one after another.
     expect([...notes.keys()].sort()).toEqual(winners.map((w) => w.id).sort());
@@ -353,7 +343,7 @@ jobs:
     expect(inPause, 'fires contended during a retry pause').toBeGreaterThanOrEqual(1);
 
     const hopeless = await rowsOf('hopeless');
-    expectOneWinnerPerFire(hopeless, 'hopeless');
+    expectOneWinnerPerFire(hopeless, 'hopeless', { noWinner: ['overlap'] });
     const lost = winnersOf(hopeless);
     expect(lost.length).toBeGreaterThanOrEqual(2);
     for (const w of lost) {
@@ -403,6 +393,7 @@ jobs:
     const parallel = (await rowsOf('parallel')).filter((r) => r.scheduled_at > from);
     expect(parallel.filter((r) => r.status === 'running')).toEqual([]);
     // Every fire in the window ran, exactly once; the other runner met the fire key.
+    expectOneWinnerPerFire(parallel, 'parallel');
     const fires = byFire(parallel.filter((r) => r.scheduled_at <= until));
     expect(fires.size).toBeGreaterThanOrEqual(5);
     for (const [at, fire] of fires) {
@@ -427,8 +418,10 @@ jobs:
     // The default policy is skip: the same job never overlaps, and fires in between are skipped
     // because the earlier run is still running.
     const serial = await rowsOf('serial');
-    expectOneWinnerPerFire(serial, 'serial');
-    expectNoOverlap(winnersOf(serial), 'serial');
+    // A 3 s run of an every-second job ends just after an instant: that fire may meet its lock
+    // on its way back.
+    expectOneWinnerPerFire(serial, 'serial', { noWinner: ['overlap', 'lock-being-released'] });
+    expectNoOverlapInHistory(serial, 'serial');
     const skips = serial.filter((r) => r.winner === null);
     expect(skips.some((s) => /^an earlier run is still running on a[12] /.test(s.reason!))).toBe(
       true,
@@ -464,9 +457,9 @@ jobs:
 
     const rows = await rowsOf('queued');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
-    expectOneWinnerPerFire(rows, 'queued');
+    expectOneWinnerPerFire(rows, 'queued', { noWinner: ['overlap', 'lock-being-released'] });
     const winners = winnersOf(rows);
-    expectNoOverlap(winners, 'queued');
+    expectNoOverlapInHistory(rows, 'queued');
     for (const w of winners) expect(w.status, `run ${w.id}`).toBe('done');
 
     const queued = queuedRuns(winners);

@@ -141,4 +141,19 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'lost-session-statements-wait',
+    guarantee: 'lost-lock',
+    what:
+      'A lost lock session no longer fails the statements it had not answered: every fire ' +
+      'waiting on it waits out a deadline (or forever) instead of being recorded not run at once.',
+    edits: [
+      {
+        file: 'src/coordination/lock-session.ts',
+        find: 'for (const reject of [...this.unsettled]) reject(error);',
+        replace: 'void error;',
+      },
+    ],
+    killers: [{ file: 'test/e2e/lock-session.test.ts', test: 'fails them at once as not run' }],
+  },
 ];
