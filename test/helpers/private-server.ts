@@ -18,13 +18,14 @@
  *    this process died, it SIGKILLs the servers still registered and removes their dirs.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
+import { libfaketime } from './cli.js';
 
 const MARIADBD = process.env.BATON_TEST_MARIADBD ?? '/usr/sbin/mariadbd';
 const INSTALL_DB = process.env.BATON_TEST_MARIADB_INSTALL_DB ?? 'mariadb-install-db';
@@ -49,6 +50,11 @@ export interface PrivateServer {
   start(): Promise<void>;
   /** Kills the server if it runs and removes its data dir. */
   destroy(): Promise<void>;
+  /**
+   * With `steppableClock`: steps the server's wall clock to `seconds` off the real one (negative:
+   * behind), at once, as NTP stepping the database host's clock would. NOW() follows it.
+   */
+  stepClock(seconds: number): void;
 }
 
 export interface PrivateServerOptions {
@@ -58,6 +64,12 @@ export interface PrivateServerOptions {
    * every (re)start.
    */
   args?: readonly string[];
+  /**
+   * Run the server under libfaketime with its offset read from a file at every clock read, so
+   * that `stepClock()` can step the server's clock while it runs (its monotonic clock is left
+   * alone). Needs Debian's `faketime` (installed by .ci/run).
+   */
+  steppableClock?: boolean;
 }
 
 export async function startPrivateServer(
@@ -72,11 +84,23 @@ export async function startPrivateServer(
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   let stderrTail = '';
+  const clockFile = join(dataDir, 'faketime-offset');
+  if (options.steppableClock) writeFileSync(clockFile, '+0\n');
+  const clockEnv = options.steppableClock
+    ? {
+        ...process.env,
+        LD_PRELOAD: libfaketime(),
+        FAKETIME_TIMESTAMP_FILE: clockFile,
+        FAKETIME_NO_CACHE: '1',
+        FAKETIME_DONT_FAKE_MONOTONIC: '1',
+      }
+    : process.env;
 
   const launch = async (): Promise<void> => {
     stderrTail = '';
     const proc = spawn(MARIADBD, [...serverArgs(dataDir, port), ...(options.args ?? [])], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      env: clockEnv,
     });
     child = proc;
     liveServers.add(proc);
@@ -155,6 +179,10 @@ export async function startPrivateServer(
         await terminate('SIGKILL');
         throw err;
       }
+    },
+    stepClock(seconds) {
+      if (!options.steppableClock) throw new Error('started without steppableClock');
+      writeFileSync(clockFile, `${seconds >= 0 ? '+' : ''}${seconds}\n`);
     },
     async destroy() {
       // SIGKILL rather than a graceful stop: the data dir is about to go anyway.

@@ -156,4 +156,66 @@ export const MUTANTS: readonly Mutant[] = [
     ],
     killers: [{ file: 'test/e2e/lock-session.test.ts', test: 'fails them at once as not run' }],
   },
+  {
+    id: 'claim-before-due',
+    guarantee: 'no-early-start',
+    what:
+      "The claim no longer waits for the database's clock to reach the fire (`NOW(3) >= " +
+      'scheduled_at`): a runner whose estimate of that clock is off starts the run early.',
+    edits: [
+      {
+        file: 'src/store/runs.ts',
+        find: "SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE NOW(3) >= ?`,",
+        replace:
+          "SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE ? IS NOT NULL`,",
+      },
+      {
+        file: 'src/store/runs.ts',
+        find: 'WHERE NOW(3) >= f.scheduled_at`,',
+        replace: 'WHERE f.scheduled_at IS NOT NULL`,',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/clock-skew.test.ts',
+        test: "starts no run before its instant by the server's clock",
+      },
+    ],
+  },
+  {
+    id: 'reclaim-late',
+    guarantee: 'sdk',
+    what: "`reclaimStale` gives a dead worker's rows back only at three times the bound.",
+    edits: [
+      {
+        file: 'src/sdk/claim.ts',
+        find: "const micros = positiveInt('olderThanMs', o.olderThanMs) * 1000;",
+        replace: "const micros = positiveInt('olderThanMs', o.olderThanMs) * 3000;",
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/sdk-claim.test.ts',
+        test: 'by the real clock too: reclaimed once the claim is older than the bound',
+      },
+    ],
+  },
+  {
+    id: 'claim-reads-back-all',
+    guarantee: 'sdk',
+    what:
+      "`claimRows` reads back every row the worker holds, not just this claim's (its token): a " +
+      'batch is handed out again.',
+    edits: [
+      {
+        file: 'src/sdk/claim.ts',
+        find: '`SELECT * FROM ${c.table} WHERE ${c.worker} = ? AND ${c.token} = ? AND ${c.status} = ? ` +',
+        replace:
+          '`SELECT * FROM ${c.table} WHERE ${c.worker} = ? AND ? IS NOT NULL AND ${c.status} = ? ` +',
+      },
+    ],
+    killers: [
+      { file: 'test/e2e/sdk-claim.test.ts', test: 'reads back only the batch it just claimed' },
+    ],
+  },
 ];
