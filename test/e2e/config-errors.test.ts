@@ -141,7 +141,10 @@ describe('invalid schedules.yaml', () => {
   });
 
   it('`baton start` with an invalid file exits 78 before touching the database', async () => {
-    const file = writeSchedule(CASES[3]!.yaml);
+    // One valid job beside the invalid one: refused whole, the valid one does not start alone.
+    const file = writeSchedule(
+      `${CASES[3]!.yaml}  fine:\n    schedule: "* * * * * *"\n    command: ["true"]\n`,
+    );
     const result = await baton(['start', '--config', file, '--database-url', DB_URL]);
     expect(result.code).toBe(78);
     expect(result.stderr).toMatch(CASES[3]!.expect);

@@ -142,7 +142,7 @@ jobs:
       (r) => r.scheduled_at >= from && r.scheduled_at <= until,
     );
     expectCompleteFires(rows, 'short', { from, until, everyMs: 1_000, hosts: ['near', 'far'] });
-    expectOneWinnerPerFire(rows, 'short', { noWinner: ['overlap'] });
+    expectOneWinnerPerFire(rows, 'short', { noWinner: ['overlap', 'lock-being-released'] });
     const attempts = journal.attempts('short').filter((a) => a.fire >= from.getTime());
     expectNoOverlapInJournal(attempts, 'short');
     expectHistoryMatchesJournal(

@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/coordination/lock-name.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { byFire, runs } from '../helpers/db.js';
+import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import {
+  expectHistoryMatchesJournal,
+  expectNoOverlapInJournal,
+  writeJournaledSchedule,
+} from '../helpers/ground-truth.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('overlap', { perTest: true });
@@ -73,12 +79,14 @@ jobs:
 
 describe('three runners, a 2.5 s job every second', () => {
   it('never overlaps two runs, and every host skips the fires in between', async () => {
-    const config = writeSchedule(`
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
 jobs:
   long:
     schedule: "* * * * * *"
-    command: ["sleep", "2.5"]
-`);
+    command: ${j.yaml({ work: 'sleep 2.5' })}
+`,
+    );
     const hosts = ['a', 'b', 'c'];
     const db = fleet.db;
     const runners = await fleet.start(hosts, { config });
@@ -95,15 +103,14 @@ jobs:
     const rows = await runs(db, 'long');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
     expectQuiet(runners);
-    const winners = rows
-      .filter((r) => r.winner === 1)
-      .sort((x, y) => x.started_at.getTime() - y.started_at.getTime());
-    for (let i = 1; i < winners.length; i++) {
-      // Database times: the next run starts only after the previous one finished.
-      expect(winners[i]!.started_at.getTime()).toBeGreaterThanOrEqual(
-        winners[i - 1]!.finished_at!.getTime(),
-      );
-    }
+    // By the database's times and by the job's own account: the next run starts only after the
+    // previous one finished, and each fire ran at most once; fires in between have no winner
+    // because a run was going (and true of the run they name).
+    expectNoOverlapInHistory(rows, 'long');
+    const attempts = journal.attempts('long');
+    expectNoOverlapInJournal(attempts, 'long');
+    expectHistoryMatchesJournal(rows, attempts, 'long');
+    expectOneWinnerPerFire(rows, 'long', { noWinner: ['overlap', 'lock-being-released'] });
 
     let inBetween = 0;
     for (const [at, fire] of byFire(rows)) {

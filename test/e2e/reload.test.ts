@@ -32,12 +32,17 @@ jobs:
     command: ["sleep", "2"]
 `;
 
+// A file with one valid, changed job and one invalid job: refused whole, so `a` keeps its old
+// command — a half-applied reload would run the new one.
 const INVALID = `
 namespace: reload
 jobs:
   a:
+    schedule: "* * * * * *"
+    command: ["sh", "-c", "echo half-applied; sleep 2"]
+  c:
     schedule: "61 * * * * *"
-    command: ["sleep", "2"]
+    command: ["true"]
 `;
 
 const REPLACED = `
@@ -85,8 +90,8 @@ describe('SIGHUP', () => {
     const validate = await baton(['validate', '--config', config]);
     expect(validate.code).toBe(78);
     const validateMessage = validate.stderr.replace(/^baton: /, '').trimEnd();
-    expect(validateMessage).toContain(`${config}:5:`);
-    expect(validateMessage).toContain('jobs.a.schedule: invalid cron expression "61 * * * * *"');
+    expect(validateMessage).toContain(`${config}:8:`);
+    expect(validateMessage).toContain('jobs.c.schedule: invalid cron expression "61 * * * * *"');
 
     runner0.child.kill('SIGHUP');
     const refused = await runner0.waitForLog('reload refused: the old schedule stays');
@@ -94,16 +99,17 @@ describe('SIGHUP', () => {
     expect(refused.error).toBe(validateMessage);
     expect(runner0.lines.some((l) => l.msg === 'schedule reloaded')).toBe(false);
 
-    // The old schedule goes on: `a` wins fires after the refusal.
+    // The old schedule goes on, whole: `a` wins fires after the refusal, with its old command.
     const refusedAt = logTime(refused);
-    await waitFor(
+    const after = await waitFor(
       'a run of `a` after the refused reload',
       async () =>
-        (await runs(db, 'a')).some(
+        (await runs(db, 'a')).find(
           (r) => r.winner === 1 && r.scheduled_at.getTime() > refusedAt && r.status === 'done',
         ),
       { timeoutMs: 20_000, intervalMs: 100 },
     );
+    expect(after.output_tail, 'the old command of `a`').toBe('');
 
     // 2. A valid file that removes `a` and adds `b`, sent while a run of `a` is going.
     const inFlight = await waitFor(

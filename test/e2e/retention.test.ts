@@ -19,7 +19,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { Writable } from 'node:stream';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { pino } from 'pino';
@@ -36,7 +35,7 @@ import {
   NEXT_JOB_SQL,
   SELECT_BATCH_SQL,
 } from '../../src/store/prune.js';
-import { ROOT, baton, writeSchedule } from '../helpers/cli.js';
+import { baton, writeSchedule } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -451,39 +450,31 @@ describe('RetentionSchedule (the daemon side)', () => {
   });
 });
 
-// Enabled once src/daemon/runner.ts constructs a RetentionSchedule (the lead's wiring).
-const RUNNER_WIRED = readFileSync(path.join(ROOT, 'src/daemon/runner.ts'), 'utf8').includes(
-  'RetentionSchedule',
-);
-
 describe('a running daemon with retention:', () => {
-  it.skipIf(!RUNNER_WIRED)(
-    'prunes the history by itself soon after it starts, and by the new retention after SIGHUP',
-    async () => {
-      const ns = 'ret-daemon';
-      const [recent, failed] = await insertRows([
-        { namespace: ns, job: 'a', status: 'skipped', age: DAY },
-        { namespace: ns, job: 'a', status: 'failed', age: 31 * DAY },
-        { namespace: ns, job: 'a', status: 'skipped', age: 31 * DAY },
-        // A job no longer in the file: its history is the namespace's too.
-        { namespace: ns, job: 'gone', status: 'skipped', age: 45 * DAY },
-      ]);
-      const config = JOB_FILE(ns, 'retention:\n  skips: 30d\n');
-      const [runner] = await fleet.start(['solo'], { config });
-      const first = await runner!.waitForLog('history pruned');
-      expect(first).toMatchObject({ runs: 0, skips: 2, runsBefore: null });
-      expect(await idsOf(ns)).toEqual([recent, failed]);
+  it('prunes the history by itself soon after it starts, and by the new retention after SIGHUP', async () => {
+    const ns = 'ret-daemon';
+    const [recent, failed] = await insertRows([
+      { namespace: ns, job: 'a', status: 'skipped', age: DAY },
+      { namespace: ns, job: 'a', status: 'failed', age: 31 * DAY },
+      { namespace: ns, job: 'a', status: 'skipped', age: 31 * DAY },
+      // A job no longer in the file: its history is the namespace's too.
+      { namespace: ns, job: 'gone', status: 'skipped', age: 45 * DAY },
+    ]);
+    const config = JOB_FILE(ns, 'retention:\n  skips: 30d\n');
+    const [runner] = await fleet.start(['solo'], { config });
+    const first = await runner!.waitForLog('history pruned');
+    expect(first).toMatchObject({ runs: 0, skips: 2, runsBefore: null });
+    expect(await idsOf(ns)).toEqual([recent, failed]);
 
-      // The reloaded retention covers runs too, and applies soon (not an hour later).
-      writeFileSync(config, readFileSync(config, 'utf8').replace('  skips: 30d', '  runs: 30d'));
-      runner!.child.kill('SIGHUP');
-      await runner!.waitForLog('schedule reloaded');
-      const second = await runner!.waitForLog('history pruned', (l) => l.runs === 1);
-      expect(second).toMatchObject({ runs: 1, skips: 0, skipsBefore: null });
-      expect(await idsOf(ns)).toEqual([recent]);
+    // The reloaded retention covers runs too, and applies soon (not an hour later).
+    writeFileSync(config, readFileSync(config, 'utf8').replace('  skips: 30d', '  runs: 30d'));
+    runner!.child.kill('SIGHUP');
+    await runner!.waitForLog('schedule reloaded');
+    const second = await runner!.waitForLog('history pruned', (l) => l.runs === 1);
+    expect(second).toMatchObject({ runs: 1, skips: 0, skipsBefore: null });
+    expect(await idsOf(ns)).toEqual([recent]);
 
-      expect(await runner!.stop()).toBe(0);
-      expect(runner!.errors()).toEqual([]);
-    },
-  );
+    expect(await runner!.stop()).toBe(0);
+    expect(runner!.errors()).toEqual([]);
+  });
 });

@@ -218,4 +218,316 @@ export const MUTANTS: readonly Mutant[] = [
       { file: 'test/e2e/sdk-claim.test.ts', test: 'reads back only the batch it just claimed' },
     ],
   },
+  {
+    id: 'local-overlap-check-dropped',
+    guarantee: 'no-overlap',
+    what:
+      'A runner asks for the lock of a job it is already running: GET_LOCK nests within its ' +
+      'session, so it "wins" and runs the job beside itself.',
+    edits: [
+      {
+        file: 'src/daemon/runner.ts',
+        find: "    if (job.overlap === 'skip' && local) runningHere = local.scheduledAt;\n",
+        replace: '',
+      },
+    ],
+    killers: [{ file: 'test/e2e/overlap.test.ts', test: 'skips its own later fires' }],
+  },
+  {
+    id: 'job-lock-not-taken',
+    guarantee: 'no-overlap',
+    what: "Contention no longer takes the job's lock: only the fire key is left, so fires overlap.",
+    edits: [
+      {
+        file: 'src/coordination/fire-protocol.ts',
+        find: 'const got = await acquire(c, lockName, slotAttempt, options);',
+        replace:
+          "const got = (await Promise.resolve('acquired')) as 'acquired' | 'busy' | 'taken';",
+      },
+    ],
+    killers: [{ file: 'test/e2e/overlap.test.ts', test: 'never overlaps two runs' }],
+  },
+  {
+    id: 'retry-releases-lock',
+    guarantee: 'no-overlap',
+    what: "A run waiting to retry gives its job's lock back: another runner starts the job meanwhile.",
+    edits: [
+      {
+        file: 'src/coordination/run-fire.ts',
+        find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
+        replace:
+          'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
+      },
+      {
+        file: 'src/coordination/run-fire.ts',
+        find: '    await control.pause(job.retryDelayMs);',
+        replace:
+          '    const held = (options as { heldLock?: string | null }).heldLock;\n' +
+          '    if (held) await c.lock.release(held);\n' +
+          '    await control.pause(job.retryDelayMs);',
+      },
+    ],
+    killers: [
+      { file: 'test/e2e/policies.test.ts', test: 'retries on the same row while holding the lock' },
+    ],
+  },
+  {
+    id: 'skip-row-not-written',
+    guarantee: 'visible',
+    what: 'A runner that does not run a fire no longer records its skip row.',
+    edits: [
+      {
+        file: 'src/coordination/fire-protocol.ts',
+        find: 'runId: await batches.skip.load({ attempt, reason }),',
+        replace: 'runId: 0,',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/one-winner.test.ts',
+        test: 'gives every fire exactly one winner and two skips',
+      },
+    ],
+  },
+  {
+    id: 'stale-local-run',
+    guarantee: 'visible',
+    what:
+      'A runner never forgets a finished run of its own: it skips every later fire of the job ' +
+      '("an earlier run is still running … (this runner)"), untrue, and fires end up with no winner.',
+    edits: [
+      {
+        file: 'src/daemon/runner.ts',
+        find: 'if (active) this.active.delete(active);',
+        replace: 'void active;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/one-winner.test.ts',
+        test: 'gives every fire exactly one winner and two skips',
+      },
+    ],
+  },
+  {
+    id: 'reaper-reaps-live',
+    guarantee: 'visible',
+    what: 'The reaper takes every `running` row for an orphan and marks live runs `lost`.',
+    edits: [
+      {
+        file: 'src/store/runs.ts',
+        find: 'AND (lock_connection_id IS NULL OR started_at < ?',
+        replace: 'AND (TRUE OR started_at < ?',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/runner-death.test.ts',
+        test: 'kills the job and its grandchild, the row becomes lost, and a survivor runs a later fire',
+      },
+    ],
+  },
+  {
+    id: 'missed-not-recorded',
+    guarantee: 'visible',
+    what: 'After an outage, fires nobody attempted get no `missed` row.',
+    edits: [
+      {
+        file: 'src/daemon/runner.ts',
+        find: 'if (await insertMissed(pool, attempt, reason)) recorded++;',
+        replace: 'if (await Promise.resolve(insertMissed.length < 0)) recorded++;',
+      },
+    ],
+    killers: [{ file: 'test/e2e/outage.test.ts', test: 'no runner runs blind' }],
+  },
+  {
+    id: 'lost-lock-no-abort',
+    guarantee: 'lost-lock',
+    what: 'A runner whose lock session died lets its running jobs go on, unprotected by their lock.',
+    edits: [
+      {
+        file: 'src/daemon/runner.ts',
+        find: 'for (const run of running) {',
+        replace: 'for (const run of running.slice(running.length)) {',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/runner-death.test.ts',
+        test: 'aborts the job, records it lost, reopens the session',
+      },
+    ],
+  },
+  {
+    id: 'read-only-runs',
+    guarantee: 'fail-closed',
+    what: 'GET_LOCK no longer checks `read_only`: a demoted primary hands out winners.',
+    edits: [
+      {
+        file: 'src/coordination/lock-session.ts',
+        find: "'SELECT CASE WHEN @@global.read_only THEN -1 ELSE GET_LOCK(?, ?) END AS got'",
+        replace: "'SELECT GET_LOCK(?, ?) AS got'",
+      },
+      {
+        file: 'src/coordination/lock-session.ts',
+        find: '`CASE WHEN @@global.read_only THEN -1 ELSE GET_LOCK(?, 0) END AS g${i}`',
+        replace: '`GET_LOCK(?, 0) AS g${i}`',
+      },
+    ],
+    killers: [{ file: 'test/e2e/read-only.test.ts', test: 'runs nothing while read-only' }],
+  },
+  {
+    id: 'galera-accepted',
+    guarantee: 'fail-closed',
+    what: 'A Galera node, where GET_LOCK is local to one node, is no longer refused.',
+    edits: [
+      {
+        file: 'src/store/server-check.ts',
+        find: '  if (facts.wsrep) {',
+        replace: '  if (facts.wsrep && facts.version === "never") {',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/fail-closed.test.ts',
+        test: 'exit 78 naming Galera/wsrep, and run nothing',
+      },
+    ],
+  },
+  {
+    id: 'fire-key-unchecked',
+    guarantee: 'fail-closed',
+    what: 'A database whose `baton_runs` lost its unique fire key is no longer refused at start-up.',
+    edits: [
+      {
+        file: 'src/store/server-check.ts',
+        find: "if (columns !== 'namespace,job,scheduled_at,winner') {",
+        replace: "if (columns === 'never') {",
+      },
+    ],
+    killers: [{ file: 'test/e2e/fail-closed.test.ts', test: 'without its unique fire key' }],
+  },
+  {
+    id: 'invalid-job-dropped',
+    guarantee: 'bad-input',
+    what: 'A schedules file with a bad job is applied without it, as long as some job is valid.',
+    edits: [
+      {
+        file: 'src/config/load.ts',
+        find: 'if (problems.length > 0) throw new ConfigError(problems);',
+        replace:
+          'if (problems.length > 0 && config.jobs.length === 0) throw new ConfigError(problems);',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/config-errors.test.ts',
+        test: '`baton start` with an invalid file exits 78 before touching the database',
+      },
+      { file: 'test/e2e/reload.test.ts', test: 'refuses an invalid file (the old schedule stays)' },
+    ],
+  },
+  {
+    id: 'password-shown',
+    guarantee: 'secrets',
+    what: 'URLs in messages keep their password.',
+    edits: [
+      {
+        file: 'src/store/database-url.ts',
+        find: "if (parsed.password) parsed.password = '***';",
+        replace: '',
+      },
+    ],
+    killers: [
+      { file: 'test/e2e/secrets-and-grants.test.ts', test: 'its log never contains the password' },
+      {
+        file: 'test/e2e/config-errors.test.ts',
+        test: 'an unreachable server is exit 69, with the password masked',
+      },
+    ],
+  },
+  {
+    id: 'runner-env-to-jobs',
+    guarantee: 'secrets',
+    what: "Jobs inherit the runner's BATON_* settings, BATON_DATABASE_URL and its password with them.",
+    edits: [
+      {
+        file: 'src/execution/job-process.ts',
+        find: "if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;",
+        replace: 'if (!withhold.has(key)) env[key] = value;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/secrets-and-grants.test.ts',
+        test: 'the job never sees the database password',
+      },
+    ],
+  },
+  {
+    id: 'connection-url-to-jobs',
+    guarantee: 'secrets',
+    what: "Jobs inherit the variables that hold their connections' URLs (`urlFromEnv`).",
+    edits: [
+      {
+        file: 'src/execution/job-process.ts',
+        find: "if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;",
+        replace: "if (!key.startsWith('BATON_')) env[key] = value;",
+      },
+    ],
+    killers: [{ file: 'test/e2e/fan-out.test.ts', test: 'its URL never reaches the environment' }],
+  },
+  {
+    id: 'stop-abandons-runs',
+    guarantee: 'graceful-stop',
+    what:
+      'A graceful stop closes the connections without waiting for the runs it stopped: their ' +
+      'rows stay `running`.',
+    edits: [
+      {
+        file: 'src/daemon/runner.ts',
+        find: '    await Promise.allSettled([...this.inflight]);\n    if (!first) return;',
+        replace: '    if (!first) return;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/runner-death.test.ts',
+        test: 'stops a job longer than the grace: interrupted',
+      },
+    ],
+  },
+  {
+    id: 'prune-running',
+    guarantee: 'retention',
+    what: 'Retention deletes old `running` rows too (a run that is still going, or waits to be reaped).',
+    edits: [
+      {
+        file: 'src/store/prune.ts',
+        find: "const PRUNED_STATUSES = RUN_STATUSES.filter((s) => s !== 'running');",
+        replace: 'const PRUNED_STATUSES = RUN_STATUSES;',
+      },
+      {
+        file: 'src/store/prune.ts',
+        find: "DELETE FROM baton_runs WHERE id IN (?) AND status <> 'running'",
+        replace: 'DELETE FROM baton_runs WHERE id IN (?)',
+      },
+    ],
+    killers: [{ file: 'test/e2e/retention.test.ts', test: 'honours retention: { runs, skips }' }],
+  },
+  {
+    id: 'prune-latest-success',
+    guarantee: 'retention',
+    what: "Retention deletes a job's latest success when it is old (the dead-man's switch loses it).",
+    edits: [
+      {
+        file: 'src/store/prune.ts',
+        find: "if (status === 'done') bound = await keepLatestDone(db, namespace, job, bound);",
+        replace: 'void keepLatestDone;',
+      },
+    ],
+    killers: [
+      { file: 'test/e2e/retention.test.ts', test: 'deletes exactly the rows older than the bound' },
+    ],
+  },
 ];
