@@ -15,11 +15,13 @@
  *    lock. It must record `this fire already ran on <host> (done)` for them, and every fire still
  *    has one winner.
  * 3. No run before its instant by the database's clock, even when the runners' estimate of it is
- *    wrong: the database server's own clock is stepped back 2 s (NTP on the database host), so
- *    for a while the runners, on their last estimate, contend for fires 2 s before the server
- *    says they are due. The claim waits for the server's clock: every winner still starts at or
- *    after its instant. The test checks that the runners really came early (skip rows written
- *    before the instant by the server's clock).
+ *    wrong: the database server's own clock is stepped back 2 s (NTP on the database host). A
+ *    runner estimates that clock from its best (shortest round trip) recent heartbeat, so it can
+ *    keep the estimate from before the step for several seconds — for certain here, as the link
+ *    also gets 50 ms slower each way at the step. Meanwhile the runners contend for fires 2 s
+ *    before the server says they are due; the claim waits for the server's clock, and every
+ *    winner still starts at or after its instant. The test checks that the runners really came
+ *    early (skip rows written before the instant by the server's clock).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, type RunnerProcess } from '../helpers/cli.js';
@@ -33,6 +35,7 @@ import {
   type Journal,
 } from '../helpers/ground-truth.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('skew', { perTest: true });
@@ -215,15 +218,18 @@ describe('a runner frozen across fires (SIGSTOP, then SIGCONT 1.5 s later)', () 
 
 describe("the database server's clock stepped back 2 s under running runners", () => {
   let server: PrivateServer | undefined;
+  let proxy: TcpProxy | undefined;
   let db: TestDatabase | undefined;
   const runners: RunnerProcess[] = [];
   beforeAll(async () => {
     server = await startPrivateServer({ steppableClock: true });
+    proxy = await startTcpProxy({ host: '127.0.0.1', port: server.port });
     db = await createTestDatabase('skew_step', server.url);
   });
   afterAll(async () => {
     await Promise.all(runners.splice(0).map((r) => r.stop('SIGKILL')));
     await db?.conn.end().catch(() => undefined);
+    await proxy?.close();
     await server?.destroy();
   });
 
@@ -242,6 +248,7 @@ describe("the database server's clock stepped back 2 s under running runners", (
     const now = (await db!.query<{ now: Date }>('SELECT NOW(3) AS now'))[0]!.now.getTime();
     await sleep(1_000 - (now % 1_000) + 300);
     server!.stepClock(-2);
+    proxy!.setLatency({ upMs: 50, downMs: 50 });
     const stepped = (await db!.query<{ now: Date }>('SELECT NOW(3) AS now'))[0]!.now;
     // Eight seconds of the server's new time: the runners' estimate catches up meanwhile.
     await waitFor(
@@ -269,8 +276,12 @@ describe("the database server's clock stepped back 2 s under running runners", (
         .map((r) => [r.scheduled_at.toISOString(), r.started_at.toISOString(), r.host]),
     ).toEqual([]);
     // Fires pile up while the runners wait for the server's clock: some find the last one still
-    // going.
-    expectOneWinnerPerFire(rows, 'tick', { noWinner: ['overlap', 'lock-being-released'] });
+    // going. Their times are off by the step too (a run's end is the runner's clock corrected
+    // by its estimate), hence the slack.
+    expectOneWinnerPerFire(rows, 'tick', {
+      noWinner: ['overlap', 'lock-being-released'],
+      slackMs: 3_000,
+    });
     const attempts = journal.attempts('tick');
     expectNoOverlapInJournal(attempts, 'tick');
     expectHistoryMatchesJournal(rows, attempts, 'tick');

@@ -39,6 +39,8 @@ export interface TcpProxy {
   /** Destroys every connection and stops listening. */
   close(): Promise<void>;
   readonly frozen: boolean;
+  /** Changes the latency of every connection from now on (see ProxyOptions). */
+  setLatency(options: ProxyOptions): void;
   /** Client connections currently open through the proxy (including ones waiting for a thaw). */
   readonly connections: number;
 }
@@ -62,8 +64,10 @@ export interface ProxyOptions {
 
 export async function startTcpProxy(
   target: { host: string; port: number },
-  { upMs = 0, downMs = 0 }: ProxyOptions = {},
+  latency: ProxyOptions = {},
 ): Promise<TcpProxy> {
+  let upMs = latency.upMs ?? 0;
+  let downMs = latency.downMs ?? 0;
   const pairs = new Set<Pair>();
   let frozen = false;
 
@@ -75,8 +79,9 @@ export async function startTcpProxy(
 
   // Forwards by hand rather than with pipe(): pipe() resumes its source on 'drain', which would
   // undo a freeze.
-  const forward = (from: Socket, to: Socket, delayMs: number) => {
+  const forward = (from: Socket, to: Socket, delay: () => number) => {
     from.on('data', (chunk: Buffer) => {
+      const delayMs = delay();
       if (delayMs > 0) {
         // A delayed chunk is written later whatever happens meanwhile (as bytes already on the
         // wire): no backpressure for these test links, which carry little.
@@ -92,8 +97,8 @@ export async function startTcpProxy(
     const upstream = connect(target.port, target.host);
     pair.upstream = upstream;
     upstream.setNoDelay(true);
-    forward(pair.client, upstream, upMs);
-    forward(upstream, pair.client, downMs);
+    forward(pair.client, upstream, () => upMs);
+    forward(upstream, pair.client, () => downMs);
     // Either side ending ends the pair; errors (ECONNRESET, ECONNREFUSED) end it the same way.
     // On a slow link the client learns of it only after what the server sent before it.
     const dropLater = () => (downMs > 0 ? setTimeout(() => drop(pair), downMs) : drop(pair));
@@ -129,6 +134,12 @@ export async function startTcpProxy(
     },
     get frozen() {
       return frozen;
+    },
+    setLatency(options) {
+      // A shorter delay than the last one could reorder chunks already on their way: tests only
+      // make a link slower, or set it back once it is quiet.
+      upMs = options.upMs ?? 0;
+      downMs = options.downMs ?? 0;
     },
     get connections() {
       return pairs.size;

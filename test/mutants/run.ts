@@ -8,6 +8,7 @@
  *   npm run mutants -- --list            the catalogue as the table in test/README.md
  *   npm run mutants -- --no-control      skip the unmutated control run
  *   npm run mutants -- --keep            keep the scratch copies (their paths are printed)
+ *   npm run mutants -- --tests-from REV  judge by REV's tests, whole killer files (was it a hole?)
  *
  * First a control run: the killers on an unmutated copy must all pass (and exist), or a "killed"
  * mutant would prove nothing. A mutant counts as killed when one of its killers has a failing
@@ -34,6 +35,11 @@ import type { Killer, Mutant } from './mutant.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const KILLER_TIMEOUT_MS = 10 * 60_000;
+/**
+ * `--tests-from REV`: the scratch copies get REV's test/ folder, and each killer file runs whole
+ * (REV's tests have other names). Shows whether a mutant was a hole in that revision's suite.
+ */
+let testsFrom: string | null = null;
 
 interface Verdict {
   mutant: Mutant;
@@ -51,6 +57,7 @@ async function main(): Promise<number> {
       list: { type: 'boolean', default: false },
       'no-control': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
+      'tests-from': { type: 'string' },
     },
   });
   if (values.list) {
@@ -67,7 +74,11 @@ async function main(): Promise<number> {
   const jobs = Math.max(1, Number(values.jobs) || 1);
   const base = mkdtempSync(path.join(os.tmpdir(), 'baton-mutants-'));
   const keep = values.keep;
-  log(`${chosen.length} mutant(s), ${jobs} at a time, scratch copies in ${base}`);
+  testsFrom = values['tests-from'] ?? null;
+  log(
+    `${chosen.length} mutant(s), ${jobs} at a time, scratch copies in ${base}` +
+      (testsFrom ? `; judged by the tests of ${testsFrom} (whole killer files)` : ''),
+  );
   const started = Date.now();
   try {
     if (!values['no-control']) {
@@ -115,9 +126,9 @@ async function control(base: string, mutants: readonly Mutant[]): Promise<string
     for (const k of m.killers) byFile.set(k.file, (byFile.get(k.file) ?? new Set()).add(k.test));
   }
   for (const [file, tests] of byFile) {
-    const run = await runTests(dir, file, [...tests]);
+    const run = await runTests(dir, file, testsFrom ? [] : [...tests]);
     if (run.error) return `${file}: ${run.error}`;
-    for (const test of tests) {
+    for (const test of testsFrom ? [] : tests) {
       if (!run.titles.some((t) => t.includes(test))) return `${file} has no test named "${test}"`;
     }
     if (run.failed > 0) return `${file} fails without any mutant: ${run.firstFailure}`;
@@ -142,8 +153,11 @@ async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<V
     return verdict('error', (err as Error).message);
   }
   try {
+    const files = new Set<string>();
     for (const killer of mutant.killers) {
-      const run = await runTests(dir, killer.file, [killer.test]);
+      if (testsFrom && files.has(killer.file)) continue;
+      files.add(killer.file);
+      const run = await runTests(dir, killer.file, testsFrom ? [] : [killer.test]);
       if (run.error) return verdict('error', `${killer.file}: ${run.error}`);
       if (run.passed + run.failed === 0) {
         return verdict('error', `${killer.file} ran no test named "${killer.test}"`);
@@ -175,6 +189,18 @@ function prepare(base: string, name: string, edits: Mutant['edits']): string {
     cpSync(from, path.join(dir, file));
   }
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  if (testsFrom) {
+    rmSync(path.join(dir, 'test'), { recursive: true, force: true });
+    const archive = spawnSync('sh', [
+      '-c',
+      `git -C "$1" archive "$2" test | tar -x -C "$3"`,
+      'sh',
+      ROOT,
+      testsFrom,
+      dir,
+    ]);
+    if (archive.status !== 0) throw new Error(`no test/ at ${testsFrom}: ${archive.stderr}`);
+  }
   for (const { file, text } of applyEdits(edits, (f) => readFileSync(path.join(dir, f), 'utf8'))) {
     writeFileSync(path.join(dir, file), text);
   }
@@ -203,6 +229,7 @@ interface TestRun {
 function runTests(dir: string, file: string, tests: string[]): Promise<TestRun> {
   const report = path.join(dir, `.vitest-report-${Date.now()}-${Math.random()}.json`);
   const pattern = tests.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  const filter = pattern ? ['-t', pattern] : [];
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BATON_')) env[k] = v;
   return new Promise((resolve) => {
@@ -212,8 +239,7 @@ function runTests(dir: string, file: string, tests: string[]): Promise<TestRun> 
         'node_modules/vitest/vitest.mjs',
         'run',
         file,
-        '-t',
-        pattern,
+        ...filter,
         '--reporter=json',
         `--outputFile=${report}`,
       ],
