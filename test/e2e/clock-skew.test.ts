@@ -127,9 +127,7 @@ describe('runners whose clocks are off by -2 s, 0 and +1.5 s', () => {
     const hosts = ['h1', 'h2', 'h3'];
     expectCompleteFires(rows, 'tick', { from, until, everyMs: 1_000, hosts });
     expectOneWinnerPerFire(rows, 'tick');
-    const attempts = journal
-      .attempts('tick')
-      .filter((a) => a.fire >= from.getTime() && a.fire <= until.getTime());
+    const attempts = journal.attempts('tick', { from, until });
     expectNoOverlapInJournal(attempts, 'tick');
     expectHistoryMatchesJournal(rows, attempts, 'tick');
     // Every host woke on the database's clock: its row is written at or after the instant, and
@@ -191,9 +189,7 @@ describe('a runner frozen across fires (SIGSTOP, then SIGCONT 1.5 s later)', () 
       (r) => r.scheduled_at >= from && r.scheduled_at <= until,
     );
     expectOneWinnerPerFire(rows, 'tick');
-    const attempts = journal
-      .attempts('tick')
-      .filter((a) => a.fire >= from.getTime() && a.fire <= until.getTime());
+    const attempts = journal.attempts('tick', { from, until });
     expectNoOverlapInJournal(attempts, 'tick');
     expectHistoryMatchesJournal(rows, attempts, 'tick');
     const keyed = rows.filter(

@@ -3,13 +3,13 @@
  * exactly one new session however many jobs fire at once, keeps firing, and still stops cleanly.
  * (A session lost *under a running job* is the lost-lock handling's case, not this one.)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LOCK_STATEMENT_DEADLINE_MS, LockSession } from '../../src/coordination/lock-session.js';
 import { parseDatabaseUrl } from '../../src/store/database-url.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { nextGridInstant } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { useTcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('session');
@@ -93,15 +93,9 @@ describe('a lock session lost while many fires wait for their turn', () => {
   // reports by failing what it had sent) leaves it to baton to fail what the session will never
   // answer.
   const LINK_MS = 100;
-  let proxy: TcpProxy;
-  beforeAll(async () => {
-    proxy = await startTcpProxy(
-      { host: '127.0.0.1', port: 3306 },
-      { upMs: LINK_MS, downMs: LINK_MS },
-    );
-  });
-  afterAll(async () => {
-    await proxy?.close();
+  const proxy = useTcpProxy(() => ({ host: '127.0.0.1', port: 3306 }), {
+    upMs: LINK_MS,
+    downMs: LINK_MS,
   });
 
   it('fails them at once as not run, and none waits on the dead session', async () => {
@@ -112,17 +106,17 @@ describe('a lock session lost while many fires wait for their turn', () => {
     const config = writeSchedule(`namespace: storm\njobs:\n${jobs.join('\n')}\n`);
     const [runner] = await fleet.start(['storm'], {
       config,
-      databaseUrl: proxy.url(fleet.db.name),
+      databaseUrl: proxy().url(fleet.db.name),
       args: ['--heartbeat', '200ms', '--heartbeat-deadline', '800ms'],
     });
     const { instant, now } = await nextGridInstant(fleet.db, 10_000, 1_500);
     await sleep(instant - now + 40);
-    proxy.freeze();
+    proxy().freeze();
     let lost;
     try {
       lost = await runner!.waitForLog('lock session lost');
     } finally {
-      proxy.thaw();
+      proxy().thaw();
     }
     await runner!.waitForLog('lock session reopened');
     const at = new Date(instant).toISOString();

@@ -18,8 +18,14 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/coordination/lock-name.js';
-import { startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { allRuns, byFire, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { startRunner, type RunnerProcess } from '../helpers/cli.js';
+import { allRuns, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
+import {
+  expectHistoryMatchesJournal,
+  expectNoOverlapInJournal,
+  writeJournaledSchedule,
+} from '../helpers/ground-truth.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -81,14 +87,16 @@ describe('a runner cut off from the database by a network partition', () => {
     const d = db!;
     const px = proxy!;
     // `a` runs the job for 20 s (longer than the whole partition), `b` and `c` for 3 s.
-    const config = writeSchedule(`
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
 namespace: ${NAMESPACE}
 jobs:
   ${JOB}:
     schedule: "*/2 * * * * *"
-    command: ["sh", "-c", "exec sleep $JOB_SECONDS"]
+    command: ${j.yaml({ work: 'sleep $JOB_SECONDS' })}
     overlap: skip
-`);
+`,
+    );
     const args = [
       '--heartbeat',
       '1000ms',
@@ -245,17 +253,7 @@ jobs:
     expect(
       rows.filter((r) => r.status === 'missed' && r.scheduled_at.getTime() >= firstWin),
     ).toEqual([]);
-    const fires = byFire(rows);
-    for (const [at, fire] of fires) {
-      const when = new Date(at).toISOString();
-      expect(fire.filter((r) => r.winner === 1).length, `winners of ${when}`).toBeLessThanOrEqual(
-        1,
-      );
-      const hosts = fire.map((r) => r.host);
-      expect(new Set(hosts).size, `one row per runner at ${when}: ${hosts.join(',')}`).toBe(
-        hosts.length,
-      );
-    }
+    expectOneWinnerPerFire(rows, JOB, { noWinner: ['overlap', 'lock-being-released'] });
     // Every fire `b` and `c` saw while `a`'s dead session still held the lock was skipped
     // because of `a`'s run — never won.
     for (const r of rows) {
@@ -272,17 +270,11 @@ jobs:
         cutDb.getTime(),
       );
     }
-    // No overlap, in database time, over the whole history of the job.
-    for (let i = 1; i < winners.length; i++) {
-      const prev = winners[i - 1]!;
-      const next = winners[i]!;
-      expect(prev.finished_at, `run ${prev.id} finished`).not.toBeNull();
-      expect(
-        next.started_at.getTime(),
-        `run ${next.id} (${next.host}, ${next.status}) starts at ${next.started_at.toISOString()}, ` +
-          `after run ${prev.id} (${prev.host}, ${prev.status}) finished at ` +
-          prev.finished_at!.toISOString(),
-      ).toBeGreaterThanOrEqual(prev.finished_at!.getTime());
-    }
+    // No overlap, in database time and by the job's own account (its lock is held until the
+    // last of its processes is gone), over the whole history of the job.
+    expectNoOverlapInHistory(rows, JOB);
+    const attempts = journal.attempts(JOB);
+    expectNoOverlapInJournal(attempts, JOB);
+    expectHistoryMatchesJournal(rows, attempts, JOB);
   });
 });

@@ -332,12 +332,17 @@ jobs:
 
 describe('graceful stop (SIGTERM)', () => {
   it('stops a job longer than the grace: interrupted, lock free, process gone, exit 0', async () => {
+    // The job takes a second to clean up after SIGTERM (as a batch that finishes its write does):
+    // the runner waits for it before it records the verdict and lets go of the lock.
     const config = writeSchedule(`
 namespace: graceful
 jobs:
   long:
     schedule: "* * * * * *"
-    command: ["sh", "-c", "echo $$ > job.pid; sleep 30 & echo $! > child.pid; wait"]
+    command:
+      - sh
+      - -c
+      - 'trap "sleep 1; echo cleaned > cleaned.txt; exit 0" TERM; echo $$ > job.pid; sleep 30 & echo $! > child.pid; wait'
 `);
     const dir = path.dirname(config);
     const db = fleet.db;
@@ -361,8 +366,10 @@ jobs:
     });
     expect(winners[0]!.finished_at).not.toBeNull();
     expect(await lockIsFree(lock)).toBe(true);
-    // The runner waited for its job's exit; the grandchild got the same SIGTERM (its group).
+    // The runner waited for its job's exit, clean-up included; the grandchild got the same
+    // SIGTERM (its group).
     expect(processGone(jobPid)).toBe(true);
+    expect(readFileSync(path.join(dir, 'cleaned.txt'), 'utf8')).toBe('cleaned\n');
     await waitFor('the grandchild to be gone', () => processGone(childPid), { timeoutMs: 2_000 });
     expect(runner!.lines.some((l) => l.msg === 'runner stopped')).toBe(true);
     expect(runner!.errors()).toEqual([]);

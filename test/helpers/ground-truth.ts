@@ -39,18 +39,10 @@ export interface JournalEntry {
 }
 
 /** One attempt as the journal saw it; `end` is missing when it was killed before it ended. */
-export interface JournalAttempt {
-  job: string;
-  fire: number;
-  host: string;
-  runId: number;
-  attempt: number;
-  slot: number;
-  pid: number;
+export type JournalAttempt = Omit<JournalEntry, 'event' | 'at'> & {
   start: number;
   end: number | null;
-  overlapped: boolean;
-}
+};
 
 export interface JobOptions {
   /** Shell code of the work itself (default: nothing). `$J` is the journal's folder. */
@@ -66,8 +58,8 @@ export interface Journal {
   /** `command` as YAML flow text, for a schedules file. */
   yaml(options?: JobOptions): string;
   entries(): JournalEntry[];
-  /** Attempts, in order of their start. */
-  attempts(job?: string): JournalAttempt[];
+  /** Attempts (of one job; of fires in [from, until]), in order of their start. */
+  attempts(job?: string, fires?: { from?: Date; until?: Date }): JournalAttempt[];
 }
 
 /**
@@ -104,10 +96,11 @@ export function journal(dir: string): Journal {
         .filter((l) => l.endsWith(' .'))
         .map(parse);
     },
-    attempts(job) {
+    attempts(job, { from, until } = {}) {
       const byAttempt = new Map<string, JournalAttempt>();
       for (const e of self.entries()) {
         if (job != null && e.job !== job) continue;
+        if ((from && e.fire < from.getTime()) || (until && e.fire > until.getTime())) continue;
         const key = `${e.runId}/${e.attempt}`;
         if (e.event === 'start') {
           const { job, fire, host, runId, attempt, slot, pid, at, overlapped } = e;

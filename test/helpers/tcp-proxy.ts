@@ -19,6 +19,7 @@
  * closed (mysql2: PROTOCOL_CONNECTION_LOST) rather than refused (ECONNREFUSED).
  */
 import { connect, createServer, type Socket } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface TcpProxy {
   /** The proxy's port on 127.0.0.1. */
@@ -184,5 +185,26 @@ export async function startTcpProxy(
       for (const pair of [...pairs]) drop(pair);
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+/**
+ * A proxy for the tests of one `describe`: started before them, closed after. `proxy()` inside a
+ * test gives it.
+ */
+export function useTcpProxy(
+  target: () => { host: string; port: number },
+  latency: ProxyOptions = {},
+): () => TcpProxy {
+  let proxy: TcpProxy | undefined;
+  beforeAll(async () => {
+    proxy = await startTcpProxy(target(), latency);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+  return () => {
+    if (!proxy) throw new Error('the proxy exists only inside tests');
+    return proxy;
   };
 }

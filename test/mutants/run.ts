@@ -82,7 +82,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   try {
     if (!values['no-control']) {
-      const problem = await control(base, chosen);
+      const problem = await control(base, chosen, jobs);
       if (problem) {
         process.stderr.write(`control run failed: ${problem}\n`);
         return 1;
@@ -117,22 +117,36 @@ async function main(): Promise<number> {
   }
 }
 
-/** The killers on an unmutated copy: each must exist and pass. */
-async function control(base: string, mutants: readonly Mutant[]): Promise<string | null> {
+/** The killers on an unmutated copy: each must exist and pass (`jobs` files at a time). */
+async function control(
+  base: string,
+  mutants: readonly Mutant[],
+  jobs: number,
+): Promise<string | null> {
   const t0 = Date.now();
   const dir = prepare(base, 'control', []);
   const byFile = new Map<string, Set<string>>();
   for (const m of mutants) {
     for (const k of m.killers) byFile.set(k.file, (byFile.get(k.file) ?? new Set()).add(k.test));
   }
-  for (const [file, tests] of byFile) {
-    const run = await runTests(dir, file, testsFrom ? [] : [...tests]);
-    if (run.error) return `${file}: ${run.error}`;
-    for (const test of testsFrom ? [] : tests) {
-      if (!run.titles.some((t) => t.includes(test))) return `${file} has no test named "${test}"`;
-    }
-    if (run.failed > 0) return `${file} fails without any mutant: ${run.firstFailure}`;
-  }
+  const queue = [...byFile];
+  const problems: string[] = [];
+  await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      for (let next = queue.shift(); next && problems.length === 0; next = queue.shift()) {
+        const [file, tests] = next;
+        const run = await runTests(dir, file, testsFrom ? [] : [...tests]);
+        if (run.error) problems.push(`${file}: ${run.error}`);
+        for (const test of testsFrom ? [] : tests) {
+          if (!run.titles.some((t) => t.includes(test))) {
+            problems.push(`${file} has no test named "${test}"`);
+          }
+        }
+        if (run.failed > 0) problems.push(`${file} fails without any mutant: ${run.firstFailure}`);
+      }
+    }),
+  );
+  if (problems.length > 0) return problems.join('; ');
   log(`control: every killer passes on the unmutated tree (${seconds(t0)} s)`);
   return null;
 }
