@@ -184,6 +184,11 @@ jobs:
       { timeoutMs: 15_000, intervalMs: 100 },
     );
     expect(survivors.map((s) => s.host)).toContain(later.host);
+    // The reapers (every 2 s) take only the dead runner's row: the survivor's 30 s run, alive,
+    // is still `running` after two of their rounds.
+    expect(later.status).toBe('running');
+    await sleep(2 * 2_000 + 500);
+    expect((await runRow(later.id)).status, 'the live run after two reaper rounds').toBe('running');
 
     // The survivors stop cleanly (the later run is stopped after the 1 s grace): no row is left
     // running, and the victim's run stays lost.

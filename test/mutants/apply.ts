@@ -27,9 +27,13 @@ export function applyEdits(
   return [...texts].map(([file, text]) => ({ file, text }));
 }
 
-/** The catalogue as the Markdown table in test/README.md. */
+/** The catalogue as the Markdown table in test/README.md, by guarantee. */
 export function catalogueTable(mutants: readonly Mutant[]): string {
-  const rows = mutants.map((m) => {
+  const order = Object.keys(GUARANTEES);
+  const sorted = [...mutants].sort(
+    (a, b) => order.indexOf(a.guarantee) - order.indexOf(b.guarantee),
+  );
+  const rows = sorted.map((m) => {
     const killer = m.killers[0]!;
     const file = killer.file.replace(/^test\//, '');
     return `| \`${m.id}\` | ${GUARANTEES[m.guarantee]} | ${m.what} | \`${file}\` › ${killer.test} |`;

@@ -530,4 +530,26 @@ export const MUTANTS: readonly Mutant[] = [
       { file: 'test/e2e/retention.test.ts', test: 'deletes exactly the rows older than the bound' },
     ],
   },
+  {
+    id: 'heartbeat-without-deadline',
+    guarantee: 'lost-lock',
+    what:
+      "The lock session's heartbeat waits as long as it takes: behind a dropped link (no FIN, no " +
+      'RST) the runner never gives its session up, and its job runs on after the server frees ' +
+      'its lock.',
+    edits: [
+      {
+        file: 'src/coordination/lock-session.ts',
+        find: "            [],\n            options.deadlineMs,\n          );\n        }, 'first'),\n        options.deadlineMs,\n",
+        replace:
+          "            [],\n            options.deadlineMs * 100,\n          );\n        }, 'first'),\n        options.deadlineMs * 100,\n",
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/partition.test.ts',
+        test: 'aborts its run before the server frees its lock; no two runs ever overlap',
+      },
+    ],
+  },
 ];
