@@ -30,14 +30,17 @@ async function dbNow(): Promise<Date> {
   return row!.now;
 }
 
-/** Waits until a winner of a fire after `until` is done and every host attempted `until`'s fire. */
-async function waitPast(until: Date, hosts: number): Promise<void> {
+/**
+ * Waits until a winner of a fire after `until` is done and every host attempted the last fire of
+ * the `everyMs` grid at or before `until`.
+ */
+async function waitPast(until: Date, hosts: number, everyMs = 1_000): Promise<void> {
   await waitFor(
     'the fires of the window, each attempted by every runner',
     async () => {
       const rows = await fleet.db.query<{ n: number }>(
         'SELECT COUNT(*) AS n FROM baton_runs WHERE scheduled_at = ?',
-        [new Date(Math.floor(until.getTime() / 1000) * 1000)],
+        [new Date(Math.floor(until.getTime() / everyMs) * everyMs)],
       );
       const later = await fleet.db.query(
         "SELECT id FROM baton_runs WHERE winner = 1 AND status = 'done' AND scheduled_at > ?",
@@ -104,8 +107,11 @@ jobs:
   });
 });
 
-describe('a runner behind a slow link (60 ms each way), beside a near one', () => {
-  const LINK_MS = 60;
+describe('a runner behind a slow link (150 ms each way), beside a near one', () => {
+  // Far enough that the near run (10 ms) has ended and released the lock, with a wide margin,
+  // when the far runner's GET_LOCK arrives; fires 2 s apart, so that the far runner, a dozen
+  // round trips per fire, keeps up.
+  const LINK_MS = 150;
   const proxy = useTcpProxy(() => ({ host: '127.0.0.1', port: 3306 }), {
     upMs: LINK_MS,
     downMs: LINK_MS,
@@ -117,7 +123,7 @@ describe('a runner behind a slow link (60 ms each way), beside a near one', () =
 namespace: far
 jobs:
   short:
-    schedule: "* * * * * *"
+    schedule: "*/2 * * * * *"
     command: ${j.yaml({ work: 'sleep 0.01' })}
 `,
     );
@@ -125,14 +131,14 @@ jobs:
     const [near] = await fleet.start(['near'], { config });
     const [far] = await fleet.start(['far'], { config, databaseUrl: proxy().url(db.name) });
     const from = new Date((await dbNow()).getTime() + 1_000);
-    const until = new Date(from.getTime() + 8_000);
-    await waitPast(until, 2);
+    const until = new Date(from.getTime() + 14_000);
+    await waitPast(until, 2, 2_000);
     expect(await Promise.all([near!.stop('SIGTERM'), far!.stop('SIGTERM')])).toEqual([0, 0]);
 
     const rows = (await runs(db, 'short')).filter(
       (r) => r.scheduled_at >= from && r.scheduled_at <= until,
     );
-    expectCompleteFires(rows, 'short', { from, until, everyMs: 1_000, hosts: ['near', 'far'] });
+    expectCompleteFires(rows, 'short', { from, until, everyMs: 2_000, hosts: ['near', 'far'] });
     expectOneWinnerPerFire(rows, 'short', { noWinner: ['overlap', 'lock-being-released'] });
     expectNoOverlapInJournal(journal.attempts('short'), 'short');
     expectHistoryMatchesJournal(rows, journal.attempts('short', { from, until }), 'short');
@@ -148,7 +154,7 @@ jobs:
         (w) => w.winner === 1 && w.scheduled_at.getTime() === skip.scheduled_at.getTime(),
       );
       return (
-        winner != null && winner.finished_at!.getTime() < skip.scheduled_at.getTime() + LINK_MS - 20
+        winner != null && winner.finished_at!.getTime() < skip.scheduled_at.getTime() + LINK_MS - 50
       );
     });
     expect(
