@@ -19,6 +19,7 @@
 import { describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
 import { byFire, runs, type RunRow } from '../helpers/db.js';
+import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -150,6 +151,9 @@ jobs:
       /^nobody ran it: \d runners? skipped it \(paused by ops-1 at /,
     );
 
+    // The pause holds until the resume is asked for: a fire after that may run (the command
+    // takes a moment to exit, and the test to read the time after it).
+    const resumeAsked = await dbNow();
     const resumed = await cli(config, 'resume', 'tick');
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
@@ -161,7 +165,7 @@ jobs:
     await fireWithRows('tick', back, 3);
     await fireWithRows('tick', new Date(back.getTime() + 1_000), 3);
 
-    const stillPaused = await firesBetween('tick', cutoff, resumedAt);
+    const stillPaused = await firesBetween('tick', cutoff, resumeAsked);
     const codes = await Promise.all(runners.map((r) => r.stop('SIGTERM')));
     expect(codes).toEqual([0, 0, 0]);
 
@@ -171,15 +175,17 @@ jobs:
     const startedWhilePaused = rows.filter(
       (r) =>
         r.winner === 1 &&
-        ((r.scheduled_at >= cutoff && r.scheduled_at < resumedAt) ||
-          (r.started_at >= cutoff && r.started_at < resumedAt)),
+        ((r.scheduled_at >= cutoff && r.scheduled_at < resumeAsked) ||
+          (r.started_at >= cutoff && r.started_at < resumeAsked)),
     );
     expect(startedWhilePaused).toEqual([]);
+    // Every fire has its winner, or is skipped by every runner because it was paused.
+    expectOneWinnerPerFire(rows, 'tick', { noWinner: ['paused'] });
     expect(stillPaused.size).toBeGreaterThanOrEqual(3);
     for (const [at, fireRows] of stillPaused) {
       const label = new Date(at).toISOString();
       // The last fire before the resume may have been caught by it half-way.
-      if (fireRows.length < 3 && at > resumedAt.getTime() - 2_000) continue;
+      if (fireRows.length < 3 && at > resumeAsked.getTime() - 2_000) continue;
       expect(
         fireRows.map((r) => r.status),
         label,

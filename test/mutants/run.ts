@@ -2,9 +2,9 @@
  * `npm run mutants`: applies each guarantee mutant (catalogue.ts) to a scratch copy of this tree,
  * builds it, and runs the mutant's killer tests there; fails if any mutant survives.
  *
- *   npm run mutants                      every mutant, one at a time
+ *   npm run mutants                      every mutant, two at a time (--jobs 2, as the suite)
  *   npm run mutants -- --only a,b        just these
- *   npm run mutants -- --jobs 2          two mutants at a time (each runs one test file)
+ *   npm run mutants -- --jobs 1          one mutant at a time (each runs one test file)
  *   npm run mutants -- --list            the catalogue as the table in test/README.md
  *   npm run mutants -- --no-control      skip the unmutated control run
  *   npm run mutants -- --keep            keep the scratch copies (their paths are printed)
@@ -53,7 +53,7 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       only: { type: 'string' },
-      jobs: { type: 'string', default: '1' },
+      jobs: { type: 'string', default: '2' },
       list: { type: 'boolean', default: false },
       'no-control': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
