@@ -231,8 +231,9 @@ describe("the database server's clock stepped back 2 s under running runners", (
 
   it("starts no run before its instant by the server's clock, though the runners come early", async () => {
     const { config, journal } = tick();
-    for (const host of ['s1', 's2'])
-      runners.push(startRunner({ config, databaseUrl: db!.url, host }));
+    // Through the proxy, which slows down at the step.
+    const databaseUrl = proxy!.url(db!.name);
+    for (const host of ['s1', 's2']) runners.push(startRunner({ config, databaseUrl, host }));
     await Promise.all(runners.map((r) => r.ready()));
     // A few fires on an unstepped clock, then the step, just after an instant.
     await waitFor(

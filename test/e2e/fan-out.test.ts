@@ -10,6 +10,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { byFire, createTestDatabase, runs } from '../helpers/db.js';
+import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -54,7 +55,10 @@ export default async (ctx) => {
     await Promise.all(runners.map((r) => r.stop('SIGTERM')));
     expectQuiet(runners);
 
-    const fires = [...byFire(await runs(db, 'share')).values()].filter((f) => f.length === 3);
+    const rows = await runs(db, 'share');
+    // At most one winner per worker slot of a fire, one row per runner, no fire without a winner.
+    expectOneWinnerPerFire(rows, 'share', { slots: 2 });
+    const fires = [...byFire(rows).values()].filter((f) => f.length === 3);
     expect(fires.length).toBeGreaterThanOrEqual(4);
     for (const fire of fires) {
       const winners = fire.filter((r) => r.winner != null && r.winner >= 1);

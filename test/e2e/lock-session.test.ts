@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { LOCK_STATEMENT_DEADLINE_MS, LockSession } from '../../src/coordination/lock-session.js';
 import { parseDatabaseUrl } from '../../src/store/database-url.js';
 import { writeSchedule } from '../helpers/cli.js';
-import { nextGridInstant } from '../helpers/db.js';
+import { nextGridInstant, sharedServerAddress } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { useTcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -93,7 +93,7 @@ describe('a lock session lost while many fires wait for their turn', () => {
   // reports by failing what it had sent) leaves it to baton to fail what the session will never
   // answer.
   const LINK_MS = 100;
-  const proxy = useTcpProxy(() => ({ host: '127.0.0.1', port: 3306 }), {
+  const proxy = useTcpProxy(sharedServerAddress, {
     upMs: LINK_MS,
     downMs: LINK_MS,
   });

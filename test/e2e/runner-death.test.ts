@@ -129,10 +129,10 @@ jobs:
 
     expect(await victim.stop('SIGKILL')).toBeNull();
     // The watchdog: SIGTERM to the job's process group at once, SIGKILL a second later. The job
-    // and its grandchild ignore SIGTERM, so they are still there half a second on, and only the
+    // and its grandchild ignore SIGTERM, so they are still there a moment on, and only the
     // SIGKILL ends them. Soft, so that the rest (the row, the next fire) is checked even when a
     // job survived its runner.
-    await sleep(500);
+    await sleep(200);
     expect
       .soft({ job: processGone(jobPid), grandchild: processGone(childPid) }, 'after the SIGTERM')
       .toEqual({ job: false, grandchild: false });
@@ -234,7 +234,7 @@ jobs:
       manual.kill('SIGKILL');
       await exited;
       // SIGTERM at once (ignored: both are still there), SIGKILL a second later.
-      await sleep(500);
+      await sleep(200);
       expect({ job: processGone(jobPid), grandchild: processGone(childPid) }).toEqual({
         job: false,
         grandchild: false,

@@ -81,8 +81,8 @@ describe('kill -9 of a runner', () => {
 
     expect(await runner!.stop('SIGKILL')).toBeNull();
     // SIGTERM to the group at once, SIGKILL a second later; then the spawner exits. The job
-    // ignores SIGTERM: half a second on, it is still there, and only the SIGKILL ends it.
-    await sleep(500);
+    // ignores SIGTERM: a moment on, it is still there, and only the SIGKILL ends it.
+    await sleep(200);
     expect({ job: processGone(jobPid), grandchild: processGone(childPid) }).toEqual({
       job: false,
       grandchild: false,
@@ -117,7 +117,7 @@ describe('kill -9 of the spawner mid-run', () => {
 
     process.kill(spawner, 'SIGKILL');
     // The runner sends SIGTERM to the group, SIGKILL a second later; the job ignores SIGTERM.
-    await sleep(500);
+    await sleep(200);
     expect(processGone(jobPid) || processGone(childPid), 'the job survived the SIGTERM').toBe(
       false,
     );

@@ -8,6 +8,12 @@ import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 
 const SERVER_URL = process.env.BATON_TEST_SERVER_URL ?? 'mysql://root@127.0.0.1:3306';
 
+/** The shared test server's address, for a proxy in front of it. */
+export function sharedServerAddress(): { host: string; port: number } {
+  const url = new URL(SERVER_URL);
+  return { host: url.hostname, port: Number(url.port || 3306) };
+}
+
 export interface TestDatabase {
   name: string;
   /** `--database-url` for baton. */

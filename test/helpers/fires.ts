@@ -49,12 +49,13 @@ export function skipKindOf(reason: string): 'taken' | 'claiming' | 'overlap' | '
     return each.every((k) => k === each[0]) ? each[0]! : 'taken';
   }
   if (reason.startsWith('paused by ')) return 'paused';
+  // A queued fire that gave up says so, then names the holder: the holder says what it met.
   const holder = reason.replace(/^waited in the queue until [^;]*; /, '');
-  if (/^(an earlier run is still running|a manual run is running) /.test(holder)) return 'overlap';
+  if (/^(an earlier run is still running|a manual run is running) on /.test(holder))
+    return 'overlap';
   if (/^this fire is being claimed by |^another run held the lock at this instant/.test(holder))
     return 'claiming';
   if (/^this fire (is running on|already ran on) /.test(holder)) return 'taken';
-  if (holder !== reason) return 'overlap'; // waited in the queue until the runner is stopping
   return 'other';
 }
 
@@ -97,9 +98,11 @@ export function expectOneWinnerPerFire(
       });
       if (as === 'overlap') expectNamedRunWasGoing(skip, winners, slackMs, what);
       if (as === 'lock-being-released') {
+        const claimer = /this fire is being claimed by (\S+) /.exec(skip.reason ?? '')?.[1];
         const ended = winners.some(
           (w) =>
             w.job === skip.job &&
+            (claimer == null || w.host === claimer) &&
             w.scheduled_at < skip.scheduled_at &&
             w.finished_at != null &&
             Math.abs(w.finished_at.getTime() - decidedAt(skip)) <= slackMs,
@@ -110,23 +113,31 @@ export function expectOneWinnerPerFire(
   }
 }
 
-/** An `overlap` skip names a run by host (and fire): it is there, and had not ended before. */
+/**
+ * An `overlap` skip names a run by host, and by its fire ("… on H (fire F, started S)", "… on H
+ * (this runner; fire F)") or, for a manual run, by its start ("a manual run is running on H
+ * (started S)"): that run is in the history, and had not ended when the fire was decided.
+ */
 function expectNamedRunWasGoing(
   skip: RunRow,
   winners: readonly RunRow[],
   slackMs: number,
   what: string,
 ): void {
-  const named = /running on (\S+) \((?:this runner; )?(?:fire (\S+?)[,)])?/.exec(skip.reason ?? '');
-  if (!named) return; // "waited in the queue until the runner is stopping" names no run
-  const [, host, fire] = named;
+  const holder = (skip.reason ?? '').replace(/^waited in the queue until [^;]*; /, '');
+  const named =
+    /running on (\S+) \((?:this runner; )?(?:fire (\S+?)[,)] ?)?(?:started (\S+?)\))?/.exec(holder);
+  expect(named, `${what}: names the run`).not.toBeNull();
+  const [, host, fire, started] = named!;
   const candidates = winners.filter(
     (w) =>
       w.job === skip.job &&
       w.host === host &&
-      (fire == null || w.scheduled_at.toISOString() === fire),
+      (fire != null
+        ? w.scheduled_at.toISOString() === fire
+        : started != null && w.started_at.toISOString() === started),
   );
-  // A manual run names no fire and may be outside the rows the test looked at.
+  // A manual run may be outside the rows the test looked at.
   if (fire == null && candidates.length === 0) return;
   expect(candidates.length, `${what}: the run it names is in the history`).toBeGreaterThan(0);
   const going = candidates.some(

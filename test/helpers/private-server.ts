@@ -18,7 +18,7 @@
  *    this process died, it SIGKILLs the servers still registered and removes their dirs.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -182,7 +182,9 @@ export async function startPrivateServer(
     },
     stepClock(seconds) {
       if (!options.steppableClock) throw new Error('started without steppableClock');
-      writeFileSync(clockFile, `${seconds >= 0 ? '+' : ''}${seconds}\n`);
+      // Written aside and renamed: libfaketime must never read a half-written offset.
+      writeFileSync(`${clockFile}.new`, `${seconds >= 0 ? '+' : ''}${seconds}\n`);
+      renameSync(`${clockFile}.new`, clockFile);
     },
     async destroy() {
       // SIGKILL rather than a graceful stop: the data dir is about to go anyway.

@@ -32,12 +32,13 @@ export function countStatements(): StatementCount {
   return { statements, stop: () => channel.unsubscribe(handlers) };
 }
 
-/** The environment that makes a runner log its statements to `file`. */
-export function statementLogEnv(file: string): Record<string, string> {
+/** The environment that makes a runner log its statements (their first `chars`) to `file`. */
+export function statementLogEnv(file: string, chars = 60): Record<string, string> {
   const preload = fileURLToPath(new URL('./statement-log.mjs', import.meta.url));
   return {
     NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${preload}`].filter(Boolean).join(' '),
     TEST_STATEMENT_LOG: file,
+    TEST_STATEMENT_LOG_CHARS: String(chars),
   };
 }
 

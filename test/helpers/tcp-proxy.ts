@@ -26,7 +26,11 @@ export interface TcpProxy {
   readonly port: number;
   /** `mysql://root@127.0.0.1:PORT[/database]` through the proxy. */
   url(database?: string): string;
-  /** Stops forwarding in both directions without closing anything; new connections hang too. */
+  /**
+   * Stops forwarding in both directions without closing anything; new connections hang too.
+   * With latency, chunks already on their way (read before the freeze) are still delivered, as
+   * bytes already on the wire are.
+   */
   freeze(): void;
   /** Resumes forwarding; data written while frozen is delivered. */
   thaw(): void;
@@ -112,8 +116,10 @@ export async function startTcpProxy(
     const pair: Pair = { client, upstream: undefined, cut: false };
     pairs.add(pair);
     client.setNoDelay(true);
-    client.on('close', () => drop(pair));
-    client.on('error', () => drop(pair));
+    // On a slow link the server learns of it only after what the client sent before it.
+    const dropLater = () => (upMs > 0 ? setTimeout(() => drop(pair), upMs) : drop(pair));
+    client.on('close', dropLater);
+    client.on('error', dropLater);
     // Paused since accepted (pauseOnConnect); stays so until thawed.
     if (!frozen) connectUpstream(pair);
   });

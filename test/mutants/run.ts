@@ -12,9 +12,12 @@
  *
  * First a control run: the killers on an unmutated copy must all pass (and exist), or a "killed"
  * mutant would prove nothing. A mutant counts as killed when one of its killers has a failing
- * test; it survives when they all pass. Either way nothing in this tree is touched.
+ * test — the first failure is printed, to check that it failed for the reason meant — and it
+ * survives when they all pass. Nothing in this tree is touched but vitest's cache
+ * (node_modules/.vite), which the copies reach through their link to node_modules. Ctrl-C stops
+ * every test process and removes the copies.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -74,6 +77,15 @@ async function main(): Promise<number> {
   const jobs = Math.max(1, Number(values.jobs) || 1);
   const base = mkdtempSync(path.join(os.tmpdir(), 'baton-mutants-'));
   const keep = values.keep;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      // The test processes run in process groups of their own (their private servers' janitors
+      // go with them): stop them all, then leave nothing behind.
+      for (const child of live) signalGroup(child, 'SIGKILL');
+      if (!keep) rmSync(base, { recursive: true, force: true });
+      process.exit(130);
+    });
+  }
   testsFrom = values['tests-from'] ?? null;
   log(
     `${chosen.length} mutant(s), ${jobs} at a time, scratch copies in ${base}` +
@@ -124,7 +136,7 @@ async function control(
   jobs: number,
 ): Promise<string | null> {
   const t0 = Date.now();
-  const dir = prepare(base, 'control', []);
+  const dir = await prepare(base, 'control', []);
   const byFile = new Map<string, Set<string>>();
   for (const m of mutants) {
     for (const k of m.killers) byFile.set(k.file, (byFile.get(k.file) ?? new Set()).add(k.test));
@@ -137,6 +149,8 @@ async function control(
         const [file, tests] = next;
         const run = await runTests(dir, file, testsFrom ? [] : [...tests]);
         if (run.error) problems.push(`${file}: ${run.error}`);
+        else if (run.passed + run.failed === 0)
+          problems.push(`${file} ran no test (a hook failed?)`);
         for (const test of testsFrom ? [] : tests) {
           if (!run.titles.some((t) => t.includes(test))) {
             problems.push(`${file} has no test named "${test}"`);
@@ -162,7 +176,7 @@ async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<V
   });
   let dir: string;
   try {
-    dir = prepare(base, mutant.id, mutant.edits);
+    dir = await prepare(base, mutant.id, mutant.edits);
   } catch (err) {
     return verdict('error', (err as Error).message);
   }
@@ -185,7 +199,7 @@ async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<V
 }
 
 /** A copy of the tree (tracked and new files) with the edits applied, built. */
-function prepare(base: string, name: string, edits: Mutant['edits']): string {
+async function prepare(base: string, name: string, edits: Mutant['edits']): Promise<string> {
   const dir = path.join(base, name);
   const listed = spawnSync(
     'git',
@@ -218,17 +232,42 @@ function prepare(base: string, name: string, edits: Mutant['edits']): string {
   for (const { file, text } of applyEdits(edits, (f) => readFileSync(path.join(dir, f), 'utf8'))) {
     writeFileSync(path.join(dir, file), text);
   }
-  const build = spawnSync(
+  // Not spawnSync: the other job's tests go on meanwhile, and their output must be read.
+  const build = await run(
     process.execPath,
     ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'],
-    {
-      cwd: dir,
-      encoding: 'utf8',
-    },
+    dir,
   );
-  if (build.status !== 0)
-    throw new Error(`does not build: ${(build.stdout + build.stderr).trim()}`);
+  if (build.code !== 0) throw new Error(`does not build: ${build.output.trim()}`);
   return dir;
+}
+
+/** Runs a command to its end; its exit code and output. */
+function run(
+  file: string,
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const take = (d: Buffer) => (output = (output + d.toString()).slice(-8_000));
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.on('error', (err) => resolve({ code: null, output: err.message }));
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+/** The test processes running now, each the leader of its process group. */
+const live = new Set<ChildProcess>();
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
 }
 
 interface TestRun {
@@ -245,7 +284,11 @@ function runTests(dir: string, file: string, tests: string[]): Promise<TestRun> 
   const pattern = tests.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
   const filter = pattern ? ['-t', pattern] : [];
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BATON_')) env[k] = v;
+  // As the test helpers do for baton's processes: no BATON_* setting of the caller's shell —
+  // but the suite's own settings (BATON_TEST_*: another server, another mariadbd) pass.
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('BATON_') || k.startsWith('BATON_TEST_')) env[k] = v;
+  }
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
@@ -259,16 +302,12 @@ function runTests(dir: string, file: string, tests: string[]): Promise<TestRun> 
       ],
       { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
     );
+    live.add(child);
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, KILLER_TIMEOUT_MS);
+    const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), KILLER_TIMEOUT_MS);
     child.on('close', (code, signal) => {
+      live.delete(child);
       clearTimeout(timer);
       if (!existsSync(report)) {
         resolve({
@@ -280,7 +319,14 @@ function runTests(dir: string, file: string, tests: string[]): Promise<TestRun> 
         });
         return;
       }
-      const json = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
+      let json: VitestReport;
+      try {
+        json = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
+      } catch (err) {
+        const error = `vitest's report is unreadable (${(err as Error).message})`;
+        resolve({ passed: 0, failed: 0, titles: [], firstFailure: '', error });
+        return;
+      }
       const results = json.testResults.flatMap((f) => f.assertionResults);
       const ran = results.filter((r) => r.status === 'passed' || r.status === 'failed');
       const failed = ran.filter((r) => r.status === 'failed');
