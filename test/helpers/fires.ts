@@ -41,6 +41,10 @@ export interface FireExpectations {
  * The kind of a skip reason, from its first words (as docs/history.md lists them): `taken` (this
  * fire's winner is running or done), `claiming` (the lock's holder has no running row: it is
  * claiming this fire — or releasing an earlier one), `overlap`, `paused`, or `other`.
+ *
+ * Not baton's own `skipKind` (fire-protocol.ts): the judge reads the documented sentences on its
+ * own, so that a change to baton's parser cannot change the verdict with it, and it needs the
+ * `claiming` kind that baton counts as `taken`.
  */
 export function skipKindOf(reason: string): 'taken' | 'claiming' | 'overlap' | 'paused' | 'other' {
   const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
@@ -49,8 +53,7 @@ export function skipKindOf(reason: string): 'taken' | 'claiming' | 'overlap' | '
     return each.every((k) => k === each[0]) ? each[0]! : 'taken';
   }
   if (reason.startsWith('paused by ')) return 'paused';
-  // A queued fire that gave up says so, then names the holder: the holder says what it met.
-  const holder = reason.replace(/^waited in the queue until [^;]*; /, '');
+  const holder = holderOf(reason);
   if (/^(an earlier run is still running|a manual run is running) on /.test(holder))
     return 'overlap';
   if (/^this fire is being claimed by |^another run held the lock at this instant/.test(holder))
@@ -85,13 +88,7 @@ export function expectOneWinnerPerFire(
     // No winner: every row must say why, the reason must be one the test expects, and true.
     for (const skip of fire) {
       const what = `${where} has no winner; ${skip.host} skipped it: ${skip.reason}`;
-      const kind = skipKindOf(skip.reason ?? '');
-      const as: NoWinnerKind | null =
-        kind === 'claiming'
-          ? 'lock-being-released'
-          : kind === 'overlap' || kind === 'paused'
-            ? kind
-            : null;
+      const as = NO_WINNER_KIND[skipKindOf(skip.reason ?? '')];
       expect({ status: skip.status, allowed: as != null && noWinner.includes(as) }, what).toEqual({
         status: 'skipped',
         allowed: true,
@@ -113,6 +110,20 @@ export function expectOneWinnerPerFire(
   }
 }
 
+/** A queued fire that gave up says so, then names the holder: the part that says what it met. */
+function holderOf(reason: string): string {
+  return reason.replace(/^waited in the queue until [^;]*; /, '');
+}
+
+/** What each kind of reason means for a fire that has no winner (null: it is no reason). */
+const NO_WINNER_KIND: Record<ReturnType<typeof skipKindOf>, NoWinnerKind | null> = {
+  overlap: 'overlap',
+  claiming: 'lock-being-released',
+  paused: 'paused',
+  taken: null,
+  other: null,
+};
+
 /**
  * An `overlap` skip names a run by host, and by its fire ("… on H (fire F, started S)", "… on H
  * (this runner; fire F)") or, for a manual run, by its start ("a manual run is running on H
@@ -124,7 +135,7 @@ function expectNamedRunWasGoing(
   slackMs: number,
   what: string,
 ): void {
-  const holder = (skip.reason ?? '').replace(/^waited in the queue until [^;]*; /, '');
+  const holder = holderOf(skip.reason ?? '');
   const named =
     /running on (\S+) \((?:this runner; )?(?:fire (\S+?)[,)] ?)?(?:started (\S+?)\))?/.exec(holder);
   expect(named, `${what}: names the run`).not.toBeNull();

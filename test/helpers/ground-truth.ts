@@ -103,12 +103,8 @@ export function journal(dir: string): Journal {
         if ((from && e.fire < from.getTime()) || (until && e.fire > until.getTime())) continue;
         const key = `${e.runId}/${e.attempt}`;
         if (e.event === 'start') {
-          const { job, fire, host, runId, attempt, slot, pid, at, overlapped } = e;
-          byAttempt.set(key, {
-            ...{ job, fire, host, runId, attempt, slot, pid, overlapped },
-            start: at,
-            end: null,
-          });
+          const { event, at, ...attempt } = e; // the attempt: all but the event and its time
+          byAttempt.set(key, { ...attempt, start: at, end: null });
         } else {
           const a = byAttempt.get(key);
           if (a) a.end = e.at;

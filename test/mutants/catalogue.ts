@@ -2,7 +2,18 @@
  * The guarantee mutants (see mutant.ts): the regressions baton must never ship, each with the
  * tests that catch it. Listed, with their killers, in test/README.md (`npm run mutants -- --list`).
  */
-import type { Mutant } from './mutant.js';
+import type { Edit, Mutant } from './mutant.js';
+
+/**
+ * Hands the run's lock name down to `attemptRuns`, as `options.heldLock`: the mutants that give
+ * the lock back too early need it there.
+ */
+const PASS_HELD_LOCK: Edit = {
+  file: 'src/coordination/run-fire.ts',
+  find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
+  replace:
+    'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
+};
 
 export const MUTANTS: readonly Mutant[] = [
   {
@@ -37,12 +48,7 @@ export const MUTANTS: readonly Mutant[] = [
       "A timed-out run gives its job's lock back when the timeout fires, before its stopped " +
       'process has exited (one that ignores SIGTERM lives on for the kill grace).',
     edits: [
-      {
-        file: 'src/coordination/run-fire.ts',
-        find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
-        replace:
-          'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
-      },
+      PASS_HELD_LOCK,
       {
         file: 'src/coordination/run-fire.ts',
         find: "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');",
@@ -252,12 +258,7 @@ export const MUTANTS: readonly Mutant[] = [
     guarantee: 'no-overlap',
     what: "A run waiting to retry gives its job's lock back: another runner starts the job meanwhile.",
     edits: [
-      {
-        file: 'src/coordination/run-fire.ts',
-        find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
-        replace:
-          'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
-      },
+      PASS_HELD_LOCK,
       {
         file: 'src/coordination/run-fire.ts',
         find: '    await control.pause(job.retryDelayMs);',
