@@ -7,5 +7,5 @@
  *     export default async (ctx: JobContext) => { ... };
  */
 export type { FireInfo, JobContext, JobFunction } from './execution/job-context.js';
-export type { Trigger, RunStatus } from './store/runs.js';
+export type { Trigger, RunStatus } from './run-status.js';
 export * from './sdk/index.js';

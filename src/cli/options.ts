@@ -15,7 +15,7 @@ import {
   DEFAULT_DATABASE_URL,
   parseDatabaseUrl,
   type DatabaseTarget,
-} from '../store/database-url.js';
+} from '../config/database-url.js';
 
 export const DEFAULT_CONFIG = './schedules.yaml';
 

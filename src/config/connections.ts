@@ -3,7 +3,7 @@
  * written in the file, or read from the runner's environment when the run starts), or baton's
  * own database.
  */
-import { parseDatabaseUrl, type DatabaseTarget } from '../store/database-url.js';
+import { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 import type { Config, JobDefinition } from './schema.js';
 
 export function jobDatabase(

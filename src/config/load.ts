@@ -7,8 +7,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
-import { parseDatabaseUrl } from '../store/database-url.js';
-import { retentionTooShort } from '../store/prune.js';
+import { parseDatabaseUrl } from './database-url.js';
+import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule } from '../schedule/cron.js';
 import {
   DEFAULT_NAMESPACE,

@@ -45,7 +45,7 @@ import {
   type Run,
 } from '../store/runs.js';
 import { FireBatches } from './fire-batches.js';
-import { jobLockName } from './lock-name.js';
+import { jobLockName } from '../lock-names.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
 

@@ -28,10 +28,10 @@ import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { openConnection } from '../store/connect.js';
-import type { DatabaseTarget } from '../store/database-url.js';
+import type { DatabaseTarget } from '../config/database-url.js';
 import { queryWithDeadline, StatementTimeoutError, withDeadline } from '../store/deadline.js';
 import { Batcher, type BatchResult } from '../store/batcher.js';
-import { sessionLockName } from '../store/runs.js';
+import { sessionLockName } from '../lock-names.js';
 
 /**
  * The lock session's server-side idle timeout. The session is never idle for long — it heartbeats

@@ -3,7 +3,7 @@
  * for `baton run` alike: the schema is current (migrations), the fire key is intact, the server
  * can coordinate at all (not a Galera node), and the lock session is open.
  */
-import type { DatabaseTarget } from '../store/database-url.js';
+import type { DatabaseTarget } from '../config/database-url.js';
 import type { Queryable } from '../store/deadline.js';
 import { migrateDatabase } from '../store/migrate.js';
 import {

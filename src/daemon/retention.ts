@@ -14,7 +14,7 @@
  * A failure (the database away, a missing DELETE grant) is logged and tried again at the next
  * interval; it never reaches the runner.
  */
-import { pruneLockName } from '../coordination/lock-name.js';
+import { pruneLockName } from '../lock-names.js';
 import type { PoolConnection, QueryValues } from 'mysql2/promise';
 import { formatDuration } from '../config/duration.js';
 import type { Retention } from '../config/schema.js';

@@ -1,7 +1,7 @@
 /**
  * The runner: one `baton start` process. It owns the daemon loop (one timer for all jobs), its
  * connection to the database (the pool and the lock session), and the runs it has started; each
- * due fire goes through the fire protocol (`src/coordination/run-fire.ts`).
+ * due fire goes through the fire protocol (`src/fire/run-fire.ts`).
  *
  * Fires of one job are contended one after another (a per-job chain), never concurrently: two
  * GET_LOCKs for the same name on one session would nest instead of excluding each other. A fire
@@ -30,24 +30,23 @@ import {
   LockSession,
   ReadOnlyDatabaseError,
 } from '../coordination/lock-session.js';
-import { KILL_GRACE_MS, runFire, type RunControl } from '../coordination/run-fire.js';
+import { KILL_GRACE_MS, runFire, type RunControl } from '../fire/run-fire.js';
 import { BatonError, errorMessage, isRetryableDbError, isUnreachableDbError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import type { Logger } from '../log.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { openPool } from '../store/connect.js';
-import type { DatabaseTarget } from '../store/database-url.js';
+import type { DatabaseTarget } from '../config/database-url.js';
 import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
 import {
   finishRun,
   firesWithRows,
   firstFiresOf,
   insertMissed,
-  type FinalStatus,
   type Queryable,
   type RunOutcome,
-  type Trigger,
 } from '../store/runs.js';
+import type { FinalStatus, Trigger } from '../run-status.js';
 import { FireSchedule, MAX_SLEEP_MS, type DueFire } from './fire-schedule.js';
 import { Limiter, shuffleWithinInstant } from './contention.js';
 import { prepareSpawner } from '../execution/spawner-client.js';

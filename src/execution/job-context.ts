@@ -4,7 +4,7 @@
  */
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
-import type { Trigger } from '../store/runs.js';
+import type { Trigger } from '../run-status.js';
 
 /** The fire being run, identical on every host for the same fire. */
 export interface FireInfo {

@@ -9,7 +9,7 @@
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { skipKind } from '../coordination/fire-protocol.js';
 import type { NotAttempted, RunnerEvents, RunnerGauges } from '../daemon/runner.js';
-import type { FinalStatus } from '../store/runs.js';
+import type { FinalStatus } from '../run-status.js';
 
 export interface RunnerIdentity {
   host: string;

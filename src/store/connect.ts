@@ -8,7 +8,7 @@
  */
 import mysql, { type Connection, type ConnectionOptions, type Pool } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode, errorMessage } from '../errors.js';
-import type { DatabaseTarget } from './database-url.js';
+import type { DatabaseTarget } from '../config/database-url.js';
 
 const COMMON: ConnectionOptions = {
   timezone: 'Z',

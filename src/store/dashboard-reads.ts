@@ -13,7 +13,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
-import type { Run, RunStatus, Trigger } from './runs.js';
+import type { RunStatus, Trigger } from '../run-status.js';
+import type { Run } from './runs.js';
 
 /** Fires shown per job… */
 export const FIRES_PER_JOB = 30;

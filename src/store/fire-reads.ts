@@ -10,6 +10,7 @@
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import { dbErrorCode } from '../errors.js';
+import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
 import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
 
@@ -110,7 +111,7 @@ export async function runnersNow(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
             lock_connection_id, schedule, NOW(3) AS now,
             IF(lock_connection_id IS NULL, NULL,
-               IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id)) <=> lock_connection_id)
+               IS_USED_LOCK(${sessionLockSql('lock_connection_id')}) <=> lock_connection_id)
               AS session_held
        FROM baton_runners WHERE namespace = ? ORDER BY host`,
     [namespace],

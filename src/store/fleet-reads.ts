@@ -5,7 +5,7 @@
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';
-import type { Trigger } from './runs.js';
+import type { Trigger } from '../run-status.js';
 
 // `NOW(3)` — the one clock every runner fires by, so the one `status` judges by — is read with
 // fire-reads.ts's databaseNow, re-exported here for the status command.

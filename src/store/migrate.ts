@@ -12,9 +12,9 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode } from '../errors.js';
-import { migrationLockName } from '../coordination/lock-name.js';
+import { migrationLockName } from '../lock-names.js';
 import { openConnection } from './connect.js';
-import type { DatabaseTarget } from './database-url.js';
+import type { DatabaseTarget } from '../config/database-url.js';
 
 export interface Migration {
   version: number;

@@ -4,6 +4,7 @@
  * `stopped_at` by a graceful stop. `baton status` and `baton explain` read it.
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
 
 /** What a runner loaded for one job: its definition's fingerprint, and since when (ISO). */
@@ -107,7 +108,7 @@ export async function registryOwner(
     `SELECT pid,
             stopped_at IS NULL AND last_seen_at > NOW(3) - INTERVAL ? SECOND
               AND (lock_connection_id IS NULL
-                   OR IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
+                   OR IS_USED_LOCK(${sessionLockSql('lock_connection_id')})
                       <=> lock_connection_id) AS alive
        FROM baton_runners WHERE namespace = ? AND host = ?`,
     [OWNER_ALIVE_SECONDS, namespace, host],

@@ -8,28 +8,14 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
+import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
+import type { FinalStatus, RunStatus, Trigger } from '../run-status.js';
 
 /** `baton_runs.reason` is VARCHAR(512). */
 const REASON_MAX = 512;
 
 export type { Queryable };
-
-export const RUN_STATUSES = [
-  'running',
-  'done',
-  'failed',
-  'timeout',
-  'interrupted',
-  'lost',
-  'skipped',
-  'missed',
-] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-/** How a run that started can end. */
-export type FinalStatus = Exclude<RunStatus, 'running' | 'skipped' | 'missed'>;
-export const TRIGGERS = ['schedule', 'manual', 'catchup'] as const;
-export type Trigger = (typeof TRIGGERS)[number];
 
 export interface Run {
   id: number;
@@ -376,17 +362,6 @@ export async function recordAttempt(db: Queryable, id: number, attempt: number):
   ]);
 }
 
-/**
- * The name of the lock every lock session holds on itself for as long as it lives (taken when it
- * opens). Rows carry their session's `lock_connection_id`, so anyone can tell a `running` row
- * whose runner is alive from one whose runner is gone — for every overlap policy, including
- * `allow`, which takes no job lock. Connection ids are unique per server; the prefix differs from
- * job locks (`baton:`), so the two never collide.
- */
-export function sessionLockName(connectionId: number): string {
-  return `baton-session:${connectionId}`;
-}
-
 /** A `running` row whose runner is gone, as the reaper finds it. */
 export interface OrphanRun {
   id: number;
@@ -415,7 +390,7 @@ export async function findOrphanRuns(
       WHERE namespace = ? AND status = 'running' AND attempts > 0
         ${jobs == null ? '' : 'AND job IN (?)'}
         AND (lock_connection_id IS NULL OR started_at < ?
-             OR NOT (IS_USED_LOCK(CONCAT('baton-session:', lock_connection_id))
+             OR NOT (IS_USED_LOCK(${sessionLockSql('lock_connection_id')})
                      <=> lock_connection_id))`,
     jobs == null ? [namespace, serverStartedBefore] : [namespace, jobs, serverStartedBefore],
   );

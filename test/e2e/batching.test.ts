@@ -11,7 +11,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSession } from '../../src/coordination/lock-session.js';
 import { openPool } from '../../src/store/connect.js';
-import { parseDatabaseUrl } from '../../src/store/database-url.js';
+import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { claimFires, insertSkips, type Attempt, type Claim } from '../../src/store/runs.js';

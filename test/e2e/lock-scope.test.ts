@@ -4,7 +4,7 @@
  * or two test files — never blocks the other.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobLockName, LOCK_NAME_MAX } from '../../src/coordination/lock-name.js';
+import { jobLockName, LOCK_NAME_MAX } from '../../src/lock-names.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';

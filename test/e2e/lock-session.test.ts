@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LOCK_STATEMENT_DEADLINE_MS, LockSession } from '../../src/coordination/lock-session.js';
-import { parseDatabaseUrl } from '../../src/store/database-url.js';
+import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { nextGridInstant, sharedServerAddress } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';

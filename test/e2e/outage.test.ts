@@ -19,7 +19,7 @@ import {
 } from '../helpers/cli.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { openPool } from '../../src/store/connect.js';
-import { parseDatabaseUrl } from '../../src/store/database-url.js';
+import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { insertMissed } from '../../src/store/runs.js';
 import { byFire, createTestDatabase, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';

@@ -4,7 +4,7 @@
  * and not across runners. The skip reasons tell the three cases apart.
  */
 import { describe, expect, it } from 'vitest';
-import { jobLockName } from '../../src/coordination/lock-name.js';
+import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { byFire, runs } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';

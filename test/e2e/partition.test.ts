@@ -17,7 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobLockName } from '../../src/coordination/lock-name.js';
+import { jobLockName } from '../../src/lock-names.js';
 import { startRunner, type RunnerProcess } from '../helpers/cli.js';
 import { allRuns, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';

@@ -22,7 +22,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { jobLockName } from '../../src/coordination/lock-name.js';
+import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { byFire, runs, type RunRow } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';

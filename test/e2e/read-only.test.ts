@@ -15,7 +15,7 @@
  */
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobLockName } from '../../src/coordination/lock-name.js';
+import { jobLockName } from '../../src/lock-names.js';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';

@@ -23,10 +23,10 @@ import { Writable } from 'node:stream';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pruneLockName } from '../../src/coordination/lock-name.js';
+import { pruneLockName } from '../../src/lock-names.js';
 import { RetentionSchedule } from '../../src/daemon/retention.js';
 import { openPool } from '../../src/store/connect.js';
-import { parseDatabaseUrl } from '../../src/store/database-url.js';
+import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import {

@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { jobLockName } from '../../src/coordination/lock-name.js';
+import { jobLockName } from '../../src/lock-names.js';
 import {
   BATON_BIN,
   baton,

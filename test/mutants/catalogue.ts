@@ -9,7 +9,7 @@ import type { Edit, Mutant } from './mutant.js';
  * the lock back too early need it there.
  */
 const PASS_HELD_LOCK: Edit = {
-  file: 'src/coordination/run-fire.ts',
+  file: 'src/fire/run-fire.ts',
   find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
   replace:
     'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
@@ -50,7 +50,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       PASS_HELD_LOCK,
       {
-        file: 'src/coordination/run-fire.ts',
+        file: 'src/fire/run-fire.ts',
         find: "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');",
         replace:
           "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');\n" +
@@ -260,7 +260,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       PASS_HELD_LOCK,
       {
-        file: 'src/coordination/run-fire.ts',
+        file: 'src/fire/run-fire.ts',
         find: '    await control.pause(job.retryDelayMs);',
         replace:
           '    const held = (options as { heldLock?: string | null }).heldLock;\n' +
@@ -434,7 +434,7 @@ export const MUTANTS: readonly Mutant[] = [
     what: 'URLs in messages keep their password.',
     edits: [
       {
-        file: 'src/store/database-url.ts',
+        file: 'src/config/database-url.ts',
         find: "if (parsed.password) parsed.password = '***';",
         replace: '',
       },

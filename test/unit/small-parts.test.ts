@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { parseSince } from '../../src/cli/commands/history.js';
 import { manualInstant } from '../../src/cli/commands/run.js';
 import { formatDuration } from '../../src/cli/format.js';
-import { jobLockName, LOCK_NAME_MAX, migrationLockName } from '../../src/coordination/lock-name.js';
+import { jobLockName, LOCK_NAME_MAX, migrationLockName } from '../../src/lock-names.js';
 import { OutputTail } from '../../src/execution/output-tail.js';
-import { parseDatabaseUrl, redactUrl } from '../../src/store/database-url.js';
+import { parseDatabaseUrl, redactUrl } from '../../src/config/database-url.js';
 import { describeSchedule } from '../../src/schedule/describe.js';
 
 describe('lock names', () => {

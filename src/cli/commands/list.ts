@@ -5,7 +5,7 @@ import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import { openConnection } from '../../store/connect.js';
 import { isMissingSchema } from '../../store/fire-reads.js';
-import type { DatabaseTarget } from '../../store/database-url.js';
+import type { DatabaseTarget } from '../../config/database-url.js';
 import { withDeadline } from '../../store/deadline.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { action } from '../action.js';

@@ -9,7 +9,7 @@ import { jobNameSchema } from '../../config/schema.js';
 import { DatabaseUnavailableError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import type { DatabaseTarget } from '../../store/database-url.js';
+import type { DatabaseTarget } from '../../config/database-url.js';
 import { isMissingSchema } from '../../store/fire-reads.js';
 import { findPause, pauseJob, pausedReason, resumeJob } from '../../store/pauses.js';
 import { action } from '../action.js';

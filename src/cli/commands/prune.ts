@@ -11,12 +11,8 @@ import { DatabaseUnavailableError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { isMissingSchema } from '../../store/fire-reads.js';
-import {
-  DEFAULT_BATCH_SIZE,
-  pruneHistory,
-  retentionTooShort,
-  type PruneResult,
-} from '../../store/prune.js';
+import { retentionTooShort } from '../../config/retention.js';
+import { DEFAULT_BATCH_SIZE, pruneHistory, type PruneResult } from '../../store/prune.js';
 import { action } from '../action.js';
 import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { resolveNamespace } from '../config-options.js';

@@ -5,7 +5,7 @@ import {
 } from '../../coordination/lock-session.js';
 import { connectionVariables, jobDatabase } from '../../config/connections.js';
 import { openCoordination } from '../../coordination/open-coordination.js';
-import { runFire, type RunControl } from '../../coordination/run-fire.js';
+import { runFire, type RunControl } from '../../fire/run-fire.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openPool } from '../../store/connect.js';

@@ -34,7 +34,8 @@ import {
 } from '../../store/dashboard-reads.js';
 import { runnersNow } from '../../store/fire-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
-import type { Queryable, RunStatus, Trigger } from '../../store/runs.js';
+import type { RunStatus, Trigger } from '../../run-status.js';
+import type { Queryable } from '../../store/runs.js';
 
 export interface DashboardSource {
   /** null while the runner is not connected: the overview says so and shows the schedule only. */

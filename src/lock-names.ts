@@ -1,5 +1,6 @@
 /**
- * Names of the server-wide locks baton takes with GET_LOCK.
+ * Names of the server-wide locks baton takes with GET_LOCK — every one of them, here, so that a
+ * rename cannot blind one of their readers (the reaper finds dead runs by the session lock).
  *
  * Named locks are global to the server instance, not to a database: two environments (or two
  * test databases) on one server would block each other if a job's lock were just its name. So a
@@ -15,6 +16,7 @@ import { createHash } from 'node:crypto';
 export const LOCK_NAME_MAX = 64;
 const HASH_CHARS = 16; // 64 bits: collisions among a fleet's jobs are not a practical concern.
 const PREFIX = 'baton:';
+const SESSION_PREFIX = 'baton-session:';
 
 function hash(...parts: string[]): string {
   return createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, HASH_CHARS);
@@ -42,4 +44,24 @@ export function migrationLockName(database: string): string {
 /** The lock that lets one runner of the fleet at a time prune a namespace's history. */
 export function pruneLockName(database: string, namespace: string): string {
   return `${PREFIX}prune:${hash('prune', database, namespace)}`;
+}
+
+/**
+ * The lock every lock session holds on itself for as long as it lives (taken when it opens).
+ * Rows carry their session's `lock_connection_id`, so anyone can tell a `running` row whose
+ * runner is alive from one whose runner is gone — for every overlap policy, including `allow`,
+ * which takes no job lock. Connection ids are unique per server; the prefix differs from job
+ * locks (`baton:`), so the two never collide.
+ */
+export function sessionLockName(connectionId: number): string {
+  return `${SESSION_PREFIX}${connectionId}`;
+}
+
+/**
+ * `sessionLockName` in SQL, over a column or expression holding a connection id — for the reads
+ * that ask, row by row, whether a row's lock session is still alive
+ * (`IS_USED_LOCK(sessionLockSql('lock_connection_id'))`).
+ */
+export function sessionLockSql(connectionIdColumn: string): string {
+  return `CONCAT('${SESSION_PREFIX}', ${connectionIdColumn})`;
 }

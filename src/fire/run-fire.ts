@@ -15,9 +15,10 @@ import {
   type RunningJob,
   type StopStatus,
 } from '../execution/job-process.js';
-import type { DatabaseTarget } from '../store/database-url.js';
-import { finishRun, recordAttempt, type RunOutcome, type Trigger } from '../store/runs.js';
-import { contend, type ContendOptions, type Coordinator } from './fire-protocol.js';
+import type { DatabaseTarget } from '../config/database-url.js';
+import type { Trigger } from '../run-status.js';
+import { finishRun, recordAttempt, type RunOutcome } from '../store/runs.js';
+import { contend, type ContendOptions, type Coordinator } from '../coordination/fire-protocol.js';
 
 /** SIGTERM → SIGKILL delay when a run is stopped (timeout, shutdown). */
 export const KILL_GRACE_MS = 5_000;

@@ -1,0 +1,45 @@
+/**
+ * The vocabulary of the run history, shared by every layer (the store writes it, the protocol
+ * decides it, metrics and commands show it, job authors read it): no SQL here, no behaviour.
+ * docs/history.md documents each value for operators; `store/runs.ts` draws the life of a row.
+ */
+
+export const RUN_STATUSES = [
+  'running',
+  'done',
+  'failed',
+  'timeout',
+  'interrupted',
+  'lost',
+  'skipped',
+  'missed',
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+/** How a run that started can end. */
+export type FinalStatus = Exclude<RunStatus, 'running' | 'skipped' | 'missed'>;
+
+export const TRIGGERS = ['schedule', 'manual', 'catchup'] as const;
+export type Trigger = (typeof TRIGGERS)[number];
+
+/**
+ * Why a runner did not run a fire it considered: the `reason_kind` of its `skipped` row. The
+ * row's `reason` is the sentence for people, rendered from the kind once
+ * (`coordination/skip-reasons.ts`); queries, filters and metrics use the kind, never the words.
+ * - `taken`: another runner has this fire: it is running it, or claiming it right now;
+ * - `already-ran`: another runner already ran this fire (or this runner already took one of
+ *   its worker slots);
+ * - `overlap`: an earlier run of the job is still running (`overlap: skip`, or a queued fire
+ *   that gave up waiting), here or on another runner, or a manual run is;
+ * - `behind`: a later fire of the job is already running: this runner's clock is behind;
+ * - `paused`: the job is paused.
+ */
+export const SKIP_KINDS = ['taken', 'already-ran', 'overlap', 'behind', 'paused'] as const;
+export type SkipKind = (typeof SKIP_KINDS)[number];
+
+/**
+ * `baton_runs.reason_kind`: a skip's kind, or `not-run` on a `missed` row (nobody attempted the
+ * fire). NULL on the rows of runs, and on rows written before the column existed whose sentence
+ * the migration could not classify.
+ */
+export const REASON_KINDS = [...SKIP_KINDS, 'not-run'] as const;
+export type ReasonKind = (typeof REASON_KINDS)[number];
