@@ -5,6 +5,7 @@
  *
  * One set per pool and namespace, for as long as the pool lives.
  */
+import type { SkipKind } from '../run-status.js';
 import { Batcher } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
 import { lockHolders } from '../store/fire-reads.js';
@@ -110,8 +111,8 @@ export class FireBatches {
   );
 
   /** Writes the skip row; its id. */
-  readonly skip = new Batcher<{ attempt: Attempt; reason: string }, number>(async (skips) =>
-    (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
+  readonly skip = new Batcher<{ attempt: Attempt; reason: string; kind?: SkipKind }, number>(
+    async (skips) => (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
   );
 }
 

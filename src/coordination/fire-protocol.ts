@@ -34,7 +34,7 @@
 import type { OverlapPolicy } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
-import { pausedReason, type Pause } from '../store/pauses.js';
+import type { Pause } from '../store/pauses.js';
 import {
   abandonClaim,
   claimFires,
@@ -42,15 +42,17 @@ import {
   findWinner,
   type Attempt,
   type OrphanRun,
-  type Run,
 } from '../store/runs.js';
-import { FireBatches } from './fire-batches.js';
+import type { SkipKind } from '../run-status.js';
 import { jobLockName } from '../lock-names.js';
+import { FireBatches } from './fire-batches.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
+import * as skips from './skip-reasons.js';
+import type { SkipReason } from './skip-reasons.js';
 
-/** What a runner needs to contend for fires. */
-export interface Coordinator {
+/** What a runner needs to contend for fires: who it is, and its handles on the database. */
+export interface FireContext {
   database: string;
   namespace: string;
   host: string;
@@ -63,7 +65,11 @@ export interface Coordinator {
 
 export type Contention =
   | { won: true; runId: number; lockName: string | null; slot: number }
-  | { won: false; runId: number; reason: string };
+  | { won: false; runId: number; kind: SkipKind; reason: string };
+
+type Won = Extract<Contention, { won: true }>;
+/** A slot or fire this runner could not have, and why (not recorded yet). */
+type NotWon = { won: false; skip: SkipReason };
 
 export interface ContendOptions {
   /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
@@ -109,15 +115,16 @@ export const DESCRIBE_DELAY_MS = 20;
 export const QUEUE_POLL_MS = 250;
 
 export async function contend(
-  c: Coordinator,
+  c: FireContext,
   attempt: Attempt,
   options: ContendOptions = {},
 ): Promise<Contention> {
   const batches = FireBatches.of(c.pool, c.namespace);
-  const skip = async (reason: string): Promise<Contention> => ({
+  const skip = async ({ kind, text }: SkipReason): Promise<Contention> => ({
     won: false,
-    runId: await batches.skip.load({ attempt, reason }),
-    reason,
+    runId: await batches.skip.load({ attempt, reason: text, kind }),
+    kind,
+    reason: text,
   });
 
   const overlap = options.overlap ?? 'skip';
@@ -136,40 +143,34 @@ export async function contend(
       attempt.scheduledAt,
       c.host,
     );
-    if (mine) {
-      return skip(`this runner already took worker slot ${mine.workerSlot} of this fire`);
-    }
+    if (mine) return skip(skips.slotAlreadyTaken(mine.workerSlot));
   }
   if (overlap === 'allow') {
     // No GET_LOCK, so no read-only check with it: ask on its own (a demoted primary must not
     // hand out winners, whichever policy).
     await c.lock.assertWritable();
     const pause = await prefetch.pause;
-    if (pause) return skip(pausedReason(pause));
+    if (pause) return skip(skips.paused(pause));
     for (let slot = 1; slot <= workers; slot++) {
       const won = await claim(c, { ...attempt, slot }, null, prefetch);
       if (won.won) return won;
-      if (slot === workers) return skip(won.reason);
+      if (slot === workers) return skip(won.skip);
     }
   }
   const queued = overlap === 'queue' && options.queueUntil != null;
   // A queued fire that gives up says that it waited, and for what.
-  const gaveUp = (holder: string) => {
+  const gaveUp = (holder: SkipReason): SkipReason => {
     if (!queued) return holder;
-    const why = options.signal?.aborted
-      ? 'the runner is stopping'
-      : `the next fire (${iso(options.queueUntil!)}) came first`;
-    return `waited in the queue until ${why}; ${holder}`;
+    return skips.gaveUpQueue(
+      holder,
+      options.signal?.aborted ? 'stopping' : { nextFire: options.queueUntil! },
+    );
   };
 
   if (options.runningHere) {
     const pause = await prefetch.pause;
-    if (pause) return skip(pausedReason(pause));
-    return skip(
-      gaveUp(
-        `an earlier run is still running on ${c.host} (this runner; fire ${iso(options.runningHere)})`,
-      ),
-    );
+    if (pause) return skip(skips.paused(pause));
+    return skip(gaveUp(skips.runningHere(c.host, options.runningHere)));
   }
 
   if (workers > 1) {
@@ -180,27 +181,27 @@ export async function contend(
       const once = { ...options, waitSeconds: 0 };
       for (;;) {
         const won = await contendSlots(c, attempt, once, workers, gaveUp, prefetch);
-        if (won.won || Date.now() >= deadline) return won.won ? won : skip(won.reason);
+        if (won.won || Date.now() >= deadline) return won.won ? won : skip(won.skip);
         await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));
       }
     }
   }
   const won = await contendSlots(c, attempt, options, workers, gaveUp, prefetch);
-  return won.won ? won : skip(won.reason);
+  return won.won ? won : skip(won.skip);
 }
 
 /** Steps 1–2 over the worker slots: the first slot this runner can lock and claim. */
 async function contendSlots(
-  c: Coordinator,
+  c: FireContext,
   attempt: Attempt,
   options: ContendOptions,
   workers: number,
-  gaveUp: (holder: string) => string,
+  gaveUp: (holder: SkipReason) => SkipReason,
   prefetch: Prefetch,
-): Promise<Contention | { won: false; reason: string }> {
+): Promise<Won | NotWon> {
   // Every slot that could not be had, and why: the skip reason when none could. The holders of
   // busy slots are named only once no slot was won (see nameHolders).
-  const busy: (string | null)[] = [];
+  const busy: (SkipReason | null)[] = [];
   const held: { index: number; lockName: string; attempt: Attempt }[] = [];
   for (let slot = 1; slot <= workers; slot++) {
     const slotAttempt = { ...attempt, slot };
@@ -209,25 +210,25 @@ async function contendSlots(
     if (got === 'taken') {
       // While this fire waited in the queue, another runner won this very fire.
       const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-      busy.push(winner ? describeWinner(winner) : 'this fire already ran on another runner');
+      busy.push(skips.fireHasWinner(winner));
       continue;
     }
     if (got === 'busy') {
       // A paused job is skipped as paused by every runner, also by those that met the lock
       // of a runner that is just finding out.
       const pause = await prefetch.pause;
-      if (pause) return { won: false, reason: pausedReason(pause) };
+      if (pause) return { won: false, skip: skips.paused(pause) };
       held.push({ index: busy.push(null) - 1, lockName, attempt: slotAttempt });
       continue;
     }
     const pause = await prefetch.pause;
     if (pause) {
       await c.lock.release(lockName);
-      return { won: false, reason: pausedReason(pause) };
+      return { won: false, skip: skips.paused(pause) };
     }
     const won = await claim(c, slotAttempt, lockName, prefetch);
     if (won.won) return won;
-    busy.push(won.reason);
+    busy.push(won.skip);
   }
   if (held.length > 0) {
     // The holder of a lock met at the fire's instant is usually claiming this very fire right
@@ -241,11 +242,8 @@ async function contendSlots(
     const named = await Promise.all(held.map((h) => describeHolder(c, h.lockName, h.attempt)));
     held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!)));
   }
-  if (workers === 1) return { won: false, reason: busy[0]! };
-  return {
-    won: false,
-    reason: `all ${workers} worker slots are taken: ${busy.map((b, i) => `${i + 1}: ${b}`).join('; ')}`,
-  };
+  if (workers === 1) return { won: false, skip: busy[0]! };
+  return { won: false, skip: skips.allSlotsTaken(busy as SkipReason[]) };
 }
 
 /**
@@ -253,7 +251,7 @@ async function contendSlots(
  * another runner wins this very fire meanwhile (`taken`): then there is nothing left to wait for.
  */
 async function acquire(
-  c: Coordinator,
+  c: FireContext,
   lockName: string,
   attempt: Attempt,
   options: ContendOptions,
@@ -273,14 +271,14 @@ async function acquire(
 /**
  * Step 2: the fire key, for the attempt's worker slot. With `lockName` null (overlap `allow`)
  * there is no lock to give back. A slot of this fire that already has a winner is not an error
- * but an answer: `{ won: false, reason }`, with the lock released.
+ * but an answer: `{ won: false, skip }`, with the lock released.
  */
 async function claim(
-  c: Coordinator,
+  c: FireContext,
   attempt: Attempt,
   lockName: string | null,
   prefetch: Prefetch,
-): Promise<Contention | { won: false; reason: string }> {
+): Promise<Won | NotWon> {
   let claimed: number | 'taken';
   try {
     if (lockName) {
@@ -312,8 +310,7 @@ async function claim(
     attempt.scheduledAt,
     attempt.slot,
   );
-  const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
-  return { won: false, reason: `this fire already ran ${where}` };
+  return { won: false, skip: skips.claimedElsewhere(winner) };
 }
 
 /** How often a claim that came early (by the database's clock) asks again. */
@@ -327,7 +324,7 @@ const EARLY_LIMIT_MS = 5_000;
  * millisecond or so); it turns "never before its instant" from an estimate into a guarantee.
  */
 async function claimWhenDue(
-  c: Coordinator,
+  c: FireContext,
   attempt: Attempt,
   locked: boolean,
 ): Promise<number | 'taken'> {
@@ -350,43 +347,16 @@ async function claimWhenDue(
 }
 
 /**
- * Why a fire was skipped, as one of a few kinds (a metrics label; the reason itself is free text
- * for people). Keep in step with the sentences written in this file and in pauses.ts:
- * - `taken`: another runner won this fire (the normal case for every redundant runner);
- * - `overlap`: an earlier run of the job was still running (`overlap: skip`, or a queue that
- *   gave up);
- * - `paused`: the job is paused.
- */
-export type SkipKind = 'taken' | 'overlap' | 'paused';
-
-export function skipKind(reason: string): SkipKind {
-  // Fan-out: every slot was busy, each for its own reason. Overlap only if all slots were.
-  const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
-  if (slots) {
-    const each = slots[1]!.split(/; (?=\d+: )/).map((s) => skipKind(s.replace(/^\d+: /, '')));
-    return each.every((k) => k === 'overlap') ? 'overlap' : 'taken';
-  }
-  if (reason.startsWith('paused by ')) return 'paused';
-  if (
-    reason.startsWith('waited in the queue ') ||
-    reason.startsWith('an earlier run is still running ') ||
-    reason.startsWith('a manual run is running ') ||
-    reason.startsWith('a later fire ') ||
-    reason.startsWith('the lock is held by connection ')
-  ) {
-    return 'overlap';
-  }
-  return 'taken';
-}
-
-/**
- * A sentence naming who holds the job's lock and which run that is. It does not wait for the
+ * Who holds the job's lock and which run that is, as a skip reason. It does not wait for the
  * holder's row: a holder without one is between its GET_LOCK and its INSERT, claiming a fire of
- * the job — and a loser that polled for the row held its place among the runner's contentions
- * meanwhile (500 jobs on one second made that the runner's bottleneck). The registry names the
- * holder's host instead.
+ * the job — and a loser that polled for the row would hold its place among the runner's
+ * contentions meanwhile. The registry names the holder's host instead.
  */
-async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt): Promise<string> {
+async function describeHolder(
+  c: FireContext,
+  lockName: string,
+  attempt: Attempt,
+): Promise<SkipReason> {
   // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
   // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
   // when many jobs fire at once. One batched read for all the fires lost in the same turn.
@@ -397,37 +367,15 @@ async function describeHolder(c: Coordinator, lockName: string, attempt: Attempt
   });
   if (facts.holder == null) {
     // Released in the meantime: usually by the winner of this very fire, already done.
-    if (facts.winner) return describeWinner(facts.winner);
-    return 'another run held the lock at this instant (it is free now)';
+    return facts.winner ? skips.fireHasWinner(facts.winner) : skips.lockFreedMeanwhile();
   }
-  if (facts.run) return describeRun(facts.run, attempt);
+  if (facts.run) return skips.heldByRun(facts.run, attempt.scheduledAt);
   // No running row: the holder may have just finished this very fire (its verdict is written
   // before its lock is released)…
-  if (facts.winner) return describeWinner(facts.winner);
+  if (facts.winner) return skips.fireHasWinner(facts.winner);
   // …or be writing its claim right now.
-  if (facts.host) return `this fire is being claimed by ${facts.host} (it holds the job's lock)`;
-  return `the lock is held by connection ${facts.holder}, which has no running row for this job`;
-}
-
-/** The winner of the attempt's own fire, running or finished. */
-function describeWinner(winner: Run): string {
-  return winner.status === 'running'
-    ? `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`
-    : `this fire already ran on ${winner.host} (${winner.status})`;
-}
-
-function describeRun(run: Run, attempt: Attempt): string {
-  const started = `started ${iso(run.startedAt)}`;
-  if (run.trigger === 'manual') return `a manual run is running on ${run.host} (${started})`;
-  const delta = run.scheduledAt.getTime() - attempt.scheduledAt.getTime();
-  if (delta === 0) return `this fire is running on ${run.host} (${started})`;
-  if (delta < 0) {
-    return `an earlier run is still running on ${run.host} (fire ${iso(run.scheduledAt)}, ${started})`;
-  }
-  return (
-    `a later fire (${iso(run.scheduledAt)}) is already running on ${run.host}; ` +
-    'this runner is behind (check its clock)'
-  );
+  if (facts.host) return skips.beingClaimed(facts.host);
+  return skips.heldByUnknown(facts.holder);
 }
 
 function iso(d: Date): string {

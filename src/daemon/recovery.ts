@@ -1,48 +1,92 @@
 /**
  * What happened while nobody could coordinate: after start-up and after every reconnect, a runner
- * looks back over each job's recent fires.
+ * looks back over each job's recent fires (schedule/look-back.ts finds them).
  *
- * - **Catch-up** (`catchUp: 10m`): the latest fire inside the window that has no winner runs once
- *   now, with `trigger = catchup` and its own `scheduled_at`, through the usual fire protocol —
- *   the fire key lets one host do it however many notice.
- * - **Missed**: every fire in the window (the catch-up window, else the last hour) that nobody
- *   attempted at all gets one `missed` row, so "it did not run at 03:00" is in the history. This
- *   waits a few seconds (`MISSED_SETTLE_MS`) so runners contending the latest fires have written
- *   their rows first.
- *
- * The window never reaches back before the job is known to exist: its first row in the history,
- * or else this runner's start (a job added today has no missed fires from yesterday).
+ * - **Catch-up** (`catchUp: 10m`): the latest fire inside the window that has no row at all runs
+ *   once now, with `trigger = catchup` and its own `scheduled_at`, through the usual fire
+ *   protocol — the fire key lets one host do it however many notice. Only a fire nobody
+ *   attempted: one that runners skipped on purpose (an overlap, a pause) stays skipped.
+ * - **Missed**: every fire in the window that nobody attempted at all gets one `missed` row, so
+ *   "it did not run at 03:00" is in the history. This waits MISSED_SETTLE_MS first, so that the
+ *   runners contending the latest fires have written their rows.
  */
 import type { JobDefinition } from '../config/schema.js';
+import { delay } from '../delay.js';
+import { errorMessage } from '../errors.js';
+import type { DueFire } from '../schedule/fire-schedule.js';
+import { lookBack } from '../schedule/look-back.js';
+import type { Logger } from '../log.js';
+import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
+import type { Queryable } from '../store/deadline.js';
+import { firesWithRows, firstFiresOf, insertMissed } from '../store/runs.js';
+import type { RunnerEvents } from './events.js';
 
-/** How far back missed fires are recorded for a job without `catchUp`. */
-export const MISSED_WINDOW_MS = 3_600_000;
-/** At most this many fires per job are looked at in one pass (an every-second job, an hour). */
-export const MAX_FIRES_PER_PASS = 3_600;
 /** Runners contending the most recent fires have written their rows by then. */
 export const MISSED_SETTLE_MS = 5_000;
 
-export interface LookBack {
-  /** Fires in the window, oldest first (the newest MAX_FIRES_PER_PASS of them). */
-  fires: Date[];
-  /** The window's start. */
-  from: Date;
+export interface RecoveryContext {
+  pool: Queryable;
+  namespace: string;
+  host: string;
+  jobs: ReadonlyMap<string, JobDefinition>;
+  schedules: ReadonlyMap<string, Schedule>;
+  /** Since when this runner has run each job's current schedule (database time). */
+  knownSince: (job: string) => Date;
+  /** Whether the runner can still coordinate (it may lose the database while it waits). */
+  coordinated: () => boolean;
+  dispatch: (fire: DueFire, trigger: Trigger) => void;
+  signal: AbortSignal;
+  events: RunnerEvents;
+  log: Logger;
 }
 
-/** The job's fires in (max(now − window, knownSince), now]. */
-export function lookBack(
-  job: JobDefinition,
-  schedule: Schedule,
-  now: Date,
-  knownSince: Date,
-): LookBack {
-  const window = job.catchUpMs ?? MISSED_WINDOW_MS;
-  const from = new Date(Math.max(now.getTime() - window, knownSince.getTime()));
-  const fires: Date[] = [];
-  for (let at = schedule.nextAfter(from); at && at <= now; at = schedule.nextAfter(at)) {
-    fires.push(at);
-    if (fires.length > MAX_FIRES_PER_PASS) fires.shift();
+export async function recover(c: RecoveryContext, now: Date): Promise<void> {
+  const { pool, namespace, log } = c;
+  const plans: { job: JobDefinition; fires: Date[]; from: Date; caughtUp: Date | null }[] = [];
+  try {
+    const firsts = await firstFiresOf(pool, namespace, [...c.jobs.keys()]);
+    for (const job of c.jobs.values()) {
+      const schedule = c.schedules.get(job.name);
+      if (!schedule) continue;
+      const first = firsts.get(job.name) ?? null;
+      const loaded = c.knownSince(job.name);
+      const knownSince = first && first < loaded ? first : loaded;
+      const { fires, from } = lookBack(job, schedule, now, knownSince);
+      if (fires.length === 0) continue;
+      let caughtUp: Date | null = null;
+      const latest = fires.at(-1)!;
+      const untouched = !(await firesWithRows(pool, namespace, job.name, latest, latest)).size;
+      if (job.catchUpMs != null && untouched) {
+        caughtUp = latest;
+        log.info({ job: job.name, scheduledAt: latest }, 'catching up a missed fire');
+        c.dispatch({ job: job.name, scheduledAt: latest, lateMs: 0 }, 'catchup');
+      }
+      plans.push({ job, fires, from, caughtUp });
+    }
+    await delay(MISSED_SETTLE_MS, c.signal);
+    if (c.signal.aborted || !c.coordinated()) return;
+    for (const { job, fires, from, caughtUp } of plans) {
+      const seen = await firesWithRows(pool, namespace, job.name, from, now);
+      let recorded = 0;
+      for (const at of fires) {
+        if (seen.has(at.getTime()) || at.getTime() === caughtUp?.getTime()) continue;
+        const attempt = {
+          namespace,
+          job: job.name,
+          scheduledAt: at,
+          trigger: 'schedule' as const,
+          host: c.host,
+          pid: process.pid,
+        };
+        const reason =
+          'nobody attempted this fire: no runner was connected to the database at the time ' +
+          `(it was down or unreachable, or the runners were starting; recorded by ${c.host})`;
+        if (await insertMissed(pool, attempt, reason)) recorded++;
+      }
+      if (recorded > 0) c.events.emit('fires:missed', { job: job.name, count: recorded });
+    }
+  } catch (err) {
+    log.warn({ err: errorMessage(err) }, 'could not look back for missed fires');
   }
-  return { fires, from };
 }

@@ -1,137 +1,253 @@
 /**
- * One fire end to end, shared by the daemon (scheduled and catch-up fires) and `baton run`
- * (manual ones): contend (fire-protocol.ts) → run the job in a child process, again on failure
- * while `retries` allow → write the verdict → release the lock in `finally`. The verdict is
- * written before the release, so that a runner arriving late for the same fire meets the fire key
- * (already ran), never a free lock and no row.
+ * One fire end to end, forward only, the same for the daemon (scheduled and catch-up fires) and
+ * for `baton run` (manual ones):
+ *
+ *   local overlap (local-runs.ts) → a contention place → contend (coordination/fire-protocol.ts)
+ *     → attempts: the job in a child process, again on failure while `retries` allow
+ *     → the verdict, written while the lock is still held → release the lock (`finally`)
+ *
+ * The verdict is written before the release, so that a runner arriving late for the same fire
+ * meets the fire key (already ran), never a free lock and no row.
+ *
+ * The pipeline tells what happens through its events (`events.ts`) and answers with a
+ * `FireOutcome`; it calls nothing back in its caller. What the caller shares with it is passed
+ * down: the runs this process has going (`LocalRuns`: the pipeline adds its run once started and
+ * removes it when done, so a lost lock session can stop every one), the bound on contentions, and
+ * where to keep a verdict the database cannot take yet.
  */
-import type { JobDefinition } from '../config/schema.js';
+import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
+import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
+import { contend, type Contention, type FireContext } from '../coordination/fire-protocol.js';
+import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
 import type { FireInfo } from '../execution/job-context.js';
-import {
-  startJob,
-  type JobResult,
-  type RunningJob,
-  type StopStatus,
-} from '../execution/job-process.js';
-import type { DatabaseTarget } from '../config/database-url.js';
-import type { Trigger } from '../run-status.js';
+import { startJob, type JobResult } from '../execution/job-process.js';
+import type { SkipKind, Trigger } from '../run-status.js';
+import type { Schedule } from '../schedule/cron.js';
 import { finishRun, recordAttempt, type RunOutcome } from '../store/runs.js';
-import { contend, type ContendOptions, type Coordinator } from '../coordination/fire-protocol.js';
-
-/** SIGTERM → SIGKILL delay when a run is stopped (timeout, shutdown). */
-export const KILL_GRACE_MS = 5_000;
+import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
+import type { Limiter } from './limiter.js';
+import { localOverlap, takesContentionPlace, LocalRuns, type LocalRun } from './local-runs.js';
+import { KILL_GRACE_MS, LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
+import type { VerdictBacklog } from './verdict-backlog.js';
 
 export type FireOutcome =
-  | { ran: true; runId: number; result: JobResult; attempts: number; recorded: boolean }
-  | { ran: false; runId: number; reason: string; contendMs: number };
+  | { status: 'ran'; runId: number; result: JobResult; attempts: number; recorded: boolean }
+  | { status: 'skipped'; runId: number; kind: SkipKind; reason: string; contendMs: number }
+  /** Not contended, or not to the end; the `fire:notAttempted` event said why. */
+  | { status: 'not-attempted'; cause: NotAttemptedCause }
+  /** The runner began to stop before this fire was contended: nothing was done or recorded. */
+  | { status: 'stopped' };
 
-export interface RunFireOptions extends ContendOptions {
+export interface FireOptions {
   trigger: Trigger;
+  /**
+   * The lock session and pool to contend with, asked for when needed (a queued fire may wait
+   * across a reconnect); null while there is no usable lock session.
+   */
+  context: () => FireContext | null;
+  /** This process's runs: read by the overlap policy, and the run is added while it goes. */
+  runs: LocalRuns;
+  /** The job's overlap policy; without it a fire is contended like `skip` (manual runs). */
+  overlap?: OverlapPolicy;
+  /** The job's schedule: a queued fire waits at most until the next fire. */
+  schedule?: Schedule | null;
+  /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
+  waitSeconds?: number;
+  /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
+  pauseCheck?: boolean;
+  /** The runner is stopping: no new contention, a queued fire stops waiting. */
+  signal?: AbortSignal;
+  /** The runner's bound on contentions at once (a queued fire takes no place). */
+  places?: Limiter;
+  /** Where a verdict the database cannot take is kept; without it the error is thrown. */
+  verdicts?: VerdictBacklog;
+  events?: FireEvents;
   /** Pass the job's output through to this process (foreground `baton run`). */
   tee?: boolean;
   /** The database a module job gets as `ctx.db`. */
   database?: DatabaseTarget | null;
   /** Environment variables no job inherits (the connections' URLs). */
   withholdEnv?: readonly string[];
-  /**
-   * Called once the run has won and its first attempt has started; `contendMs` is how long
-   * winning took (lock, fire key, and the reads that go with them).
-   */
-  onStart?: (control: RunControl, fire: FireInfo, contendMs: number) => void;
-  /**
-   * A verdict that could not be written (the database is gone): the caller keeps it and writes
-   * it when the database answers again. Without it, the error is thrown.
-   */
-  onUnwrittenVerdict?: (runId: number, outcome: RunOutcome) => void;
+}
+
+/** A fire under way: `contended` settles once the run has started or the fire is over. */
+export interface FireHandle {
+  contended: Promise<void>;
+  outcome: Promise<FireOutcome>;
 }
 
 /**
- * A handle on a run that may span several attempts: stopping it stops the current attempt and
- * every retry that would have followed.
+ * Starts one fire. Its contention is over when `contended` settles (a per-job chain may go on to
+ * the next fire then, while the run goes on); `outcome` settles when everything is done, and
+ * rejects with what baton could not do (the database failed) once the events have told it.
  */
-export class RunControl {
-  private current: RunningJob | null = null;
-  private request: { why: string; graceMs: number; status: StopStatus } | null = null;
-  private wakeRetry: (() => void) | null = null;
+export function startFire(job: JobDefinition, scheduledAt: Date, o: FireOptions): FireHandle {
+  let contended!: () => void;
+  const settled = new Promise<void>((resolve) => (contended = resolve));
+  const outcome = runFire(job, scheduledAt, o, contended).finally(contended);
+  return { contended: settled, outcome };
+}
 
-  constructor(
-    readonly runId: number,
-    readonly scheduledAt: Date,
-  ) {}
+async function runFire(
+  job: JobDefinition,
+  scheduledAt: Date,
+  o: FireOptions,
+  contended: () => void,
+): Promise<FireOutcome> {
+  const fire: FireRef = { job: job.name, scheduledAt, trigger: o.trigger };
+  const notAttempted = (cause: NotAttemptedCause, error?: string): FireOutcome => {
+    o.events?.emit('fire:notAttempted', { fire, cause, ...(error != null ? { error } : {}) });
+    return { status: 'not-attempted', cause };
+  };
+  const stopping = () => o.signal?.aborted === true;
+  if (stopping()) return { status: 'stopped' };
+  // Nobody can prove it is alone without a lock session: not running is the safe side.
+  let c = o.context();
+  if (!c) return notAttempted('no-session');
 
-  get pid(): number | undefined {
-    return this.current?.pid;
-  }
+  const policy = o.overlap ?? 'skip';
+  const { runningHere, queueUntil } = await localOverlap(job.name, policy, scheduledAt, {
+    runs: o.runs,
+    schedule: o.schedule ?? null,
+    now: () => c!.now?.() ?? new Date(),
+    ...(o.signal ? { signal: o.signal } : {}),
+  });
+  if (stopping()) return { status: 'stopped' };
+  // The place is held while the fire contends, not while its run goes on.
+  const place = o.places && takesContentionPlace(policy) ? await o.places.acquire() : null;
+  let placeHeld = place != null;
+  const releasePlace = () => {
+    if (placeHeld) place!();
+    placeHeld = false;
+  };
+  let local: LocalRun | null = null;
+  let finished!: () => void;
+  const whenFinished = new Promise<void>((resolve) => (finished = resolve));
+  try {
+    if (stopping()) return { status: 'stopped' };
+    // Taken again only now: a queued fire, or one that waited for its place, may have waited
+    // across a reconnect.
+    c = o.context();
+    if (!c) return notAttempted('no-session');
+    const ctx = c;
+    const attempt = {
+      namespace: ctx.namespace,
+      job: job.name,
+      scheduledAt,
+      trigger: o.trigger,
+      host: ctx.host,
+      pid: ctx.pid,
+    };
+    const contendStart = performance.now();
+    let claim: Contention;
+    try {
+      claim = await contend(ctx, attempt, {
+        overlap: policy,
+        runningHere,
+        queueUntil,
+        workers: job.workers,
+        ...(o.waitSeconds != null ? { waitSeconds: o.waitSeconds } : {}),
+        ...(o.pauseCheck != null ? { pauseCheck: o.pauseCheck } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
+    } catch (err) {
+      if (err instanceof ReadOnlyDatabaseError) notAttempted('read-only');
+      // The session died while this fire was contended: like a fire that found no session.
+      else if (!ctx.lock.usable) notAttempted('session-lost', errorMessage(err));
+      else notAttempted('error', errorMessage(err));
+      throw err;
+    }
+    const contendMs = performance.now() - contendStart;
+    // A queued fire's contention includes its wait for the previous run: not a lock latency.
+    const measured = policy === 'queue' ? null : contendMs;
+    if (!claim.won) {
+      const { runId, kind, reason } = claim;
+      o.events?.emit('fire:skipped', { fire, runId, kind, reason, contendMs: measured });
+      return { status: 'skipped', runId, kind, reason, contendMs };
+    }
 
-  get stopRequested(): boolean {
-    return this.request != null;
-  }
-
-  /** Stops the run: the first request decides the status (`timeout`, `lost`, `interrupted`). */
-  stop(why: string, graceMs: number, status: StopStatus): void {
-    this.request ??= { why, graceMs, status };
-    void this.current?.stop(why, graceMs, status);
-    this.wakeRetry?.();
-  }
-
-  /** @internal run-fire's side: the attempt now running. */
-  attach(run: RunningJob): void {
-    this.current = run;
-    if (this.request) void run.stop(this.request.why, this.request.graceMs, this.request.status);
-  }
-
-  /** @internal Sleeps between attempts; a stop request ends the sleep. */
-  pause(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
+    let startedAt = 0;
+    const control = new RunControl(claim.runId, scheduledAt);
+    const onStarted = () => {
+      local = { job: job.name, scheduledAt, control, finished: whenFinished };
+      o.runs.add(local);
+      startedAt = performance.now();
+      const lagMs =
+        o.trigger === 'schedule'
+          ? (ctx.now?.() ?? new Date()).getTime() - scheduledAt.getTime()
+          : null;
+      o.events?.emit('fire:won', {
+        fire,
+        runId: claim.runId,
+        jobPid: control.pid,
+        contendMs: measured,
+        lagMs,
+      });
+      // The session may have died between GET_LOCK and now (the claim runs on the pool): whoever
+      // stopped the runs of the lost session did not see this one, so it is aborted here.
+      if (!ctx.lock.usable) {
+        control.stop(
+          `lost: the runner's lock session ended while the run was being claimed ` +
+            `(${ctx.lock.lossReason ?? 'replaced'})`,
+          LOST_KILL_GRACE_MS,
+          'lost',
+        );
       }
-      this.wakeRetry = done;
-    }).finally(() => (this.wakeRetry = null));
-  }
-
-  /** The stop request as a result, when the run is stopped between two attempts. */
-  stoppedResult(last: JobResult): JobResult {
-    if (!this.request) return last;
-    return { ...last, status: this.request.status, error: this.request.why };
+      // A fire won while a stop begins is waited for like any other run: the daemon lets
+      // contention settle before it decides what to wait for and what to stop.
+      releasePlace();
+      contended();
+    };
+    let outcome: Extract<FireOutcome, { status: 'ran' }>;
+    try {
+      outcome = await attemptAndRecord(ctx, job, fire, claim, control, onStarted, o);
+    } catch (err) {
+      if (local)
+        o.events?.emit('run:notCompleted', { fire, runId: claim.runId, error: errorMessage(err) });
+      else notAttempted('error', errorMessage(err));
+      throw err;
+    }
+    const { result } = outcome;
+    o.events?.emit('run:finished', {
+      fire,
+      runId: outcome.runId,
+      status: result.status,
+      exitCode: result.exitCode,
+      attempts: outcome.attempts,
+      error: result.error,
+      durationMs: performance.now() - startedAt,
+    });
+    return outcome;
+  } finally {
+    releasePlace();
+    if (local) o.runs.delete(local);
+    finished();
   }
 }
 
-export async function runFire(
-  c: Coordinator,
+/** The winner's part: the attempts, the verdict, and the lock given back in `finally`. */
+async function attemptAndRecord(
+  c: FireContext,
   job: JobDefinition,
-  scheduledAt: Date,
-  options: RunFireOptions,
-): Promise<FireOutcome> {
-  const attempt = {
-    namespace: c.namespace,
-    job: job.name,
-    scheduledAt,
-    trigger: options.trigger,
-    host: c.host,
-    pid: c.pid,
-  };
-  const contendStart = performance.now();
-  const claim = await contend(c, attempt, { ...options, workers: job.workers });
-  const contendMs = performance.now() - contendStart;
-  if (!claim.won) return { ran: false, runId: claim.runId, reason: claim.reason, contendMs };
-
+  ref: FireRef,
+  claim: Extract<Contention, { won: true }>,
+  control: RunControl,
+  onStarted: () => void,
+  o: FireOptions,
+): Promise<Extract<FireOutcome, { status: 'ran' }>> {
   try {
     const fire: FireInfo = {
       job: job.name,
       runId: claim.runId,
-      scheduledAt,
-      trigger: options.trigger,
+      scheduledAt: ref.scheduledAt,
+      trigger: ref.trigger,
       host: c.host,
       attempt: 1,
       worker: { slot: claim.slot, count: job.workers },
     };
-    const control = new RunControl(claim.runId, scheduledAt);
-    const { result, attempts } = await attemptRuns(c, job, fire, control, contendMs, options);
+    const { result, attempts } = await attemptRuns(c, job, fire, control, onStarted, o);
     const outcome: RunOutcome = {
       status: result.status,
       exitCode: result.exitCode,
@@ -147,10 +263,11 @@ export async function runFire(
     try {
       recorded = await finishRun(c.pool, claim.runId, outcome);
     } catch (err) {
-      if (!options.onUnwrittenVerdict) throw err;
-      options.onUnwrittenVerdict(claim.runId, outcome);
+      if (!o.verdicts) throw err;
+      o.verdicts.keep(claim.runId, outcome);
+      o.events?.emit('verdict:kept', { fire: ref, runId: claim.runId, status: outcome.status });
     }
-    return { ran: true, runId: claim.runId, result, attempts, recorded };
+    return { status: 'ran', runId: claim.runId, result, attempts, recorded };
   } catch (err) {
     // The job could not be started or its verdict not written; leave no row `running` if the
     // database still answers.
@@ -172,12 +289,12 @@ function retryable(result: JobResult): boolean {
 }
 
 async function attemptRuns(
-  c: Coordinator,
+  c: FireContext,
   job: JobDefinition,
   fire: FireInfo,
   control: RunControl,
-  contendMs: number,
-  options: RunFireOptions,
+  onStarted: () => void,
+  o: FireOptions,
 ): Promise<{ result: JobResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
@@ -185,15 +302,15 @@ async function attemptRuns(
       job,
       { ...fire, attempt },
       {
-        tee: options.tee ?? false,
-        database: options.database ?? null,
-        withholdEnv: options.withholdEnv ?? [],
+        tee: o.tee ?? false,
+        database: o.database ?? null,
+        withholdEnv: o.withholdEnv ?? [],
       },
     );
     // The spawner reports the job's pid a moment later; the run is "started" with its pid known.
     await run.started;
     control.attach(run);
-    if (attempt === 1) options.onStart?.(control, fire, contendMs);
+    if (attempt === 1) onStarted();
     // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly
     // rather than through `control`, whose stop is for good.
     const timer =
@@ -212,7 +329,7 @@ async function attemptRuns(
     if (control.stopRequested || !retryable(result) || attempt > job.retries) {
       return { result, attempts: attempt };
     }
-    await control.pause(job.retryDelayMs);
+    await control.waitBeforeRetry(job.retryDelayMs);
     if (control.stopRequested) return { result: control.stoppedResult(result), attempts: attempt };
   }
 }

@@ -7,9 +7,10 @@
  * status, and a skip kind from a fixed set — never free text, so the series stay few.
  */
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
-import { skipKind } from '../coordination/fire-protocol.js';
-import type { NotAttempted, RunnerEvents, RunnerGauges } from '../daemon/runner.js';
-import type { FinalStatus } from '../run-status.js';
+import type { RunnerEvents } from '../daemon/events.js';
+import type { RunnerGauges } from '../daemon/runner.js';
+import { NOT_ATTEMPTED_LABEL } from '../fire/events.js';
+import type { SkipKind } from '../run-status.js';
 
 export interface RunnerIdentity {
   host: string;
@@ -17,7 +18,19 @@ export interface RunnerIdentity {
   version: string;
 }
 
-export class RunnerMetrics implements RunnerEvents {
+/**
+ * The `reason` label of `baton_skips_total`: the skip kinds folded into the three that matter for
+ * alerting (a fleet's normal `taken`, a job behind itself, a pause). The row keeps the fine kind.
+ */
+export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused'> = {
+  taken: 'taken',
+  'already-ran': 'taken',
+  overlap: 'overlap',
+  behind: 'overlap',
+  paused: 'paused',
+};
+
+export class RunnerMetrics {
   readonly registry = new Registry();
   private readonly runs: Counter<'job' | 'status'>;
   private readonly skips: Counter<'job' | 'reason'>;
@@ -126,31 +139,26 @@ export class RunnerMetrics implements RunnerEvents {
     processMetrics(registers);
   }
 
-  fireWon(job: string, contendMs: number | null, lagMs: number | null): void {
-    if (contendMs != null) this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
-    if (lagMs != null) this.fireLag.observe({ job }, Math.max(0, lagMs) / 1000);
-  }
-
-  fireSkipped(job: string, reason: string, contendMs: number | null): void {
-    this.skips.inc({ job, reason: skipKind(reason) });
-    if (contendMs != null) this.lockAcquisition.observe({ outcome: 'skipped' }, contendMs / 1000);
-  }
-
-  runFinished(job: string, status: FinalStatus, durationMs: number): void {
-    this.runs.inc({ job, status });
-    this.duration.observe({ job }, durationMs / 1000);
-  }
-
-  fireNotAttempted(job: string, reason: NotAttempted): void {
-    this.notAttempted.inc({ job, reason });
-  }
-
-  firesMissed(job: string, count: number): void {
-    this.missed.inc({ job }, count);
-  }
-
-  lockSessionLost(): void {
-    this.lockSessionLosses.inc();
+  /** Counts what the runner reports; call once, before the runner starts. */
+  observe(events: RunnerEvents): void {
+    events.on('fire:won', ({ contendMs, lagMs, fire }) => {
+      if (contendMs != null) this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
+      if (lagMs != null) this.fireLag.observe({ job: fire.job }, Math.max(0, lagMs) / 1000);
+    });
+    events.on('fire:skipped', ({ fire, kind, contendMs }) => {
+      this.skips.inc({ job: fire.job, reason: SKIP_LABEL[kind] });
+      if (contendMs != null) this.lockAcquisition.observe({ outcome: 'skipped' }, contendMs / 1000);
+    });
+    events.on('run:finished', ({ fire, status, durationMs }) => {
+      this.runs.inc({ job: fire.job, status });
+      this.duration.observe({ job: fire.job }, durationMs / 1000);
+    });
+    events.on('fire:notAttempted', ({ fire, cause }) =>
+      this.notAttempted.inc({ job: fire.job, reason: NOT_ATTEMPTED_LABEL[cause] }),
+    );
+    events.on('loop:missedFires', ({ job }) => this.notAttempted.inc({ job, reason: 'late-wake' }));
+    events.on('fires:missed', ({ job, count }) => this.missed.inc({ job }, count));
+    events.on('lock:lost', () => this.lockSessionLosses.inc());
   }
 
   render(): Promise<string> {

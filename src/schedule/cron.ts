@@ -6,7 +6,7 @@
  * unique fire key in `baton_runs` work across hosts (DESIGN.md, "The fire protocol", step 0).
  *
  * The Cron objects are created paused and without a callback, so croner never starts a timer of
- * its own; the daemon has one loop for all jobs (`src/daemon/fire-schedule.ts`). Used that way a
+ * its own; the daemon has one loop for all jobs (`src/schedule/fire-schedule.ts`). Used that way a
  * Cron is a calculator without state (it remembers a run only when it triggers one), so every
  * job with the same expression and time zone shares one (see `calculatorFor`).
  *

@@ -3,8 +3,9 @@
  * and the fires of one instant taken in an order of the runner's own (never across instants).
  */
 import { describe, expect, it } from 'vitest';
-import { Limiter, shuffleWithinInstant } from '../../src/daemon/contention.js';
-import type { DueFire } from '../../src/daemon/fire-schedule.js';
+import { Limiter } from '../../src/fire/limiter.js';
+import { shuffleWithinInstant } from '../../src/daemon/dispatcher.js';
+import type { DueFire } from '../../src/schedule/fire-schedule.js';
 
 describe('Limiter', () => {
   it('lets at most max holders in, then the waiting ones in arrival order', async () => {

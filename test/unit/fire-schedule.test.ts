@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { describe, expect, it, vi } from 'vitest';
-import { FireSchedule, LATE_TOLERANCE_MS, MAX_SLEEP_MS } from '../../src/daemon/fire-schedule.js';
+import { FireSchedule, LATE_TOLERANCE_MS, MAX_SLEEP_MS } from '../../src/schedule/fire-schedule.js';
 import {
   assertTimeZone,
   calculatorFor,

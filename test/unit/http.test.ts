@@ -1,13 +1,11 @@
 /**
  * The HTTP endpoint's pure parts: the listen address and the token rule (what is loopback, what
- * needs a token), the token check itself, and the skip kinds that label `baton_skips_total`.
+ * needs a token), and the token check itself.
  */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { skipKind } from '../../src/coordination/fire-protocol.js';
 import { checkHttpToken, parseListenAddress } from '../../src/http/address.js';
 import { tokenMatches } from '../../src/http/auth.js';
-import { pausedReason } from '../../src/store/pauses.js';
 
 describe('--http address', () => {
   it.each([
@@ -66,39 +64,5 @@ describe('the token check', () => {
     ]) {
       expect(tokenMatches(request(header), token), String(header)).toBe(false);
     }
-  });
-});
-
-describe('skip kinds', () => {
-  it.each([
-    ['this fire already ran on b (done)', 'taken'],
-    ['this fire is running on b (started 2026-01-01T00:00:00.000Z)', 'taken'],
-    ["this fire is being claimed by b (it holds the job's lock)", 'taken'],
-    ['another run held the lock at this instant (it is free now)', 'taken'],
-    ['this runner already took worker slot 2 of this fire', 'taken'],
-    [
-      'all 2 worker slots are taken: 1: this fire is running on a (…); 2: this fire is running on b (…)',
-      'taken',
-    ],
-    [
-      'all 2 worker slots are taken: 1: an earlier run is still running on a (…); 2: this fire already ran on b (done)',
-      'taken',
-    ],
-    [
-      'all 2 worker slots are taken: 1: an earlier run is still running on a (…); 2: a manual run is running on b (…)',
-      'overlap',
-    ],
-    ['an earlier run is still running on b (fire 2026-01-01T00:00:00.000Z, started …)', 'overlap'],
-    ['a manual run is running on b (started …)', 'overlap'],
-    ['a later fire (2026-01-01T00:00:00.000Z) is already running on b; …', 'overlap'],
-    ['the lock is held by connection 12, which has no running row for this job', 'overlap'],
-    ['waited in the queue until the next fire (…) came first; an earlier run …', 'overlap'],
-  ])('%s → %s', (reason, kind) => {
-    expect(skipKind(reason)).toBe(kind);
-  });
-
-  it('a pause, as pauses.ts words it', () => {
-    const pause = { job: 'j', pausedBy: 'ops', pausedAt: new Date(0), reason: 'audit' };
-    expect(skipKind(pausedReason(pause as Parameters<typeof pausedReason>[0]))).toBe('paused');
   });
 });

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { formatDuration, parseDuration } from '../../src/config/duration.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { JobDefinition } from '../../src/config/schema.js';
-import { lookBack, MAX_FIRES_PER_PASS, MISSED_WINDOW_MS } from '../../src/daemon/recovery.js';
+import { lookBack, MAX_FIRES_PER_PASS, MISSED_WINDOW_MS } from '../../src/schedule/look-back.js';
 import { ConfigError } from '../../src/errors.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
 

@@ -1,13 +1,15 @@
 import type { CommandModule } from 'yargs';
+import { connectionVariables, jobDatabase } from '../../config/connections.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../../coordination/lock-session.js';
-import { connectionVariables, jobDatabase } from '../../config/connections.js';
-import { openCoordination } from '../../coordination/open-coordination.js';
-import { runFire, type RunControl } from '../../fire/run-fire.js';
+import { openCoordination, STATEMENT_DEADLINE_MS } from '../../coordination/open-coordination.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
+import { LocalRuns } from '../../fire/local-runs.js';
+import { KILL_GRACE_MS } from '../../fire/run-control.js';
+import { startFire } from '../../fire/run-fire.js';
 import { openPool } from '../../store/connect.js';
 import { DeadlinePool } from '../../store/deadline.js';
 import { findPause, pausedReason } from '../../store/pauses.js';
@@ -25,11 +27,6 @@ interface RunArgs extends CommonArgs {
   job: string;
   wait: number;
 }
-
-/** How long a run stopped by Ctrl-C gets between SIGTERM and SIGKILL. */
-const INTERRUPT_GRACE_MS = 5_000;
-/** The same statement deadline as the daemon's pool. */
-const STATEMENT_DEADLINE_MS = 10_000;
 
 /**
  * A manual run's fire is the moment it was triggered (database time). Cron instants are whole
@@ -79,12 +76,15 @@ export const runCommand: CommandModule<object, RunArgs> = {
         `baton: note: ${job.name} is ${pausedReason(pause)}; running it because you asked\n`,
       );
     }
-    let running: RunControl | null = null;
+    // The run, once it has started: a signal stops it, a lost lock session aborts it.
+    const runs = new LocalRuns();
     let interruptedBy: NodeJS.Signals | null = null;
+    let started = false;
     const onSignal = (signal: NodeJS.Signals) => {
       interruptedBy ??= signal;
-      if (running) {
-        running.stop(`interrupted by ${signal}`, INTERRUPT_GRACE_MS, 'interrupted');
+      if (runs.size > 0) {
+        for (const run of runs)
+          run.control.stop(`interrupted by ${signal}`, KILL_GRACE_MS, 'interrupted');
       } else {
         // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
         // is not taken after all once this process has given up.
@@ -98,50 +98,53 @@ export const runCommand: CommandModule<object, RunArgs> = {
     process.stdout.on('error', ignoreBrokenPipe);
     process.stderr.on('error', ignoreBrokenPipe);
     try {
-      const outcome = await runFire(
-        {
-          database: target.database,
-          namespace: config.namespace,
-          host,
-          pid: process.pid,
-          pool,
-          lock,
-        },
-        job,
-        manualInstant(await lock.now()),
-        {
-          trigger: 'manual',
-          database: job.target.kind === 'module' ? jobDatabase(config, job, target) : null,
-          withholdEnv: connectionVariables(config),
-          waitSeconds: args.wait,
-          tee: true,
-          onStart: (run) => {
-            running = run;
-            if (interruptedBy) run.stop(`interrupted by ${interruptedBy}`, 0, 'interrupted');
-            // Like the daemon: a lost lock session means the run no longer excludes others.
-            lock.watch({
-              intervalMs: DEFAULT_HEARTBEAT_MS,
-              deadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
-              onLost: (reason) =>
-                run.stop(
-                  `lost: the lock session ended (${reason}); the run was aborted`,
-                  1_000,
-                  'lost',
-                ),
-            });
-          },
-        },
-      ).catch((err: unknown) => {
-        if (interruptedBy && !running) {
+      const context = {
+        database: target.database,
+        namespace: config.namespace,
+        host,
+        pid: process.pid,
+        pool,
+        lock,
+      };
+      const fire = startFire(job, manualInstant(await lock.now()), {
+        trigger: 'manual',
+        context: () => context,
+        runs,
+        database: job.target.kind === 'module' ? jobDatabase(config, job, target) : null,
+        withholdEnv: connectionVariables(config),
+        waitSeconds: args.wait,
+        tee: true,
+      });
+      void fire.contended.then(() => {
+        if (runs.size === 0) return;
+        started = true;
+        if (interruptedBy) {
+          for (const run of runs)
+            run.control.stop(`interrupted by ${interruptedBy}`, 0, 'interrupted');
+        }
+        // Watched only once the run holds its lock: a GET_LOCK that waits (`--wait`) holds the
+        // session, and its heartbeat with it. Like the daemon: a lost lock session means the run
+        // no longer excludes others.
+        lock.watch({
+          intervalMs: DEFAULT_HEARTBEAT_MS,
+          deadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
+          onLost: (reason) =>
+            runs.abortAll(`lost: the lock session ended (${reason}); the run was aborted`),
+        });
+      });
+      const outcome = await fire.outcome.catch((err: unknown) => {
+        if (interruptedBy && !started) {
           throw new InterruptedError(
             `${job.name} not run: interrupted by ${interruptedBy} while waiting for the lock`,
           );
         }
         throw err;
       });
-      if (!outcome.ran) {
+      if (outcome.status === 'skipped') {
         throw new LockHeldError(`${job.name} not run: ${outcome.reason} (run ${outcome.runId})`);
       }
+      // Neither ran nor skipped: only a daemon's fire can be stopped or find no session.
+      if (outcome.status !== 'ran') throw new Error(`${job.name} not run (${outcome.status})`);
       const { result } = outcome;
       if (result.status !== 'done') {
         throw new JobFailedError(

@@ -1,16 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { DURATION_HINT, parseDuration } from '../../config/duration.js';
 import { loadConfigIsolated } from '../../config/load-isolated.js';
-import {
-  DEFAULT_HEARTBEAT_DEADLINE_MS,
-  DEFAULT_HEARTBEAT_MS,
-} from '../../coordination/lock-session.js';
-import {
-  DEFAULT_CLOCK_WARN_MS,
-  DEFAULT_REAPER_MS,
-  DEFAULT_REGISTRY_MS,
-  Runner,
-} from '../../daemon/runner.js';
+import { Runner, RUNNER_DEFAULTS } from '../../daemon/runner.js';
 import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
@@ -63,29 +54,29 @@ export const startCommand: CommandModule<object, StartArgs> = {
       })
       .option('heartbeat', {
         type: 'string',
-        default: `${DEFAULT_HEARTBEAT_MS}ms`,
+        default: `${RUNNER_DEFAULTS.heartbeatMs}ms`,
         describe: 'how often the lock session is checked',
       })
       .option('heartbeat-deadline', {
         type: 'string',
-        default: `${DEFAULT_HEARTBEAT_DEADLINE_MS}ms`,
+        default: `${RUNNER_DEFAULTS.heartbeatDeadlineMs}ms`,
         describe: 'a check unanswered this long means the lock session is lost (runs are aborted)',
       })
       .option('reaper-interval', {
         type: 'string',
-        default: `${DEFAULT_REAPER_MS}ms`,
+        default: `${RUNNER_DEFAULTS.reaperMs}ms`,
         describe: 'how often running rows of vanished runners are looked for and marked lost',
       })
       .option('registry-interval', {
         type: 'string',
-        default: `${DEFAULT_REGISTRY_MS}ms`,
+        default: `${RUNNER_DEFAULTS.registryMs}ms`,
         describe:
           'how often this runner refreshes its row in the runner registry; "baton status" ' +
           'calls a runner gone after three missed refreshes (its --gone-after, default 15s)',
       })
       .option('clock-warn', {
         type: 'string',
-        default: `${DEFAULT_CLOCK_WARN_MS}ms`,
+        default: `${RUNNER_DEFAULTS.clockWarnMs}ms`,
         describe: "warn when this host's clock is off from the database's by more than this",
       })
       .option('http', {
@@ -137,7 +128,6 @@ export const startCommand: CommandModule<object, StartArgs> = {
         )
       : undefined;
     const runner: Runner = new Runner({
-      events: metrics,
       config,
       target,
       host,
@@ -149,6 +139,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
       registryMs,
       clockWarnMs,
     });
+    metrics?.observe(runner.events);
 
     // Signals are handled from the first moment (those that came earlier are replayed below): a
     // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains

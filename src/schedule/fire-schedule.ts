@@ -7,7 +7,7 @@
  * `MAX_SLEEP_MS`), and a fire found more than `LATE_TOLERANCE_MS` late is reported as missed
  * instead of being run long after its time.
  */
-import type { Schedule } from '../schedule/cron.js';
+import type { Schedule } from './cron.js';
 
 export const MAX_SLEEP_MS = 30_000;
 export const LATE_TOLERANCE_MS = 60_000;

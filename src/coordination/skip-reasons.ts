@@ -1,0 +1,118 @@
+/**
+ * Why a runner did not run a fire, as a kind and a sentence. The kind (`SkipKind`,
+ * src/run-status.ts) is what machines read: the `reason_kind` column, `history --reason-kind`,
+ * the metrics' `reason` label. The sentence is for people — the `reason` column, the logs — and
+ * is rendered here, from the facts, once; nothing parses it back.
+ *
+ * Every sentence names who has the fire or the lock and which run that is, so that an operator
+ * reading a skip row never has to guess why this host stood aside. docs/history.md lists them.
+ */
+import type { SkipKind } from '../run-status.js';
+import { pausedReason, type Pause } from '../store/pauses.js';
+import type { Run } from '../store/runs.js';
+
+export interface SkipReason {
+  kind: SkipKind;
+  text: string;
+}
+
+const iso = (d: Date): string => d.toISOString();
+
+export function paused(pause: Pause): SkipReason {
+  return { kind: 'paused', text: pausedReason(pause) };
+}
+
+/** Fan-out: this runner already runs a slot of this fire, and takes at most one per fire. */
+export function slotAlreadyTaken(slot: number | null): SkipReason {
+  return { kind: 'already-ran', text: `this runner already took worker slot ${slot} of this fire` };
+}
+
+/** This very fire has a winner (`winner` null: its row was not found, e.g. already pruned). */
+export function fireHasWinner(winner: Run | null): SkipReason {
+  if (!winner) return { kind: 'already-ran', text: 'this fire already ran on another runner' };
+  return winner.status === 'running'
+    ? {
+        kind: 'taken',
+        text: `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`,
+      }
+    : { kind: 'already-ran', text: `this fire already ran on ${winner.host} (${winner.status})` };
+}
+
+/** The claim met the fire key: the fire was won elsewhere between our GET_LOCK and our INSERT. */
+export function claimedElsewhere(winner: Run | null): SkipReason {
+  const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
+  return { kind: 'already-ran', text: `this fire already ran ${where}` };
+}
+
+/** This runner still runs an earlier fire of the job (`overlap: skip`, or a queue that gave up). */
+export function runningHere(host: string, fire: Date): SkipReason {
+  return {
+    kind: 'overlap',
+    text: `an earlier run is still running on ${host} (this runner; fire ${iso(fire)})`,
+  };
+}
+
+/** The run that holds the job's lock, seen from the fire at `scheduledAt`. */
+export function heldByRun(run: Run, scheduledAt: Date): SkipReason {
+  const started = `started ${iso(run.startedAt)}`;
+  if (run.trigger === 'manual') {
+    return { kind: 'overlap', text: `a manual run is running on ${run.host} (${started})` };
+  }
+  const delta = run.scheduledAt.getTime() - scheduledAt.getTime();
+  if (delta === 0)
+    return { kind: 'taken', text: `this fire is running on ${run.host} (${started})` };
+  if (delta < 0) {
+    return {
+      kind: 'overlap',
+      text: `an earlier run is still running on ${run.host} (fire ${iso(run.scheduledAt)}, ${started})`,
+    };
+  }
+  return {
+    kind: 'behind',
+    text:
+      `a later fire (${iso(run.scheduledAt)}) is already running on ${run.host}; ` +
+      'this runner is behind (check its clock)',
+  };
+}
+
+/** The holder has the lock but no row yet: it is between its GET_LOCK and its claim. */
+export function beingClaimed(host: string): SkipReason {
+  return { kind: 'taken', text: `this fire is being claimed by ${host} (it holds the job's lock)` };
+}
+
+/** The lock was freed before it could be described, and the fire has no winner to name. */
+export function lockFreedMeanwhile(): SkipReason {
+  return { kind: 'taken', text: 'another run held the lock at this instant (it is free now)' };
+}
+
+/** A holder that is no registered runner's session and has no running row of the job. */
+export function heldByUnknown(connectionId: number): SkipReason {
+  return {
+    kind: 'overlap',
+    text: `the lock is held by connection ${connectionId}, which has no running row for this job`,
+  };
+}
+
+/**
+ * A queued fire (`overlap: queue`) that gave up: it waited for the lock until its deadline (the
+ * job's next fire) or until the runner stopped. An earlier run kept it out, whatever the holder.
+ */
+export function gaveUpQueue(holder: SkipReason, why: 'stopping' | { nextFire: Date }): SkipReason {
+  const until =
+    why === 'stopping'
+      ? 'the runner is stopping'
+      : `the next fire (${iso(why.nextFire)}) came first`;
+  return { kind: 'overlap', text: `waited in the queue until ${until}; ${holder.text}` };
+}
+
+/**
+ * Fan-out: no slot could be had. Overlap when every slot was kept by another fire's run (an
+ * earlier one, or a later one on a runner that is ahead); otherwise the fire is taken — its
+ * slots went to other runners.
+ */
+export function allSlotsTaken(slots: readonly SkipReason[]): SkipReason {
+  const keptOut = (s: SkipReason) => s.kind === 'overlap' || s.kind === 'behind';
+  const kind: SkipKind = slots.every(keptOut) ? 'overlap' : 'taken';
+  const each = slots.map((s, i) => `${i + 1}: ${s.text}`).join('; ');
+  return { kind, text: `all ${slots.length} worker slots are taken: ${each}` };
+}

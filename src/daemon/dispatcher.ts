@@ -1,0 +1,158 @@
+/**
+ * From due fires to contentions: the runner's loop hands each wake's due fires here, recovery
+ * its catch-up fires. Each goes down the fire pipeline (fire/run-fire.ts).
+ *
+ * Fires of one job are contended one after another (a per-job chain), never concurrently: two
+ * GET_LOCKs for the same name on one session would nest instead of excluding each other. The
+ * chain moves on once a fire's contention is settled — its run may go on, and the next fire of
+ * the job then meets it through the overlap policy (fire/local-runs.ts).
+ */
+import { connectionVariables, jobDatabase } from '../config/connections.js';
+import type { DatabaseTarget } from '../config/database-url.js';
+import type { Config, JobDefinition } from '../config/schema.js';
+import type { FireContext } from '../coordination/fire-protocol.js';
+import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
+import { errorMessage } from '../errors.js';
+import { Limiter } from '../fire/limiter.js';
+import type { LocalRuns } from '../fire/local-runs.js';
+import { startFire } from '../fire/run-fire.js';
+import type { VerdictBacklog } from '../fire/verdict-backlog.js';
+import type { Trigger } from '../run-status.js';
+import type { Schedule } from '../schedule/cron.js';
+import type { DueFire, Wake } from '../schedule/fire-schedule.js';
+import type { RunnerEvents } from './events.js';
+
+/**
+ * Fires contended at once (the rest wait their turn). Their lock statements and most of their
+ * reads and writes are batched per turn of the event loop (store/batcher.ts), so a whole
+ * instant's fires contend together without queueing hundreds of statements before a heartbeat.
+ */
+const MAX_CONTENTIONS = 1_000;
+/** A wake this late is worth a warning: the event loop or the host was stalled. */
+const LATE_WAKE_WARN_MS = 1_000;
+
+/** The loaded schedule, as the dispatcher reads it at each fire (a reload replaces it). */
+export interface Loaded {
+  config: Config;
+  jobs: ReadonlyMap<string, JobDefinition>;
+  schedules: ReadonlyMap<string, Schedule>;
+}
+
+export interface DispatcherOptions {
+  target: DatabaseTarget;
+  loaded: () => Loaded;
+  /** This runner's handles for a fire; null while it cannot coordinate. */
+  context: () => FireContext | null;
+  runs: LocalRuns;
+  verdicts: VerdictBacklog;
+  events: RunnerEvents;
+  signal: AbortSignal;
+  /** The database refused a lock as read-only: no fire runs until it is writable again. */
+  onReadOnly: () => void;
+}
+
+export class Dispatcher {
+  private readonly places = new Limiter(MAX_CONTENTIONS);
+  private readonly chains = new Map<string, Promise<void>>();
+  /** Every fire not yet finished, contended or running. */
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(private readonly o: DispatcherOptions) {}
+
+  /** One wake's fires: the late ones reported, the due ones dispatched. */
+  dispatchWake({ due, missed }: Wake): void {
+    for (const m of missed) {
+      this.o.events.emit('loop:missedFires', {
+        job: m.job,
+        firstMissed: m.first,
+        resumedAt: m.resumedAt,
+      });
+    }
+    // Fires of the same instant in an order of this runner's own: the runners then mostly
+    // contend for different jobs first, instead of all queueing on the same lock one by one.
+    for (const fire of shuffleWithinInstant(due)) this.dispatch(fire, 'schedule');
+  }
+
+  dispatch(fire: DueFire, trigger: Trigger): void {
+    const job = this.o.loaded().jobs.get(fire.job);
+    if (!job) return;
+    if (fire.lateMs > LATE_WAKE_WARN_MS && trigger === 'schedule') {
+      this.o.events.emit('loop:lateWake', {
+        job: job.name,
+        scheduledAt: fire.scheduledAt,
+        lateMs: fire.lateMs,
+      });
+    }
+    const previous = this.chains.get(job.name) ?? Promise.resolve();
+    const next = previous.then(() => this.fire(job, fire.scheduledAt, trigger));
+    this.chains.set(job.name, next);
+  }
+
+  /** Settles when every contention begun so far has settled (runs may go on). */
+  async contentionsSettled(): Promise<void> {
+    await Promise.allSettled([...this.chains.values()]);
+  }
+
+  /** Settles when every fire begun so far is over, runs included. */
+  async finished(): Promise<void> {
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  /** Contends for one fire; resolves once contention is settled (the run may go on). */
+  private async fire(job: JobDefinition, scheduledAt: Date, trigger: Trigger): Promise<void> {
+    const { signal, events } = this.o;
+    if (signal.aborted) return;
+    const { config, schedules } = this.o.loaded();
+    let database: DatabaseTarget | null = null;
+    try {
+      if (job.target.kind === 'module') database = jobDatabase(config, job, this.o.target);
+    } catch (err) {
+      const fire = { job: job.name, scheduledAt, trigger };
+      events.emit('fire:notAttempted', { fire, cause: 'job-database', error: errorMessage(err) });
+      return;
+    }
+    const handle = startFire(job, scheduledAt, {
+      trigger,
+      context: this.o.context,
+      runs: this.o.runs,
+      overlap: job.overlap,
+      schedule: schedules.get(job.name) ?? null,
+      // A paused job is skipped at its next fire on every runner (checked with the lock).
+      pauseCheck: true,
+      signal,
+      places: this.places,
+      verdicts: this.o.verdicts,
+      events,
+      database,
+      withholdEnv: connectionVariables(config),
+    });
+    const outcome = handle.outcome.catch((err: unknown) => {
+      // Told already (`fire:notAttempted`, `run:notCompleted`); what the runner must act on:
+      if (err instanceof ReadOnlyDatabaseError) this.o.onReadOnly();
+    });
+    this.inflight.add(outcome);
+    void outcome.finally(() => this.inflight.delete(outcome));
+    await handle.contended;
+  }
+}
+
+/** `due` (sorted by instant) with the fires of each instant in random order. */
+export function shuffleWithinInstant(due: DueFire[]): DueFire[] {
+  const out = [...due];
+  for (let start = 0; start < out.length;) {
+    let end = start + 1;
+    while (
+      end < out.length &&
+      out[end]!.scheduledAt.getTime() === out[start]!.scheduledAt.getTime()
+    ) {
+      end++;
+    }
+    // Fisher–Yates over [start, end).
+    for (let i = end - 1; i > start; i--) {
+      const j = start + Math.floor(Math.random() * (i - start + 1));
+      [out[i], out[j]] = [out[j]!, out[i]!];
+    }
+    start = end;
+  }
+  return out;
+}

@@ -1,0 +1,33 @@
+/**
+ * What a runner reports as it goes: the events of its fires (fire/events.ts) and its own — the
+ * loop, the lock session, the database's mode, the clock. Logging (`log-events.ts`) and the
+ * metrics (`http/metrics.ts`) subscribe; nothing in the runner waits on a listener.
+ */
+import { Events } from '../events.js';
+import type { FireEventMap } from '../fire/events.js';
+import type { Logger } from '../log.js';
+import { errorMessage } from '../errors.js';
+
+export interface RunnerEventMap extends FireEventMap {
+  /** The loop woke more than LATE_TOLERANCE_MS after fires of a job: they are not run. */
+  'loop:missedFires': { job: string; firstMissed: Date; resumedAt: Date | null };
+  /** The loop woke late for a fire (over LATE_WAKE_WARN_MS), but in time to run it. */
+  'loop:lateWake': { job: string; scheduledAt: Date; lateMs: number };
+  /** `missed` rows this runner recorded after reconnecting: fires nobody attempted. */
+  'fires:missed': { job: string; count: number };
+  /** The lock session died: its locks are gone, and the runs it covered are being aborted. */
+  'lock:lost': { reason: string; lockConnectionId: number; aborting: string[] };
+  /** The database turned read-only (a demoted primary) or writable again. */
+  'db:readOnly': { readOnly: boolean };
+  /** This host's clock crossed the warning threshold, off from the database's or back within. */
+  'clock:offset': { clockOffsetMs: number; thresholdMs: number; over: boolean };
+}
+
+export type RunnerEvents = Events<RunnerEventMap>;
+
+/** A runner's event map, whose failing listeners are logged (and never fail the runner). */
+export function runnerEvents(log: Logger): RunnerEvents {
+  return new Events<RunnerEventMap>((event, err) =>
+    log.error({ event, err: errorMessage(err) }, 'an event listener failed'),
+  );
+}

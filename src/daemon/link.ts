@@ -1,0 +1,250 @@
+/**
+ * The runner's link to the database: the pool (history statements) and the lock session (every
+ * lock), opened together, kept up, and reopened after a loss.
+ *
+ * - **Unreachable** at start-up or later: the runner keeps running and does not run what it
+ *   cannot coordinate; the link reconnects with capped backoff (RECONNECT_FIRST_MS doubling to
+ *   RECONNECT_MAX_MS). At start-up, an error that waiting cannot fix (bad credentials, an
+ *   unsupported server, a schema this code does not know) is thrown instead.
+ * - **Lost** lock session (KILL, server restart, partition — found by the heartbeat within
+ *   `heartbeatMs + heartbeatDeadlineMs`): every lock it held is gone, so every run this process
+ *   has going is aborted (recorded `lost`; SIGTERM, SIGKILL after LOST_KILL_GRACE_MS), then the
+ *   link reconnects.
+ * - **Read-only** server (a demoted primary): no fire runs until it is writable again.
+ *
+ * What the runner does once connected (its loop on database time, the registry, recovery) is
+ * the runner's: it is told through `onConnected`.
+ */
+import type { DatabaseTarget } from '../config/database-url.js';
+import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
+import {
+  DEFAULT_HEARTBEAT_DEADLINE_MS,
+  DEFAULT_HEARTBEAT_MS,
+  LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
+  type LockSession,
+} from '../coordination/lock-session.js';
+import type { FireContext } from '../coordination/fire-protocol.js';
+import { delay } from '../delay.js';
+import { errorMessage, isRetryableDbError, isUnreachableDbError } from '../errors.js';
+import type { LocalRuns } from '../fire/local-runs.js';
+import type { Logger } from '../log.js';
+import { openPool } from '../store/connect.js';
+import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
+import type { RunnerEvents } from './events.js';
+
+/** Reconnect backoff: doubles from the first to the cap. */
+const RECONNECT_FIRST_MS = 500;
+const RECONNECT_MAX_MS = 30_000;
+
+export interface LinkOptions {
+  target: DatabaseTarget;
+  log: Logger;
+  events: RunnerEvents;
+  /** This process's runs: a lost lock session aborts them all. */
+  runs: LocalRuns;
+  /** The runner stopping: no reconnect, no more waiting. */
+  signal: AbortSignal;
+  heartbeatMs?: number;
+  heartbeatDeadlineMs?: number;
+  /** Called after each connect, before the link counts as up (`first`: the runner's first). */
+  onConnected: (first: boolean) => Promise<void>;
+}
+
+export class DatabaseLink {
+  private pool: DeadlinePool | null = null;
+  private session: LockSession | null = null;
+  private connecting: Promise<boolean> | null = null;
+  private everConnectedOnce = false;
+  private readOnlyNow = false;
+  /** When the connected server started (rounded early): the reaper's test for old rows. */
+  private serverStarted = new Date(0);
+
+  constructor(private readonly o: LinkOptions) {}
+
+  /** True while the lock session is up: fires can be coordinated. */
+  get usable(): boolean {
+    return this.session?.usable === true;
+  }
+
+  get lock(): LockSession | null {
+    return this.session;
+  }
+
+  /** The pool, once opened (it outlives reconnects); for statements that need no lock. */
+  get anyPool(): DeadlinePool | null {
+    return this.pool;
+  }
+
+  get everConnected(): boolean {
+    return this.everConnectedOnce;
+  }
+
+  get readOnly(): boolean {
+    return this.readOnlyNow;
+  }
+
+  get serverStartedBefore(): Date {
+    return this.serverStarted;
+  }
+
+  /** Why there is no usable lock session, for `/healthz`. */
+  get downReason(): string {
+    return (
+      this.session?.lossReason ?? (this.everConnectedOnce ? 'reconnecting' : 'not connected yet')
+    );
+  }
+
+  /** Handles on the database for one fire; null while there is no usable lock session. */
+  fireContext(who: Omit<FireContext, 'pool' | 'lock'>): FireContext | null {
+    const lock = this.session;
+    if (!lock?.usable || !this.pool) return null;
+    return { ...who, pool: this.pool, lock };
+  }
+
+  /**
+   * Connects (single-flight), retrying with capped backoff. At start-up (`firstStart`) errors that
+   * a retry cannot fix are thrown; later they are logged and retried too (an operator may fix the
+   * grants or the server while the runner waits). Resolves false when stopped first.
+   */
+  connect(firstStart = false): Promise<boolean> {
+    const { signal, log } = this.o;
+    this.connecting ??= (async () => {
+      for (let attempt = 0; !signal.aborted; attempt++) {
+        try {
+          await this.open();
+          // The new session may already have died (a flapping network): then try again, or
+          // nobody would — a loss reported meanwhile found this reconnect still in flight.
+          if (signal.aborted || this.session?.usable) return !signal.aborted;
+          throw new Error(this.session?.lossReason ?? 'the new lock session was lost at once');
+        } catch (err) {
+          if (signal.aborted) return false;
+          if (firstStart && !isTransientDbError(err)) throw err;
+          const retryInMs = Math.min(RECONNECT_FIRST_MS * 2 ** attempt, RECONNECT_MAX_MS);
+          log.warn(
+            { err: errorMessage(err), retryInMs },
+            this.everConnectedOnce
+              ? 'database unavailable: reconnecting'
+              : 'database unavailable: waiting for it',
+          );
+          await delay(retryInMs, signal);
+        }
+      }
+      return false;
+    })().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<void> {
+    const { target, log } = this.o;
+    this.pool ??= new DeadlinePool(openPool(target), STATEMENT_DEADLINE_MS);
+    const { lock, facts, applied } = await openCoordination(
+      target,
+      this.pool,
+      lockSessionIdleTimeoutSeconds(this.o),
+    );
+    if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    const serverStartedBefore = await lock.serverStartedBefore().catch((err: unknown) => {
+      void lock.close();
+      throw err;
+    });
+    // A stop that came while connecting owns the shutdown: this session must not outlive it.
+    if (this.o.signal.aborted) {
+      await lock.close();
+      return;
+    }
+    this.serverStarted = serverStartedBefore;
+    this.session = lock;
+    const first = !this.everConnectedOnce;
+    this.everConnectedOnce = true;
+    if (first) {
+      log.debug({ server: facts.version }, 'database server checked');
+    } else {
+      log.warn({ lockConnectionId: lock.connectionId }, 'lock session reopened');
+    }
+    if (facts.readOnly) this.noteReadOnly(true);
+    lock.watch({
+      intervalMs: this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      deadlineMs: this.o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS,
+      onLost: (reason) => this.lost(lock, reason),
+      onReadOnly: (readOnly) => this.noteReadOnly(readOnly),
+    });
+    await this.o.onConnected(first);
+  }
+
+  /** The database said it is read-only (or writable again): told once per change. */
+  noteReadOnly(readOnly: boolean): void {
+    if (readOnly === this.readOnlyNow) return;
+    this.readOnlyNow = readOnly;
+    this.o.events.emit('db:readOnly', { readOnly });
+  }
+
+  /**
+   * The lock session died: every lock this runner held is gone, so its runs no longer exclude
+   * anyone. Abort them (recorded `lost`) and reconnect.
+   */
+  private lost(lock: LockSession, reason: string): void {
+    if (lock !== this.session) return;
+    // Every run, also those already being stopped: their kill grace shrinks to the lost one.
+    const running = [...this.o.runs];
+    this.o.events.emit('lock:lost', {
+      reason,
+      lockConnectionId: lock.connectionId,
+      aborting: running.map((r) => r.job),
+    });
+    this.o.runs.abortAll(
+      `lost: the runner's lock session ended (${reason}); the run was aborted because its ` +
+        'lock no longer kept other runners out',
+    );
+    // A stopping runner does not reconnect; its aborted runs' verdicts are written if the
+    // database still answers the pool.
+    if (!this.o.signal.aborted) void this.connect();
+  }
+
+  /** Waits for a connect in flight: it finishes (or gives up) before the link is closed. */
+  async settle(): Promise<void> {
+    await this.connecting?.catch(() => {});
+  }
+
+  async closeSession(): Promise<void> {
+    await this.session?.close();
+  }
+
+  async closePool(): Promise<void> {
+    await this.pool?.end().catch(() => {});
+  }
+}
+
+/**
+ * The lock session's server-side idle timeout: the default minute, or ten heartbeat windows when
+ * heartbeats are configured to be slow — the server must never end a session that is merely
+ * between two heartbeats.
+ */
+function lockSessionIdleTimeoutSeconds(o: LinkOptions): number {
+  const window =
+    (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
+    (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
+  return Math.max(LOCK_SESSION_IDLE_TIMEOUT_SECONDS, Math.ceil((10 * window) / 1000));
+}
+
+/** Errors worth waiting out at start-up: the server is down or unreachable, not misconfigured. */
+function isTransientDbError(err: unknown): boolean {
+  if (err instanceof StatementTimeoutError) return true;
+  const cause = err instanceof Error ? err.cause : undefined;
+  for (const e of [err, cause]) {
+    if (!isUnreachableDbError(e) && !isRetryableDbError(e)) continue;
+    const code = (e as { code?: string }).code;
+    // A wrong password, a missing database or an unknown host name will not fix themselves.
+    if (
+      code === 'ER_ACCESS_DENIED_ERROR' ||
+      code === 'ER_DBACCESS_DENIED_ERROR' ||
+      code === 'ER_BAD_DB_ERROR' ||
+      code === 'ENOTFOUND'
+    ) {
+      return false;
+    }
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,97 @@
+/**
+ * The runner's log lines about fires and faults, written from its events: one line per event,
+ * each fire's line bound to its job, instant and trigger (never to user-controlled keys).
+ */
+import type { FireRef } from '../fire/events.js';
+import type { Logger } from '../log.js';
+import type { RunnerEvents } from './events.js';
+
+export function logEvents(events: RunnerEvents, log: Logger): void {
+  const of = (fire: FireRef) =>
+    log.child({ job: fire.job, scheduledAt: fire.scheduledAt, trigger: fire.trigger });
+
+  events.on('fire:won', (e) =>
+    of(e.fire).info({ runId: e.runId, jobPid: e.jobPid }, 'fire won: running'),
+  );
+  events.on('fire:skipped', (e) =>
+    of(e.fire).info({ runId: e.runId, reason: e.reason }, 'fire skipped'),
+  );
+  events.on('fire:notAttempted', (e) => {
+    const fireLog = of(e.fire);
+    const err = { err: e.error };
+    switch (e.cause) {
+      case 'no-session':
+        return fireLog.warn('fire not run: no connection to the database to coordinate it');
+      case 'session-lost':
+        // The loss itself is logged once, as an error (`lock:lost`).
+        return fireLog.warn(err, 'fire not run: the lock session was lost while it was contended');
+      case 'read-only':
+        return fireLog.error('fire not run: the database is read-only');
+      case 'job-database':
+        return fireLog.error(err, 'fire not run: its database connection is unusable');
+      case 'error':
+        // Usually the database (it cannot record or coordinate the fire); the message says.
+        return fireLog.error(err, 'fire not completed');
+    }
+  });
+  events.on('run:notCompleted', (e) => of(e.fire).error({ err: e.error }, 'fire not completed'));
+  events.on('run:finished', (e) =>
+    of(e.fire)[e.status === 'done' ? 'info' : 'warn'](
+      {
+        runId: e.runId,
+        status: e.status,
+        exitCode: e.exitCode,
+        attempts: e.attempts,
+        error: e.error,
+      },
+      'run finished',
+    ),
+  );
+  events.on('verdict:kept', (e) =>
+    of(e.fire).warn(
+      { runId: e.runId, status: e.status },
+      'verdict kept: the database did not answer',
+    ),
+  );
+
+  events.on('loop:missedFires', (e) =>
+    log.warn(
+      { job: e.job, firstMissed: e.firstMissed, resumedAt: e.resumedAt },
+      'fires missed: the runner woke too late to run them',
+    ),
+  );
+  events.on('loop:lateWake', (e) =>
+    log.warn({ job: e.job, scheduledAt: e.scheduledAt, lateMs: e.lateMs }, 'late wake'),
+  );
+  events.on('fires:missed', (e) =>
+    log.warn({ job: e.job, count: e.count }, 'missed fires recorded'),
+  );
+  events.on('lock:lost', (e) =>
+    log.error(
+      { reason: e.reason, lockConnectionId: e.lockConnectionId, aborting: e.aborting },
+      'lock session lost',
+    ),
+  );
+  events.on('db:readOnly', (e) => {
+    if (e.readOnly) {
+      log.error(
+        'the database is read-only (a demoted primary?): no fire runs until it is writable',
+      );
+    } else {
+      log.warn('the database is writable again: fires run again');
+    }
+  });
+  events.on('clock:offset', (e) => {
+    if (e.over) {
+      log.warn(
+        { clockOffsetMs: e.clockOffsetMs, thresholdMs: e.thresholdMs },
+        "this host's clock is off from the database's: fires still run on database time",
+      );
+    } else {
+      log.info(
+        { clockOffsetMs: e.clockOffsetMs },
+        "this host's clock is back within the threshold",
+      );
+    }
+  });
+}

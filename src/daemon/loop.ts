@@ -1,0 +1,88 @@
+/**
+ * The daemon's one timer for all jobs. It sleeps until the next fire of any job by the fleet's
+ * clock, wakes, hands the due fires on, and sleeps again — recomputing from the clock at every
+ * wake (timers drift, hosts get suspended), never sleeping more than MAX_SLEEP_MS.
+ *
+ * A timer wakes up to a few milliseconds late (Node's timer clock steps by whole milliseconds,
+ * and runners and the server waking together on a small machine take turns), and a fire's lag
+ * starts there: so the timer is set WAKE_AHEAD_MS early and the last stretch is polled on the
+ * event loop (`setImmediate`, which lets I/O through) until the instant has come by the
+ * database's clock.
+ */
+import type { Schedule } from '../schedule/cron.js';
+import { FireSchedule, MAX_SLEEP_MS, type Wake } from '../schedule/fire-schedule.js';
+
+/** How early the timer is set before a fire; the rest is polled. */
+const WAKE_AHEAD_MS = 2;
+
+export class SchedulerLoop {
+  private schedule: FireSchedule;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: NodeJS.Immediate | undefined;
+  private stopped = false;
+  /** When the loop planned to wake next (performance.now()), for the health check. */
+  private nextWakeBy = performance.now();
+  private lastWakeAt = performance.now();
+
+  constructor(
+    schedules: ReadonlyMap<string, Schedule>,
+    private readonly now: () => Date,
+    private readonly onWake: (wake: Wake) => void,
+  ) {
+    this.schedule = new FireSchedule(schedules, now());
+  }
+
+  /** A new schedule (a reload, or the first connect: the loop moves onto database time). */
+  replace(schedules: ReadonlyMap<string, Schedule>, now: Date): void {
+    this.schedule = new FireSchedule(schedules, now);
+  }
+
+  /** Hands on what is due by `now` without waiting for the timer (before a reload). */
+  wakeNow(now: Date): void {
+    this.onWake(this.schedule.take(now));
+  }
+
+  arm(): void {
+    this.disarm();
+    if (this.stopped) return;
+    const next = this.schedule.sleepMs(this.now());
+    // Never a poll without end: an instant that is not a number would never come.
+    const sleepMs = Number.isFinite(next) ? next : MAX_SLEEP_MS;
+    this.nextWakeBy = performance.now() + sleepMs;
+    if (sleepMs > WAKE_AHEAD_MS) {
+      this.timer = setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS);
+    } else {
+      this.polling = setImmediate(() => this.wake());
+    }
+  }
+
+  disarm(): void {
+    clearTimeout(this.timer);
+    clearImmediate(this.polling);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.disarm();
+  }
+
+  /** The job's next fire by this schedule; null for a job it does not run. */
+  nextFire(job: string): Date | null {
+    return this.schedule.nextFire(job);
+  }
+
+  /** How long past its planned wake the loop is (> 0: it is late). */
+  get overdueMs(): number {
+    return performance.now() - this.nextWakeBy;
+  }
+
+  get sinceLastWakeMs(): number {
+    return performance.now() - this.lastWakeAt;
+  }
+
+  private wake(): void {
+    this.lastWakeAt = performance.now();
+    this.onWake(this.schedule.take(this.now()));
+    this.arm();
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The runner's row in `baton_runners`: registered when it connects, refreshed every
+ * `registryMs` (with the clock check, which shares the tick), rewritten with the schedule on a
+ * reload, and marked stopped when it stops. `baton status` and the dashboard read it.
+ *
+ * A row that another live process took over means two runners share one host id — history could
+ * not tell them apart — so that is reported, not fought over: the row is taken back only when
+ * its owner is gone.
+ */
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Queryable } from '../store/deadline.js';
+import {
+  heartbeatRunner,
+  markRunnerStopped,
+  registerRunner,
+  registryOwner,
+  type LoadedJob,
+  type RunnerHeartbeat,
+} from '../store/runners.js';
+import { version } from '../version.js';
+import type { FleetClock } from './fleet-clock.js';
+import type { DatabaseLink } from './link.js';
+
+export const DEFAULT_REGISTRY_MS = 5_000;
+
+export interface RegistrarOptions {
+  host: string;
+  namespace: () => string;
+  link: DatabaseLink;
+  clock: FleetClock;
+  log: Logger;
+  /** Every job of the loaded file with its fingerprint and since when this runner runs it. */
+  loadedJobs: () => Record<string, LoadedJob>;
+}
+
+export class Registrar {
+  private hostClashReported = false;
+
+  constructor(private readonly o: RegistrarOptions) {}
+
+  private heartbeat(withSchedule = true): RunnerHeartbeat {
+    const lock = this.o.link.lock;
+    return {
+      namespace: this.o.namespace(),
+      host: this.o.host,
+      pid: process.pid,
+      version,
+      // The registry says how far the runner is ahead of the database, the way operators ask.
+      clockOffsetMs: this.o.clock.hostAheadMs,
+      lockConnectionId: lock?.connectionId ?? null,
+      schedule: withSchedule ? this.o.loadedJobs() : {},
+    };
+  }
+
+  /** Registers (`fresh`: at connect) or refreshes the row; a failure is logged, not thrown. */
+  async register(fresh: boolean, withSchedule = true): Promise<void> {
+    const pool = this.o.link.anyPool;
+    if (!pool) return;
+    const namespace = this.o.namespace();
+    try {
+      if (fresh) {
+        const owner = await registryOwner(pool, namespace, this.o.host);
+        if (owner?.alive && owner.pid !== process.pid) this.reportHostClash(owner.pid);
+        await registerRunner(pool, this.heartbeat());
+        return;
+      }
+      if (await heartbeatRunner(pool, this.heartbeat(withSchedule), { withSchedule })) return;
+      const owner = await registryOwner(pool, namespace, this.o.host);
+      if (owner?.alive) {
+        this.reportHostClash(owner.pid);
+        return;
+      }
+      await registerRunner(pool, this.heartbeat());
+    } catch (err) {
+      this.o.log.warn({ err: errorMessage(err) }, 'could not register in baton_runners');
+    }
+  }
+
+  /** The registry tick: the clock check, then the heartbeat while the runner can coordinate. */
+  async refresh(): Promise<void> {
+    this.o.clock.check();
+    if (!this.o.link.usable) return;
+    // The schedule only changes on reload, which registers it at once.
+    await this.register(false, false);
+  }
+
+  /** The row says the runner stopped (best effort: the database may be gone). */
+  async markStopped(pool: Queryable | null): Promise<void> {
+    if (!pool || !this.o.link.everConnected) return;
+    await markRunnerStopped(pool, this.o.namespace(), this.o.host, process.pid).catch(() => {});
+  }
+
+  private reportHostClash(otherPid: number): void {
+    if (this.hostClashReported) return;
+    this.hostClashReported = true;
+    this.o.log.error(
+      { otherPid },
+      `another runner uses the host id "${this.o.host}" (pid ${otherPid}): give every ` +
+        'runner its own --host, or history and status cannot tell them apart',
+    );
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The runs this process has going, and the local half of the `overlap` policy.
+ *
+ * `overlap` decides what a fire of job J does while a run of J is still going. Where that run
+ * is decides who can tell:
+ *
+ * - **Here** (this runner runs J): only this process knows, and it must find out before it asks
+ *   for J's lock — GET_LOCK is re-entrant within a session, so the runner would "win" its own
+ *   lock and run J beside itself. `localOverlap` below answers before contention starts: `skip`
+ *   records the skip at once, `queue` first waits for the local run (at most until J's next
+ *   fire), `allow` ignores it.
+ * - **Elsewhere** (another runner holds J's lock): the database half, in
+ *   `coordination/fire-protocol.ts:contend` — `skip` records whoever holds the lock, `queue`
+ *   keeps asking for it until the next fire, `allow` takes no job lock at all.
+ *
+ * A queued fire may wait long for its lock: it does not take one of the runner's contention
+ * places meanwhile (`takesContentionPlace`), since its polls are one cheap statement each.
+ */
+import { once } from 'node:events';
+import type { OverlapPolicy } from '../config/schema.js';
+import { delay } from '../delay.js';
+import type { Schedule } from '../schedule/cron.js';
+import { LOST_KILL_GRACE_MS, type RunControl } from './run-control.js';
+
+export interface LocalRun {
+  job: string;
+  scheduledAt: Date;
+  control: RunControl;
+  /** Settles when the run's verdict is written (or given up). */
+  finished: Promise<void>;
+}
+
+/** The runs of this process that have started and not yet finished, of every job. */
+export class LocalRuns {
+  private readonly runs = new Set<LocalRun>();
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  [Symbol.iterator](): IterableIterator<LocalRun> {
+    return this.runs.values();
+  }
+
+  add(run: LocalRun): void {
+    this.runs.add(run);
+  }
+
+  delete(run: LocalRun): void {
+    this.runs.delete(run);
+  }
+
+  /**
+   * The lock session these runs hold their locks on is gone: their locks no longer keep anyone
+   * out, so each is stopped at once, with the short grace, and recorded `lost` with `why`.
+   */
+  abortAll(why: string): void {
+    for (const run of this.runs) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');
+  }
+
+  /** The job's run of the latest fire, if this process runs the job now. */
+  latest(job: string): LocalRun | undefined {
+    let latest: LocalRun | undefined;
+    for (const run of this.runs) {
+      if (run.job === job && (!latest || run.scheduledAt > latest.scheduledAt)) latest = run;
+    }
+    return latest;
+  }
+}
+
+/** What contention needs to know about this process's own runs of the job. */
+export interface LocalOverlap {
+  /** The fire of the job this runner still runs: skip it without GET_LOCK. */
+  runningHere: Date | null;
+  /** `queue`: ask for the lock until this instant (the job's next fire). */
+  queueUntil: Date | null;
+}
+
+export interface LocalOverlapContext {
+  runs: LocalRuns;
+  /** The job's schedule: a queued fire waits at most until the next fire. */
+  schedule: Schedule | null;
+  /** Now by the database's clock (fires are database instants). */
+  now: () => Date;
+  /** The runner is stopping: a queued fire stops waiting. */
+  signal?: AbortSignal;
+}
+
+export async function localOverlap(
+  job: string,
+  policy: OverlapPolicy,
+  scheduledAt: Date,
+  c: LocalOverlapContext,
+): Promise<LocalOverlap> {
+  const local = c.runs.latest(job);
+  if (policy === 'skip') return { runningHere: local?.scheduledAt ?? null, queueUntil: null };
+  if (policy !== 'queue') return { runningHere: null, queueUntil: null };
+  const queueUntil = c.schedule?.nextAfter(scheduledAt) ?? null;
+  if (local) await waitForRun(local, queueUntil, c);
+  return { runningHere: c.runs.latest(job)?.scheduledAt ?? null, queueUntil };
+}
+
+/** `overlap: queue`: waits for this runner's own run of the job, at most until `until`. */
+async function waitForRun(
+  run: LocalRun,
+  until: Date | null,
+  c: LocalOverlapContext,
+): Promise<void> {
+  if (c.signal?.aborted) return;
+  const done = new AbortController();
+  const cancel = c.signal ? AbortSignal.any([c.signal, done.signal]) : done.signal;
+  try {
+    await Promise.race([
+      run.finished,
+      until ? delay(until.getTime() - c.now().getTime(), cancel) : once(cancel, 'abort'),
+    ]);
+  } finally {
+    done.abort();
+  }
+}
+
+/** Whether a fire of this policy holds one of the runner's contention places while it contends. */
+export function takesContentionPlace(policy: OverlapPolicy): boolean {
+  return policy !== 'queue';
+}

@@ -1,0 +1,146 @@
+/**
+ * Skip reasons: each sentence a runner writes, the kind it carries (the `reason_kind` column),
+ * and the label that kind gets on `baton_skips_total` — the same three labels as before kinds
+ * existed (taken, overlap, paused), so dashboards and alerts keep working.
+ */
+import { describe, expect, it } from 'vitest';
+import * as skips from '../../src/coordination/skip-reasons.js';
+import { SKIP_LABEL } from '../../src/http/metrics.js';
+import { SKIP_KINDS } from '../../src/run-status.js';
+import type { Run } from '../../src/store/runs.js';
+
+const T = new Date('2026-01-01T00:00:00.000Z');
+const LATER = new Date('2026-01-01T00:01:00.000Z');
+const EARLIER = new Date('2025-12-31T23:59:00.000Z');
+
+function run(over: Partial<Run>): Run {
+  return {
+    id: 1,
+    namespace: 'n',
+    job: 'j',
+    scheduledAt: T,
+    winner: true,
+    workerSlot: 1,
+    trigger: 'schedule',
+    status: 'running',
+    reason: null,
+    host: 'b',
+    pid: 1,
+    lockConnectionId: 7,
+    startedAt: T,
+    finishedAt: null,
+    exitCode: null,
+    attempts: 1,
+    error: null,
+    outputTail: null,
+    ...over,
+  } as Run;
+}
+
+describe('skip reasons', () => {
+  it.each([
+    [
+      skips.fireHasWinner(run({ status: 'done' })),
+      'already-ran',
+      'this fire already ran on b (done)',
+    ],
+    [skips.fireHasWinner(null), 'already-ran', 'this fire already ran on another runner'],
+    [
+      skips.fireHasWinner(run({})),
+      'taken',
+      'this fire is running on b (started 2026-01-01T00:00:00.000Z)',
+    ],
+    [
+      skips.claimedElsewhere(run({ status: 'failed' })),
+      'already-ran',
+      'this fire already ran on b (failed)',
+    ],
+    [skips.claimedElsewhere(null), 'already-ran', 'this fire already ran on another runner'],
+    [skips.beingClaimed('b'), 'taken', "this fire is being claimed by b (it holds the job's lock)"],
+    [
+      skips.lockFreedMeanwhile(),
+      'taken',
+      'another run held the lock at this instant (it is free now)',
+    ],
+    [
+      skips.slotAlreadyTaken(2),
+      'already-ran',
+      'this runner already took worker slot 2 of this fire',
+    ],
+    [
+      skips.runningHere('a', EARLIER),
+      'overlap',
+      'an earlier run is still running on a (this runner; fire 2025-12-31T23:59:00.000Z)',
+    ],
+    [
+      skips.heldByRun(run({ scheduledAt: EARLIER }), T),
+      'overlap',
+      'an earlier run is still running on b (fire 2025-12-31T23:59:00.000Z, started 2026-01-01T00:00:00.000Z)',
+    ],
+    [
+      skips.heldByRun(run({ trigger: 'manual', scheduledAt: LATER }), T),
+      'overlap',
+      'a manual run is running on b (started 2026-01-01T00:00:00.000Z)',
+    ],
+    [
+      skips.heldByRun(run({ scheduledAt: LATER }), T),
+      'behind',
+      'a later fire (2026-01-01T00:01:00.000Z) is already running on b; this runner is behind (check its clock)',
+    ],
+    [
+      skips.heldByRun(run({}), T),
+      'taken',
+      'this fire is running on b (started 2026-01-01T00:00:00.000Z)',
+    ],
+    [
+      skips.heldByUnknown(12),
+      'overlap',
+      'the lock is held by connection 12, which has no running row for this job',
+    ],
+    [
+      skips.paused({ job: 'j', pausedBy: 'ops', pausedAt: T, reason: 'audit' }),
+      'paused',
+      'paused by ops at 2026-01-01T00:00:00.000Z: audit',
+    ],
+  ])('%o', (reason, kind, text) => {
+    expect(reason).toEqual({ kind, text });
+  });
+
+  it('a queued fire that gave up is an overlap, whatever held the lock', () => {
+    const holder = skips.fireHasWinner(run({ status: 'done' }));
+    expect(skips.gaveUpQueue(holder, { nextFire: LATER })).toEqual({
+      kind: 'overlap',
+      text:
+        'waited in the queue until the next fire (2026-01-01T00:01:00.000Z) came first; ' +
+        'this fire already ran on b (done)',
+    });
+    expect(skips.gaveUpQueue(holder, 'stopping').text).toMatch(
+      /^waited in the queue until the runner is stopping; /,
+    );
+  });
+
+  it('fan-out: overlap only when every slot was kept by another fire', () => {
+    const earlier = skips.heldByRun(run({ scheduledAt: EARLIER }), T);
+    const behind = skips.heldByRun(run({ scheduledAt: LATER }), T);
+    const manual = skips.heldByRun(run({ trigger: 'manual' }), T);
+    const taken = skips.fireHasWinner(run({}));
+    expect(skips.allSlotsTaken([earlier, manual]).kind).toBe('overlap');
+    expect(skips.allSlotsTaken([earlier, behind]).kind).toBe('overlap');
+    expect(skips.allSlotsTaken([earlier, taken]).kind).toBe('taken');
+    expect(skips.allSlotsTaken([taken, taken]).text).toBe(
+      'all 2 worker slots are taken: 1: this fire is running on b (started 2026-01-01T00:00:00.000Z); ' +
+        '2: this fire is running on b (started 2026-01-01T00:00:00.000Z)',
+    );
+  });
+
+  it('every kind has a metrics label, and the labels are the three documented ones', () => {
+    expect(Object.keys(SKIP_LABEL).sort()).toEqual([...SKIP_KINDS].sort());
+    expect(SKIP_LABEL).toEqual({
+      taken: 'taken',
+      'already-ran': 'taken',
+      overlap: 'overlap',
+      behind: 'overlap',
+      paused: 'paused',
+    });
+  });
+});
