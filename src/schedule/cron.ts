@@ -3,7 +3,8 @@
  *
  * A fire's instant is computed from the expression, never taken from the moment a timer happened
  * to wake: every host computes the same `scheduled_at` for the same fire, which is what makes the
- * unique fire key in `baton_runs` work across hosts (DESIGN.md, "The fire protocol", step 0).
+ * unique fire key in `baton_runs` work across hosts (docs/design.md, "Guarantees": one winner per
+ * fire; the protocol itself is in the header of src/coordination/fire-protocol.ts).
  *
  * The Cron objects are created paused and without a callback, so croner never starts a timer of
  * its own; the daemon has one loop for all jobs (`src/daemon/fire-schedule.ts`). Used that way a
