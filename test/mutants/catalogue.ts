@@ -39,6 +39,10 @@ export const MUTANTS: readonly Mutant[] = [
         file: 'test/e2e/one-winner.test.ts',
         test: 'finds the lock free after a short job and meets the fire key',
       },
+      {
+        file: 'test/e2e/contend-in-process.test.ts',
+        test: 'a late third one with the lock is refused by the fire key',
+      },
     ],
   },
   {
