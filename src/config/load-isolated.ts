@@ -2,11 +2,11 @@
  * Loads the schedules file in a worker thread that ends right after, for the daemon.
  *
  * Why: parsing a large file (YAML with every node's position kept for file:line messages, then
- * zod) allocates tens of MiB for a moment. In the daemon's own heap, V8 grows its young
- * generation for that moment and hands the memory back to the system only minutes later, if at
- * all: an idle runner with 1,000 jobs sat at 112 MiB resident, of which ~30 MiB was the parse. A
- * worker has a heap of its own, freed when it ends; the daemon receives the validated `Config`
- * (plain data, copied by structured clone). The parser's modules are loaded by the worker only.
+ * zod) allocates a lot for a moment. In the daemon's own heap, V8 grows its young generation for
+ * that moment and hands the memory back to the system only minutes later, if at all, so an idle
+ * runner would keep the parse's memory resident (bench/README.md has the figures). A worker has a
+ * heap of its own, freed when it ends; the daemon receives the validated `Config` (plain data,
+ * copied by structured clone). The parser's modules are loaded by the worker only.
  *
  * The result is the same as `loadConfig`'s: the config, or the same ConfigError (exit 78).
  */

@@ -1,7 +1,7 @@
 /**
  * schedules.yaml → a validated, typed `Config`, or a `ConfigError` listing every problem with its
  * file, line and path. Nothing is half-loaded: either the whole file is valid or nothing of it is
- * used (DESIGN.md, guarantee 5).
+ * used (docs/design.md, "Guarantees": bad input is refused whole).
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';

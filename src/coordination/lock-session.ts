@@ -19,10 +19,15 @@
  *   a runner cut off from the server gives up its jobs long before the server would free their
  *   locks for someone else.
  *
- * Every statement goes through the session's own queue, at most MAX_IN_FLIGHT handed to the
- * driver at a time, and a heartbeat goes to the front of it. The driver sends one statement after
- * another; without this, a heartbeat queued behind hundreds of GET_LOCKs (500 jobs firing on the
- * same second) would miss its deadline on a healthy server and end every run of the runner.
+ * The heartbeat is never starved. The driver sends one statement after another, so a heartbeat
+ * handed to it behind the GET_LOCKs of many fires at once would miss its deadline on a healthy
+ * server and end every run of the runner. Every statement therefore waits for its turn in the
+ * session's own queue (`statement-queue.ts`), which hands the driver at most two at a time, and a
+ * heartbeat goes to the front of it: it waits for those two, never for the backlog.
+ *
+ * Each heartbeat also reads the server's clock (`NOW(3)`). The session keeps the estimate of how
+ * far that clock is from this host's (`clock-offset.ts`), so that the runner fires by the
+ * database's clock and records its times on it.
  */
 import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
@@ -32,6 +37,8 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import { queryWithDeadline, StatementTimeoutError, withDeadline } from '../store/deadline.js';
 import { Batcher, type BatchResult } from '../store/batcher.js';
 import { sessionLockName } from '../lock-names.js';
+import { OffsetEstimator } from './clock-offset.js';
+import { StatementQueue } from './statement-queue.js';
 
 /**
  * The lock session's server-side idle timeout. The session is never idle for long — it heartbeats
@@ -45,8 +52,6 @@ export const LOCK_SESSION_IDLE_TIMEOUT_SECONDS = 60;
 export const DEFAULT_HEARTBEAT_MS = 1_000;
 /** An unanswered heartbeat means a lost session after this long (`--heartbeat-deadline`). */
 export const DEFAULT_HEARTBEAT_DEADLINE_MS = 3_000;
-/** How many recent heartbeats the clock offset is estimated from. */
-const OFFSET_SAMPLES = 8;
 /** Deadline of the lock session's own statements (GET_LOCK(…, 0), RELEASE_LOCK, heartbeats). */
 export const LOCK_STATEMENT_DEADLINE_MS = 3_000;
 
@@ -73,17 +78,12 @@ export interface WatchOptions {
   onReadOnly?(readOnly: boolean): void;
 }
 
-/**
- * Statements handed to the driver at once: one being answered and one ready to go, so the
- * connection never waits for this process between two statements.
- */
-const MAX_IN_FLIGHT = 2;
-
 export class LockSession {
   private readonly held = new Set<string>();
-  /** Statements waiting for their turn (see the header); heartbeats go first. */
-  private readonly waiting: (() => void)[] = [];
-  private inFlight = 0;
+  /** Every statement waits here for its turn (see the header); heartbeats go first. */
+  private readonly queue = new StatementQueue(() => this.goneError());
+  /** The database's clock, from the first statement and every heartbeat. */
+  private readonly clock = new OffsetEstimator();
   private broken = false;
   private closing = false;
   private lostReason: string | null = null;
@@ -122,9 +122,9 @@ export class LockSession {
       const session = new LockSession(conn, id);
       // One clock sample before anyone uses the session: a runner must never fire by its own
       // clock, not even until the first heartbeat answers.
-      const sentAt = performance.now();
+      const sentAt = session.clock.monotonicNow();
       const [[clock]] = await conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
-      session.measureOffset(sentAt, performance.now(), clock?.now as Date | undefined);
+      session.clock.addSample(sentAt, session.clock.monotonicNow(), clock?.now as Date | undefined);
       return session;
     } catch (err) {
       conn.destroy();
@@ -163,8 +163,8 @@ export class LockSession {
       // does not move is as lost as one that does not answer.
       let sentAt = 0;
       withDeadline(
-        this.inTurn(() => {
-          sentAt = performance.now();
+        this.queue.run(() => {
+          sentAt = this.clock.monotonicNow();
           return queryWithDeadline<RowDataPacket[]>(
             this.conn,
             'SELECT @@global.read_only AS ro, NOW(3) AS now',
@@ -178,7 +178,7 @@ export class LockSession {
       ).then(
         ([[row]]) => {
           // The round trip from when the heartbeat was sent, not queued: the clock sample's error.
-          this.measureOffset(sentAt, performance.now(), row?.now as Date);
+          this.clock.addSample(sentAt, this.clock.monotonicNow(), row?.now as Date);
           const readOnly = Number(row?.ro) === 1;
           if (readOnly !== this.readOnly) {
             this.readOnly = readOnly;
@@ -193,82 +193,20 @@ export class LockSession {
     beat();
   }
 
-  /**
-   * One clock sample from a round trip: the server read its clock about halfway between sending
-   * and receiving, so the error is at most half the round trip. Samples are kept against the
-   * monotonic clock (`performance.now()`), not the wall clock: a wall clock that is stepped
-   * (NTP, an operator) would otherwise corrupt both the round trip and the offset. Of the last
-   * few samples the one with the shortest round trip is used, as NTP does.
-   */
-  private measureOffset(sentAt: number, receivedAt: number, dbNow: Date | undefined): void {
-    if (!(dbNow instanceof Date)) return;
-    this.samples.push({
-      offsetMs: dbNow.getTime() - (sentAt + receivedAt) / 2,
-      roundTripMs: receivedAt - sentAt,
-    });
-    if (this.samples.length > OFFSET_SAMPLES) this.samples.shift();
-  }
-
-  /** Database time minus `performance.now()`, per sample. */
-  private readonly samples: { offsetMs: number; roundTripMs: number }[] = [];
-
-  private bestSample(): { offsetMs: number; roundTripMs: number } | null {
-    let best: { offsetMs: number; roundTripMs: number } | null = null;
-    for (const s of this.samples) if (!best || s.roundTripMs < best.roundTripMs) best = s;
-    return best;
-  }
-
   /** Now by the database's clock; null before the first sample. */
   databaseNow(): Date | null {
-    const best = this.bestSample();
-    return best ? new Date(performance.now() + best.offsetMs) : null;
+    return this.clock.databaseNow();
   }
 
   /** The database's clock minus this host's wall clock, in ms; null before the first sample. */
   get clockOffsetMs(): number | null {
-    const now = this.databaseNow();
-    return now ? now.getTime() - Date.now() : null;
+    return this.clock.clockOffsetMs;
   }
 
   /** A moment of this host's wall clock on the database's clock; null before a sample. */
   toDatabaseTime(local: Date): Date | null {
-    const offset = this.clockOffsetMs;
-    return offset == null ? null : new Date(local.getTime() + offset);
+    return this.clock.toDatabaseTime(local);
   }
-
-  /**
-   * Runs `statement` when it is its turn (see the header): at once while fewer than
-   * MAX_IN_FLIGHT are with the driver, else after those; `first` goes before every waiting one.
-   */
-  private inTurn<T>(statement: () => Promise<T>, place: 'first' | 'last' = 'last'): Promise<T> {
-    // A lost session fails at once: nothing new should wait on a socket that will never answer.
-    if (this.broken) return Promise.reject(this.goneError());
-    return new Promise<T>((resolve, reject) => {
-      this.unsettled.add(reject);
-      const settle = (done: () => void) => {
-        this.unsettled.delete(reject);
-        done();
-      };
-      const start = () => {
-        this.inFlight++;
-        statement()
-          .then(
-            (value) => settle(() => resolve(value)),
-            (err: unknown) => settle(() => reject(err)),
-          )
-          .finally(() => {
-            this.inFlight--;
-            this.waiting.shift()?.();
-          });
-      };
-      if (this.inFlight < MAX_IN_FLIGHT) start();
-      else if (place === 'first') this.waiting.unshift(start);
-      else this.waiting.push(start);
-    });
-  }
-
-  /** Rejections of the statements not answered yet (waiting for a turn, or with the driver). */
-  private readonly unsettled = new Set<(err: Error) => void>();
 
   private goneError(): Error {
     return new Error(`the lock session is gone (${this.lostReason ?? 'closed'})`);
@@ -281,7 +219,7 @@ export class LockSession {
     this.lostReason = reason;
     this.held.clear();
     this.conn.destroy();
-    this.failWaiting();
+    this.queue.close();
     if (this.watcher) {
       clearTimeout(this.watcher.timer);
       const { onLost } = this.watcher.options;
@@ -299,7 +237,7 @@ export class LockSession {
     try {
       // The deadline starts when the statement is handed to the driver: time spent waiting for
       // a turn is this runner's own backlog, which the heartbeat's deadline already bounds.
-      const [rows] = await this.inTurn(() =>
+      const [rows] = await this.queue.run(() =>
         queryWithDeadline<T>(this.conn, sql, values, deadlineMs),
       );
       return rows;
@@ -455,19 +393,8 @@ export class LockSession {
     this.broken = true;
     this.held.clear();
     this.conn.destroy();
-    this.failWaiting();
-  }
-
-  /**
-   * Once the connection is gone, every statement not answered yet fails at once: those waiting
-   * for a turn would never get one, and the driver does not answer those in flight on a
-   * destroyed connection (they would wait out their deadline).
-   */
-  private failWaiting(): void {
-    this.waiting.length = 0;
-    const error = this.goneError();
-    for (const reject of [...this.unsettled]) reject(error);
-    this.unsettled.clear();
+    // Every statement not answered yet fails at once (see statement-queue.ts).
+    this.queue.close();
   }
 
   private stopWatching(): void {

@@ -3,7 +3,8 @@
  *
  * A fire's instant is computed from the expression, never taken from the moment a timer happened
  * to wake: every host computes the same `scheduled_at` for the same fire, which is what makes the
- * unique fire key in `baton_runs` work across hosts (DESIGN.md, "The fire protocol", step 0).
+ * unique fire key in `baton_runs` work across hosts (docs/design.md, "Guarantees": one winner per
+ * fire; the protocol itself is in the header of src/coordination/fire-protocol.ts).
  *
  * The Cron objects are created paused and without a callback, so croner never starts a timer of
  * its own; the daemon has one loop for all jobs (`src/schedule/fire-schedule.ts`). Used that way a
@@ -51,9 +52,10 @@ export function assertTimeZone(timezone: string): void {
 }
 
 /**
- * Time zones already found valid. Asking ICU costs a DateTimeFormat each time (~0.3 ms and ~35 KiB
- * of native memory that the allocator keeps after the object is collected), and config
- * validation asks once per job: 1,000 jobs cost 35 MiB of resident memory for nothing.
+ * Time zones already found valid. Asking ICU costs a DateTimeFormat each time, whose native
+ * memory the allocator keeps after the object is collected, and config validation asks once per
+ * job: checked once per zone, that cost does not grow with the number of jobs (figures in
+ * bench/README.md).
  */
 const knownTimeZones = new Set<string>();
 
@@ -61,8 +63,9 @@ const knownTimeZones = new Set<string>();
  * The croner Cron of one (expression, time zone), shared by every job that has them, and the
  * last instant it was asked for. Jobs on one expression ask the same question in a row: at
  * start-up (each job's first fire after now) and whenever they fire together (each one's next
- * fire after this one). croner takes ~0.1 ms an answer: 500 jobs firing together held the event
- * loop ~40 ms at every fire before the answer was kept.
+ * fire after this one). An answer from croner is not cheap, and jobs that fire together would
+ * each ask for it while holding up the event loop at the fire: the last answer is kept, so N jobs
+ * on one expression cost one answer per fire (figures in bench/README.md).
  */
 export class Calculator {
   private lastAfter = NaN;
@@ -93,9 +96,9 @@ const forgetCalculator = new FinalizationRegistry<string>((key) => {
 
 /**
  * The one calculator for (expression, time zone). Sharing matters at scale: 1,000 jobs on one
- * expression cost one Cron, and the idle runner's memory (issue 7) was mostly Cron objects. Ask its
- * Cron for instants only: a Cron that ran a callback (`schedule`, `trigger`) remembers that run
- * and would answer differently for every job that shares it.
+ * expression cost one Cron, not 1,000 (bench/README.md has the figures). Ask its Cron for
+ * instants only: a Cron that ran a callback (`schedule`, `trigger`) remembers that run and would
+ * answer differently for every job that shares it.
  */
 export function calculatorFor(expression: string, timezone: string): Calculator {
   const key = JSON.stringify([timezone, expression]);

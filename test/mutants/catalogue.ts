@@ -39,6 +39,10 @@ export const MUTANTS: readonly Mutant[] = [
         file: 'test/e2e/one-winner.test.ts',
         test: 'finds the lock free after a short job and meets the fire key',
       },
+      {
+        file: 'test/e2e/contend-in-process.test.ts',
+        test: 'a late third one with the lock is refused by the fire key',
+      },
     ],
   },
   {
@@ -155,12 +159,18 @@ export const MUTANTS: readonly Mutant[] = [
       'waiting on it waits out a deadline (or forever) instead of being recorded not run at once.',
     edits: [
       {
-        file: 'src/coordination/lock-session.ts',
+        file: 'src/coordination/statement-queue.ts',
         find: 'for (const reject of [...this.unsettled]) reject(error);',
         replace: 'void error;',
       },
     ],
-    killers: [{ file: 'test/e2e/lock-session.test.ts', test: 'fails them at once as not run' }],
+    killers: [
+      { file: 'test/e2e/lock-session.test.ts', test: 'fails them at once as not run' },
+      {
+        file: 'test/unit/statement-queue.test.ts',
+        test: 'once closed, fails every statement not answered yet and every later one at once',
+      },
+    ],
   },
   {
     id: 'claim-before-due',
