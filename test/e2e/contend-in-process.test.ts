@@ -19,7 +19,7 @@ import {
   contend,
   type ContendOptions,
   type Contention,
-  type Coordinator,
+  type FireContext,
 } from '../../src/coordination/fire-protocol.js';
 import { openCoordination } from '../../src/coordination/open-coordination.js';
 import { jobLockName } from '../../src/lock-names.js';
@@ -36,20 +36,20 @@ const FIRES = 50;
 
 let db: TestDatabase;
 let target: DatabaseTarget;
-const contenders: Coordinator[] = [];
+const contenders: FireContext[] = [];
 const pools: DeadlinePool[] = [];
 /** The two that race, and the late third one. */
-let alpha: Coordinator, beta: Coordinator, late: Coordinator;
+let alpha: FireContext, beta: FireContext, late: FireContext;
 
 /**
  * A contender as `baton run` opens one: its own pool, and the lock session from openCoordination
  * (which migrates the database first, under its lock).
  */
-async function openContender(host: string): Promise<Coordinator> {
+async function openContender(host: string): Promise<FireContext> {
   const pool = new DeadlinePool(openPool(target, 2), STATEMENT_DEADLINE_MS);
   pools.push(pool);
   const { lock } = await openCoordination(target, pool);
-  const c: Coordinator = {
+  const c: FireContext = {
     database: target.database,
     namespace: NAMESPACE,
     host,
@@ -81,18 +81,18 @@ function pastInstants(count: number): Date[] {
   return Array.from({ length: count }, (_, i) => new Date(start + i * 1000));
 }
 
-function attemptOf(c: Coordinator, job: string, scheduledAt: Date): Attempt {
+function attemptOf(c: FireContext, job: string, scheduledAt: Date): Attempt {
   return { namespace: NAMESPACE, job, scheduledAt, trigger: 'schedule', host: c.host, pid: c.pid };
 }
 
 /** Both contenders at once for one fire, the first to start alternating from fire to fire. */
 async function race(
-  pair: readonly [Coordinator, Coordinator],
+  pair: readonly [FireContext, FireContext],
   job: string,
   at: Date,
   i: number,
   options: ContendOptions,
-): Promise<{ winner: Coordinator; won: Extract<Contention, { won: true }>; lost: Contention }> {
+): Promise<{ winner: FireContext; won: Extract<Contention, { won: true }>; lost: Contention }> {
   const order = i % 2 === 0 ? pair : ([pair[1], pair[0]] as const);
   const results = await Promise.all(order.map((c) => contend(c, attemptOf(c, job, at), options)));
   const winners = results.flatMap((r, k) => (r.won ? [{ winner: order[k]!, won: r }] : []));

@@ -10,9 +10,9 @@ import type { Edit, Mutant } from './mutant.js';
  */
 const PASS_HELD_LOCK: Edit = {
   file: 'src/fire/run-fire.ts',
-  find: 'await attemptRuns(c, job, fire, control, contendMs, options);',
+  find: 'await attemptRuns(c, job, fire, control, onStarted, o);',
   replace:
-    'await attemptRuns(c, job, fire, control, contendMs, { ...options, heldLock: claim.lockName } as RunFireOptions);',
+    'await attemptRuns(c, job, fire, control, onStarted, { ...o, heldLock: claim.lockName } as FireOptions);',
 };
 
 export const MUTANTS: readonly Mutant[] = [
@@ -58,7 +58,7 @@ export const MUTANTS: readonly Mutant[] = [
         find: "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');",
         replace:
           "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');\n" +
-          '            const held = (options as { heldLock?: string | null }).heldLock;\n' +
+          '            const held = (o as { heldLock?: string | null }).heldLock;\n' +
           '            if (held) void c.lock.release(held);',
       },
     ],
@@ -242,9 +242,9 @@ export const MUTANTS: readonly Mutant[] = [
       'session, so it "wins" and runs the job beside itself.',
     edits: [
       {
-        file: 'src/daemon/runner.ts',
-        find: "    if (job.overlap === 'skip' && local) runningHere = local.scheduledAt;\n",
-        replace: '',
+        file: 'src/fire/local-runs.ts',
+        find: "if (policy === 'skip') return { runningHere: local?.scheduledAt ?? null, queueUntil: null };",
+        replace: "if (policy === 'skip') return { runningHere: null, queueUntil: null };",
       },
     ],
     killers: [{ file: 'test/e2e/overlap.test.ts', test: 'skips its own later fires' }],
@@ -271,11 +271,11 @@ export const MUTANTS: readonly Mutant[] = [
       PASS_HELD_LOCK,
       {
         file: 'src/fire/run-fire.ts',
-        find: '    await control.pause(job.retryDelayMs);',
+        find: '    await control.waitBeforeRetry(job.retryDelayMs);',
         replace:
-          '    const held = (options as { heldLock?: string | null }).heldLock;\n' +
+          '    const held = (o as { heldLock?: string | null }).heldLock;\n' +
           '    if (held) await c.lock.release(held);\n' +
-          '    await control.pause(job.retryDelayMs);',
+          '    await control.waitBeforeRetry(job.retryDelayMs);',
       },
     ],
     killers: [
@@ -289,7 +289,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/coordination/fire-protocol.ts',
-        find: 'runId: await batches.skip.load({ attempt, reason }),',
+        find: 'runId: await batches.skip.load({ attempt, reason: text, kind }),',
         replace: 'runId: 0,',
       },
     ],
@@ -308,9 +308,9 @@ export const MUTANTS: readonly Mutant[] = [
       '("an earlier run is still running … (this runner)"), untrue, and fires end up with no winner.',
     edits: [
       {
-        file: 'src/daemon/runner.ts',
-        find: 'if (active) this.active.delete(active);',
-        replace: 'void active;',
+        file: 'src/fire/run-fire.ts',
+        find: 'if (local) o.runs.delete(local);',
+        replace: 'void local;',
       },
     ],
     killers: [
@@ -344,7 +344,7 @@ export const MUTANTS: readonly Mutant[] = [
     what: 'After an outage, fires nobody attempted get no `missed` row.',
     edits: [
       {
-        file: 'src/daemon/runner.ts',
+        file: 'src/daemon/recovery.ts',
         find: 'if (await insertMissed(pool, attempt, reason)) recorded++;',
         replace: 'if (await Promise.resolve(insertMissed.length < 0)) recorded++;',
       },
@@ -357,9 +357,9 @@ export const MUTANTS: readonly Mutant[] = [
     what: 'A runner whose lock session died lets its running jobs go on, unprotected by their lock.',
     edits: [
       {
-        file: 'src/daemon/runner.ts',
-        find: 'for (const run of running) {',
-        replace: 'for (const run of running.slice(running.length)) {',
+        file: 'src/fire/local-runs.ts',
+        find: "for (const run of this.runs) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
+        replace: "for (const run of [...this.runs].slice(this.runs.size)) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
       },
     ],
     killers: [
@@ -497,7 +497,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/daemon/runner.ts',
-        find: '    await Promise.allSettled([...this.inflight]);\n    if (!first) return;',
+        find: '    await this.dispatcher.finished();\n    if (!first) return;',
         replace: '    if (!first) return;',
       },
     ],
