@@ -44,8 +44,8 @@ export interface LinkOptions {
   runs: LocalRuns;
   /** The runner stopping: no reconnect, no more waiting. */
   signal: AbortSignal;
-  heartbeatMs?: number;
-  heartbeatDeadlineMs?: number;
+  heartbeatMs?: number | undefined;
+  heartbeatDeadlineMs?: number | undefined;
   /** Called after each connect, before the link counts as up (`first`: the runner's first). */
   onConnected: (first: boolean) => Promise<void>;
 }

@@ -15,9 +15,8 @@
  * docs/design.md has the operator's version. The runs themselves (`LocalRuns`) are shared by
  * the link (a lost session aborts them), the pipeline (it adds and removes them) and the stop.
  */
-import type { Config, JobDefinition } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { scheduleFingerprint } from '../config/fingerprint.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
@@ -30,14 +29,19 @@ import { LocalRuns } from '../fire/local-runs.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
-import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
 import type { Queryable } from '../store/deadline.js';
-import type { LoadedJob } from '../store/runners.js';
-import { Dispatcher, type Loaded } from './dispatcher.js';
+import { Dispatcher } from './dispatcher.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
 import { DatabaseLink } from './link.js';
+import {
+  emptySchedule,
+  loadSchedule,
+  registryView,
+  type LoadedSchedule,
+} from './loaded-schedule.js';
+import { healthOf, type RunnerGauges, type RunnerHealth } from './health.js';
 import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
 import { recover } from './recovery.js';
@@ -65,26 +69,6 @@ export interface RunnerOptions {
   clockWarnMs?: number;
 }
 
-/** What the metrics' gauges read at each scrape. */
-export interface RunnerGauges {
-  databaseUp: boolean;
-  readOnly: boolean;
-  /** This host's clock minus the database's, in ms; null until measured. */
-  clockOffsetMs: number | null;
-  runningRuns: number;
-  jobsLoaded: number;
-  /** Time since the scheduler loop last woke, in ms. */
-  sinceLastWakeMs: number;
-}
-
-/** Whether the runner is doing its job, for `/healthz`: a list of what is wrong, empty if fine. */
-export interface RunnerHealth {
-  healthy: boolean;
-  problems: string[];
-}
-
-/** The loop wakes at least every MAX_SLEEP_MS; this much later than planned means it is stuck. */
-const LOOP_STUCK_MS = 10_000;
 const DEFAULT_REAPER_MS = 10_000;
 
 /** The defaults of the intervals in RunnerOptions, each defined by the module it paces. */
@@ -95,15 +79,6 @@ export const RUNNER_DEFAULTS = {
   registryMs: DEFAULT_REGISTRY_MS,
   clockWarnMs: DEFAULT_CLOCK_WARN_MS,
 } as const;
-
-/** The loaded schedule, swapped whole on reload: the loop never sees one part without another. */
-interface LoadedSchedule extends Loaded {
-  jobs: Map<string, JobDefinition>;
-  /** Job → fingerprint of the loaded definition (computed once per load, for the registry). */
-  fingerprints: Record<string, string>;
-  /** When this runner first loaded each job's current schedule (see applyConfig). */
-  knownSince: Map<string, Date>;
-}
 
 export class Runner {
   /** What happens, as it happens: subscribe for counting (the metrics), never for control. */
@@ -129,13 +104,7 @@ export class Runner {
     this.events = runnerEvents(log);
     logEvents(this.events, log);
     this.verdicts = new VerdictBacklog(log);
-    this.loaded = {
-      config: options.config,
-      jobs: new Map(),
-      schedules: new Map(),
-      fingerprints: {},
-      knownSince: new Map(),
-    };
+    this.loaded = emptySchedule(options.config);
     this.clock = new FleetClock(() => this.link.lock, this.events, options.clockWarnMs);
     this.link = new DatabaseLink({
       target,
@@ -143,10 +112,8 @@ export class Runner {
       events: this.events,
       runs: this.runs,
       signal,
-      ...(options.heartbeatMs != null ? { heartbeatMs: options.heartbeatMs } : {}),
-      ...(options.heartbeatDeadlineMs != null
-        ? { heartbeatDeadlineMs: options.heartbeatDeadlineMs }
-        : {}),
+      heartbeatMs: options.heartbeatMs,
+      heartbeatDeadlineMs: options.heartbeatDeadlineMs,
       onConnected: (first) => this.connected(first),
     });
     this.registrar = new Registrar({
@@ -155,7 +122,7 @@ export class Runner {
       link: this.link,
       clock: this.clock,
       log,
-      loadedJobs: () => this.loadedJobs(),
+      loadedJobs: () => registryView(this.loaded),
     });
     this.dispatcher = new Dispatcher({
       target,
@@ -324,39 +291,8 @@ export class Runner {
   }
 
   private applyConfig(config: Config, now: Date): void {
-    const previous = this.loaded;
-    const jobs = new Map(config.jobs.filter((j) => j.enabled).map((j) => [j.name, j]));
-    const schedules = new Map<string, Schedule>();
-    for (const job of jobs.values()) {
-      schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
-    }
-    // A job (or a job whose schedule changed) is known from now on: recovery never looks back
-    // before this for it, unless the history knows it from earlier.
-    const knownSince = new Map<string, Date>();
-    for (const job of jobs.values()) {
-      const before = previous.jobs.get(job.name);
-      const same = before?.schedule === job.schedule && before.timezone === job.timezone;
-      knownSince.set(job.name, (same && previous.knownSince.get(job.name)) || now);
-    }
-    this.loaded = {
-      config,
-      jobs,
-      schedules,
-      fingerprints: scheduleFingerprint(config),
-      knownSince,
-    };
-    this.loop.replace(schedules, now);
-  }
-
-  /** Every job of the file with its fingerprint and since when this runner runs it. */
-  private loadedJobs(): Record<string, LoadedJob> {
-    const { fingerprints, knownSince } = this.loaded;
-    return Object.fromEntries(
-      Object.entries(fingerprints).map(([job, fp]) => [
-        job,
-        { fp, since: knownSince.get(job)?.toISOString() ?? null },
-      ]),
-    );
+    this.loaded = loadSchedule(config, this.loaded, now);
+    this.loop.replace(this.loaded.schedules, now);
   }
 
   /**
@@ -402,31 +338,8 @@ export class Runner {
 
   // What the HTTP endpoint reads (src/http): read-only views, never a handle to change anything.
 
-  /**
-   * For `/healthz`: the loop wakes when planned, the lock session answers its heartbeats, the
-   * database takes writes, and the pool (which every fire's rows go through) answers too — it can
-   * fail on its own (max_connections reached) while the long-lived lock session stays up.
-   */
-  async health(): Promise<RunnerHealth> {
-    const problems: string[] = [];
-    if (this.stopping) problems.push('the runner is stopping');
-    const overdueMs = this.loop.overdueMs;
-    if (overdueMs > LOOP_STUCK_MS) {
-      problems.push(`the scheduler loop is stuck: its wake is ${Math.round(overdueMs)} ms overdue`);
-    }
-    const pool = this.link.anyPool;
-    if (!this.link.usable) {
-      problems.push(`no usable connection to the database: ${this.link.downReason}`);
-    } else if (this.link.readOnly) {
-      problems.push('the database is read-only: no fire runs until it is writable');
-    } else if (pool) {
-      try {
-        await pool.query('SELECT 1');
-      } catch (err) {
-        problems.push(`the database does not answer on the pool: ${errorMessage(err)}`);
-      }
-    }
-    return { healthy: problems.length === 0, problems };
+  health(): Promise<RunnerHealth> {
+    return healthOf({ stopping: this.stopping, loop: this.loop, link: this.link });
   }
 
   gauges(): RunnerGauges {

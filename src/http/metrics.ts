@@ -8,7 +8,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import type { RunnerEvents } from '../daemon/events.js';
-import type { RunnerGauges } from '../daemon/runner.js';
+import type { RunnerGauges } from '../daemon/health.js';
 import { NOT_ATTEMPTED_LABEL } from '../fire/events.js';
 import type { SkipKind } from '../run-status.js';
 

@@ -8,7 +8,7 @@
  * change the schedule, the history or a run. With a token every request must carry it (auth.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { RunnerHealth } from '../daemon/runner.js';
+import type { RunnerHealth } from '../daemon/health.js';
 import { errorMessage, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isLoopbackName, type ListenAddress } from './address.js';

@@ -1,0 +1,55 @@
+/**
+ * The schedule a runner has loaded: the enabled jobs, their parsed schedules, the fingerprints
+ * the registry shows, and since when the runner has run each job's current schedule. Built whole
+ * from the file at start and at each reload, and swapped whole: the loop never sees one part
+ * without another.
+ */
+import { scheduleFingerprint } from '../config/fingerprint.js';
+import type { Config, JobDefinition } from '../config/schema.js';
+import { parseSchedule, type Schedule } from '../schedule/cron.js';
+import type { LoadedJob } from '../store/runners.js';
+import type { Loaded } from './dispatcher.js';
+
+export interface LoadedSchedule extends Loaded {
+  jobs: Map<string, JobDefinition>;
+  schedules: Map<string, Schedule>;
+  /** Job → fingerprint of the loaded definition (computed once per load, for the registry). */
+  fingerprints: Record<string, string>;
+  /**
+   * When this runner first loaded each job's current schedule: recovery never looks back
+   * before this for the job, unless the history knows it from earlier.
+   */
+  knownSince: Map<string, Date>;
+}
+
+/** Before the first load: nothing to fire. */
+export function emptySchedule(config: Config): LoadedSchedule {
+  return { config, jobs: new Map(), schedules: new Map(), fingerprints: {}, knownSince: new Map() };
+}
+
+/**
+ * `config` loaded at `now`. A job keeps its `knownSince` from `previous` while its schedule and
+ * timezone stay the same; a new job, or one whose schedule changed, is known from `now`.
+ */
+export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date): LoadedSchedule {
+  const jobs = new Map(config.jobs.filter((j) => j.enabled).map((j) => [j.name, j]));
+  const schedules = new Map<string, Schedule>();
+  const knownSince = new Map<string, Date>();
+  for (const job of jobs.values()) {
+    schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
+    const before = previous.jobs.get(job.name);
+    const same = before?.schedule === job.schedule && before.timezone === job.timezone;
+    knownSince.set(job.name, (same && previous.knownSince.get(job.name)) || now);
+  }
+  return { config, jobs, schedules, fingerprints: scheduleFingerprint(config), knownSince };
+}
+
+/** Every job of the file with its fingerprint and since when this runner runs it. */
+export function registryView(loaded: LoadedSchedule): Record<string, LoadedJob> {
+  return Object.fromEntries(
+    Object.entries(loaded.fingerprints).map(([job, fp]) => [
+      job,
+      { fp, since: loaded.knownSince.get(job)?.toISOString() ?? null },
+    ]),
+  );
+}
