@@ -17,14 +17,13 @@ import type { Config, JobDefinition } from '../../config/schema.js';
 import { jobNameSchema } from '../../config/schema.js';
 import { lastFireAtOrBefore } from '../../fleet/dead-man.js';
 import { loadedJobs } from '../../fleet/status.js';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule, type Schedule } from '../../schedule/cron.js';
 import { openConnection } from '../../store/connect.js';
 import {
   databaseNow,
   hostsBefore,
-  isMissingSchema,
   jobHasRows,
   latestFire,
   restartedSince,
@@ -141,13 +140,13 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         pause = await findPause(conn, namespace, name);
       } catch (err) {
         // A database from before the registry (migration 0003): nobody to name.
-        if (!isMissingSchema(err)) throw err;
+        if (!isMissingSchemaError(err)) throw err;
       }
       let inHistory: Date | null = null;
       try {
         if (!given) inHistory = await latestFire(conn, namespace, name);
       } catch (err) {
-        if (!isMissingSchema(err)) throw err;
+        if (!isMissingSchemaError(err)) throw err;
       }
       if (!given) {
         latest = latestOf(job, inHistory, runners, now);
@@ -160,11 +159,11 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         }
         known ||= rows.length > 0 || (await jobHasRows(conn, namespace, name));
       } catch (err) {
-        if (!isMissingSchema(err)) throw err;
+        if (!isMissingSchemaError(err)) throw err;
       }
     } catch (err) {
       // A database nobody has started baton on yet: no rows, no runners.
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
     } finally {
       await conn?.end().catch(() => {});
     }

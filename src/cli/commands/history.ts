@@ -1,9 +1,8 @@
 import ms from 'ms';
 import type { CommandModule } from 'yargs';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { RUN_STATUSES, type RunStatus } from '../../run-status.js';
 import { listRuns, type Run } from '../../store/runs.js';
@@ -106,7 +105,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       // A database from before the pauses table (migration 0003) has none.
       pauses = await listPauses(conn, namespace).catch(() => []);
     } catch (err) {
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
       // A database nobody has started baton on yet simply has no history.
     } finally {
       await conn?.end().catch(() => {});

@@ -1,10 +1,9 @@
 import type { CommandModule } from 'yargs';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
 import { withDeadline } from '../../store/deadline.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
@@ -140,7 +139,7 @@ async function readPauses(args: CommonArgs, namespace: string): Promise<Map<stri
     );
     return new Map(pauses.map((p) => [p.job, p]));
   } catch (err) {
-    const notMigrated = isMissingSchema(err);
+    const notMigrated = isMissingSchemaError(err);
     if (named && !notMigrated) {
       process.stderr.write(`baton: note: pauses not shown: ${(err as Error).message}\n`);
     }

@@ -7,10 +7,9 @@
 import type { CommandModule } from 'yargs';
 import { DURATION_HINT, parseDuration } from '../../config/duration.js';
 import type { Config, Retention } from '../../config/schema.js';
-import { DatabaseUnavailableError, UsageError } from '../../errors.js';
+import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { retentionTooShort } from '../../config/retention.js';
 import { DEFAULT_BATCH_SIZE, pruneHistory, type PruneResult } from '../../store/prune.js';
 import { action } from '../action.js';
@@ -81,7 +80,7 @@ export const pruneCommand: CommandModule<object, PruneArgs> = {
       conn = await openConnection(target, { create: false });
       result = await pruneHistory(conn, { namespace, retention, batchSize, dryRun: args.dryRun });
     } catch (err) {
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
       throw new DatabaseUnavailableError(
         `the database at ${target.display} has no baton history (no baton_runs table): ` +
           'check --database-url',

@@ -4,10 +4,9 @@
  * namespace is needed to find one; the row's own is shown.
  */
 import type { CommandModule } from 'yargs';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { findRun, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
 import { formatDuration, formatInstant } from '../format.js';
@@ -57,7 +56,7 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       run = await findRun(conn, id);
     } catch (err) {
       // A database nobody has started baton on yet has no runs at all.
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
     } finally {
       await conn?.end().catch(() => {});
     }
