@@ -1,6 +1,6 @@
 /**
  * Terminal output helpers: borderless tables (cli-table3) that line up for people and stay
- * greppable, and durations in words.
+ * greppable. Durations are config/duration.ts:formatDuration's (its `table` style in columns).
  */
 import Table from 'cli-table3';
 
@@ -34,18 +34,6 @@ export function table(head: string[], rows: (string | number)[][]): string {
       .map((l) => l.trimEnd())
       .join('\n') + '\n'
   );
-}
-
-/** 1234 → "1.2s", 75000 → "1m15s". */
-export function formatDuration(ms: number | null): string {
-  if (ms == null) return '';
-  if (ms < 1000) return `${ms}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  const totalSeconds = Math.round(ms / 1000);
-  const h = Math.floor(totalSeconds / 3600);
-  const m = Math.floor((totalSeconds % 3600) / 60);
-  const s = totalSeconds % 60;
-  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : `${m}m${String(s).padStart(2, '0')}s`;
 }
 
 /** `2026-11-30T03:00:00.000Z` → `2026-11-30 03:00:00.000` (UTC, as stored). */

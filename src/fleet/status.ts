@@ -23,6 +23,7 @@
  *   runner's start for registry rows that do not say). A paused job gets `paused` instead;
  * - `paused`: each paused job, since a pause is easy to forget.
  */
+import { formatDuration } from '../config/duration.js';
 import { jobFingerprint } from '../config/fingerprint.js';
 import type { Config } from '../config/schema.js';
 import type { Pause } from '../store/pauses.js';
@@ -34,6 +35,9 @@ import { expectation } from './dead-man.js';
 /** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
 export const DEFAULT_GONE_AFTER_MS = 15_000;
 export const DEFAULT_CLOCK_THRESHOLD_MS = 1_000;
+
+/** Durations in warnings: `1.5s`, `1m30s`, `1d5m`. */
+const brief = (ms: number) => formatDuration(ms, 'brief');
 /** Registry rows not seen for this long are left out of the report altogether. */
 export const STALE_RUNNER_MS = 7 * 86_400_000;
 
@@ -296,7 +300,7 @@ function goneWarning(r: RunnerStatus, now: Date): Warning {
   return {
     kind: 'runner-gone',
     message:
-      `runner ${r.host} (pid ${r.pid}) stopped heartbeating: last seen ${words(ago)} ago, at ` +
+      `runner ${r.host} (pid ${r.pid}) stopped heartbeating: last seen ${brief(ago)} ago, at ` +
       `${r.lastSeenAt.toISOString()}, without a graceful stop (crashed, killed or cut off from ` +
       'the database)',
     hosts: [r.host],
@@ -308,8 +312,8 @@ function clockWarning(r: RunnerStatus, threshold: number): Warning {
   return {
     kind: 'clock-offset',
     message:
-      `runner ${r.host}'s clock is ${words(Math.abs(offset))} ${offset > 0 ? 'ahead of' : 'behind'} ` +
-      `the database's (threshold ${words(threshold)}): its fires still run on database time, ` +
+      `runner ${r.host}'s clock is ${brief(Math.abs(offset))} ${offset > 0 ? 'ahead of' : 'behind'} ` +
+      `the database's (threshold ${brief(threshold)}): its fires still run on database time, ` +
       'but fix its time sync (NTP)',
     hosts: [r.host],
   };
@@ -401,12 +405,12 @@ function noSuccessWarning(
   expectMs: number,
   now: Date,
 ): Warning {
-  const silence = words(now.getTime() - since.getTime());
+  const silence = brief(now.getTime() - since.getTime());
   const message = lastSuccessAt
     ? `job "${job}" has had no successful run for ${silence} (last success ` +
-      `${lastSuccessAt.toISOString()}; expected one within ${words(expectMs)})`
+      `${lastSuccessAt.toISOString()}; expected one within ${brief(expectMs)})`
     : `job "${job}" has never run successfully in the ${silence} since it appeared ` +
-      `(${since.toISOString()}; expected a success within ${words(expectMs)})`;
+      `(${since.toISOString()}; expected a success within ${brief(expectMs)})`;
   return { kind: 'no-success', message, job };
 }
 
@@ -418,28 +422,6 @@ function pausedWarning(p: Pause): Warning {
       `${p.reason ? `: ${p.reason}` : ''}; every runner skips its fires until "baton resume ${p.job}"`,
     job: p.job,
   };
-}
-
-/** 1500 → "1.5s", 90000 → "1m30s": short words for messages. */
-function words(ms: number): string {
-  if (ms < 1_000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(Math.round(ms / 100) / 10).toString()}s`;
-  const s = Math.round(ms / 1000);
-  const units: [string, number][] = [
-    ['d', 86_400],
-    ['h', 3_600],
-    ['m', 60],
-    ['s', 1],
-  ];
-  let rest = s;
-  const parts: string[] = [];
-  for (const [unit, size] of units) {
-    if (rest >= size && parts.length < 2) {
-      parts.push(`${Math.floor(rest / size)}${unit}`);
-      rest %= size;
-    }
-  }
-  return parts.join('');
 }
 
 /** The stable JSON shape of `baton status --json` (documented in `baton status --help`). */

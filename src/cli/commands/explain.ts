@@ -12,6 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
+import { formatDuration } from '../../config/duration.js';
 import { loadConfig } from '../../config/load.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { jobNameSchema } from '../../config/schema.js';
@@ -34,7 +35,7 @@ import {
 import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
 import { fireRows, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
+import { formatInstant, table, winnerCell } from '../format.js';
 import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { resolveNamespace } from '../config-options.js';
 import { runToJson } from './history.js';
@@ -267,7 +268,9 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
             r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
             formatInstant(r.startedAt),
             formatInstant(r.finishedAt),
-            r.finishedAt ? formatDuration(r.finishedAt.getTime() - r.startedAt.getTime()) : '',
+            r.finishedAt
+              ? formatDuration(r.finishedAt.getTime() - r.startedAt.getTime(), 'table')
+              : '',
             oneLine(r.reason ?? r.error ?? ''),
           ]),
         ).trimEnd(),
@@ -395,7 +398,7 @@ export function judgeMissing(
   if (!r.alive) {
     const why =
       r.lastSeenAgoMs > goneAfterMs
-        ? `no heartbeat for ${formatDuration(r.lastSeenAgoMs)}`
+        ? `no heartbeat for ${formatDuration(r.lastSeenAgoMs, 'table')}`
         : 'its lock session has ended';
     const already =
       r.lastSeenAt.getTime() + goneAfterMs < fire.getTime() ? ', before the fire' : '';
@@ -430,7 +433,7 @@ export function judgeMissing(
       sinceFire < 0
         ? 'alive; the fire has not come yet'
         : sinceFire < STILL_CONTENDING_MS
-          ? `alive; has not written its attempt yet (the fire was ${formatDuration(Math.max(0, sinceFire))} ago)`
+          ? `alive; has not written its attempt yet (the fire was ${formatDuration(Math.max(0, sinceFire), 'table')} ago)`
           : 'alive, but wrote nothing for this fire (lagging, or not connected to the database then: see its log)',
   };
 }
@@ -468,7 +471,7 @@ export function verdictOf(
     parts.push(`nobody attempted it: ${notAFire}`);
   } else if (now.getTime() - fire.getTime() < STILL_CONTENDING_MS) {
     parts.push(
-      `nobody attempted it yet: the fire was ${formatDuration(now.getTime() - fire.getTime())} ago`,
+      `nobody attempted it yet: the fire was ${formatDuration(now.getTime() - fire.getTime(), 'table')} ago`,
     );
   } else {
     parts.push(
@@ -503,9 +506,11 @@ function winnerPhrase(w: Run, now: Date, slot: number | null = null): string {
     (w.trigger === 'schedule' ? '' : ` (${w.trigger})`) + (slot != null ? ` [slot ${slot}]` : '');
   const tries = w.attempts > 1 ? `, ${w.attempts} attempts` : '';
   if (w.status === 'running') {
-    return `running on ${w.host}${how} since ${formatInstant(w.startedAt)} (for ${formatDuration(now.getTime() - w.startedAt.getTime())}${tries})`;
+    return `running on ${w.host}${how} since ${formatInstant(w.startedAt)} (for ${formatDuration(now.getTime() - w.startedAt.getTime(), 'table')}${tries})`;
   }
-  const took = w.finishedAt ? formatDuration(w.finishedAt.getTime() - w.startedAt.getTime()) : '';
+  const took = w.finishedAt
+    ? formatDuration(w.finishedAt.getTime() - w.startedAt.getTime(), 'table')
+    : '';
   if (w.status === 'done') return `ran on ${w.host}${how} (done${took && ` in ${took}`}${tries})`;
   const error = w.error ? `: ${oneLine(w.error, 160)}` : '';
   return `ran on ${w.host}${how} (${w.status}${took && ` after ${took}`}${tries}${error})`;

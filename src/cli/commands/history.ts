@@ -1,5 +1,6 @@
 import ms from 'ms';
 import type { CommandModule } from 'yargs';
+import { formatDuration } from '../../config/duration.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
@@ -7,7 +8,7 @@ import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { RUN_STATUSES, type RunStatus } from '../../run-status.js';
 import { listRuns, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
+import { formatInstant, table, winnerCell } from '../format.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { resolveNamespace } from '../config-options.js';
 
@@ -148,7 +149,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           r.trigger,
           // Retried runs say how many attempts it took: "done ×3".
           r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
-          formatDuration(durationMs(r)),
+          r.finishedAt ? formatDuration(durationMs(r)!, 'table') : '',
           r.exitCode ?? '',
           oneLine(r.reason ?? r.error ?? ''),
         ]),

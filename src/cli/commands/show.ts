@@ -4,12 +4,13 @@
  * namespace is needed to find one; the row's own is shown.
  */
 import type { CommandModule } from 'yargs';
+import { formatDuration } from '../../config/duration.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { findRun, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant } from '../format.js';
+import { formatInstant } from '../format.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { runToJson } from './history.js';
 
@@ -83,7 +84,7 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       ['lock session', run.lockConnectionId != null ? String(run.lockConnectionId) : ''],
       ['started', `${formatInstant(run.startedAt)} UTC`],
       ['finished', run.finishedAt ? `${formatInstant(run.finishedAt)} UTC` : '(not yet)'],
-      ['duration', formatDuration(duration)],
+      ['duration', duration != null ? formatDuration(duration, 'table') : ''],
       ['exit code', run.exitCode != null ? String(run.exitCode) : ''],
       ['attempts', String(run.attempts)],
       ['reason', run.reason ?? ''],

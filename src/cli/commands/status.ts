@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { DURATION_HINT, parseDuration } from '../../config/duration.js';
+import { DURATION_HINT, formatDuration, parseDuration } from '../../config/duration.js';
 import { loadConfig } from '../../config/load.js';
 import type { Config } from '../../config/schema.js';
 import { dbErrorCode, UsageError } from '../../errors.js';
@@ -30,7 +30,7 @@ import {
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table } from '../format.js';
+import { formatInstant, table } from '../format.js';
 import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { resolveNamespace } from '../config-options.js';
 
@@ -213,7 +213,7 @@ function render(report: StatusReport, databaseClock: boolean): string {
             r.pid,
             r.version,
             r.clockOffsetMs == null ? 'not measured yet' : signed(r.clockOffsetMs),
-            `${formatDuration(now.getTime() - r.lastSeenAt.getTime())} ago`,
+            `${formatDuration(now.getTime() - r.lastSeenAt.getTime(), 'table')} ago`,
             formatInstant(r.startedAt),
           ]),
         ),
@@ -229,7 +229,7 @@ function render(report: StatusReport, databaseClock: boolean): string {
           r.host,
           r.runId,
           formatInstant(r.startedAt),
-          formatDuration(r.runningForMs),
+          formatDuration(r.runningForMs, 'table'),
           formatInstant(r.scheduledAt),
           r.attempts > 1 ? `${r.trigger} (attempt ${r.attempts})` : r.trigger,
         ]),
@@ -279,5 +279,5 @@ function render(report: StatusReport, databaseClock: boolean): string {
 /** -2003 → "-2.0s (behind)", 12 → "+12ms (ahead)". */
 function signed(ms: number): string {
   if (ms === 0) return '0ms';
-  return `${ms > 0 ? '+' : '-'}${formatDuration(Math.abs(ms))} (${ms > 0 ? 'ahead' : 'behind'})`;
+  return `${ms > 0 ? '+' : '-'}${formatDuration(Math.abs(ms), 'table')} (${ms > 0 ? 'ahead' : 'behind'})`;
 }
