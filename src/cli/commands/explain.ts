@@ -17,7 +17,6 @@ import { loadConfig } from '../../config/load.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { jobNameSchema } from '../../config/schema.js';
 import { lastFireAtOrBefore } from '../../fleet/dead-man.js';
-import { loadedJobs } from '../../fleet/status.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule, type Schedule } from '../../schedule/cron.js';
@@ -353,7 +352,7 @@ export function latestOf(
     return { fire: inHistory, fromSchedule: false, beforeAnyRunner: null };
   }
   const hadIt = runnersAtFire(runners, last).some(
-    (r) => (loadedJobs(r).get(job.name)?.since.getTime() ?? Infinity) <= last.getTime(),
+    (r) => (r.jobs.get(job.name)?.since.getTime() ?? Infinity) <= last.getTime(),
   );
   if (inHistory || hadIt) return { fire: last, fromSchedule: true, beforeAnyRunner: null };
   return { fire: null, fromSchedule: false, beforeAnyRunner: last };
@@ -408,7 +407,7 @@ export function judgeMissing(
       detail: `gone since ${seen}${already} (${why}: crashed, killed, or cut off from the database)`,
     };
   }
-  const loaded = loadedJobs(r).get(job);
+  const loaded = r.jobs.get(job);
   if (!loaded) {
     return {
       ...base,
