@@ -10,11 +10,9 @@
  * schedules file — the schedule's own latest fire by the database's clock: a fire nobody
  * attempted leaves no row, and is exactly the one to explain.
  */
-import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { formatDuration } from '../../config/duration.js';
-import { loadConfig } from '../../config/load.js';
-import type { Config, JobDefinition } from '../../config/schema.js';
+import type { JobDefinition } from '../../config/schema.js';
 import { jobNameSchema } from '../../config/schema.js';
 import { lastFireAtOrBefore } from '../../fleet/dead-man.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
@@ -33,13 +31,18 @@ import {
 } from '../../store/fire-reads.js';
 import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
 import { fireRows, type Run } from '../../store/runs.js';
+import { formatInstant, oneLine } from '../../text.js';
 import { action } from '../action.js';
-import { formatInstant, table, winnerCell } from '../format.js';
-import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
-import { runToJson } from './history.js';
-import { parseFrom } from './list.js';
-import { GONE_AFTER_OPTION, goneAfterMs } from './status.js';
+import { durationCell, pauseToJson, runToJson, table, winnerCell } from '../format.js';
+import {
+  GONE_AFTER_OPTION,
+  goneAfterMs,
+  parseFireTime,
+  resolveDatabase,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface ExplainArgs extends CommonArgs {
   job: string;
@@ -64,29 +67,6 @@ export interface MissingRunner {
   stoppedAt: string | null;
   lockSessionHeld: boolean | null;
   detail: string;
-}
-
-/** The schedules file when there is one (an invalid one is an error, as everywhere). */
-export function optionalConfig(args: CommonArgs): Config | null {
-  const file = configPath(args);
-  return existsSync(file) ? loadConfig(file, { connectionVariables: 'ignore' }) : null;
-}
-
-/**
- * A fire time: ISO-8601 with `Z` or an offset, or without one — then read as UTC, the way
- * `baton history` prints fires (`2026-11-30 03:00:00.000`), never in this host's zone.
- */
-export function parseFireTime(value: string): Date {
-  const noZone = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?$/i.test(value.trim());
-  try {
-    return parseFrom(noZone ? `${value.trim()}Z` : value.trim());
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    throw new UsageError(
-      `fire time "${value}" is not an ISO-8601 instant: expected e.g. 2026-11-30T03:00:00Z, ` +
-        '2026-11-30T04:00:00+01:00, or 2026-11-30 03:00:00.000 (UTC, as history prints it)',
-    );
-  }
 }
 
 export const explainCommand: CommandModule<object, ExplainArgs> = {
@@ -196,7 +176,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
           attempts: [],
           missing: [],
           missingRunners: [],
-          pausedNow: pauseJson(pause),
+          pausedNow: pauseToJson(pause),
         });
       } else {
         process.stdout.write(`${verdict}\n`);
@@ -234,7 +214,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         missing: missing.map((m) => m.host),
         missingRunners: missing,
         notes,
-        pausedNow: pauseJson(pause),
+        pausedNow: pauseToJson(pause),
       });
       return ExitCode.Ok;
     }
@@ -267,9 +247,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
             r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
             formatInstant(r.startedAt),
             formatInstant(r.finishedAt),
-            r.finishedAt
-              ? formatDuration(r.finishedAt.getTime() - r.startedAt.getTime(), 'table')
-              : '',
+            durationCell(r),
             oneLine(r.reason ?? r.error ?? ''),
           ]),
         ).trimEnd(),
@@ -306,10 +284,6 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
 
 function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}
-
-function pauseJson(p: Pause | null) {
-  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
 }
 
 function scheduleOf(job: JobDefinition): Schedule | null {
@@ -545,9 +519,4 @@ function notAFireOf(job: JobDefinition, at: Date): string | null {
 
 function count(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
-}
-
-function oneLine(s: string, max = 100): string {
-  const flat = s.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

@@ -13,8 +13,7 @@ import type { DatabaseTarget } from '../../config/database-url.js';
 import { findPause, pauseJob, pausedReason, resumeJob } from '../../store/pauses.js';
 import { action } from '../action.js';
 import { resolveDatabase, resolveHost, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
-import { optionalConfig } from './explain.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PauseArgs extends CommonArgs {
   job: string;

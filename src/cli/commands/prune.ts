@@ -14,8 +14,7 @@ import { retentionTooShort } from '../../config/retention.js';
 import { DEFAULT_BATCH_SIZE, pruneHistory, type PruneResult } from '../../store/prune.js';
 import { action } from '../action.js';
 import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
-import { optionalConfig } from './explain.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PruneArgs extends CommonArgs {
   olderThan?: string;

@@ -3,18 +3,15 @@
  * their clock offsets, the runs in progress, each job's next fire and last success — and the
  * warnings a monitor pages on (exit 1). The report itself is computed by src/fleet/status.ts.
  */
-import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { DURATION_HINT, formatDuration, parseDuration } from '../../config/duration.js';
-import { loadConfig } from '../../config/load.js';
+import { formatDuration } from '../../config/duration.js';
 import type { Config } from '../../config/schema.js';
-import { dbErrorCode, UsageError } from '../../errors.js';
+import { dbErrorCode } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import {
   buildStatus,
   currentRunners,
   DEFAULT_CLOCK_THRESHOLD_MS,
-  DEFAULT_GONE_AFTER_MS,
   reportedJobs,
   statusToJson,
   type StatusReport,
@@ -29,10 +26,19 @@ import {
 } from '../../store/fleet-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
+import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
-import { formatInstant, table } from '../format.js';
-import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
+import { table } from '../format.js';
+import {
+  configPath,
+  durationOption,
+  GONE_AFTER_OPTION,
+  goneAfterMs,
+  resolveDatabase,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;
@@ -62,26 +68,6 @@ nextFire, paused, pause, lastSuccessAt, expectMs, overdueAt, loadedBy }], warnin
 message, job?, hosts? }] }. clockOffsetMs is how far the runner's clock is ahead of the
 database's (negative: behind).`;
 
-/** A positive duration option (`15s`, `500ms`), or a usage error naming the option. */
-export function durationOption(name: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms == null || ms <= 0) throw new UsageError(`--${name} "${value}": ${DURATION_HINT}`);
-  return ms;
-}
-
-/** `--gone-after`, shared by `status` and `explain`: when a runner without heartbeat is gone. */
-export const GONE_AFTER_OPTION = {
-  type: 'string',
-  default: `${DEFAULT_GONE_AFTER_MS / 1000}s`,
-  describe:
-    'a runner without a heartbeat for this long is gone (three registry heartbeats of ' +
-    'the default "baton start --registry-interval 5s"; keep it at least three intervals)',
-} as const;
-
-export function goneAfterMs(args: { goneAfter: string }): number {
-  return durationOption('gone-after', args.goneAfter);
-}
-
 export const statusCommand: CommandModule<object, StatusArgs> = {
   command: 'status',
   describe: 'The fleet: live runners and their clock offsets, running jobs, next fires, warnings',
@@ -104,9 +90,7 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
     const goneAfter = goneAfterMs(args);
     const namespace = resolveNamespace(args);
     const file = configPath(args);
-    let config: Config | null = existsSync(file)
-      ? loadConfig(file, { connectionVariables: 'ignore' })
-      : null;
+    let config = optionalConfig(args);
     if (!config) {
       process.stderr.write(`no schedules file at ${file}: next fires are not shown\n`);
     } else if (config.namespace !== namespace) {
