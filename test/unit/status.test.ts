@@ -7,17 +7,10 @@
  * runner loaded), both shapes of the registry's `schedule` column (`{job: fp}` and `{job: {fp,
  * since}}`), the dead-man's rules (own `expect:`, two fires plus a grace, never-ran jobs judged
  * from when a runner loaded them — not from the runner's start —, paused or disabled jobs), next
- * fires, and the JSON shape. Also `baton explain`'s pure parts: the schedule's latest fire, which
- * fire "the latest" is, and how a runner without an attempt is judged (restarted since the fire,
- * given the job after it, gone after --gone-after).
+ * fires, and the JSON shape. Also the schedule's latest fire, `baton explain`'s default fire (the
+ * rest of explain is in explain.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  judgeMissing,
-  latestOf,
-  verdictOf,
-  type MissingRunner,
-} from '../../src/cli/commands/explain.js';
 import { scheduleFingerprint } from '../../src/config/fingerprint.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
@@ -35,7 +28,6 @@ import {
   type StatusInput,
 } from '../../src/fleet/status.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
-import type { RunnerNow } from '../../src/store/fire-reads.js';
 import type { JobHistoryFacts, RunningRun } from '../../src/store/fleet-reads.js';
 import type { Pause } from '../../src/store/pauses.js';
 import { loadedJobs, type RunnerRecord } from '../../src/store/runners.js';
@@ -759,124 +751,5 @@ describe("the schedule's latest fire (explain's default fire)", () => {
         expect(s.nextAfter(new Date(last.getTime() - 1))).toEqual(last);
       }
     }
-  });
-});
-
-describe('baton explain: which fire, and the runners that left no attempt', () => {
-  const FIRE = at('2027-03-10T11:50:00Z');
-  const FILE = config(`
-namespace: ns
-jobs:
-  tick:
-    schedule: "*/10 * * * *"
-    command: ["true"]
-  idle:
-    schedule: "*/10 * * * *"
-    command: ["true"]
-    enabled: false
-`);
-  const tickJob = FILE.jobs.find((j) => j.name === 'tick')!;
-  const idleJob = FILE.jobs.find((j) => j.name === 'idle')!;
-
-  function now(
-    host: string,
-    { schedule = printsOf(FILE), ...o }: Partial<RunnerNow> & { schedule?: Loaded } = {},
-  ): RunnerNow {
-    const r = runner(host, { schedule, ...o });
-    return {
-      alive: true,
-      lockSessionHeld: true,
-      lastSeenAgoMs: NOW.getTime() - r.lastSeenAt.getTime(),
-      ...r,
-      ...o,
-    };
-  }
-
-  it("the latest fire: the schedule's when it is later than the history's", () => {
-    const runners = [now('a')];
-    // History has 11:40; the schedule fired at 12:00 (NOW): that one, although it has no row.
-    expect(latestOf(tickJob, at('2027-03-10T11:40:00Z'), runners, NOW)).toEqual({
-      fire: NOW,
-      fromSchedule: true,
-      beforeAnyRunner: null,
-    });
-    // History is up to date: the history's.
-    expect(latestOf(tickJob, NOW, runners, NOW)).toMatchObject({ fire: NOW, fromSchedule: false });
-    // Not in the file, or disabled there: the history's only.
-    expect(latestOf(null, FIRE, runners, NOW)).toMatchObject({ fire: FIRE, fromSchedule: false });
-    expect(latestOf(idleJob, FIRE, runners, NOW)).toMatchObject({
-      fire: FIRE,
-      fromSchedule: false,
-    });
-    // No history: the schedule's fire only when some runner had the job by then.
-    expect(latestOf(tickJob, null, runners, NOW)).toMatchObject({ fire: NOW, fromSchedule: true });
-    const addedLater = [
-      now('a', { schedule: loadedAt(FILE, at('2027-03-10T12:01:00Z')) }),
-      now('b', { startedAt: at('2027-03-10T12:00:00.500Z') }),
-    ];
-    expect(latestOf(tickJob, null, addedLater, at('2027-03-10T12:05:00Z'))).toEqual({
-      fire: null,
-      fromSchedule: false,
-      beforeAnyRunner: at('2027-03-10T12:00:00Z'),
-    });
-  });
-
-  it('a runner restarted after the fire is "restarted", whatever it is now', () => {
-    const startedAt = at('2027-03-10T11:55:00Z');
-    const alive = judgeMissing(now('srv-03', { startedAt }), 'tick', FIRE, NOW, 15_000);
-    expect(alive).toMatchObject({
-      host: 'srv-03',
-      state: 'restarted',
-      alive: true,
-      detail: 'restarted at 2027-03-10 11:55:00.000 — down or starting at the fire',
-    });
-    const goneAgain = judgeMissing(
-      now('srv-03', { startedAt, alive: false, lastSeenAt: ago(60_000), lastSeenAgoMs: 60_000 }),
-      'tick',
-      FIRE,
-      NOW,
-      15_000,
-    );
-    expect(goneAgain.state).toBe('restarted');
-    expect(goneAgain.detail).toMatch(/; gone since 2027-03-10 11:59:00\.000$/);
-    expect(verdictOf([], [alive], FIRE, NOW)).toBe(
-      'nobody attempted it: no runner wrote a row for this fire; srv-03 left no attempt ' +
-        '(restarted at 2027-03-10 11:55:00.000: down or starting at the fire)',
-    );
-  });
-
-  it('a runner that got the job by a reload after the fire; gone by --gone-after', () => {
-    const later = now('a', {
-      startedAt: ago(86_400_000),
-      schedule: loadedAt(FILE, at('2027-03-10T11:52:00Z')),
-    });
-    expect(judgeMissing(later, 'tick', FIRE, NOW, 15_000)).toMatchObject({
-      state: 'loaded-later',
-      detail:
-        'alive; it loaded its definition of "tick" at 2027-03-10 11:52:00.000, after this fire ' +
-        '(a reload added or changed the job)',
-    });
-    // The old shape says nothing about when: a runner there at the fire is lagging.
-    const lagging = now('a', { startedAt: ago(86_400_000) });
-    expect(judgeMissing(lagging, 'tick', FIRE, NOW, 15_000).state).toBe('lagging');
-
-    const quiet = now('b', { alive: false, lastSeenAt: ago(4_000), lastSeenAgoMs: 4_000 });
-    expect(judgeMissing(quiet, 'tick', FIRE, NOW, 3_000).detail).toMatch(/no heartbeat for 4/);
-    expect(judgeMissing(quiet, 'tick', FIRE, NOW, 15_000).detail).toMatch(
-      /its lock session has ended/,
-    );
-  });
-
-  it('a fire seconds old without rows is "not yet"; a fire nobody was there for says so', () => {
-    const fresh: MissingRunner = judgeMissing(now('a'), 'tick', ago(1_200), NOW, 15_000);
-    expect(fresh.state).toBe('lagging');
-    expect(verdictOf([], [fresh], ago(1_200), NOW)).toBe(
-      'nobody attempted it yet: the fire was 1.2s ago; a left no attempt (alive: its attempt ' +
-        'is not written yet)',
-    );
-    expect(verdictOf([], [], FIRE, NOW)).toBe(
-      'nobody attempted it: no runner wrote a row for this fire, and no registered runner was ' +
-        'running then',
-    );
   });
 });
