@@ -88,43 +88,79 @@ export class JobFailedError extends BatonError {
 }
 
 /**
- * mysql2 error codes (`err.code`) that mean "the connection or server is gone, try again later".
- * Everything else from the driver is a bug or a permission problem and is not retried.
+ * What a database error means to baton. Every mysql2 code baton treats specially is in
+ * DB_ERROR_CATEGORIES below, once; what each caller asks is a set of categories:
+ *
+ * | category         | what                                     | retry | unreachable | schema | wait |
+ * |------------------|------------------------------------------|-------|-------------|--------|------|
+ * | `unreachable`    | refused, timed out, no route, too many   |   ✓   |      ✓      |        |  ✓   |
+ * |                  | connections, shutting down, conn. lost   |       |             |        |      |
+ * | `unknown-host`   | ENOTFOUND                                |   ✓   |      ✓      |        |      |
+ * | `connection-cut` | reset, broken pipe, protocol timeout,    |   ✓   |             |        |  ✓   |
+ * |                  | connection or query killed               |       |             |        |      |
+ * | `lock-conflict`  | deadlock, lock wait timeout (rolled back)|   ✓   |             |        |  ✓   |
+ * | `access-denied`  | wrong password, no grant on the database |       |      ✓      |        |      |
+ * | `no-database`    | ER_BAD_DB_ERROR                          |       |      ✓      |   ✓    |      |
+ * | `no-table`       | ER_NO_SUCH_TABLE                         |       |             |   ✓    |      |
+ * | `deadline`       | STATEMENT_TIMEOUT, baton's own deadline  |       |             |        | (✓)  |
+ * | `server`         | any other `ER_*`: the server refused it  |       |             |        |      |
+ *
+ * Retry (`isRetryableDbError`): the connection or server is gone, try the statement again later.
+ * Unreachable (`isUnreachableDbError`): the server cannot be used at all, as opposed to one query
+ * failing. Schema (`isMissingSchemaError`): a database nobody has started baton on yet, or an older
+ * schema. Wait (`isTransientDbError`): worth waiting out at start-up — a wrong password, a missing
+ * database or an unknown host name will not fix themselves; a deadline counts only as the error
+ * itself, not as another's cause.
  */
-const RETRYABLE_DB_CODES = new Set([
-  'PROTOCOL_CONNECTION_LOST',
-  'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ER_CON_COUNT_ERROR',
-  'ER_SERVER_SHUTDOWN',
-  'ER_LOCK_DEADLOCK',
-  'ER_LOCK_WAIT_TIMEOUT',
-  'ER_CONNECTION_KILLED',
-  'ER_QUERY_INTERRUPTED',
+export type DbErrorCategory =
+  | 'unreachable'
+  | 'unknown-host'
+  | 'connection-cut'
+  | 'lock-conflict'
+  | 'access-denied'
+  | 'no-database'
+  | 'no-table'
+  | 'deadline'
+  | 'server';
+
+const DB_ERROR_CATEGORIES: ReadonlyMap<string, DbErrorCategory> = new Map([
+  ['ECONNREFUSED', 'unreachable'],
+  ['ETIMEDOUT', 'unreachable'],
+  ['EHOSTUNREACH', 'unreachable'],
+  ['ENETUNREACH', 'unreachable'],
+  ['EAI_AGAIN', 'unreachable'],
+  ['ER_CON_COUNT_ERROR', 'unreachable'],
+  ['ER_SERVER_SHUTDOWN', 'unreachable'],
+  ['PROTOCOL_CONNECTION_LOST', 'unreachable'],
+  ['ENOTFOUND', 'unknown-host'],
+  ['ECONNRESET', 'connection-cut'],
+  ['EPIPE', 'connection-cut'],
+  ['PROTOCOL_SEQUENCE_TIMEOUT', 'connection-cut'],
+  ['ER_CONNECTION_KILLED', 'connection-cut'],
+  ['ER_QUERY_INTERRUPTED', 'connection-cut'],
+  ['ER_LOCK_DEADLOCK', 'lock-conflict'],
+  ['ER_LOCK_WAIT_TIMEOUT', 'lock-conflict'],
+  ['ER_ACCESS_DENIED_ERROR', 'access-denied'],
+  ['ER_DBACCESS_DENIED_ERROR', 'access-denied'],
+  ['ER_BAD_DB_ERROR', 'no-database'],
+  ['ER_NO_SUCH_TABLE', 'no-table'],
+  ['STATEMENT_TIMEOUT', 'deadline'],
 ]);
 
-/** Codes that mean the server is not reachable at all (as opposed to a query failing). */
-const UNREACHABLE_DB_CODES = new Set([
-  'ECONNREFUSED',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ER_ACCESS_DENIED_ERROR',
-  'ER_DBACCESS_DENIED_ERROR',
-  'ER_BAD_DB_ERROR',
-  'ER_CON_COUNT_ERROR',
-  'PROTOCOL_CONNECTION_LOST',
-  'ER_SERVER_SHUTDOWN',
+const RETRYABLE = new Set<DbErrorCategory>([
+  'unreachable',
+  'unknown-host',
+  'connection-cut',
+  'lock-conflict',
 ]);
+const UNREACHABLE = new Set<DbErrorCategory>([
+  'unreachable',
+  'unknown-host',
+  'access-denied',
+  'no-database',
+]);
+const MISSING_SCHEMA = new Set<DbErrorCategory>(['no-database', 'no-table']);
+const TRANSIENT = new Set<DbErrorCategory>(['unreachable', 'connection-cut', 'lock-conflict']);
 
 export function dbErrorCode(err: unknown): string | undefined {
   if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string') {
@@ -133,20 +169,67 @@ export function dbErrorCode(err: unknown): string | undefined {
   return undefined;
 }
 
-export function isRetryableDbError(err: unknown): boolean {
+/** The category of `err`'s own code (not its cause's); undefined for anything else. */
+export function dbErrorCategory(err: unknown): DbErrorCategory | undefined {
   const code = dbErrorCode(err);
-  return code != null && RETRYABLE_DB_CODES.has(code);
+  if (code == null) return undefined;
+  return DB_ERROR_CATEGORIES.get(code) ?? (code.startsWith('ER_') ? 'server' : undefined);
 }
 
+const inCategories = (err: unknown, set: ReadonlySet<DbErrorCategory>): boolean => {
+  const category = dbErrorCategory(err);
+  return category != null && set.has(category);
+};
+
+/** The connection or server is gone: the statement may be tried again later. */
+export function isRetryableDbError(err: unknown): boolean {
+  return inCategories(err, RETRYABLE);
+}
+
+/** The server cannot be used at all (down, unknown, access denied, no database). */
 export function isUnreachableDbError(err: unknown): boolean {
-  const code = dbErrorCode(err);
-  return code != null && UNREACHABLE_DB_CODES.has(code);
+  return inCategories(err, UNREACHABLE);
+}
+
+/**
+ * An error of the driver or the server, classified above: what the CLI reports as a database error
+ * (exit 69) rather than as a bug in baton. Not baton's own statement deadline, which has always
+ * been reported as an internal error when it escapes a command.
+ */
+export function isDatabaseError(err: unknown): boolean {
+  const category = dbErrorCategory(err);
+  return category != null && category !== 'deadline';
+}
+
+/**
+ * True for the errors of a database nobody has started baton on yet (or an older schema): no
+ * database, or no table. Looks at the error and its `cause`: openConnection wraps the driver's
+ * error (its own `code` is DATABASE_UNAVAILABLE).
+ */
+export function isMissingSchemaError(err: unknown): boolean {
+  return [err, (err as Error | undefined)?.cause].some((e) => inCategories(e, MISSING_SCHEMA));
+}
+
+/**
+ * Errors worth waiting out at start-up: the server is down or unreachable, not misconfigured. A
+ * statement deadline counts; otherwise the first of the error and its `cause` that is retryable
+ * or unreachable decides, and it is transient unless it is a wrong password, a missing database
+ * or an unknown host name, which will not fix themselves.
+ */
+export function isTransientDbError(err: unknown): boolean {
+  if (err instanceof Error && dbErrorCategory(err) === 'deadline') return true;
+  const cause = err instanceof Error ? err.cause : undefined;
+  for (const e of [err, cause]) {
+    if (inCategories(e, RETRYABLE) || inCategories(e, UNREACHABLE)) {
+      return inCategories(e, TRANSIENT);
+    }
+  }
+  return false;
 }
 
 /** A deadlock or a lock wait that timed out: the statement (or transaction) was rolled back. */
 export function isLockConflictError(err: unknown): boolean {
-  const code = dbErrorCode(err);
-  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+  return dbErrorCategory(err) === 'lock-conflict';
 }
 
 export function isDuplicateKeyError(err: unknown): boolean {

@@ -3,7 +3,7 @@
  * their message alone; anything else is a bug in baton and prints a short report (the stack only
  * with BATON_DEBUG=1). Either way no password is printed: messages are built from redacted URLs.
  */
-import { BatonError, dbErrorCode, isRetryableDbError } from '../errors.js';
+import { BatonError, isDatabaseError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 
 export function fail(err: unknown): number {
@@ -12,7 +12,7 @@ export function fail(err: unknown): number {
     return err.exitCode;
   }
   const message = err instanceof Error ? err.message : String(err);
-  if (isRetryableDbError(err) || dbErrorCode(err)?.startsWith('ER_')) {
+  if (isDatabaseError(err)) {
     // A driver error that escaped a command (the server went away mid-command, a missing grant).
     process.stderr.write(`baton: database error: ${message}\n`);
     return ExitCode.Unavailable;

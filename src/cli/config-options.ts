@@ -1,6 +1,6 @@
 /**
- * Options resolved from the schedules file: the config itself, and the namespace of read-only
- * commands. Apart from options.ts because they load the parser (YAML, zod), which `baton start`
+ * Options resolved from the schedules file: the config itself (required, or when there is one),
+ * and the namespace of read-only commands. Apart from options.ts because they load the parser (YAML, zod), which `baton start`
  * does not (it parses in a worker thread, config/load-isolated.ts).
  */
 import { existsSync } from 'node:fs';
@@ -31,4 +31,10 @@ export function resolveNamespace(args: CommonArgs & { namespace?: string }): str
   const file = configPath(args);
   if (!existsSync(file)) return DEFAULT_NAMESPACE;
   return loadConfig(file, { connectionVariables: 'ignore' }).namespace;
+}
+
+/** The schedules file when there is one (an invalid one is an error, as everywhere). */
+export function optionalConfig(args: CommonArgs): Config | null {
+  const file = configPath(args);
+  return existsSync(file) ? loadConfig(file, { connectionVariables: 'ignore' }) : null;
 }

@@ -1,8 +1,13 @@
 /**
  * Terminal output helpers: borderless tables (cli-table3) that line up for people and stay
- * greppable, and durations in words.
+ * greppable, and the JSON shapes more than one command prints. Durations are
+ * config/duration.ts:formatDuration's (its `table` style in columns); instants and one-line text
+ * are src/text.ts's.
  */
 import Table from 'cli-table3';
+import { formatDuration } from '../config/duration.js';
+import type { Pause } from '../store/pauses.js';
+import type { Run } from '../store/runs.js';
 
 export function table(head: string[], rows: (string | number)[][]): string {
   const t = new Table({
@@ -36,25 +41,49 @@ export function table(head: string[], rows: (string | number)[][]): string {
   );
 }
 
-/** 1234 → "1.2s", 75000 → "1m15s". */
-export function formatDuration(ms: number | null): string {
-  if (ms == null) return '';
-  if (ms < 1000) return `${ms}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  const totalSeconds = Math.round(ms / 1000);
-  const h = Math.floor(totalSeconds / 3600);
-  const m = Math.floor((totalSeconds % 3600) / 60);
-  const s = totalSeconds % 60;
-  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : `${m}m${String(s).padStart(2, '0')}s`;
-}
-
-/** `2026-11-30T03:00:00.000Z` → `2026-11-30 03:00:00.000` (UTC, as stored). */
-export function formatInstant(d: Date | null): string {
-  return d ? d.toISOString().replace('T', ' ').replace('Z', '') : '';
-}
-
 /** The WINNER column: `yes`, or the worker slot of a fan-out run (`slot 2`). */
 export function winnerCell(r: { winner: boolean; workerSlot: number | null }): string {
   if (!r.winner) return '';
   return r.workerSlot != null && r.workerSlot > 1 ? `slot ${r.workerSlot}` : 'yes';
+}
+
+/** A run's duration in ms; null while it has not finished. */
+export function durationMs(run: Run): number | null {
+  return run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;
+}
+
+/** The DURATION column: how long the run took, '' while it runs. */
+export function durationCell(run: Run): string {
+  const ms = durationMs(run);
+  return ms == null ? '' : formatDuration(ms, 'table');
+}
+
+/**
+ * The stable JSON shape of one history row (`baton history --json`, and the attempts of
+ * `baton explain --json`); see docs/history.md.
+ */
+export function runToJson(run: Run) {
+  return {
+    id: run.id,
+    job: run.job,
+    scheduledAt: run.scheduledAt.toISOString(),
+    winner: run.winner,
+    workerSlot: run.workerSlot,
+    trigger: run.trigger,
+    status: run.status,
+    reason: run.reason,
+    host: run.host,
+    pid: run.pid,
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    durationMs: durationMs(run),
+    exitCode: run.exitCode,
+    attempts: run.attempts,
+    error: run.error,
+  };
+}
+
+/** A pause as `baton list --json` and `baton explain --json` print it (null: not paused). */
+export function pauseToJson(p: Pause | null | undefined) {
+  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
 }

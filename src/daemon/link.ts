@@ -25,11 +25,11 @@ import {
 } from '../coordination/lock-session.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
 import { delay } from '../delay.js';
-import { errorMessage, isRetryableDbError, isUnreachableDbError } from '../errors.js';
+import { errorMessage, isTransientDbError } from '../errors.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
-import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
+import { DeadlinePool } from '../store/deadline.js';
 import type { RunnerEvents } from './events.js';
 
 /** Reconnect backoff: doubles from the first to the cap. */
@@ -226,25 +226,4 @@ function lockSessionIdleTimeoutSeconds(o: LinkOptions): number {
     (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
     (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
   return Math.max(LOCK_SESSION_IDLE_TIMEOUT_SECONDS, Math.ceil((10 * window) / 1000));
-}
-
-/** Errors worth waiting out at start-up: the server is down or unreachable, not misconfigured. */
-function isTransientDbError(err: unknown): boolean {
-  if (err instanceof StatementTimeoutError) return true;
-  const cause = err instanceof Error ? err.cause : undefined;
-  for (const e of [err, cause]) {
-    if (!isUnreachableDbError(e) && !isRetryableDbError(e)) continue;
-    const code = (e as { code?: string }).code;
-    // A wrong password, a missing database or an unknown host name will not fix themselves.
-    if (
-      code === 'ER_ACCESS_DENIED_ERROR' ||
-      code === 'ER_DBACCESS_DENIED_ERROR' ||
-      code === 'ER_BAD_DB_ERROR' ||
-      code === 'ENOTFOUND'
-    ) {
-      return false;
-    }
-    return true;
-  }
-  return false;
 }

@@ -23,17 +23,21 @@
  *   runner's start for registry rows that do not say). A paused job gets `paused` instead;
  * - `paused`: each paused job, since a pause is easy to forget.
  */
-import { jobFingerprint } from '../config/fingerprint.js';
+import { formatDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
 import type { Pause } from '../store/pauses.js';
 import type { RunnerRecord } from '../store/runners.js';
 import type { JobHistoryFacts, RunningRun } from '../store/fleet-reads.js';
 import { parseSchedule } from '../schedule/cron.js';
 import { expectation } from './dead-man.js';
+import { driftWarnings } from './drift.js';
 
 /** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
 export const DEFAULT_GONE_AFTER_MS = 15_000;
 export const DEFAULT_CLOCK_THRESHOLD_MS = 1_000;
+
+/** Durations in warnings: `1.5s`, `1m30s`, `1d5m`. */
+const brief = (ms: number) => formatDuration(ms, 'brief');
 /** Registry rows not seen for this long are left out of the report altogether. */
 export const STALE_RUNNER_MS = 7 * 86_400_000;
 
@@ -133,7 +137,7 @@ export function reportedJobs(
   running: RunningRun[],
 ): string[] {
   const names = new Set<string>(config?.jobs.map((j) => j.name));
-  for (const r of liveRunners) for (const job of Object.keys(r.schedule)) names.add(job);
+  for (const r of liveRunners) for (const job of r.jobs.keys()) names.add(job);
   for (const p of pauses) names.add(p.job);
   for (const r of running) names.add(r.job);
   return [...names].sort();
@@ -147,46 +151,6 @@ export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): Ru
 /** The registry rows worth reporting: seen within STALE_RUNNER_MS. */
 export function currentRunners<R extends RunnerRecord>(runners: R[], now: Date): R[] {
   return runners.filter((r) => now.getTime() - r.lastSeenAt.getTime() <= STALE_RUNNER_MS);
-}
-
-/** One job as a registry row says its runner loaded it. */
-export interface LoadedDefinition {
-  /** The fingerprint of the definition (src/config/fingerprint.ts). */
-  fingerprint: string;
-  /**
-   * Since when the runner has had this definition (database time): when it loaded it, but never
-   * before the runner registered (`startedAt`), which is also the answer for rows that do not say.
-   */
-  since: Date;
-}
-
-/**
- * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
- * fingerprint}` (runners that do not say since when) and `{job: {fp, since}}` with `since` an
- * ISO instant (or a Date). Entries of any other shape are left out.
- */
-export function loadedJobs(r: {
-  schedule: Readonly<Record<string, unknown>>;
-  startedAt: Date;
-}): Map<string, LoadedDefinition> {
-  const jobs = new Map<string, LoadedDefinition>();
-  const start = r.startedAt.getTime();
-  for (const [job, entry] of Object.entries(r.schedule)) {
-    if (typeof entry === 'string') {
-      jobs.set(job, { fingerprint: entry, since: r.startedAt });
-      continue;
-    }
-    if (entry == null || typeof entry !== 'object') continue;
-    const { fp, since } = entry as { fp?: unknown; since?: unknown };
-    if (typeof fp !== 'string') continue;
-    const at =
-      since instanceof Date ? since.getTime() : typeof since === 'string' ? Date.parse(since) : NaN;
-    jobs.set(job, {
-      fingerprint: fp,
-      since: Number.isFinite(at) && at > start ? new Date(at) : r.startedAt,
-    });
-  }
-  return jobs;
 }
 
 export function buildStatus(input: StatusInput): StatusReport {
@@ -206,7 +170,7 @@ export function buildStatus(input: StatusInput): StatusReport {
       lastSeenAt: r.lastSeenAt,
       stoppedAt: r.stoppedAt,
       clockOffsetMs: r.clockOffsetMs,
-      jobs: Object.keys(r.schedule).sort(),
+      jobs: [...r.jobs.keys()].sort(),
     };
   });
   const liveRecords = currentRunners(input.runners, now).filter(
@@ -243,7 +207,7 @@ export function buildStatus(input: StatusInput): StatusReport {
     const schedule = def ? parseSchedule(def.schedule, def.timezone) : null;
     const pause = pauses.get(name) ?? null;
     const facts = input.history.get(name);
-    const loadedBy = liveRecords.filter((r) => name in r.schedule);
+    const loadedBy = liveRecords.filter((r) => r.jobs.has(name));
     const lastSuccessAt = facts?.lastSuccessAt ?? null;
     // Judged only with a definition: enabled in the local file (the expectation needs the
     // schedule or the job's `expect`, which the registry does not carry).
@@ -284,7 +248,7 @@ function firstAppearance(
   firstSeenAt: Date | null,
   loadedBy: RunnerRecord[],
 ): Date | null {
-  const candidates = [firstSeenAt, ...loadedBy.map((r) => loadedJobs(r).get(job)?.since)].filter(
+  const candidates = [firstSeenAt, ...loadedBy.map((r) => r.jobs.get(job)?.since)].filter(
     (d): d is Date => d != null,
   );
   if (candidates.length === 0) return null;
@@ -296,7 +260,7 @@ function goneWarning(r: RunnerStatus, now: Date): Warning {
   return {
     kind: 'runner-gone',
     message:
-      `runner ${r.host} (pid ${r.pid}) stopped heartbeating: last seen ${words(ago)} ago, at ` +
+      `runner ${r.host} (pid ${r.pid}) stopped heartbeating: last seen ${brief(ago)} ago, at ` +
       `${r.lastSeenAt.toISOString()}, without a graceful stop (crashed, killed or cut off from ` +
       'the database)',
     hosts: [r.host],
@@ -308,90 +272,11 @@ function clockWarning(r: RunnerStatus, threshold: number): Warning {
   return {
     kind: 'clock-offset',
     message:
-      `runner ${r.host}'s clock is ${words(Math.abs(offset))} ${offset > 0 ? 'ahead of' : 'behind'} ` +
-      `the database's (threshold ${words(threshold)}): its fires still run on database time, ` +
+      `runner ${r.host}'s clock is ${brief(Math.abs(offset))} ${offset > 0 ? 'ahead of' : 'behind'} ` +
+      `the database's (threshold ${brief(threshold)}): its fires still run on database time, ` +
       'but fix its time sync (NTP)',
     hosts: [r.host],
   };
-}
-
-/**
- * One warning per job the fleet does not agree on: live runners that loaded different
- * definitions (fingerprints) of it, or only some of them; and, with the local schedules file
- * (`config`), a job whose definition there is not the one the live runners run, a job they run
- * that is not in it, and an enabled job of it that no live runner loaded. The message groups the
- * hosts by definition and names "this file" beside them.
- */
-export function driftWarnings(
-  live: RunnerRecord[],
-  config: Pick<Config, 'jobs' | 'file'> | null = null,
-): Warning[] {
-  const loaded = live.map((r) => ({ host: r.host, jobs: loadedJobs(r) }));
-  const hosts = live.map((r) => r.host).sort();
-  const inFile = new Map(
-    config?.jobs.map((j) => [j.name, { print: jobFingerprint(j, config.file), job: j }]),
-  );
-  const names = new Set<string>(inFile.keys());
-  for (const r of loaded) for (const job of r.jobs.keys()) names.add(job);
-  const warnings: Warning[] = [];
-  for (const job of [...names].sort()) {
-    const byPrint = new Map<string, string[]>();
-    const without: string[] = [];
-    for (const r of loaded) {
-      const print = r.jobs.get(job)?.fingerprint;
-      if (print == null) without.push(r.host);
-      else byPrint.set(print, [...(byPrint.get(print) ?? []), r.host]);
-    }
-    const local = config ? (inFile.get(job) ?? null) : undefined;
-    const warn = (what: string, parts: string[] = []) =>
-      warnings.push({
-        kind: 'schedule-drift',
-        message: `schedule drift for job "${job}": ${what}${parts.length ? `: ${parts.join('; ')}` : ''}`,
-        job,
-        hosts,
-      });
-
-    if (byPrint.size === 0) {
-      // Only in the local file (names come from the file or from some runner).
-      if (local?.job.enabled) {
-        warn(
-          `it is in ${config!.file} but no live runner loaded it` +
-            (hosts.length > 0 ? ` (live: ${hosts.join(', ')})` : ' (no runner is alive)'),
-        );
-      }
-      continue;
-    }
-    const agreed = byPrint.size === 1 && without.length === 0;
-    if (agreed && (local === undefined || local?.print === [...byPrint.keys()][0])) continue;
-
-    // "this file (path)" the first time a part names it, "this file" after.
-    const mention = { named: false };
-    const thisFile = () => {
-      if (mention.named || !config) return 'this file';
-      mention.named = true;
-      return `this file (${config.file})`;
-    };
-    const what =
-      byPrint.size > 1
-        ? 'the runners loaded different definitions of it'
-        : without.length > 0
-          ? 'only some runners loaded it'
-          : local === null
-            ? `the runners loaded it, but it is not in ${thisFile()}`
-            : `${thisFile()} has a different definition than the runners loaded`;
-    const parts = [...byPrint].map(
-      ([print, on]) =>
-        `definition ${print.slice(0, 8)} on ${on.join(', ')}` +
-        (local?.print === print ? ` and in ${thisFile()}` : ''),
-    );
-    if (local && !byPrint.has(local.print)) {
-      parts.push(`definition ${local.print.slice(0, 8)} in ${thisFile()}`);
-    }
-    if (without.length > 0) parts.push(`not loaded on ${without.join(', ')}`);
-    if (local === null && !mention.named) parts.push(`not in ${thisFile()}`);
-    warn(what, parts);
-  }
-  return warnings;
 }
 
 function noSuccessWarning(
@@ -401,12 +286,12 @@ function noSuccessWarning(
   expectMs: number,
   now: Date,
 ): Warning {
-  const silence = words(now.getTime() - since.getTime());
+  const silence = brief(now.getTime() - since.getTime());
   const message = lastSuccessAt
     ? `job "${job}" has had no successful run for ${silence} (last success ` +
-      `${lastSuccessAt.toISOString()}; expected one within ${words(expectMs)})`
+      `${lastSuccessAt.toISOString()}; expected one within ${brief(expectMs)})`
     : `job "${job}" has never run successfully in the ${silence} since it appeared ` +
-      `(${since.toISOString()}; expected a success within ${words(expectMs)})`;
+      `(${since.toISOString()}; expected a success within ${brief(expectMs)})`;
   return { kind: 'no-success', message, job };
 }
 
@@ -418,28 +303,6 @@ function pausedWarning(p: Pause): Warning {
       `${p.reason ? `: ${p.reason}` : ''}; every runner skips its fires until "baton resume ${p.job}"`,
     job: p.job,
   };
-}
-
-/** 1500 → "1.5s", 90000 → "1m30s": short words for messages. */
-function words(ms: number): string {
-  if (ms < 1_000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(Math.round(ms / 100) / 10).toString()}s`;
-  const s = Math.round(ms / 1000);
-  const units: [string, number][] = [
-    ['d', 86_400],
-    ['h', 3_600],
-    ['m', 60],
-    ['s', 1],
-  ];
-  let rest = s;
-  const parts: string[] = [];
-  for (const [unit, size] of units) {
-    if (rest >= size && parts.length < 2) {
-      parts.push(`${Math.floor(rest / size)}${unit}`);
-      rest %= size;
-    }
-  }
-  return parts.join('');
 }
 
 /** The stable JSON shape of `baton status --json` (documented in `baton status --help`). */

@@ -7,7 +7,10 @@
  */
 import type { Connection, FieldPacket, Pool, PoolConnection, QueryValues } from 'mysql2/promise';
 
-/** A statement that got no answer in time; treated like a lost connection (retryable). */
+/**
+ * A statement that got no answer in time; treated like a lost connection. src/errors.ts (a leaf,
+ * which cannot import this) recognises it by its `code`.
+ */
 export class StatementTimeoutError extends Error {
   readonly code = 'STATEMENT_TIMEOUT';
   constructor(what: string, ms: number) {

@@ -9,19 +9,9 @@
  * heartbeat goes stale.
  */
 import type { RowDataPacket } from 'mysql2/promise';
-import { dbErrorCode } from '../errors.js';
 import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
 import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
-
-/** True for the errors of a database nobody has started baton on yet (or an older schema). */
-export function isMissingSchema(err: unknown): boolean {
-  // openConnection wraps the driver's error (its own `code` is DATABASE_UNAVAILABLE): look at both.
-  return [err, (err as Error | undefined)?.cause].some((e) => {
-    const code = dbErrorCode(e);
-    return code === 'ER_NO_SUCH_TABLE' || code === 'ER_BAD_DB_ERROR';
-  });
-}
 
 /** The database's clock. */
 export async function databaseNow(db: Queryable): Promise<Date> {

@@ -14,11 +14,16 @@ export interface LoadedJob {
   since: string | null;
 }
 
-/**
- * `baton_runners.schedule`: job → what the runner loaded. Rows written before `since` was
- * recorded hold a bare fingerprint string.
- */
-export type RegistrySchedule = Record<string, string | LoadedJob>;
+/** One job as a registry row says its runner loaded it, decoded (see `loadedJobs`). */
+export interface LoadedDefinition {
+  /** The fingerprint of the definition (src/config/fingerprint.ts). */
+  fingerprint: string;
+  /**
+   * Since when the runner has had this definition (database time): when it loaded it, but never
+   * before the runner registered (`startedAt`), which is also the answer for rows that do not say.
+   */
+  since: Date;
+}
 
 export interface RunnerRecord {
   namespace: string;
@@ -31,8 +36,8 @@ export interface RunnerRecord {
   /** How far the runner's clock is ahead of the database's, in ms; null before it measured. */
   clockOffsetMs: number | null;
   lockConnectionId: number | null;
-  /** Job name → the definition the runner loaded. */
-  schedule: RegistrySchedule;
+  /** Job name → the definition the runner loaded (the `schedule` column, decoded). */
+  jobs: ReadonlyMap<string, LoadedDefinition>;
 }
 
 export interface RunnerHeartbeat {
@@ -189,15 +194,44 @@ export function toRunnerRecord(r: RunnerRow): RunnerRecord {
     stoppedAt: r.stopped_at,
     clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
-    schedule: parseSchedule(r.schedule),
+    jobs: loadedJobs({ schedule: parseJson(r.schedule), startedAt: r.started_at }),
   };
 }
 
-function parseSchedule(text: string): RegistrySchedule {
+function parseJson(text: string): Readonly<Record<string, unknown>> {
   try {
     const value = JSON.parse(text) as unknown;
-    return value && typeof value === 'object' ? (value as RegistrySchedule) : {};
+    return value && typeof value === 'object' ? (value as Record<string, unknown>) : {};
   } catch {
     return {};
   }
+}
+
+/**
+ * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
+ * fingerprint}` (runners that do not say since when) and `{job: {fp, since}}` with `since` an
+ * ISO instant (or a Date), null for a disabled job. Entries of any other shape are left out.
+ */
+export function loadedJobs(r: {
+  schedule: Readonly<Record<string, unknown>>;
+  startedAt: Date;
+}): Map<string, LoadedDefinition> {
+  const jobs = new Map<string, LoadedDefinition>();
+  const start = r.startedAt.getTime();
+  for (const [job, entry] of Object.entries(r.schedule)) {
+    if (typeof entry === 'string') {
+      jobs.set(job, { fingerprint: entry, since: r.startedAt });
+      continue;
+    }
+    if (entry == null || typeof entry !== 'object') continue;
+    const { fp, since } = entry as { fp?: unknown; since?: unknown };
+    if (typeof fp !== 'string') continue;
+    const at =
+      since instanceof Date ? since.getTime() : typeof since === 'string' ? Date.parse(since) : NaN;
+    jobs.set(job, {
+      fingerprint: fp,
+      since: Number.isFinite(at) && at > start ? new Date(at) : r.startedAt,
+    });
+  }
+  return jobs;
 }

@@ -359,7 +359,8 @@ export const MUTANTS: readonly Mutant[] = [
       {
         file: 'src/fire/local-runs.ts',
         find: "for (const run of this.runs) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
-        replace: "for (const run of [...this.runs].slice(this.runs.size)) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
+        replace:
+          "for (const run of [...this.runs].slice(this.runs.size)) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
       },
     ],
     killers: [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseSince } from '../../src/cli/commands/history.js';
 import { manualInstant } from '../../src/cli/commands/run.js';
-import { formatDuration } from '../../src/cli/format.js';
+import { formatDuration } from '../../src/config/duration.js';
 import { jobLockName, LOCK_NAME_MAX, migrationLockName } from '../../src/lock-names.js';
 import { OutputTail } from '../../src/execution/output-tail.js';
 import { parseDatabaseUrl, redactUrl } from '../../src/config/database-url.js';
@@ -76,11 +76,31 @@ describe('history helpers', () => {
   });
 
   it('formats durations and describes schedules', () => {
-    expect(formatDuration(450)).toBe('450ms');
-    expect(formatDuration(1500)).toBe('1.5s');
-    expect(formatDuration(75_000)).toBe('1m15s');
-    expect(formatDuration(3_723_000)).toBe('1h02m');
+    expect(formatDuration(450, 'table')).toBe('450ms');
+    expect(formatDuration(1500, 'table')).toBe('1.5s');
+    expect(formatDuration(75_000, 'table')).toBe('1m15s');
+    expect(formatDuration(3_723_000, 'table')).toBe('1h02m');
     expect(describeSchedule('0 3 * * *')).toBe('At 03:00');
+  });
+
+  it('writes a duration in each of its three styles, as each output has always shown it', () => {
+    const styles = ['compact', 'table', 'brief'] as const;
+    const cases: [number, string, string, string][] = [
+      [450, '450ms', '450ms', '450ms'],
+      [1_500, '2s', '1.5s', '1.5s'],
+      [2_000, '2s', '2.0s', '2s'],
+      [59_960, '1m', '60.0s', '60s'],
+      [65_000, '1m5s', '1m05s', '1m5s'],
+      [90_000, '1m30s', '1m30s', '1m30s'],
+      [3_600_000, '1h', '1h00m', '1h'],
+      [3_723_000, '1h2m3s', '1h02m', '1h2m'],
+      [86_400_000 + 300_000 + 3_000, '1d5m3s', '24h05m', '1d5m'],
+      [90_000_000, '1d1h', '25h00m', '1d1h'],
+    ];
+    for (const [ms, ...expected] of cases) {
+      expect(styles.map((style) => formatDuration(ms, style))).toEqual(expected);
+    }
+    expect(formatDuration(90_000)).toBe('1m30s');
   });
 });
 

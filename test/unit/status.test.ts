@@ -7,17 +7,10 @@
  * runner loaded), both shapes of the registry's `schedule` column (`{job: fp}` and `{job: {fp,
  * since}}`), the dead-man's rules (own `expect:`, two fires plus a grace, never-ran jobs judged
  * from when a runner loaded them — not from the runner's start —, paused or disabled jobs), next
- * fires, and the JSON shape. Also `baton explain`'s pure parts: the schedule's latest fire, which
- * fire "the latest" is, and how a runner without an attempt is judged (restarted since the fire,
- * given the job after it, gone after --gone-after).
+ * fires, and the JSON shape. Also the schedule's latest fire, `baton explain`'s default fire (the
+ * rest of explain is in explain.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  judgeMissing,
-  latestOf,
-  verdictOf,
-  type MissingRunner,
-} from '../../src/cli/commands/explain.js';
 import { scheduleFingerprint } from '../../src/config/fingerprint.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
@@ -27,26 +20,31 @@ import {
   lastFireAtOrBefore,
   MIN_GRACE_MS,
 } from '../../src/fleet/dead-man.js';
+import { driftWarnings } from '../../src/fleet/drift.js';
 import {
   buildStatus,
-  driftWarnings,
-  loadedJobs,
   STALE_RUNNER_MS,
   statusToJson,
   type StatusInput,
 } from '../../src/fleet/status.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
-import type { RunnerNow } from '../../src/store/fire-reads.js';
 import type { JobHistoryFacts, RunningRun } from '../../src/store/fleet-reads.js';
 import type { Pause } from '../../src/store/pauses.js';
-import type { RunnerRecord } from '../../src/store/runners.js';
+import { loadedJobs, type RunnerRecord } from '../../src/store/runners.js';
 
 const NOW = new Date('2027-03-10T12:00:00.000Z');
 const ago = (ms: number) => new Date(NOW.getTime() - ms);
 const at = (iso: string) => new Date(iso);
 
-function runner(host: string, o: Partial<RunnerRecord> = {}): RunnerRecord {
-  return {
+/**
+ * A registry row as store/runners.ts reads it; `schedule` is its `schedule` column, decoded as
+ * `toRunnerRecord` decodes it.
+ */
+function runner(
+  host: string,
+  { schedule = { tick: 'aaaaaaaaaaaaaaaa' }, ...o }: RunnerFields = {},
+): RunnerRecord {
+  const row = {
     namespace: 'ns',
     host,
     pid: 100,
@@ -56,19 +54,20 @@ function runner(host: string, o: Partial<RunnerRecord> = {}): RunnerRecord {
     stoppedAt: null,
     clockOffsetMs: 3,
     lockConnectionId: 7,
-    schedule: { tick: 'aaaaaaaaaaaaaaaa' },
     ...o,
   };
+  return { ...row, jobs: loadedJobs({ schedule, startedAt: row.startedAt }) };
 }
+
+type RunnerFields = Partial<Omit<RunnerRecord, 'jobs'>> & { schedule?: Loaded };
 
 const config = (yaml: string) => parseConfig('/etc/baton/schedules.yaml', yaml);
 
 /**
- * The registry's `schedule` column in the shape runners that say since when write: `{job: {fp,
- * since}}`. Typed loosely on purpose: the readers accept both shapes.
+ * The registry's `schedule` column: `{job: fp}`, or in the shape runners that say since when
+ * write, `{job: {fp, since}}`. Typed loosely on purpose: the decoder accepts anything.
  */
-type Loaded = Record<string, string | { fp: string; since: string }>;
-const asSchedule = (s: Loaded) => s as unknown as RunnerRecord['schedule'];
+type Loaded = Readonly<Record<string, unknown>>;
 
 /** What a runner that loaded `file` says it loaded: the real fingerprints, old shape. */
 const printsOf = (file: Config): Loaded => scheduleFingerprint(file);
@@ -266,18 +265,38 @@ describe('the registry schedule column, in both shapes', () => {
 
   it('drift compares fingerprints whatever the shape', () => {
     const fleet = [
-      runner('a', { schedule: asSchedule({ tick: 'x' }) }),
-      runner('b', { schedule: asSchedule({ tick: { fp: 'x', since: ago(10).toISOString() } }) }),
+      runner('a', { schedule: { tick: 'x' } }),
+      runner('b', { schedule: { tick: { fp: 'x', since: ago(10).toISOString() } } }),
     ];
     expect(driftWarnings(fleet)).toEqual([]);
     const differ = driftWarnings([
       ...fleet,
-      runner('c', { schedule: asSchedule({ tick: { fp: 'y', since: ago(10).toISOString() } }) }),
+      runner('c', { schedule: { tick: { fp: 'y', since: ago(10).toISOString() } } }),
     ]);
     expect(differ.map((w) => w.message)).toEqual([
       'schedule drift for job "tick": the runners loaded different definitions of it: ' +
         'definition x on a, b; definition y on c',
     ]);
+  });
+  it('decodes the column once: a job named like an Object property is no job of every runner', () => {
+    // `name in schedule` counted "constructor" as loaded by every runner; the decoded map does not.
+    const file = config(`
+namespace: ns
+jobs:
+  constructor:
+    schedule: "0 3 * * *"
+    command: ["true"]
+`);
+    const report = status({ config: file, runners: [runner('a', { schedule: { tick: 'x' } })] });
+    expect(report.jobs.map((j) => [j.name, j.loadedBy])).toEqual([
+      ['constructor', []],
+      ['tick', ['a']],
+    ]);
+    expect(report.runners.map((r) => r.jobs)).toEqual([['tick']]);
+    expect(report.warnings.map((w) => w.message)).toContain(
+      'schedule drift for job "constructor": it is in /etc/baton/schedules.yaml but no live ' +
+        'runner loaded it (live: a)',
+    );
   });
 });
 
@@ -302,8 +321,8 @@ jobs:
 
   it('is silent when the live runners loaded exactly the file', () => {
     const fleet = [
-      runner('a', { schedule: asSchedule(printsOf(FILE)) }),
-      runner('b', { schedule: asSchedule(loadedAt(FILE, ago(5_000))) }),
+      runner('a', { schedule: printsOf(FILE) }),
+      runner('b', { schedule: loadedAt(FILE, ago(5_000)) }),
     ];
     expect(driftWarnings(fleet, FILE)).toEqual([]);
     // The same file installed in another folder is the same schedule.
@@ -313,7 +332,7 @@ jobs:
 
   it('an enabled job of the file that no live runner loaded; a disabled one is not drift', () => {
     const onlyTick = { tick: prints.tick! };
-    const fleet = [runner('srv-02', { schedule: asSchedule(onlyTick) })];
+    const fleet = [runner('srv-02', { schedule: onlyTick })];
     const report = status({ config: FILE, runners: fleet, history: fresh('tick') });
     expect(report.warnings).toEqual([
       {
@@ -348,7 +367,7 @@ jobs:
 
   it('the file has another definition than the runners run: names this file and the hosts', () => {
     const fleet = ['srv-01', 'srv-02'].map((h) =>
-      runner(h, { schedule: asSchedule({ ...prints, tick: '5555555555555555' }) }),
+      runner(h, { schedule: { ...prints, tick: '5555555555555555' } }),
     );
     expect(driftWarnings(fleet, FILE)).toEqual([
       {
@@ -364,8 +383,8 @@ jobs:
 
   it('runners that disagree: the file sides with one group, or with none', () => {
     const fleet = [
-      runner('srv-01', { schedule: asSchedule(prints) }),
-      runner('srv-02', { schedule: asSchedule({ ...prints, tick: '2222222222222222' }) }),
+      runner('srv-01', { schedule: prints }),
+      runner('srv-02', { schedule: { ...prints, tick: '2222222222222222' } }),
     ];
     expect(driftWarnings(fleet, FILE).map((w) => w.message)).toEqual([
       'schedule drift for job "tick": the runners loaded different definitions of it: ' +
@@ -373,10 +392,7 @@ jobs:
         'definition 22222222 on srv-02',
     ]);
     const third = driftWarnings(
-      [
-        runner('srv-03', { schedule: asSchedule({ ...prints, tick: '3333333333333333' }) }),
-        ...fleet,
-      ],
+      [runner('srv-03', { schedule: { ...prints, tick: '3333333333333333' } }), ...fleet],
       FILE,
     );
     expect(third.map((w) => w.message)).toEqual([
@@ -388,8 +404,8 @@ jobs:
 
   it('a job the runners run that is not in the file; and one only some runners run', () => {
     const fleet = [
-      runner('a', { schedule: asSchedule({ ...prints, extra: 'eeeeeeeeeeeeeeee' }) }),
-      runner('b', { schedule: asSchedule({ ...prints, extra: 'eeeeeeeeeeeeeeee', more: 'm' }) }),
+      runner('a', { schedule: { ...prints, extra: 'eeeeeeeeeeeeeeee' } }),
+      runner('b', { schedule: { ...prints, extra: 'eeeeeeeeeeeeeeee', more: 'm' } }),
     ];
     expect(driftWarnings(fleet, FILE).map((w) => w.message)).toEqual([
       'schedule drift for job "extra": the runners loaded it, but it is not in this file ' +
@@ -411,7 +427,7 @@ jobs:
 `);
 
   // A live runner that loaded exactly the file: no drift in these tests.
-  const runsFailing = [runner('a', { schedule: asSchedule(printsOf(FAILING)) })];
+  const runsFailing = [runner('a', { schedule: printsOf(FAILING) })];
 
   it('with its own expect: warns once the last success is older than that', () => {
     const within = status({
@@ -457,7 +473,7 @@ jobs:
     expect: 2s
 `);
     const loaded = (host: string, startedAt: Date) =>
-      runner(host, { startedAt, schedule: asSchedule(printsOf(yearly)) });
+      runner(host, { startedAt, schedule: printsOf(yearly) });
     const young = status({ config: yearly, runners: [loaded('a', ago(1_500))] });
     expect(young.warnings).toEqual([]);
     const old = status({
@@ -504,7 +520,7 @@ jobs:
     const reloaded = (since: Date) =>
       status({
         config: yearly,
-        runners: [runner('a', { startedAt: week, schedule: asSchedule(loadedAt(yearly, since)) })],
+        runners: [runner('a', { startedAt: week, schedule: loadedAt(yearly, since) })],
       });
     expect(reloaded(ago(1_500)).warnings).toEqual([]);
     expect(reloaded(ago(1_500)).jobs[0]).toMatchObject({
@@ -521,15 +537,15 @@ jobs:
     const mixed = status({
       config: yearly,
       runners: [
-        runner('a', { startedAt: week, schedule: asSchedule(loadedAt(yearly, ago(1_000))) }),
-        runner('b', { startedAt: ago(1_800), schedule: asSchedule(printsOf(yearly)) }),
+        runner('a', { startedAt: week, schedule: loadedAt(yearly, ago(1_000)) }),
+        runner('b', { startedAt: ago(1_800), schedule: printsOf(yearly) }),
       ],
     });
     expect(mixed.warnings).toEqual([]);
     expect(mixed.jobs[0]!.overdueAt).toEqual(new Date(ago(1_800).getTime() + 2_000));
     const old = status({
       config: yearly,
-      runners: [runner('b', { startedAt: week, schedule: asSchedule(printsOf(yearly)) })],
+      runners: [runner('b', { startedAt: week, schedule: printsOf(yearly) })],
     });
     expect(old.warnings.map((w) => w.kind)).toEqual(['no-success']);
   });
@@ -538,7 +554,7 @@ jobs:
     // Every 10 minutes; last success at 11:40:05 → fires 11:50, 12:00 → overdue after 12:01.
     const history = (lastSuccessAt: Date) =>
       new Map([['tick', { lastSuccessAt, firstSeenAt: null }]]);
-    const runners = [runner('a', { schedule: asSchedule(printsOf(TICK)) })];
+    const runners = [runner('a', { schedule: printsOf(TICK) })];
     const ok = status({ config: TICK, runners, history: history(at('2027-03-10T11:40:05Z')) });
     expect(ok.jobs[0]!.overdueAt).toEqual(at('2027-03-10T12:01:00Z'));
     expect(ok.warnings).toEqual([]);
@@ -595,7 +611,7 @@ jobs:
     const report = status({
       config: file,
       pauses: [pause],
-      runners: [runner('a', { schedule: asSchedule({ ...printsOf(file), elsewhere: 'e' }) })],
+      runners: [runner('a', { schedule: { ...printsOf(file), elsewhere: 'e' } })],
       history: new Map([
         ['held', old],
         ['off', old],
@@ -642,7 +658,7 @@ describe('jobs, running runs and the JSON shape', () => {
       status({
         config: TICK,
         running: [run],
-        runners: [runner('srv-02', { schedule: asSchedule(printsOf(TICK)) })],
+        runners: [runner('srv-02', { schedule: printsOf(TICK) })],
         history: fresh('tick'),
       }),
     );
@@ -735,121 +751,5 @@ describe("the schedule's latest fire (explain's default fire)", () => {
         expect(s.nextAfter(new Date(last.getTime() - 1))).toEqual(last);
       }
     }
-  });
-});
-
-describe('baton explain: which fire, and the runners that left no attempt', () => {
-  const FIRE = at('2027-03-10T11:50:00Z');
-  const FILE = config(`
-namespace: ns
-jobs:
-  tick:
-    schedule: "*/10 * * * *"
-    command: ["true"]
-  idle:
-    schedule: "*/10 * * * *"
-    command: ["true"]
-    enabled: false
-`);
-  const tickJob = FILE.jobs.find((j) => j.name === 'tick')!;
-  const idleJob = FILE.jobs.find((j) => j.name === 'idle')!;
-
-  function now(host: string, o: Partial<RunnerNow> = {}): RunnerNow {
-    const r = runner(host, { schedule: asSchedule(printsOf(FILE)), ...o });
-    return {
-      alive: true,
-      lockSessionHeld: true,
-      lastSeenAgoMs: NOW.getTime() - r.lastSeenAt.getTime(),
-      ...r,
-      ...o,
-    };
-  }
-
-  it("the latest fire: the schedule's when it is later than the history's", () => {
-    const runners = [now('a')];
-    // History has 11:40; the schedule fired at 12:00 (NOW): that one, although it has no row.
-    expect(latestOf(tickJob, at('2027-03-10T11:40:00Z'), runners, NOW)).toEqual({
-      fire: NOW,
-      fromSchedule: true,
-      beforeAnyRunner: null,
-    });
-    // History is up to date: the history's.
-    expect(latestOf(tickJob, NOW, runners, NOW)).toMatchObject({ fire: NOW, fromSchedule: false });
-    // Not in the file, or disabled there: the history's only.
-    expect(latestOf(null, FIRE, runners, NOW)).toMatchObject({ fire: FIRE, fromSchedule: false });
-    expect(latestOf(idleJob, FIRE, runners, NOW)).toMatchObject({
-      fire: FIRE,
-      fromSchedule: false,
-    });
-    // No history: the schedule's fire only when some runner had the job by then.
-    expect(latestOf(tickJob, null, runners, NOW)).toMatchObject({ fire: NOW, fromSchedule: true });
-    const addedLater = [
-      now('a', { schedule: asSchedule(loadedAt(FILE, at('2027-03-10T12:01:00Z'))) }),
-      now('b', { startedAt: at('2027-03-10T12:00:00.500Z') }),
-    ];
-    expect(latestOf(tickJob, null, addedLater, at('2027-03-10T12:05:00Z'))).toEqual({
-      fire: null,
-      fromSchedule: false,
-      beforeAnyRunner: at('2027-03-10T12:00:00Z'),
-    });
-  });
-
-  it('a runner restarted after the fire is "restarted", whatever it is now', () => {
-    const startedAt = at('2027-03-10T11:55:00Z');
-    const alive = judgeMissing(now('srv-03', { startedAt }), 'tick', FIRE, NOW, 15_000);
-    expect(alive).toMatchObject({
-      host: 'srv-03',
-      state: 'restarted',
-      alive: true,
-      detail: 'restarted at 2027-03-10 11:55:00.000 — down or starting at the fire',
-    });
-    const goneAgain = judgeMissing(
-      now('srv-03', { startedAt, alive: false, lastSeenAt: ago(60_000), lastSeenAgoMs: 60_000 }),
-      'tick',
-      FIRE,
-      NOW,
-      15_000,
-    );
-    expect(goneAgain.state).toBe('restarted');
-    expect(goneAgain.detail).toMatch(/; gone since 2027-03-10 11:59:00\.000$/);
-    expect(verdictOf([], [alive], FIRE, NOW)).toBe(
-      'nobody attempted it: no runner wrote a row for this fire; srv-03 left no attempt ' +
-        '(restarted at 2027-03-10 11:55:00.000: down or starting at the fire)',
-    );
-  });
-
-  it('a runner that got the job by a reload after the fire; gone by --gone-after', () => {
-    const later = now('a', {
-      startedAt: ago(86_400_000),
-      schedule: asSchedule(loadedAt(FILE, at('2027-03-10T11:52:00Z'))),
-    });
-    expect(judgeMissing(later, 'tick', FIRE, NOW, 15_000)).toMatchObject({
-      state: 'loaded-later',
-      detail:
-        'alive; it loaded its definition of "tick" at 2027-03-10 11:52:00.000, after this fire ' +
-        '(a reload added or changed the job)',
-    });
-    // The old shape says nothing about when: a runner there at the fire is lagging.
-    const lagging = now('a', { startedAt: ago(86_400_000) });
-    expect(judgeMissing(lagging, 'tick', FIRE, NOW, 15_000).state).toBe('lagging');
-
-    const quiet = now('b', { alive: false, lastSeenAt: ago(4_000), lastSeenAgoMs: 4_000 });
-    expect(judgeMissing(quiet, 'tick', FIRE, NOW, 3_000).detail).toMatch(/no heartbeat for 4/);
-    expect(judgeMissing(quiet, 'tick', FIRE, NOW, 15_000).detail).toMatch(
-      /its lock session has ended/,
-    );
-  });
-
-  it('a fire seconds old without rows is "not yet"; a fire nobody was there for says so', () => {
-    const fresh: MissingRunner = judgeMissing(now('a'), 'tick', ago(1_200), NOW, 15_000);
-    expect(fresh.state).toBe('lagging');
-    expect(verdictOf([], [fresh], ago(1_200), NOW)).toBe(
-      'nobody attempted it yet: the fire was 1.2s ago; a left no attempt (alive: its attempt ' +
-        'is not written yet)',
-    );
-    expect(verdictOf([], [], FIRE, NOW)).toBe(
-      'nobody attempted it: no runner wrote a row for this fire, and no registered runner was ' +
-        'running then',
-    );
   });
 });

@@ -1,14 +1,14 @@
 import ms from 'ms';
 import type { CommandModule } from 'yargs';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { RUN_STATUSES, type RunStatus } from '../../run-status.js';
+import { formatInstant, oneLine } from '../../text.js';
 import { listRuns, type Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
+import { durationCell, runToJson, table, winnerCell } from '../format.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { resolveNamespace } from '../config-options.js';
 
@@ -19,32 +19,6 @@ interface HistoryArgs extends CommonArgs {
   limit: number;
   json: boolean;
   namespace?: string;
-}
-
-/** The stable JSON shape of one history row (`baton history --json`); see docs/history.md. */
-export function runToJson(run: Run) {
-  return {
-    id: run.id,
-    job: run.job,
-    scheduledAt: run.scheduledAt.toISOString(),
-    winner: run.winner,
-    workerSlot: run.workerSlot,
-    trigger: run.trigger,
-    status: run.status,
-    reason: run.reason,
-    host: run.host,
-    pid: run.pid,
-    startedAt: run.startedAt.toISOString(),
-    finishedAt: run.finishedAt?.toISOString() ?? null,
-    durationMs: durationMs(run),
-    exitCode: run.exitCode,
-    attempts: run.attempts,
-    error: run.error,
-  };
-}
-
-function durationMs(run: Run): number | null {
-  return run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;
 }
 
 export function parseSince(value: string, now = new Date()): Date {
@@ -106,7 +80,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       // A database from before the pauses table (migration 0003) has none.
       pauses = await listPauses(conn, namespace).catch(() => []);
     } catch (err) {
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
       // A database nobody has started baton on yet simply has no history.
     } finally {
       await conn?.end().catch(() => {});
@@ -149,7 +123,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           r.trigger,
           // Retried runs say how many attempts it took: "done ×3".
           r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
-          formatDuration(durationMs(r)),
+          durationCell(r),
           r.exitCode ?? '',
           oneLine(r.reason ?? r.error ?? ''),
         ]),
@@ -158,8 +132,3 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     return ExitCode.Ok;
   }),
 };
-
-function oneLine(s: string, max = 100): string {
-  const flat = s.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}

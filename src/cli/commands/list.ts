@@ -1,16 +1,22 @@
 import type { CommandModule } from 'yargs';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
 import { withDeadline } from '../../store/deadline.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
+import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
-import { formatInstant, table } from '../format.js';
-import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { pauseToJson, table } from '../format.js';
+import {
+  parseFrom,
+  resolveDatabase,
+  utcMs,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
 import { resolveConfig } from '../config-options.js';
 
 interface ListArgs extends CommonArgs {
@@ -61,7 +67,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
         nextFiresLocal: fires.map((d) => formatLocal(d, job.timezone)),
         // null: unknown (no database to ask).
         paused: pauses ? pauses.has(job.name) : null,
-        pause: pauseJson(pauses?.get(job.name)),
+        pause: pauseToJson(pauses?.get(job.name)),
       };
     });
     if (args.json) {
@@ -101,10 +107,6 @@ export const listCommand: CommandModule<object, ListArgs> = {
   }),
 };
 
-function pauseJson(p: Pause | undefined) {
-  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
-}
-
 /** How long `list` gives the database for the pauses before it shows the list without them. */
 const PAUSES_CONNECT_MS = 1_500;
 const PAUSES_DEADLINE_MS = 3_000;
@@ -140,7 +142,7 @@ async function readPauses(args: CommonArgs, namespace: string): Promise<Map<stri
     );
     return new Map(pauses.map((p) => [p.job, p]));
   } catch (err) {
-    const notMigrated = isMissingSchema(err);
+    const notMigrated = isMissingSchemaError(err);
     if (named && !notMigrated) {
       process.stderr.write(`baton: note: pauses not shown: ${(err as Error).message}\n`);
     }
@@ -149,54 +151,6 @@ async function readPauses(args: CommonArgs, namespace: string): Promise<Map<stri
   } finally {
     await conn?.end().catch(() => {});
   }
-}
-
-const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
-
-/**
- * `--from`: a date (00:00 UTC that day) or a date and time with `Z` or an offset. A time without
- * an offset is refused rather than read in the host's zone: the same command would then show
- * different fires on different hosts, which is what `list --from` exists to rule out.
- */
-export function parseFrom(value: string): Date {
-  const bad = (why: string) =>
-    new UsageError(
-      `--from "${value}": ${why}; expected a date such as 2027-03-13 (00:00 UTC) or an ` +
-        'ISO-8601 instant such as 2027-03-13T02:00:00-05:00 or 2027-03-13T07:00:00Z',
-    );
-  const date = DATE_ONLY.exec(value);
-  const dateTime = date ? null : DATE_TIME.exec(value);
-  const m = date ?? dateTime;
-  if (!m) throw bad('not a date or an ISO-8601 instant');
-  const [y, mo, d, h = '0', mi = '0', s = '0', frac = '', zone] = m.slice(1);
-  if (dateTime && zone == null) {
-    throw bad('the time has no offset (add Z or an offset such as -05:00)');
-  }
-  const fields = [y, mo, d, h, mi, s].map(Number) as WallClock;
-  const wall = utcMs(fields);
-  const check = new Date(wall);
-  // Dates roll 2027-02-30 over into March; a calendar mistake should be reported instead.
-  const back = [
-    check.getUTCFullYear(),
-    check.getUTCMonth() + 1,
-    check.getUTCDate(),
-    check.getUTCHours(),
-    check.getUTCMinutes(),
-    check.getUTCSeconds(),
-  ];
-  if (back.some((v, i) => v !== fields[i])) throw bad('no such date or time');
-  let offsetMinutes = 0;
-  if (zone != null && zone.toUpperCase() !== 'Z') {
-    const z = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
-    const hours = Number(z[2]);
-    const minutes = Number(z[3]);
-    if (hours > 23 || minutes > 59) throw bad(`no such offset ${zone}`);
-    offsetMinutes = (z[1] === '-' ? -1 : 1) * (hours * 60 + minutes);
-  }
-  const ms = Math.floor(Number(`0.${frac || '0'}`) * 1000);
-  return new Date(wall - offsetMinutes * 60_000 + ms);
 }
 
 const localFormats = new Map<string, Intl.DateTimeFormat>();
@@ -238,17 +192,6 @@ export function formatLocal(instant: Date, timezone: string): string {
     (abs % 60 ? `:${pad(abs % 60)}` : '');
   const date = `${pad(year, 4)}-${pad(month)}-${pad(day)}`;
   return `${date}T${pad(hour)}:${pad(minute)}:${pad(second)}${offset}`;
-}
-
-/** Year, month (1-12), day, hour, minute, second. */
-type WallClock = [number, number, number, number, number, number];
-
-/** The wall clock read as UTC, in ms. Unlike Date.UTC, years 0-99 stay years 0-99. */
-function utcMs([year, month, day, hour, minute, second]: WallClock): number {
-  const d = new Date(0);
-  d.setUTCFullYear(year, month - 1, day);
-  d.setUTCHours(hour, minute, second, 0);
-  return d.getTime();
 }
 
 function isUtc(timezone: string): boolean {

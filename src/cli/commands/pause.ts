@@ -6,16 +6,14 @@
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
-import { DatabaseUnavailableError, UsageError } from '../../errors.js';
+import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { findPause, pauseJob, pausedReason, resumeJob } from '../../store/pauses.js';
 import { action } from '../action.js';
 import { resolveDatabase, resolveHost, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
-import { optionalConfig } from './explain.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PauseArgs extends CommonArgs {
   job: string;
@@ -46,7 +44,7 @@ async function withPauses<T>(
     conn = await openConnection(target, { create: false });
     return await body(conn);
   } catch (err) {
-    if (!isMissingSchema(err)) throw err;
+    if (!isMissingSchemaError(err)) throw err;
     throw new DatabaseUnavailableError(
       `the database at ${target.display} has no baton_pauses table yet: run \`baton migrate\` ` +
         '(or start a runner, which migrates) first',

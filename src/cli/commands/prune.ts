@@ -7,16 +7,14 @@
 import type { CommandModule } from 'yargs';
 import { DURATION_HINT, parseDuration } from '../../config/duration.js';
 import type { Config, Retention } from '../../config/schema.js';
-import { DatabaseUnavailableError, UsageError } from '../../errors.js';
+import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { retentionTooShort } from '../../config/retention.js';
 import { DEFAULT_BATCH_SIZE, pruneHistory, type PruneResult } from '../../store/prune.js';
 import { action } from '../action.js';
 import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
-import { optionalConfig } from './explain.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PruneArgs extends CommonArgs {
   olderThan?: string;
@@ -81,7 +79,7 @@ export const pruneCommand: CommandModule<object, PruneArgs> = {
       conn = await openConnection(target, { create: false });
       result = await pruneHistory(conn, { namespace, retention, batchSize, dryRun: args.dryRun });
     } catch (err) {
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
       throw new DatabaseUnavailableError(
         `the database at ${target.display} has no baton history (no baton_runs table): ` +
           'check --database-url',

@@ -4,15 +4,14 @@
  * namespace is needed to find one; the row's own is shown.
  */
 import type { CommandModule } from 'yargs';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
-import { isMissingSchema } from '../../store/fire-reads.js';
 import { findRun, type Run } from '../../store/runs.js';
+import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant } from '../format.js';
+import { durationCell, runToJson } from '../format.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { runToJson } from './history.js';
 
 interface ShowArgs extends CommonArgs {
   runId: string;
@@ -57,7 +56,7 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       run = await findRun(conn, id);
     } catch (err) {
       // A database nobody has started baton on yet has no runs at all.
-      if (!isMissingSchema(err)) throw err;
+      if (!isMissingSchemaError(err)) throw err;
     } finally {
       await conn?.end().catch(() => {});
     }
@@ -71,7 +70,6 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       process.stdout.write(`${JSON.stringify(runDetailToJson(run), null, 2)}\n`);
       return ExitCode.Ok;
     }
-    const duration = run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;
     const fields: [string, string][] = [
       ['id', String(run.id)],
       ['job', run.job],
@@ -84,7 +82,7 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       ['lock session', run.lockConnectionId != null ? String(run.lockConnectionId) : ''],
       ['started', `${formatInstant(run.startedAt)} UTC`],
       ['finished', run.finishedAt ? `${formatInstant(run.finishedAt)} UTC` : '(not yet)'],
-      ['duration', formatDuration(duration)],
+      ['duration', durationCell(run)],
       ['exit code', run.exitCode != null ? String(run.exitCode) : ''],
       ['attempts', String(run.attempts)],
       ['reason', run.reason ?? ''],

@@ -1,5 +1,4 @@
 import type { CommandModule } from 'yargs';
-import { DURATION_HINT, parseDuration } from '../../config/duration.js';
 import { loadConfigIsolated } from '../../config/load-isolated.js';
 import { Runner, RUNNER_DEFAULTS } from '../../daemon/runner.js';
 import { errorMessage, UsageError } from '../../errors.js';
@@ -11,6 +10,7 @@ import { version } from '../../version.js';
 import { action } from '../action.js';
 import {
   configPath,
+  durationOption,
   resolveDatabase,
   resolveHost,
   withCommonOptions,
@@ -30,12 +30,6 @@ interface StartArgs extends CommonArgs {
   clockWarn: string;
   http?: string;
   httpToken?: string;
-}
-
-function durationOption(name: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms == null || ms <= 0) throw new UsageError(`--${name} "${value}": ${DURATION_HINT}`);
-  return ms;
 }
 
 export const startCommand: CommandModule<object, StartArgs> = {

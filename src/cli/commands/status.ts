@@ -3,18 +3,15 @@
  * their clock offsets, the runs in progress, each job's next fire and last success — and the
  * warnings a monitor pages on (exit 1). The report itself is computed by src/fleet/status.ts.
  */
-import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { DURATION_HINT, parseDuration } from '../../config/duration.js';
-import { loadConfig } from '../../config/load.js';
+import { formatDuration } from '../../config/duration.js';
 import type { Config } from '../../config/schema.js';
-import { dbErrorCode, UsageError } from '../../errors.js';
+import { dbErrorCode } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import {
   buildStatus,
   currentRunners,
   DEFAULT_CLOCK_THRESHOLD_MS,
-  DEFAULT_GONE_AFTER_MS,
   reportedJobs,
   statusToJson,
   type StatusReport,
@@ -29,10 +26,18 @@ import {
 } from '../../store/fleet-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
+import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
-import { formatDuration, formatInstant, table } from '../format.js';
-import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
+import { table } from '../format.js';
+import {
+  configPath,
+  durationOption,
+  resolveDatabase,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
+import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;
@@ -62,26 +67,6 @@ nextFire, paused, pause, lastSuccessAt, expectMs, overdueAt, loadedBy }], warnin
 message, job?, hosts? }] }. clockOffsetMs is how far the runner's clock is ahead of the
 database's (negative: behind).`;
 
-/** A positive duration option (`15s`, `500ms`), or a usage error naming the option. */
-export function durationOption(name: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms == null || ms <= 0) throw new UsageError(`--${name} "${value}": ${DURATION_HINT}`);
-  return ms;
-}
-
-/** `--gone-after`, shared by `status` and `explain`: when a runner without heartbeat is gone. */
-export const GONE_AFTER_OPTION = {
-  type: 'string',
-  default: `${DEFAULT_GONE_AFTER_MS / 1000}s`,
-  describe:
-    'a runner without a heartbeat for this long is gone (three registry heartbeats of ' +
-    'the default "baton start --registry-interval 5s"; keep it at least three intervals)',
-} as const;
-
-export function goneAfterMs(args: { goneAfter: string }): number {
-  return durationOption('gone-after', args.goneAfter);
-}
-
 export const statusCommand: CommandModule<object, StatusArgs> = {
   command: 'status',
   describe: 'The fleet: live runners and their clock offsets, running jobs, next fires, warnings',
@@ -104,9 +89,7 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
     const goneAfter = goneAfterMs(args);
     const namespace = resolveNamespace(args);
     const file = configPath(args);
-    let config: Config | null = existsSync(file)
-      ? loadConfig(file, { connectionVariables: 'ignore' })
-      : null;
+    let config = optionalConfig(args);
     if (!config) {
       process.stderr.write(`no schedules file at ${file}: next fires are not shown\n`);
     } else if (config.namespace !== namespace) {
@@ -213,7 +196,7 @@ function render(report: StatusReport, databaseClock: boolean): string {
             r.pid,
             r.version,
             r.clockOffsetMs == null ? 'not measured yet' : signed(r.clockOffsetMs),
-            `${formatDuration(now.getTime() - r.lastSeenAt.getTime())} ago`,
+            `${formatDuration(now.getTime() - r.lastSeenAt.getTime(), 'table')} ago`,
             formatInstant(r.startedAt),
           ]),
         ),
@@ -229,7 +212,7 @@ function render(report: StatusReport, databaseClock: boolean): string {
           r.host,
           r.runId,
           formatInstant(r.startedAt),
-          formatDuration(r.runningForMs),
+          formatDuration(r.runningForMs, 'table'),
           formatInstant(r.scheduledAt),
           r.attempts > 1 ? `${r.trigger} (attempt ${r.attempts})` : r.trigger,
         ]),
@@ -279,5 +262,5 @@ function render(report: StatusReport, databaseClock: boolean): string {
 /** -2003 → "-2.0s (behind)", 12 → "+12ms (ahead)". */
 function signed(ms: number): string {
   if (ms === 0) return '0ms';
-  return `${ms > 0 ? '+' : '-'}${formatDuration(Math.abs(ms))} (${ms > 0 ? 'ahead' : 'behind'})`;
+  return `${ms > 0 ? '+' : '-'}${formatDuration(Math.abs(ms), 'table')} (${ms > 0 ? 'ahead' : 'behind'})`;
 }

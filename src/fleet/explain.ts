@@ -1,0 +1,346 @@
+/**
+ * `baton explain` as pure functions: from what the database holds about one fire (its rows, the
+ * registry judged now, the job's pause; store/explain-reads.ts reads them) and the local
+ * schedules file, which fire is "the latest", the one-line verdict, the notes, and why each
+ * registered runner that was there for the fire left no row — judged now: gone (crashed or cut
+ * off), stopped, alive without the job in its schedule, alive but given the job only after the
+ * fire (a reload), or alive and lagging — and those restarted since the fire that took part in
+ * the job before it (down, or still starting, at the fire).
+ *
+ * "The latest fire" is the latest of the history's and — for an enabled job of the local
+ * schedules file — the schedule's own latest fire by the database's clock: a fire nobody
+ * attempted leaves no row, and is exactly the one to explain.
+ */
+import { formatDuration } from '../config/duration.js';
+import type { JobDefinition } from '../config/schema.js';
+import { parseSchedule, type Schedule } from '../schedule/cron.js';
+import { restartedSince, runnersAtFire, type RunnerNow } from '../store/fire-reads.js';
+import { pausedReason, type Pause } from '../store/pauses.js';
+import type { Run } from '../store/runs.js';
+import { formatInstant, oneLine } from '../text.js';
+import { lastFireAtOrBefore } from './dead-man.js';
+
+/** How recent a fire may be for an alive runner without a row to count as "still contending". */
+const STILL_CONTENDING_MS = 5_000;
+
+export type MissingState = 'gone' | 'stopped' | 'no-job' | 'loaded-later' | 'lagging' | 'restarted';
+
+export interface MissingRunner {
+  host: string;
+  pid: number;
+  state: MissingState;
+  alive: boolean;
+  startedAt: string;
+  lastSeenAt: string;
+  stoppedAt: string | null;
+  lockSessionHeld: boolean | null;
+  detail: string;
+}
+
+/** `latestOf` when a fire was given, or there was no database to ask. */
+export const NO_LATEST: LatestFire = { fire: null, fromSchedule: false, beforeAnyRunner: null };
+
+/**
+ * The verdict for a job that has no fire to explain yet (`latest.fire` is null), with its next
+ * fire by the local schedules file when `job` is in it.
+ */
+export function notFiredVerdict(
+  name: string,
+  namespace: string,
+  job: JobDefinition | null,
+  latest: LatestFire,
+  now: Date,
+): string {
+  const next = job ? nextFire(job, now) : null;
+  const unloaded = latest.beforeAnyRunner;
+  return (
+    `${name} has not fired yet in namespace "${namespace}" (no scheduled fire in the history` +
+    (unloaded
+      ? `; its schedule's latest fire, ${formatInstant(unloaded)} UTC, came before any ` +
+        'runner loaded it)'
+      : ')') +
+    (job && !job.enabled ? '; it is disabled in the schedules file' : '') +
+    (next ? `; next fire ${formatInstant(next)} UTC` : '')
+  );
+}
+
+export interface FireInput {
+  /** The job's name, and its definition in the local schedules file (null when not in it). */
+  name: string;
+  job: JobDefinition | null;
+  fire: Date;
+  /** Every row of the fire. */
+  rows: Run[];
+  /** The registry, judged at `now`. */
+  runners: RunnerNow[];
+  /** The hosts of the job's rows shortly before the fire. */
+  hostsBefore: ReadonlySet<string>;
+  /** The database's clock. */
+  now: Date;
+  goneAfterMs: number;
+  pause: Pause | null;
+  /** `latestOf`'s answer when the fire is the latest (NO_LATEST when it was given). */
+  latest: LatestFire;
+}
+
+export interface FireJudgement {
+  verdict: string;
+  notes: string[];
+  /** The runners that were there for the fire (or restarted since) and left no row, by host. */
+  missing: MissingRunner[];
+}
+
+/** Everything `baton explain` says about one fire. */
+export function judgeFire(input: FireInput): FireJudgement {
+  const { name, job, fire, rows, runners, now } = input;
+  const attemptHosts = new Set(rows.map((r) => r.host));
+  const missing = [
+    ...runnersAtFire(runners, fire),
+    ...restartedSince(runners, fire, input.hostsBefore),
+  ]
+    .filter((r) => !attemptHosts.has(r.host))
+    .sort((a, b) => a.host.localeCompare(b.host))
+    .map((r) => judgeMissing(r, name, fire, now, input.goneAfterMs));
+  const notAFire = rows.length === 0 && job ? notAFireOf(job, fire) : null;
+  const verdict = verdictOf(rows, missing, fire, now, notAFire);
+  const notes = notesFor(job, fire, rows, now, input.pause, notAFire);
+  if (input.latest.fromSchedule && rows.length === 0) {
+    notes.unshift("the latest fire by the schedules file's schedule; no runner wrote a row for it");
+  }
+  return { verdict, notes, missing };
+}
+
+function scheduleOf(job: JobDefinition): Schedule | null {
+  try {
+    return parseSchedule(job.schedule, job.timezone);
+  } catch {
+    return null;
+  }
+}
+
+export function nextFire(job: JobDefinition, after: Date): Date | null {
+  return scheduleOf(job)?.nextAfter(after) ?? null;
+}
+
+export interface LatestFire {
+  /** The fire to explain; null when there is none yet. */
+  fire: Date | null;
+  /** True when it is the schedule's fire, later than any fire in the history. */
+  fromSchedule: boolean;
+  /** The schedule's latest fire when it came before any runner had the job (and no history). */
+  beforeAnyRunner: Date | null;
+}
+
+/**
+ * The latest fire to explain: the later of the history's latest (`inHistory`) and, for an enabled
+ * job of the local file, its schedule's latest fire at or before `now` (database time). A fire
+ * that left no row at all is the one most worth explaining — but for a job without any history,
+ * only when a registered runner had the job by then (`since` in the registry): before that, the
+ * job "has not fired yet" as far as the fleet is concerned.
+ */
+export function latestOf(
+  job: JobDefinition | null,
+  inHistory: Date | null,
+  runners: RunnerNow[],
+  now: Date,
+): LatestFire {
+  const schedule = job?.enabled ? scheduleOf(job) : null;
+  const last = schedule ? lastFireAtOrBefore(schedule, now) : null;
+  if (!job || !last || (inHistory && last.getTime() <= inHistory.getTime())) {
+    return { fire: inHistory, fromSchedule: false, beforeAnyRunner: null };
+  }
+  const hadIt = runnersAtFire(runners, last).some(
+    (r) => (r.jobs.get(job.name)?.since.getTime() ?? Infinity) <= last.getTime(),
+  );
+  if (inHistory || hadIt) return { fire: last, fromSchedule: true, beforeAnyRunner: null };
+  return { fire: null, fromSchedule: false, beforeAnyRunner: last };
+}
+
+/**
+ * Why a runner that was there for the fire (or restarted since, see `restartedSince`) left no
+ * row, judged now; `goneAfterMs` is `--gone-after`.
+ */
+export function judgeMissing(
+  r: RunnerNow,
+  job: string,
+  fire: Date,
+  now: Date,
+  goneAfterMs: number,
+): MissingRunner {
+  const base = {
+    host: r.host,
+    pid: r.pid,
+    alive: r.alive,
+    startedAt: r.startedAt.toISOString(),
+    lastSeenAt: r.lastSeenAt.toISOString(),
+    stoppedAt: r.stoppedAt?.toISOString() ?? null,
+    lockSessionHeld: r.lockSessionHeld,
+  };
+  const seen = formatInstant(r.lastSeenAt);
+  if (r.startedAt.getTime() > fire.getTime()) {
+    const since = r.stoppedAt
+      ? `; stopped at ${formatInstant(r.stoppedAt)}`
+      : r.alive
+        ? ''
+        : `; gone since ${seen}`;
+    return {
+      ...base,
+      state: 'restarted',
+      detail: `restarted at ${formatInstant(r.startedAt)} — down or starting at the fire${since}`,
+    };
+  }
+  if (r.stoppedAt) {
+    return { ...base, state: 'stopped', detail: `stopped at ${formatInstant(r.stoppedAt)}` };
+  }
+  if (!r.alive) {
+    const why =
+      r.lastSeenAgoMs > goneAfterMs
+        ? `no heartbeat for ${formatDuration(r.lastSeenAgoMs, 'table')}`
+        : 'its lock session has ended';
+    const already =
+      r.lastSeenAt.getTime() + goneAfterMs < fire.getTime() ? ', before the fire' : '';
+    return {
+      ...base,
+      state: 'gone',
+      detail: `gone since ${seen}${already} (${why}: crashed, killed, or cut off from the database)`,
+    };
+  }
+  const loaded = r.jobs.get(job);
+  if (!loaded) {
+    return {
+      ...base,
+      state: 'no-job',
+      detail: `alive, but its schedule has no job "${job}" (a different schedules file?)`,
+    };
+  }
+  if (loaded.since.getTime() > fire.getTime()) {
+    return {
+      ...base,
+      state: 'loaded-later',
+      detail:
+        `alive; it loaded its definition of "${job}" at ${formatInstant(loaded.since)}, after ` +
+        'this fire (a reload added or changed the job)',
+    };
+  }
+  const sinceFire = now.getTime() - fire.getTime();
+  return {
+    ...base,
+    state: 'lagging',
+    detail:
+      sinceFire < 0
+        ? 'alive; the fire has not come yet'
+        : sinceFire < STILL_CONTENDING_MS
+          ? `alive; has not written its attempt yet (the fire was ${formatDuration(Math.max(0, sinceFire), 'table')} ago)`
+          : 'alive, but wrote nothing for this fire (lagging, or not connected to the database then: see its log)',
+  };
+}
+
+/** The one-line answer: who ran it (and how it ended), or why nobody did; then what is missing. */
+export function verdictOf(
+  rows: Run[],
+  missing: MissingRunner[],
+  fire: Date,
+  now: Date,
+  notAFire: string | null = null,
+): string {
+  // A fan-out fire (`workers: N`) has a winner per slot: every one is named.
+  const winners = rows.filter((r) => r.winner);
+  const missed = rows.find((r) => r.status === 'missed');
+  const skips = rows.filter((r) => r.status === 'skipped');
+  const parts: string[] = [];
+  if (winners.length > 0) {
+    parts.push(
+      winners.map((w) => winnerPhrase(w, now, winners.length > 1 ? w.workerSlot : null)).join(', '),
+    );
+    if (skips.length > 0) parts.push(`${count(skips.length, 'runner')} skipped`);
+  } else if (missed) {
+    parts.push(`nobody ran it: missed${missed.reason ? ` (${oneLine(missed.reason, 160)})` : ''}`);
+  } else if (skips.length > 0) {
+    const reasons = new Set(skips.map((s) => s.reason ?? ''));
+    const [only] = reasons;
+    parts.push(
+      `nobody ran it: ${count(skips.length, 'runner')} skipped it` +
+        (reasons.size === 1 && only ? ` (${oneLine(only, 160)})` : ' (reasons below)'),
+    );
+  } else if (fire.getTime() > now.getTime()) {
+    parts.push('nobody attempted it: this fire has not come yet');
+  } else if (notAFire) {
+    parts.push(`nobody attempted it: ${notAFire}`);
+  } else if (now.getTime() - fire.getTime() < STILL_CONTENDING_MS) {
+    parts.push(
+      `nobody attempted it yet: the fire was ${formatDuration(now.getTime() - fire.getTime(), 'table')} ago`,
+    );
+  } else {
+    parts.push(
+      'nobody attempted it: no runner wrote a row for this fire' +
+        (missing.length === 0 ? ', and no registered runner was running then' : ''),
+    );
+  }
+  // For an instant that is no fire at all, the runners' silence says nothing (they are listed).
+  const recent = now.getTime() - fire.getTime() < STILL_CONTENDING_MS;
+  for (const m of notAFire ? [] : missing) {
+    const state =
+      m.state === 'gone'
+        ? `gone since ${formatInstant(new Date(m.lastSeenAt))}`
+        : m.state === 'stopped'
+          ? `stopped at ${formatInstant(m.stoppedAt ? new Date(m.stoppedAt) : null)}`
+          : m.state === 'no-job'
+            ? 'alive, without this job in its schedule'
+            : m.state === 'loaded-later'
+              ? 'alive, given the job only after this fire'
+              : m.state === 'restarted'
+                ? `restarted at ${formatInstant(new Date(m.startedAt))}: down or starting at the fire`
+                : recent
+                  ? 'alive: its attempt is not written yet'
+                  : 'alive now: lagging, or it was not connected then';
+    parts.push(`${m.host} left no attempt (${state})`);
+  }
+  return parts.join('; ');
+}
+
+function winnerPhrase(w: Run, now: Date, slot: number | null = null): string {
+  const how =
+    (w.trigger === 'schedule' ? '' : ` (${w.trigger})`) + (slot != null ? ` [slot ${slot}]` : '');
+  const tries = w.attempts > 1 ? `, ${w.attempts} attempts` : '';
+  if (w.status === 'running') {
+    return `running on ${w.host}${how} since ${formatInstant(w.startedAt)} (for ${formatDuration(now.getTime() - w.startedAt.getTime(), 'table')}${tries})`;
+  }
+  const took = w.finishedAt
+    ? formatDuration(w.finishedAt.getTime() - w.startedAt.getTime(), 'table')
+    : '';
+  if (w.status === 'done') return `ran on ${w.host}${how} (done${took && ` in ${took}`}${tries})`;
+  const error = w.error ? `: ${oneLine(w.error, 160)}` : '';
+  return `ran on ${w.host}${how} (${w.status}${took && ` after ${took}`}${tries}${error})`;
+}
+
+export function notesFor(
+  job: JobDefinition | null,
+  fire: Date,
+  rows: Run[],
+  now: Date,
+  pause: Pause | null,
+  notAFire: string | null,
+): string[] {
+  const notes: string[] = [];
+  if (notAFire) notes.push(notAFire);
+  if (job && rows.length === 0 && !job.enabled) {
+    notes.push(`${job.name} is disabled in the schedules file`);
+  }
+  if (fire.getTime() > now.getTime()) notes.push('this fire is in the future (database time)');
+  if (pause) notes.push(`${pause.job} is ${pausedReason(pause)} (now)`);
+  return notes;
+}
+
+/** Why an instant with no rows is no fire at all of the job's schedule; null when it is one. */
+export function notAFireOf(job: JobDefinition, at: Date): string | null {
+  const next = nextFire(job, new Date(at.getTime() - 1));
+  if (!next || next.getTime() === at.getTime()) return null;
+  return (
+    `${formatInstant(at)} is not a fire of "${job.schedule}" (${job.timezone}); ` +
+    `the next fire after it is ${formatInstant(next)} UTC`
+  );
+}
+
+function count(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`;
+}

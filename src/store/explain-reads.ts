@@ -1,0 +1,113 @@
+/**
+ * What `baton explain` reads about one fire, on one connection: the database's clock, the registry
+ * judged at that instant, the job's pause, which fire (the one given, or the latest), the fire's
+ * rows, and the hosts of the job's rows just before it.
+ *
+ * One missing-schema policy for all of it: a database or a table that does not exist yet reads as
+ * empty — no database at all (nobody has started baton there: this host's clock, nothing else), no
+ * registry or pauses table (a database from before migrations 0003 and 0004: nobody to name, no
+ * pause), no history table. Any other error is thrown.
+ */
+import type { DatabaseTarget } from '../config/database-url.js';
+import { isMissingSchemaError } from '../errors.js';
+import { openConnection } from './connect.js';
+import {
+  databaseNow,
+  hostsBefore,
+  jobHasRows,
+  latestFire,
+  runnersNow,
+  type RunnerNow,
+} from './fire-reads.js';
+import { findPause, type Pause } from './pauses.js';
+import { fireRows, type Run } from './runs.js';
+
+export interface FireQuery<Latest extends { fire: Date | null }> {
+  namespace: string;
+  job: string;
+  /** `--gone-after`: how long without a heartbeat makes a registered runner gone. */
+  goneAfterMs: number;
+  /** The fire asked for; null for the latest, which `latest` chooses. */
+  fire: Date | null;
+  /**
+   * Chooses the latest fire from the history's latest scheduled fire, the registry and the
+   * database's clock (fleet/explain.ts:latestOf); called only when no fire is given and there is
+   * a database.
+   */
+  latest: (inHistory: Date | null, runners: RunnerNow[], now: Date) => Latest;
+  /** The job is known without the history (it is in the schedules file): do not ask it. */
+  knownJob: boolean;
+}
+
+export interface FireFacts<Latest> {
+  /** The database's clock; this host's when there is no database yet. */
+  now: Date;
+  runners: RunnerNow[];
+  pause: Pause | null;
+  /** What `latest` chose; null when a fire was given, or without a database. */
+  latest: Latest | null;
+  /** The fire to explain: the one given, or the latest's; null when there is none. */
+  fire: Date | null;
+  /** Every row of that fire. */
+  rows: Run[];
+  /** The hosts among the job's rows shortly before the fire (fire-reads.ts:hostsBefore). */
+  hostsBefore: Set<string>;
+  /** The history has rows of the job (true when `knownJob`, which is not asked). */
+  known: boolean;
+}
+
+export async function readFireFacts<Latest extends { fire: Date | null }>(
+  target: DatabaseTarget,
+  q: FireQuery<Latest>,
+): Promise<FireFacts<Latest>> {
+  const facts: FireFacts<Latest> = {
+    now: new Date(),
+    runners: [],
+    pause: null,
+    latest: null,
+    fire: q.fire,
+    rows: [],
+    hostsBefore: new Set(),
+    known: q.knownJob,
+  };
+  let conn;
+  try {
+    conn = await openConnection(target, { create: false });
+  } catch (err) {
+    if (isMissingSchemaError(err)) return facts;
+    throw err;
+  }
+  try {
+    facts.now = await databaseNow(conn);
+    const registry = await orEmpty(runnersNow(conn, q.namespace, q.goneAfterMs), null);
+    if (registry) ({ now: facts.now, runners: facts.runners } = registry);
+    facts.pause = await orEmpty(findPause(conn, q.namespace, q.job), null);
+    if (!q.fire) {
+      const inHistory = await orEmpty(latestFire(conn, q.namespace, q.job), null);
+      facts.latest = q.latest(inHistory, facts.runners, facts.now);
+      facts.fire = facts.latest.fire;
+    }
+    if (facts.fire) {
+      facts.rows = await orEmpty(fireRows(conn, q.namespace, q.job, facts.fire), []);
+      facts.hostsBefore = await orEmpty(
+        hostsBefore(conn, q.namespace, q.job, facts.fire),
+        new Set<string>(),
+      );
+    }
+    facts.known ||=
+      facts.rows.length > 0 || (await orEmpty(jobHasRows(conn, q.namespace, q.job), false));
+    return facts;
+  } finally {
+    await conn.end().catch(() => {});
+  }
+}
+
+/** The policy above: a read of a table that does not exist yet reads as `empty`. */
+async function orEmpty<T>(read: Promise<T>, empty: T): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    if (isMissingSchemaError(err)) return empty;
+    throw err;
+  }
+}
