@@ -42,9 +42,9 @@ export interface FireExpectations {
  * fire's winner is running or done), `claiming` (the lock's holder has no running row: it is
  * claiming this fire — or releasing an earlier one), `overlap`, `paused`, or `other`.
  *
- * Not baton's own `skipKind` (fire-protocol.ts): the judge reads the documented sentences on its
- * own, so that a change to baton's parser cannot change the verdict with it, and it needs the
- * `claiming` kind that baton counts as `taken`.
+ * Not baton's own `reason_kind` (coordination/skip-reasons.ts): the judge reads the documented
+ * sentences on its own, so that a change to baton's classification cannot change the verdict
+ * with it, and it needs the `claiming` kind that baton counts as `taken`.
  */
 export function skipKindOf(reason: string): 'taken' | 'claiming' | 'overlap' | 'paused' | 'other' {
   const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
