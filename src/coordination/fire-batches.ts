@@ -7,21 +7,12 @@
  */
 import { Batcher } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
-import { lockHolders } from '../store/fire-reads.js';
+import { claimFires, insertSkips, type Claim, type ClaimResult } from '../store/fire-claims.js';
+import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
+import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
-import {
-  claimFires,
-  findOrphanRuns,
-  insertSkips,
-  runsOfLockSessions,
-  winnersOfFires,
-  type Attempt,
-  type Claim,
-  type ClaimResult,
-  type OrphanRun,
-  type Run,
-} from '../store/runs.js';
+import type { Attempt, Run } from '../store/runs.js';
 
 /** Who holds a job's lock, and what the database says about that holder and about the fire. */
 export interface HolderFacts {

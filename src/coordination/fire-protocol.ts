@@ -35,15 +35,10 @@ import type { OverlapPolicy } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
-import {
-  abandonClaim,
-  claimFires,
-  findWinnerOnHost,
-  findWinner,
-  type Attempt,
-  type OrphanRun,
-  type Run,
-} from '../store/runs.js';
+import { abandonClaim, claimFires } from '../store/fire-claims.js';
+import { findWinnerOnHost, findWinner } from '../store/fire-reads.js';
+import type { OrphanRun } from '../store/run-verdicts.js';
+import type { Attempt, Run } from '../store/runs.js';
 import { FireBatches } from './fire-batches.js';
 import { jobLockName } from '../lock-names.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';

@@ -37,15 +37,10 @@ import type { Logger } from '../log.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { openPool } from '../store/connect.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { DeadlinePool, StatementTimeoutError } from '../store/deadline.js';
-import {
-  finishRun,
-  firesWithRows,
-  firstFiresOf,
-  insertMissed,
-  type Queryable,
-  type RunOutcome,
-} from '../store/runs.js';
+import { DeadlinePool, StatementTimeoutError, type Queryable } from '../store/deadline.js';
+import { insertMissed } from '../store/fire-claims.js';
+import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
+import { finishRun, type RunOutcome } from '../store/run-verdicts.js';
 import type { FinalStatus, Trigger } from '../run-status.js';
 import { FireSchedule, MAX_SLEEP_MS, type DueFire } from './fire-schedule.js';
 import { Limiter, shuffleWithinInstant } from './contention.js';

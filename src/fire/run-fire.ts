@@ -17,7 +17,7 @@ import {
 } from '../execution/job-process.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { Trigger } from '../run-status.js';
-import { finishRun, recordAttempt, type RunOutcome } from '../store/runs.js';
+import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
 import { contend, type ContendOptions, type Coordinator } from '../coordination/fire-protocol.js';
 
 /** SIGTERM → SIGKILL delay when a run is stopped (timeout, shutdown). */

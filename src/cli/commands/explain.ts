@@ -33,7 +33,8 @@ import {
   type RunnerNow,
 } from '../../store/fire-reads.js';
 import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
-import { fireRows, type Run } from '../../store/runs.js';
+import { fireRows } from '../../store/history-reads.js';
+import type { Run } from '../../store/runs.js';
 import { action } from '../action.js';
 import { formatDuration, formatInstant, table, winnerCell } from '../format.js';
 import { configPath, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
