@@ -7,12 +7,18 @@
  */
 import { Batcher } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
-import { claimFires, insertSkips, type Claim, type ClaimResult } from '../store/fire-claims.js';
+import {
+  claimFires,
+  insertSkips,
+  type Claim,
+  type ClaimResult,
+  type Skip,
+} from '../store/fire-claims.js';
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
 import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
-import type { Attempt, Run } from '../store/runs.js';
+import type { Run } from '../store/runs.js';
 
 /** Who holds a job's lock, and what the database says about that holder and about the fire. */
 export interface HolderFacts {
@@ -101,7 +107,7 @@ export class FireBatches {
   );
 
   /** Writes the skip row; its id. */
-  readonly skip = new Batcher<{ attempt: Attempt; reason: string }, number>(async (skips) =>
+  readonly skip = new Batcher<Skip, number>(async (skips) =>
     (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
   );
 }

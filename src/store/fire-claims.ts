@@ -15,6 +15,7 @@ import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
 import { winnersOfFires } from './fire-reads.js';
+import type { SkipKind } from '../run-status.js';
 import type { Attempt } from './runs.js';
 
 /** `baton_runs.reason` is VARCHAR(512). */
@@ -168,25 +169,31 @@ export async function abandonClaim(
   );
 }
 
+/** A fire this runner considered and did not run: why, in words and (when known) as a kind. */
+export interface Skip {
+  attempt: Attempt;
+  reason: string;
+  /** `reason_kind`; without it the row's kind is NULL. */
+  kind?: SkipKind;
+}
+
 /**
  * Skip rows of many fires in one statement; their ids in the same order. The ids are read back
  * by fire rather than assumed consecutive from the first one (they need not be, with
  * `innodb_autoinc_lock_mode = 2` or an `auto_increment_increment` above 1).
  */
-export async function insertSkips(
-  db: Queryable,
-  skips: readonly { attempt: Attempt; reason: string }[],
-): Promise<number[]> {
+export async function insertSkips(db: Queryable, skips: readonly Skip[]): Promise<number[]> {
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-       host, pid, started_at, finished_at)
-     VALUES ${skips.map(() => "(?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, NOW(3), NOW(3))").join(', ')}`,
-    skips.flatMap(({ attempt: a, reason }) => [
+       reason_kind, host, pid, started_at, finished_at)
+     VALUES ${skips.map(() => "(?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, ?, NOW(3), NOW(3))").join(', ')}`,
+    skips.flatMap(({ attempt: a, reason, kind }) => [
       a.namespace,
       a.job,
       a.scheduledAt,
       a.trigger,
       truncate(reason, REASON_MAX),
+      kind ?? null,
       a.host,
       a.pid,
     ]),
@@ -222,8 +229,8 @@ function fireKey(job: string, scheduledAt: Date, trigger: string): string {
   return `${job}\0${scheduledAt.getTime()}\0${trigger}`;
 }
 /**
- * Records that nobody attempted a fire (the fleet was down or cut off). The row takes the fire
- * key's `winner = 0` slot: written once however many runners notice, and never in the way of a
+ * Records that nobody attempted a fire (the fleet was down or cut off), with the kind `not-run`.
+ * The row takes the fire key's `winner = 0` slot: written once however many runners notice, and never in the way of a
  * winner (`winner = 1`). Returns whether this call wrote it.
  */
 export async function insertMissed(
@@ -234,8 +241,8 @@ export async function insertMissed(
   try {
     await db.query(
       `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-         host, pid, started_at, finished_at)
-       VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, NOW(3), NOW(3))`,
+         reason_kind, host, pid, started_at, finished_at)
+       VALUES (?, ?, ?, 0, ?, 'missed', ?, 'not-run', ?, ?, NOW(3), NOW(3))`,
       [
         attempt.namespace,
         attempt.job,

@@ -4,7 +4,7 @@
  * reads see fire-reads.ts.
  */
 import type { Queryable } from './deadline.js';
-import type { RunStatus } from '../run-status.js';
+import type { ReasonKind, RunStatus } from '../run-status.js';
 import { COLUMNS, toRun, type Run, type RunRow } from './runs.js';
 
 /**
@@ -36,6 +36,8 @@ export interface HistoryFilter {
   job?: string;
   host?: string;
   status?: RunStatus;
+  /** Rows of this `reason_kind` (skips of one kind, or `not-run`: the `missed` rows). */
+  reasonKind?: ReasonKind;
   since?: Date;
   limit: number;
 }
@@ -60,6 +62,10 @@ export async function listRuns(db: Queryable, filter: HistoryFilter): Promise<Ru
   if (filter.status != null) {
     where.push('status = ?');
     params.push(filter.status);
+  }
+  if (filter.reasonKind != null) {
+    where.push('reason_kind = ?');
+    params.push(filter.reasonKind);
   }
   if (filter.since != null) {
     where.push('scheduled_at >= ?');

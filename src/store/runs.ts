@@ -44,10 +44,11 @@
  *                  (it may have committed). → failed.
  *   recordAttempt  run-verdicts.ts ← fire/run-fire.ts before each retry; the row stays running.
  *
- *   (insert) ──▶ skipped   winner NULL, `reason`: insertSkips (fire-claims.ts)
+ *   (insert) ──▶ skipped   winner NULL, `reason` and `reason_kind` (the skip's kind, when the
+ *                          caller names it): insertSkips (fire-claims.ts)
  *                          ← coordination/fire-protocol.ts, through FireBatches.skip.
- *   (insert) ──▶ missed    winner 0: insertMissed (fire-claims.ts) ← daemon/runner.ts, in its
- *                          look-back after (re)connecting.
+ *   (insert) ──▶ missed    winner 0, `reason_kind` 'not-run': insertMissed (fire-claims.ts)
+ *                          ← daemon/runner.ts, in its look-back after (re)connecting.
  *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention.ts, `baton prune`;
  *                          never a `running` row.
  *
@@ -67,12 +68,13 @@
  * # Who touches it
  *
  * Writes: fire-claims.ts (every INSERT, and abandonClaim), run-verdicts.ts (the verdicts, the
- * attempt count, `lost`). Deletes: prune.ts only. Reads: fire-reads.ts (those the fire protocol
+ * attempt count, `lost`); once, migration 0007 (`reason_kind` on the rows older than the column).
+ * Deletes: prune.ts only. Reads: fire-reads.ts (those the fire protocol
  * and recovery ask), history-reads.ts (history, show, explain), dashboard-reads.ts,
  * fleet-reads.ts (status), prune.ts, server-check.ts (the fire key's presence).
  */
 import type { RowDataPacket } from 'mysql2/promise';
-import type { RunStatus, Trigger } from '../run-status.js';
+import type { ReasonKind, RunStatus, Trigger } from '../run-status.js';
 
 export interface Run {
   id: number;
@@ -85,7 +87,13 @@ export interface Run {
   workerSlot: number | null;
   trigger: Trigger;
   status: RunStatus;
+  /** Why this runner did not run the fire, in words; null on the rows of runs. */
   reason: string | null;
+  /**
+   * The same as a word (`reason_kind`, migration 0006): a skip's kind, `not-run` on a `missed`
+   * row; null on the rows of runs and on older rows whose sentence was not recognised.
+   */
+  reasonKind: ReasonKind | null;
   host: string;
   pid: number | null;
   lockConnectionId: number | null;
@@ -111,8 +119,9 @@ export interface Attempt {
 }
 
 /** The columns `toRun` reads, for `SELECT ${COLUMNS} FROM baton_runs`. */
-export const COLUMNS = `id, namespace, job, scheduled_at, winner, triggered_by, status, reason, host, pid,
-  lock_connection_id, started_at, finished_at, exit_code, attempts, error, output_tail`;
+export const COLUMNS = `id, namespace, job, scheduled_at, winner, triggered_by, status, reason,
+  reason_kind, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts, error,
+  output_tail`;
 
 export interface RunRow extends RowDataPacket {
   id: number;
@@ -123,6 +132,7 @@ export interface RunRow extends RowDataPacket {
   triggered_by: Trigger;
   status: RunStatus;
   reason: string | null;
+  reason_kind: ReasonKind | null;
   host: string;
   pid: number | null;
   lock_connection_id: number | null;
@@ -145,6 +155,7 @@ export function toRun(r: RunRow): Run {
     trigger: r.triggered_by,
     status: r.status,
     reason: r.reason,
+    reasonKind: r.reason_kind,
     host: r.host,
     pid: r.pid,
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
