@@ -5,24 +5,20 @@
  *
  * One set per pool and namespace, for as long as the pool lives.
  */
-import type { SkipKind } from '../run-status.js';
 import { Batcher } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
-import { lockHolders } from '../store/fire-reads.js';
-import { findPauses, type Pause } from '../store/pauses.js';
-import { hostsOfLockSessions } from '../store/runners.js';
 import {
   claimFires,
-  findOrphanRuns,
   insertSkips,
-  runsOfLockSessions,
-  winnersOfFires,
-  type Attempt,
   type Claim,
   type ClaimResult,
-  type OrphanRun,
-  type Run,
-} from '../store/runs.js';
+  type Skip,
+} from '../store/fire-claims.js';
+import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
+import { findPauses, type Pause } from '../store/pauses.js';
+import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
+import { hostsOfLockSessions } from '../store/runners.js';
+import type { Run } from '../store/runs.js';
 
 /** Who holds a job's lock, and what the database says about that holder and about the fire. */
 export interface HolderFacts {
@@ -111,8 +107,8 @@ export class FireBatches {
   );
 
   /** Writes the skip row; its id. */
-  readonly skip = new Batcher<{ attempt: Attempt; reason: string; kind?: SkipKind }, number>(
-    async (skips) => (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
+  readonly skip = new Batcher<Skip, number>(async (skips) =>
+    (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
   );
 }
 

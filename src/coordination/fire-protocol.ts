@@ -35,14 +35,10 @@ import type { OverlapPolicy } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
-import {
-  abandonClaim,
-  claimFires,
-  findWinnerOnHost,
-  findWinner,
-  type Attempt,
-  type OrphanRun,
-} from '../store/runs.js';
+import { abandonClaim, claimFires } from '../store/fire-claims.js';
+import { findWinnerOnHost, findWinner } from '../store/fire-reads.js';
+import type { OrphanRun } from '../store/run-verdicts.js';
+import type { Attempt } from '../store/runs.js';
 import type { SkipKind } from '../run-status.js';
 import { jobLockName } from '../lock-names.js';
 import { FireBatches } from './fire-batches.js';

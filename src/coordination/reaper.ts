@@ -13,7 +13,7 @@
  */
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
-import { findOrphanRuns, markLost, type OrphanRun } from '../store/runs.js';
+import { findOrphanRuns, markLost, type OrphanRun } from '../store/run-verdicts.js';
 
 export interface ReapScope {
   namespace: string;

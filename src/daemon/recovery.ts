@@ -19,7 +19,8 @@ import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
-import { firesWithRows, firstFiresOf, insertMissed } from '../store/runs.js';
+import { insertMissed } from '../store/fire-claims.js';
+import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import type { RunnerEvents } from './events.js';
 
 /** Runners contending the most recent fires have written their rows by then. */

@@ -3,31 +3,30 @@
  * own — soon after start, then every hour (`src/store/prune.ts` does the deleting, in small
  * batches).
  *
- * One runner of the fleet at a time: the prune runs under `GET_LOCK(<prune lock>, 0)`, and a
- * runner that finds the lock taken leaves the work to its holder until the next interval. Two
- * prunes at once would be harmless (both delete by id), only wasted. The lock is taken on a
- * connection of its own, borrowed from the pool for the prune and released *on that connection*
- * in `finally` — a named lock belongs to its session, so a connection handed back to the pool
- * still holding it would keep it taken; when the release cannot be confirmed the connection is
- * destroyed instead, which frees the lock with the session.
+ * One runner of the fleet at a time: the prune runs under the namespace's prune lock
+ * (`withPruneLock`, store/prune.ts), and a runner that finds the lock taken leaves the work to
+ * its holder until the next interval. Two prunes at once would be harmless (both delete by id),
+ * only wasted. The lock is taken on a connection of its own, borrowed from the pool for the prune
+ * and released *on that connection* — a named lock belongs to its session, so a connection
+ * handed back to the pool still holding it would keep it taken; after a failure, or when the
+ * release cannot be confirmed, the connection is destroyed instead, which frees the lock with the
+ * session.
  *
  * A failure (the database away, a missing DELETE grant) is logged and tried again at the next
  * interval; it never reaches the runner.
  */
-import { pruneLockName } from '../lock-names.js';
 import type { PoolConnection, QueryValues } from 'mysql2/promise';
 import { formatDuration } from '../config/duration.js';
 import type { Retention } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
+import { MAX_SLEEP_MS } from '../schedule/fire-schedule.js';
 import { queryWithDeadline, type DeadlinePool, type Queryable } from '../store/deadline.js';
-import { pruneHistory } from '../store/prune.js';
+import { pruneHistory, withPruneLock } from '../store/prune.js';
 
 export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
 /** The first prune after start (or after `retention:` changes): once the runner has settled. */
 export const FIRST_PRUNE_DELAY_MS = 5_000;
-/** A timer never sleeps longer than this: the due time is checked against the clock at each wake. */
-const MAX_SLEEP_MS = 30_000;
 /** Each batch statement's deadline on the borrowed connection (a batch takes milliseconds). */
 const STATEMENT_DEADLINE_MS = 30_000;
 /** How long a stop waits for the batch in flight before it destroys the connection under it. */
@@ -137,28 +136,31 @@ export class RetentionSchedule {
 
   private async prune(pool: DeadlinePool, retention: Retention): Promise<void> {
     const { log, namespace, database } = this.options;
-    const lockName = pruneLockName(database, namespace);
     let conn: PoolConnection | undefined;
-    let locked = false;
-    let failed = false;
+    // Whether the connection may go back to the pool: not while it could still hold the lock.
+    let reusable = false;
     try {
       conn = await pool.pool.getConnection();
       this.conn = conn;
       const db = deadlineQueryable(conn);
-      const [[row]] = await db.query<{ got: number | null }[]>('SELECT GET_LOCK(?, 0) AS got', [
-        lockName,
-      ]);
-      locked = row?.got === 1;
-      if (!locked) {
-        log.debug({ lockName }, 'history not pruned: another runner is pruning it');
+      const pruned = await withPruneLock(db, { database, namespace }, () =>
+        pruneHistory(db, {
+          namespace,
+          retention,
+          pauseMs: PAUSE_BETWEEN_BATCHES_MS,
+          signal: this.stopSignal.signal,
+        }),
+      );
+      if (!pruned.locked) {
+        reusable = true;
+        log.debug(
+          { lockName: pruned.lockName },
+          'history not pruned: another runner is pruning it',
+        );
         return;
       }
-      const result = await pruneHistory(db, {
-        namespace,
-        retention,
-        pauseMs: PAUSE_BETWEEN_BATCHES_MS,
-        signal: this.stopSignal.signal,
-      });
+      reusable = pruned.released;
+      const result = pruned.value;
       log.info(
         {
           runs: result.runs,
@@ -171,34 +173,26 @@ export class RetentionSchedule {
         'history pruned',
       );
     } catch (err) {
-      failed = true;
       log.warn(
         { err: errorMessage(err), retryInMs: this.intervalMs },
         'history not pruned: trying again at the next interval',
       );
     } finally {
       this.conn = undefined;
-      await giveBack(conn, { locked, failed }, lockName);
+      giveBack(conn, reusable);
     }
   }
 }
 
 /**
- * Releases the lock on the connection that holds it, then hands the connection back. After a
- * failure, or when the release is not confirmed, the connection is destroyed instead: the lock
- * ends with its session, and a connection in doubt never returns to the pool.
+ * Hands the connection back to the pool, or destroys it when it is in doubt (after a failure, or
+ * a release of the lock that was not confirmed): the lock ends with its session, and a connection
+ * in doubt never returns to the pool.
  */
-async function giveBack(
-  conn: PoolConnection | undefined,
-  state: { locked: boolean; failed: boolean },
-  lockName: string,
-): Promise<void> {
+function giveBack(conn: PoolConnection | undefined, reusable: boolean): void {
   if (!conn) return;
+  if (!reusable) return conn.destroy();
   try {
-    if (state.failed) throw new Error('in doubt');
-    if (state.locked) {
-      await queryWithDeadline(conn, 'DO RELEASE_LOCK(?)', [lockName], STATEMENT_DEADLINE_MS);
-    }
     conn.release();
   } catch {
     conn.destroy();

@@ -25,7 +25,7 @@ import type { FireInfo } from '../execution/job-context.js';
 import { startJob, type JobResult } from '../execution/job-process.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
-import { finishRun, recordAttempt, type RunOutcome } from '../store/runs.js';
+import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
 import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
 import type { Limiter } from './limiter.js';
 import { localOverlap, takesContentionPlace, LocalRuns, type LocalRun } from './local-runs.js';

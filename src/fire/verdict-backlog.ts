@@ -10,7 +10,7 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
-import { finishRun, type RunOutcome } from '../store/runs.js';
+import { finishRun, type RunOutcome } from '../store/run-verdicts.js';
 
 export class VerdictBacklog {
   private readonly verdicts = new Map<number, RunOutcome>();

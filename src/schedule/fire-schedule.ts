@@ -9,6 +9,11 @@
  */
 import type { Schedule } from './cron.js';
 
+/**
+ * No timer of baton sleeps longer than this (the loop's, retention's): Node's timers overflow
+ * past 2^31 ms, and a host that was suspended or whose clock was stepped is noticed within it,
+ * since every wake recomputes from the clock.
+ */
 export const MAX_SLEEP_MS = 30_000;
 export const LATE_TOLERANCE_MS = 60_000;
 

@@ -20,7 +20,8 @@ import {
   type RunnerNow,
 } from './fire-reads.js';
 import { findPause, type Pause } from './pauses.js';
-import { fireRows, type Run } from './runs.js';
+import { fireRows } from './history-reads.js';
+import type { Run } from './runs.js';
 
 export interface FireQuery<Latest extends { fire: Date | null }> {
   namespace: string;

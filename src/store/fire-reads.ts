@@ -1,6 +1,12 @@
 /**
- * Read-only questions about one fire and about the fleet around it, for `baton explain`,
- * `baton show`, `baton pause` and the pause notes of `list` and `history`. Nothing here writes.
+ * Read-only questions about fires and about the fleet around them. Nothing here writes.
+ *
+ * Two kinds of askers:
+ * - the fire protocol and the daemon's recovery, while they decide (coordination/fire-protocol.ts,
+ *   fire-batches.ts, daemon/runner.ts): who holds a job's lock, which run that is, who won a
+ *   fire, which fires have rows at all. These are on the hot path of every contended fire;
+ * - `baton explain`, `baton show`, `baton pause` and the pause notes of `list` and `history`:
+ *   the latest fire of a job, the hosts around it, the registry judged now.
  *
  * "Alive" is judged on the database's clock, never this host's: a runner is alive while its
  * registry heartbeat is recent (within the caller's `goneAfterMs` of `NOW(3)`: `--gone-after`,
@@ -12,6 +18,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
 import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
+import { COLUMNS, toRun, type Run, type RunRow } from './runs.js';
 
 /** The database's clock. */
 export async function databaseNow(db: Queryable): Promise<Date> {
@@ -160,4 +167,107 @@ export async function lockHolders(
     const holder: unknown = row?.[`h${i}`];
     return holder == null ? null : Number(holder);
   });
+}
+
+/** The instants in [from, to] at which the job has any row (an attempt, a skip, a missed mark). */
+export async function firesWithRows(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  from: Date,
+  to: Date,
+): Promise<Set<number>> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT DISTINCT scheduled_at FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at BETWEEN ? AND ?`,
+    [namespace, job, from, to],
+  );
+  return new Set(rows.map((r) => (r.scheduled_at as Date).getTime()));
+}
+
+/**
+ * The earliest fire the history knows for each of the jobs (absent: the job never fired), in one
+ * statement: a runner with 1,000 jobs asks this at every start and reconnect.
+ */
+export async function firstFiresOf(
+  db: Queryable,
+  namespace: string,
+  jobs: readonly string[],
+): Promise<Map<string, Date>> {
+  if (jobs.length === 0) return new Map();
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT job, MIN(scheduled_at) AS first FROM baton_runs
+      WHERE namespace = ? AND job IN (?) GROUP BY job`,
+    [namespace, [...jobs]],
+  );
+  return new Map(rows.map((r) => [String(r.job), r.first as Date]));
+}
+
+/**
+ * The winning row of one fire, if any runner claimed it: of the given worker slot, or of the
+ * first slot taken.
+ */
+export async function findWinner(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+  slot?: number,
+): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ?
+        AND ${slot == null ? 'winner >= 1' : 'winner = ?'}
+      ORDER BY winner LIMIT 1`,
+    slot == null ? [namespace, job, scheduledAt] : [namespace, job, scheduledAt, slot],
+  );
+  return rows[0] ? toRun(rows[0]) : null;
+}
+
+/** The slot of one fire that `host` won, if it won one (fan-out: one slot per runner). */
+export async function findWinnerOnHost(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+  host: string,
+): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner >= 1 AND host = ?
+      LIMIT 1`,
+    [namespace, job, scheduledAt, host],
+  );
+  return rows[0] ? toRun(rows[0]) : null;
+}
+
+/** The `running` rows of `jobs` claimed by the lock sessions `connectionIds`. */
+export async function runsOfLockSessions(
+  db: Queryable,
+  namespace: string,
+  jobs: readonly string[],
+  connectionIds: readonly number[],
+): Promise<Run[]> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND status = 'running' AND lock_connection_id IN (?) AND job IN (?)`,
+    [namespace, connectionIds, jobs],
+  );
+  return rows.map(toRun);
+}
+
+/** The winning rows (every slot) of the given fires. */
+export async function winnersOfFires(
+  db: Queryable,
+  namespace: string,
+  fires: readonly { job: string; scheduledAt: Date }[],
+): Promise<Run[]> {
+  // The exact pairs (a row constructor): the fire key's range per pair, not jobs × instants.
+  const pairs = new Map(fires.map((f) => [`${f.job}\0${f.scheduledAt.getTime()}`, f]));
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND (job, scheduled_at) IN (?) AND winner >= 1`,
+    [namespace, [...pairs.values()].map((f) => [f.job, f.scheduledAt])],
+  );
+  return rows.map(toRun);
 }

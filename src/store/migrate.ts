@@ -74,13 +74,18 @@ export interface MigrationResult {
 
 /**
  * Applies every pending migration on `conn` (a dedicated connection: the named lock must stay on
- * the session that took it). Returns the names applied; [] when the schema was current.
+ * the session that took it; a session that migrated is left in READ COMMITTED, see
+ * readCommitted). Returns the names applied; [] when the schema was current.
  *
  * A current schema is recognised by reading the ledger alone, without the lock and without DDL,
  * so a runner whose user has only the runtime grants (no CREATE) starts on a migrated database.
  */
-export async function migrate(conn: Connection, database: string): Promise<MigrationResult> {
-  const migrations = loadMigrations();
+export async function migrate(
+  conn: Connection,
+  database: string,
+  /** This baton's migrations; a test passes the first few of them to build an older schema. */
+  migrations: readonly Migration[] = loadMigrations(),
+): Promise<MigrationResult> {
   const ledger = await readLedger(conn);
   if (ledger) {
     checkLedger(ledger, migrations);
@@ -102,6 +107,7 @@ export async function migrate(conn: Connection, database: string): Promise<Migra
     // Read again under the lock: another runner may have migrated while we waited.
     const rows = (await readLedger(conn)) ?? [];
     checkLedger(rows, migrations);
+    await readCommitted(conn);
     const applied: string[] = [];
     for (const m of pending(rows, migrations)) {
       await conn.query(m.sql);
@@ -137,6 +143,24 @@ export async function migrateDatabase(
   } finally {
     await conn.end().catch(() => {});
   }
+}
+
+/**
+ * Puts the migrating session in READ COMMITTED. A migration that updates the history (0007's
+ * backfill) reads every row of it, and the fleet's runners keep claiming, skipping and writing
+ * verdicts meanwhile: under the default REPEATABLE READ the UPDATE would lock every row it reads
+ * and the gaps between them (new rows included) until it commits — on a large history, many
+ * seconds of stalled claims. Under READ COMMITTED it keeps the locks of the rows it changes only.
+ * DDL and the ledger are not affected. Not with statement-based binary logging, where InnoDB
+ * refuses to write under READ COMMITTED: there the session keeps the server's level.
+ */
+async function readCommitted(conn: Connection): Promise<void> {
+  const [[row]] = await conn.query<RowDataPacket[]>(
+    'SELECT @@log_bin AS log_bin, @@binlog_format AS binlog_format',
+  );
+  const statementLogged =
+    Number(row?.log_bin) === 1 && String(row?.binlog_format).toUpperCase() === 'STATEMENT';
+  if (!statementLogged) await conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
 }
 
 /** The ledger's rows, or null when there is no ledger yet (a fresh database). */

@@ -23,12 +23,14 @@
  *   otherwise show "last success: never").
  *
  * Two prunes at once (two runners, a runner and `baton prune`) are harmless: both delete by id,
- * and a row deleted twice is counted once. Runners still take a lock so that only one does the work.
+ * and a row deleted twice is counted once. Runners still take a lock so that only one does the
+ * work (`withPruneLock`).
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { Retention } from '../config/schema.js';
 import type { Queryable } from './deadline.js';
 import { databaseNow } from './fire-reads.js';
+import { pruneLockName } from '../lock-names.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
 
 /** Rows per DELETE: a few hundred milliseconds of work at most, even with large output tails. */
@@ -181,4 +183,45 @@ async function deleteRange(
     if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   }
   return { rows, batches };
+}
+
+export type PruneLockResult<T> =
+  | { lockName: string; locked: false }
+  | {
+      lockName: string;
+      locked: true;
+      value: T;
+      /** Whether the lock's release was confirmed; if not, end the session (see withPruneLock). */
+      released: boolean;
+    };
+
+/**
+ * Runs `work` while `session` holds the namespace's prune lock, so that one runner of the fleet
+ * at a time prunes it. `GET_LOCK(…, 0)`: when another session holds the lock, `work` does not run
+ * and the answer is `locked: false` at once (the holder is doing the work).
+ *
+ * A named lock belongs to the session that took it, so `session` must be one connection (never a
+ * pool), and it must not go back to a pool still holding the lock. After `work` succeeds, the
+ * lock is released on that session; `released: false` says the release was not confirmed. When
+ * `work` throws (or the release is not confirmed), the session is in doubt — a statement may
+ * still be running on it, the lock may still be held: the caller ends the session instead of
+ * reusing it, and the lock ends with it. So nothing here releases after a failure.
+ */
+export async function withPruneLock<T>(
+  session: Queryable,
+  scope: { database: string; namespace: string },
+  work: () => Promise<T>,
+): Promise<PruneLockResult<T>> {
+  const lockName = pruneLockName(scope.database, scope.namespace);
+  const [[row]] = await session.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [lockName]);
+  if (row?.got !== 1) return { lockName, locked: false };
+  const value = await work();
+  let released = false;
+  try {
+    await session.query('DO RELEASE_LOCK(?)', [lockName]);
+    released = true;
+  } catch {
+    // Reported as `released: false`: the caller ends the session, which frees the lock.
+  }
+  return { lockName, locked: true, value, released };
 }

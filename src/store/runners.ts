@@ -1,7 +1,10 @@
 /**
- * `baton_runners`, the runner registry: every statement that touches it lives here. One row per
- * (namespace, host id), written when a runner starts, refreshed by its heartbeat, and marked
- * `stopped_at` by a graceful stop. `baton status` and `baton explain` read it.
+ * `baton_runners`, the runner registry: one row per (namespace, host id), written when a runner
+ * starts, refreshed by its heartbeat, and marked `stopped_at` by a graceful stop. Every write is
+ * here, and the daemon is the only writer; nothing deletes a row (a restarted runner overwrites
+ * its host's). Read here — the daemon's host-clash check (`registryOwner`), the fire protocol's
+ * `hostsOfLockSessions`, `baton status` (`listRunners`) — and in fire-reads.ts (`runnersNow`, the
+ * registry judged alive or not by the database's clock, for `baton explain` and the dashboard).
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { sessionLockSql } from '../lock-names.js';

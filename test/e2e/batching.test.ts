@@ -14,7 +14,8 @@ import { openPool } from '../../src/store/connect.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
-import { claimFires, insertSkips, type Attempt, type Claim } from '../../src/store/runs.js';
+import { claimFires, insertSkips, type Claim } from '../../src/store/fire-claims.js';
+import type { Attempt } from '../../src/store/runs.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { nextGridInstant, runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
@@ -277,6 +278,7 @@ describe('skip rows of many fires in one statement', () => {
         pid: 99,
       },
       reason: `reason ${i}`,
+      kind: 'taken' as const,
     }));
     const ids = await insertSkips(pool, skips);
     expect(new Set(ids).size).toBe(5);

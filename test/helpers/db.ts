@@ -4,7 +4,7 @@
  * so files running in parallel never block each other.
  */
 import { randomBytes } from 'node:crypto';
-import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
+import mysql, { type Connection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 
 const SERVER_URL = process.env.BATON_TEST_SERVER_URL ?? 'mysql://root@127.0.0.1:3306';
 
@@ -69,6 +69,114 @@ export interface RunRow {
   exit_code: number | null;
   error: string | null;
   output_tail: string | null;
+}
+
+/** A row of baton_runs to plant, in `Run`'s words; what is left out takes the default shown. */
+export interface PlantedRun {
+  namespace: string;
+  job: string;
+  scheduledAt: Date;
+  /** Default: 1 on a winner's row, 0 on a `missed` row, NULL on a `skipped` one. */
+  winner?: number | null;
+  /** Default `schedule`. */
+  trigger?: string;
+  /** Default `done`. */
+  status?: string;
+  reason?: string | null;
+  /** Written only when given (the column is from migration 0006). */
+  reasonKind?: string | null;
+  /** Default `h1`. */
+  host?: string;
+  pid?: number | null;
+  lockConnectionId?: number | null;
+  /** Default: the fire, `scheduledAt`. */
+  startedAt?: Date;
+  /** Default: NULL while `running`, else `startedAt`. */
+  finishedAt?: Date | null;
+  exitCode?: number | null;
+  /** Default: 1 on a winner's row, 0 on the others. */
+  attempts?: number;
+  error?: string | null;
+  outputTail?: string | null;
+}
+
+/** Each field's column: the one place the tests name baton_runs' columns for writing. */
+const PLANTED_COLUMNS = {
+  namespace: 'namespace',
+  job: 'job',
+  scheduledAt: 'scheduled_at',
+  winner: 'winner',
+  trigger: 'triggered_by',
+  status: 'status',
+  reason: 'reason',
+  reasonKind: 'reason_kind',
+  host: 'host',
+  pid: 'pid',
+  lockConnectionId: 'lock_connection_id',
+  startedAt: 'started_at',
+  finishedAt: 'finished_at',
+  exitCode: 'exit_code',
+  attempts: 'attempts',
+  error: 'error',
+  outputTail: 'output_tail',
+} as const satisfies Record<keyof PlantedRun, string>;
+
+/** A database to plant rows in: the tests' TestDatabase, the bench's BenchDatabase. */
+export interface PlantTarget {
+  conn: Connection;
+}
+
+/**
+ * Writes one row of baton_runs as a fixture, as if a runner had (the defaults make a finished
+ * winner of a scheduled fire); its id. Fields left out that have no default are not written.
+ */
+export async function plantRun(db: PlantTarget, run: PlantedRun): Promise<number> {
+  const status = run.status ?? 'done';
+  const winner =
+    run.winner !== undefined
+      ? run.winner
+      : status === 'skipped'
+        ? null
+        : status === 'missed'
+          ? 0
+          : 1;
+  const startedAt = run.startedAt ?? run.scheduledAt;
+  const row: PlantedRun = {
+    ...run,
+    winner,
+    trigger: run.trigger ?? 'schedule',
+    status,
+    host: run.host ?? 'h1',
+    startedAt,
+    finishedAt:
+      run.finishedAt !== undefined ? run.finishedAt : status === 'running' ? null : startedAt,
+    attempts: run.attempts ?? ((winner ?? 0) >= 1 ? 1 : 0),
+  };
+  const fields = (Object.keys(PLANTED_COLUMNS) as (keyof PlantedRun)[]).filter(
+    (f) => row[f] !== undefined,
+  );
+  const [res] = await db.conn.query<ResultSetHeader>(
+    `INSERT INTO baton_runs (${fields.map((f) => PLANTED_COLUMNS[f]).join(', ')})
+     VALUES (${fields.map(() => '?').join(', ')})`,
+    fields.map((f) => row[f]),
+  );
+  return res.insertId;
+}
+
+/**
+ * Plants a generated history in one statement: `select` yields the `fields`' values in that
+ * order (`INSERT INTO baton_runs (…) SELECT …`), for histories of many thousands of rows.
+ */
+export async function plantRunsFrom(
+  db: PlantTarget,
+  fields: readonly (keyof PlantedRun)[],
+  select: string,
+  params: unknown[] = [],
+): Promise<void> {
+  await db.conn.query(
+    `INSERT INTO baton_runs (${fields.map((f) => PLANTED_COLUMNS[f]).join(', ')}) ${select}`,
+    params,
+  );
 }
 
 /**

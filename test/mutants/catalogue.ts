@@ -180,13 +180,13 @@ export const MUTANTS: readonly Mutant[] = [
       'scheduled_at`): a runner whose estimate of that clock is off starts the run early.',
     edits: [
       {
-        file: 'src/store/runs.ts',
+        file: 'src/store/fire-claims.ts',
         find: "SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE NOW(3) >= ?`,",
         replace:
           "SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE ? IS NOT NULL`,",
       },
       {
-        file: 'src/store/runs.ts',
+        file: 'src/store/fire-claims.ts',
         find: 'WHERE NOW(3) >= f.scheduled_at`,',
         replace: 'WHERE f.scheduled_at IS NOT NULL`,',
       },
@@ -326,7 +326,7 @@ export const MUTANTS: readonly Mutant[] = [
     what: 'The reaper takes every `running` row for an orphan and marks live runs `lost`.',
     edits: [
       {
-        file: 'src/store/runs.ts',
+        file: 'src/store/run-verdicts.ts',
         find: 'AND (lock_connection_id IS NULL OR started_at < ?',
         replace: 'AND (TRUE OR started_at < ?',
       },

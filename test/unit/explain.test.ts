@@ -100,6 +100,7 @@ function row(o: Partial<Run> = {}): Run {
     attempts: 1,
     error: null,
     outputTail: null,
+    reasonKind: null,
     ...o,
   };
 }

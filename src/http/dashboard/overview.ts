@@ -35,7 +35,7 @@ import {
 import { runnersNow } from '../../store/fire-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import type { RunStatus, Trigger } from '../../run-status.js';
-import type { Queryable } from '../../store/runs.js';
+import type { Queryable } from '../../store/deadline.js';
 
 export interface DashboardSource {
   /** null while the runner is not connected: the overview says so and shows the schedule only. */

@@ -1,0 +1,262 @@
+/**
+ * The writes that put a row into `baton_runs` (its life is drawn in runs.ts): the winner's claim,
+ * which carries the one-winner guarantee, and the rows of fires a runner did not run — its skips,
+ * and the `missed` mark of a fire nobody attempted. Plus `abandonClaim`, which closes a claim whose
+ * answer was lost.
+ *
+ * The claim is one INSERT that the unique fire key `(namespace, job, scheduled_at, winner)`
+ * decides: whoever inserts a slot of a fire first has won it, and every later insert of that
+ * slot is a duplicate key (`taken`), whatever the runners' clocks said. The job's lock
+ * (coordination/fire-protocol.ts) keeps runs from overlapping; this key is what keeps a fire from
+ * running twice when a late host finds the lock free again.
+ */
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
+import { truncate } from '../text.js';
+import type { Queryable } from './deadline.js';
+import { winnersOfFires } from './fire-reads.js';
+import type { SkipKind } from '../run-status.js';
+import type { Attempt } from './runs.js';
+
+/** `baton_runs.reason` is VARCHAR(512). */
+const REASON_MAX = 512;
+
+/**
+ * A claim's answer: the winning row's id; `early` (not due yet by the database's clock: ask
+ * again); or `taken` (this slot of the fire already has a winner).
+ */
+export type ClaimResult = { runId: number } | 'early' | 'taken';
+
+export interface Claim {
+  attempt: Attempt;
+  /** The claiming runner's lock session, recorded on the row for the reaper. */
+  lockConnectionId: number | null;
+}
+
+const CLAIM_COLUMNS = `(namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
+  lock_connection_id, started_at, attempts)`;
+
+function claimValues(c: Claim): unknown[] {
+  const a = c.attempt;
+  return [
+    a.namespace,
+    a.job,
+    a.scheduledAt,
+    a.slot ?? 1,
+    a.trigger,
+    a.host,
+    a.pid,
+    c.lockConnectionId,
+  ];
+}
+
+/**
+ * Claims fires: inserts each winning row — but only once the fire's instant has come by the
+ * database's clock (`NOW(3) >= scheduled_at`), so no run ever starts early, whatever the runner's
+ * clock says. The fire key decides who won: a slot of a fire that already has a winner is
+ * `taken`.
+ *
+ * Many claims (a whole instant's fires, each under its job's lock) are one insert, in fire-key
+ * order. A duplicate key fails all of it (nothing is inserted), and the claims are then made one
+ * by one, so each gets its exact answer — rare: only a late host meets fires that already ran. So
+ * does a deadlock or lock wait (rolled back too): the claims are held under their locks, and
+ * giving them up would leave their fires to nobody.
+ */
+export async function claimFires(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
+  if (claims.length > 1) {
+    const order = claims.map((_, i) => i).sort((i, j) => compareFireKeys(claims[i]!, claims[j]!));
+    try {
+      const sorted = await claimTogether(
+        db,
+        order.map((i) => claims[i]!),
+      );
+      const results: ClaimResult[] = [];
+      order.forEach((i, k) => (results[i] = sorted[k]!));
+      return results;
+    } catch (err) {
+      if (!isDuplicateKeyError(err) && !isLockConflictError(err)) throw err;
+    }
+  }
+  const results: ClaimResult[] = [];
+  for (const c of claims) results.push(await claimOne(db, c));
+  return results;
+}
+
+/** The unique fire key's order (job is ascii_bin: code-unit order is the index's order). */
+function compareFireKeys(a: Claim, b: Claim): number {
+  const x = a.attempt;
+  const y = b.attempt;
+  if (x.job !== y.job) return x.job < y.job ? -1 : 1;
+  return x.scheduledAt.getTime() - y.scheduledAt.getTime() || (x.slot ?? 1) - (y.slot ?? 1);
+}
+
+async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
+  try {
+    const [res] = await db.query<ResultSetHeader>(
+      `INSERT INTO baton_runs ${CLAIM_COLUMNS}
+       SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE NOW(3) >= ?`,
+      [...claimValues(c), c.attempt.scheduledAt],
+    );
+    return res.affectedRows === 1 ? { runId: res.insertId } : 'early';
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return 'taken';
+    throw err;
+  }
+}
+
+/**
+ * One insert for all claims, then the rows read back by fire key. A row at a claim's key is this
+ * claim's when this statement inserted it: its id is at least the statement's first id (ids only
+ * grow, so a row written before has a smaller one) and it names this lock session, host and pid.
+ */
+async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
+  const row = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
+       ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id`;
+  const [res] = await db.query<ResultSetHeader>(
+    `INSERT INTO baton_runs ${CLAIM_COLUMNS}
+     SELECT f.namespace, f.job, f.scheduled_at, f.winner, f.triggered_by, 'running', f.host,
+            f.pid, f.lock_connection_id, NOW(3), 1
+       FROM (${claims.map(() => row).join(' UNION ALL ')}) AS f
+      WHERE NOW(3) >= f.scheduled_at`,
+    claims.flatMap(claimValues),
+  );
+  const winners = await winnersOfFires(
+    db,
+    claims[0]!.attempt.namespace,
+    claims.map((c) => c.attempt),
+  );
+  return claims.map((c): ClaimResult => {
+    const a = c.attempt;
+    const w = winners.find(
+      (r) =>
+        r.job === a.job &&
+        r.scheduledAt.getTime() === a.scheduledAt.getTime() &&
+        r.workerSlot === (a.slot ?? 1),
+    );
+    if (!w) return 'early';
+    const ours =
+      res.affectedRows > 0 &&
+      w.id >= res.insertId &&
+      w.lockConnectionId === c.lockConnectionId &&
+      w.host === a.host &&
+      w.pid === a.pid;
+    return ours ? { runId: w.id } : 'taken';
+  });
+}
+
+/**
+ * Closes a winner row whose insert failed without a clear answer (it may have committed): by fire
+ * key and lock session, so only this runner's own claim is touched.
+ */
+export async function abandonClaim(
+  db: Queryable,
+  attempt: Attempt,
+  lockConnectionId: number,
+  why: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE baton_runs SET status = 'failed', finished_at = NOW(3), error = ?
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = ?
+        AND lock_connection_id = ? AND status = 'running'`,
+    [
+      truncate(`baton could not confirm its claim of this fire: ${why}`, 2000),
+      attempt.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      attempt.slot ?? 1,
+      lockConnectionId,
+    ],
+  );
+}
+
+/** A fire this runner considered and did not run: why, in words and as a kind. */
+export interface Skip {
+  attempt: Attempt;
+  reason: string;
+  kind: SkipKind;
+}
+
+/**
+ * Skip rows of many fires in one statement; their ids in the same order. The ids are read back
+ * by fire rather than assumed consecutive from the first one (they need not be, with
+ * `innodb_autoinc_lock_mode = 2` or an `auto_increment_increment` above 1).
+ */
+export async function insertSkips(db: Queryable, skips: readonly Skip[]): Promise<number[]> {
+  const [res] = await db.query<ResultSetHeader>(
+    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
+       reason_kind, host, pid, started_at, finished_at)
+     VALUES ${skips.map(() => "(?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, ?, NOW(3), NOW(3))").join(', ')}`,
+    skips.flatMap(({ attempt: a, reason, kind }) => [
+      a.namespace,
+      a.job,
+      a.scheduledAt,
+      a.trigger,
+      truncate(reason, REASON_MAX),
+      kind,
+      a.host,
+      a.pid,
+    ]),
+  );
+  if (skips.length === 1) return [res.insertId];
+  const attempts = skips.map((s) => s.attempt);
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, job, scheduled_at, triggered_by FROM baton_runs
+      WHERE id >= ? AND namespace IN (?) AND host IN (?) AND pid IN (?) AND status = 'skipped'
+        AND job IN (?) ORDER BY id`,
+    [
+      res.insertId,
+      [...new Set(attempts.map((a) => a.namespace))],
+      [...new Set(attempts.map((a) => a.host))],
+      [...new Set(attempts.map((a) => a.pid))],
+      [...new Set(attempts.map((a) => a.job))],
+    ],
+  );
+  // Each fire's rows in id order, handed out in the order they were asked for.
+  const ids = new Map<string, number[]>();
+  for (const r of rows) {
+    const key = fireKey(String(r.job), r.scheduled_at as Date, String(r.triggered_by));
+    ids.set(key, [...(ids.get(key) ?? []), Number(r.id)]);
+  }
+  return skips.map(({ attempt: a }) => {
+    const id = ids.get(fireKey(a.job, a.scheduledAt, a.trigger))?.shift();
+    if (id == null) throw new Error(`internal error: the skip row of ${a.job} was not found back`);
+    return id;
+  });
+}
+
+function fireKey(job: string, scheduledAt: Date, trigger: string): string {
+  return `${job}\0${scheduledAt.getTime()}\0${trigger}`;
+}
+/**
+ * Records that nobody attempted a fire (the fleet was down or cut off), with the kind `not-run`.
+ * The row takes the fire key's `winner = 0` slot: written once however many runners notice, and never in the way of a
+ * winner (`winner = 1`). Returns whether this call wrote it.
+ */
+export async function insertMissed(
+  db: Queryable,
+  attempt: Attempt,
+  reason: string,
+): Promise<boolean> {
+  try {
+    await db.query(
+      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
+         reason_kind, host, pid, started_at, finished_at)
+       VALUES (?, ?, ?, 0, ?, 'missed', ?, 'not-run', ?, ?, NOW(3), NOW(3))`,
+      [
+        attempt.namespace,
+        attempt.job,
+        attempt.scheduledAt,
+        attempt.trigger,
+        truncate(reason, REASON_MAX),
+        attempt.host,
+        attempt.pid,
+      ],
+    );
+    return true;
+  } catch (err) {
+    // Another runner recorded it first. (Not `ON DUPLICATE KEY UPDATE id = id`: mysql2 connects
+    // with CLIENT_FOUND_ROWS, so that no-op update reports one affected row, like an insert.)
+    if (isDuplicateKeyError(err)) return false;
+    throw err;
+  }
+}

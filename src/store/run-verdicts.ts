@@ -1,0 +1,119 @@
+/**
+ * The writes that change a winner's `running` row (its life is drawn in runs.ts): the verdict,
+ * the attempt count of a retry, and `lost` — with the read that finds the rows to declare lost.
+ *
+ * Every write here is conditional on the row still being `running`, so the first verdict
+ * written stands: the runner's own, or a reaper's that found the runner gone.
+ */
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { sessionLockSql } from '../lock-names.js';
+import type { FinalStatus } from '../run-status.js';
+import type { Queryable } from './deadline.js';
+
+export interface RunOutcome {
+  status: FinalStatus;
+  exitCode: number | null;
+  error: string | null;
+  outputTail: string | null;
+  /**
+   * When the run really ended, in database time (the runner's clock corrected by its measured
+   * offset). Default: the moment of writing, `NOW(3)`. Never before `started_at`.
+   */
+  finishedAt?: Date;
+}
+
+/**
+ * Writes a run's verdict. Conditional on the row still being `running`: a verdict already written
+ * by someone else (a reaper that declared the run lost) is never overwritten. Returns whether
+ * this call wrote it.
+ */
+export async function finishRun(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_runs
+        SET status = ?, finished_at = GREATEST(started_at, COALESCE(?, NOW(3))), exit_code = ?,
+            error = ?,
+            output_tail = ?
+      WHERE id = ? AND status = 'running'`,
+    [
+      outcome.status,
+      outcome.finishedAt ?? null,
+      outcome.exitCode,
+      outcome.error,
+      outcome.outputTail,
+      id,
+    ],
+  );
+  if (res.affectedRows === 1) return true;
+  if (outcome.status === 'lost' && outcome.finishedAt) {
+    // Someone else declared it lost first, stamping the moment they noticed. The runner that ran
+    // it knows when it really ended — earlier (the history must not show it overlapping the next
+    // run) or later (a real overlap in the detection window must not be hidden) — so its end
+    // time wins. The verdict itself stays as written.
+    await db.query(
+      `UPDATE baton_runs SET finished_at = GREATEST(started_at, ?) WHERE id = ? AND status = 'lost'`,
+      [outcome.finishedAt, id],
+    );
+  }
+  return false;
+}
+
+/** A retry starts: the row counts it (still conditional on the run being this one, `running`). */
+export async function recordAttempt(db: Queryable, id: number, attempt: number): Promise<void> {
+  await db.query(`UPDATE baton_runs SET attempts = ? WHERE id = ? AND status = 'running'`, [
+    attempt,
+    id,
+  ]);
+}
+
+/** A `running` row whose runner is gone, as the reaper finds it. */
+export interface OrphanRun {
+  id: number;
+  job: string;
+  host: string;
+  lockConnectionId: number | null;
+}
+
+/**
+ * `running` rows of the namespace whose lock session is gone: its session lock is not held by the
+ * connection the row names, or the row started before the server did (connection ids restart
+ * after a server restart, so an id alone could be a stranger's). `serverStartedBefore` is the
+ * server's start time rounded down (a second early), which never misjudges a live row.
+ *
+ * Rows with `attempts = 0` are left alone: they were written by runners older than migration 0002,
+ * which hold no session lock — judged by this test, they would all look dead.
+ */
+export async function findOrphanRuns(
+  db: Queryable,
+  namespace: string,
+  serverStartedBefore: Date,
+  jobs?: readonly string[],
+): Promise<OrphanRun[]> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, job, host, lock_connection_id FROM baton_runs
+      WHERE namespace = ? AND status = 'running' AND attempts > 0
+        ${jobs == null ? '' : 'AND job IN (?)'}
+        AND (lock_connection_id IS NULL OR started_at < ?
+             OR NOT (IS_USED_LOCK(${sessionLockSql('lock_connection_id')})
+                     <=> lock_connection_id))`,
+    jobs == null ? [namespace, serverStartedBefore] : [namespace, jobs, serverStartedBefore],
+  );
+  return rows.map((r) => ({
+    id: Number(r.id),
+    job: String(r.job),
+    host: String(r.host),
+    lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+  }));
+}
+
+/**
+ * Declares a run lost (its runner vanished, or its lock session died under it). Conditional on
+ * the row still being `running`: whoever writes first wins, nobody overwrites a verdict.
+ */
+export async function markLost(db: Queryable, id: number, error: string): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_runs SET status = 'lost', finished_at = NOW(3), error = ?
+      WHERE id = ? AND status = 'running'`,
+    [error, id],
+  );
+  return res.affectedRows === 1;
+}
