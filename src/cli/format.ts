@@ -72,6 +72,7 @@ export function runToJson(run: Run) {
     trigger: run.trigger,
     status: run.status,
     reason: run.reason,
+    reasonKind: run.reasonKind,
     host: run.host,
     pid: run.pid,
     startedAt: run.startedAt.toISOString(),

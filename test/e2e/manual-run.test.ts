@@ -223,6 +223,7 @@ describe('baton history', () => {
         'trigger',
         'status',
         'reason',
+        'reasonKind',
         'host',
         'pid',
         'startedAt',
@@ -272,6 +273,33 @@ describe('baton history', () => {
         status: 'skipped',
         winner: false,
       });
+
+    // By kind: the manual run met the scheduled run of an earlier fire holding the lock.
+    const byKind = async (kind: string) =>
+      baton([
+        'history',
+        'busy',
+        '--reason-kind',
+        kind,
+        '--json',
+        '--config',
+        config,
+        '--database-url',
+        db.url,
+      ]);
+    const overlaps = JSON.parse((await byKind('overlap')).stdout) as Record<string, unknown>[];
+    expect(overlaps.map((r) => r.id).sort()).toEqual(
+      skips
+        .filter((s) => s.reasonKind === 'overlap')
+        .map((r) => r.id)
+        .sort(),
+    );
+    expect(overlaps.length).toBeGreaterThanOrEqual(1);
+    for (const s of overlaps) expect(s).toMatchObject({ status: 'skipped', reasonKind: 'overlap' });
+    expect(JSON.parse((await byKind('paused')).stdout)).toEqual([]);
+    const bogus = await byKind('sideways');
+    expect(bogus.code).toBe(64);
+    expect(bogus.stderr).toMatch(/reason-kind/);
 
     const limited = await baton([
       'history',

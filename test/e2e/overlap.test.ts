@@ -69,8 +69,10 @@ jobs:
 
     const skipped = (await runs(db, 'slow')).filter((r) => r.winner === null);
     expect(skipped.length).toBeGreaterThanOrEqual(1);
-    for (const s of skipped)
+    for (const s of skipped) {
       expect(s.reason).toMatch(/^an earlier run is still running on solo \(this runner; fire /);
+      expect(s.reason_kind).toBe('overlap');
+    }
 
     expect(await runners[0]!.stop('SIGTERM')).toBe(0);
     expect(await lockIsFree(lock)).toBe(true);
@@ -118,17 +120,21 @@ jobs:
       const skips = fire.filter((r) => r.winner === null);
       if (winner) {
         // The others found this very fire claimed by, or running on, the winner.
-        for (const s of skips)
+        for (const s of skips) {
           expect(s.reason, new Date(at).toISOString()).toMatch(
             new RegExp(`^this fire is (being claimed by|running on) ${winner.host} `),
           );
+          expect(s.reason_kind).toBe('taken');
+        }
       } else if (fire.length === hosts.length) {
         // A fire in the middle of a run: every host skipped it because an earlier run is going.
         inBetween += 1;
-        for (const s of skips)
+        for (const s of skips) {
           expect(s.reason, new Date(at).toISOString()).toMatch(
             /^an earlier run is still running on [abc] /,
           );
+          expect(s.reason_kind).toBe('overlap');
+        }
       }
     }
     expect(inBetween).toBeGreaterThanOrEqual(4);

@@ -62,6 +62,7 @@ export interface RunRow {
   triggered_by: string;
   status: string;
   reason: string | null;
+  reason_kind: string | null;
   host: string;
   pid: number | null;
   started_at: Date;

@@ -36,6 +36,7 @@ function row(over: Partial<RunRow>): RunRow {
     triggered_by: 'schedule',
     status: 'skipped',
     reason: null,
+    reason_kind: null,
     host: 'a',
     pid: 1,
     started_at: new Date(T + 5),

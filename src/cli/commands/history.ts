@@ -4,7 +4,7 @@ import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
-import { RUN_STATUSES, type RunStatus } from '../../run-status.js';
+import { REASON_KINDS, RUN_STATUSES, type ReasonKind, type RunStatus } from '../../run-status.js';
 import { formatInstant, oneLine } from '../../text.js';
 import { listRuns } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
@@ -16,6 +16,7 @@ import { resolveNamespace } from '../config-options.js';
 interface HistoryArgs extends CommonArgs {
   job?: string;
   status?: string;
+  reasonKind?: string;
   since?: string;
   limit: number;
   json: boolean;
@@ -49,6 +50,12 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         choices: RUN_STATUSES,
         describe: 'only rows with this status',
       })
+      .option('reason-kind', {
+        type: 'string',
+        choices: REASON_KINDS,
+        describe:
+          'only rows with this reason_kind: why a runner did not run a fire (docs/history.md)',
+      })
       .option('since', { type: 'string', describe: 'only fires since: 2h, 30m, 7d or ISO-8601' })
       .option('limit', { type: 'number', default: 50, describe: 'at most this many rows' })
       .option('json', { type: 'boolean', default: false, describe: 'one JSON array of rows' })
@@ -76,6 +83,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         ...(args.job != null ? { job: args.job } : {}),
         ...(host != null ? { host } : {}),
         ...(args.status != null ? { status: args.status as RunStatus } : {}),
+        ...(args.reasonKind != null ? { reasonKind: args.reasonKind as ReasonKind } : {}),
         ...(since ? { since } : {}),
       });
       // A database from before the pauses table (migration 0003) has none.
