@@ -27,6 +27,7 @@ import { BATON_BIN, cleanEnv, round } from '../lib/index.js';
 import { analyze, shapeOf, type StatementCost } from '../lib/b-analyze.js';
 import { loadConfig } from '../../dist/config/load.js';
 import { jobFingerprint } from '../../dist/config/fingerprint.js';
+import { plantRunsFrom } from '../../test/helpers/db.js';
 
 const HOSTS = ['batch-01', 'batch-02', 'batch-03'];
 
@@ -117,14 +118,31 @@ const WINNER_STATUS = `CASE WHEN f.h < 3 THEN 'missed' WHEN f.h < 30 THEN 'faile
   WHEN f.h < 35 THEN 'timeout' WHEN f.h < 37 THEN 'lost' WHEN f.h < 39 THEN 'interrupted'
   ELSE 'done' END`;
 
+/** The columns of a chunk of the history, in the order CHUNK_SELECT yields them. */
+const CHUNK_FIELDS = [
+  'namespace',
+  'job',
+  'scheduledAt',
+  'winner',
+  'trigger',
+  'status',
+  'reason',
+  'host',
+  'pid',
+  'lockConnectionId',
+  'startedAt',
+  'finishedAt',
+  'exitCode',
+  'attempts',
+  'error',
+  'outputTail',
+] as const;
+
 /**
  * One chunk of the history: every fire of every job in [from, to), in time order. `h` is a
  * pseudo-random 0..999 per fire that decides its outcome, its hosts and its timings.
  */
-const INSERT_CHUNK = `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by,
-    status, reason, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts,
-    error, output_tail)
-  SELECT f.ns, f.job, f.at,
+const CHUNK_SELECT = `SELECT f.ns, f.job, f.at,
     CASE WHEN k.r > 0 THEN NULL WHEN f.h < 3 THEN 0 ELSE 1 END,
     CASE WHEN k.r > 0 THEN 'schedule' WHEN f.h BETWEEN 60 AND 61 THEN 'catchup'
          WHEN f.h >= 995 THEN 'manual' ELSE 'schedule' END,
@@ -271,7 +289,7 @@ export default {
     for (let c = 0; c < chunks; c++) {
       const from = new Date(start.getTime() + c * step);
       const to = new Date(Math.min(end.getTime(), from.getTime() + step));
-      await ctx.db.query(INSERT_CHUNK, [...HOSTS, ...HOSTS, from, to]);
+      await plantRunsFrom(ctx.db, CHUNK_FIELDS, CHUNK_SELECT, [...HOSTS, ...HOSTS, from, to]);
       if (c % 5 === 4) ctx.log(`history: chunk ${c + 1}/${chunks}`);
     }
     // Two runs in progress right now (the latest fires of two prod jobs), as `status` shows them.

@@ -17,7 +17,7 @@ import { migrateDatabase } from '../../src/store/migrate.js';
 import { claimFires, insertSkips, type Claim } from '../../src/store/fire-claims.js';
 import type { Attempt } from '../../src/store/runs.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
-import { nextGridInstant, runs } from '../helpers/db.js';
+import { nextGridInstant, plantRun, runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { countStatements, loggedStatements, statementLogEnv } from '../helpers/statements.js';
@@ -189,11 +189,13 @@ describe('claims of many fires in one statement', () => {
     const past = new Date(Date.UTC(2026, 0, 1, 0, 2, 0));
     const future = new Date(Date.now() + 3_600_000);
     // A fire in the future that someone else already holds a row for is `taken`, not `early`.
-    await fleet.db.query(
-      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host,
-         started_at, attempts) VALUES ('claims', 'y', ?, 1, 'schedule', 'running', 'other', NOW(3), 1)`,
-      [future],
-    );
+    await plantRun(fleet.db, {
+      namespace: 'claims',
+      job: 'y',
+      scheduledAt: future,
+      status: 'running',
+      host: 'other',
+    });
     const results = await claimFires(pool, [
       claim('x', future),
       claim('y', future),

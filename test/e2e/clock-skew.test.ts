@@ -25,7 +25,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, type RunnerProcess } from '../helpers/cli.js';
-import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { createTestDatabase, dbNow, runs, type TestDatabase } from '../helpers/db.js';
 import { expectCompleteFires, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import {
@@ -51,11 +51,6 @@ jobs:
     command: ${j.yaml({ work: 'sleep 0.03' })}
 `,
   );
-}
-
-async function dbNow(db: TestDatabase): Promise<Date> {
-  const [row] = await db.query<{ now: Date }>('SELECT NOW(3) AS now');
-  return row!.now;
 }
 
 interface StatusJson {

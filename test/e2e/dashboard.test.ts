@@ -37,6 +37,7 @@ import {
 } from '../../src/store/dashboard-reads.js';
 import { launchChromium } from '../helpers/browser.js';
 import { baton, ROOT, writeSchedule } from '../helpers/cli.js';
+import { plantRun, plantRunsFrom } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { freePort } from '../helpers/private-server.js';
 import { rowsRead } from '../helpers/query-cost.js';
@@ -390,24 +391,21 @@ jobs:
       for (let h = 1; h < 12; h++) row('crowd', m, null, 'skipped', `h${h}`, 'busy');
     }
     for (const [job, scheduledAt, winner, status, host, reason, output] of rows) {
-      await db.query(
-        `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status,
-           reason, host, pid, started_at, finished_at, exit_code, attempts, error, output_tail)
-         VALUES ('hist', ?, ?, ?, 'schedule', ?, ?, ?, 1, ?, ?, ?, 1, ?, ?)`,
-        [
-          job,
-          scheduledAt,
-          winner,
-          status,
-          reason,
-          host,
-          scheduledAt,
-          status === 'running' ? null : new Date(scheduledAt.getTime() + 1500),
-          status === 'failed' ? 3 : status === 'done' ? 0 : null,
-          status === 'failed' ? 'exited with code 3' : null,
-          output,
-        ],
-      );
+      await plantRun(db, {
+        namespace: 'hist',
+        job,
+        scheduledAt,
+        winner,
+        status,
+        reason,
+        host,
+        pid: 1,
+        finishedAt: status === 'running' ? null : new Date(scheduledAt.getTime() + 1500),
+        exitCode: status === 'failed' ? 3 : status === 'done' ? 0 : null,
+        attempts: 1,
+        error: status === 'failed' ? 'exited with code 3' : null,
+        outputTail: output,
+      });
     }
     const source = (pool: DashboardSource['pool']): DashboardSource => ({
       pool,
@@ -508,10 +506,23 @@ jobs:
     expect((await baton(['migrate', '--database-url', db.url])).code).toBe(0);
     // One statement, three shapes of job: flaky (40,000 fires × a winner, failing every other fire, and
     // two skips), steady (30,000 fires, one runner, all done), rare (100 fires an hour apart).
-    await db.query(
-      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-         host, pid, started_at, finished_at, attempts)
-       SELECT 'big', j.job, j.first + INTERVAL f.seq * j.every SECOND, IF(h.seq = 0, 1, NULL),
+    await plantRunsFrom(
+      db,
+      [
+        'namespace',
+        'job',
+        'scheduledAt',
+        'winner',
+        'trigger',
+        'status',
+        'reason',
+        'host',
+        'pid',
+        'startedAt',
+        'finishedAt',
+        'attempts',
+      ],
+      `SELECT 'big', j.job, j.first + INTERVAL f.seq * j.every SECOND, IF(h.seq = 0, 1, NULL),
               'schedule', IF(h.seq > 0, 'skipped', IF(f.seq % 2 = j.fails, 'failed', 'done')),
               IF(h.seq > 0, 'busy', NULL), CONCAT('srv-', h.seq), 1,
               j.first + INTERVAL f.seq * j.every SECOND, j.first + INTERVAL f.seq * j.every SECOND,

@@ -18,18 +18,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
-import { byFire, runs, type RunRow } from '../helpers/db.js';
+import { byFire, dbNow, runs, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['srv-01', 'srv-02', 'srv-03'];
 const fleet = useFleet('inspect', { perTest: true });
-
-async function dbNow(): Promise<Date> {
-  const [row] = await fleet.db.query<{ now: Date }>('SELECT NOW(3) AS now');
-  return row!.now;
-}
 
 /** `baton <args> --config <config> --database-url <the fleet's>`. */
 function cli(config: string, ...args: string[]): Promise<CliResult> {
@@ -97,7 +92,7 @@ jobs:
     command: ["true"]
 `);
     const runners = await fleet.start(HOSTS, { config });
-    await fireWithRows('tick', await dbNow(), 3);
+    await fireWithRows('tick', await dbNow(fleet.db), 3);
 
     const paused = await cli(
       config,
@@ -113,7 +108,7 @@ jobs:
     expect(paused.stdout).toContain('paused tick in namespace "pause-test": paused by ops-1 at ');
     // Any fire whose runners looked for a pause after it was stored skips; one second of margin
     // covers a fire that was already past that look when the pause landed.
-    const cutoff = new Date((await dbNow()).getTime() + 1_000);
+    const cutoff = new Date((await dbNow(fleet.db)).getTime() + 1_000);
     await waitFor(
       'three paused fires of tick, each with three skip rows',
       async () =>
@@ -153,14 +148,14 @@ jobs:
 
     // The pause holds until the resume is asked for: a fire after that may run (the command
     // takes a moment to exit, and the test to read the time after it).
-    const resumeAsked = await dbNow();
+    const resumeAsked = await dbNow(fleet.db);
     const resumed = await cli(config, 'resume', 'tick');
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain(
       'resumed tick in namespace "pause-test" (it was paused by ops-1',
     );
-    const resumedAt = await dbNow();
+    const resumedAt = await dbNow(fleet.db);
     const back = new Date(resumedAt.getTime() + 1_000);
     await fireWithRows('tick', back, 3);
     await fireWithRows('tick', new Date(back.getTime() + 1_000), 3);
@@ -294,7 +289,7 @@ jobs:
     command: ["true"]
 `);
     const runners = await fleet.start(HOSTS, { config });
-    const [fire1, rows1] = await fireWithRows('tick', await dbNow(), 3);
+    const [fire1, rows1] = await fireWithRows('tick', await dbNow(fleet.db), 3);
     const winner1 = rows1.find((r) => r.winner === 1)!;
 
     const j1 = json<ExplainJson>(
@@ -335,7 +330,7 @@ jobs:
 
     // srv-03 dies without a word; a later fire has two attempts and names it.
     await runners[2]!.stop('SIGKILL');
-    const killedAt = await dbNow();
+    const killedAt = await dbNow(fleet.db);
     const [fire2, rows2] = await fireWithRows('tick', new Date(killedAt.getTime() + 1_000), 2);
     expect(new Set(rows2.map((r) => r.host))).toEqual(new Set(['srv-01', 'srv-02']));
     const j2 = json<ExplainJson>(
@@ -353,7 +348,7 @@ jobs:
     expect(text2.stdout).toMatch(/^srv-03 +\d+ +gone /m);
 
     // Without a fire time: the latest fire, which srv-03 missed too.
-    const latestBefore = await dbNow();
+    const latestBefore = await dbNow(fleet.db);
     const j3 = json<ExplainJson>(await cli(config, 'explain', 'tick', '--json'));
     expect(new Date(j3.scheduledAt!).getTime()).toBeGreaterThanOrEqual(
       Math.floor(latestBefore.getTime() / 1000) * 1000 - 2_000,
@@ -439,7 +434,7 @@ jobs:
     command: ["true"]
 `);
     const first = await fleet.start(['srv-01', 'srv-02'], { config: withTick });
-    await fireWithRows('tick', await dbNow(), 2);
+    await fireWithRows('tick', await dbNow(fleet.db), 2);
     expect(await Promise.all(first.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
     // srv-01 comes back with a file that has no tick; srv-02 stays down.
     const [srv01] = await fleet.start(['srv-01'], { config: withoutTick });
@@ -447,7 +442,7 @@ jobs:
       "SELECT MAX(scheduled_at) AS at FROM baton_runs WHERE job = 'tick'",
     );
     await waitFor('two fires of tick with nobody to run them', async () => {
-      return (await dbNow()).getTime() > last!.at.getTime() + 2_000;
+      return (await dbNow(fleet.db)).getTime() > last!.at.getTime() + 2_000;
     });
 
     const j = json<ExplainJson>(await cli(withTick, 'explain', 'tick', '--json'));
@@ -489,9 +484,9 @@ jobs:
       config,
       args: ['--registry-interval', '1s'],
     });
-    await fireWithRows('tick', await dbNow(), 2);
+    await fireWithRows('tick', await dbNow(fleet.db), 2);
     runners[1]!.child.kill('SIGSTOP');
-    const frozenAt = await dbNow();
+    const frozenAt = await dbNow(fleet.db);
     try {
       // A fire 4 s after the freeze: srv-01's row only (its winner, or its skip when the frozen
       // runner happened to hold the job's lock).

@@ -12,7 +12,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runs, sharedServerAddress } from '../helpers/db.js';
+import { dbNow, runs, sharedServerAddress } from '../helpers/db.js';
 import { expectCompleteFires, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import {
@@ -26,11 +26,6 @@ import { waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['srv-01', 'srv-02', 'srv-03'];
 const fleet = useFleet('one_winner', { perTest: true });
-
-async function dbNow(): Promise<Date> {
-  const [row] = await fleet.db.query<{ now: Date }>('SELECT NOW(3) AS now');
-  return row!.now;
-}
 
 /**
  * Waits until a winner of a fire after `until` is done and every host attempted the last fire of
@@ -67,7 +62,7 @@ jobs:
     );
     const db = fleet.db;
     const runners = await fleet.start(HOSTS, { config });
-    const from = await dbNow();
+    const from = await dbNow(fleet.db);
     const until = new Date(from.getTime() + 10_000);
     await waitPast(until, HOSTS.length);
     const codes = await Promise.all(runners.map((r) => r.stop('SIGTERM')));
@@ -141,7 +136,7 @@ jobs:
       databaseUrl: proxy().url(db.name),
       env: statementLogEnv(statementLog, 120),
     });
-    const from = new Date((await dbNow()).getTime() + 1_000);
+    const from = new Date((await dbNow(fleet.db)).getTime() + 1_000);
     const until = new Date(from.getTime() + 14_000);
     await waitPast(until, 2, 2_000);
     expect(await Promise.all([near!.stop('SIGTERM'), far!.stop('SIGTERM')])).toEqual([0, 0]);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule } from '../helpers/cli.js';
-import { byFire, runs } from '../helpers/db.js';
+import { byFire, lockIsFree, runs } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import {
@@ -17,11 +17,6 @@ import {
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('overlap', { perTest: true });
-
-async function lockIsFree(name: string): Promise<boolean> {
-  const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
-  return row!.free === 1;
-}
 
 describe('one runner, a 4 s job every 3 s', () => {
   it('skips its own later fires and leaves the lock free after the run', async () => {
@@ -58,7 +53,7 @@ jobs:
     // The verdict is written just before RELEASE_LOCK, so give the release a moment; it must
     // come well before the next fire would take the lock again.
     const nextFire = new Date(firstDone.scheduled_at.getTime() + 6_000);
-    await waitFor('the lock to be released', () => lockIsFree(lock), {
+    await waitFor('the lock to be released', () => lockIsFree(fleet.db, lock), {
       timeoutMs: 5_000,
       intervalMs: 10,
     });
@@ -75,7 +70,7 @@ jobs:
     }
 
     expect(await runners[0]!.stop('SIGTERM')).toBe(0);
-    expect(await lockIsFree(lock)).toBe(true);
+    expect(await lockIsFree(fleet.db, lock)).toBe(true);
   });
 });
 

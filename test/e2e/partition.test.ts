@@ -15,11 +15,10 @@
  * finished_at] pairwise disjoint, and no winner of `b`/`c` before the cut. Every runner survives
  * the partition and exits 0 on SIGTERM.
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
 import { startRunner, type RunnerProcess } from '../helpers/cli.js';
-import { allRuns, createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { allRuns, createTestDatabase, dbNow, runs, type TestDatabase } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import {
   expectHistoryMatchesJournal,
@@ -27,6 +26,7 @@ import {
   writeJournaledSchedule,
 } from '../helpers/ground-truth.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
+import { alive } from '../helpers/procfs.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -53,28 +53,9 @@ afterAll(async () => {
   await server?.destroy();
 });
 
-/** Whether a process exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
 /** Time from `now` until 150 ms before the next fire of an every-2-seconds schedule. */
 function msUntilBeforeFire(now: number): number {
   return (((2_000 - 150 - (now % 2_000)) % 2_000) + 2_000) % 2_000;
-}
-
-async function dbNow(d: TestDatabase): Promise<Date> {
-  const [row] = await d.query<{ now: Date }>('SELECT NOW(3) AS now');
-  return row!.now;
 }
 
 async function sessionIds(d: TestDatabase): Promise<number[]> {

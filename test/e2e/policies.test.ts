@@ -24,7 +24,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { byFire, runs, type RunRow } from '../helpers/db.js';
+import { byFire, dbNow, lockIsFree, runs, type RunRow } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import {
@@ -47,16 +47,6 @@ function winnersOf(rows: Row[]): Row[] {
   return rows
     .filter((r) => r.winner === 1)
     .sort((x, y) => x.started_at.getTime() - y.started_at.getTime());
-}
-
-async function dbNow(): Promise<Date> {
-  const [row] = await fleet.db.query<{ now: Date }>('SELECT NOW(3) AS now');
-  return row!.now;
-}
-
-async function lockIsFree(name: string): Promise<boolean> {
-  const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
-  return row!.free === 1;
 }
 
 /**
@@ -133,11 +123,11 @@ jobs:
 
     // The verdict is written just before RELEASE_LOCK: the lock must be free well before the
     // next fire (4 s later) could take it again.
-    await waitFor('the lock of `slow` to be free', () => lockIsFree(lock), {
+    await waitFor('the lock of `slow` to be free', () => lockIsFree(fleet.db, lock), {
       timeoutMs: 2_000,
       intervalMs: 10,
     });
-    expect((await dbNow()).getTime(), 'free before the next fire').toBeLessThan(
+    expect((await dbNow(fleet.db)).getTime(), 'free before the next fire').toBeLessThan(
       timedOut.scheduled_at.getTime() + 4_000,
     );
     // Meanwhile the `stubborn` run of the same fire lives on through its kill grace (and this
@@ -220,7 +210,7 @@ jobs:
     const lived = journal.attempts('stubborn');
     expectNoOverlapInJournal(lived, 'stubborn');
     expectHistoryMatchesJournal(stubbornRows, lived, 'stubborn', (r) => r.status === 'timeout');
-    expect(await lockIsFree(lock)).toBe(true);
+    expect(await lockIsFree(fleet.db, lock)).toBe(true);
     expectQuiet(runners);
   });
 });
@@ -374,7 +364,7 @@ jobs:
 `);
     const hosts = ['a1', 'a2'];
     const runners = await fleet.start(hosts, { config });
-    const from = await dbNow();
+    const from = await dbNow(fleet.db);
     await waitFor(
       'four finished `parallel` runs',
       async () =>
@@ -386,7 +376,7 @@ jobs:
       async () => winnersOf(await rowsOf('serial')).filter((r) => r.status === 'done').length >= 2,
       { timeoutMs: 30_000, intervalMs: 100 },
     );
-    const until = await dbNow();
+    const until = await dbNow(fleet.db);
     expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
     expectQuiet(runners);
 

@@ -13,11 +13,10 @@
  * says (once) why it does not run, refuses each fire, keeps running, and a manual `baton run`
  * exits 69 naming the cause. After `read_only = OFF`, every runner says so and runs resume.
  */
-import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { createTestDatabase, dbNow, runs, type TestDatabase } from '../helpers/db.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -44,11 +43,6 @@ afterAll(async () => {
   await db?.conn.destroy();
   await server?.destroy();
 });
-
-async function dbNow(conn: Connection): Promise<Date> {
-  const [[row]] = (await conn.query('SELECT NOW(3) AS now')) as unknown as [{ now: Date }[]];
-  return row!.now;
-}
 
 describe('a demoted primary (read_only = ON)', () => {
   it('runs nothing while read-only, refuses a manual run, and resumes when writable', async () => {

@@ -36,6 +36,7 @@ import {
   SELECT_BATCH_SQL,
 } from '../../src/store/prune.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
+import { dbNow, plantRun } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -56,19 +57,15 @@ interface Row {
   age: number;
 }
 
-/** Writes rows at their ages; returns their ids in order. Skips have no winner, missed rows 0. */
+/**
+ * Writes rows at their ages (by the database's clock; each row ended when its fire came); returns
+ * their ids in order. Skips have no winner, missed rows 0.
+ */
 async function insertRows(rows: Row[]): Promise<number[]> {
+  const now = (await dbNow(fleet.db)).getTime();
   const ids: number[] = [];
-  for (const r of rows) {
-    const winner = r.status === 'skipped' ? null : r.status === 'missed' ? 0 : 1;
-    const [res] = await fleet.db.conn.query<mysql.ResultSetHeader>(
-      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host,
-         started_at, finished_at, attempts)
-       VALUES (?, ?, NOW(3) - INTERVAL ? SECOND, ?, 'schedule', ?, 'h1',
-         NOW(3) - INTERVAL ? SECOND, IF(? = 'running', NULL, NOW(3) - INTERVAL ? SECOND), 1)`,
-      [r.namespace, r.job, r.age, winner, r.status, r.age, r.status, r.age],
-    );
-    ids.push(res.insertId);
+  for (const { age, ...r } of rows) {
+    ids.push(await plantRun(fleet.db, { ...r, scheduledAt: new Date(now - age * 1_000) }));
   }
   return ids;
 }

@@ -13,7 +13,7 @@
  * Every check is against real processes (/proc) and the real rows in the shared MariaDB.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
@@ -24,52 +24,13 @@ import {
   type LogLine,
   type RunnerProcess,
 } from '../helpers/cli.js';
-import { runs, type RunRow } from '../helpers/db.js';
+import { lockIsFree, runs, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { useFleet } from '../helpers/fleet.js';
+import { killGroup, pidFile, processGone } from '../helpers/procfs.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('runner_death', { perTest: true });
-
-/**
- * Whether the process is gone. A killed process whose parent is gone too waits for init to reap
- * it; on this VM init may take its time, so a zombie (state Z) counts as gone: it runs nothing.
- */
-function processGone(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return true;
-  }
-  // "pid (comm) S ...": the state follows the last ')' (comm may hold spaces and parentheses).
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return state === 'Z' || state === 'X';
-}
-
-/** Reads a pid a job wrote into its folder (waits for the file to be complete). */
-async function pidFile(dir: string, name: string): Promise<number> {
-  return waitFor(`pid file ${name}`, () => {
-    const file = path.join(dir, name);
-    if (!existsSync(file)) return undefined;
-    const text = readFileSync(file, 'utf8');
-    return text.endsWith('\n') ? Number(text.trim()) : undefined;
-  });
-}
-
-/** SIGKILL to a process group the test found alive where it should not be. */
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-}
-
-async function lockIsFree(name: string): Promise<boolean> {
-  const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
-  return row!.free === 1;
-}
 
 async function runRow(id: number): Promise<RunRow & { lock_connection_id: number | null }> {
   const [row] = await fleet.db.query<RunRow & { lock_connection_id: number | null }>(
@@ -357,7 +318,7 @@ jobs:
     const jobPid = await pidFile(dir, 'job.pid');
     const childPid = await pidFile(dir, 'child.pid');
     const lock = jobLockName(db.name, 'graceful', 'long');
-    expect(await lockIsFree(lock)).toBe(false);
+    expect(await lockIsFree(fleet.db, lock)).toBe(false);
 
     expect(await runner!.stop('SIGTERM')).toBe(0);
 
@@ -370,7 +331,7 @@ jobs:
       error: 'interrupted: the runner stopped (SIGTERM)',
     });
     expect(winners[0]!.finished_at).not.toBeNull();
-    expect(await lockIsFree(lock)).toBe(true);
+    expect(await lockIsFree(fleet.db, lock)).toBe(true);
     // The runner waited for its job's exit, clean-up included; the grandchild got the same
     // SIGTERM (its group).
     expect(processGone(jobPid)).toBe(true);
@@ -403,7 +364,7 @@ jobs:
     expect(winners.map((r) => r.id)).toEqual([runId]);
     expect(winners[0]).toMatchObject({ status: 'done', exit_code: 0, error: null });
     expect(readFileSync(path.join(dir, `finished-${runId}.txt`), 'utf8')).toBe('finished\n');
-    expect(await lockIsFree(jobLockName(db.name, 'graceful', 'short'))).toBe(true);
+    expect(await lockIsFree(fleet.db, jobLockName(db.name, 'graceful', 'short'))).toBe(true);
     expect(runner!.errors()).toEqual([]);
   });
 
@@ -445,7 +406,7 @@ jobs:
       error: 'interrupted: the runner stopped (SIGTERM)',
     });
     expect(processGone(jobPid)).toBe(true);
-    expect(await lockIsFree(jobLockName(db.name, 'graceful', 'long'))).toBe(true);
+    expect(await lockIsFree(fleet.db, jobLockName(db.name, 'graceful', 'long'))).toBe(true);
     expect(runner!.errors()).toEqual([]);
   });
 });

@@ -47,6 +47,7 @@ import {
 } from '../helpers/cli.js';
 import { runs, type RunRow, type TestDatabase } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { alive } from '../helpers/procfs.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('seed_jobs', { perTest: true });
@@ -345,15 +346,6 @@ describe('reward: a reward queue shared by three runners', () => {
     expectQuiet([r3]);
   });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // population (seed 002)

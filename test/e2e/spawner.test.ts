@@ -7,33 +7,16 @@
  *   "baton's spawner process died", and a later fire runs `done` under a new spawner.
  * Every check is against real processes (/proc) and the real rows in the shared MariaDB.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
-import { parentOf, processGone } from '../helpers/procfs.js';
+import { killGroup, parentOf, pidFile, processGone } from '../helpers/procfs.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('spawner', { perTest: true });
-
-/** Reads a pid a job wrote into its folder (waits for the file to be complete). */
-function pidFile(dir: string, name: string): Promise<number> {
-  return waitFor(`pid file ${name}`, () => {
-    const file = path.join(dir, name);
-    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    return text.endsWith('\n') ? Number(text.trim()) : undefined;
-  });
-}
-
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-}
 
 /** The runner's spawner, from the pids its first run wrote: parent of the job, child of the runner. */
 async function spawnerOf(runner: RunnerProcess, dir: string, runId: number): Promise<number> {

@@ -32,7 +32,7 @@ import {
   LATEST_FIRE_SQL,
 } from '../../src/store/fire-reads.js';
 import { FIRST_ROW_SQL, LAST_SUCCESS_SQL } from '../../src/store/fleet-reads.js';
-import type { TestDatabase } from '../helpers/db.js';
+import { plantRunsFrom, type TestDatabase } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -480,9 +480,23 @@ jobs:
     // at the very start, a manual run every 1,000 fires), other (older: 25,000 successes) and rare
     // (oldest: 100 successes).
     const insert = (select: string) =>
-      db.query(
-        `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status,
-           reason, host, pid, started_at, finished_at, attempts) ${select}`,
+      plantRunsFrom(
+        db,
+        [
+          'namespace',
+          'job',
+          'scheduledAt',
+          'winner',
+          'trigger',
+          'status',
+          'reason',
+          'host',
+          'pid',
+          'startedAt',
+          'finishedAt',
+          'attempts',
+        ],
+        select,
       );
     await insert(`SELECT 'big', 'tick', '2027-01-01' + INTERVAL seq SECOND, 1,
         IF(seq % 1000 = 7, 'manual', 'schedule'), IF(seq < 10, 'done', 'failed'), NULL, 'srv-01',

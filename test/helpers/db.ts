@@ -180,6 +180,19 @@ export async function plantRunsFrom(
   );
 }
 
+/** The database's clock, `NOW(3)`, on the test database's connection (or on `conn`). */
+export async function dbNow(db: TestDatabase | Connection): Promise<Date> {
+  const conn = 'conn' in db ? db.conn : db;
+  const [rows] = await conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+  return rows[0]!.now as Date;
+}
+
+/** Whether no session holds the named lock (`IS_FREE_LOCK`). */
+export async function lockIsFree(db: TestDatabase, name: string): Promise<boolean> {
+  const [row] = await db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [name]);
+  return row!.free === 1;
+}
+
 /**
  * The attempts of a job (or of all jobs): every row but `missed` ones. A runner records a fire
  * that came while every runner was still connecting as `missed`; tests about contention look at

@@ -1,8 +1,10 @@
 /**
- * What /proc says about a process: whether it is gone, and who its parent is. For tests that
- * check real processes (a job, its grandchild, the spawner) after kills.
+ * Real processes, for tests that check them (a job, its grandchild, the spawner) after kills: what
+ * /proc says about one (gone or alive, its parent), the pid a job wrote down, and a last SIGKILL.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { waitFor } from './wait.js';
 
 /** The fields of /proc/<pid>/stat after "pid (comm) " (comm may hold spaces and parentheses). */
 function statFields(pid: number): string[] | null {
@@ -29,4 +31,27 @@ export function parentOf(pid: number): number {
   const fields = statFields(pid);
   if (!fields) throw new Error(`process ${pid} is gone`);
   return Number(fields[1]);
+}
+
+/** Whether the process runs: it exists and is not a zombie (the opposite of `processGone`). */
+export function alive(pid: number): boolean {
+  return !processGone(pid);
+}
+
+/** Reads a pid a job wrote into `dir` (waits for the whole line: the file may be half written). */
+export function pidFile(dir: string, name: string): Promise<number> {
+  return waitFor(`pid file ${name}`, () => {
+    const file = path.join(dir, name);
+    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    return text.endsWith('\n') ? Number(text.trim()) : undefined;
+  });
+}
+
+/** SIGKILL to a process group the test found alive where it should not be (gone already: fine). */
+export function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
 }

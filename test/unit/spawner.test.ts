@@ -11,15 +11,7 @@
  *   `failed` saying so, and the next run gets a new spawner.
  * Needs `npm run build` (the spawner runs from dist/, like the module host).
  */
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmdirSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -27,7 +19,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { JobDefinition } from '../../src/config/schema.js';
 import type { FireInfo } from '../../src/execution/job-context.js';
 import { startJob } from '../../src/execution/job-process.js';
-import { parentOf, processGone } from '../helpers/procfs.js';
+import { parentOf, pidFile, processGone } from '../helpers/procfs.js';
 import { waitFor } from '../helpers/wait.js';
 
 let dir: string;
@@ -64,15 +56,6 @@ const FIRE: FireInfo = {
   attempt: 1,
   worker: { slot: 1, count: 1 },
 };
-
-/** Reads a pid a job wrote (waits for the whole line). */
-function pidFile(name: string): Promise<number> {
-  return waitFor(`pid file ${name}`, () => {
-    const file = path.join(dir, name);
-    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    return text.endsWith('\n') ? Number(text.trim()) : undefined;
-  });
-}
 
 function environment(text: string): Record<string, string> {
   return Object.fromEntries(
@@ -171,8 +154,8 @@ describe('a command job through the spawner', () => {
   it('stops the whole process group; the first stop decides the status', async () => {
     const run = startJob(job(LONG_JOB), FIRE);
     await run.started;
-    const jobPid = await pidFile('job.pid');
-    const childPid = await pidFile('child.pid');
+    const jobPid = await pidFile(dir, 'job.pid');
+    const childPid = await pidFile(dir, 'child.pid');
     expect(run.pid).toBe(jobPid);
 
     void run.stop('timeout: the run took longer than 1s', 5_000, 'timeout');
@@ -191,9 +174,9 @@ describe('the spawner killed under a live run', () => {
   it('kills the run’s group, fails the run saying so, and starts a new spawner for the next', async () => {
     const run = startJob(job(LONG_JOB), FIRE);
     await run.started;
-    const jobPid = await pidFile('job.pid');
-    const childPid = await pidFile('child.pid');
-    const spawnerPid = await pidFile('parent.pid');
+    const jobPid = await pidFile(dir, 'job.pid');
+    const childPid = await pidFile(dir, 'child.pid');
+    const spawnerPid = await pidFile(dir, 'parent.pid');
     expect(parentOf(spawnerPid)).toBe(process.pid);
 
     process.kill(spawnerPid, 'SIGKILL');
@@ -212,7 +195,7 @@ describe('the spawner killed under a live run', () => {
       FIRE,
     ).result;
     expect(next).toMatchObject({ status: 'done', exitCode: 0, outputTail: 'fine\n' });
-    const nextSpawner = await pidFile('next.pid');
+    const nextSpawner = await pidFile(dir, 'next.pid');
     expect(nextSpawner).not.toBe(spawnerPid);
     expect(parentOf(nextSpawner)).toBe(process.pid);
   });
