@@ -179,11 +179,7 @@ export class LockSession {
         ([[row]]) => {
           // The round trip from when the heartbeat was sent, not queued: the clock sample's error.
           this.clock.addSample(sentAt, this.clock.monotonicNow(), row?.now as Date);
-          const readOnly = Number(row?.ro) === 1;
-          if (readOnly !== this.readOnly) {
-            this.readOnly = readOnly;
-            options.onReadOnly?.(readOnly);
-          }
+          this.noteReadOnly(Number(row?.ro) === 1);
           if (this.watcher) this.watcher.timer = setTimeout(beat, options.intervalMs);
         },
         (err: unknown) =>
@@ -317,6 +313,7 @@ export class LockSession {
     if (got.includes(-1)) {
       const taken = names.filter((_, i) => got[i] === 1);
       await Promise.all(taken.map((n) => this.release(n).catch(() => {})));
+      this.noteReadOnly(true);
       return names.map(() => ({ error: new ReadOnlyDatabaseError() }));
     }
     return names.map((n, i) =>
@@ -328,7 +325,20 @@ export class LockSession {
   /** Throws ReadOnlyDatabaseError on a read-only server (for fires that take no job lock). */
   async assertWritable(): Promise<void> {
     const [row] = await this.query<RowDataPacket[]>('SELECT @@global.read_only AS ro', []);
-    if (Number(row?.ro) === 1) throw new ReadOnlyDatabaseError();
+    if (Number(row?.ro) === 1) {
+      this.noteReadOnly(true);
+      throw new ReadOnlyDatabaseError();
+    }
+  }
+
+  /**
+   * What the session found out about the server's mode, by heartbeat or by a refused GET_LOCK:
+   * the watcher hears of each change once, before any fire that met it reports it.
+   */
+  private noteReadOnly(readOnly: boolean): void {
+    if (readOnly === this.readOnly) return;
+    this.readOnly = readOnly;
+    this.watcher?.options.onReadOnly?.(readOnly);
   }
 
   /**

@@ -11,8 +11,6 @@ import { connectionVariables, jobDatabase } from '../config/connections.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
-import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
-import { errorMessage } from '../errors.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import { startFire } from '../fire/run-fire.js';
@@ -47,8 +45,6 @@ export interface DispatcherOptions {
   verdicts: VerdictBacklog;
   events: RunnerEvents;
   signal: AbortSignal;
-  /** The database refused a lock as read-only: no fire runs until it is writable again. */
-  onReadOnly: () => void;
 }
 
 export class Dispatcher {
@@ -103,14 +99,6 @@ export class Dispatcher {
     const { signal, events } = this.o;
     if (signal.aborted) return;
     const { config, schedules } = this.o.loaded();
-    let database: DatabaseTarget | null = null;
-    try {
-      if (job.target.kind === 'module') database = jobDatabase(config, job, this.o.target);
-    } catch (err) {
-      const fire = { job: job.name, scheduledAt, trigger };
-      events.emit('fire:notAttempted', { fire, cause: 'job-database', error: errorMessage(err) });
-      return;
-    }
     const handle = startFire(job, scheduledAt, {
       trigger,
       context: this.o.context,
@@ -123,13 +111,14 @@ export class Dispatcher {
       places: this.places,
       verdicts: this.o.verdicts,
       events,
-      database,
+      ...(job.target.kind === 'module'
+        ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
+        : {}),
       withholdEnv: connectionVariables(config),
     });
-    const outcome = handle.outcome.catch((err: unknown) => {
-      // Told already (`fire:notAttempted`, `run:notCompleted`); what the runner must act on:
-      if (err instanceof ReadOnlyDatabaseError) this.o.onReadOnly();
-    });
+    // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
+    // was noted by the lock session itself, before the fire reported it.
+    const outcome = handle.outcome.catch(() => {});
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     await handle.contended;

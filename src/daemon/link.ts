@@ -173,8 +173,11 @@ export class DatabaseLink {
     await this.o.onConnected(first);
   }
 
-  /** The database said it is read-only (or writable again): told once per change. */
-  noteReadOnly(readOnly: boolean): void {
+  /**
+   * The database is read-only (or writable again), as the server check, a heartbeat or a refused
+   * GET_LOCK found: told once per change.
+   */
+  private noteReadOnly(readOnly: boolean): void {
     if (readOnly === this.readOnlyNow) return;
     this.readOnlyNow = readOnly;
     this.o.events.emit('db:readOnly', { readOnly });

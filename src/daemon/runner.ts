@@ -139,7 +139,6 @@ export class Runner {
       verdicts: this.verdicts,
       events: this.events,
       signal,
-      onReadOnly: () => this.link.noteReadOnly(true),
     });
     this.loop = new SchedulerLoop(
       this.loaded.schedules,

@@ -106,15 +106,21 @@ async function waitForRun(
   until: Date | null,
   c: LocalOverlapContext,
 ): Promise<void> {
-  if (c.signal?.aborted) return;
+  const { signal } = c;
+  if (signal?.aborted) return;
+  // One controller per wait, aborted by the runner's stop and at the end of the wait; the
+  // listener on the runner's long-lived signal is removed again (no AbortSignal.any, which some
+  // Node versions never free).
   const done = new AbortController();
-  const cancel = c.signal ? AbortSignal.any([c.signal, done.signal]) : done.signal;
+  const stop = () => done.abort();
+  signal?.addEventListener('abort', stop, { once: true });
   try {
     await Promise.race([
       run.finished,
-      until ? delay(until.getTime() - c.now().getTime(), cancel) : once(cancel, 'abort'),
+      until ? delay(until.getTime() - c.now().getTime(), done.signal) : once(done.signal, 'abort'),
     ]);
   } finally {
+    signal?.removeEventListener('abort', stop);
     done.abort();
   }
 }

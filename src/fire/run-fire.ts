@@ -66,8 +66,11 @@ export interface FireOptions {
   events?: FireEvents;
   /** Pass the job's output through to this process (foreground `baton run`). */
   tee?: boolean;
-  /** The database a module job gets as `ctx.db`. */
-  database?: DatabaseTarget | null;
+  /**
+   * The database a module job gets as `ctx.db`, resolved when the fire is about to contend (a
+   * reload may have changed it); one that throws means the fire is not attempted.
+   */
+  database?: () => DatabaseTarget | null;
   /** Environment variables no job inherits (the connections' URLs). */
   withholdEnv?: readonly string[];
 }
@@ -115,6 +118,12 @@ async function runFire(
     ...(o.signal ? { signal: o.signal } : {}),
   });
   if (stopping()) return { status: 'stopped' };
+  let database: DatabaseTarget | null;
+  try {
+    database = o.database?.() ?? null;
+  } catch (err) {
+    return notAttempted('job-database', errorMessage(err));
+  }
   // The place is held while the fire contends, not while its run goes on.
   const place = o.places && takesContentionPlace(policy) ? await o.places.acquire() : null;
   let placeHeld = place != null;
@@ -202,11 +211,12 @@ async function runFire(
     };
     let outcome: Extract<FireOutcome, { status: 'ran' }>;
     try {
-      outcome = await attemptAndRecord(ctx, job, fire, claim, control, onStarted, o);
+      outcome = await attemptAndRecord(ctx, job, fire, claim, control, onStarted, database, o);
     } catch (err) {
       if (local)
         o.events?.emit('run:notCompleted', { fire, runId: claim.runId, error: errorMessage(err) });
-      else notAttempted('error', errorMessage(err));
+      // Not started: like a contention that failed (the session may have died meanwhile).
+      else notAttempted(ctx.lock.usable ? 'error' : 'session-lost', errorMessage(err));
       throw err;
     }
     const { result } = outcome;
@@ -235,6 +245,7 @@ async function attemptAndRecord(
   claim: Extract<Contention, { won: true }>,
   control: RunControl,
   onStarted: () => void,
+  database: DatabaseTarget | null,
   o: FireOptions,
 ): Promise<Extract<FireOutcome, { status: 'ran' }>> {
   try {
@@ -247,7 +258,7 @@ async function attemptAndRecord(
       attempt: 1,
       worker: { slot: claim.slot, count: job.workers },
     };
-    const { result, attempts } = await attemptRuns(c, job, fire, control, onStarted, o);
+    const { result, attempts } = await attemptRuns(c, job, fire, control, onStarted, database, o);
     const outcome: RunOutcome = {
       status: result.status,
       exitCode: result.exitCode,
@@ -294,6 +305,7 @@ async function attemptRuns(
   fire: FireInfo,
   control: RunControl,
   onStarted: () => void,
+  database: DatabaseTarget | null,
   o: FireOptions,
 ): Promise<{ result: JobResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
@@ -303,7 +315,7 @@ async function attemptRuns(
       { ...fire, attempt },
       {
         tee: o.tee ?? false,
-        database: o.database ?? null,
+        database,
         withholdEnv: o.withholdEnv ?? [],
       },
     );

@@ -580,6 +580,7 @@ jobs:
       trigger: 'schedule',
       status: 'failed',
       reason: null,
+      reasonKind: null,
       host: 'srv-01',
       pid: failed.pid,
       startedAt: failed.started_at.toISOString(),

@@ -106,11 +106,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
         pool,
         lock,
       };
+      const database = job.target.kind === 'module' ? jobDatabase(config, job, target) : null;
       const fire = startFire(job, manualInstant(await lock.now()), {
         trigger: 'manual',
         context: () => context,
         runs,
-        database: job.target.kind === 'module' ? jobDatabase(config, job, target) : null,
+        database: () => database,
         withholdEnv: connectionVariables(config),
         waitSeconds: args.wait,
         tee: true,
