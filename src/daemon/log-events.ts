@@ -7,8 +7,17 @@ import type { Logger } from '../log.js';
 import type { RunnerEvents } from './events.js';
 
 export function logEvents(events: RunnerEvents, log: Logger): void {
-  const of = (fire: FireRef) =>
-    log.child({ job: fire.job, scheduledAt: fire.scheduledAt, trigger: fire.trigger });
+  // One child logger per fire, as every event of a fire carries the same FireRef (a child's
+  // bindings are serialized when it is made: in a storm of fires, once each is enough).
+  const children = new WeakMap<FireRef, Logger>();
+  const of = (fire: FireRef) => {
+    let child = children.get(fire);
+    if (!child) {
+      child = log.child({ job: fire.job, scheduledAt: fire.scheduledAt, trigger: fire.trigger });
+      children.set(fire, child);
+    }
+    return child;
+  };
 
   events.on('fire:won', (e) =>
     of(e.fire).info({ runId: e.runId, jobPid: e.jobPid }, 'fire won: running'),
