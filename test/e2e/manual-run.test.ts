@@ -279,6 +279,8 @@ describe('baton history', () => {
       baton([
         'history',
         'busy',
+        '--host',
+        'ops-laptop',
         '--reason-kind',
         kind,
         '--json',

@@ -10,9 +10,9 @@ import type { Edit, Mutant } from './mutant.js';
  */
 const PASS_HELD_LOCK: Edit = {
   file: 'src/fire/run-fire.ts',
-  find: 'await attemptRuns(c, job, fire, control, onStarted, o);',
+  find: 'await attemptRuns(c, job, fire, control, onStarted, database, o);',
   replace:
-    'await attemptRuns(c, job, fire, control, onStarted, { ...o, heldLock: claim.lockName } as FireOptions);',
+    'await attemptRuns(c, job, fire, control, onStarted, database, { ...o, heldLock: claim.lockName } as FireOptions);',
 };
 
 export const MUTANTS: readonly Mutant[] = [
