@@ -121,7 +121,11 @@ describe('runners whose clocks are off by -2 s, 0 and +1.5 s', () => {
     // and the job's own journal agrees: each fire started once, never twice at a time.
     const hosts = ['h1', 'h2', 'h3'];
     expectCompleteFires(rows, 'tick', { from, until, everyMs: 1_000, hosts });
-    expectOneWinnerPerFire(rows, 'tick');
+    // A fire may meet the previous second's run still going, or its lock on the way back (a
+    // full suite on two cores has slowed a 30 ms job past the next instant): then its skips must
+    // name that run, and it must really have been going or just ended (the judge checks both
+    // against the history), as in the other fleets' tests.
+    expectOneWinnerPerFire(rows, 'tick', { noWinner: ['overlap', 'lock-being-released'] });
     const attempts = journal.attempts('tick', { from, until });
     expectNoOverlapInJournal(attempts, 'tick');
     expectHistoryMatchesJournal(rows, attempts, 'tick');
