@@ -240,3 +240,20 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/**
+ * A read that may meet a schema not there yet (a database nobody started baton on, or one from
+ * before a migration): `empty` when `missing(err)`, the error otherwise.
+ */
+export async function orEmpty<T>(
+  read: Promise<T>,
+  empty: T,
+  missing: (err: unknown) => boolean = isMissingSchemaError,
+): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    if (missing(err)) return empty;
+    throw err;
+  }
+}

@@ -9,7 +9,7 @@
  * pause), no history table. Any other error is thrown.
  */
 import type { DatabaseTarget } from '../config/database-url.js';
-import { isMissingSchemaError } from '../errors.js';
+import { isMissingSchemaError, orEmpty } from '../errors.js';
 import { openConnection } from './connect.js';
 import {
   databaseNow,
@@ -100,15 +100,5 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
     return facts;
   } finally {
     await conn.end().catch(() => {});
-  }
-}
-
-/** The policy above: a read of a table that does not exist yet reads as `empty`. */
-async function orEmpty<T>(read: Promise<T>, empty: T): Promise<T> {
-  try {
-    return await read;
-  } catch (err) {
-    if (isMissingSchemaError(err)) return empty;
-    throw err;
   }
 }

@@ -37,7 +37,7 @@ import {
 } from '../../src/store/dashboard-reads.js';
 import { launchChromium } from '../helpers/browser.js';
 import { baton, ROOT, writeSchedule } from '../helpers/cli.js';
-import { plantRun, plantRunsFrom } from '../helpers/db.js';
+import { plantRun, GENERATED_RUN_FIELDS, plantRunsFrom } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { freePort } from '../helpers/private-server.js';
 import { rowsRead } from '../helpers/query-cost.js';
@@ -508,20 +508,7 @@ jobs:
     // two skips), steady (30,000 fires, one runner, all done), rare (100 fires an hour apart).
     await plantRunsFrom(
       db,
-      [
-        'namespace',
-        'job',
-        'scheduledAt',
-        'winner',
-        'trigger',
-        'status',
-        'reason',
-        'host',
-        'pid',
-        'startedAt',
-        'finishedAt',
-        'attempts',
-      ],
+      GENERATED_RUN_FIELDS,
       `SELECT 'big', j.job, j.first + INTERVAL f.seq * j.every SECOND, IF(h.seq = 0, 1, NULL),
               'schedule', IF(h.seq > 0, 'skipped', IF(f.seq % 2 = j.fails, 'failed', 'done')),
               IF(h.seq > 0, 'busy', NULL), CONCAT('srv-', h.seq), 1,

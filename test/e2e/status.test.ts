@@ -32,7 +32,7 @@ import {
   LATEST_FIRE_SQL,
 } from '../../src/store/fire-reads.js';
 import { FIRST_ROW_SQL, LAST_SUCCESS_SQL } from '../../src/store/fleet-reads.js';
-import { plantRunsFrom, type TestDatabase } from '../helpers/db.js';
+import { GENERATED_RUN_FIELDS, plantRunsFrom, type TestDatabase } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -480,25 +480,7 @@ jobs:
     // 150,000 rows: tick (newest, 40,000 fires × 3 rows: failures and skips, its only successes
     // at the very start, a manual run every 1,000 fires), other (older: 25,000 successes) and rare
     // (oldest: 100 successes).
-    const insert = (select: string) =>
-      plantRunsFrom(
-        db,
-        [
-          'namespace',
-          'job',
-          'scheduledAt',
-          'winner',
-          'trigger',
-          'status',
-          'reason',
-          'host',
-          'pid',
-          'startedAt',
-          'finishedAt',
-          'attempts',
-        ],
-        select,
-      );
+    const insert = (select: string) => plantRunsFrom(db, GENERATED_RUN_FIELDS, select);
     await insert(`SELECT 'big', 'tick', '2027-01-01' + INTERVAL seq SECOND, 1,
         IF(seq % 1000 = 7, 'manual', 'schedule'), IF(seq < 10, 'done', 'failed'), NULL, 'srv-01',
         1, '2027-01-01' + INTERVAL seq SECOND, '2027-01-01' + INTERVAL seq SECOND, 1

@@ -164,6 +164,22 @@ export async function plantRun(db: PlantTarget, run: PlantedRun): Promise<number
   return res.insertId;
 }
 
+/** The fields a generated history usually sets, in this order, for `plantRunsFrom`. */
+export const GENERATED_RUN_FIELDS = [
+  'namespace',
+  'job',
+  'scheduledAt',
+  'winner',
+  'trigger',
+  'status',
+  'reason',
+  'host',
+  'pid',
+  'startedAt',
+  'finishedAt',
+  'attempts',
+] as const satisfies readonly (keyof PlantedRun)[];
+
 /**
  * Plants a generated history in one statement: `select` yields the `fields`' values in that
  * order (`INSERT INTO baton_runs (…) SELECT …`), for histories of many thousands of rows.

@@ -6,7 +6,7 @@
 import type { CommandModule } from 'yargs';
 import { formatDuration } from '../../config/duration.js';
 import type { Config } from '../../config/schema.js';
-import { dbErrorCode } from '../../errors.js';
+import { dbErrorCode, orEmpty } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import {
   buildStatus,
@@ -152,26 +152,19 @@ async function readFleet(
     process.stderr.write('the baton database does not exist yet: no runner has connected\n');
     return empty;
   }
+  // A table from a later migration than the database has reads as empty.
+  const noTable = (err: unknown) => dbErrorCode(err) === 'ER_NO_SUCH_TABLE';
   try {
     const now = await databaseNow(conn);
-    const runners = await orEmpty(listRunners(conn, namespace), []);
-    const running = await orEmpty(listRunningRuns(conn, namespace), []);
-    const pauses = await orEmpty(listPauses(conn, namespace), []);
+    const runners = await orEmpty(listRunners(conn, namespace), [], noTable);
+    const running = await orEmpty(listRunningRuns(conn, namespace), [], noTable);
+    const pauses = await orEmpty(listPauses(conn, namespace), [], noTable);
     // Every job the report can name, whichever runners --gone-after counts as alive.
     const jobs = reportedJobs(config, currentRunners(runners, now), pauses, running);
-    const history = await orEmpty(jobHistoryFacts(conn, namespace, jobs), new Map());
+    const history = await orEmpty(jobHistoryFacts(conn, namespace, jobs), new Map(), noTable);
     return { now, databaseClock: true, runners, running, pauses, history };
   } finally {
     await conn.end().catch(() => {});
-  }
-}
-
-async function orEmpty<T>(read: Promise<T>, empty: T): Promise<T> {
-  try {
-    return await read;
-  } catch (err) {
-    if (dbErrorCode(err) === 'ER_NO_SUCH_TABLE') return empty;
-    throw err;
   }
 }
 
