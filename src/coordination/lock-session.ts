@@ -74,6 +74,8 @@ export interface WatchOptions {
   deadlineMs: number;
   /** Called once, when the session is found dead; it is destroyed by then. */
   onLost(reason: string): void;
+  /** Called after every answered heartbeat: the session was alive a moment ago. */
+  onAlive?: () => void;
   /** Called when `read_only` changes (and with the first heartbeat's value). */
   onReadOnly?(readOnly: boolean): void;
 }
@@ -180,7 +182,9 @@ export class LockSession {
           // The round trip from when the heartbeat was sent, not queued: the clock sample's error.
           this.clock.addSample(sentAt, this.clock.monotonicNow(), row?.now as Date);
           this.noteReadOnly(Number(row?.ro) === 1);
-          if (this.watcher) this.watcher.timer = setTimeout(beat, options.intervalMs);
+          if (!this.watcher) return;
+          options.onAlive?.();
+          this.watcher.timer = setTimeout(beat, options.intervalMs);
         },
         (err: unknown) =>
           this.lose(`the heartbeat failed: ${err instanceof Error ? err.message : String(err)}`),

@@ -13,6 +13,7 @@ import type { Config, JobDefinition } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
+import type { RunLease } from '../execution/run-lease.js';
 import { startFire } from '../fire/run-fire.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Trigger } from '../run-status.js';
@@ -43,6 +44,8 @@ export interface DispatcherOptions {
   context: () => FireContext | null;
   runs: LocalRuns;
   verdicts: VerdictBacklog;
+  /** The lease the runs go on under (execution/run-lease.ts). */
+  lease: RunLease;
   events: RunnerEvents;
   signal: AbortSignal;
 }
@@ -110,6 +113,7 @@ export class Dispatcher {
       signal,
       places: this.places,
       verdicts: this.o.verdicts,
+      lease: this.o.lease,
       events,
       ...(job.target.kind === 'module'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }

@@ -11,6 +11,9 @@
  *   has going is aborted (recorded `lost`; SIGTERM, SIGKILL after LOST_KILL_GRACE_MS), then the
  *   link reconnects.
  * - **Read-only** server (a demoted primary): no fire runs until it is writable again.
+ * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
+ *   a loss. The spawner and the watchdogs stop the runs when it lapses, so that a runner that
+ *   stalls cannot leave its jobs running beyond the bound once its session is gone.
  *
  * What the runner does once connected (its loop on database time, the registry, recovery) is
  * the runner's: it is told through `onConnected`.
@@ -26,6 +29,7 @@ import {
 import type { FireContext } from '../coordination/fire-protocol.js';
 import { delay } from '../delay.js';
 import { errorMessage, isTransientDbError } from '../errors.js';
+import { RunLease } from '../execution/run-lease.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
@@ -58,8 +62,15 @@ export class DatabaseLink {
   private readOnlyNow = false;
   /** When the connected server started (rounded early): the reaper's test for old rows. */
   private serverStarted = new Date(0);
+  /** The lease this runner's runs go on under (see the header). */
+  readonly lease: RunLease;
 
-  constructor(private readonly o: LinkOptions) {}
+  constructor(private readonly o: LinkOptions) {
+    this.lease = new RunLease(
+      (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
+        (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS),
+    );
+  }
 
   /** True while the lock session is up: fires can be coordinated. */
   get usable(): boolean {
@@ -168,6 +179,9 @@ export class DatabaseLink {
       intervalMs: this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
       deadlineMs: this.o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS,
       onLost: (reason) => this.lost(lock, reason),
+      onAlive: () => {
+        if (lock === this.session) this.lease.renew();
+      },
       onReadOnly: (readOnly) => this.noteReadOnly(readOnly),
     });
     await this.o.onConnected(first);
@@ -200,6 +214,8 @@ export class DatabaseLink {
       `lost: the runner's lock session ended (${reason}); the run was aborted because its ` +
         'lock no longer kept other runners out',
     );
+    // After the abort, so that the runs are recorded with the loss's reason, not the lease's.
+    this.lease.revoke();
     // A stopping runner does not reconnect; its aborted runs' verdicts are written if the
     // database still answers the pool.
     if (!this.o.signal.aborted) void this.connect();

@@ -137,6 +137,7 @@ export class Runner {
         }),
       runs: this.runs,
       verdicts: this.verdicts,
+      lease: this.link.lease,
       events: this.events,
       signal,
     });

@@ -28,6 +28,8 @@ export type LaunchEnd =
       /** When the process exited (this host's clock). */
       endedAt: Date;
       outputTail: string;
+      /** Its watchdog stopped it: the runner's lease lapsed this long after its last renewal. */
+      lapsedMs?: number;
     }
   /** The process was lost track of and killed (the spawner died); `error` says why. */
   | { kind: 'lost'; error: string; endedAt: Date };

@@ -24,6 +24,12 @@
  * (SIGTERM, SIGKILL a second later). When the run ends normally the runner tells the watchdog
  * "done" and it exits without doing anything. The spawner does the same for all its runs at once,
  * with its IPC channel as the pipe.
+ *
+ * A runner that is alive but stalled closes no pipe, so each run also goes on under the runner's
+ * lease (run-lease.ts): the watchdog hears every renewal as a line `renew` and stops the run when
+ * none comes in time (or on `revoke`), telling the runner `lapsed` on its way. A `read` with a
+ * timeout needs bash (dash has none); without bash the watchdog watches for the runner's death
+ * only. The spawner keeps the lease of its runs itself.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -36,6 +42,7 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import { spawnGroupChild, type Launch, type LaunchEnd } from './job-launch.js';
 import type { HostMessage, InitMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
+import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
 
 export interface JobResult {
@@ -77,6 +84,8 @@ export interface StartOptions {
    * `connections:` (with their passwords). A job reaches its database through `ctx.db`.
    */
   withholdEnv?: readonly string[];
+  /** The runner's lease on its runs: a run whose lease lapses is stopped and recorded `lost`. */
+  lease?: RunLease | undefined;
 }
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
@@ -90,6 +99,21 @@ const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
 const WATCHDOG_SCRIPT =
   'read line; [ "$line" = done ] && exit 0; ' +
   'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
+/**
+ * The watchdog under a lease (bash: `read -t`). `$2` is the term of one renewal in seconds, `$3`
+ * the first wait (what is left of the lease now; empty before its first renewal: wait without a
+ * timeout until one comes). A read that times out (status > 128) is a lapse: it says `lapsed`
+ * to the runner before it stops the run; end-of-file is the runner's death, as above.
+ */
+const LEASED_WATCHDOG_SCRIPT =
+  't="$3"; while :; do ' +
+  'if [ -n "$t" ]; then IFS= read -r -t "$t" line; else IFS= read -r line; fi; rc=$?; ' +
+  'if [ $rc -eq 0 ]; then case "$line" in done) exit 0 ;; renew) t="$2" ;; revoke) break ;; esac; ' +
+  'continue; fi; [ $rc -gt 128 ] && echo lapsed; break; done; ' +
+  'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
+const BASH = ['/bin/bash', '/usr/bin/bash'].find((p) => existsSync(p)) ?? null;
+/** The spawner's `spawn-error` code for a spawn refused under a lapsed lease. */
+const LEASE_REFUSED = 'ELEASE';
 /** The history's `error` is one line for humans; the details are in the output tail. */
 const ERROR_MAX = 2_000;
 
@@ -157,11 +181,25 @@ export function startJob(
       ? startHere(file, args, { cwd: job.cwd, env, ipc: isModule }, options, (message) => {
           hostError = message;
         })
-      : launchInSpawner({ file, args, cwd: job.cwd, env, tailBytes: options.tailBytes });
+      : launchInSpawner({
+          file,
+          args,
+          cwd: job.cwd,
+          env,
+          tailBytes: options.tailBytes,
+          lease: options.lease,
+        });
 
   function verdict(end: LaunchEnd): JobResult {
+    if (end.kind === 'spawn-error' && end.code === LEASE_REFUSED) {
+      stopReason ??= { why: `lost: not started: ${end.message}`, status: 'lost' };
+      return failure(null, null, stopReason.why, '', new Date());
+    }
     if (end.kind === 'spawn-error') {
       return failure(null, null, describeSpawnError(end, file, job.cwd), '', new Date());
+    }
+    if (end.kind === 'exit' && end.lapsedMs != null) {
+      stopReason ??= { why: lapsedLeaseReason(end.lapsedMs), status: 'lost' };
     }
     if (end.kind === 'lost') {
       return failure(null, null, stopReason?.why ?? end.error, '', end.endedAt);
@@ -225,6 +263,7 @@ function startHere(
   onHostError: (message: string) => void,
 ): Launch {
   let dismissWatchdog = () => {};
+  let lapsedMs: number | undefined;
   const run = spawnGroupChild(file, args, {
     ...where,
     tail: new OutputTail(options.tailBytes),
@@ -247,25 +286,58 @@ function startHere(
       });
     }
   });
-  if (child.pid != null) dismissWatchdog = startWatchdog(child.pid).dismiss;
-  return run;
+  if (child.pid != null) {
+    dismissWatchdog = startWatchdog(child.pid, options.lease, (ms) => (lapsedMs = ms)).dismiss;
+  }
+  // The watchdog's `lapsed` comes before the kill it announces, so it is in by the run's end.
+  const ended = run.ended.then((end) =>
+    end.kind === 'exit' && lapsedMs != null ? { ...end, lapsedMs } : end,
+  );
+  return { ...run, pid: run.pid, ended };
 }
 
 /**
  * Starts the watchdog for the process group `pgid`. It runs in a session of its own, so a Ctrl-C
  * aimed at the runner's terminal does not take it down before the runner.
  */
-function startWatchdog(pgid: number): { dismiss(): void } {
-  const dog = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'baton-watchdog', String(pgid)], {
+function startWatchdog(
+  pgid: number,
+  lease: RunLease | undefined,
+  onLapsed: (silentMs: number) => void,
+): { dismiss(): void } {
+  const leased = lease != null && BASH != null;
+  const seconds = (ms: number) => (ms / 1000).toFixed(3);
+  const remaining = lease?.remainingMs;
+  const [shell, script, extra] = leased
+    ? [
+        BASH!,
+        LEASED_WATCHDOG_SCRIPT,
+        [seconds(lease.holderTermMs), remaining != null ? seconds(remaining) : ''],
+      ]
+    : ['/bin/sh', WATCHDOG_SCRIPT, []];
+  const dog = spawn(shell, ['-c', script, 'baton-watchdog', String(pgid), ...extra], {
     detached: true,
-    stdio: ['pipe', 'ignore', 'ignore'],
+    stdio: ['pipe', leased ? 'pipe' : 'ignore', 'ignore'],
   });
-  dog.on('error', () => {}); // no /bin/sh: the run goes on, just without this safety net
+  dog.on('error', () => {}); // no shell: the run goes on, just without this safety net
   dog.stdin?.on('error', () => {});
+  let lastRenewal = performance.now();
+  dog.stdout?.on('data', (d: Buffer) => {
+    if (d.toString().includes('lapsed')) onLapsed(performance.now() - lastRenewal);
+  });
+  const release = leased
+    ? lease.hold((ms) => {
+        if (ms > 0) lastRenewal = performance.now();
+        if (dog.stdin?.writable) dog.stdin.write(ms > 0 ? 'renew\n' : 'revoke\n');
+      })
+    : () => {};
   // The runner must not wait for its watchdogs when it exits.
   dog.unref();
+  (dog.stdout as { unref?: () => void } | null)?.unref?.();
+  (dog.stdin as { unref?: () => void } | null)?.unref?.();
   return {
     dismiss() {
+      release();
       dog.stdin?.end('done\n');
     },
   };

@@ -10,10 +10,14 @@
  * nobody reads or waits for. The runner kills their process groups itself — it knows their
  * pids — SIGTERM, then SIGKILL a second later, and only then ends the runs as failed, so that no
  * job is still running when its lock is released. The next run starts a new spawner.
+ *
+ * The runs' lease (run-lease.ts): the spawner hears every renewal of the lease its runs were
+ * launched under, so it can stop them when the runner itself cannot.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { OUTPUT_DRAIN_MS, signalProcessGroup, type Launch, type LaunchEnd } from './job-launch.js';
+import type { RunLease } from './run-lease.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
 /** The built spawner; the path works from src/execution (tests) and dist/execution alike. */
@@ -38,6 +42,8 @@ export interface SpawnRequest {
   cwd: string;
   env: NodeJS.ProcessEnv;
   tailBytes?: number | undefined;
+  /** The lease the run goes on under; the spawner stops it when the lease lapses. */
+  lease?: RunLease | undefined;
 }
 
 interface PendingRun {
@@ -59,6 +65,8 @@ class SpawnerProcess {
   private killedBecause: string | null = null;
   /** The end of what it wrote to stderr (nothing, unless it could not start or crashed). */
   private stderrTail = '';
+  /** The lease its runs go on under, and how to stop hearing it. */
+  private lease: { of: RunLease; release: () => void } | null = null;
 
   constructor() {
     this.child = spawn(process.execPath, [SPAWNER], {
@@ -73,7 +81,10 @@ class SpawnerProcess {
       this.stderrTail = (this.stderrTail + d.toString()).slice(-STDERR_TAIL_CHARS);
     });
     this.child.on('message', (msg: SpawnerReport) => this.receive(msg));
-    this.child.once('exit', () => (this.alive = false));
+    this.child.once('exit', () => {
+      this.alive = false;
+      this.lease?.release();
+    });
     this.child.on('error', (err) => {
       // No process at all (spawn failed): 'close' may never come.
       if (this.child.pid == null) this.died(`could not be started: ${err.message}`);
@@ -89,6 +100,7 @@ class SpawnerProcess {
   }
 
   launch(req: SpawnRequest): Launch {
+    if (req.lease) this.followLease(req.lease);
     const id = this.nextId++;
     let resolveStarted!: () => void;
     let resolveEnded!: (end: LaunchEnd) => void;
@@ -147,6 +159,16 @@ class SpawnerProcess {
     };
   }
 
+  /** From now on the spawner hears every renewal of `lease`, starting with what is left of it. */
+  private followLease(lease: RunLease): void {
+    if (this.lease?.of === lease) return;
+    this.lease?.release();
+    const release = lease.hold((ms) => this.send({ kind: 'lease', ms }));
+    this.lease = { of: lease, release };
+    const remaining = lease.remainingMs;
+    if (remaining != null) this.send({ kind: 'lease', ms: remaining });
+  }
+
   private send(msg: SpawnerRequest): void {
     // A send that fails means the spawner is dying: its 'close' ends the runs.
     if (this.child.connected) this.child.send(msg, (err) => void err);
@@ -163,13 +185,14 @@ class SpawnerProcess {
         this.finish(msg.id, { kind: 'spawn-error', code: msg.code, message: msg.message });
         return;
       case 'exit': {
-        const { code, signal, outputTail } = msg;
+        const { code, signal, outputTail, lapsedMs } = msg;
         this.finish(msg.id, {
           kind: 'exit',
           code,
           signal,
           outputTail,
           endedAt: new Date(msg.endedAt),
+          ...(lapsedMs != null ? { lapsedMs } : {}),
         });
         return;
       }

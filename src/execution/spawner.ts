@@ -9,9 +9,9 @@
  * behind them waits: its claim is written late. This process holds nothing but its runs, so a
  * spawn costs it little, and the runner's event loop only sends a message.
  *
- * The protocol (IPC, JSON): the runner sends `spawn` {id, file, args, cwd, env} and `kill`
- * {id, signal}; the spawner answers `started` {pid} or `spawn-error` {code, message}, and at the
- * end `exit` {code, signal, outputTail, endedAt}. Each run is started, tailed and ended by
+ * The protocol (IPC, JSON): the runner sends `spawn` {id, file, args, cwd, env}, `kill`
+ * {id, signal} and `lease` {ms}; the spawner answers `started` {pid} or `spawn-error` {code,
+ * message}, and at the end `exit` {code, signal, outputTail, endedAt, lapsedMs}. Each run is started, tailed and ended by
  * job-launch.ts exactly as the runner does it for the jobs it spawns itself (own process group,
  * leftovers SIGTERMed at exit, output drained at most OUTPUT_DRAIN_MS). Messages arrive in order,
  * so a `kill` always finds the run its `spawn` started.
@@ -22,6 +22,13 @@
  * of its own (the runner starts it detached), so a Ctrl-C at the runner's terminal does not take
  * it down before the runner. The other way round — the spawner dies under live runs — is the
  * runner's to notice (spawner-client.ts).
+ *
+ * The lease (run-lease.ts says why): a runner that is alive but stalled closes no channel, so the
+ * runner renews its runs' lease with a `lease` message at every heartbeat its lock session gets
+ * answered. When a lease lapses (or is revoked: `ms` 0), the spawner stops every run as it does
+ * for a dead runner, reports their ends with `lapsedMs` (how long the runner had been silent),
+ * and refuses new spawns (`spawn-error` ELEASE) until the next renewal. Before the first
+ * renewal there is no lease to lapse.
  *
  * Imports stay within node: and this folder (no mysql2, pino, zod): its memory is what makes its
  * spawns cheap. It is started with an empty environment: the runner's (and its database URL) is
@@ -42,7 +49,9 @@ export type SpawnerRequest =
       env: Record<string, string>;
       tailBytes: number | undefined;
     }
-  | { kind: 'kill'; id: number; signal: NodeJS.Signals };
+  | { kind: 'kill'; id: number; signal: NodeJS.Signals }
+  /** The runner vouches for its lock session for `ms` from now; 0 revokes (the session is gone). */
+  | { kind: 'lease'; ms: number };
 
 /** Spawner → runner. */
 export type SpawnerReport =
@@ -56,6 +65,8 @@ export type SpawnerReport =
       outputTail: string;
       /** Epoch milliseconds. */
       endedAt: number;
+      /** The run was stopped because the lease lapsed, this long after its last renewal. */
+      lapsedMs?: number;
     };
 
 /** SIGTERM → SIGKILL delay for the runs of a runner that died (as the old `sh` watchdog). */
@@ -63,6 +74,40 @@ const ORPHAN_KILL_MS = 1_000;
 
 /** The runs started and not yet reported ended, by the runner's id. */
 const runs = new Map<number, Launch>();
+/** Runs stopped by a lapsed lease: how long the runner had been silent then. */
+const lapsed = new Map<number, number>();
+
+/** The lease (see the header): null until the first renewal. */
+let lease: { renewedAt: number; until: number; timer: NodeJS.Timeout | undefined } | null = null;
+
+function leaseValid(): boolean {
+  return lease == null || performance.now() < lease.until;
+}
+
+function renewLease(ms: number): void {
+  const now = performance.now();
+  clearTimeout(lease?.timer);
+  if (ms <= 0) {
+    lease = { renewedAt: lease?.renewedAt ?? now, until: now, timer: undefined };
+    stopUnderLapsedLease();
+    return;
+  }
+  lease = { renewedAt: now, until: now + ms, timer: setTimeout(stopUnderLapsedLease, ms) };
+}
+
+/** The lease lapsed: no run of this runner may go on (see the header). */
+function stopUnderLapsedLease(): void {
+  const silentMs = performance.now() - (lease?.renewedAt ?? performance.now());
+  const stopping = [...runs].filter(([id]) => !lapsed.has(id));
+  for (const [id, run] of stopping) {
+    lapsed.set(id, silentMs);
+    run.signalGroup('SIGTERM');
+  }
+  if (stopping.length === 0) return;
+  setTimeout(() => {
+    for (const [id, run] of stopping) if (runs.has(id)) run.signalGroup('SIGKILL');
+  }, ORPHAN_KILL_MS);
+}
 
 function report(msg: SpawnerReport): void {
   // The runner is gone: the disconnect handler takes care of what is left.
@@ -71,6 +116,11 @@ function report(msg: SpawnerReport): void {
 
 function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
   const { id } = req;
+  if (!leaseValid()) {
+    const message = "the runner's lease had lapsed: it could not vouch for its lock session";
+    report({ kind: 'spawn-error', id, code: 'ELEASE', message });
+    return;
+  }
   let run: Launch;
   try {
     run = spawnGroupChild(req.file, req.args, {
@@ -88,10 +138,20 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
   if (run.pid != null) report({ kind: 'started', id, pid: run.pid });
   void run.ended.then((end) => {
     runs.delete(id);
+    const lapsedMs = lapsed.get(id);
+    lapsed.delete(id);
     if (end.kind === 'spawn-error') report({ id, ...end });
     else if (end.kind === 'exit') {
       const { code, signal, outputTail, endedAt } = end;
-      report({ kind: 'exit', id, code, signal, outputTail, endedAt: endedAt.getTime() });
+      report({
+        kind: 'exit',
+        id,
+        code,
+        signal,
+        outputTail,
+        endedAt: endedAt.getTime(),
+        ...(lapsedMs != null ? { lapsedMs } : {}),
+      });
     }
   });
 }
@@ -114,5 +174,6 @@ if (!process.send || !process.connected) {
 process.on('message', (req: SpawnerRequest) => {
   if (req?.kind === 'spawn') start(req);
   else if (req?.kind === 'kill') runs.get(req.id)?.signalGroup(req.signal);
+  else if (req?.kind === 'lease') renewLease(req.ms);
 });
 process.once('disconnect', killOrphans);

@@ -7,8 +7,9 @@
  * - **Here** (this runner runs J): only this process knows, and it must find out before it asks
  *   for J's lock — GET_LOCK is re-entrant within a session, so the runner would "win" its own
  *   lock and run J beside itself. `localOverlap` below answers before contention starts: `skip`
- *   records the skip at once, `queue` first waits for the local run (at most until J's next
- *   fire), `allow` ignores it.
+ *   records the skip at once (unless the run is over but for its verdict: then it waits for
+ *   that), `queue` first waits for the local run (at most until J's next fire), `allow` ignores
+ *   it.
  * - **Elsewhere** (another runner holds J's lock): the database half, in
  *   `coordination/fire-protocol.ts:contend` — `skip` records whoever holds the lock, `queue`
  *   keeps asking for it until the next fire, `allow` takes no job lock at all.
@@ -86,14 +87,33 @@ export interface LocalOverlapContext {
   signal?: AbortSignal;
 }
 
+/**
+ * At most this long does a fire wait for the bookkeeping of a run that is over (below): about
+ * the deadline of the verdict's statement, so a database that does not answer at all costs the
+ * fire, not the runner.
+ */
+export const BOOKKEEPING_WAIT_MAX_MS = 10_000;
+
 export async function localOverlap(
   job: string,
   policy: OverlapPolicy,
   scheduledAt: Date,
   c: LocalOverlapContext,
 ): Promise<LocalOverlap> {
-  const local = c.runs.latest(job);
-  if (policy === 'skip') return { runningHere: local?.scheduledAt ?? null, queueUntil: null };
+  let local = c.runs.latest(job);
+  if (policy === 'skip') {
+    // Bookkeeping never costs a fire: a run whose processes have all ended, and whose verdict is
+    // still being written (a slow disk, a busy server), is over — skipping for it would leave
+    // the fire without a winner, since its lock keeps the other runners out too. The fire waits
+    // for that write instead, until the job's next fire at most, and then contends as usual.
+    if (local?.control.processesEnded) {
+      const next = c.schedule?.nextAfter(scheduledAt) ?? null;
+      const cap = new Date(c.now().getTime() + BOOKKEEPING_WAIT_MAX_MS);
+      await waitForRun(local, next && next < cap ? next : cap, c);
+      local = c.runs.latest(job);
+    }
+    return { runningHere: local?.scheduledAt ?? null, queueUntil: null };
+  }
   if (policy !== 'queue') return { runningHere: null, queueUntil: null };
   const queueUntil = c.schedule?.nextAfter(scheduledAt) ?? null;
   if (local) await waitForRun(local, queueUntil, c);

@@ -19,6 +19,7 @@ export class RunControl {
   private current: RunningJob | null = null;
   private request: { why: string; graceMs: number; status: StopStatus } | null = null;
   private wakeRetry: (() => void) | null = null;
+  private over = false;
 
   constructor(
     readonly runId: number,
@@ -31,6 +32,19 @@ export class RunControl {
 
   get stopRequested(): boolean {
     return this.request != null;
+  }
+
+  /**
+   * The last attempt's process has ended (no retry follows): what is left of the run is its
+   * bookkeeping — the verdict being written, the lock given back. Nothing of the job runs.
+   */
+  get processesEnded(): boolean {
+    return this.over;
+  }
+
+  /** @internal run-fire's side: no attempt of the run is going on or will start. */
+  markProcessesEnded(): void {
+    this.over = true;
   }
 
   /** Stops the run: the first request decides the status (`timeout`, `lost`, `interrupted`). */

@@ -23,6 +23,7 @@ import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
 import type { FireInfo } from '../execution/job-context.js';
 import { startJob, type JobResult } from '../execution/job-process.js';
+import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
@@ -73,6 +74,8 @@ export interface FireOptions {
   database?: () => DatabaseTarget | null;
   /** Environment variables no job inherits (the connections' URLs). */
   withholdEnv?: readonly string[];
+  /** The runner's lease on its runs (execution/run-lease.ts): renewed by its heartbeats. */
+  lease?: RunLease;
 }
 
 /** A fire under way: `contended` settles once the run has started or the fire is over. */
@@ -227,7 +230,7 @@ async function runFire(
       exitCode: result.exitCode,
       attempts: outcome.attempts,
       error: result.error,
-      durationMs: performance.now() - startedAt,
+      durationMs: startedAt ? performance.now() - startedAt : 0,
     });
     return outcome;
   } finally {
@@ -259,6 +262,8 @@ async function attemptAndRecord(
       worker: { slot: claim.slot, count: job.workers },
     };
     const { result, attempts } = await attemptRuns(c, job, fire, control, onStarted, database, o);
+    // From here on the run is bookkeeping only: the next fire may wait for it (local-runs.ts).
+    control.markProcessesEnded();
     const outcome: RunOutcome = {
       status: result.status,
       exitCode: result.exitCode,
@@ -294,6 +299,31 @@ async function attemptAndRecord(
   }
 }
 
+/**
+ * Why the job must not be started now, if it must not: its lock session is gone (its lock keeps
+ * nobody out any more), or the runner's lease on its runs has lapsed.
+ */
+function whyNotStart(c: FireContext, lease: RunLease | undefined): string | null {
+  if (!c.lock.usable) {
+    return `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
+  }
+  if (lease && !lease.valid) {
+    return "the runner's lease on its runs had lapsed before the job was started";
+  }
+  return null;
+}
+
+function notStarted(why: string): JobResult {
+  return {
+    status: 'lost',
+    exitCode: null,
+    signal: null,
+    error: `lost: not started: ${why}`,
+    outputTail: '',
+    endedAt: new Date(),
+  };
+}
+
 /** Whether a result is worth another attempt: the job's own failure, not a stop by the runner. */
 function retryable(result: JobResult): boolean {
   return result.status === 'failed' || result.status === 'timeout';
@@ -309,6 +339,10 @@ async function attemptRuns(
   o: FireOptions,
 ): Promise<{ result: JobResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
+    // Checked right before each spawn, not only once the process exists: a session lost while
+    // the fire was being claimed (or between two attempts) starts nothing.
+    const cannotStart = whyNotStart(c, o.lease);
+    if (cannotStart) return { result: notStarted(cannotStart), attempts: Math.max(1, attempt - 1) };
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
     const run = startJob(
       job,
@@ -317,6 +351,7 @@ async function attemptRuns(
         tee: o.tee ?? false,
         database,
         withholdEnv: o.withholdEnv ?? [],
+        lease: o.lease,
       },
     );
     // The spawner reports the job's pid a moment later; the run is "started" with its pid known.

@@ -7,6 +7,7 @@ import {
 import { openCoordination, STATEMENT_DEADLINE_MS } from '../../coordination/open-coordination.js';
 import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
+import { RunLease } from '../../execution/run-lease.js';
 import { LocalRuns } from '../../fire/local-runs.js';
 import { KILL_GRACE_MS } from '../../fire/run-control.js';
 import { startFire } from '../../fire/run-fire.js';
@@ -107,6 +108,8 @@ export const runCommand: CommandModule<object, RunArgs> = {
         lock,
       };
       const database = job.target.kind === 'module' ? jobDatabase(config, job, target) : null;
+      // Like the daemon's: the run's watchdog stops it if this process stalls past the lease.
+      const lease = new RunLease(DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS);
       const fire = startFire(job, manualInstant(await lock.now()), {
         trigger: 'manual',
         context: () => context,
@@ -115,6 +118,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         withholdEnv: connectionVariables(config),
         waitSeconds: args.wait,
         tee: true,
+        lease,
       });
       void fire.contended.then(() => {
         if (runs.size === 0) return;
@@ -129,8 +133,11 @@ export const runCommand: CommandModule<object, RunArgs> = {
         lock.watch({
           intervalMs: DEFAULT_HEARTBEAT_MS,
           deadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
-          onLost: (reason) =>
-            runs.abortAll(`lost: the lock session ended (${reason}); the run was aborted`),
+          onLost: (reason) => {
+            runs.abortAll(`lost: the lock session ended (${reason}); the run was aborted`);
+            lease.revoke();
+          },
+          onAlive: () => lease.renew(),
         });
       });
       const outcome = await fire.outcome.catch((err: unknown) => {
