@@ -16,8 +16,10 @@
  * - the stalled runner, continued, records its run `lost`, reconnects and goes on;
  * - one winner per fire, one row per runner per fire.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startRunner, type RunnerProcess } from '../helpers/cli.js';
+import { startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { createTestDatabase, runs, type RunRow, type TestDatabase } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { writeJournaledSchedule, type Journal } from '../helpers/ground-truth.js';
@@ -209,6 +211,82 @@ describe('a stalled runner cannot keep its job running beside the next run', () 
         await r.stop('SIGKILL');
       }
       await server.destroy();
+    }
+  }, 90_000);
+
+  it('a module job (its own watchdog, not the spawner) is stopped within the bound too', async () => {
+    const db = await createTestDatabase('lease_module');
+    const config = writeSchedule(
+      `
+namespace: lease
+jobs:
+  long:
+    schedule: "* * * * * *"
+    overlap: skip
+    module: long.mjs
+`,
+      {
+        'long.mjs':
+          "import { appendFileSync } from 'node:fs';\n" +
+          'export default async () => {\n' +
+          '  const e = process.env;\n' +
+          "  appendFileSync('starts', `${e.BATON_RUN_ID} ${process.pid} ${e.BATON_HOST} ${Date.now()}\\n`);\n" +
+          '  await new Promise((r) => setTimeout(r, 12_000));\n' +
+          '};\n',
+      },
+    );
+    const starts = () =>
+      existsSync(path.join(path.dirname(config), 'starts'))
+        ? readFileSync(path.join(path.dirname(config), 'starts'), 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => l.split(' '))
+            .map(([runId, pid, host, at]) => ({
+              runId: Number(runId),
+              pid: Number(pid),
+              host: host!,
+              at: Number(at),
+            }))
+        : [];
+    const runners = ['a', 'b', 'c'].map((host) =>
+      startRunner({ config, databaseUrl: db.url, host }),
+    );
+    try {
+      await Promise.all(runners.map((r) => r.ready()));
+      const first = await waitFor('the first run of long', () => starts()[0], {
+        timeoutMs: 20_000,
+        intervalMs: 20,
+      });
+      const [row] = await db.query<RunRow & { lock_connection_id: number }>(
+        'SELECT * FROM baton_runs WHERE id = ?',
+        [first.runId],
+      );
+      const winner = runners.find((r) => r.host === first.host)!;
+      const s: Stalled = {
+        winner,
+        others: runners.filter((r) => r !== winner),
+        runId: first.runId,
+        jobPid: first.pid,
+        sessionId: Number(row!.lock_connection_id),
+      };
+      const stoppedAt = Date.now();
+      winner.child.kill('SIGSTOP');
+      await sleep(300);
+      await db.query('KILL ?', [s.sessionId]);
+      const takenAt = Date.now();
+      const goneAt = await watchTheStall(s, stoppedAt);
+      expect(goneAt, 'the module job outlived the stall').not.toBe(null);
+      console.log(`stall + KILL, module job: gone ${goneAt! - takenAt} ms after the KILL`);
+      expect(goneAt! - takenAt).toBeLessThanOrEqual(BOUND_MS + SLACK_MS);
+      const successor = starts().find((a) => a.runId !== s.runId);
+      if (successor) expect(goneAt! - successor.at).toBeLessThanOrEqual(BOUND_MS + SLACK_MS);
+      await expectRecovered(db, s, 'stall + KILL, module job');
+    } finally {
+      for (const r of runners) {
+        r.child.kill('SIGCONT');
+        await r.stop('SIGKILL');
+      }
+      await db.drop();
     }
   }, 90_000);
 });
