@@ -16,6 +16,10 @@
  *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
  *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
  *
+ * A stale fire — contended more than STALE_FIRE_MS after its instant, by a runner that stalled or
+ * woke late — first looks up its winner, without the lock: one that has one is skipped as
+ * already run, and the job's lock stays free for the runners on time and the job's next fire.
+ *
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
  *
@@ -107,6 +111,18 @@ function quiet<T>(p: Promise<T>): Promise<T> {
  */
 export const DESCRIBE_DELAY_MS = 20;
 
+/**
+ * A fire contended this long after its instant is stale: its winner is looked up before its lock
+ * is asked for (see `contend`). Far above the lag of a fire on time, which is milliseconds.
+ */
+export const STALE_FIRE_MS = 1_000;
+
+function isStale(c: FireContext, attempt: Attempt): boolean {
+  if (attempt.trigger === 'manual') return false;
+  const now = c.now?.().getTime() ?? Date.now();
+  return now - attempt.scheduledAt.getTime() > STALE_FIRE_MS;
+}
+
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
 export const QUEUE_POLL_MS = 250;
 
@@ -167,6 +183,15 @@ export async function contend(
     const pause = await prefetch.pause;
     if (pause) return skip(skips.paused(pause));
     return skip(gaveUp(skips.runningHere(c.host, options.runningHere)));
+  }
+
+  if (workers === 1 && isStale(c, attempt)) {
+    // A fire found this late (a runner thawed after a stall, a wake long behind) has most likely
+    // been run by a runner that was on time. Look before taking the job's lock: holding it while
+    // the fire key refuses this old fire would make the runners on time skip the job's *next*
+    // fire, met at that very moment ("being claimed by …"), and lose it.
+    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    if (winner) return skip(skips.fireHasWinner(winner));
   }
 
   if (workers > 1) {
