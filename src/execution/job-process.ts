@@ -96,9 +96,10 @@ const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
  * the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the form
  * every POSIX shell accepts (dash, Debian's /bin/sh, refuses `kill -TERM -- -PGID`).
  */
-const WATCHDOG_SCRIPT =
-  'read line; [ "$line" = done ] && exit 0; ' +
+/** How both watchdogs stop the run: its process group `$1`, SIGTERM, SIGKILL a second later. */
+const STOP_THE_RUN =
   'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
+const WATCHDOG_SCRIPT = 'read line; [ "$line" = done ] && exit 0; ' + STOP_THE_RUN;
 /**
  * The watchdog under a lease (bash: `read -t`). `$2` is the term of one renewal in seconds, `$3`
  * the first wait (what is left of the lease now; empty before its first renewal: wait without a
@@ -110,7 +111,7 @@ const LEASED_WATCHDOG_SCRIPT =
   'if [ -n "$t" ]; then IFS= read -r -t "$t" line; else IFS= read -r line; fi; rc=$?; ' +
   'if [ $rc -eq 0 ]; then case "$line" in done) exit 0 ;; renew) t="$2" ;; revoke) break ;; esac; ' +
   'continue; fi; [ $rc -gt 128 ] && echo lapsed; break; done; ' +
-  'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
+  STOP_THE_RUN;
 const BASH = ['/bin/bash', '/usr/bin/bash'].find((p) => existsSync(p)) ?? null;
 /** The spawner's `spawn-error` code for a spawn refused under a lapsed lease. */
 const LEASE_REFUSED = 'ELEASE';

@@ -243,8 +243,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/local-runs.ts',
-        find: "if (policy === 'skip') return { runningHere: local?.scheduledAt ?? null, queueUntil: null };",
-        replace: "if (policy === 'skip') return { runningHere: null, queueUntil: null };",
+        find: 'return { runningHere: local?.scheduledAt ?? null, queueUntil: null };',
+        replace: 'return { runningHere: null, queueUntil: null };',
       },
     ],
     killers: [{ file: 'test/e2e/overlap.test.ts', test: 'skips its own later fires' }],
@@ -561,6 +561,87 @@ export const MUTANTS: readonly Mutant[] = [
       {
         file: 'test/e2e/partition.test.ts',
         test: 'aborts its run before the server frees its lock; no two runs ever overlap',
+      },
+    ],
+  },
+  {
+    id: 'spawner-ignores-lease',
+    guarantee: 'no-overlap',
+    what:
+      "The spawner ignores the runner's lease: a stalled runner's job runs on beside the next " +
+      "fire's run, after the stalled runner's lock session was killed, until the stall ends.",
+    edits: [
+      {
+        file: 'src/execution/spawner.ts',
+        find: "else if (req?.kind === 'lease') renewLease(req.ms);",
+        replace: "else if (req?.kind === 'lease') void renewLease;",
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/run-lease.test.ts',
+        test: 'stall, then KILL of its lock session: the spawner stops the job within the bound',
+      },
+    ],
+  },
+  {
+    id: 'watchdog-without-lease',
+    guarantee: 'no-overlap',
+    what:
+      "A module job's watchdog watches for its runner's death only, not for the lease: a " +
+      "stalled runner's module job outlives the lock it ran under.",
+    edits: [
+      {
+        file: 'src/execution/job-process.ts',
+        find: 'const leased = lease != null && BASH != null;',
+        replace: 'const leased = lease != null && BASH != null && false;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/run-lease.test.ts',
+        test: 'a module job (its own watchdog, not the spawner) is stopped within the bound too',
+      },
+    ],
+  },
+  {
+    id: 'spawn-without-lock-check',
+    guarantee: 'lost-lock',
+    what:
+      'The job is started without a look at its lock session: a fire whose session died while ' +
+      'it was being claimed starts its job, which is only aborted once it runs.',
+    edits: [
+      {
+        file: 'src/fire/run-fire.ts',
+        find: 'const cannotStart = whyNotStart(c, o.lease);',
+        replace: 'const cannotStart = (() => null)() as string | null;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/spawn-after-loss.test.ts',
+        test: 'does not start the job: the row is lost, "not started", and nothing ran',
+      },
+    ],
+  },
+  {
+    id: 'skip-for-bookkeeping',
+    guarantee: 'visible',
+    what:
+      'A fire is skipped for a run that is over but for its verdict ("an earlier run is still ' +
+      'running", untrue): with the verdict slow to write, every runner skips and the fire has ' +
+      'no winner.',
+    edits: [
+      {
+        file: 'src/fire/local-runs.ts',
+        find: 'if (local?.control.processesEnded) {',
+        replace: 'if (local?.control.processesEnded && local.job === "") {',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/verdict-pending.test.ts',
+        test: 'has a winner: the run is over, only its bookkeeping was pending',
       },
     ],
   },
