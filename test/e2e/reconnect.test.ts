@@ -85,7 +85,7 @@ interface Return {
 async function startAndMeasure(): Promise<Return> {
   await server.start();
   const answeredHost = Date.now();
-  const [{ now: answeredDb }] = await query<{ now: Date }>('SELECT NOW(3) AS now');
+  const answeredDb = (await query<{ now: Date }>('SELECT NOW(3) AS now'))[0]!.now;
   const lines = await Promise.all(
     runners.map((r) =>
       r.waitForLog(REOPENED, (l) => Date.parse(String(l.time)) >= answeredHost - 50, 40_000),
