@@ -141,6 +141,12 @@ export interface StartRunnerOptions {
   clockOffset?: string;
   args?: string[];
   env?: Record<string, string>;
+  /**
+   * Run the runner inside this network namespace (netns.ts): `ip netns exec NAME node …`. `ip`
+   * joins the namespace and execs node in place, so the child's pid is the runner's own and
+   * signals reach it directly; the jobs it starts inherit the namespace.
+   */
+  netns?: string;
 }
 
 const LIBFAKETIME_CANDIDATES = [
@@ -176,6 +182,10 @@ export function startRunner(o: StartRunnerOptions): RunnerProcess {
     o.clockOffset != null
       ? { LD_PRELOAD: libfaketime(), FAKETIME: o.clockOffset, FAKETIME_DONT_FAKE_MONOTONIC: '1' }
       : {};
-  const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...env, ...skew } });
+  const [cmd, cmdArgs] =
+    o.netns != null
+      ? ['ip', ['netns', 'exec', o.netns, process.execPath, ...argv]]
+      : [process.execPath, argv];
+  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env: { ...env, ...skew } });
   return new RunnerProcess(o.host, child);
 }

@@ -70,6 +70,17 @@ export interface PrivateServerOptions {
    * alone). Needs Debian's `faketime` (installed by .ci/run).
    */
   steppableClock?: boolean;
+  /**
+   * Addresses to listen on besides 127.0.0.1 (which the helper and the tests use themselves),
+   * e.g. the root side of a network namespace's link (netns.ts) — only those, never 0.0.0.0.
+   * They must exist when the server starts.
+   */
+  bindAddresses?: readonly string[];
+  /**
+   * Client hosts outside loopback that may log in as `root` (empty password, like the loopback
+   * accounts): an address or a pattern, `10.213.%`. Granted once, after the first start.
+   */
+  clientHosts?: readonly string[];
 }
 
 export async function startPrivateServer(
@@ -98,7 +109,8 @@ export async function startPrivateServer(
 
   const launch = async (): Promise<void> => {
     stderrTail = '';
-    const proc = spawn(MARIADBD, [...serverArgs(dataDir, port), ...(options.args ?? [])], {
+    const bind = ['127.0.0.1', ...(options.bindAddresses ?? [])].join(',');
+    const proc = spawn(MARIADBD, [...serverArgs(dataDir, port, bind), ...(options.args ?? [])], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: clockEnv,
     });
@@ -154,6 +166,7 @@ export async function startPrivateServer(
       throw err;
     }
   }
+  if (options.clientHosts?.length) await grantRoot(port, options.clientHosts);
 
   return {
     get port() {
@@ -195,12 +208,13 @@ export async function startPrivateServer(
   };
 }
 
-function serverArgs(dataDir: string, port: number): string[] {
+function serverArgs(dataDir: string, port: number, bindAddress: string): string[] {
   return [
     '--no-defaults', // must come first; never read /etc/mysql/my.cnf (the shared server's config)
     `--datadir=${dataDir}`,
     `--port=${port}`,
-    '--bind-address=127.0.0.1',
+    // A list since MariaDB 10.11.
+    `--bind-address=${bindAddress}`,
     `--socket=${join(dataDir, 'mysqld.sock')}`,
     `--pid-file=${join(dataDir, 'mysqld.pid')}`,
     // Like the shared server (/etc/mysql/my.cnf): accounts match by IP, tables default to utf8mb4.
@@ -264,6 +278,19 @@ async function waitUntilReady(
       );
     }
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** `root` with an empty password from each of `hosts`, as the install made it for loopback. */
+async function grantRoot(port: number, hosts: readonly string[]): Promise<void> {
+  const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root' });
+  try {
+    for (const host of hosts) {
+      await conn.query("CREATE USER IF NOT EXISTS 'root'@?", [host]);
+      await conn.query("GRANT ALL PRIVILEGES ON *.* TO 'root'@? WITH GRANT OPTION", [host]);
+    }
+  } finally {
+    await conn.end();
   }
 }
 

@@ -22,9 +22,9 @@ import { connect, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 
 export interface TcpProxy {
-  /** The proxy's port on 127.0.0.1. */
+  /** The proxy's port on its listening address (127.0.0.1 unless `listenHost`). */
   readonly port: number;
-  /** `mysql://root@127.0.0.1:PORT[/database]` through the proxy. */
+  /** `mysql://root@HOST:PORT[/database]` through the proxy. */
   url(database?: string): string;
   /**
    * Stops forwarding in both directions without closing anything; new connections hang too.
@@ -65,6 +65,11 @@ export interface ProxyOptions {
    */
   upMs?: number;
   downMs?: number;
+  /**
+   * The address to listen on (default 127.0.0.1): the root side of a network namespace's link
+   * (netns.ts), for a host whose packets the kernel drops and the proxy delays.
+   */
+  listenHost?: string;
 }
 
 export async function startTcpProxy(
@@ -73,6 +78,7 @@ export async function startTcpProxy(
 ): Promise<TcpProxy> {
   let upMs = latency.upMs ?? 0;
   let downMs = latency.downMs ?? 0;
+  const listenHost = latency.listenHost ?? '127.0.0.1';
   const pairs = new Set<Pair>();
   let frozen = false;
 
@@ -125,7 +131,7 @@ export async function startTcpProxy(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(0, listenHost, () => {
       server.off('error', reject);
       resolve();
     });
@@ -137,7 +143,7 @@ export async function startTcpProxy(
   return {
     port,
     url(database) {
-      return `mysql://root@127.0.0.1:${port}${database ? `/${database}` : ''}`;
+      return `mysql://root@${listenHost}:${port}${database ? `/${database}` : ''}`;
     },
     get frozen() {
       return frozen;
