@@ -20,6 +20,11 @@
  * woke late — first looks up its winner, without the lock: one that has one is skipped as
  * already run, and the job's lock stays free for the runners on time and the job's next fire.
  *
+ * A lock met *passing* — its holder runs nothing: it is claiming this very fire, or giving the
+ * lock back after a run that just ended or a fire the fire key refused it — is asked for again
+ * for up to LOCK_PASSING_WAIT_MS, until the fire has a winner or the lock is free: a fire is not
+ * left without a winner because every runner met a lock on its way back.
+ *
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
  *
@@ -115,7 +120,7 @@ export const DESCRIBE_DELAY_MS = 20;
  * A fire contended this long after its instant is stale: its winner is looked up before its lock
  * is asked for (see `contend`). Far above the lag of a fire on time, which is milliseconds.
  */
-export const STALE_FIRE_MS = 1_000;
+export const STALE_FIRE_MS = 250;
 
 function isStale(c: FireContext, attempt: Attempt): boolean {
   if (attempt.trigger === 'manual') return false;
@@ -261,7 +266,20 @@ async function contendSlots(
       await new Promise((r) => setTimeout(r, DESCRIBE_DELAY_MS));
     }
     const named = await Promise.all(held.map((h) => describeHolder(c, h.lockName, h.attempt)));
-    held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!)));
+    if (workers === 1 && !queued && named[0]!.passing) {
+      // The lock is passing, not held by a run: ask again for a moment rather than leave the
+      // fire without a winner (see LOCK_PASSING_WAIT_MS).
+      const again = await contendWhileLockPasses(
+        c,
+        held[0]!.lockName,
+        held[0]!.attempt,
+        options,
+        prefetch,
+      );
+      if (again.won) return again;
+      return { won: false, skip: gaveUp(again.skip) };
+    }
+    held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!.skip)));
   }
   if (workers === 1) return { won: false, skip: busy[0]! };
   return { won: false, skip: skips.allSlotsTaken(busy as SkipReason[]) };
@@ -373,11 +391,65 @@ async function claimWhenDue(
  * the job — and a loser that polled for the row would hold its place among the runner's
  * contentions meanwhile. The registry names the holder's host instead.
  */
+/**
+ * How long a fire whose job's lock is *passing* — its holder runs nothing: it is writing its claim
+ * of this very fire, or giving the lock back after a run that just ended or after a fire the
+ * fire key refused it — asks for the lock again before it gives up. Without it, a short job that
+ * ends at the next fire's instant, or a runner on a slow link holding the lock while the fire key
+ * refuses it a fire already run, leaves the next fire without any winner: every runner met the
+ * lock. Polled every LOCK_PASSING_POLL_MS; each poll is one cheap read or GET_LOCK.
+ */
+export const LOCK_PASSING_WAIT_MS = 1_000;
+const LOCK_PASSING_POLL_MS = 50;
+
+/**
+ * Asks for the lock again while it passes (see LOCK_PASSING_WAIT_MS): a winner of this fire
+ * showing up ends the wait (the fire is taken), the lock coming free means this runner claims
+ * the fire as usual, and a holder that turns out to run the job is an overlap.
+ */
+async function contendWhileLockPasses(
+  c: FireContext,
+  lockName: string,
+  attempt: Attempt,
+  options: ContendOptions,
+  prefetch: Prefetch,
+): Promise<Won | NotWon> {
+  const deadline = performance.now() + LOCK_PASSING_WAIT_MS;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, LOCK_PASSING_POLL_MS));
+    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    if (winner) return { won: false, skip: skips.fireHasWinner(winner) };
+    if (options.signal?.aborted || performance.now() >= deadline || !c.lock.usable) break;
+    if (await c.lock.tryAcquire(lockName, 0)) {
+      const pause = await prefetch.pause;
+      if (pause) {
+        await c.lock.release(lockName);
+        return { won: false, skip: skips.paused(pause) };
+      }
+      return claim(c, attempt, lockName, prefetch);
+    }
+  }
+  return { won: false, skip: (await describeHolder(c, lockName, attempt)).skip };
+}
+
+/**
+ * Who holds the lock, as a skip reason; `passing` when the holder runs nothing (it claims this
+ * fire, or is giving the lock back), so that asking again may well get it.
+ */
 async function describeHolder(
   c: FireContext,
   lockName: string,
   attempt: Attempt,
-): Promise<SkipReason> {
+): Promise<{ skip: SkipReason; passing: boolean }> {
+  const skip = await holderReason(c, lockName, attempt);
+  return { skip, passing: skip.passing === true };
+}
+
+async function holderReason(
+  c: FireContext,
+  lockName: string,
+  attempt: Attempt,
+): Promise<SkipReason & { passing?: true }> {
   // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
   // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
   // when many jobs fire at once. One batched read for all the fires lost in the same turn.
@@ -388,14 +460,16 @@ async function describeHolder(
   });
   if (facts.holder == null) {
     // Released in the meantime: usually by the winner of this very fire, already done.
-    return facts.winner ? skips.fireHasWinner(facts.winner) : skips.lockFreedMeanwhile();
+    return facts.winner
+      ? skips.fireHasWinner(facts.winner)
+      : { ...skips.lockFreedMeanwhile(), passing: true };
   }
   if (facts.run) return skips.heldByRun(facts.run, attempt.scheduledAt);
   // No running row: the holder may have just finished this very fire (its verdict is written
   // before its lock is released)…
   if (facts.winner) return skips.fireHasWinner(facts.winner);
   // …or be writing its claim right now.
-  if (facts.host) return skips.beingClaimed(facts.host);
+  if (facts.host) return { ...skips.beingClaimed(facts.host), passing: true };
   return skips.heldByUnknown(facts.holder);
 }
 

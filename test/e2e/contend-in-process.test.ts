@@ -150,7 +150,9 @@ describe('two contenders in one process, racing for the same fires', () => {
       expect(await winner.lock.release(won.lockName!)).toBe(true);
       expect([alpha, beta].map((c) => c.lock.heldCount)).toEqual([0, 0]);
       expect(await lockIsFree(won.lockName!)).toBe(true);
-      const third = await contend(late, attemptOf(late, 'tick', at));
+      // Late by an hour, and with it its sense of the time: to it the fire is due just now, so
+      // it does not look the fire up first (a stale fire would) — it takes the lock.
+      const third = await contend({ ...late, now: () => at }, attemptOf(late, 'tick', at));
       expect(third).toMatchObject({
         won: false,
         reason: `this fire already ran on ${winner.host} (running)`,

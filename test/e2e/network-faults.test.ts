@@ -461,14 +461,14 @@ jobs:
         });
         // The whole history: a skip in the window may name a run of a fire before it.
         const history = await allRuns(d, JOB);
-        // Known defect (issue 15, as clock-skew.test.ts's thawed runner): the slow runner comes to
-        // each fire late (0.7–3 s here: its fires are contended one after another, each a few
-        // round trips), and while it holds the job's lock to contend a fire that already ran,
-        // the next instant comes: the near runners skip it ("this fire is being claimed by
-        // slow"), and so, later, does the slow one. Such a fire has no winner. It is judged
-        // apart, and only where it is true: a row from every runner, no winner, every near skip
-        // naming slow, and slow's row of an earlier fire written after this fire's instant
-        // (it was still busy with a stale fire then).
+        // The slow runner comes to each fire late (0.7–2 s here: each fire a few round trips),
+        // and may hold the job's lock while the fire key refuses it a fire already run — when
+        // the next instant comes. The near runners then ask for the lock again while it passes
+        // (fire-protocol.ts, LOCK_PASSING_WAIT_MS, 1 s) and win the fire; only a lock that
+        // passes slower than that (a lost packet's retransmission on top of the round trips)
+        // can still leave a fire without a winner. Such a fire is judged apart, and only where
+        // it is true: a row from every runner, no winner, every near skip naming slow, and
+        // slow's row of an earlier fire written after this fire's instant.
         const lostToLateContention = new Set(
           [...byFire(rows)]
             .filter(([at, fire]) => {
@@ -493,9 +493,7 @@ jobs:
           `slow link: ${lostToLateContention.size} of ${byFire(rows).size} fires lost to the slow ` +
             `runner's late contention: ${[...lostToLateContention].map((t) => new Date(t).toISOString().slice(17, 19)).join(' ')}`,
         );
-        expect(lostToLateContention.size, 'fires lost to late contention').toBeLessThan(
-          byFire(rows).size / 2,
-        );
+        expect(lostToLateContention.size, 'fires lost to late contention').toBeLessThanOrEqual(2);
         try {
           expectOneWinnerPerFire(
             history.filter((r) => !lostToLateContention.has(r.scheduled_at.getTime())),
