@@ -386,21 +386,21 @@ async function claimWhenDue(
 }
 
 /**
- * Who holds the job's lock and which run that is, as a skip reason. It does not wait for the
- * holder's row: a holder without one is between its GET_LOCK and its INSERT, claiming a fire of
- * the job — and a loser that polled for the row would hold its place among the runner's
- * contentions meanwhile. The registry names the holder's host instead.
- */
-/**
  * How long a fire whose job's lock is *passing* — its holder runs nothing: it is writing its claim
  * of this very fire, or giving the lock back after a run that just ended or after a fire the
  * fire key refused it — asks for the lock again before it gives up. Without it, a short job that
  * ends at the next fire's instant, or a runner on a slow link holding the lock while the fire key
  * refuses it a fire already run, leaves the next fire without any winner: every runner met the
- * lock. Polled every LOCK_PASSING_POLL_MS; each poll is one cheap read or GET_LOCK.
+ * lock.
  */
 export const LOCK_PASSING_WAIT_MS = 1_000;
-const LOCK_PASSING_POLL_MS = 50;
+/**
+ * The first wait before asking again; each next one is twice as long. Few looks per fire (five
+ * in the second), each batched with the other fires' of the same turn (`FireBatches.holder`):
+ * in a storm of fires, where most losers meet a winner still claiming, the looks must not
+ * become a storm of their own.
+ */
+const LOCK_PASSING_FIRST_POLL_MS = 50;
 
 /**
  * Asks for the lock again while it passes (see LOCK_PASSING_WAIT_MS): a winner of this fire
@@ -415,12 +415,15 @@ async function contendWhileLockPasses(
   prefetch: Prefetch,
 ): Promise<Won | NotWon> {
   const deadline = performance.now() + LOCK_PASSING_WAIT_MS;
-  for (;;) {
-    await new Promise((r) => setTimeout(r, LOCK_PASSING_POLL_MS));
-    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
-    if (winner) return { won: false, skip: skips.fireHasWinner(winner) };
-    if (options.signal?.aborted || performance.now() >= deadline || !c.lock.usable) break;
-    if (await c.lock.tryAcquire(lockName, 0)) {
+  let last: SkipReason | null = null;
+  for (let wait = LOCK_PASSING_FIRST_POLL_MS; ; wait *= 2) {
+    const left = deadline - performance.now();
+    if (left <= 0 || options.signal?.aborted || !c.lock.usable) break;
+    await new Promise((r) => setTimeout(r, Math.min(wait, left)));
+    const holder = await describeHolder(c, lockName, attempt);
+    last = holder.skip;
+    if (!holder.passing) return { won: false, skip: holder.skip };
+    if (holder.free && (await c.lock.tryAcquire(lockName, 0))) {
       const pause = await prefetch.pause;
       if (pause) {
         await c.lock.release(lockName);
@@ -429,27 +432,30 @@ async function contendWhileLockPasses(
       return claim(c, attempt, lockName, prefetch);
     }
   }
-  return { won: false, skip: (await describeHolder(c, lockName, attempt)).skip };
+  return { won: false, skip: last ?? (await describeHolder(c, lockName, attempt)).skip };
 }
 
 /**
- * Who holds the lock, as a skip reason; `passing` when the holder runs nothing (it claims this
- * fire, or is giving the lock back), so that asking again may well get it.
+ * Who holds the job's lock and which run that is, as a skip reason; `passing` when the holder
+ * runs nothing (it claims this fire, or is giving the lock back), so that looking again may well
+ * find the fire's winner or the lock free (`contendWhileLockPasses`); `free` when it is free
+ * already. It does not wait for the holder's row itself: a holder without one is between its
+ * GET_LOCK and its INSERT, and the registry names its host.
  */
 async function describeHolder(
   c: FireContext,
   lockName: string,
   attempt: Attempt,
-): Promise<{ skip: SkipReason; passing: boolean }> {
+): Promise<{ skip: SkipReason; passing: boolean; free: boolean }> {
   const skip = await holderReason(c, lockName, attempt);
-  return { skip, passing: skip.passing === true };
+  return { skip, passing: skip.passing != null, free: skip.passing === 'free' };
 }
 
 async function holderReason(
   c: FireContext,
   lockName: string,
   attempt: Attempt,
-): Promise<SkipReason & { passing?: true }> {
+): Promise<SkipReason & { passing?: 'free' | 'held' }> {
   // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
   // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
   // when many jobs fire at once. One batched read for all the fires lost in the same turn.
@@ -462,14 +468,14 @@ async function holderReason(
     // Released in the meantime: usually by the winner of this very fire, already done.
     return facts.winner
       ? skips.fireHasWinner(facts.winner)
-      : { ...skips.lockFreedMeanwhile(), passing: true };
+      : { ...skips.lockFreedMeanwhile(), passing: 'free' };
   }
   if (facts.run) return skips.heldByRun(facts.run, attempt.scheduledAt);
   // No running row: the holder may have just finished this very fire (its verdict is written
   // before its lock is released)…
   if (facts.winner) return skips.fireHasWinner(facts.winner);
   // …or be writing its claim right now.
-  if (facts.host) return { ...skips.beingClaimed(facts.host), passing: true };
+  if (facts.host) return { ...skips.beingClaimed(facts.host), passing: 'held' };
   return skips.heldByUnknown(facts.holder);
 }
 

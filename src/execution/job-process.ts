@@ -307,7 +307,8 @@ function startWatchdog(
   onLapsed: (silentMs: number) => void,
 ): { dismiss(): void } {
   const leased = lease != null && BASH != null;
-  const seconds = (ms: number) => (ms / 1000).toFixed(3);
+  // Never 0: `read -t 0` only polls, and would spin on a pipe with data in it.
+  const seconds = (ms: number) => (Math.max(ms, 1) / 1000).toFixed(3);
   const remaining = lease?.remainingMs;
   const [shell, script, extra] = leased
     ? [

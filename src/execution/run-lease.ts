@@ -31,7 +31,9 @@ export const LEASE_MARGIN_MS = 250;
 type LeaseListener = (validForMs: number) => void;
 
 export class RunLease {
-  /** `performance.now()` until which the runs are vouched for; null until the first renewal. */
+  /** `performance.now()` until which the runs are vouched for; null until the first renewal (a
+   * process that never watches a session, like `baton run` until its lock is won, holds its
+   * runs to nothing but their lock's own checks until then). */
   private until: number | null = null;
   private readonly listeners = new Set<LeaseListener>();
 
@@ -53,15 +55,6 @@ export class RunLease {
   revoke(): void {
     this.until = performance.now();
     for (const listener of this.listeners) listener(0);
-  }
-
-  /**
-   * Whether a new run may start now. Before its first renewal a lease holds nothing back: a
-   * process that never watches a session (`baton run` until its lock is won) has only its lock's
-   * own checks.
-   */
-  get valid(): boolean {
-    return this.until == null || performance.now() < this.until;
   }
 
   /** The term a new holder gets now: what is left of the current renewal, with the margin. */

@@ -300,17 +300,13 @@ async function attemptAndRecord(
 }
 
 /**
- * Why the job must not be started now, if it must not: its lock session is gone (its lock keeps
- * nobody out any more), or the runner's lease on its runs has lapsed.
+ * Why the job must not be started now, if it must not: its lock session is gone, so its lock
+ * keeps nobody out any more. (The runs' lease is the spawner's and the watchdogs' to enforce:
+ * a runner that is checking is running, and its own lateness is no news about the session.)
  */
-function whyNotStart(c: FireContext, lease: RunLease | undefined): string | null {
-  if (!c.lock.usable) {
-    return `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
-  }
-  if (lease && !lease.valid) {
-    return "the runner's lease on its runs had lapsed before the job was started";
-  }
-  return null;
+function whyNotStart(c: FireContext): string | null {
+  if (c.lock.usable) return null;
+  return `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
 }
 
 function notStarted(why: string): JobResult {
@@ -341,7 +337,7 @@ async function attemptRuns(
   for (let attempt = 1; ; attempt++) {
     // Checked right before each spawn, not only once the process exists: a session lost while
     // the fire was being claimed (or between two attempts) starts nothing.
-    const cannotStart = whyNotStart(c, o.lease);
+    const cannotStart = whyNotStart(c);
     if (cannotStart) return { result: notStarted(cannotStart), attempts: Math.max(1, attempt - 1) };
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
     const run = startJob(

@@ -613,7 +613,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/run-fire.ts',
-        find: 'const cannotStart = whyNotStart(c, o.lease);',
+        find: 'const cannotStart = whyNotStart(c);',
         replace: 'const cannotStart = (() => null)() as string | null;',
       },
     ],
