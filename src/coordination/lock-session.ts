@@ -29,6 +29,7 @@
  * far that clock is from this host's (`clock-offset.ts`), so that the runner fires by the
  * database's clock and records its times on it.
  */
+import { randomBytes } from 'node:crypto';
 import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -92,6 +93,14 @@ export class LockSession {
   private watcher: { timer: NodeJS.Timeout | undefined; options: WatchOptions } | null = null;
   private readOnly: boolean | null = null;
 
+  /**
+   * A lock this session alone holds, named with a random token: what tells this session apart
+   * from a later one with the same connection id (a restarted server counts ids from 1 again),
+   * also through a proxy. Its runner ends the session on the server by it after losing it
+   * (daemon/link.ts).
+   */
+  readonly tokenLockName = `baton-token:${randomBytes(16).toString('hex')}`;
+
   private constructor(
     private readonly conn: Connection,
     /** `CONNECTION_ID()` of this session, recorded on winning rows so a reaper can check them. */
@@ -122,6 +131,10 @@ export class LockSession {
       ]);
       if (self?.got !== 1) throw new Error(`could not take the session lock of connection ${id}`);
       const session = new LockSession(conn, id);
+      const [[token]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
+        session.tokenLockName,
+      ]);
+      if (token?.got !== 1) throw new Error(`could not take the token lock of connection ${id}`);
       // One clock sample before anyone uses the session: a runner must never fire by its own
       // clock, not even until the first heartbeat answers.
       const sentAt = session.clock.monotonicNow();

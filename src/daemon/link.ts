@@ -14,6 +14,8 @@
  *   `heartbeatMs + heartbeatDeadlineMs`): every lock it held is gone, so every run this process
  *   has going is aborted (recorded `lost`; SIGTERM, SIGKILL after LOST_KILL_GRACE_MS), then the
  *   link reconnects.
+ * - **The lost session ended**: once reconnected, the runner KILLs its lost session on the server if
+ *   it is still there (a dropped link), so that its locks do not outlive it by the idle timeout.
  * - **Read-only** server (a demoted primary): no fire runs until it is writable again.
  * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
  *   a loss. The spawner and the watchdogs stop the runs when it lapses, so that a runner that
@@ -22,6 +24,7 @@
  * What the runner does once connected (its loop on database time, the registry, recovery) is
  * the runner's: it is told through `onConnected`.
  */
+import type { RowDataPacket } from 'mysql2/promise';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
 import {
@@ -55,6 +58,11 @@ const RECONNECT_FIRST_MS = 200;
 const RECONNECT_MAX_MS = 1_000;
 /** A long outage is logged at warn level at most this often (and on a change of error). */
 const RECONNECT_LOG_EVERY_MS = 30_000;
+/**
+ * The longest a lost session is left alone for its aborted runs to end (they get SIGKILL after
+ * LOST_KILL_GRACE_MS; their verdicts may wait on the pool's deadline).
+ */
+const LOST_SESSION_WAIT_MS = 15_000;
 
 /**
  * The wait before reconnect attempt `attempt + 1` (0: after the first failure): "equal jitter",
@@ -96,6 +104,12 @@ export class DatabaseLink {
   private readOnlyNow = false;
   /** When the connected server started (rounded early): the reaper's test for old rows. */
   private serverStarted = new Date(0);
+  /** The session lost last, until it is ended on the server (see `endLostSession`). */
+  private lostSession: {
+    connectionId: number;
+    tokenLock: string;
+    runsOver: Promise<unknown>;
+  } | null = null;
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
 
@@ -221,6 +235,9 @@ export class DatabaseLink {
     }
     this.serverStarted = serverStartedBefore;
     this.session = lock;
+    const lost = this.lostSession;
+    this.lostSession = null;
+    if (lost) void this.endLostSession(lost);
     const first = !this.everConnectedOnce;
     this.everConnectedOnce = true;
     if (first) {
@@ -270,9 +287,42 @@ export class DatabaseLink {
     );
     // After the abort, so that the runs are recorded with the loss's reason, not the lease's.
     this.lease.revoke();
+    this.lostSession = {
+      connectionId: lock.connectionId,
+      tokenLock: lock.tokenLockName,
+      runsOver: Promise.allSettled(running.map((r) => r.finished)),
+    };
     // A stopping runner does not reconnect; its aborted runs' verdicts are written if the
     // database still answers the pool.
     if (!this.o.signal.aborted) void this.connect();
+  }
+
+  /**
+   * Ends the lost session on the server, once this runner is back. A session lost to a dropped
+   * link (no FIN, no RST) lives on on the server, and with it every lock it held, until its idle
+   * timeout — a minute of fires that every runner skips for a run that was aborted long ago. The
+   * runner knows that session is dead: once its aborted runs are over (never before, or the lock
+   * would be freed under a job still in its kill grace), it KILLs it. A user may KILL its own
+   * connections without any privilege. It is identified by the token lock only it held
+   * (`LockSession.tokenLockName`), never by its connection id alone, which a restarted server
+   * may have given to another runner's session.
+   */
+  private async endLostSession(lost: NonNullable<DatabaseLink['lostSession']>): Promise<void> {
+    const { log } = this.o;
+    await Promise.race([lost.runsOver, delay(LOST_SESSION_WAIT_MS, this.o.signal)]).catch(() => {});
+    const pool = this.pool;
+    if (!pool || this.o.signal.aborted) return;
+    try {
+      const [[row]] = await pool.query<RowDataPacket[]>('SELECT IS_USED_LOCK(?) AS holder', [
+        lost.tokenLock,
+      ]);
+      if (Number(row?.holder) !== lost.connectionId) return;
+      await pool.query('KILL CONNECTION ?', [lost.connectionId]);
+      log.info({ lockConnectionId: lost.connectionId }, 'lost lock session ended on the server');
+    } catch (err) {
+      // Gone meanwhile, or no such privilege on this server: its idle timeout ends it.
+      log.debug({ err: errorMessage(err) }, 'lost lock session not ended');
+    }
   }
 
   /** Waits for a connect in flight: it finishes (or gives up) before the link is closed. */

@@ -41,6 +41,12 @@ export interface TcpProxy {
    * client gets an RST from a server that forgot the connection when the partition heals.
    */
   cutUpstream(): void;
+  /**
+   * Strands every current connection: its client side is closed (the client sees the connection
+   * end), its server side stays open and silent — the server never hears the client leave, as
+   * when a client gives up on a dropped link and its FIN is lost. New connections work as usual.
+   */
+  strand(): void;
   /** Destroys every connection and stops listening. */
   close(): Promise<void>;
   readonly frozen: boolean;
@@ -80,6 +86,8 @@ export async function startTcpProxy(
   let downMs = latency.downMs ?? 0;
   const listenHost = latency.listenHost ?? '127.0.0.1';
   const pairs = new Set<Pair>();
+  /** Server sides of stranded connections, kept open until `close()`. */
+  const stranded = new Set<Socket>();
   let frozen = false;
 
   const drop = (pair: Pair) => {
@@ -193,8 +201,24 @@ export async function startTcpProxy(
         }
       }
     },
+    strand() {
+      for (const pair of [...pairs]) {
+        pairs.delete(pair);
+        const upstream = pair.upstream;
+        if (upstream) {
+          upstream.removeAllListeners('data').removeAllListeners('close');
+          upstream.removeAllListeners('error').on('error', () => undefined);
+          upstream.pause();
+          stranded.add(upstream);
+        }
+        pair.client.removeAllListeners('close').removeAllListeners('error');
+        pair.client.on('error', () => undefined);
+        pair.client.destroy();
+      }
+    },
     async close() {
       for (const pair of [...pairs]) drop(pair);
+      for (const upstream of stranded) upstream.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

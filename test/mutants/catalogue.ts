@@ -645,4 +645,25 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'lost-session-left-on-server',
+    guarantee: 'lost-lock',
+    what:
+      'A runner back from a lost session leaves that session to the server: over a link that ' +
+      'lost its goodbye, the session and its locks live on for the idle timeout, and every ' +
+      "runner skips the job's fires for a run aborted long ago.",
+    edits: [
+      {
+        file: 'src/daemon/link.ts',
+        find: 'if (lost) void this.endLostSession(lost);',
+        replace: 'if (lost) void this.endLostSession;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/lost-session-ended.test.ts',
+        test: 'is KILLed by its runner once back',
+      },
+    ],
+  },
 ];
