@@ -1,0 +1,220 @@
+/**
+ * How each fault of the plan is done to the live fleet, and undone: real signals to real runner
+ * processes, a real `KILL` on the server, the proxy frozen, the private server stopped or killed.
+ * Each fault is recorded with the real times it was made and undone — the checks attribute what
+ * they find to the faults by those times.
+ */
+import { sessionLockName } from '../../src/lock-names.js';
+import { sleep } from '../helpers/wait.js';
+import { LONG_JOB, NAMESPACE, query, type SoakFleet, type SoakRunner } from './fleet.js';
+import type { FaultKind, PlannedFault } from './plan.js';
+
+/** SIGSTOP first, the session's KILL this long after: the runner is surely stalled by then. */
+const KILL_AFTER_STOP_MS = 300;
+/** How long `stall-kill` waits for a runner to hold the long job before it takes the planned one. */
+const HOLDER_WAIT_MS = 4_000;
+
+export interface FaultRecord {
+  n: number;
+  kind: FaultKind;
+  /** The host it was done to, or `server`. */
+  target: string;
+  /** Real time (ms since the epoch) the fault was made; its effect starts here. */
+  at: number;
+  /** Real time it was undone (the runner started again, continued, the link thawed, the server answering). */
+  undoneAt: number | null;
+  /** False when it could not be made (say, no lock session to KILL): then it counts for nothing. */
+  applied: boolean;
+  /** What it met: the run it stalled, the session it killed, the exit code of a stop. */
+  note: string;
+}
+
+export class FaultInjector {
+  readonly records: FaultRecord[] = [];
+  /** Hosts a fault holds now: no second fault takes them. */
+  private readonly busy = new Set<string>();
+
+  constructor(private readonly fleet: SoakFleet) {}
+
+  /** Does `fault` (it may last its hold and more), and records it. Never throws. */
+  async run(fault: PlannedFault): Promise<FaultRecord> {
+    const record: FaultRecord = {
+      n: fault.n,
+      kind: fault.kind,
+      target: fault.runner < 0 ? 'server' : this.fleet.runners[fault.runner]!.host,
+      at: Date.now(),
+      undoneAt: null,
+      applied: false,
+      note: '',
+    };
+    this.records.push(record);
+    try {
+      await this.inject(fault, record);
+    } catch (err) {
+      record.note += `${record.note ? '; ' : ''}error: ${(err as Error).message}`;
+    } finally {
+      this.busy.delete(record.target);
+    }
+    return record;
+  }
+
+  private async inject(f: PlannedFault, rec: FaultRecord): Promise<void> {
+    const { runners, proxy, server, pool } = this.fleet;
+    const planned = f.runner >= 0 ? runners[f.runner]! : null;
+    if (planned && f.kind !== 'stall-kill' && !this.take(planned, rec)) return;
+
+    switch (f.kind) {
+      case 'kill9': {
+        const r = planned!;
+        rec.at = Date.now();
+        await r.stop('SIGKILL');
+        rec.applied = true;
+        await sleep(f.holdMs);
+        r.launch();
+        rec.undoneAt = Date.now();
+        return;
+      }
+      case 'stall': {
+        const r = planned!;
+        rec.at = Date.now();
+        r.signal('SIGSTOP');
+        rec.applied = true;
+        await sleep(f.holdMs);
+        r.signal('SIGCONT');
+        rec.undoneAt = Date.now();
+        return;
+      }
+      case 'stall-kill': {
+        // The key reproduction: the runner of a live long run stalls, and its lock session is
+        // killed under it, so the server frees the job's lock while nothing can stop the job.
+        const holder = await this.longJobHolder();
+        const r = holder?.runner ?? planned!;
+        rec.target = r.host;
+        if (!this.take(r, rec)) return;
+        const session = holder?.session ?? r.lockConnectionId();
+        if (session == null) {
+          rec.note = `${r.host} has no lock session to kill`;
+          return;
+        }
+        rec.note = holder ? `holds ${LONG_JOB} run ${holder.runId}` : `no ${LONG_JOB} run held`;
+        rec.at = Date.now();
+        r.signal('SIGSTOP');
+        await sleep(KILL_AFTER_STOP_MS);
+        const killed = await this.killSession(session);
+        rec.note += killed ? `; session ${session} killed` : `; session ${session} was gone`;
+        rec.applied = true;
+        await sleep(Math.max(0, f.holdMs - KILL_AFTER_STOP_MS));
+        r.signal('SIGCONT');
+        rec.undoneAt = Date.now();
+        return;
+      }
+      case 'kill-session': {
+        const r = planned!;
+        const session = r.lockConnectionId();
+        if (session == null || !r.alive) {
+          rec.note = `${r.host} has no lock session to kill`;
+          return;
+        }
+        rec.at = Date.now();
+        rec.applied = await this.killSession(session);
+        rec.note = `session ${session}${rec.applied ? ' killed' : ' was not live'}`;
+        return;
+      }
+      case 'freeze': {
+        rec.at = Date.now();
+        proxy.freeze();
+        rec.applied = true;
+        await sleep(f.holdMs);
+        proxy.thaw();
+        rec.undoneAt = Date.now();
+        return;
+      }
+      case 'server-restart': {
+        if (this.busy.has('server')) {
+          rec.note = 'the server is already down';
+          return;
+        }
+        this.busy.add('server');
+        rec.at = Date.now();
+        await (f.crash ? server.kill() : server.stop());
+        rec.applied = true;
+        rec.note = f.crash ? 'SIGKILL' : 'graceful shutdown';
+        await sleep(f.holdMs);
+        await server.start();
+        rec.undoneAt = Date.now();
+        // The harness's pool still holds connections to the old server process: drop them now,
+        // rather than let the next check meet a dead one.
+        await query(pool, 'SELECT 1').catch(() => undefined);
+        return;
+      }
+      case 'sigterm': {
+        const r = planned!;
+        rec.at = Date.now();
+        const code = await r.stop('SIGTERM');
+        rec.applied = true;
+        rec.note = `exited ${code}`;
+        await sleep(f.holdMs);
+        r.launch();
+        rec.undoneAt = Date.now();
+        return;
+      }
+      case 'sighup': {
+        const r = planned!;
+        rec.at = Date.now();
+        r.signal('SIGHUP');
+        rec.applied = true;
+        return;
+      }
+    }
+  }
+
+  /** Marks the runner held by this fault; false (and why) when it cannot take it. */
+  private take(r: SoakRunner, rec: FaultRecord): boolean {
+    if (this.busy.has(r.host) || !r.alive) {
+      rec.note = `${r.host} is ${r.alive ? 'under another fault' : 'not running'}`;
+      return false;
+    }
+    this.busy.add(r.host);
+    return true;
+  }
+
+  /** The runner that runs the long job now, free of other faults, with its run's lock session. */
+  private async longJobHolder(): Promise<{
+    runner: SoakRunner;
+    session: number;
+    runId: number;
+  } | null> {
+    const deadline = Date.now() + HOLDER_WAIT_MS;
+    while (Date.now() < deadline) {
+      const rows = await query<{ id: number; host: string; lock_connection_id: number }>(
+        this.fleet.pool,
+        `SELECT id, host, lock_connection_id FROM baton_runs
+          WHERE namespace = ? AND job = ? AND status = 'running' AND winner >= 1`,
+        [NAMESPACE, LONG_JOB],
+      ).catch(() => []);
+      for (const row of rows) {
+        const runner = this.fleet.runners.find((r) => r.host === row.host);
+        if (runner?.alive && !this.busy.has(runner.host) && row.lock_connection_id) {
+          return { runner, session: Number(row.lock_connection_id), runId: row.id };
+        }
+      }
+      await sleep(200);
+    }
+    return null;
+  }
+
+  /**
+   * `KILL` of a lock session, once the server confirms it is one (it holds its own session
+   * lock): a stale id must never kill another connection.
+   */
+  private async killSession(id: number): Promise<boolean> {
+    const [row] = await query<{ holder: number | null }>(
+      this.fleet.pool,
+      'SELECT IS_USED_LOCK(?) AS holder',
+      [sessionLockName(id)],
+    );
+    if (Number(row?.holder) !== id) return false;
+    await query(this.fleet.pool, 'KILL ?', [id]);
+    return true;
+  }
+}
