@@ -25,6 +25,9 @@ import { EVERY_SECOND_JOBS, JOB_PERIOD_MS, type LoggedLine } from './fleet.js';
  */
 export const OVERLAP_BOUND_MS = 5_000;
 
+/** How long a job's processes may live on after its end line (the shell's exit): 0.2 s. */
+const END_SLACK_MS = 200;
+
 export type SoakRow = RunRow & { attempts: number; lock_connection_id: number | null };
 
 export interface Overlap {
@@ -153,8 +156,15 @@ function findOverlaps(attempts: readonly JournalAttempt[], faults: readonly Faul
     for (let i = 0; i < list.length; i++) {
       const a = list[i]!;
       const earlier = list.slice(0, i);
-      // The run it met: the latest that started before it and had not ended by its start.
-      const other = earlier.findLast((b) => b.end == null || b.end > a.start);
+      // The run it met. A run's end line is written a moment before its last process exits (and
+      // its flock goes), so a run that journaled its end just before `a` started, and whose end
+      // is the nearest before the lock was freed, is the one; else the latest still going.
+      const justEnded = a.freed
+        ? earlier
+            .filter((b) => b.end != null && b.end > a.start - END_SLACK_MS && b.end <= a.freed!)
+            .sort((x, y) => y.end! - x.end!)[0]
+        : undefined;
+      const other = justEnded ?? earlier.findLast((b) => b.end == null || b.end > a.start);
       if (a.overlapped) {
         const until = a.freed ?? a.end;
         found.push({

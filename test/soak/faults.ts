@@ -34,7 +34,11 @@ export class FaultInjector {
   /** Hosts a fault holds now: no second fault takes them. */
   private readonly busy = new Set<string>();
 
-  constructor(private readonly fleet: SoakFleet) {}
+  /** `plan`: the whole plan, so that a fault that picks its runner live spares the runners later faults are planned for. */
+  constructor(
+    private readonly fleet: SoakFleet,
+    private readonly plan: readonly PlannedFault[] = [],
+  ) {}
 
   /** Does `fault` (it may last its hold and more), and records it. Never throws. */
   async run(fault: PlannedFault): Promise<FaultRecord> {
@@ -87,7 +91,7 @@ export class FaultInjector {
       case 'stall-kill': {
         // The key reproduction: the runner of a live long run stalls, and its lock session is
         // killed under it, so the server frees the job's lock while nothing can stop the job.
-        const holder = await this.longJobHolder();
+        const holder = await this.longJobHolder(f);
         const r = holder?.runner ?? planned!;
         rec.target = r.host;
         if (!this.take(r, rec)) return;
@@ -178,12 +182,23 @@ export class FaultInjector {
     return true;
   }
 
-  /** The runner that runs the long job now, free of other faults, with its run's lock session. */
-  private async longJobHolder(): Promise<{
+  /**
+   * The runner that runs the long job now — free of other faults, now and planned for the time
+   * this one lasts — with its run's lock session.
+   */
+  private async longJobHolder(f: PlannedFault): Promise<{
     runner: SoakRunner;
     session: number;
     runId: number;
   } | null> {
+    const planned = (host: string) =>
+      this.plan.some(
+        (later) =>
+          later.n !== f.n &&
+          this.fleet.runners[later.runner]?.host === host &&
+          later.atMs >= f.atMs &&
+          later.atMs <= f.atMs + HOLDER_WAIT_MS + f.holdMs + 3_000,
+      );
     const deadline = Date.now() + HOLDER_WAIT_MS;
     while (Date.now() < deadline) {
       const rows = await query<{ id: number; host: string; lock_connection_id: number }>(
@@ -194,7 +209,8 @@ export class FaultInjector {
       ).catch(() => []);
       for (const row of rows) {
         const runner = this.fleet.runners.find((r) => r.host === row.host);
-        if (runner?.alive && !this.busy.has(runner.host) && row.lock_connection_id) {
+        const free = runner?.alive && !this.busy.has(runner.host) && !planned(runner.host);
+        if (runner && free && row.lock_connection_id) {
           return { runner, session: Number(row.lock_connection_id), runId: row.id };
         }
       }

@@ -66,6 +66,11 @@ const HOLD_MS: Record<FaultKind, [number, number]> = {
 
 /** What a fault is expected to keep busy after its hold (a restart, a reconnect), in ms. */
 const SETTLE_MS = 3_000;
+/**
+ * A graceful stop itself takes time before the hold begins: up to the runners' `--grace` (5 s,
+ * fleet.ts) for the runs, then the kill grace (5 s) for runs that ignore SIGTERM.
+ */
+const STOP_MS: Partial<Record<FaultKind, number>> = { sigterm: 10_000 };
 
 export interface PlannedFault {
   /** 1, 2, … in order. */
@@ -120,7 +125,8 @@ export function planFaults(o: PlanOptions): PlannedFault[] {
     if (possible.length === 0) continue;
     const kind = pickWeighted(possible, random);
     const holdMs = between(...HOLD_MS[kind]);
-    if (at + holdMs + SETTLE_MS > o.windowMs) break;
+    const busyMs = (STOP_MS[kind] ?? 0) + holdMs + SETTLE_MS;
+    if (at + busyMs > o.windowMs) break;
     const runner =
       kind === 'server-restart'
         ? -1
@@ -130,9 +136,9 @@ export function planFaults(o: PlanOptions): PlannedFault[] {
     const fault: PlannedFault = { n: faults.length + 1, kind, atMs: at, holdMs, runner };
     if (kind === 'server-restart') {
       fault.crash = random() < 0.5;
-      serverBusyUntil = at + holdMs + SETTLE_MS;
+      serverBusyUntil = at + busyMs;
     } else {
-      busyUntil[runner] = at + holdMs + SETTLE_MS;
+      busyUntil[runner] = at + busyMs;
     }
     faults.push(fault);
   }

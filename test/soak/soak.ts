@@ -4,7 +4,7 @@
  * rows, the journal and the logs, and judge (checks.ts). `run.ts` is the command line over it;
  * test/e2e/soak.test.ts runs a short one in `npm test`.
  */
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -53,7 +53,7 @@ export interface SoakReport {
   failures: string[];
   clean: boolean;
   closingLine: string;
-  /** The journal's folder, kept when the soak is not clean (or with `keep`). */
+  /** The journal's folder, kept when the soak is not clean (or with `keep`); `../logs` beside it. */
   journalDir: string | null;
 }
 
@@ -94,7 +94,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   try {
     const t0 = Date.now();
     log(`fleet up (${fleet.runners.length} runners); faults from now on`);
-    const injector = new FaultInjector(fleet);
+    const injector = new FaultInjector(fleet, plan);
     const done = plan.map(async (f) => {
       await sleep(Math.max(0, t0 + f.atMs - Date.now()));
       const rec = await injector.run(f);
@@ -148,7 +148,20 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       until: new Date(window.until).toISOString(),
     };
     keepJournal = !report.clean || o.keep === true;
-    report.journalDir = keepJournal ? fleet.journal.dir : null;
+    if (keepJournal) {
+      // Beside the journal, every host's log lines (all its processes, with their real times):
+      // the evidence for a check that failed.
+      const logs = path.join(path.dirname(fleet.journal.dir), 'logs');
+      mkdirSync(logs, { recursive: true });
+      for (const r of fleet.runners) {
+        const text = r
+          .lines()
+          .map((l) => JSON.stringify(l))
+          .join('\n');
+        writeFileSync(path.join(logs, `${r.host}.ndjson`), `${text}\n`);
+      }
+      report.journalDir = fleet.journal.dir;
+    }
     return report;
   } finally {
     await fleet.destroy();
