@@ -22,8 +22,11 @@ import { writeSchedule } from './cli.js';
 import type { RunRow } from './db.js';
 
 export interface JournalEntry {
-  /** `freed`: with `timeOverlap`, when the run an overlapped attempt met let go of the lock. */
-  event: 'start' | 'end' | 'freed';
+  /**
+   * With `timeOverlap`: `freed`, when the run an overlapped attempt met let go of the lock;
+   * `killed`, when the attempt was told to stop (SIGTERM) — it is gone a moment later.
+   */
+  event: 'start' | 'end' | 'freed' | 'killed';
   job: string;
   /** The fire's instant (BATON_SCHEDULED_AT), ms since the epoch. */
   fire: number;
@@ -49,6 +52,8 @@ export type JournalAttempt = Omit<JournalEntry, 'event' | 'at'> & {
    * was killed or ended first).
    */
   freed: number | null;
+  /** With `timeOverlap`: when a SIGTERM ended it (null: it ended otherwise, or by SIGKILL alone). */
+  killed: number | null;
 };
 
 export interface JobOptions {
@@ -59,7 +64,9 @@ export interface JobOptions {
   /**
    * An attempt that meets another's lock at its start waits for that lock in the background and
    * records `freed` when it is dropped: how long the overlap lasted, even when the other run was
-   * SIGKILLed and never wrote its end (the fault soak's measure of overlap).
+   * SIGKILLed and never wrote its end (the fault soak's measure of overlap). And an attempt
+   * stopped by SIGTERM journals `killed` (and no end), so that an overlapped attempt that was
+   * stopped before the other run let go still tells how long it lived beside it.
    */
   timeOverlap?: boolean;
 }
@@ -117,10 +124,10 @@ export function journal(dir: string): Journal {
         const key = `${e.runId}/${e.attempt}`;
         if (e.event === 'start') {
           const { event, at, ...attempt } = e; // the attempt: all but the event and its time
-          byAttempt.set(key, { ...attempt, start: at, end: null, freed: null });
-        } else if (e.event === 'freed') {
+          byAttempt.set(key, { ...attempt, start: at, end: null, freed: null, killed: null });
+        } else if (e.event === 'freed' || e.event === 'killed') {
           const a = byAttempt.get(key);
-          if (a) a.freed = e.at;
+          if (a) a[e.event] = e.at;
         } else {
           const a = byAttempt.get(key);
           if (a) a.end = e.at;
@@ -157,6 +164,9 @@ function script(
     timeOverlap ? 'if [ $o = 1 ]; then ( flock 9 && rec freed 1 ) & fi' : '',
     // The end is recorded however the work ends by itself (`exit 3` too), not when killed.
     "trap 'rec end 0' EXIT",
+    // Stopped: `killed`, not an end. sh runs the trap once its foreground command is gone, and
+    // that got the same SIGTERM (the whole group does).
+    timeOverlap && !ignoreTerm ? "trap 'trap - EXIT; rec killed 0; exit 143' TERM" : '',
     work,
   ]
     .filter(Boolean)

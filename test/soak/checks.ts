@@ -37,7 +37,7 @@ export interface Overlap {
   other: string;
   /** How long both were alive; null when it could not be measured (see `measure`). */
   ms: number | null;
-  measure: 'freed' | 'end' | 'unmeasured';
+  measure: 'freed' | 'end' | 'killed' | 'unmeasured';
   /** The fault (or faults) that most likely caused it, by time and host. */
   cause: string;
 }
@@ -141,8 +141,8 @@ function doubleStarts(entries: readonly JournalEntry[]): string[] {
 
 /**
  * An attempt that found its job's flock held started beside a live run. How long: until the
- * other let go (`freed`, recorded by the attempt's waiter), else until this one ended (the
- * other outlived it), else unmeasured (this one was killed before the other died). The journal's
+ * other let go (`freed`, recorded by the attempt's waiter), else until this one ended or was
+ * stopped (the other outlived it), else unmeasured (SIGKILLed without a SIGTERM). The journal's
  * start/end intervals are checked too, in case a run let go of its flock yet went on.
  */
 function findOverlaps(attempts: readonly JournalAttempt[], faults: readonly FaultRecord[]) {
@@ -166,13 +166,20 @@ function findOverlaps(attempts: readonly JournalAttempt[], faults: readonly Faul
         : undefined;
       const other = justEnded ?? earlier.findLast((b) => b.end == null || b.end > a.start);
       if (a.overlapped) {
-        const until = a.freed ?? a.end;
+        const until = a.freed ?? a.end ?? a.killed;
         found.push({
           job: a.job,
           run: describe(a),
           other: other ? describe(other) : '(a run not in the journal)',
           ms: until != null ? until - a.start : null,
-          measure: a.freed != null ? 'freed' : a.end != null ? 'end' : 'unmeasured',
+          measure:
+            a.freed != null
+              ? 'freed'
+              : a.end != null
+                ? 'end'
+                : a.killed != null
+                  ? 'killed'
+                  : 'unmeasured',
           cause: causeOf(a.start, other?.host, faults),
         });
       } else if (other?.end != null && other.end > a.start) {

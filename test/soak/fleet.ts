@@ -202,6 +202,20 @@ export async function startSoakFleet(o: FleetOptions): Promise<SoakFleet> {
       });
     runners.push(new SoakRunner(host, start, skewMs, via));
   }
+  // Ctrl-C or a kill of the soak: its runners must not live on (some may be SIGSTOPped), and
+  // the private server goes with its janitor.
+  const abandon = (signal: NodeJS.Signals) => {
+    for (const r of runners) {
+      for (const p of r.incarnations) {
+        p.child.kill('SIGCONT');
+        p.child.kill('SIGKILL');
+      }
+    }
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', abandon);
+  process.once('SIGTERM', abandon);
+
   for (const r of runners) r.launch();
   await Promise.all(runners.map((r) => r.current.ready()));
 
@@ -213,6 +227,8 @@ export async function startSoakFleet(o: FleetOptions): Promise<SoakFleet> {
     config,
     runners,
     async destroy() {
+      process.off('SIGINT', abandon);
+      process.off('SIGTERM', abandon);
       await Promise.all(runners.map((r) => r.stop('SIGKILL')));
       await proxy.close();
       await pool.end().catch(() => undefined);

@@ -22,6 +22,7 @@ function attempt(a: Partial<JournalAttempt> & { runId: number; fire: number }): 
     start: a.fire + 20,
     end: a.fire + 220,
     freed: null,
+    killed: null,
     ...a,
   };
 }
