@@ -6,13 +6,21 @@
  */
 import { sessionLockName } from '../../src/lock-names.js';
 import { sleep } from '../helpers/wait.js';
-import { LONG_JOB, NAMESPACE, query, type SoakFleet, type SoakRunner } from './fleet.js';
+import {
+  jobSeconds,
+  LONG_JOB,
+  LONG_SECONDS,
+  NAMESPACE,
+  query,
+  type SoakFleet,
+  type SoakRunner,
+} from './fleet.js';
 import type { FaultKind, PlannedFault } from './plan.js';
 
 /** SIGSTOP first, the session's KILL this long after: the runner is surely stalled by then. */
 const KILL_AFTER_STOP_MS = 300;
 /** How long `stall-kill` waits for a runner to hold the long job before it takes the planned one. */
-const HOLDER_WAIT_MS = 4_000;
+const HOLDER_WAIT_MS = 6_000;
 
 export interface FaultRecord {
   n: number;
@@ -100,7 +108,9 @@ export class FaultInjector {
           rec.note = `${r.host} has no lock session to kill`;
           return;
         }
-        rec.note = holder ? `holds ${LONG_JOB} run ${holder.runId}` : `no ${LONG_JOB} run held`;
+        rec.note = holder
+          ? `holds ${LONG_JOB} run ${holder.runId}, ${(holder.leftMs / 1000).toFixed(1)} s left`
+          : `no ${LONG_JOB} run held`;
         rec.at = Date.now();
         r.signal('SIGSTOP');
         await sleep(KILL_AFTER_STOP_MS);
@@ -190,6 +200,7 @@ export class FaultInjector {
     runner: SoakRunner;
     session: number;
     runId: number;
+    leftMs: number;
   } | null> {
     const planned = (host: string) =>
       this.plan.some(
@@ -199,24 +210,37 @@ export class FaultInjector {
           later.atMs >= f.atMs &&
           later.atMs <= f.atMs + HOLDER_WAIT_MS + f.holdMs + 3_000,
       );
+    // The run should outlive the stall, as in the issue's reproduction (a 12 s job, a 10 s
+    // stall): then the job is still running when the next fire is won elsewhere. A run's length
+    // is known from its fire (fleet.ts, jobSeconds); the best one seen is taken at the deadline.
+    type Holder = { runner: SoakRunner; session: number; runId: number; leftMs: number };
+    let best: Holder | null = null;
     const deadline = Date.now() + HOLDER_WAIT_MS;
     while (Date.now() < deadline) {
-      const rows = await query<{ id: number; host: string; lock_connection_id: number }>(
+      const rows = await query<{
+        id: number;
+        host: string;
+        lock_connection_id: number;
+        scheduled_at: Date;
+      }>(
         this.fleet.pool,
-        `SELECT id, host, lock_connection_id FROM baton_runs
+        `SELECT id, host, lock_connection_id, scheduled_at FROM baton_runs
           WHERE namespace = ? AND job = ? AND status = 'running' AND winner >= 1`,
         [NAMESPACE, LONG_JOB],
       ).catch(() => []);
       for (const row of rows) {
         const runner = this.fleet.runners.find((r) => r.host === row.host);
         const free = runner?.alive && !this.busy.has(runner.host) && !planned(runner.host);
-        if (runner && free && row.lock_connection_id) {
-          return { runner, session: Number(row.lock_connection_id), runId: row.id };
-        }
+        if (!runner || !free || !row.lock_connection_id) continue;
+        const fire = row.scheduled_at.getTime();
+        const leftMs = fire + jobSeconds(LONG_SECONDS, fire, this.fleet.seed) * 1000 - Date.now();
+        const holder = { runner, session: Number(row.lock_connection_id), runId: row.id, leftMs };
+        if (leftMs >= f.holdMs) return holder;
+        if (!best || leftMs > best.leftMs) best = holder;
       }
       await sleep(200);
     }
-    return null;
+    return best;
   }
 
   /**

@@ -28,6 +28,16 @@ export const JOB_PERIOD_MS: Record<string, number> = {
 export const EVERY_SECOND_JOBS = ['tick', 'tock'];
 /** The job that runs 3–12 s, so that faults hit live runs. */
 export const LONG_JOB = 'long';
+export const LONG_SECONDS = { base: 3, spread: 10 };
+
+/** How long a run of a job lasts, in s: `base` + 0…`spread`-1, from its fire and the seed. */
+export function jobSeconds(
+  { base, spread }: { base: number; spread: number },
+  fire: number,
+  seed: number,
+): number {
+  return base + ((Math.floor(fire / 1000) * 7 + (seed % 1000)) % spread);
+}
 
 /**
  * Runner settings. The heartbeat and its deadline are the defaults (the bound docs/design.md
@@ -44,6 +54,7 @@ const RUNNER_ARGS = ['--grace', '5'];
  */
 function scheduleYaml(j: Journal, seed: number): string {
   const cmd = (work: string) => j.yaml({ work, timeOverlap: true });
+  // jobSeconds() in shell arithmetic.
   const pick = (base: number, spread: number) =>
     `$(( ${base} + ( $(fire) / 1000 * 7 + ${seed % 1000} ) % ${spread} ))`;
   return `
@@ -58,7 +69,7 @@ jobs:
   long:
     schedule: "*/4 * * * * *"
     overlap: skip
-    command: ${cmd(`sleep ${pick(3, 10)}`)}
+    command: ${cmd(`sleep ${pick(LONG_SECONDS.base, LONG_SECONDS.spread)}`)}
   queued:
     schedule: "*/3 * * * * *"
     overlap: queue
@@ -156,6 +167,7 @@ export class SoakRunner {
 }
 
 export interface SoakFleet {
+  seed: number;
   server: PrivateServer;
   proxy: TcpProxy;
   /** The harness's own connections to the soak database (a pool: it outlives server restarts). */
@@ -220,6 +232,7 @@ export async function startSoakFleet(o: FleetOptions): Promise<SoakFleet> {
   await Promise.all(runners.map((r) => r.current.ready()));
 
   return {
+    seed: o.seed,
     server,
     proxy,
     pool,
