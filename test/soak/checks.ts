@@ -62,7 +62,7 @@ export interface StartAfterLoss {
   run: string;
   /** ms between the 'lock session lost' line and the job's start. */
   afterLossMs: number;
-  /** Whether the runner logged 'fire won: running' for it before the loss (spawned before). */
+  /** A first attempt the runner logged 'fire won: running' for before the loss (spawned before). */
   wonBeforeLoss: boolean;
 }
 
@@ -364,7 +364,8 @@ function startsAfterLoss(
           host,
           run: describe(a),
           afterLossMs: a.start - lost.realTime,
-          wonBeforeLoss: won != null && won.realTime <= lost.realTime && lines.indexOf(won) < i,
+          // A retry (attempt 2, …) is a new process whatever the first attempt's line says.
+          wonBeforeLoss: a.attempt === 1 && won != null && lines.indexOf(won) < i,
         });
       }
     }

@@ -99,6 +99,10 @@ export class FaultInjector {
       case 'stall-kill': {
         // The key reproduction: the runner of a live long run stalls, and its lock session is
         // killed under it, so the server frees the job's lock while nothing can stop the job.
+        if (this.busy.has('server')) {
+          rec.note = 'the server is down: no session to KILL';
+          return;
+        }
         const holder = await this.longJobHolder(f);
         const r = holder?.runner ?? planned!;
         rec.target = r.host;
@@ -113,17 +117,28 @@ export class FaultInjector {
           : `no ${LONG_JOB} run held`;
         rec.at = Date.now();
         r.signal('SIGSTOP');
-        await sleep(KILL_AFTER_STOP_MS);
-        const killed = await this.killSession(session);
-        rec.note += killed ? `; session ${session} killed` : `; session ${session} was gone`;
         rec.applied = true;
-        await sleep(Math.max(0, f.holdMs - KILL_AFTER_STOP_MS));
-        r.signal('SIGCONT');
-        rec.undoneAt = Date.now();
+        try {
+          await sleep(KILL_AFTER_STOP_MS);
+          const killed = await this.killSession(session);
+          rec.note += killed ? `; session ${session} killed` : `; session ${session} was gone`;
+        } catch (err) {
+          // The server went down meanwhile: a stall all the same (its session dies with it).
+          rec.note += `; no KILL: ${(err as Error).message}`;
+        } finally {
+          // Whatever happened to the KILL, the runner is continued: a soak never leaves one stopped.
+          await sleep(Math.max(0, f.holdMs - KILL_AFTER_STOP_MS));
+          r.signal('SIGCONT');
+          rec.undoneAt = Date.now();
+        }
         return;
       }
       case 'kill-session': {
         const r = planned!;
+        if (this.busy.has('server')) {
+          rec.note = 'the server is down: no session to KILL';
+          return;
+        }
         const session = r.lockConnectionId();
         if (session == null || !r.alive) {
           rec.note = `${r.host} has no lock session to kill`;
