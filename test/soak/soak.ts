@@ -110,7 +110,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     // The fleet whole again: every runner alive (one that died by itself is started again, and
     // reported) and connected, then the tail.
     for (const r of fleet.runners) if (!r.alive) r.launch();
-    await Promise.all(fleet.runners.map((r) => connected(r)));
+    // One that does not come back within a minute is a finding (reported), not the soak's end.
+    const notReconnected: string[] = [];
+    await Promise.all(
+      fleet.runners.map((r) =>
+        connected(r).catch(() => notReconnected.push(`${r.host}: no lock session after 60 s`)),
+      ),
+    );
     log(`faults over; every runner connected; ${TAIL_MS / 1000} s tail`);
     await sleep(TAIL_MS);
 
@@ -135,7 +141,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       faults: injector.records,
       window,
     });
-    const crashes = fleet.runners.flatMap((r) => r.crashes);
+    const crashes = [...fleet.runners.flatMap((r) => r.crashes), ...notReconnected];
     const report = compose(o, runnerCount, plan, injector.records, verdicts, stopExits, crashes);
     report.hosts = fleet.runners.map((r) => ({
       host: r.host,
@@ -293,7 +299,7 @@ export function formatReport(r: SoakReport): string {
         (x.wonBeforeLoss ? ' (the runner had its process before the loss)' : ''),
     ),
   );
-  list('runners that exited by themselves', r.crashes);
+  list('runners that exited by themselves, or did not reconnect', r.crashes);
   out.push(
     `final stop exit codes: ${Object.entries(r.stopExits)
       .map(([h, c]) => `${h}=${c}`)
