@@ -15,12 +15,12 @@ import {
   type SoakFleet,
   type SoakRunner,
 } from './fleet.js';
-import type { FaultKind, PlannedFault } from './plan.js';
+import { STALL_KILL_WAIT_MS, type FaultKind, type PlannedFault } from './plan.js';
 
 /** SIGSTOP first, the session's KILL this long after: the runner is surely stalled by then. */
 const KILL_AFTER_STOP_MS = 300;
 /** How long `stall-kill` waits for a runner to hold the long job before it takes the planned one. */
-const HOLDER_WAIT_MS = 6_000;
+const HOLDER_WAIT_MS = STALL_KILL_WAIT_MS;
 
 export interface FaultRecord {
   n: number;

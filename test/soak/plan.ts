@@ -71,6 +71,8 @@ const SETTLE_MS = 3_000;
  * fleet.ts) for the runs, then the kill grace (5 s) for runs that ignore SIGTERM.
  */
 const STOP_MS: Partial<Record<FaultKind, number>> = { sigterm: 10_000 };
+/** `stall-kill` waits up to this long for a long run to stall (faults.ts, HOLDER_WAIT_MS). */
+export const STALL_KILL_WAIT_MS = 6_000;
 
 export interface PlannedFault {
   /** 1, 2, … in order. */
@@ -119,6 +121,9 @@ export function planFaults(o: PlanOptions): PlannedFault[] {
     const free = busyUntil.flatMap((until, i) => (until <= at ? [i] : []));
     const possible = FAULT_KINDS.filter((kind) => {
       if (kind === 'server-restart') return serverBusyUntil <= at;
+      // A server restart inside a stall + KILL would end every session anyway and leave no
+      // runner to win the fire beside the stalled job: the reproduction needs the server up.
+      if (kind === 'stall-kill') return serverBusyUntil <= at && free.length > 0;
       if (kind === 'freeze') return free.includes(o.proxied);
       return free.length > 0;
     });
@@ -140,6 +145,8 @@ export function planFaults(o: PlanOptions): PlannedFault[] {
     } else {
       busyUntil[runner] = at + busyMs;
     }
+    // It may wait up to HOLDER_WAIT_MS for a long run to stall (faults.ts).
+    if (kind === 'stall-kill') serverBusyUntil = at + busyMs + STALL_KILL_WAIT_MS;
     faults.push(fault);
   }
   return faults;
