@@ -208,8 +208,8 @@ export class FaultInjector {
   }
 
   /**
-   * The runner that runs the long job now — free of other faults, now and planned for the time
-   * this one lasts — with its run's lock session.
+   * The runner that runs the long job now, free of other faults (and, if it can be, of faults
+   * planned for the time this one lasts), with its run's lock session.
    */
   private async longJobHolder(f: PlannedFault): Promise<{
     runner: SoakRunner;
@@ -245,13 +245,18 @@ export class FaultInjector {
       ).catch(() => []);
       for (const row of rows) {
         const runner = this.fleet.runners.find((r) => r.host === row.host);
-        const free = runner?.alive && !this.busy.has(runner.host) && !planned(runner.host);
+        const free = runner?.alive && !this.busy.has(runner.host);
         if (!runner || !free || !row.lock_connection_id) continue;
         const fire = row.scheduled_at.getTime();
         const leftMs = fire + jobSeconds(LONG_SECONDS, fire, this.fleet.seed) * 1000 - Date.now();
         const holder = { runner, session: Number(row.lock_connection_id), runId: row.id, leftMs };
-        if (leftMs >= f.holdMs) return holder;
-        if (!best || leftMs > best.leftMs) best = holder;
+        // Best: a run that outlives the stall on a runner no later fault is planned for. A
+        // runner that one is planned for is taken only failing that (the later fault is then
+        // not made, and says so): the stall + KILL is the soak's key case.
+        const spare = !planned(runner.host);
+        if (spare && leftMs >= f.holdMs) return holder;
+        const score = (h: Holder) => (planned(h.runner.host) ? 0 : 1e6) + h.leftMs;
+        if (!best || score(holder) > score(best)) best = holder;
       }
       await sleep(200);
     }
