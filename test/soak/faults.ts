@@ -46,6 +46,8 @@ export class FaultInjector {
   constructor(
     private readonly fleet: SoakFleet,
     private readonly plan: readonly PlannedFault[] = [],
+    /** When the plan's times count from (ms since the epoch). */
+    private readonly t0 = Date.now(),
   ) {}
 
   /** Does `fault` (it may last its hold and more), and records it. Never throws. */
@@ -208,8 +210,8 @@ export class FaultInjector {
   }
 
   /**
-   * The runner that runs the long job now, free of other faults (and, if it can be, of faults
-   * planned for the time this one lasts), with its run's lock session.
+   * The runner that runs the long job now, free of other faults now and until this one is
+   * undone, with its run's lock session.
    */
   private async longJobHolder(f: PlannedFault): Promise<{
     runner: SoakRunner;
@@ -217,18 +219,29 @@ export class FaultInjector {
     runId: number;
     leftMs: number;
   } | null> {
-    const planned = (host: string) =>
-      this.plan.some(
+    // A runner that a later fault is planned for before this one would be undone is never
+    // taken: that fault would kill or stop it mid-stall, or not be made.
+    const safe = (host: string) => {
+      const undoneAtMs = Date.now() - this.t0 + f.holdMs + 1_000;
+      return !this.plan.some(
         (later) =>
           later.n !== f.n &&
           this.fleet.runners[later.runner]?.host === host &&
           later.atMs >= f.atMs &&
-          later.atMs <= f.atMs + HOLDER_WAIT_MS + f.holdMs + 3_000,
+          later.atMs <= undoneAtMs,
       );
+    };
+    const usable = (r: SoakRunner) => r.alive && !this.busy.has(r.host) && safe(r.host);
     // The run should outlive the stall, as in the issue's reproduction (a 12 s job, a 10 s
     // stall): then the job is still running when the next fire is won elsewhere. A run's length
     // is known from its fire (fleet.ts, jobSeconds); the best one seen is taken at the deadline.
-    type Holder = { runner: SoakRunner; session: number; runId: number; leftMs: number };
+    type Holder = {
+      runner: SoakRunner;
+      session: number;
+      runId: number;
+      leftMs: number;
+      endsAt: number;
+    };
     let best: Holder | null = null;
     const deadline = Date.now() + HOLDER_WAIT_MS;
     while (Date.now() < deadline) {
@@ -245,22 +258,20 @@ export class FaultInjector {
       ).catch(() => []);
       for (const row of rows) {
         const runner = this.fleet.runners.find((r) => r.host === row.host);
-        const free = runner?.alive && !this.busy.has(runner.host);
-        if (!runner || !free || !row.lock_connection_id) continue;
+        if (!runner || !usable(runner) || !row.lock_connection_id) continue;
         const fire = row.scheduled_at.getTime();
-        const leftMs = fire + jobSeconds(LONG_SECONDS, fire, this.fleet.seed) * 1000 - Date.now();
-        const holder = { runner, session: Number(row.lock_connection_id), runId: row.id, leftMs };
-        // Best: a run that outlives the stall on a runner no later fault is planned for. A
-        // runner that one is planned for is taken only failing that (the later fault is then
-        // not made, and says so): the stall + KILL is the soak's key case.
-        const spare = !planned(runner.host);
-        if (spare && leftMs >= f.holdMs) return holder;
-        const score = (h: Holder) => (planned(h.runner.host) ? 0 : 1e6) + h.leftMs;
-        if (!best || score(holder) > score(best)) best = holder;
+        const endsAt = fire + jobSeconds(LONG_SECONDS, fire, this.fleet.seed) * 1000;
+        const leftMs = endsAt - Date.now();
+        const session = Number(row.lock_connection_id);
+        const holder = { runner, session, runId: row.id, leftMs, endsAt };
+        if (leftMs >= f.holdMs) return holder;
+        if (!best || endsAt > best.endsAt) best = holder;
       }
       await sleep(200);
     }
-    return best;
+    // Seen a while ago: still usable, and its run still going?
+    if (!best || !usable(best.runner) || best.endsAt - Date.now() < 1_000) return null;
+    return { ...best, leftMs: best.endsAt - Date.now() };
   }
 
   /**

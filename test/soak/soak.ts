@@ -94,7 +94,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   try {
     const t0 = Date.now();
     log(`fleet up (${fleet.runners.length} runners); faults from now on`);
-    const injector = new FaultInjector(fleet, plan);
+    const injector = new FaultInjector(fleet, plan, t0);
     const done = plan.map(async (f) => {
       await sleep(Math.max(0, t0 + f.atMs - Date.now()));
       const rec = await injector.run(f);
