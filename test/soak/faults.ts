@@ -7,6 +7,7 @@
 import { sessionLockName } from '../../src/lock-names.js';
 import { sleep } from '../helpers/wait.js';
 import {
+  JOB_PERIOD_MS,
   jobSeconds,
   LONG_JOB,
   LONG_SECONDS,
@@ -39,6 +40,8 @@ export interface FaultRecord {
 
 export class FaultInjector {
   readonly records: FaultRecord[] = [];
+  /** The long runs the last holder search saw and passed over, for its note. */
+  private readonly seen = new Set<string>();
   /** Hosts a fault holds now: no second fault takes them. */
   private readonly busy = new Set<string>();
 
@@ -116,7 +119,7 @@ export class FaultInjector {
         }
         rec.note = holder
           ? `holds ${LONG_JOB} run ${holder.runId}, ${(holder.leftMs / 1000).toFixed(1)} s left`
-          : `no ${LONG_JOB} run held`;
+          : `no ${LONG_JOB} run to stall (seen: ${[...this.seen].join(', ') || 'none'})`;
         rec.at = Date.now();
         r.signal('SIGSTOP');
         rec.applied = true;
@@ -243,6 +246,7 @@ export class FaultInjector {
       endsAt: number;
     };
     let best: Holder | null = null;
+    this.seen.clear();
     const deadline = Date.now() + HOLDER_WAIT_MS;
     while (Date.now() < deadline) {
       const rows = await query<{
@@ -258,19 +262,28 @@ export class FaultInjector {
       ).catch(() => []);
       for (const row of rows) {
         const runner = this.fleet.runners.find((r) => r.host === row.host);
-        if (!runner || !usable(runner) || !row.lock_connection_id) continue;
+        if (!runner || !usable(runner) || !row.lock_connection_id) {
+          this.seen.add(`run ${row.id} on ${row.host} (runner not usable)`);
+          continue;
+        }
         const fire = row.scheduled_at.getTime();
         const endsAt = fire + jobSeconds(LONG_SECONDS, fire, this.fleet.seed) * 1000;
         const leftMs = endsAt - Date.now();
         const session = Number(row.lock_connection_id);
         const holder = { runner, session, runId: row.id, leftMs, endsAt };
-        if (leftMs >= f.holdMs) return holder;
+        // Enough: it outlives the stall, or at least the next fire of the job (≤ one period
+        // away), so that the fire is won beside it. Waiting for a better one may find none: no
+        // other long run starts while this one holds the job.
+        if (leftMs >= Math.min(f.holdMs, JOB_PERIOD_MS[LONG_JOB]! + 500)) return holder;
         if (!best || endsAt > best.endsAt) best = holder;
       }
       await sleep(200);
     }
     // Seen a while ago: still usable, and its run still going?
-    if (!best || !usable(best.runner) || best.endsAt - Date.now() < 1_000) return null;
+    if (!best || !usable(best.runner) || best.endsAt - Date.now() < 1_000) {
+      if (best) this.seen.add(`run ${best.runId} on ${best.runner.host} (ending)`);
+      return null;
+    }
     return { ...best, leftMs: best.endsAt - Date.now() };
   }
 
