@@ -2,12 +2,12 @@
  * The fault soak (test/soak/), short: 50 s of seed 131's plan — a SIGHUP, a SIGTERM, a server
  * restart, two SIGSTOPs of the long job's runner with its lock session KILLed under them (7.1 s
  * and 8.8 s: the stalled-runner overlap of issue 15; no other fault is planned on a runner
- * during the second), a KILL of a lock session, a plain
- * stall and a frozen link — on five runners (one skewed, one behind the proxy) and a private
- * server. (`kill -9` is not in this plan: runner-death.test.ts and spawner.test.ts have it.) Every check of the full soak must hold: no fire
- * started twice, no overlap beyond the stated bound, history agrees with the jobs' journal, no
- * row left running, every fire accounted for, no job started after its runner knew its lock
- * session was lost. `npm run soak -- --seconds 180 --seed N` is the full one.
+ * during the second), a KILL of a lock session, a plain stall and a frozen link — on five
+ * runners (one skewed, one behind the proxy) and a private server. (`kill -9` is not in this
+ * plan: runner-death.test.ts and spawner.test.ts have it.) Every check of the full soak must
+ * hold: no fire started twice, no overlap beyond the stated bound, history agrees with the
+ * jobs' journal, no row left running, every fire accounted for, no job started after its runner
+ * knew its lock session was lost. `npm run soak -- --seconds 180 --seed N` is the full one.
  */
 import { describe, expect, it } from 'vitest';
 import { formatReport, runSoak } from '../soak/soak.js';
