@@ -22,7 +22,11 @@ import { writeSchedule } from './cli.js';
 import type { RunRow } from './db.js';
 
 export interface JournalEntry {
-  event: 'start' | 'end';
+  /**
+   * With `timeOverlap`: `freed`, when the run an overlapped attempt met let go of the lock;
+   * `killed`, when the attempt was told to stop (SIGTERM) — it is gone a moment later.
+   */
+  event: 'start' | 'end' | 'freed' | 'killed';
   job: string;
   /** The fire's instant (BATON_SCHEDULED_AT), ms since the epoch. */
   fire: number;
@@ -42,6 +46,14 @@ export interface JournalEntry {
 export type JournalAttempt = Omit<JournalEntry, 'event' | 'at'> & {
   start: number;
   end: number | null;
+  /**
+   * With `timeOverlap`, an overlapped attempt: when the other run's lock was dropped (its last
+   * process gone), so that the overlap lasted `freed - start`. Null when not seen (this attempt
+   * was killed or ended first).
+   */
+  freed: number | null;
+  /** With `timeOverlap`: when a SIGTERM ended it (null: it ended otherwise, or by SIGKILL alone). */
+  killed: number | null;
 };
 
 export interface JobOptions {
@@ -49,6 +61,14 @@ export interface JobOptions {
   work?: string;
   /** Ignore SIGTERM, in the job and in everything it starts: only SIGKILL ends it. */
   ignoreTerm?: boolean;
+  /**
+   * An attempt that meets another's lock at its start waits for that lock in the background and
+   * records `freed` when it is dropped: how long the overlap lasted, even when the other run was
+   * SIGKILLed and never wrote its end (the fault soak's measure of overlap). And an attempt
+   * stopped by SIGTERM journals `killed` (and no end), so that an overlapped attempt that was
+   * stopped before the other run let go still tells how long it lived beside it.
+   */
+  timeOverlap?: boolean;
 }
 
 export interface Journal {
@@ -104,7 +124,10 @@ export function journal(dir: string): Journal {
         const key = `${e.runId}/${e.attempt}`;
         if (e.event === 'start') {
           const { event, at, ...attempt } = e; // the attempt: all but the event and its time
-          byAttempt.set(key, { ...attempt, start: at, end: null });
+          byAttempt.set(key, { ...attempt, start: at, end: null, freed: null, killed: null });
+        } else if (e.event === 'freed' || e.event === 'killed') {
+          const a = byAttempt.get(key);
+          if (a) a[e.event] = e.at;
         } else {
           const a = byAttempt.get(key);
           if (a) a.end = e.at;
@@ -116,7 +139,10 @@ export function journal(dir: string): Journal {
   return self;
 }
 
-function script(folder: string, { work = '', ignoreTerm = false }: JobOptions): string {
+function script(
+  folder: string,
+  { work = '', ignoreTerm = false, timeOverlap = false }: JobOptions,
+): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   // Every field is one word; the line ends in " ." so that a torn line is never read.
   const fields =
@@ -133,8 +159,14 @@ function script(folder: string, { work = '', ignoreTerm = false }: JobOptions): 
     'exec 9>>"$J/locks/$BATON_JOB.${BATON_WORKER:-1}"',
     'if flock -n 9; then o=0; else o=1; fi',
     'rec start $o',
+    // `flock` on the same fd 9 (one open file description with the job's): once the other run
+    // lets go, the lock is this job's, as if its own `flock -n` had won. Then the waiter exits.
+    timeOverlap ? 'if [ $o = 1 ]; then ( flock 9 && rec freed 1 ) & fi' : '',
     // The end is recorded however the work ends by itself (`exit 3` too), not when killed.
     "trap 'rec end 0' EXIT",
+    // Stopped: `killed`, not an end. sh runs the trap once its foreground command is gone, and
+    // that got the same SIGTERM (the whole group does).
+    timeOverlap && !ignoreTerm ? "trap 'trap - EXIT; rec killed 0; exit 143' TERM" : '',
     work,
   ]
     .filter(Boolean)
@@ -144,7 +176,7 @@ function script(folder: string, { work = '', ignoreTerm = false }: JobOptions): 
 function parse(line: string): JournalEntry {
   const [event, job, fire, host, runId, attempt, slot, pid, at, overlapped] = line.split(' ');
   return {
-    event: event as 'start' | 'end',
+    event: event as JournalEntry['event'],
     job: job!,
     fire: Number(fire),
     host: host!,
