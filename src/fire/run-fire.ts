@@ -335,11 +335,11 @@ async function attemptRuns(
   o: FireOptions,
 ): Promise<{ result: JobResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
-    // Checked right before each spawn, not only once the process exists: a session lost while
-    // the fire was being claimed (or between two attempts) starts nothing.
-    const cannotStart = whyNotStart(c);
-    if (cannotStart) return { result: notStarted(cannotStart), attempts: Math.max(1, attempt - 1) };
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
+    // Checked right before each spawn, not only once the process exists: a session lost while
+    // the fire was being claimed, or before a retry, starts nothing.
+    const cannotStart = whyNotStart(c);
+    if (cannotStart) return { result: notStarted(cannotStart), attempts: attempt };
     const run = startJob(
       job,
       { ...fire, attempt },
