@@ -51,6 +51,7 @@ import type { Attempt } from '../store/runs.js';
 import type { SkipKind } from '../run-status.js';
 import { jobLockName } from '../lock-names.js';
 import { FireBatches } from './fire-batches.js';
+import { describeHolder } from './lock-holder.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';
 import type { LockSession } from './lock-session.js';
 import * as skips from './skip-reasons.js';
@@ -265,8 +266,10 @@ async function contendSlots(
     if (!queued && !options.signal?.aborted) {
       await new Promise((r) => setTimeout(r, DESCRIBE_DELAY_MS));
     }
-    const named = await Promise.all(held.map((h) => describeHolder(c, h.lockName, h.attempt)));
-    if (workers === 1 && !queued && named[0]!.passing) {
+    const named = await Promise.all(
+      held.map((h) => describeHolder(c.pool, c.namespace, h.lockName, h.attempt)),
+    );
+    if (workers === 1 && !queued && named[0]!.passing != null) {
       // The lock is passing, not held by a run: ask again for a moment rather than leave the
       // fire without a winner (see LOCK_PASSING_WAIT_MS).
       const again = await contendWhileLockPasses(
@@ -420,10 +423,10 @@ async function contendWhileLockPasses(
     const left = deadline - performance.now();
     if (left <= 0 || options.signal?.aborted || !c.lock.usable) break;
     await new Promise((r) => setTimeout(r, Math.min(wait, left)));
-    const holder = await describeHolder(c, lockName, attempt);
+    const holder = await describeHolder(c.pool, c.namespace, lockName, attempt);
     last = holder.skip;
-    if (!holder.passing) return { won: false, skip: holder.skip };
-    if (holder.free && (await c.lock.tryAcquire(lockName, 0))) {
+    if (holder.passing == null) return { won: false, skip: holder.skip };
+    if (holder.passing === 'free' && (await c.lock.tryAcquire(lockName, 0))) {
       const pause = await prefetch.pause;
       if (pause) {
         await c.lock.release(lockName);
@@ -432,51 +435,10 @@ async function contendWhileLockPasses(
       return claim(c, attempt, lockName, prefetch);
     }
   }
-  return { won: false, skip: last ?? (await describeHolder(c, lockName, attempt)).skip };
-}
-
-/**
- * Who holds the job's lock and which run that is, as a skip reason; `passing` when the holder
- * runs nothing (it claims this fire, or is giving the lock back), so that looking again may well
- * find the fire's winner or the lock free (`contendWhileLockPasses`); `free` when it is free
- * already. It does not wait for the holder's row itself: a holder without one is between its
- * GET_LOCK and its INSERT, and the registry names its host.
- */
-async function describeHolder(
-  c: FireContext,
-  lockName: string,
-  attempt: Attempt,
-): Promise<{ skip: SkipReason; passing: boolean; free: boolean }> {
-  const skip = await holderReason(c, lockName, attempt);
-  return { skip, passing: skip.passing != null, free: skip.passing === 'free' };
-}
-
-async function holderReason(
-  c: FireContext,
-  lockName: string,
-  attempt: Attempt,
-): Promise<SkipReason & { passing?: 'free' | 'held' }> {
-  // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
-  // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
-  // when many jobs fire at once. One batched read for all the fires lost in the same turn.
-  const facts = await FireBatches.of(c.pool, c.namespace).holder.load({
-    lockName,
-    job: attempt.job,
-    scheduledAt: attempt.scheduledAt,
-  });
-  if (facts.holder == null) {
-    // Released in the meantime: usually by the winner of this very fire, already done.
-    return facts.winner
-      ? skips.fireHasWinner(facts.winner)
-      : { ...skips.lockFreedMeanwhile(), passing: 'free' };
-  }
-  if (facts.run) return skips.heldByRun(facts.run, attempt.scheduledAt);
-  // No running row: the holder may have just finished this very fire (its verdict is written
-  // before its lock is released)…
-  if (facts.winner) return skips.fireHasWinner(facts.winner);
-  // …or be writing its claim right now.
-  if (facts.host) return { ...skips.beingClaimed(facts.host), passing: 'held' };
-  return skips.heldByUnknown(facts.holder);
+  return {
+    won: false,
+    skip: last ?? (await describeHolder(c.pool, c.namespace, lockName, attempt)).skip,
+  };
 }
 
 function iso(d: Date): string {

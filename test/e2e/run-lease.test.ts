@@ -55,13 +55,26 @@ interface Stalled {
   sessionId: number;
 }
 
+/** A run of `long` as its job recorded its own start (journal, or the module job's file). */
+interface Start {
+  runId: number;
+  pid: number;
+  host: string;
+  /** The machine's clock, ms. */
+  at: number;
+}
+
+function journalStarts(journal: Journal): () => Start[] {
+  return () => journal.attempts('long').map((a) => ({ ...a, at: a.start }));
+}
+
 /** Waits for the first run of `long` to start, and names its runner, job process and session. */
 async function firstRun(
   db: TestDatabase,
-  journal: Journal,
+  starts: () => Start[],
   runners: RunnerProcess[],
 ): Promise<Stalled> {
-  const attempt = await waitFor('the first run of long', () => journal.attempts('long')[0], {
+  const attempt = await waitFor('the first run of long', () => starts()[0], {
     timeoutMs: 20_000,
     intervalMs: 20,
   });
@@ -77,6 +90,39 @@ async function firstRun(
     jobPid: attempt.pid,
     sessionId: Number(row!.lock_connection_id),
   };
+}
+
+/** Runners a, b and c on `databaseUrl` for `body`; after it, every one continued and killed. */
+async function withRunners(
+  config: string,
+  databaseUrl: string,
+  body: (runners: RunnerProcess[]) => Promise<void>,
+): Promise<void> {
+  const runners = ['a', 'b', 'c'].map((host) => startRunner({ config, databaseUrl, host }));
+  try {
+    await Promise.all(runners.map((r) => r.ready()));
+    await body(runners);
+  } finally {
+    for (const r of runners) {
+      r.child.kill('SIGCONT');
+      await r.stop('SIGKILL');
+    }
+  }
+}
+
+/**
+ * Stops the winner, then 0.3 s later takes its lock session from it (`take`); resolves with when
+ * it was stopped and when the session was taken, once `take` has.
+ */
+async function stallAndTake(
+  s: Stalled,
+  take: () => Promise<unknown>,
+): Promise<{ stoppedAt: number; takenAt: number }> {
+  const stoppedAt = Date.now();
+  s.winner.child.kill('SIGSTOP');
+  await sleep(300);
+  await take();
+  return { stoppedAt, takenAt: Date.now() };
 }
 
 /**
@@ -113,7 +159,7 @@ async function expectRecovered(db: TestDatabase, s: Stalled, label: string): Pro
 
 /** The job died within the bound of `takenAt`, and ran beside its successor less than that. */
 function expectWithinBound(
-  journal: Journal,
+  starts: () => Start[],
   s: Stalled,
   takenAt: number,
   goneAt: number | null,
@@ -127,9 +173,9 @@ function expectWithinBound(
   expect(afterTaken, `${label}: job gone after the session was taken (ms)`).toBeLessThanOrEqual(
     BOUND_MS + SLACK_MS,
   );
-  const successor = journal.attempts('long').find((a) => a.runId !== s.runId);
+  const successor = starts().find((a) => a.runId !== s.runId);
   if (successor) {
-    const overlapMs = Math.max(0, goneAt! - successor.start);
+    const overlapMs = Math.max(0, goneAt! - successor.at);
     console.log(`${label}: ran ${overlapMs} ms beside ${successor.host}'s run`);
     expect(overlapMs, `${label}: overlap with the next run (ms)`).toBeLessThanOrEqual(
       BOUND_MS + SLACK_MS,
@@ -158,27 +204,20 @@ describe('a stalled runner cannot keep its job running beside the next run', () 
   it('stall, then KILL of its lock session: the spawner stops the job within the bound', async () => {
     const db = await createTestDatabase('lease_kill');
     const { config, journal } = schedule();
-    const runners = ['a', 'b', 'c'].map((host) =>
-      startRunner({ config, databaseUrl: db.url, host }),
-    );
+    const starts = journalStarts(journal);
     try {
-      await Promise.all(runners.map((r) => r.ready()));
-      const s = await firstRun(db, journal, runners);
-      const stoppedAt = Date.now();
-      s.winner.child.kill('SIGSTOP');
-      await sleep(300);
-      await db.query('KILL ?', [s.sessionId]);
-      const takenAt = Date.now();
-      const goneAt = await watchTheStall(s, stoppedAt);
-      expectWithinBound(journal, s, takenAt, goneAt, 'stall + KILL');
-      // The lock was free: another runner ran a fire during the stall.
-      expect(journal.attempts('long').some((a) => a.host !== s.winner.host)).toBe(true);
-      await expectRecovered(db, s, 'stall + KILL');
+      await withRunners(config, db.url, async (runners) => {
+        const s = await firstRun(db, starts, runners);
+        const { stoppedAt, takenAt } = await stallAndTake(s, () =>
+          db.query('KILL ?', [s.sessionId]),
+        );
+        const goneAt = await watchTheStall(s, stoppedAt);
+        expectWithinBound(starts, s, takenAt, goneAt, 'stall + KILL');
+        // The lock was free: another runner ran a fire during the stall.
+        expect(starts().some((a) => a.host !== s.winner.host)).toBe(true);
+        await expectRecovered(db, s, 'stall + KILL');
+      });
     } finally {
-      for (const r of runners) {
-        r.child.kill('SIGCONT');
-        await r.stop('SIGKILL');
-      }
       await db.drop();
     }
   }, 90_000);
@@ -187,29 +226,19 @@ describe('a stalled runner cannot keep its job running beside the next run', () 
     const server = await startPrivateServer();
     const db = await createTestDatabase('lease_restart', server.url);
     const { config, journal } = schedule();
-    const runners = ['a', 'b', 'c'].map((host) =>
-      startRunner({ config, databaseUrl: db.url, host }),
-    );
+    const starts = journalStarts(journal);
     try {
-      await Promise.all(runners.map((r) => r.ready()));
-      const s = await firstRun(db, journal, runners);
-      const stoppedAt = Date.now();
-      s.winner.child.kill('SIGSTOP');
-      await sleep(300);
-      // A crash and restart of the server: every session, and every lock, is gone at once.
-      await server.kill();
-      const takenAt = Date.now();
-      await server.start();
-      const goneAt = await watchTheStall(s, stoppedAt);
-      expectWithinBound(journal, s, takenAt, goneAt, 'stall + restart');
-      // The test's own connection went with the restart.
-      const after = await createTestDatabaseHandle(db);
-      await expectRecovered(after, s, 'stall + restart');
+      await withRunners(config, db.url, async (runners) => {
+        const s = await firstRun(db, starts, runners);
+        // A crash and restart of the server: every session, and every lock, is gone at once.
+        const { stoppedAt, takenAt } = await stallAndTake(s, () => server.kill());
+        await server.start();
+        const goneAt = await watchTheStall(s, stoppedAt);
+        expectWithinBound(starts, s, takenAt, goneAt, 'stall + restart');
+        // The test's own connection went with the restart.
+        await expectRecovered(await createTestDatabaseHandle(db), s, 'stall + restart');
+      });
     } finally {
-      for (const r of runners) {
-        r.child.kill('SIGCONT');
-        await r.stop('SIGKILL');
-      }
       await server.destroy();
     }
   }, 90_000);
@@ -235,9 +264,10 @@ jobs:
           '};\n',
       },
     );
-    const starts = () =>
-      existsSync(path.join(path.dirname(config), 'starts'))
-        ? readFileSync(path.join(path.dirname(config), 'starts'), 'utf8')
+    const file = path.join(path.dirname(config), 'starts');
+    const starts = (): Start[] =>
+      existsSync(file)
+        ? readFileSync(file, 'utf8')
             .trim()
             .split('\n')
             .map((l) => l.split(' '))
@@ -248,44 +278,17 @@ jobs:
               at: Number(at),
             }))
         : [];
-    const runners = ['a', 'b', 'c'].map((host) =>
-      startRunner({ config, databaseUrl: db.url, host }),
-    );
     try {
-      await Promise.all(runners.map((r) => r.ready()));
-      const first = await waitFor('the first run of long', () => starts()[0], {
-        timeoutMs: 20_000,
-        intervalMs: 20,
+      await withRunners(config, db.url, async (runners) => {
+        const s = await firstRun(db, starts, runners);
+        const { stoppedAt, takenAt } = await stallAndTake(s, () =>
+          db.query('KILL ?', [s.sessionId]),
+        );
+        const goneAt = await watchTheStall(s, stoppedAt);
+        expectWithinBound(starts, s, takenAt, goneAt, 'stall + KILL, module job');
+        await expectRecovered(db, s, 'stall + KILL, module job');
       });
-      const [row] = await db.query<RunRow & { lock_connection_id: number }>(
-        'SELECT * FROM baton_runs WHERE id = ?',
-        [first.runId],
-      );
-      const winner = runners.find((r) => r.host === first.host)!;
-      const s: Stalled = {
-        winner,
-        others: runners.filter((r) => r !== winner),
-        runId: first.runId,
-        jobPid: first.pid,
-        sessionId: Number(row!.lock_connection_id),
-      };
-      const stoppedAt = Date.now();
-      winner.child.kill('SIGSTOP');
-      await sleep(300);
-      await db.query('KILL ?', [s.sessionId]);
-      const takenAt = Date.now();
-      const goneAt = await watchTheStall(s, stoppedAt);
-      expect(goneAt, 'the module job outlived the stall').not.toBe(null);
-      console.log(`stall + KILL, module job: gone ${goneAt! - takenAt} ms after the KILL`);
-      expect(goneAt! - takenAt).toBeLessThanOrEqual(BOUND_MS + SLACK_MS);
-      const successor = starts().find((a) => a.runId !== s.runId);
-      if (successor) expect(goneAt! - successor.at).toBeLessThanOrEqual(BOUND_MS + SLACK_MS);
-      await expectRecovered(db, s, 'stall + KILL, module job');
     } finally {
-      for (const r of runners) {
-        r.child.kill('SIGCONT');
-        await r.stop('SIGKILL');
-      }
       await db.drop();
     }
   }, 90_000);

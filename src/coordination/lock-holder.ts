@@ -1,0 +1,51 @@
+/**
+ * Who holds a job's lock that a fire could not get, as the skip reason that fire records — and
+ * whether the lock is only *passing*: its holder runs nothing (it is claiming this very fire, or
+ * giving the lock back after a run that just ended or a fire the fire key refused it), so that
+ * looking again may well find the fire's winner or the lock free (fire-protocol.ts,
+ * `contendWhileLockPasses`).
+ *
+ * It does not wait for the holder's row itself: a holder without one is between its GET_LOCK and
+ * its INSERT, and the registry names its host.
+ */
+import type { Queryable } from '../store/deadline.js';
+import type { Attempt } from '../store/runs.js';
+import { FireBatches } from './fire-batches.js';
+import * as skips from './skip-reasons.js';
+import type { SkipReason } from './skip-reasons.js';
+
+export interface LockHolder {
+  skip: SkipReason;
+  /** `free`: released meanwhile, no winner yet; `held`: by a runner claiming; null: for good. */
+  passing: 'free' | 'held' | null;
+}
+
+export async function describeHolder(
+  pool: Queryable,
+  namespace: string,
+  lockName: string,
+  attempt: Attempt,
+): Promise<LockHolder> {
+  // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
+  // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
+  // when many jobs fire at once. One batched read for all the fires lost in the same turn.
+  const facts = await FireBatches.of(pool, namespace).holder.load({
+    lockName,
+    job: attempt.job,
+    scheduledAt: attempt.scheduledAt,
+  });
+  const final = (skip: SkipReason): LockHolder => ({ skip, passing: null });
+  if (facts.holder == null) {
+    // Released in the meantime: usually by the winner of this very fire, already done.
+    return facts.winner
+      ? final(skips.fireHasWinner(facts.winner))
+      : { skip: skips.lockFreedMeanwhile(), passing: 'free' };
+  }
+  if (facts.run) return final(skips.heldByRun(facts.run, attempt.scheduledAt));
+  // No running row: the holder may have just finished this very fire (its verdict is written
+  // before its lock is released)…
+  if (facts.winner) return final(skips.fireHasWinner(facts.winner));
+  // …or be writing its claim right now.
+  if (facts.host) return { skip: skips.beingClaimed(facts.host), passing: 'held' };
+  return final(skips.heldByUnknown(facts.holder));
+}
