@@ -203,7 +203,7 @@ jobs:
       await waitFor(
         'the job and its grandchild to be gone',
         () => processGone(jobPid) && processGone(childPid),
-        { timeoutMs: 3_000, intervalMs: 20 },
+        { timeoutMs: 5_000, intervalMs: 20 },
       );
     } finally {
       killGroup(jobPid);
