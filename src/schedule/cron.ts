@@ -11,9 +11,11 @@
  * Cron is a calculator without state (it remembers a run only when it triggers one), so every
  * job with the same expression and time zone shares one (see `calculatorFor`).
  *
- * Daylight saving time (docs/schedules.md): a fixed-time fire (second, minute, hour each one
- * number) in a skipped hour runs once at the first instant after the gap, and in a repeated hour
- * once at its first occurrence; any other expression fires at every instant its wall clock matches.
+ * Daylight saving time (docs/schedules.md, Vixie cron's cron(8)): a fixed-time expression (none
+ * of its second, minute and hour fields starts with `*`) in a skipped hour runs once at the first
+ * instant after the gap, and in a repeated hour once at its first occurrence; any other expression
+ * fires at every instant its wall clock matches. croner decides fixed-time by its own rules, so
+ * baton decides it from the expression text (`isFixedTime`) and tells croner (`newCron`).
  */
 import { Cron } from 'croner';
 
@@ -120,10 +122,9 @@ export const CRON_OPTIONS = {
   // by croner in every mode. Day-of-month and day-of-week combine with OR, as in Vixie cron.
   mode: '5-or-6-parts',
   domAndDow: false,
-  // Daylight saving time follows Vixie cron (docs/schedules.md): an expression whose second,
-  // minute and hour fields do not start with `*` is a fixed time — it runs once at the first
-  // valid instant after a skipped hour, and once, at the first occurrence, in a repeated hour.
-  // Others fire at every instant that matches.
+  // Which expressions are fixed-time on DST nights is decided by baton (`isFixedTime`), not by
+  // this rule: croner's 'no-wildcard' counts any field containing `*` or `/` as every-match, so
+  // `0 0-23/2 * * *` or `0 2,*/12 * * *` would lose or repeat fires. `newCron` overrides it.
   fixedTimeRule: 'no-wildcard',
 } as const;
 
@@ -133,14 +134,56 @@ function newCron(expression: string, timezone: string): Cron {
   try {
     cron = new Cron(expression, { ...CRON_OPTIONS, timezone });
   } catch (err) {
-    const detail = err instanceof Error ? err.message.replace(/^CronPattern:\s*/, '') : String(err);
+    const detail = err instanceof Error ? asWritten(err.message) : String(err);
     throw new Error(`invalid cron expression "${expression}": ${detail}`, { cause: err });
   }
   if (cron.nextRun(new Date()) == null) {
     throw new Error(`"${expression}" never fires`);
   }
+  setFixedTime(cron, isFixedTime(expression));
   shareYearTable(cron);
   return cron;
+}
+
+/**
+ * Vixie cron's rule (cron(8); in its source a field starting with `*` is a "wild" field): an
+ * expression is fixed-time when none of its second, minute and hour fields starts with `*`.
+ * Lists, ranges and steps over a range (`0,30`, `1-3`, `0-23/2`, `2,*\/12`) are fixed times.
+ * A 5-field expression has second 0 (fixed). `?` is croner's "any" and counts as `*`. Nicknames
+ * are fixed except @hourly (`0 * * * *`).
+ */
+export function isFixedTime(expression: string): boolean {
+  const text = expression.trim();
+  if (text.startsWith('@')) return text.toLowerCase() !== '@hourly';
+  const fields = text.split(/\s+/);
+  const timeFields = fields.length >= 6 ? fields.slice(0, 3) : fields.slice(0, 2);
+  return timeFields.every((field) => !field.startsWith('*') && !field.startsWith('?'));
+}
+
+/**
+ * Tells croner baton's answer. croner reads the flag on its pattern (`_states.pattern.isFixedTime`,
+ * croner 11) at every computation; when that shape changes, the oracle and DST tests say so.
+ */
+function setFixedTime(cron: Cron, fixed: boolean): void {
+  const pattern = (cron as unknown as { _states?: { pattern?: { isFixedTime?: boolean } } })._states
+    ?.pattern;
+  if (pattern !== undefined && typeof pattern.isFixedTime === 'boolean') {
+    pattern.isFixedTime = fixed;
+  }
+}
+
+/**
+ * croner names a bad day-of-month or month by its zero-based index ("day: 31" for 32): name the
+ * value as written instead.
+ */
+function asWritten(message: string): string {
+  return message
+    .replace(/^CronPattern:\s*/, '')
+    .replace(
+      /^Invalid value for (day|month): (-?\d+)$/,
+      (_all, field: string, index: string) =>
+        `invalid value for ${field === 'day' ? 'day-of-month' : 'month'}: ${Number(index) + 1}`,
+    );
 }
 
 /**

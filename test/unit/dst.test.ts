@@ -2,7 +2,7 @@
  * The daylight-saving rule of docs/schedules.md, checked on the real 2027 transitions of
  * America/New_York and Europe/Berlin:
  *
- * - a fixed-time fire (second, minute and hour each one number) whose wall-clock time falls in
+ * - a fixed-time fire (none of second, minute and hour starts with `*`) whose wall-clock time falls in
  *   the skipped hour runs once, at the first instant after the gap (the moment the clocks jump);
  * - a fixed-time fire whose wall-clock time occurs twice runs once, at its first occurrence;
  * - any other expression fires at every instant whose wall clock matches: none in the skipped
@@ -269,7 +269,7 @@ describe('less common forms on a transition day', () => {
   });
 
   // Lists and ranges are fixed times too (Vixie cron: only a field starting with `*` is not;
-  // croner's fixedTimeRule "no-wildcard", see docs/schedules.md). Steps from `*` are every-match.
+  // baton's isFixedTime, see docs/schedules.md). Steps from `*` are every-match.
   it('runs a list of minutes in the gap once, and skips a stepped minute there', () => {
     expect(shown('0,30 2 * * *', NY, ...NY_SPRING)).toEqual([
       '2027-03-14T07:00:00.000Z = 2027-03-14T03:00:00-04:00',
