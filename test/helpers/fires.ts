@@ -12,6 +12,9 @@
  *     being claimed by H", "another run held the lock at this instant"). An earlier run of the
  *     job must have ended within a second of the instant. Known: the fire is lost to the
  *     bookkeeping of a run that is over (issue 15 removes this, and then this kind);
+ *   - `behind`: a later fire of the job was already running when this runner reached this one
+ *     (its clock estimate, or its queue of fires, behind the fleet's) — the later run it names
+ *     must be in the history and have started by then. Expected only where clocks move;
  *   - `paused`.
  *   A fire with only skip rows for any other reason fails. One row per runner per fire, always.
  * - `expectNoOverlapInHistory`: no two winners' [started_at, finished_at] intersect (per slot).
@@ -22,7 +25,7 @@ import { expect } from 'vitest';
 import { byFire, type RunRow } from './db.js';
 
 /** Why a fire may have no winner, besides a lone `missed` row. */
-export type NoWinnerKind = 'overlap' | 'lock-being-released' | 'paused';
+export type NoWinnerKind = 'overlap' | 'lock-being-released' | 'behind' | 'paused';
 
 export interface FireExpectations {
   /** Kinds of skip that may leave a fire without a winner (default: none). */
@@ -46,7 +49,9 @@ export interface FireExpectations {
  * sentences on its own, so that a change to baton's classification cannot change the verdict
  * with it, and it needs the `claiming` kind that baton counts as `taken`.
  */
-export function skipKindOf(reason: string): 'taken' | 'claiming' | 'overlap' | 'paused' | 'other' {
+export function skipKindOf(
+  reason: string,
+): 'taken' | 'claiming' | 'overlap' | 'behind' | 'paused' | 'other' {
   const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
   if (slots) {
     const each = slots[1]!.split(/; (?=\d+: )/).map((s) => skipKindOf(s.replace(/^\d+: /, '')));
@@ -59,6 +64,8 @@ export function skipKindOf(reason: string): 'taken' | 'claiming' | 'overlap' | '
   if (/^this fire is being claimed by |^another run held the lock at this instant/.test(holder))
     return 'claiming';
   if (/^this fire (is running on|already ran on) /.test(holder)) return 'taken';
+  if (/^a later fire \(\S+\) is already running on \S+; this runner is behind/.test(holder))
+    return 'behind';
   return 'other';
 }
 
@@ -106,6 +113,7 @@ export function expectOneWinnerPerFire(
         );
         expect(ended, `${what}: an earlier run ended about the fire's instant`).toBe(true);
       }
+      if (as === 'behind') expectLaterRunHadStarted(skip, winners, slackMs, what);
     }
   }
 }
@@ -119,6 +127,7 @@ function holderOf(reason: string): string {
 const NO_WINNER_KIND: Record<ReturnType<typeof skipKindOf>, NoWinnerKind | null> = {
   overlap: 'overlap',
   claiming: 'lock-being-released',
+  behind: 'behind',
   paused: 'paused',
   taken: null,
   other: null,
@@ -157,6 +166,33 @@ function expectNamedRunWasGoing(
       (w.finished_at == null || w.finished_at.getTime() + slackMs >= decidedAt(skip)),
   );
   expect(going, `${what}: the run it names was still going when the fire was decided`).toBe(true);
+}
+
+/**
+ * A `behind` skip names a later fire and its host ("a later fire (F) is already running on H"):
+ * H won F, F is after the skipped fire, and H's run of it had started by the time the skip's row
+ * was written.
+ */
+function expectLaterRunHadStarted(
+  skip: RunRow,
+  winners: readonly RunRow[],
+  slackMs: number,
+  what: string,
+): void {
+  const named = /^a later fire \((\S+)\) is already running on (\S+);/.exec(
+    holderOf(skip.reason ?? ''),
+  );
+  expect(named, `${what}: names the later run`).not.toBeNull();
+  const [, fire, host] = named!;
+  const later = winners.find(
+    (w) => w.job === skip.job && w.host === host && w.scheduled_at.toISOString() === fire,
+  );
+  expect(later, `${what}: the later run it names is in the history`).toBeDefined();
+  expect(later!.scheduled_at > skip.scheduled_at, `${what}: it is later`).toBe(true);
+  expect(
+    later!.started_at.getTime() <= skip.started_at.getTime() + slackMs,
+    `${what}: it had started when the fire was decided`,
+  ).toBe(true);
 }
 
 /**

@@ -90,7 +90,7 @@ describe('skipKindOf, on the sentences baton writes', () => {
     ],
     [
       'a later fire (2026-12-01T10:00:01.000Z) is already running on a; this runner is behind (check its clock)',
-      'other',
+      'behind',
     ],
     [
       'waited in the queue until the runner is stopping; the lock is held by connection 7, which has no running row for this job',
@@ -165,6 +165,24 @@ describe('expectOneWinnerPerFire', () => {
     expect(() =>
       expectOneWinnerPerFire(otherHost, 'x', { noWinner: ['overlap', 'lock-being-released'] }),
     ).toThrow();
+  });
+
+  it('accepts a runner that was behind only when the later run it names had started', () => {
+    const reason = `a later fire (${iso(T + 1_000)}) is already running on a; this runner is behind (check its clock)`;
+    const later = winner(T + 1_000, 'a', T + 1_002, T + 1_300);
+    const skip = row({ host: 'b', reason, started_at: new Date(T + 1_100) });
+    expectOneWinnerPerFire([later, skip], 'ok', { noWinner: ['behind'] });
+    expect(() => expectOneWinnerPerFire([later, skip], 'x', { noWinner: ['overlap'] })).toThrow(
+      /has no winner/,
+    );
+    // The run it names is not in the history, or started long after the skip was written.
+    expect(() => expectOneWinnerPerFire([skip], 'x', { noWinner: ['behind'] })).toThrow(
+      /is in the history/,
+    );
+    const afterwards = winner(T + 1_000, 'a', T + 4_000, T + 4_300);
+    expect(() =>
+      expectOneWinnerPerFire([afterwards, skip], 'x', { noWinner: ['behind'], slackMs: 500 }),
+    ).toThrow(/had started/);
   });
 
   it('accepts a paused fire only when asked to', () => {
