@@ -113,26 +113,31 @@ export function calculatorFor(expression: string, timezone: string): Calculator 
 }
 
 /**
- * How baton asks croner to read an expression (every option but the time zone). Exported for the
- * tests, which compare a shared calculator with a Cron of its own.
+ * How baton asks croner to read an expression (every option but the time zone and
+ * `domAndDow`, which depends on the expression: `cronOptionsFor`).
  */
 export const CRON_OPTIONS = {
   paused: true,
   // 5 fields (minute precision) or 6 with seconds first; nicknames such as @daily are accepted
-  // by croner in every mode. Day-of-month and day-of-week combine with OR, as in Vixie cron.
+  // by croner in every mode.
   mode: '5-or-6-parts',
-  domAndDow: false,
   // Which expressions are fixed-time on DST nights is decided by baton (`isFixedTime`), not by
   // this rule: croner's 'no-wildcard' counts any field containing `*` or `/` as every-match, so
   // `0 0-23/2 * * *` or `0 2,*/12 * * *` would lose or repeat fires. `newCron` overrides it.
   fixedTimeRule: 'no-wildcard',
 } as const;
 
+/** The options of the Cron for `expression` in `timezone` (exported for the tests). */
+export function cronOptionsFor(expression: string, timezone: string) {
+  return { ...CRON_OPTIONS, domAndDow: daysMatchBoth(expression), timezone };
+}
+
 function newCron(expression: string, timezone: string): Cron {
   assertTimeZone(timezone);
+  refuseForeignSyntax(expression);
   let cron: Cron;
   try {
-    cron = new Cron(expression, { ...CRON_OPTIONS, timezone });
+    cron = new Cron(expression, cronOptionsFor(expression, timezone));
   } catch (err) {
     const detail = err instanceof Error ? asWritten(err.message) : String(err);
     throw new Error(`invalid cron expression "${expression}": ${detail}`, { cause: err });
@@ -145,19 +150,67 @@ function newCron(expression: string, timezone: string): Cron {
   return cron;
 }
 
+/** The fields of a non-nickname expression, seconds first (0 for a 5-field one). */
+function fieldsOf(expression: string): string[] | null {
+  const text = expression.trim();
+  if (text.startsWith('@')) return null;
+  const fields = text.split(/\s+/);
+  return fields.length === 5 ? ['0', ...fields] : fields;
+}
+
+/**
+ * Day-of-month with day-of-week, as Vixie cron's code and crontab(5) have it: "if both fields
+ * are restricted (i.e., don't start with *), the command will be run when either field matches";
+ * otherwise a day must match both. So `0 12 1,15 * MON` runs on the 1st, the 15th and every
+ * Monday, while `0 12 *\/2 * MON` runs on Mondays that are odd days of the month (`*\/2` starts
+ * with `*`), where croner alone would OR them. `?` is "any" in those fields and counts as `*`.
+ */
+export function daysMatchBoth(expression: string): boolean {
+  const fields = fieldsOf(expression);
+  if (fields === null || fields.length !== 6) return true;
+  const unrestricted = (field: string) => field.startsWith('*') || field.startsWith('?');
+  return unrestricted(fields[3]!) || unrestricted(fields[5]!);
+}
+
+/**
+ * croner accepts more than cron's syntax; baton refuses what its rules do not cover, so that
+ * every accepted expression means what docs/schedules.md says:
+ * - `?` (Quartz's "no specific value") only in day-of-month and day-of-week, where it means `*`;
+ *   elsewhere croner reads it differently from Quartz, and `*` says it plainly;
+ * - a `+` before day-of-week (croner's switch to AND the two day fields) is not needed: baton
+ *   combines them by cron's rule (`daysMatchBoth`).
+ */
+function refuseForeignSyntax(expression: string): void {
+  const fields = fieldsOf(expression);
+  if (fields === null || fields.length !== 6) return;
+  const names = ['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week'];
+  fields.forEach((field, i) => {
+    if (field.includes('?') && i !== 3 && i !== 5) {
+      throw new Error(
+        `invalid cron expression "${expression}": \`?\` is only for day-of-month and ` +
+          `day-of-week; write \`*\` in the ${names[i]} field`,
+      );
+    }
+  });
+  if (fields[5]!.includes('+')) {
+    throw new Error(
+      `invalid cron expression "${expression}": \`+\` in day-of-week is not cron syntax; ` +
+        "day-of-month and day-of-week combine by cron's rule (docs/schedules.md)",
+    );
+  }
+}
+
 /**
  * Vixie cron's rule (cron(8); in its source a field starting with `*` is a "wild" field): an
  * expression is fixed-time when none of its second, minute and hour fields starts with `*`.
  * Lists, ranges and steps over a range (`0,30`, `1-3`, `0-23/2`, `2,*\/12`) are fixed times.
- * A 5-field expression has second 0 (fixed). `?` is croner's "any" and counts as `*`. Nicknames
- * are fixed except @hourly (`0 * * * *`).
+ * A 5-field expression has second 0 (fixed). `?` is refused in these fields
+ * (`refuseForeignSyntax`). Nicknames are fixed except @hourly (`0 * * * *`).
  */
 export function isFixedTime(expression: string): boolean {
-  const text = expression.trim();
-  if (text.startsWith('@')) return text.toLowerCase() !== '@hourly';
-  const fields = text.split(/\s+/);
-  const timeFields = fields.length >= 6 ? fields.slice(0, 3) : fields.slice(0, 2);
-  return timeFields.every((field) => !field.startsWith('*') && !field.startsWith('?'));
+  const fields = fieldsOf(expression);
+  if (fields === null) return expression.trim().toLowerCase() !== '@hourly';
+  return fields.slice(0, 3).every((field) => !field.startsWith('*') && !field.startsWith('?'));
 }
 
 /**

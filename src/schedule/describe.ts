@@ -3,12 +3,17 @@
  * Words describe the expression in the job's own time zone, which is printed next to it.
  */
 import cronstrue from 'cronstrue';
+import { daysMatchBoth } from './cron.js';
 
 export function describeSchedule(expression: string): string {
+  let words: string;
   try {
-    return cronstrue.toString(expression, { use24HourTimeFormat: true, verbose: false });
+    words = cronstrue.toString(expression, { use24HourTimeFormat: true, verbose: false });
   } catch {
     // cronstrue is stricter than croner for a few forms; the expression itself is still valid.
     return expression;
   }
+  // cronstrue joins two restricted day fields with "and on", cron's OR; where baton ANDs them
+  // (`0 12 */2 * MON`, docs/schedules.md) the words must say so.
+  return daysMatchBoth(expression) ? words.replace(/, and on (.+)$/, ', only if it is $1') : words;
 }

@@ -134,6 +134,38 @@ describe('invalid schedules.yaml', () => {
     expect(result.stderr).toContain(`${file}:8:`);
   });
 
+  it('names a bad value of an expression as written, and refused syntax, at its line', async () => {
+    const file = writeSchedule(
+      [
+        'jobs:',
+        '  a:',
+        '    schedule: "0 0 32 * *"',
+        '    command: ["/bin/true"]',
+        '  b:',
+        '    schedule: "? 3 * * *"',
+        '    command: ["/bin/true"]',
+        '  c:',
+        '    schedule: "0 3 1 * +MON"',
+        '    command: ["/bin/true"]',
+        '',
+      ].join('\n'),
+    );
+    const result = await baton(['validate', '--config', file]);
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain(
+      `${file}:3:5: jobs.a.schedule: invalid cron expression "0 0 32 * *": invalid value for day-of-month: 32`,
+    );
+    expect(result.stderr).toMatch(
+      new RegExp(`${file}:6:\\d+: jobs\\.b\\.schedule: .*write \`\\*\` in the minute field`),
+    );
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `${file}:9:\\d+: jobs\\.c\\.schedule: .*\`\\+\` in day-of-week is not cron syntax`,
+      ),
+    );
+    expect(result.stdout).toBe('');
+  });
+
   it('a missing file is exit 78 too', async () => {
     const result = await baton(['validate', '--config', '/nonexistent/schedules.yaml']);
     expect(result.code).toBe(78);

@@ -15,59 +15,74 @@ function fires(expression: string, zone: string, from: string, count: number): s
 }
 
 describe('the fixed-time rule on DST nights', () => {
-  it('moves a step over a range into the end of a skipped hour (New York, 2027-03-14)', () => {
+  it.each([
     // 00:00 −05, then 02:00 does not exist → 03:00 −04 (07:00Z), then 04:00 −04.
-    expect(fires('0 0-23/2 * * *', 'America/New_York', '2027-03-14T04:00:00Z', 3)).toEqual([
-      '2027-03-14T05:00:00Z',
-      '2027-03-14T07:00:00Z',
-      '2027-03-14T08:00:00Z',
-    ]);
-  });
-
-  it("runs crontab(5)'s `23 0-23/2 * * *` once in a repeated hour (Berlin, 2027-10-31)", () => {
+    [
+      'a step over a range moves into the end of a skipped hour (New York, 2027-03-14)',
+      '0 0-23/2 * * *',
+      'America/New_York',
+      '2027-03-14T04:00:00Z',
+      ['2027-03-14T05:00:00Z', '2027-03-14T07:00:00Z', '2027-03-14T08:00:00Z'],
+    ],
     // 02:23 +02 (00:23Z), not again at 02:23 +01 (01:23Z); next 04:23 +01 (03:23Z).
-    expect(fires('23 0-23/2 * * *', 'Europe/Berlin', '2027-10-30T23:00:00Z', 2)).toEqual([
-      '2027-10-31T00:23:00Z',
-      '2027-10-31T03:23:00Z',
-    ]);
-  });
-
-  it('runs a minute series over a range once in the repeated hour and once after a gap', () => {
-    const berlin = fires('5-50/10 2 * * *', 'Europe/Berlin', '2027-10-30T23:00:00Z', 6);
-    expect(berlin).toEqual([
-      '2027-10-31T00:05:00Z',
-      '2027-10-31T00:15:00Z',
-      '2027-10-31T00:25:00Z',
-      '2027-10-31T00:35:00Z',
-      '2027-10-31T00:45:00Z',
-      '2027-11-01T01:05:00Z',
-    ]);
+    [
+      "crontab(5)'s `23 0-23/2 * * *` runs once in a repeated hour (Berlin, 2027-10-31)",
+      '23 0-23/2 * * *',
+      'Europe/Berlin',
+      '2027-10-30T23:00:00Z',
+      ['2027-10-31T00:23:00Z', '2027-10-31T03:23:00Z'],
+    ],
+    [
+      'a minute series over a range runs once in the repeated hour (Berlin)',
+      '5-50/10 2 * * *',
+      'Europe/Berlin',
+      '2027-10-30T23:00:00Z',
+      [
+        '2027-10-31T00:05:00Z',
+        '2027-10-31T00:15:00Z',
+        '2027-10-31T00:25:00Z',
+        '2027-10-31T00:35:00Z',
+        '2027-10-31T00:45:00Z',
+        '2027-11-01T01:05:00Z',
+      ],
+    ],
     // Every 02:xx of 2027-03-14 is skipped in New York: all move to 03:00 −04, one fire.
-    expect(fires('5-50/10 2 * * *', 'America/New_York', '2027-03-14T05:00:00Z', 2)).toEqual([
-      '2027-03-14T07:00:00Z',
-      '2027-03-15T06:05:00Z',
-    ]);
-  });
-
-  it('reads a list holding a step (`2,*/12`) as fixed: it starts with 2', () => {
-    expect(fires('0 2,*/12 * * *', 'America/New_York', '2027-03-14T04:00:00Z', 3)).toEqual([
+    [
+      'a minute series over a range runs once after a gap (New York)',
+      '5-50/10 2 * * *',
+      'America/New_York',
       '2027-03-14T05:00:00Z',
-      '2027-03-14T07:00:00Z',
-      '2027-03-14T16:00:00Z',
-    ]);
-  });
-
-  it('keeps expressions that start with `*` every-match', () => {
+      ['2027-03-14T07:00:00Z', '2027-03-15T06:05:00Z'],
+    ],
+    [
+      'a list holding a step (`2,*/12`) is fixed: it starts with 2',
+      '0 2,*/12 * * *',
+      'America/New_York',
+      '2027-03-14T04:00:00Z',
+      ['2027-03-14T05:00:00Z', '2027-03-14T07:00:00Z', '2027-03-14T16:00:00Z'],
+    ],
     // 01:00 and 01:30 happen twice in New York on 2027-11-07: each occurrence fires.
-    expect(fires('*/30 * * * *', 'America/New_York', '2027-11-07T05:00:00Z', 4)).toEqual([
+    [
+      'an expression starting with `*` fires at each occurrence of a repeated hour',
+      '*/30 * * * *',
+      'America/New_York',
       '2027-11-07T05:00:00Z',
-      '2027-11-07T05:30:00Z',
-      '2027-11-07T06:00:00Z',
-      '2027-11-07T06:30:00Z',
-    ]);
-    expect(fires('*/15 2 * * *', 'America/New_York', '2027-03-14T05:00:00Z', 1)).toEqual([
-      '2027-03-15T06:00:00Z',
-    ]);
+      [
+        '2027-11-07T05:00:00Z',
+        '2027-11-07T05:30:00Z',
+        '2027-11-07T06:00:00Z',
+        '2027-11-07T06:30:00Z',
+      ],
+    ],
+    [
+      'an expression starting with `*` does not fire in a skipped hour',
+      '*/15 2 * * *',
+      'America/New_York',
+      '2027-03-14T05:00:00Z',
+      ['2027-03-15T06:00:00Z'],
+    ],
+  ])('%s', (_what, expression, zone, from, expected) => {
+    expect(fires(expression, zone, from, expected.length)).toEqual(expected);
   });
 
   it('classifies by the first character of each time field', () => {

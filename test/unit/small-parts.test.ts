@@ -81,6 +81,13 @@ describe('history helpers', () => {
     expect(formatDuration(75_000, 'table')).toBe('1m15s');
     expect(formatDuration(3_723_000, 'table')).toBe('1h02m');
     expect(describeSchedule('0 3 * * *')).toBe('At 03:00');
+    // The day fields in words as baton combines them: OR when both are restricted, else AND.
+    expect(describeSchedule('0 12 1,15 * MON')).toBe(
+      'At 12:00, on day 1 and 15 of the month, and on Monday',
+    );
+    expect(describeSchedule('0 12 */2 * MON')).toBe(
+      'At 12:00, every 2 days in a month, only if it is Monday',
+    );
   });
 
   it('writes a duration in each of its three styles, as each output has always shown it', () => {
