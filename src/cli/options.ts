@@ -8,7 +8,9 @@
  * daemon too, which parses its file in a worker thread (config/load-isolated.ts) and never loads
  * the parser itself.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import type { Argv } from 'yargs';
 import {
   DEFAULT_DATABASE_URL,
@@ -24,6 +26,7 @@ export const DEFAULT_CONFIG = './schedules.yaml';
 export interface CommonArgs {
   config?: string;
   databaseUrl?: string;
+  databaseUrlFile?: string;
   host?: string;
 }
 
@@ -37,6 +40,12 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
       type: 'string',
       describe: `mysql://user:password@host:port/database (env BATON_DATABASE_URL; default ${DEFAULT_DATABASE_URL})`,
     })
+    .option('database-url-file', {
+      type: 'string',
+      describe:
+        'a file holding the database URL, e.g. a systemd credential (env BATON_DATABASE_URL_FILE; ' +
+        'default $CREDENTIALS_DIRECTORY/database-url when systemd passes credentials)',
+    })
     .option('host', {
       type: 'string',
       describe: "this runner's name in history (env BATON_HOST; default the OS host name)",
@@ -47,9 +56,55 @@ export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
 }
 
+/**
+ * The database URL, first found: `--database-url`, `--database-url-file`, BATON_DATABASE_URL,
+ * BATON_DATABASE_URL_FILE, the systemd credential `database-url` (`LoadCredential=` puts it in
+ * $CREDENTIALS_DIRECTORY, so the password need not be in the environment), the default.
+ */
 export function resolveDatabase(args: CommonArgs): DatabaseTarget {
-  return parseDatabaseUrl(
-    args.databaseUrl ?? process.env.BATON_DATABASE_URL ?? DEFAULT_DATABASE_URL,
+  const env = process.env;
+  if (args.databaseUrl != null) return parseDatabaseUrl(args.databaseUrl);
+  if (args.databaseUrlFile != null) return urlFromFile(args.databaseUrlFile, '--database-url-file');
+  if (env.BATON_DATABASE_URL != null) return parseDatabaseUrl(env.BATON_DATABASE_URL);
+  if (env.BATON_DATABASE_URL_FILE != null)
+    return urlFromFile(env.BATON_DATABASE_URL_FILE, 'BATON_DATABASE_URL_FILE');
+  const credential =
+    env.CREDENTIALS_DIRECTORY != null
+      ? path.join(env.CREDENTIALS_DIRECTORY, DATABASE_URL_CREDENTIAL)
+      : null;
+  if (credential != null && existsSync(credential))
+    return urlFromFile(credential, `the systemd credential ${DATABASE_URL_CREDENTIAL}`);
+  return parseDatabaseUrl(DEFAULT_DATABASE_URL);
+}
+
+/** The name of the credential `LoadCredential=database-url:/etc/baton/database-url` gives. */
+export const DATABASE_URL_CREDENTIAL = 'database-url';
+
+/** The URL in `file` (one line; surrounding white space ignored), its contents never echoed. */
+function urlFromFile(file: string, what: string): DatabaseTarget {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : code;
+    throw new UsageError(`${what} ${file}: cannot read: ${why ?? 'unreadable'}`);
+  }
+  if (text === '') throw new UsageError(`${what} ${file} is empty`);
+  return parseDatabaseUrl(text, `the URL in ${what} ${file}`);
+}
+
+/** Whether the database was named at all (by an option, the environment or a credential). */
+export function databaseNamed(args: CommonArgs): boolean {
+  const env = process.env;
+  return (
+    args.databaseUrl != null ||
+    args.databaseUrlFile != null ||
+    env.BATON_DATABASE_URL != null ||
+    env.BATON_DATABASE_URL_FILE != null ||
+    (env.CREDENTIALS_DIRECTORY != null &&
+      existsSync(path.join(env.CREDENTIALS_DIRECTORY, DATABASE_URL_CREDENTIAL)))
   );
 }
 

@@ -123,12 +123,14 @@ const ERROR_MAX = 2_000;
  * BATON_DATABASE_URL carries the database password), so none of it reaches a job — a job that
  * prints its environment must not put the password into its output tail. The job's BATON_*
  * variables are the fire's (`fireEnvironment`); a job that needs a database gets its URL through
- * its own `env:`.
+ * its own `env:`. CREDENTIALS_DIRECTORY (systemd's, which may hold the runner's `database-url`)
+ * is the runner's too: a job is not pointed at it.
  */
 function inheritedEnvironment(withhold: ReadonlySet<string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;
+    if (!key.startsWith('BATON_') && key !== 'CREDENTIALS_DIRECTORY' && !withhold.has(key))
+      env[key] = value;
   }
   return env;
 }

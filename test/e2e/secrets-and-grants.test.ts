@@ -3,6 +3,9 @@
  * grants (SELECT, INSERT, UPDATE on its database) once an administrator has migrated the schema.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule } from '../helpers/cli.js';
 import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
@@ -93,5 +96,42 @@ describe('a runner with only the runtime grants', () => {
     expect(result.code).toBe(69);
     expect(result.stderr).toMatch(/denied/i);
     expect(result.stderr).not.toContain(PASSWORD);
+  });
+
+  it('reads its URL from a file or a systemd credential, so the password need not be in the environment', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-credentials-'));
+    writeFileSync(path.join(dir, 'database-url'), `${url}\n`, { mode: 0o600 });
+    const file = path.join(dir, 'database-url');
+    // --database-url-file, BATON_DATABASE_URL_FILE, and $CREDENTIALS_DIRECTORY/database-url
+    // (LoadCredential=database-url:…); the manual run's job sees neither the password nor
+    // the credentials' folder.
+    const ways: [string[], Record<string, string>][] = [
+      [['--database-url-file', file], {}],
+      [[], { BATON_DATABASE_URL_FILE: file }],
+      [[], { CREDENTIALS_DIRECTORY: dir }],
+    ];
+    for (const [args, env] of ways) {
+      const result = await baton(['run', 'printenv', '--config', config, ...args], { env });
+      const what = JSON.stringify([args, env]);
+      expect(result.code, `${what}: ${result.stderr}`).toBe(0);
+      expect(result.stdout + result.stderr, what).not.toContain(PASSWORD);
+    }
+    const tails = (await runs(db, 'printenv')).slice(-3).map((r) => r.output_tail ?? '');
+    for (const tail of tails) {
+      expect(tail).toContain('BATON_JOB=printenv');
+      expect(tail).not.toContain(PASSWORD);
+      expect(tail).not.toContain('CREDENTIALS_DIRECTORY');
+    }
+    // A missing or empty file is a usage error (64) that names the file, never its contents.
+    const missing = await baton(['history', '--database-url-file', path.join(dir, 'nope')]);
+    expect(missing.code).toBe(64);
+    expect(missing.stderr).toContain(
+      `--database-url-file ${path.join(dir, 'nope')}: cannot read: file not found`,
+    );
+    writeFileSync(path.join(dir, 'bad'), `not a url ${PASSWORD}\n`);
+    const bad = await baton(['history', '--database-url-file', path.join(dir, 'bad')]);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toContain('is not a valid URL');
+    expect(bad.stderr).not.toContain(PASSWORD);
   });
 });

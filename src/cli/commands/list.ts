@@ -12,6 +12,7 @@ import { action } from '../action.js';
 import { pauseToJson, table } from '../format.js';
 import {
   parseFrom,
+  databaseNamed,
   resolveDatabase,
   utcMs,
   withCommonOptions,
@@ -114,10 +115,10 @@ const PAUSES_DEADLINE_MS = 3_000;
 /**
  * The namespace's pauses by job, or null when the database cannot tell (unreachable, not created,
  * not migrated): `list` reads the schedules file and must work without a database. Silent, unless
- * the operator named a database (flag or env) and it failed: then one note on stderr.
+ * the operator named a database (flag, env or credential) and it failed: then one note on stderr.
  */
 async function readPauses(args: CommonArgs, namespace: string): Promise<Map<string, Pause> | null> {
-  const named = args.databaseUrl != null || process.env.BATON_DATABASE_URL != null;
+  const named = databaseNamed(args);
   let target: DatabaseTarget;
   try {
     target = resolveDatabase(args);
