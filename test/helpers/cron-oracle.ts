@@ -1,0 +1,219 @@
+/**
+ * An independent cron evaluator, to judge baton's fire times (src/schedule/cron.ts, over croner)
+ * by brute force: it walks real instants one by one (minutes, or seconds for a 6-field
+ * expression), reads each on the zone's wall clock (the tz database through Intl: the reference
+ * is the zone's history, not a cron library), and decides from the rules alone whether it is a
+ * fire. It shares no code with baton and does not import croner.
+ *
+ * The rules, as docs/schedules.md states them after cron(8) and crontab(5) (Vixie cron):
+ * - fields [second] minute hour day-of-month month day-of-week; `*`, `a`, `a-b`, `*\/n`, `a-b/n`,
+ *   `a/n`, lists; names JAN–DEC and SUN–SAT; day-of-week 7 is Sunday; `?` is `*` in the day
+ *   fields; `L`, `LW`, `nW` in day-of-month, `nL`, `DAY#k`, `DAY#L` in day-of-week (Quartz);
+ * - day-of-month and day-of-week: when both are restricted (neither starts with `*` or `?`), a
+ *   day matches if either does; otherwise it must match both;
+ * - daylight saving: an expression is fixed-time when none of its second, minute and hour fields
+ *   starts with `*`. A fixed-time wall time inside a gap (spring forward) fires once, at the first
+ *   real instant after the gap, however many of its wall times the gap swallowed; one that
+ *   occurs twice (fall back) fires at its first occurrence only. Any other expression fires at
+ *   every real instant whose wall clock matches.
+ */
+
+const NICKNAMES: Record<string, string> = {
+  '@yearly': '0 0 1 1 *',
+  '@annually': '0 0 1 1 *',
+  '@monthly': '0 0 1 * *',
+  '@weekly': '0 0 * * 0',
+  '@daily': '0 0 * * *',
+  '@midnight': '0 0 * * *',
+  '@hourly': '0 * * * *',
+};
+const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
+const DAYS = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
+
+interface Wall {
+  second: number;
+  minute: number;
+  hour: number;
+  day: number;
+  month: number;
+  weekday: number;
+  lastDay: number;
+}
+
+interface Expression {
+  seconds: boolean;
+  fixedTime: boolean;
+  matches: (wall: Wall) => boolean;
+}
+
+function number(text: string, names: string[] | null, offset: number): number {
+  const upper = text.toUpperCase();
+  const named = names?.indexOf(upper) ?? -1;
+  if (named >= 0) return named + offset;
+  if (!/^\d+$/.test(text)) throw new Error(`oracle: not a number: ${text}`);
+  return Number(text);
+}
+
+/** The plain values of a field (lists, ranges, steps, names). */
+function values(field: string, min: number, max: number, names: string[] | null, offset = 0) {
+  const set = new Set<number>();
+  for (const part of field.split(',')) {
+    const [range, stepText] = part.split('/');
+    const step = stepText == null ? 1 : Number(stepText);
+    let from: number;
+    let to: number;
+    if (range === '*' || range === '?') [from, to] = [min, max];
+    else if (range!.includes('-')) {
+      const [a, b] = range!.split('-');
+      [from, to] = [number(a!, names, offset), number(b!, names, offset)];
+    } else {
+      from = number(range!, names, offset);
+      to = stepText == null ? from : max;
+    }
+    for (let v = from; v <= to; v += step) set.add(v);
+  }
+  return set;
+}
+
+function weekdayOf(day: number, wall: Wall): number {
+  return (wall.weekday - (wall.day - day) + 35) % 7;
+}
+
+/** Quartz's `nW`: the weekday nearest day n of the month, never in another month. */
+function nearestWeekday(n: number, wall: Wall): number {
+  const day = Math.min(n, wall.lastDay);
+  const weekday = weekdayOf(day, wall);
+  if (weekday === 6) return day === 1 ? 3 : day - 1;
+  if (weekday === 0) return day === wall.lastDay ? day - 2 : day + 1;
+  return day;
+}
+
+function dayOfMonthMatcher(field: string): (wall: Wall) => boolean {
+  const tests = field.split(',').map((part): ((w: Wall) => boolean) => {
+    const upper = part.toUpperCase();
+    if (upper === 'L') return (w) => w.day === w.lastDay;
+    if (upper === 'LW') return (w) => w.day === nearestWeekday(w.lastDay, w);
+    const weekday = /^(\d+)W$/.exec(upper);
+    if (weekday) return (w) => w.day === nearestWeekday(Number(weekday[1]), w);
+    const set = values(part, 1, 31, null);
+    return (w) => set.has(w.day);
+  });
+  return (w) => tests.some((t) => t(w));
+}
+
+function dayOfWeekMatcher(field: string): (wall: Wall) => boolean {
+  const tests = field.split(',').map((part): ((w: Wall) => boolean) => {
+    const upper = part.toUpperCase();
+    const nth = /^(\w+)#(\d|L)$/.exec(upper);
+    const last = nth?.[2] === 'L' ? nth[1] : /^(\w+)L$/.exec(upper)?.[1];
+    if (last != null) {
+      const day = number(last, DAYS, 0) % 7;
+      return (w) => w.weekday === day && w.day + 7 > w.lastDay;
+    }
+    if (nth) {
+      const day = number(nth[1]!, DAYS, 0) % 7;
+      return (w) => w.weekday === day && Math.ceil(w.day / 7) === Number(nth[2]);
+    }
+    const set = new Set([...values(part, 0, 7, DAYS)].map((d) => d % 7));
+    return (w) => set.has(w.weekday);
+  });
+  return (w) => tests.some((t) => t(w));
+}
+
+export function parseOracle(text: string): Expression {
+  const expanded = NICKNAMES[text.trim().toLowerCase()] ?? text.trim();
+  const fields = expanded.split(/\s+/);
+  const seconds = fields.length === 6;
+  const [sec, min, hour, dom, month, dow] = seconds ? fields : ['0', ...fields];
+  const sets = {
+    second: values(sec!, 0, 59, null),
+    minute: values(min!, 0, 59, null),
+    hour: values(hour!, 0, 23, null),
+    month: values(month!, 1, 12, MONTHS, 1),
+  };
+  const domMatch = dayOfMonthMatcher(dom!);
+  const dowMatch = dayOfWeekMatcher(dow!);
+  const unrestricted = (f: string) => f.startsWith('*') || f.startsWith('?');
+  const both = unrestricted(dom!) || unrestricted(dow!);
+  return {
+    seconds,
+    fixedTime: [sec!, min!, hour!].every((f) => !f.startsWith('*')),
+    matches: (w) =>
+      sets.second.has(w.second) &&
+      sets.minute.has(w.minute) &&
+      sets.hour.has(w.hour) &&
+      sets.month.has(w.month) &&
+      (both ? domMatch(w) && dowMatch(w) : domMatch(w) || dowMatch(w)),
+  };
+}
+
+/** UTC offsets by zone and UTC minute, from Intl (one formatter per zone). */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+const offsets = new Map<string, number>();
+
+function offsetAt(zone: string, minuteMs: number): number {
+  const key = `${zone} ${minuteMs}`;
+  const known = offsets.get(key);
+  if (known != null) return known;
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    });
+    formatters.set(zone, format);
+  }
+  const p = Object.fromEntries(format.formatToParts(minuteMs).map((x) => [x.type, x.value]));
+  const wall = Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!);
+  offsets.set(key, wall - minuteMs);
+  return wall - minuteMs;
+}
+
+/** The wall clock at a real instant, as milliseconds of a UTC date with the same fields. */
+function wallAt(zone: string, at: number): number {
+  const minute = Math.floor(at / 60_000) * 60_000;
+  return at + offsetAt(zone, minute);
+}
+
+function fields(wallMs: number): Wall {
+  const d = new Date(wallMs);
+  const month = d.getUTCMonth() + 1;
+  return {
+    second: d.getUTCSeconds(),
+    minute: d.getUTCMinutes(),
+    hour: d.getUTCHours(),
+    day: d.getUTCDate(),
+    month,
+    weekday: d.getUTCDay(),
+    lastDay: new Date(Date.UTC(d.getUTCFullYear(), month, 0)).getUTCDate(),
+  };
+}
+
+/** Every fire of `text` in `zone` in [from, to], by the rules above. */
+export function oracleFires(text: string, zone: string, from: Date, to: Date): Date[] {
+  const expression = parseOracle(text);
+  const step = expression.seconds ? 1_000 : 60_000;
+  const start = Math.ceil(from.getTime() / step) * step;
+  const out: Date[] = [];
+  let latestWall = wallAt(zone, start - step);
+  for (let at = start; at <= to.getTime(); at += step) {
+    const wall = wallAt(zone, at);
+    let fire: boolean;
+    if (!expression.fixedTime) fire = expression.matches(fields(wall));
+    else if (wall > latestWall + step) {
+      // A gap: the wall times it swallowed, and this one, fire once, now.
+      fire = false;
+      for (let w = latestWall + step; w <= wall && !fire; w += step) {
+        fire = expression.matches(fields(w));
+      }
+    } else fire = wall > latestWall && expression.matches(fields(wall));
+    if (fire) out.push(new Date(at));
+    latestWall = Math.max(latestWall, wall);
+  }
+  return out;
+}
