@@ -129,8 +129,8 @@ const ERROR_MAX = 2_000;
 function inheritedEnvironment(withhold: ReadonlySet<string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('BATON_') && key !== 'CREDENTIALS_DIRECTORY' && !withhold.has(key))
-      env[key] = value;
+    if (key === 'CREDENTIALS_DIRECTORY') continue;
+    if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;
   }
   return env;
 }
