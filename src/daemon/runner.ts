@@ -227,6 +227,7 @@ export class Runner {
         host: this.options.host,
         jobs,
         schedules,
+        startDelay: this.loaded.startDelay,
         knownSince: (job) => knownSince.get(job) ?? this.clock.toFleetTime(this.startedAt),
         coordinated: () => this.link.usable,
         dispatch: (fire, trigger) => this.dispatcher.dispatch(fire, trigger),
