@@ -30,6 +30,7 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     // use them stay what older runners publish (no false drift during a rolling upgrade).
     ...(job.workers !== 1 ? { workers: job.workers } : {}),
     ...(job.connection != null ? { connection: job.connection } : {}),
+    ...(job.jitterMs !== 0 ? { jitterMs: job.jitterMs } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

@@ -9,7 +9,8 @@ import type { z } from 'zod';
 import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { retentionTooShort } from './retention.js';
-import { assertTimeZone, parseSchedule } from '../schedule/cron.js';
+import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
+import { formatDuration } from './duration.js';
 import {
   DEFAULT_NAMESPACE,
   DEFAULT_RETRY_DELAY_MS,
@@ -214,7 +215,17 @@ function buildJob(
   }
   if (job.schedule != null && timezoneOk) {
     try {
-      parseSchedule(job.schedule, timezone);
+      const schedule = parseSchedule(job.schedule, timezone);
+      if ((job.jitter ?? 0) > 0) {
+        const tooLong = jitterTooLong(job.jitter!, schedule);
+        if (tooLong && inherited.has('jitter')) {
+          problems.push(
+            source.problem(['defaults', 'jitter'], `${tooLong} (inherited by jobs.${name})`),
+          );
+        } else if (tooLong) {
+          report('jitter', tooLong);
+        }
+      }
     } catch (err) {
       report('schedule', (err as Error).message);
     }
@@ -253,7 +264,30 @@ function buildJob(
     expectMs: job.expect ?? null,
     workers: job.workers ?? 1,
     connection: job.connection ?? null,
+    jitterMs: job.jitter ?? 0,
   };
+}
+
+/** How many fires ahead the shortest period is looked for (a year of a daily job and more). */
+const PERIOD_SAMPLE = 500;
+
+/**
+ * Why `jitterMs` is too long for `schedule`, or null. A delay as long as the gap to the next fire
+ * would start a fire after its successor's instant: fires would overtake each other and overlap
+ * rules would judge the wrong one. The shortest gap over the next fires is the bound, so that a
+ * schedule with uneven gaps (`0 9,10 * * *`) is held to its shortest one.
+ */
+function jitterTooLong(jitterMs: number, schedule: Schedule): string | null {
+  const fires = schedule.nextN(PERIOD_SAMPLE + 1, new Date());
+  let shortest = Infinity;
+  for (let i = 1; i < fires.length; i++) {
+    shortest = Math.min(shortest, fires[i]!.getTime() - fires[i - 1]!.getTime());
+  }
+  if (jitterMs < shortest) return null;
+  return (
+    `jitter ${formatDuration(jitterMs)} is not shorter than the schedule's shortest period ` +
+    `(${formatDuration(shortest)} between fires): write less than ${formatDuration(shortest)}`
+  );
 }
 
 function buildTarget(

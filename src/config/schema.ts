@@ -46,6 +46,22 @@ const duration = z.unknown().transform((value, ctx) => {
 });
 
 /**
+ * `jitter:` — a duration like the others, but `0s` is allowed too, so that one job can turn off
+ * the jitter it would inherit from `defaults:`.
+ */
+const jitterDuration = z.unknown().transform((value, ctx) => {
+  const ms = typeof value === 'string' ? parseDuration(value) : null;
+  if (ms == null || ms < 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration, got ${JSON.stringify(value)}: ${DURATION_HINT} (or 0s for none)`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/**
  * What a fire does when it finds the job still running (on any runner):
  * - `skip`: records a skip and lets the fire go (the default; no overlap, no pile-up);
  * - `queue`: waits for the running run, at most until the job's next fire, then runs once;
@@ -116,6 +132,12 @@ const inheritableShape = {
     .max(MAX_WORKERS, `workers must be at most ${MAX_WORKERS}`),
   /** The connection (from `connections:`) behind a module job's `ctx.db`; default baton's own. */
   connection: z.string().min(1),
+  /**
+   * Start each fire up to this long after its instant, by a delay that is the same on every
+   * runner (`src/schedule/jitter.ts`), so that jobs sharing an expression do not all start in one
+   * second. Must be shorter than the job's shortest period. Default none.
+   */
+  jitter: jitterDuration,
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -145,6 +167,7 @@ export const jobSchema = z
     expect: true,
     workers: true,
     connection: true,
+    jitter: true,
     command: true,
     module: true,
   });
@@ -218,6 +241,8 @@ export interface JobDefinition {
   workers: number;
   /** A name from `connections:` for `ctx.db`; null = the baton database. */
   connection: string | null;
+  /** Fires start up to this long after their instant (`src/schedule/jitter.ts`); 0 = at it. */
+  jitterMs: number;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */

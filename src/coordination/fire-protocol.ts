@@ -16,8 +16,8 @@
  *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
  *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
  *
- * A stale fire — contended more than STALE_FIRE_MS after its instant, by a runner that stalled or
- * woke late — first looks up its winner, without the lock: one that has one is skipped as
+ * A stale fire — contended more than STALE_FIRE_MS after its planned start (its instant plus the
+ * job's jitter delay, if any), by a runner that stalled or woke late — first looks up its winner, without the lock: one that has one is skipped as
  * already run, and the job's lock stays free for the runners on time and the job's next fire.
  *
  * A lock met *passing* — its holder runs nothing: it is claiming this very fire, or giving the
@@ -126,7 +126,7 @@ export const STALE_FIRE_MS = 250;
 function isStale(c: FireContext, attempt: Attempt): boolean {
   if (attempt.trigger === 'manual') return false;
   const now = c.now?.().getTime() ?? Date.now();
-  return now - attempt.scheduledAt.getTime() > STALE_FIRE_MS;
+  return now - (attempt.startAt ?? attempt.scheduledAt).getTime() > STALE_FIRE_MS;
 }
 
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */

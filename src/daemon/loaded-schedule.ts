@@ -7,12 +7,16 @@
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
+import { NO_DELAY, type StartDelay } from '../schedule/fire-schedule.js';
+import { jitterDelayMs } from '../schedule/jitter.js';
 import type { LoadedJob } from '../store/runners.js';
 import type { Loaded } from './dispatcher.js';
 
 export interface LoadedSchedule extends Loaded {
   jobs: Map<string, JobDefinition>;
   schedules: Map<string, Schedule>;
+  /** When each job's fires start after their instants (its jitter). */
+  startDelay: StartDelay;
   /** Job → fingerprint of the loaded definition (computed once per load, for the registry). */
   fingerprints: Record<string, string>;
   /**
@@ -24,7 +28,14 @@ export interface LoadedSchedule extends Loaded {
 
 /** Before the first load: nothing to fire. */
 export function emptySchedule(config: Config): LoadedSchedule {
-  return { config, jobs: new Map(), schedules: new Map(), fingerprints: {}, knownSince: new Map() };
+  return {
+    config,
+    jobs: new Map(),
+    schedules: new Map(),
+    startDelay: NO_DELAY,
+    fingerprints: {},
+    knownSince: new Map(),
+  };
 }
 
 /**
@@ -41,7 +52,19 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
     const same = before?.schedule === job.schedule && before.timezone === job.timezone;
     knownSince.set(job.name, (same && previous.knownSince.get(job.name)) || now);
   }
-  return { config, jobs, schedules, fingerprints: scheduleFingerprint(config), knownSince };
+  const jitterOf = (job: string) => jobs.get(job)?.jitterMs ?? 0;
+  const startDelay: StartDelay = {
+    delayMs: (job, at) => jitterDelayMs(config.namespace, job, at, jitterOf(job)),
+    maxMs: jitterOf,
+  };
+  return {
+    config,
+    jobs,
+    schedules,
+    startDelay,
+    fingerprints: scheduleFingerprint(config),
+    knownSince,
+  };
 }
 
 /** Every job of the file with its fingerprint and since when this runner runs it. */

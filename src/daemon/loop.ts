@@ -10,7 +10,13 @@
  * database's clock.
  */
 import type { Schedule } from '../schedule/cron.js';
-import { FireSchedule, MAX_SLEEP_MS, type Wake } from '../schedule/fire-schedule.js';
+import {
+  FireSchedule,
+  MAX_SLEEP_MS,
+  NO_DELAY,
+  type StartDelay,
+  type Wake,
+} from '../schedule/fire-schedule.js';
 
 /** How early the timer is set before a fire; the rest is polled. */
 const WAKE_AHEAD_MS = 2;
@@ -28,13 +34,18 @@ export class SchedulerLoop {
     schedules: ReadonlyMap<string, Schedule>,
     private readonly now: () => Date,
     private readonly onWake: (wake: Wake) => void,
+    startDelay: StartDelay = NO_DELAY,
   ) {
-    this.schedule = new FireSchedule(schedules, now());
+    this.schedule = new FireSchedule(schedules, now(), startDelay);
   }
 
   /** A new schedule (a reload, or the first connect: the loop moves onto database time). */
-  replace(schedules: ReadonlyMap<string, Schedule>, now: Date): void {
-    this.schedule = new FireSchedule(schedules, now);
+  replace(
+    schedules: ReadonlyMap<string, Schedule>,
+    now: Date,
+    startDelay: StartDelay = NO_DELAY,
+  ): void {
+    this.schedule = new FireSchedule(schedules, now, startDelay);
   }
 
   /** Hands on what is due by `now` without waiting for the timer (before a reload). */
@@ -69,6 +80,11 @@ export class SchedulerLoop {
   /** The job's next fire by this schedule; null for a job it does not run. */
   nextFire(job: string): Date | null {
     return this.schedule.nextFire(job);
+  }
+
+  /** When the job's next fire is to start (after its instant when it has jitter). */
+  nextStart(job: string): Date | null {
+    return this.schedule.nextStart(job);
   }
 
   /** How long past its planned wake the loop is (> 0: it is late). */

@@ -13,7 +13,7 @@
 import type { JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
-import type { DueFire } from '../schedule/fire-schedule.js';
+import type { DueFire, StartDelay } from '../schedule/fire-schedule.js';
 import { lookBack } from '../schedule/look-back.js';
 import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
@@ -32,6 +32,8 @@ export interface RecoveryContext {
   host: string;
   jobs: ReadonlyMap<string, JobDefinition>;
   schedules: ReadonlyMap<string, Schedule>;
+  /** When each job's fires start after their instants (jitter). */
+  startDelay: StartDelay;
   /** Since when this runner has run each job's current schedule (database time). */
   knownSince: (job: string) => Date;
   /** Whether the runner can still coordinate (it may lose the database while it waits). */
@@ -53,7 +55,13 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       const first = firsts.get(job.name) ?? null;
       const loaded = c.knownSince(job.name);
       const knownSince = first && first < loaded ? first : loaded;
-      const { fires, from } = lookBack(job, schedule, now, knownSince);
+      const window = lookBack(job, schedule, now, knownSince);
+      const { from } = window;
+      // A jittered fire whose instant has passed but whose start has not is the loop's, still to
+      // come: neither caught up nor recorded missed.
+      const fires = window.fires.filter(
+        (at) => at.getTime() + c.startDelay.delayMs(job.name, at) <= now.getTime(),
+      );
       if (fires.length === 0) continue;
       let caughtUp: Date | null = null;
       const latest = fires.at(-1)!;

@@ -145,6 +145,7 @@ export class Runner {
       this.loaded.schedules,
       () => this.clock.now(),
       (wake) => this.dispatcher.dispatchWake(wake),
+      this.loaded.startDelay,
     );
   }
 
@@ -205,7 +206,7 @@ export class Runner {
     if (first) {
       repeat(this.options.reaperMs ?? DEFAULT_REAPER_MS, () => this.reap(), signal, this.log);
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
-      this.loop.replace(this.loaded.schedules, this.clock.now());
+      this.loop.replace(this.loaded.schedules, this.clock.now(), this.loaded.startDelay);
       for (const job of this.loaded.knownSince.keys()) {
         this.loaded.knownSince.set(job, this.clock.toFleetTime(this.startedAt));
       }
@@ -226,6 +227,7 @@ export class Runner {
         host: this.options.host,
         jobs,
         schedules,
+        startDelay: this.loaded.startDelay,
         knownSince: (job) => knownSince.get(job) ?? this.clock.toFleetTime(this.startedAt),
         coordinated: () => this.link.usable,
         dispatch: (fire, trigger) => this.dispatcher.dispatch(fire, trigger),
@@ -292,7 +294,7 @@ export class Runner {
 
   private applyConfig(config: Config, now: Date): void {
     this.loaded = loadSchedule(config, this.loaded, now);
-    this.loop.replace(this.loaded.schedules, now);
+    this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
   }
 
   /**

@@ -40,8 +40,8 @@ export const NOT_ATTEMPTED_LABEL: Record<NotAttemptedCause, NotAttempted> = {
 
 export interface FireEventMap {
   /**
-   * Won and started. `lagMs` (start minus instant, database time) for scheduled fires;
-   * `contendMs` null for queued fires, whose contention includes waiting for the previous run.
+   * Won and started. `lagMs` (start minus planned start, database time; the planned start is
+   * the instant plus the job's jitter delay) for scheduled fires; `contendMs` null for queued fires, whose contention includes waiting for the previous run.
    */
   'fire:won': {
     fire: FireRef;

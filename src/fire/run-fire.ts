@@ -26,6 +26,7 @@ import { startJob, type JobResult } from '../execution/job-process.js';
 import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
+import { plannedStart } from '../schedule/jitter.js';
 import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
 import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
 import type { Limiter } from './limiter.js';
@@ -144,10 +145,17 @@ async function runFire(
     c = o.context();
     if (!c) return notAttempted('no-session');
     const ctx = c;
+    // A scheduled fire of a job with jitter is meant to start after its instant: its lag and
+    // staleness count from then (manual runs and catch-ups start when asked).
+    const startAt =
+      o.trigger === 'schedule'
+        ? plannedStart(ctx.namespace, job.name, scheduledAt, job.jitterMs)
+        : scheduledAt;
     const attempt = {
       namespace: ctx.namespace,
       job: job.name,
       scheduledAt,
+      startAt,
       trigger: o.trigger,
       host: ctx.host,
       pid: ctx.pid,
@@ -187,9 +195,7 @@ async function runFire(
       o.runs.add(local);
       startedAt = performance.now();
       const lagMs =
-        o.trigger === 'schedule'
-          ? (ctx.now?.() ?? new Date()).getTime() - scheduledAt.getTime()
-          : null;
+        o.trigger === 'schedule' ? (ctx.now?.() ?? new Date()).getTime() - startAt.getTime() : null;
       o.events?.emit('fire:won', {
         fire,
         runId: claim.runId,

@@ -86,7 +86,8 @@ export class RunnerMetrics {
     this.fireLag = new Histogram({
       name: 'baton_fire_lag_seconds',
       help:
-        "Scheduled fires: the job's start minus its scheduled instant, both in database time " +
+        "Scheduled fires: the job's start minus its planned start (the scheduled instant plus any " +
+        'jitter delay), both in database time ' +
         '(claim plus process start).',
       labelNames: ['job'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],

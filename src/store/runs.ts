@@ -111,6 +111,12 @@ export interface Attempt {
   namespace: string;
   job: string;
   scheduledAt: Date;
+  /**
+   * When the fire was to start: `scheduledAt` plus the job's jitter delay for a scheduled fire
+   * (`src/schedule/jitter.ts`); not stored, `scheduled_at` stays the instant. Default
+   * `scheduledAt`.
+   */
+  startAt?: Date;
   trigger: Trigger;
   host: string;
   pid: number;

@@ -72,6 +72,13 @@ const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
     expect: /jobs\.settle\.module: module file not found: .*jobs\/nowhere\.ts/,
   },
   {
+    name: 'jitter not shorter than the shortest period',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 9,10 * * *"\n    command: ["/bin/true"]\n    jitter: 1h\n',
+    line: 5,
+    expect:
+      /jobs\.settle\.jitter: jitter 1h is not shorter than the schedule's shortest period \(1h between fires\)/,
+  },
+  {
     name: 'string command without shell: true',
     yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: "/opt/settle.sh --day yesterday"\n',
     line: 4,

@@ -156,4 +156,46 @@ jobs:
       ]);
     });
   });
+  describe('jitter:', () => {
+    const job = (extra: string, schedule = '*/5 * * * *') =>
+      `jobs:\n  a:\n    schedule: "${schedule}"\n    command: ["true"]\n${extra}`;
+
+    it('is 0 without the key; read on a job or inherited from defaults, 0s turns it off', () => {
+      expect(parseConfig(file, job('')).jobs[0]!.jitterMs).toBe(0);
+      expect(parseConfig(file, job('    jitter: 30s\n')).jobs[0]!.jitterMs).toBe(30_000);
+      const inherited = parseConfig(
+        file,
+        `defaults:\n  jitter: 1m\n${job('')}  b:\n    schedule: "@hourly"\n    command: ["true"]\n    jitter: 0s\n`,
+      );
+      expect(inherited.jobs.map((j) => j.jitterMs)).toEqual([60_000, 0]);
+    });
+
+    it('refuses what is not a duration', () => {
+      expect(problems(job('    jitter: 30\n'))[0]).toMatch(
+        /^5:jobs\.a\.jitter: expected a duration, got 30:/,
+      );
+    });
+
+    it('refuses a jitter not shorter than the shortest period, with the line', () => {
+      expect(problems(job('    jitter: 5m\n'))).toEqual([
+        "5:jobs.a.jitter: jitter 5m is not shorter than the schedule's shortest period (5m between fires): write less than 5m",
+      ]);
+      // The gaps of 9:00 and 10:00 are 1h and 23h: the shortest one is the bound.
+      expect(problems(job('    jitter: 2h\n', '0 9,10 * * *'))[0]).toMatch(
+        /^5:jobs\.a\.jitter: jitter 2h is not shorter than the schedule's shortest period \(1h between fires\)/,
+      );
+      expect(problems(job('    jitter: 59m\n', '0 9,10 * * *'))).toEqual([]);
+      expect(problems(job('    jitter: 2s\n', '*/3 * * * * *'))).toEqual([]);
+    });
+
+    it('names defaults.jitter for a job that inherits a jitter too long for it', () => {
+      expect(
+        problems(
+          `defaults:\n  jitter: 10m\n${job('')}  b:\n    schedule: "@hourly"\n    command: ["true"]\n`,
+        ),
+      ).toEqual([
+        "2:defaults.jitter: jitter 10m is not shorter than the schedule's shortest period (5m between fires): write less than 5m (inherited by jobs.a)",
+      ]);
+    });
+  });
 });

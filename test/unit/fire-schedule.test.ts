@@ -1,6 +1,11 @@
 import { Cron } from 'croner';
 import { describe, expect, it, vi } from 'vitest';
-import { FireSchedule, LATE_TOLERANCE_MS, MAX_SLEEP_MS } from '../../src/schedule/fire-schedule.js';
+import {
+  FireSchedule,
+  LATE_TOLERANCE_MS,
+  MAX_SLEEP_MS,
+  type StartDelay,
+} from '../../src/schedule/fire-schedule.js';
 import {
   assertTimeZone,
   calculatorFor,
@@ -53,6 +58,44 @@ describe('FireSchedule', () => {
     expect(s.sleepMs(at('2026-01-01T02:59:59.250Z'))).toBe(750);
     expect(s.sleepMs(at('2026-01-01T03:00:01Z'))).toBe(0);
     expect(s.nextFire('d')).toEqual(at('2026-01-01T03:00:00Z'));
+  });
+
+  describe('with a start delay (jitter)', () => {
+    // Fire n starts n*100 ms after its instant (seconds of the minute), at most 900 ms.
+    const delay: StartDelay = {
+      delayMs: (job, at) => (job === 'j' ? (at.getUTCSeconds() % 10) * 100 : 0),
+      maxMs: (job) => (job === 'j' ? 1_000 : 0),
+    };
+    const jittered = (now: Date) =>
+      new FireSchedule(new Map([['j', parseSchedule('* * * * * *', 'UTC')]]), now, delay);
+
+    it('is due at the planned start, keeps the instant, counts lateness from the start', () => {
+      const s = jittered(at('2026-01-01T00:00:00.050Z'));
+      expect(s.nextFire('j')).toEqual(at('2026-01-01T00:00:01Z'));
+      expect(s.nextStart('j')).toEqual(at('2026-01-01T00:00:01.100Z'));
+      expect(s.sleepMs(at('2026-01-01T00:00:01.000Z'))).toBe(100);
+      expect(s.take(at('2026-01-01T00:00:01.099Z')).due).toEqual([]);
+      expect(s.take(at('2026-01-01T00:00:01.130Z')).due).toEqual([
+        { job: 'j', scheduledAt: at('2026-01-01T00:00:01Z'), lateMs: 30 },
+      ]);
+      // The next fire (instant 2 s) starts at 2.2 s.
+      expect(s.sleepMs(at('2026-01-01T00:00:01.130Z'))).toBe(1_070);
+    });
+
+    it('keeps a fire whose instant has passed but whose start has not (a reload then)', () => {
+      // Instant 5 s starts at 5.5 s: a schedule built at 5.2 s still has it to come.
+      const s = jittered(at('2026-01-01T00:00:05.200Z'));
+      expect(s.nextFire('j')).toEqual(at('2026-01-01T00:00:05Z'));
+      // ...and one built after its start does not run it again.
+      expect(jittered(at('2026-01-01T00:00:05.600Z')).nextFire('j')).toEqual(
+        at('2026-01-01T00:00:06Z'),
+      );
+    });
+
+    it('without a delay function, fires are due at their instants', () => {
+      const s = schedule({ j: '* * * * * *' }, at('2026-01-01T00:00:00.050Z'));
+      expect(s.nextStart('j')).toEqual(at('2026-01-01T00:00:01Z'));
+    });
   });
 
   it('evaluates the expression in the job time zone', () => {

@@ -3,6 +3,8 @@ import { isMissingSchemaError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
+import { plannedStart } from '../../schedule/jitter.js';
+import { formatDuration } from '../../config/duration.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
 import { withDeadline } from '../../store/deadline.js';
@@ -66,6 +68,12 @@ export const listCommand: CommandModule<object, ListArgs> = {
         enabled: job.enabled,
         nextFires: fires.map((d) => d.toISOString()),
         nextFiresLocal: fires.map((d) => formatLocal(d, job.timezone)),
+        jitterMs: job.jitterMs,
+        // When each fire starts: its instant plus its jitter delay, the same on every runner
+        // (the instant itself without jitter). `scheduled_at` stays the instant.
+        nextStarts: fires.map((d) =>
+          plannedStart(config.namespace, job.name, d, job.jitterMs).toISOString(),
+        ),
         // null: unknown (no database to ask).
         paused: pauses ? pauses.has(job.name) : null,
         pause: pauseToJson(pauses?.get(job.name)),
@@ -98,7 +106,12 @@ export const listCommand: CommandModule<object, ListArgs> = {
               const utc = formatInstant(new Date(f));
               // The local wall clock with its offset is what tells the two 01:30s of a repeated
               // hour apart; for a UTC job it would only repeat the UTC time.
-              return isUtc(j.timezone) ? utc : `${utc} (${j.nextFiresLocal[i]!.replace('T', ' ')})`;
+              const at = isUtc(j.timezone)
+                ? utc
+                : `${utc} (${j.nextFiresLocal[i]!.replace('T', ' ')})`;
+              if (j.jitterMs === 0) return at;
+              const delayMs = Date.parse(j.nextStarts[i]!) - Date.parse(f);
+              return `${at} starts +${formatDuration(delayMs, 'table')}`;
             })
             .join(', '),
         ]),
