@@ -31,6 +31,7 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.workers !== 1 ? { workers: job.workers } : {}),
     ...(job.connection != null ? { connection: job.connection } : {}),
     ...(job.jitterMs !== 0 ? { jitterMs: job.jitterMs } : {}),
+    ...(job.catchUpFires !== 'latest' ? { catchUpFires: job.catchUpFires } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

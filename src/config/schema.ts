@@ -62,6 +62,25 @@ const jitterDuration = z.unknown().transform((value, ctx) => {
 });
 
 /**
+ * Which missed fires of the catch-up window run after an outage:
+ * - `latest`: only the newest one (the default, and what `catchUp: 10m` means) — for a batch
+ *   that does the whole job each time, where running three missed fires would do it three times;
+ * - `all`: each of them once, oldest first, one after another (daemon/catch-up.ts) — for a batch
+ *   that must not lose a period, such as an hourly import.
+ */
+export const CATCH_UP_FIRES = ['latest', 'all'] as const;
+export type CatchUpFires = (typeof CATCH_UP_FIRES)[number];
+
+/** `catchUp: 10m`, or `catchUp: {window: 6h, fires: all}`. */
+const catchUp = z.union([
+  duration.transform((windowMs) => ({ windowMs, fires: 'latest' as CatchUpFires })),
+  z
+    .object({ window: duration, fires: z.enum(CATCH_UP_FIRES).optional() })
+    .strict()
+    .transform(({ window, fires }) => ({ windowMs: window, fires: fires ?? 'latest' })),
+]);
+
+/**
  * What a fire does when it finds the job still running (on any runner):
  * - `skip`: records a skip and lets the fire go (the default; no overlap, no pile-up);
  * - `queue`: waits for the running run, at most until the job's next fire, then runs once;
@@ -111,10 +130,11 @@ const inheritableShape = {
   /** Pause between a failure and its retry. Default 10s. */
   retryDelay: duration,
   /**
-   * After start-up or a database outage, run the latest fire of this window that nobody ran
-   * (once, fleet-wide, `trigger = catchup`). Without it, missed fires are only recorded.
+   * After start-up or a database outage, run the latest fire of this window that nobody ran, or
+   * every one of them (`{window, fires: all}`), once fleet-wide with `trigger = catchup`.
+   * Without it, missed fires are only recorded.
    */
-  catchUp: duration,
+  catchUp,
   overlap: z.enum(OVERLAP_POLICIES),
   /**
    * The dead-man's switch: `baton status` warns when the job has had no successful run for this
@@ -234,6 +254,8 @@ export interface JobDefinition {
   retryDelayMs: number;
   /** null = missed fires are recorded, never run. */
   catchUpMs: number | null;
+  /** Which missed fires of the window run: the latest, or all of them in order. */
+  catchUpFires: CatchUpFires;
   overlap: OverlapPolicy;
   /** null = two periods plus a grace. */
   expectMs: number | null;

@@ -14,7 +14,7 @@ import type { FireContext } from '../coordination/fire-protocol.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { RunLease } from '../execution/run-lease.js';
-import { startFire } from '../fire/run-fire.js';
+import { startFire, type FireOutcome } from '../fire/run-fire.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
@@ -72,9 +72,14 @@ export class Dispatcher {
     for (const fire of shuffleWithinInstant(due)) this.dispatch(fire, 'schedule');
   }
 
-  dispatch(fire: DueFire, trigger: Trigger): void {
+  /**
+   * Sends one fire down its job's chain. The promise settles with the fire's outcome once it is
+   * over, run included (null: the job is gone, or the runner stopped first) — the catch-up of
+   * every missed fire waits for it before the next (daemon/catch-up.ts); the loop does not.
+   */
+  dispatch(fire: DueFire, trigger: Trigger): Promise<FireOutcome | null> {
     const job = this.o.loaded().jobs.get(fire.job);
-    if (!job) return;
+    if (!job) return Promise.resolve(null);
     if (fire.lateMs > LATE_WAKE_WARN_MS && trigger === 'schedule') {
       this.o.events.emit('loop:lateWake', {
         job: job.name,
@@ -83,8 +88,16 @@ export class Dispatcher {
       });
     }
     const previous = this.chains.get(job.name) ?? Promise.resolve();
-    const next = previous.then(() => this.fire(job, fire.scheduledAt, trigger));
-    this.chains.set(job.name, next);
+    // Wrapped, so that the chain waits for the contention only, not for the outcome inside.
+    const contended = previous.then(() => this.fire(job, fire.scheduledAt, trigger));
+    this.chains.set(
+      job.name,
+      contended.then(() => {}),
+    );
+    return contended.then(
+      (started) => started?.outcome ?? null,
+      () => null,
+    );
   }
 
   /** Settles when every contention begun so far has settled (runs may go on). */
@@ -98,9 +111,13 @@ export class Dispatcher {
   }
 
   /** Contends for one fire; resolves once contention is settled (the run may go on). */
-  private async fire(job: JobDefinition, scheduledAt: Date, trigger: Trigger): Promise<void> {
+  private async fire(
+    job: JobDefinition,
+    scheduledAt: Date,
+    trigger: Trigger,
+  ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
     const { signal, events } = this.o;
-    if (signal.aborted) return;
+    if (signal.aborted) return null;
     const { config, schedules } = this.o.loaded();
     const handle = startFire(job, scheduledAt, {
       trigger,
@@ -122,10 +139,11 @@ export class Dispatcher {
     });
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.
-    const outcome = handle.outcome.catch(() => {});
+    const outcome = handle.outcome.catch(() => null);
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     await handle.contended;
+    return { outcome };
   }
 }
 

@@ -5,7 +5,8 @@
  * - **Catch-up** (`catchUp: 10m`): the latest fire inside the window that has no row at all runs
  *   once now, with `trigger = catchup` and its own `scheduled_at`, through the usual fire
  *   protocol — the fire key lets one host do it however many notice. Only a fire nobody
- *   attempted: one that runners skipped on purpose (an overlap, a pause) stays skipped.
+ *   attempted: one that runners skipped on purpose (an overlap, a pause) stays skipped. With
+ *   `fires: all`, every such fire of the window runs, in order (catch-up.ts walks them).
  * - **Missed**: every fire in the window that nobody attempted at all gets one `missed` row, so
  *   "it did not run at 03:00" is in the history. This waits MISSED_SETTLE_MS first, so that the
  *   runners contending the latest fires have written their rows.
@@ -13,6 +14,7 @@
 import type { JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
+import type { FireOutcome } from '../fire/run-fire.js';
 import type { DueFire, StartDelay } from '../schedule/fire-schedule.js';
 import { lookBack } from '../schedule/look-back.js';
 import type { Logger } from '../log.js';
@@ -21,6 +23,7 @@ import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
+import { catchUpAll, MAX_CATCH_UP_FIRES, type CatchUpWalks } from './catch-up.js';
 import type { RunnerEvents } from './events.js';
 
 /** Runners contending the most recent fires have written their rows by then. */
@@ -38,7 +41,11 @@ export interface RecoveryContext {
   knownSince: (job: string) => Date;
   /** Whether the runner can still coordinate (it may lose the database while it waits). */
   coordinated: () => boolean;
-  dispatch: (fire: DueFire, trigger: Trigger) => void;
+  /** The database's clock. */
+  now: () => Date;
+  dispatch: (fire: DueFire, trigger: Trigger) => Promise<FireOutcome | null>;
+  /** The runner's walks over every missed fire (`fires: all`), one per job at a time. */
+  walks: CatchUpWalks;
   signal: AbortSignal;
   events: RunnerEvents;
   log: Logger;
@@ -46,7 +53,7 @@ export interface RecoveryContext {
 
 export async function recover(c: RecoveryContext, now: Date): Promise<void> {
   const { pool, namespace, log } = c;
-  const plans: { job: JobDefinition; fires: Date[]; from: Date; caughtUp: Date | null }[] = [];
+  const plans: { job: JobDefinition; fires: Date[]; from: Date; caughtUp: Set<number> }[] = [];
   try {
     const firsts = await firstFiresOf(pool, namespace, [...c.jobs.keys()]);
     for (const job of c.jobs.values()) {
@@ -63,15 +70,23 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
         (at) => at.getTime() + c.startDelay.delayMs(job.name, at) <= now.getTime(),
       );
       if (fires.length === 0) continue;
-      let caughtUp: Date | null = null;
-      const latest = fires.at(-1)!;
-      const untouched = !(await firesWithRows(pool, namespace, job.name, latest, latest)).size;
-      if (job.catchUpMs != null && untouched) {
-        caughtUp = latest;
-        log.info({ job: job.name, scheduledAt: latest }, 'catching up a missed fire');
-        c.dispatch({ job: job.name, scheduledAt: latest, lateMs: 0 }, 'catchup');
+      let caughtUp: Date[] = [];
+      if (job.catchUpMs != null && job.catchUpFires === 'all') {
+        const seen = await firesWithRows(pool, namespace, job.name, from, now);
+        // The newest MAX_CATCH_UP_FIRES of them; older ones are recorded missed below.
+        caughtUp = fires.filter((at) => !seen.has(at.getTime())).slice(-MAX_CATCH_UP_FIRES);
+        // The walk stops at the first fire the loop runs: one still to start (jitter), or the next.
+        const next = window.fires.find((at) => !fires.includes(at)) ?? schedule.nextAfter(now);
+        if (caughtUp.length > 0) walk(c, job, caughtUp, next);
+      } else if (job.catchUpMs != null) {
+        const latest = fires.at(-1)!;
+        if (!(await firesWithRows(pool, namespace, job.name, latest, latest)).size) {
+          caughtUp = [latest];
+          log.info({ job: job.name, scheduledAt: latest }, 'catching up a missed fire');
+          void c.dispatch({ job: job.name, scheduledAt: latest, lateMs: 0 }, 'catchup');
+        }
       }
-      plans.push({ job, fires, from, caughtUp });
+      plans.push({ job, fires, from, caughtUp: new Set(caughtUp.map((at) => at.getTime())) });
     }
     await delay(MISSED_SETTLE_MS, c.signal);
     if (c.signal.aborted || !c.coordinated()) return;
@@ -79,7 +94,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       const seen = await firesWithRows(pool, namespace, job.name, from, now);
       let recorded = 0;
       for (const at of fires) {
-        if (seen.has(at.getTime()) || at.getTime() === caughtUp?.getTime()) continue;
+        if (seen.has(at.getTime()) || caughtUp.has(at.getTime())) continue;
         const attempt = {
           namespace,
           job: job.name,
@@ -98,4 +113,32 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
   } catch (err) {
     log.warn({ err: errorMessage(err) }, 'could not look back for missed fires');
   }
+}
+
+/** Starts the walk over every missed fire of `job`, until `next`, its next regular fire. */
+function walk(c: RecoveryContext, job: JobDefinition, fires: Date[], next: Date | null): void {
+  const stopAt = next && new Date(next.getTime() + c.startDelay.delayMs(job.name, next));
+  c.log.info(
+    { job: job.name, fires: fires.length, from: fires[0], to: fires.at(-1) },
+    'catching up every missed fire, oldest first',
+  );
+  c.walks.start(job.name, (stillMine) =>
+    catchUpAll(
+      {
+        pool: c.pool,
+        namespace: c.namespace,
+        host: c.host,
+        now: c.now,
+        coordinated: c.coordinated,
+        dispatch: (fire) => c.dispatch(fire, 'catchup'),
+        missed: (name, count) => c.events.emit('fires:missed', { job: name, count }),
+        signal: c.signal,
+        log: c.log,
+      },
+      job,
+      fires,
+      stopAt,
+      stillMine,
+    ),
+  );
 }

@@ -8,6 +8,7 @@
  *   fleet-clock.ts the database's time, and the warning when this host's clock is off
  *   registrar.ts   the runner's row in baton_runners
  *   recovery.ts    after a connect: catch-up, and `missed` rows for fires nobody attempted
+ *   catch-up.ts    `catchUp: {fires: all}`: every missed fire in order, one after another
  *   retention.ts   pruning by `retention:`, one runner of the fleet at a time
  *   events.ts      what happens, for the log (log-events.ts) and the metrics (http/metrics.ts)
  *
@@ -31,6 +32,7 @@ import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
 import type { Queryable } from '../store/deadline.js';
+import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher } from './dispatcher.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
@@ -90,6 +92,7 @@ export class Runner {
   private readonly link: DatabaseLink;
   private readonly registrar: Registrar;
   private readonly dispatcher: Dispatcher;
+  private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
   private retention: RetentionSchedule | null = null;
@@ -230,7 +233,9 @@ export class Runner {
         startDelay: this.loaded.startDelay,
         knownSince: (job) => knownSince.get(job) ?? this.clock.toFleetTime(this.startedAt),
         coordinated: () => this.link.usable,
+        now: () => this.clock.now(),
         dispatch: (fire, trigger) => this.dispatcher.dispatch(fire, trigger),
+        walks: this.catchUpWalks,
         signal,
         events: this.events,
         log: this.log,
