@@ -35,6 +35,10 @@ export const jobNameSchema = nameRule(JOB_NAME_MAX, 'job name');
 /** A duration such as `90s` or `30m`, as milliseconds; numbers without a unit are refused. */
 const duration = z.unknown().transform((value, ctx) => {
   const ms = typeof value === 'string' ? parseDuration(value) : null;
+  if (value === undefined) {
+    ctx.addIssue({ code: 'custom', message: `required: a duration (${DURATION_HINT})` });
+    return z.NEVER;
+  }
   if (ms == null || ms <= 0) {
     ctx.addIssue({
       code: 'custom',
@@ -71,14 +75,36 @@ const jitterDuration = z.unknown().transform((value, ctx) => {
 export const CATCH_UP_FIRES = ['latest', 'all'] as const;
 export type CatchUpFires = (typeof CATCH_UP_FIRES)[number];
 
-/** `catchUp: 10m`, or `catchUp: {window: 6h, fires: all}`. */
-const catchUp = z.union([
-  duration.transform((windowMs) => ({ windowMs, fires: 'latest' as CatchUpFires })),
-  z
-    .object({ window: duration, fires: z.enum(CATCH_UP_FIRES).optional() })
-    .strict()
-    .transform(({ window, fires }) => ({ windowMs: window, fires: fires ?? 'latest' })),
-]);
+const catchUpWindow = z
+  .object({ window: duration, fires: z.enum(CATCH_UP_FIRES).optional() })
+  .strict();
+
+/**
+ * `catchUp: 10m` (the latest missed fire), or `catchUp: {window: 6h, fires: all}`. Told apart by
+ * the value's type rather than by a union, so that a mistake is reported in the form written.
+ */
+const catchUp = z.unknown().transform((value, ctx) => {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const parsed = catchUpWindow.safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues)
+        ctx.addIssue(issue as Parameters<typeof ctx.addIssue>[0]);
+      return z.NEVER;
+    }
+    return { windowMs: parsed.data.window, fires: parsed.data.fires ?? 'latest' };
+  }
+  const ms = typeof value === 'string' ? parseDuration(value) : null;
+  if (ms == null || ms <= 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        `expected a duration, got ${JSON.stringify(value)}: ${DURATION_HINT}; ` +
+        'or {window: <duration>, fires: latest | all}',
+    });
+    return z.NEVER;
+  }
+  return { windowMs: ms, fires: 'latest' as CatchUpFires };
+});
 
 /**
  * What a fire does when it finds the job still running (on any runner):

@@ -130,7 +130,8 @@ jobs:
     }
     // All of them before the regular fire that followed.
     const firstRegular = rows.find(
-      (r) => r.triggered_by === 'schedule' && r.winner === 1 && r.scheduled_at.getTime() > startedAt,
+      (r) =>
+        r.triggered_by === 'schedule' && r.winner === 1 && r.scheduled_at.getTime() > startedAt,
     )!;
     expect(caughtUp.at(-1)!.finished_at!.getTime()).toBeLessThanOrEqual(
       firstRegular.started_at.getTime(),

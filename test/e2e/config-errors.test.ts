@@ -72,6 +72,18 @@ const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
     expect: /jobs\.settle\.module: module file not found: .*jobs\/nowhere\.ts/,
   },
   {
+    name: 'catchUp fires neither latest nor all',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 * * * *"\n    command: ["/bin/true"]\n    catchUp:\n      window: 6h\n      fires: every\n',
+    line: 7,
+    expect: /jobs\.settle\.catchUp\.fires: .*"latest"\|"all"/,
+  },
+  {
+    name: 'catchUp window missing',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 * * * *"\n    command: ["/bin/true"]\n    catchUp:\n      fires: all\n',
+    line: 5,
+    expect: /jobs\.settle\.catchUp\.window: required: a duration/,
+  },
+  {
     name: 'jitter not shorter than the shortest period',
     yaml: 'jobs:\n  settle:\n    schedule: "0 9,10 * * *"\n    command: ["/bin/true"]\n    jitter: 1h\n',
     line: 5,

@@ -156,6 +156,44 @@ jobs:
       ]);
     });
   });
+  describe('catchUp:', () => {
+    const job = (extra: string) =>
+      `jobs:\n  a:\n    schedule: "@hourly"\n    command: ["true"]\n${extra}`;
+    const read = (extra: string) => {
+      const [j] = parseConfig(file, job(extra)).jobs;
+      return { ms: j!.catchUpMs, fires: j!.catchUpFires };
+    };
+
+    it('a duration is the window of the latest fire; the object form chooses all or latest', () => {
+      expect(read('')).toEqual({ ms: null, fires: 'latest' });
+      expect(read('    catchUp: 10m\n')).toEqual({ ms: 600_000, fires: 'latest' });
+      expect(read('    catchUp: {window: 6h, fires: all}\n')).toEqual({
+        ms: 21_600_000,
+        fires: 'all',
+      });
+      expect(read('    catchUp:\n      window: 2h\n')).toEqual({ ms: 7_200_000, fires: 'latest' });
+      const inherited = parseConfig(
+        file,
+        `defaults:\n  catchUp: {window: 1h, fires: all}\n${job('')}`,
+      );
+      expect(inherited.jobs[0]!.catchUpFires).toBe('all');
+    });
+
+    it('names the mistake in the form written, with its line', () => {
+      expect(problems(job('    catchUp: soon\n'))[0]).toMatch(
+        /^5:jobs\.a\.catchUp: expected a duration, got "soon": .*or \{window: <duration>, fires: latest \| all\}$/,
+      );
+      expect(problems(job('    catchUp:\n      window: 6h\n      fires: every\n'))[0]).toMatch(
+        /^7:jobs\.a\.catchUp\.fires: /,
+      );
+      expect(problems(job('    catchUp:\n      window: 6h\n      fire: all\n'))).toEqual([
+        '7:jobs.a.catchUp.fire: unknown key "fire"',
+      ]);
+      expect(problems(job('    catchUp:\n      window: 6s6\n'))[0]).toMatch(
+        /^6:jobs\.a\.catchUp\.window: expected a duration/,
+      );
+    });
+  });
   describe('jitter:', () => {
     const job = (extra: string, schedule = '*/5 * * * *') =>
       `jobs:\n  a:\n    schedule: "${schedule}"\n    command: ["true"]\n${extra}`;
