@@ -208,9 +208,8 @@ export class RunnerMetrics {
    */
   private load(jobs: readonly string[]): void {
     const now = new Set(jobs);
-    for (const job of this.loaded) {
-      if (now.has(job)) continue;
-      const baton_job = job;
+    for (const baton_job of this.loaded) {
+      if (now.has(baton_job)) continue;
       for (const status of FINAL_STATUSES) this.runs.remove({ baton_job, status });
       for (const reason of SKIP_REASONS) this.skips.remove({ baton_job, reason });
       for (const reason of NOT_ATTEMPTED_REASONS) this.notAttempted.remove({ baton_job, reason });
