@@ -17,6 +17,10 @@ export const RUN_STATUSES = [
 export type RunStatus = (typeof RUN_STATUSES)[number];
 /** How a run that started can end. */
 export type FinalStatus = Exclude<RunStatus, 'running' | 'skipped' | 'missed'>;
+/** Every final status, in RUN_STATUSES order (the metrics start a series at 0 for each). */
+export const FINAL_STATUSES = RUN_STATUSES.filter(
+  (s): s is FinalStatus => s !== 'running' && s !== 'skipped' && s !== 'missed',
+);
 
 export const TRIGGERS = ['schedule', 'manual', 'catchup'] as const;
 export type Trigger = (typeof TRIGGERS)[number];

@@ -9,6 +9,8 @@ import type { Logger } from '../log.js';
 import { errorMessage } from '../errors.js';
 
 export interface RunnerEventMap extends FireEventMap {
+  /** A schedule was loaded (at start, at each reload): the enabled jobs it runs from now on. */
+  'schedule:loaded': { jobs: string[] };
   /** The loop woke more than LATE_TOLERANCE_MS after fires of a job: they are not run. */
   'loop:missedFires': { job: string; firstMissed: Date; resumedAt: Date | null };
   /** The loop woke late for a fire (over LATE_WAKE_WARN_MS), but in time to run it. */

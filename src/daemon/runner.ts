@@ -31,6 +31,7 @@ import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
+import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher } from './dispatcher.js';
@@ -300,6 +301,7 @@ export class Runner {
   private applyConfig(config: Config, now: Date): void {
     this.loaded = loadSchedule(config, this.loaded, now);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
+    this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }
 
   /**
@@ -358,6 +360,15 @@ export class Runner {
       jobsLoaded: this.loaded.jobs.size,
       sinceLastWakeMs: this.loop.sinceLastWakeMs,
     };
+  }
+
+  /** The enabled jobs as loaded, with their dead-man inputs (`expect:`, the parsed schedule). */
+  loadedJobs(): { name: string; expectMs: number | null; schedule: Schedule }[] {
+    return [...this.loaded.jobs.values()].map((job) => ({
+      name: job.name,
+      expectMs: job.expectMs,
+      schedule: this.loaded.schedules.get(job.name)!,
+    }));
   }
 
   /** The schedule as loaded (a reload replaces it). */

@@ -3,14 +3,24 @@
  *
  * Every runner exports its own view: `baton_runs_total` counts the runs *this* runner won, so the
  * fleet's runs are the sum over runners, and every fire shows up once as a run somewhere and as a
- * skip on each other runner. Labels are the job name (validated: letters, digits, `._-`), the run
- * status, and a skip kind from a fixed set — never free text, so the series stay few.
+ * skip on each other runner. The fleet's own truth per job (last success, last failure, its
+ * dead-man window) is read from the history: job-gauges.ts. Labels are the job name as
+ * `baton_job` (validated: letters, digits, `._-`; not `job`, which is Prometheus' own target
+ * label and would arrive as `exported_job`), the run status, and a reason from a fixed set —
+ * never free text, so the series stay few.
+ *
+ * Every per-job counter series of every loaded job exists from the moment the job is loaded (at
+ * start and at each reload), at 0: a counter that first appears at 1 is invisible to
+ * `increase()`, so a job's first failure would alert only at its second. A job a reload removes
+ * is no longer exported: its series are removed then, and a run of it still going at the reload
+ * is not counted when it ends (its row in the history is).
  */
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import type { RunnerEvents } from '../daemon/events.js';
 import type { RunnerGauges } from '../daemon/health.js';
-import { NOT_ATTEMPTED_LABEL } from '../fire/events.js';
-import type { SkipKind } from '../run-status.js';
+import { NOT_ATTEMPTED_LABEL, type NotAttempted } from '../fire/events.js';
+import { FINAL_STATUSES, type SkipKind } from '../run-status.js';
+import { registerJobGauges, type JobGaugeSource } from './job-gauges.js';
 
 export interface RunnerIdentity {
   host: string;
@@ -30,32 +40,48 @@ export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused'> = {
   paused: 'paused',
 };
 
+/** The `reason` labels of `baton_skips_total`. */
+const SKIP_REASONS = [...new Set(Object.values(SKIP_LABEL))];
+
+/** The `reason` labels of `baton_fires_not_attempted_total`. */
+const NOT_ATTEMPTED_REASONS: readonly NotAttempted[] = [
+  ...new Set([...Object.values(NOT_ATTEMPTED_LABEL), 'late-wake' as const]),
+];
+
+/** What the metrics read from the runner at scrape time. */
+export interface MetricsSource extends JobGaugeSource {
+  gauges(): RunnerGauges;
+}
+
 export class RunnerMetrics {
   readonly registry = new Registry();
-  private readonly runs: Counter<'job' | 'status'>;
-  private readonly skips: Counter<'job' | 'reason'>;
-  private readonly notAttempted: Counter<'job' | 'reason'>;
-  private readonly missed: Counter<'job'>;
+  private readonly runs: Counter<'baton_job' | 'status'>;
+  private readonly skips: Counter<'baton_job' | 'reason'>;
+  private readonly notAttempted: Counter<'baton_job' | 'reason'>;
+  private readonly missed: Counter<'baton_job'>;
   private readonly lockSessionLosses: Counter;
-  private readonly duration: Histogram<'job'>;
-  private readonly fireLag: Histogram<'job'>;
+  private readonly duration: Histogram<'baton_job'>;
+  private readonly fireLag: Histogram<'baton_job'>;
   private readonly lockAcquisition: Histogram<'outcome'>;
+  /** The jobs loaded now: their series exist, and only theirs are counted. */
+  private loaded = new Set<string>();
 
-  constructor(identity: RunnerIdentity, gauges: () => RunnerGauges) {
+  constructor(identity: RunnerIdentity, source: MetricsSource) {
+    const gauges = () => source.gauges();
     const registers = [this.registry];
     const counter = <L extends string>(c: CounterConfiguration<L>) =>
       new Counter<L>({ ...c, registers });
     this.runs = counter({
       name: 'baton_runs_total',
       help: 'Runs this runner won and finished, by job and final status.',
-      labelNames: ['job', 'status'],
+      labelNames: ['baton_job', 'status'],
     });
     this.skips = counter({
       name: 'baton_skips_total',
       help:
         'Fires this runner skipped, by job and reason: taken (another runner won the fire), ' +
         'overlap (an earlier run was still running), paused.',
-      labelNames: ['job', 'reason'],
+      labelNames: ['baton_job', 'reason'],
     });
     this.notAttempted = counter({
       name: 'baton_fires_not_attempted_total',
@@ -63,14 +89,14 @@ export class RunnerMetrics {
         'Fires this runner did not contend for, or could not finish contending for, by reason: ' +
         'no-database (no usable lock session), read-only, late-wake (it woke over a minute ' +
         'late), error (contention failed).',
-      labelNames: ['job', 'reason'],
+      labelNames: ['baton_job', 'reason'],
     });
     this.missed = counter({
       name: 'baton_fires_missed_total',
       help:
         'Missed rows this runner recorded after reconnecting: fires that no runner attempted ' +
         '(each is recorded by one runner only, so the fleet total is the sum).',
-      labelNames: ['job'],
+      labelNames: ['baton_job'],
     });
     this.lockSessionLosses = counter({
       name: 'baton_lock_session_losses_total',
@@ -79,7 +105,7 @@ export class RunnerMetrics {
     this.duration = new Histogram({
       name: 'baton_run_duration_seconds',
       help: 'How long runs this runner won took, all attempts included.',
-      labelNames: ['job'],
+      labelNames: ['baton_job'],
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600],
       registers,
     });
@@ -89,7 +115,7 @@ export class RunnerMetrics {
         "Scheduled fires: the job's start minus its planned start (the scheduled instant plus any " +
         'jitter delay), both in database time ' +
         '(claim plus process start).',
-      labelNames: ['job'],
+      labelNames: ['baton_job'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
@@ -127,9 +153,10 @@ export class RunnerMetrics {
     gauge('baton_runs_running', 'Runs of this runner in progress.', (g) => g.runningRuns);
     gauge('baton_jobs_loaded', 'Enabled jobs in the loaded schedule.', (g) => g.jobsLoaded);
     gauge(
-      'baton_scheduler_last_wake_age_seconds',
-      "Time since the scheduler loop last woke (it wakes at least every 30 s; more means it's stuck).",
-      (g) => g.sinceLastWakeMs / 1000,
+      'baton_scheduler_last_wake_timestamp_seconds',
+      "When the scheduler loop last woke, in Unix seconds (this host's clock). It wakes at " +
+        "least every 30 s: time() minus this over 90 means it's stuck.",
+      (g) => (Date.now() - g.sinceLastWakeMs) / 1000,
     );
     new Gauge({
       name: 'baton_runner_info',
@@ -137,29 +164,66 @@ export class RunnerMetrics {
       labelNames: ['host', 'namespace', 'version'],
       registers,
     }).set(identity, 1);
+    registerJobGauges(registers, source);
     processMetrics(registers);
   }
 
   /** Counts what the runner reports; call once, before the runner starts. */
   observe(events: RunnerEvents): void {
+    events.on('schedule:loaded', ({ jobs }) => this.load(jobs));
+    // Per job, only the jobs loaded now (a run of a job a reload removed is not counted).
+    const of = (job: string) => (this.loaded.has(job) ? job : null);
     events.on('fire:won', ({ contendMs, lagMs, fire }) => {
       if (contendMs != null) this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
-      if (lagMs != null) this.fireLag.observe({ job: fire.job }, Math.max(0, lagMs) / 1000);
+      const job = of(fire.job);
+      if (job && lagMs != null) this.fireLag.observe({ baton_job: job }, Math.max(0, lagMs) / 1000);
     });
     events.on('fire:skipped', ({ fire, kind, contendMs }) => {
-      this.skips.inc({ job: fire.job, reason: SKIP_LABEL[kind] });
+      const job = of(fire.job);
+      if (job) this.skips.inc({ baton_job: job, reason: SKIP_LABEL[kind] });
       if (contendMs != null) this.lockAcquisition.observe({ outcome: 'skipped' }, contendMs / 1000);
     });
     events.on('run:finished', ({ fire, status, durationMs }) => {
-      this.runs.inc({ job: fire.job, status });
-      this.duration.observe({ job: fire.job }, durationMs / 1000);
+      const job = of(fire.job);
+      if (!job) return;
+      this.runs.inc({ baton_job: job, status });
+      this.duration.observe({ baton_job: job }, durationMs / 1000);
     });
-    events.on('fire:notAttempted', ({ fire, cause }) =>
-      this.notAttempted.inc({ job: fire.job, reason: NOT_ATTEMPTED_LABEL[cause] }),
-    );
-    events.on('loop:missedFires', ({ job }) => this.notAttempted.inc({ job, reason: 'late-wake' }));
-    events.on('fires:missed', ({ job, count }) => this.missed.inc({ job }, count));
+    events.on('fire:notAttempted', ({ fire, cause }) => {
+      const job = of(fire.job);
+      if (job) this.notAttempted.inc({ baton_job: job, reason: NOT_ATTEMPTED_LABEL[cause] });
+    });
+    events.on('loop:missedFires', ({ job }) => {
+      if (of(job)) this.notAttempted.inc({ baton_job: job, reason: 'late-wake' });
+    });
+    events.on('fires:missed', ({ job, count }) => {
+      if (of(job)) this.missed.inc({ baton_job: job }, count);
+    });
     events.on('lock:lost', () => this.lockSessionLosses.inc());
+  }
+
+  /**
+   * A schedule was loaded (start, reload): every counter series of a new job starts at 0 (one
+   * already there keeps its count), and the series of a job no longer loaded go.
+   */
+  private load(jobs: readonly string[]): void {
+    const now = new Set(jobs);
+    for (const baton_job of this.loaded) {
+      if (now.has(baton_job)) continue;
+      for (const status of FINAL_STATUSES) this.runs.remove({ baton_job, status });
+      for (const reason of SKIP_REASONS) this.skips.remove({ baton_job, reason });
+      for (const reason of NOT_ATTEMPTED_REASONS) this.notAttempted.remove({ baton_job, reason });
+      this.missed.remove({ baton_job });
+      this.duration.remove({ baton_job });
+      this.fireLag.remove({ baton_job });
+    }
+    for (const baton_job of now) {
+      for (const status of FINAL_STATUSES) this.runs.inc({ baton_job, status }, 0);
+      for (const reason of SKIP_REASONS) this.skips.inc({ baton_job, reason }, 0);
+      for (const reason of NOT_ATTEMPTED_REASONS) this.notAttempted.inc({ baton_job, reason }, 0);
+      this.missed.inc({ baton_job }, 0);
+    }
+    this.loaded = now;
   }
 
   render(): Promise<string> {

@@ -1,11 +1,13 @@
 /**
  * The daemon's HTTP endpoint (`baton start --http`), against real runner processes.
  *
- * - `/metrics`: two runners with one succeeding and one failing job. The exposition passes
- *   `promtool check metrics`; once the jobs were paused, then reloaded away (nothing fires), the counters summed
- *   over both runners equal the history table exactly: runs by job and status, skips by reason
- *   (`taken` by the other runner, `paused`), one fire-lag and one duration observation per run,
- *   one won contention per run; gauges say the database is up and name the runner.
+ * - `/metrics`: two runners with one succeeding and one failing job. Every series of a loaded job
+ *   is there at 0 before anything happened to it. The exposition passes `promtool check metrics`;
+ *   once the jobs were paused, then reloaded onto a schedule that never fires, the counters
+ *   summed over both runners equal the history table exactly: runs by job and status, skips by
+ *   reason (`taken` by the other runner, `paused`), one fire-lag and one duration observation per
+ *   run, one won contention per run; gauges say the database is up and name the runner, and the
+ *   per-job timestamps equal the history's. A job reloaded away is no longer exported.
  * - `/healthz`: 200 while the loop and the database are fine; 503 with the reason within seconds
  *   of a PRIVATE mariadbd stopping; 200 again once it is back.
  * - The token: beyond loopback it is required (exit 64 before anything starts); when set, a
@@ -63,6 +65,30 @@ jobs:
           .then(([r]) => r!),
       ),
     );
+    // Before any run: every series of both jobs, at 0 (a first failure is then an increase).
+    const first = parseMetrics((await get(ports[0]!, '/metrics')).body);
+    for (const baton_job of ['tick', 'broken']) {
+      const series = (name: string) =>
+        first.filter((s) => s.name === name && s.labels.baton_job === baton_job);
+      expect(
+        series('baton_runs_total')
+          .map((s) => s.labels.status)
+          .sort(),
+      ).toEqual(['done', 'failed', 'interrupted', 'lost', 'timeout']);
+      expect(
+        series('baton_skips_total')
+          .map((s) => s.labels.reason)
+          .sort(),
+      ).toEqual(['overlap', 'paused', 'taken']);
+      expect(
+        series('baton_fires_not_attempted_total')
+          .map((s) => s.labels.reason)
+          .sort(),
+      ).toEqual(['error', 'late-wake', 'no-database', 'read-only']);
+      expect(series('baton_fires_missed_total')).toHaveLength(1);
+    }
+    // `tick` never fails: its failed series is there, and it is 0.
+    expect(total(first, 'baton_runs_total', { baton_job: 'tick', status: 'failed' })).toBe(0);
     await waitFor('some runs of both jobs', async () => {
       return (
         (await countRows('tick', "status = 'done'")) >= 4 &&
@@ -73,7 +99,7 @@ jobs:
     // counters are seen to move with the runs (checked at the end).
     const ticksBefore = (
       await Promise.all(ports.map(async (p) => parseMetrics((await get(p, '/metrics')).body)))
-    ).reduce((n, samples) => n + total(samples, 'baton_runs_total', { job: 'tick' }), 0);
+    ).reduce((n, samples) => n + total(samples, 'baton_runs_total', { baton_job: 'tick' }), 0);
     await waitFor(
       'a tick after the first scrape',
       async () => (await countRows('tick', "status = 'done'")) > ticksBefore,
@@ -95,8 +121,9 @@ jobs:
       );
       return Number(rows[0]!.n) === 4 && Number(running[0]!.n) === 0;
     });
-    // Then nothing fires any more: both runners reload a schedule with nothing due.
-    writeFileSync(config, 'jobs:\n  quiet:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
+    // Then nothing fires any more: both runners reload the jobs onto a schedule with nothing due.
+    const never = (job: string) => `  ${job}:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n`;
+    writeFileSync(config, `jobs:\n${never('tick')}${never('broken')}`);
     for (const runner of runners) {
       runner.child.kill('SIGHUP');
       await runner.waitForLog('schedule reloaded');
@@ -132,34 +159,86 @@ jobs:
     // Rows keep arriving for a moment after a scrape; read both sides while nothing fires.
     const tickDone = await countRows('tick', "status = 'done'");
     const brokenFailed = await countRows('broken', "status = 'failed'");
-    expect(sum('baton_runs_total', { job: 'tick', status: 'done' })).toBe(tickDone);
-    expect(sum('baton_runs_total', { job: 'broken', status: 'failed' })).toBe(brokenFailed);
+    expect(sum('baton_runs_total', { baton_job: 'tick', status: 'done' })).toBe(tickDone);
+    expect(sum('baton_runs_total', { baton_job: 'broken', status: 'failed' })).toBe(brokenFailed);
     expect(sum('baton_runs_total')).toBe(tickDone + brokenFailed);
     for (const job of ['tick', 'broken']) {
       const paused = await countRows(job, "status = 'skipped' AND reason LIKE 'paused by%'");
       const taken = await countRows(job, "status = 'skipped' AND reason NOT LIKE 'paused by%'");
       expect(paused).toBeGreaterThan(0);
       expect(taken).toBeGreaterThan(0);
-      expect(sum('baton_skips_total', { job, reason: 'paused' })).toBe(paused);
-      expect(sum('baton_skips_total', { job, reason: 'taken' })).toBe(taken);
+      expect(sum('baton_skips_total', { baton_job: job, reason: 'paused' })).toBe(paused);
+      expect(sum('baton_skips_total', { baton_job: job, reason: 'taken' })).toBe(taken);
     }
     // One observation per run (every run here is a scheduled fire).
-    expect(sum('baton_fire_lag_seconds_count', { job: 'tick' })).toBe(tickDone);
-    expect(sum('baton_run_duration_seconds_count', { job: 'broken' })).toBe(brokenFailed);
+    expect(sum('baton_fire_lag_seconds_count', { baton_job: 'tick' })).toBe(tickDone);
+    expect(sum('baton_run_duration_seconds_count', { baton_job: 'broken' })).toBe(brokenFailed);
     expect(sum('baton_lock_acquisition_seconds_count', { outcome: 'won' })).toBe(
       tickDone + brokenFailed,
     );
     // The counters moved with the runs after the first scrape.
-    expect(sum('baton_runs_total', { job: 'tick' })).toBeGreaterThan(ticksBefore);
+    expect(sum('baton_runs_total', { baton_job: 'tick' })).toBeGreaterThan(ticksBefore);
 
     for (const [i, samples] of scrapes.entries()) {
       expect(total(samples, 'baton_database_up')).toBe(1);
-      expect(total(samples, 'baton_jobs_loaded')).toBe(1); // the reloaded schedule's one job
+      expect(total(samples, 'baton_jobs_loaded')).toBe(2);
+      expect(samples.some((s) => s.labels.job != null)).toBe(false);
       const info = samples.find((s) => s.name === 'baton_runner_info');
       expect(info?.labels).toMatchObject({ host: runners[i]!.host, namespace: 'default' });
       expect(samples.some((s) => s.name === 'baton_clock_offset_seconds')).toBe(true);
       expect(samples.some((s) => s.name === 'process_resident_memory_bytes')).toBe(true);
+      const wake = total(samples, 'baton_scheduler_last_wake_timestamp_seconds');
+      expect(Math.abs(Date.now() / 1000 - wake)).toBeLessThan(35);
     }
+
+    // The fleet's truth per job, from the history, on every runner alike (read at most every
+    // 5 s: wait for a read after the last run).
+    const [latest] = await fleet.db.query<{ done: Date; failed: Date }>(
+      `SELECT (SELECT MAX(finished_at) FROM baton_runs WHERE job = 'tick' AND status = 'done')
+                AS done,
+              (SELECT MAX(finished_at) FROM baton_runs WHERE job = 'broken' AND status = 'failed')
+                AS failed`,
+    );
+    const seconds = (at: Date) => at.getTime() / 1000;
+    const perJob = await waitFor('the per-job timestamps of the last runs', async () => {
+      const scraped = await Promise.all(
+        ports.map(async (p) => parseMetrics((await get(p, '/metrics')).body)),
+      );
+      const values = scraped.map((samples) => {
+        const at = (name: string, job: string) =>
+          samples.find((s) => s.name === `baton_job_${name}` && s.labels.baton_job === job)?.value;
+        return {
+          tickSuccess: at('last_success_timestamp_seconds', 'tick'),
+          tickRun: at('last_run_timestamp_seconds', 'tick'),
+          tickFailure: at('last_failure_timestamp_seconds', 'tick'),
+          brokenFailure: at('last_failure_timestamp_seconds', 'broken'),
+          brokenSuccess: at('last_success_timestamp_seconds', 'broken'),
+          tickExpect: at('expect_seconds', 'tick'),
+        };
+      });
+      return values.every((v) => v.tickSuccess === seconds(latest!.done)) ? values : null;
+    });
+    for (const v of perJob) {
+      expect(v.tickRun).toBe(seconds(latest!.done));
+      expect(v.brokenFailure).toBe(seconds(latest!.failed));
+      // Never failed, never succeeded: no series (not a 0, which would read as 1970).
+      expect(v.tickFailure).toBeUndefined();
+      expect(v.brokenSuccess).toBeUndefined();
+      // The default dead-man window of a yearly job: two fires plus a grace of 10 %.
+      expect(v.tickExpect).toBeGreaterThan(365 * 86_400);
+    }
+
+    // A job reloaded away is no longer exported.
+    writeFileSync(config, `jobs:\n${never('tick')}`);
+    runners[0]!.child.kill('SIGHUP');
+    await waitFor('the second reload', () =>
+      runners[0]!.lines.filter((l) => l.msg === 'schedule reloaded').length === 2 ? true : null,
+    );
+    const after = parseMetrics((await get(ports[0]!, '/metrics')).body);
+    expect(after.filter((s) => s.labels.baton_job === 'broken')).toEqual([]);
+    expect(total(after, 'baton_runs_total', { baton_job: 'tick', status: 'done' })).toBeGreaterThan(
+      0,
+    );
   });
 });
 
@@ -232,7 +311,7 @@ jobs:
       const body = (await get(port, '/metrics')).body;
       const samples = parseMetrics(body);
       return total(samples, 'baton_fires_not_attempted_total', {
-        job: 'tick',
+        baton_job: 'tick',
         reason: 'no-database',
       }) >= 2
         ? body

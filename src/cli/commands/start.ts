@@ -117,8 +117,20 @@ export const startCommand: CommandModule<object, StartArgs> = {
       : null;
     // The gauges read the runner at scrape time, after it exists.
     const metrics: RunnerMetrics | undefined = endpointModules
-      ? new endpointModules[0].RunnerMetrics({ host, namespace: config.namespace, version }, () =>
-          runner.gauges(),
+      ? new endpointModules[0].RunnerMetrics(
+          { host, namespace: config.namespace, version },
+          {
+            gauges: () => runner.gauges(),
+            jobs: () => runner.loadedJobs(),
+            namespace: () => runner.loadedConfig.namespace,
+            readPool: () => runner.readPool,
+            now: () => runner.databaseNow(),
+            onReadError: (err) =>
+              log.warn(
+                { err: errorMessage(err) },
+                'metrics: could not read the history; serving the last values',
+              ),
+          },
         )
       : undefined;
     const runner: Runner = new Runner({

@@ -1,0 +1,140 @@
+/**
+ * The per-job gauges of `/metrics` that say what the *fleet* did, whichever runner did it: when
+ * each loaded job last succeeded, last failed and last finished, read from the history at scrape
+ * time (store/outcome-reads.ts), and how long it may go without a success (its dead-man window,
+ * fleet/dead-man.ts). Every runner exports the same values, so a rule takes `max by (baton_job)`.
+ *
+ * A scrape must never fail or hang because of the database: the history is read at most once per
+ * OUTCOMES_REUSE_MS (however many scrapers), a scrape waits at most SCRAPE_WAIT_MS for a read in
+ * progress, and when the database does not answer (or this runner is not connected) the last
+ * values read are served. A job that never had such a run has no series (as kube-state-metrics
+ * leaves out `kube_cronjob_status_last_successful_time`): `absent()` or `unless` finds it.
+ */
+import { Gauge, type Registry } from 'prom-client';
+import { delay } from '../delay.js';
+import { expectation } from '../fleet/dead-man.js';
+import { FINAL_STATUSES, type FinalStatus } from '../run-status.js';
+import type { Schedule } from '../schedule/cron.js';
+import type { Queryable } from '../store/deadline.js';
+import { latestOutcomes, type JobOutcomes } from '../store/outcome-reads.js';
+
+/** Scrapes within this long of a read share it. */
+export const OUTCOMES_REUSE_MS = 5_000;
+/** A scrape waits this long for a read in progress, then serves the last values. */
+export const SCRAPE_WAIT_MS = 2_000;
+
+/** What the gauges need of one loaded job. */
+export interface JobWindow {
+  name: string;
+  /** The job's `expect:`; null for the default rule (two fires plus a grace). */
+  expectMs: number | null;
+  schedule: Schedule;
+}
+
+export interface JobGaugeSource {
+  /** The enabled jobs as loaded now (a reload changes them). */
+  jobs(): readonly JobWindow[];
+  namespace(): string;
+  /** The pool while this runner is connected; null: serve the last values. */
+  readPool(): Queryable | null;
+  /** Now by the database's clock (the history's finish times are in it). */
+  now(): Date;
+  /** A read of the history failed (the last values are served meanwhile). */
+  onReadError?(err: unknown): void;
+}
+
+const FAILURES: readonly FinalStatus[] = ['failed', 'timeout', 'lost'];
+
+const latest = (o: JobOutcomes, statuses: readonly FinalStatus[]): Date | undefined =>
+  statuses
+    .map((s) => o[s])
+    .reduce<Date | undefined>((a, b) => (b && (!a || b > a) ? b : a), undefined);
+
+export function registerJobGauges(registers: Registry[], source: JobGaugeSource): void {
+  const outcomes = new OutcomeCache(source);
+  const perJob = (
+    name: string,
+    help: string,
+    seconds: (job: JobWindow, o: JobOutcomes) => number | null,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['baton_job'],
+      registers,
+      async collect() {
+        const jobs = source.jobs();
+        const known = await outcomes.current(jobs.map((j) => j.name));
+        // Only the jobs loaded now: a job a reload removed is no longer exported.
+        this.reset();
+        for (const job of jobs) {
+          const value = seconds(job, known.get(job.name) ?? {});
+          if (value != null) this.set({ baton_job: job.name }, value);
+        }
+      },
+    });
+  const unix = (at: Date | undefined) => (at ? at.getTime() / 1000 : null);
+  perJob(
+    'baton_job_last_success_timestamp_seconds',
+    'When the latest done run of the job finished, in Unix seconds (database time), on any ' +
+      'runner. No series until the job has succeeded once.',
+    (_, o) => unix(o.done),
+  );
+  perJob(
+    'baton_job_last_failure_timestamp_seconds',
+    'When the latest failed, timeout or lost run of the job finished, in Unix seconds ' +
+      '(database time), on any runner. No series until the job has failed once.',
+    (_, o) => unix(latest(o, FAILURES)),
+  );
+  perJob(
+    'baton_job_last_run_timestamp_seconds',
+    'When the latest run of the job finished, whatever its final status (interrupted ' +
+      'included), in Unix seconds (database time), on any runner. No series until one has.',
+    (_, o) => unix(latest(o, FINAL_STATUSES)),
+  );
+  perJob(
+    'baton_job_expect_seconds',
+    'How long the job may go without a success (its dead-man window: its expect:, or two ' +
+      'fires plus a grace after its last success): alert on time() - ' +
+      'baton_job_last_success_timestamp_seconds > baton_job_expect_seconds.',
+    (job, o) => {
+      const since = o.done ?? source.now();
+      const expected = expectation({ expectMs: job.expectMs, schedule: job.schedule }, since);
+      return expected ? expected.expectMs / 1000 : null;
+    },
+  );
+}
+
+/** The history's latest outcomes per job: read at most once per OUTCOMES_REUSE_MS. */
+class OutcomeCache {
+  private known: ReadonlyMap<string, JobOutcomes> = new Map();
+  private readAt = -Infinity;
+  private reading: Promise<void> | null = null;
+
+  constructor(private readonly source: JobGaugeSource) {}
+
+  async current(jobs: readonly string[]): Promise<ReadonlyMap<string, JobOutcomes>> {
+    if (!this.reading && performance.now() - this.readAt >= OUTCOMES_REUSE_MS) {
+      const pool = this.source.readPool();
+      if (pool) this.reading = this.read(pool, jobs);
+    }
+    if (this.reading) {
+      const waited = new AbortController();
+      await Promise.race([this.reading, delay(SCRAPE_WAIT_MS, waited.signal)]);
+      waited.abort();
+    }
+    return this.known;
+  }
+
+  private async read(pool: Queryable, jobs: readonly string[]): Promise<void> {
+    try {
+      this.known = await latestOutcomes(pool, this.source.namespace(), jobs);
+    } catch (err) {
+      // The last values stay; the next read is tried after the same pause as after a success.
+      this.source.onReadError?.(err);
+    } finally {
+      this.readAt = performance.now();
+      this.reading = null;
+    }
+  }
+}
