@@ -42,11 +42,16 @@ const GAUGES = [
   'baton_jobs_loaded',
   'baton_runner_info',
 ];
-/** What a query may name: baton's series, a histogram's parts, and Prometheus' own `up`. */
+/**
+ * What a query may name: baton's series, a histogram's parts, the standard process metric baton
+ * exports (a runner's start, for counters that first appear at their first increment), and
+ * Prometheus' own `up`.
+ */
 const EXPORTED = new Set([
   ...COUNTERS,
   ...GAUGES,
   ...HISTOGRAMS.flatMap((h) => [`${h}_bucket`, `${h}_sum`, `${h}_count`]),
+  'process_start_time_seconds',
   'up',
 ]);
 /** baton's labels, the histograms' `le`, and Prometheus' target labels. */
