@@ -1,8 +1,8 @@
 /**
  * The shipped Prometheus rules (deploy/prometheus/) and Grafana dashboard (deploy/grafana/),
  * checked with the real promtool (Debian's `prometheus` package): the rules load and pass their
- * own unit tests, every dashboard query parses as PromQL, and every metric, label and label
- * value they name is one that baton exports. The metric list below is the contract of
+ * own unit tests, every dashboard query parses as PromQL and returns data from series shaped like
+ * baton's, and every metric, label and label value they name is one that baton exports. The metric list below is the contract of
  * src/http/metrics.ts; test/e2e checks the real `/metrics` against Prometheus.
  */
 import { spawnSync } from 'node:child_process';
@@ -253,8 +253,10 @@ describe('the Prometheus rules', () => {
 // --- the dashboard -------------------------------------------------------------------------------
 
 interface Panel {
+  id: number;
   title?: string;
   type: string;
+  gridPos: { x: number; y: number; w: number; h: number };
   datasource?: { type?: string; uid?: string };
   targets?: { expr?: string; datasource?: { uid?: string } }[];
   panels?: Panel[];
@@ -339,17 +341,131 @@ describe('the Grafana dashboard', () => {
     expect(code, output).toBe(0);
   });
 
+  const variableQueries = dashboard.templating.list.flatMap((v) => {
+    const m = /^label_values\((.*),\s*(\w+)\)$/.exec(v.definition ?? '');
+    return m ? [{ where: `$${v.name}`, expr: substitute(m[1]!, variables), label: m[2]! }] : [];
+  });
+
   it('names only metrics, labels and values baton exports, in panels and variables', () => {
-    const variableQueries = dashboard.templating.list.flatMap((v) => {
-      const m = /^label_values\((.*),\s*(\w+)\)$/.exec(v.definition ?? '');
-      return m
-        ? [{ where: `$${v.name}`, expr: `${substitute(m[1]!, variables)} / on (${m[2]}) 1` }]
-        : [];
-    });
     expect(variableQueries).toHaveLength(2);
     expect(unknownNames([...queries, ...variableQueries], new Set())).toEqual([]);
+    for (const v of variableQueries) expect(LABELS.has(v.label), v.where).toBe(true);
+  });
+
+  it("has queries that all return data from series shaped like baton's", () => {
+    const all = [...queries, ...variableQueries];
+    const { code, output } = returnData(all.map((q) => q.expr));
+    const failed = [...output.matchAll(/alertname: q(\d+)/g)].map((m) => all[Number(m[1])]!.where);
+    expect(failed, output).toEqual([]);
+    expect(code, output).toBe(0);
+  });
+
+  it('lays its panels out on the 24-column grid without overlaps, each with its own id', () => {
+    const ids = allPanels(dashboard.panels).map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const cells = new Map<string, string>();
+    for (const p of allPanels(dashboard.panels)) {
+      const { x, y, w, h } = p.gridPos;
+      expect(x >= 0 && w > 0 && x + w <= 24 && h > 0, p.title).toBe(true);
+      for (let i = x; i < x + w; i++) {
+        for (let j = y; j < y + h; j++) {
+          const other = cells.get(`${i},${j}`);
+          expect(other, `${p.title} overlaps ${other}`).toBeUndefined();
+          cells.set(`${i},${j}`, p.title ?? '?');
+        }
+      }
+    }
   });
 });
+
+/**
+ * Every contract series, two runners (a, b) and two batches (report, settle), scraped every
+ * minute for 30 minutes: counters and histogram buckets that grow, gauges that hold.
+ */
+function syntheticSeries(): { series: string; values: string }[] {
+  const out: { series: string; values: string }[] = [];
+  const add = (name: string, labels: Record<string, string>, values: string) => {
+    const body = Object.entries(labels)
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(',');
+    out.push({ series: `${name}{${body}}`, values });
+  };
+  const growing = '0+1x30';
+  for (const instance of ['a:9464', 'b:9464']) {
+    const runner = { job: 'baton', instance };
+    add('up', runner, '1x30');
+    add('process_start_time_seconds', runner, '0x30');
+    add(
+      'baton_runner_info',
+      { ...runner, host: instance, namespace: 'default', version: '0.1.0' },
+      '1x30',
+    );
+    add('baton_database_up', runner, '1x30');
+    add('baton_database_read_only', runner, '0x30');
+    add('baton_clock_offset_seconds', runner, '0.1x30');
+    add('baton_runs_running', runner, '1x30');
+    add('baton_jobs_loaded', runner, '2x30');
+    add('baton_scheduler_last_wake_timestamp_seconds', runner, '0+60x30');
+    add('baton_lock_session_losses_total', runner, growing);
+    for (const outcome of LABEL_VALUES.outcome!) {
+      for (const le of ['0.01', '0.1', '+Inf']) {
+        add('baton_lock_acquisition_seconds_bucket', { ...runner, outcome, le }, growing);
+      }
+      add('baton_lock_acquisition_seconds_sum', { ...runner, outcome }, growing);
+      add('baton_lock_acquisition_seconds_count', { ...runner, outcome }, growing);
+    }
+    for (const batonJob of ['report', 'settle']) {
+      const job = { ...runner, baton_job: batonJob };
+      for (const status of LABEL_VALUES.status!)
+        add('baton_runs_total', { ...job, status }, growing);
+      for (const reason of ['taken', 'overlap', 'paused']) {
+        add('baton_skips_total', { ...job, reason }, growing);
+      }
+      for (const reason of ['no-database', 'read-only', 'late-wake', 'error']) {
+        add('baton_fires_not_attempted_total', { ...job, reason }, growing);
+      }
+      add('baton_fires_missed_total', job, growing);
+      for (const h of ['baton_run_duration_seconds', 'baton_fire_lag_seconds']) {
+        for (const le of ['0.1', '1', '+Inf']) add(`${h}_bucket`, { ...job, le }, growing);
+        add(`${h}_sum`, job, growing);
+        add(`${h}_count`, job, growing);
+      }
+      add('baton_job_last_success_timestamp_seconds', job, '60x30');
+      add('baton_job_last_failure_timestamp_seconds', job, '30x30');
+      add('baton_job_last_run_timestamp_seconds', job, '60x30');
+      add('baton_job_expect_seconds', job, '300x30');
+    }
+  }
+  return out;
+}
+
+/**
+ * `promtool test rules` with an alert `q<i>` per expression, `count(expr) > 0`, expected to fire
+ * at 20 minutes: the expression returned at least one sample. The output names the ones that
+ * did not.
+ */
+function returnData(exprs: string[]): { code: number | null; output: string } {
+  const dir = mkdtempSync(path.join(scratch, 'data-'));
+  const rules = exprs.map((expr, i) => ({ alert: `q${i}`, expr: `count(${expr}) > 0` }));
+  writeFileSync(path.join(dir, 'q.rules.yml'), JSON.stringify({ groups: [{ name: 'q', rules }] }));
+  const test = {
+    rule_files: ['q.rules.yml'],
+    evaluation_interval: '1m',
+    tests: [
+      {
+        interval: '1m',
+        input_series: syntheticSeries(),
+        alert_rule_test: exprs.map((_, i) => ({
+          eval_time: '20m',
+          alertname: `q${i}`,
+          exp_alerts: [{ exp_labels: {} }],
+        })),
+      },
+    ],
+  };
+  writeFileSync(path.join(dir, 'q.test.yml'), JSON.stringify(test));
+  return promtool(['test', 'rules', path.join(dir, 'q.test.yml')]);
+}
 
 // --- the checks above can fail -------------------------------------------------------------------
 
@@ -372,6 +488,15 @@ describe('the checks themselves', () => {
         new Set(),
       ),
     ).toEqual(['x: baton_run_total', 'x: label exported_job', 'x: status="interupted"']);
+  });
+
+  it('refuse a query that parses but selects nothing', () => {
+    const { code, output } = returnData([
+      'sum(up{job="baton"})',
+      'max by (baton_job) (baton_job_expect_seconds{baton_job=~"baton"})',
+    ]);
+    expect(code).not.toBe(0);
+    expect([...output.matchAll(/alertname: (q\d+)/g)].map((m) => m[1])).toEqual(['q1']);
   });
 
   it('refuse an unknown dashboard variable', () => {
