@@ -87,6 +87,11 @@ export const FAILURE_COUNT_CAP = 1000;
 export const LAST_SUCCESS_FIRE_SQL = `SELECT MAX(scheduled_at) AS fire FROM baton_runs
   WHERE namespace = ? AND job = ? AND status = 'done'`;
 
+/*
+ * Only a winner's row ever leaves the status it was inserted in (runs.ts): a failed, timed-out or
+ * lost row is a winner's, so the reads below need no `winner` test and stay inside the key.
+ */
+
 /**
  * The latest failed winner run after a fire: the newest entry of each failed status in the key
  * baton_runs_job_status (namespace, job, status, scheduled_at), then the newest of those three —
@@ -94,14 +99,14 @@ export const LAST_SUCCESS_FIRE_SQL = `SELECT MAX(scheduled_at) AS fire FROM bato
  */
 export const LATEST_FAILURE_SQL = `SELECT status, scheduled_at FROM (${FAILED_STATUSES.map(
   () => `(SELECT status, scheduled_at FROM baton_runs
-     WHERE namespace = ? AND job = ? AND status = ? AND winner >= 1 AND scheduled_at > ?
+     WHERE namespace = ? AND job = ? AND status = ? AND scheduled_at > ?
      ORDER BY scheduled_at DESC LIMIT 1)`,
 ).join(' UNION ALL ')}) AS latest ORDER BY scheduled_at DESC LIMIT 1`;
 
 /** How many failed winner runs after a fire, reading at most FAILURE_COUNT_CAP index entries. */
 export const FAILURE_COUNT_SQL = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM baton_runs
   WHERE namespace = ? AND job = ? AND status IN (${FAILED_STATUSES.map(() => '?').join(', ')})
-    AND winner >= 1 AND scheduled_at > ? LIMIT ${FAILURE_COUNT_CAP}) AS f`;
+    AND scheduled_at > ? LIMIT ${FAILURE_COUNT_CAP}) AS f`;
 
 /** Before every fire: the lower bound of a job that never succeeded. */
 const BEFORE_ANY_FIRE = new Date(0);

@@ -134,8 +134,12 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
  * and the UNKNOWN line a monitor shows on stdout (or the JSON object with state UNKNOWN).
  */
 function unknown(err: unknown, json: boolean): number {
-  const code = fail(err);
-  const message = errorMessage(err).split('\n')[0];
+  fail(err);
+  // One line: a monitor shows the first line of a check's output (a config error has several).
+  const message = errorMessage(err)
+    .split('\n')
+    .map((line) => line.trim())
+    .join(' ');
   if (json) {
     const out = {
       state: 'UNKNOWN',
@@ -145,7 +149,7 @@ function unknown(err: unknown, json: boolean): number {
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } else {
-    process.stdout.write(`UNKNOWN: ${message} (baton's usual exit code would be ${code})\n`);
+    process.stdout.write(`UNKNOWN: ${message}\n`);
   }
   return CheckExitCode.Unknown;
 }
