@@ -1,7 +1,11 @@
 /**
  * baton's error vocabulary: a few classes whose difference changes behaviour, each with a stable
- * `code` and the exit code the CLI maps it to (see `src/exit-codes.ts`). Causes are chained with
- * `{ cause }`; messages are written for operators and never contain a password.
+ * `code` and the exit code the CLI maps it to (see `src/exit-codes.ts`: sysexits, 64 usage, 69
+ * unavailable, 78 config, …). Causes are chained with `{ cause }`; messages are written for
+ * operators and never contain a password.
+ *
+ * `baton status` is the one command that does not exit with these codes: a monitoring check, it
+ * exits 0–3 (CheckExitCode) and reports any of these errors as UNKNOWN (3), with the same message.
  */
 import { ExitCode } from './exit-codes.js';
 

@@ -1,7 +1,8 @@
 /**
  * The exit codes of every baton command, in one place. They follow sysexits.h so that systemd,
  * cron wrappers and monitoring can tell "fix the config" from "the database is down" from "busy".
- * Documented in README.md ("Exit codes"); changing one is a breaking change.
+ * Documented in README.md ("Exit codes"); changing one is a breaking change. `baton status` uses
+ * CheckExitCode below instead.
  */
 export const ExitCode = {
   /** Success: the command did what was asked (for `run`: the job succeeded). */
@@ -23,3 +24,23 @@ export const ExitCode = {
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/**
+ * `baton status` alone: the convention monitoring systems read from a check (Nagios plugins,
+ * Icinga, Sensu, Zabbix's and Datadog's check wrappers). Any failure to reach a verdict — the
+ * database cannot be read, a bad option, an invalid schedules file — is UNKNOWN, not the
+ * sysexits code above: a check that exits 64 or 69 is read differently by each system.
+ * Documented in docs/runbook.md ("Monitoring") and `baton status --help`.
+ */
+export const CheckExitCode = {
+  /** Nothing to act on (a deliberate pause is only informational). */
+  Ok: 0,
+  /** Something to look at soon: recent failures, drift, a gone runner, a clock offset, … */
+  Warning: 1,
+  /** Jobs are not being run: no live runner, or a job past its `expect` window. */
+  Critical: 2,
+  /** No verdict: the state could not be read (database unreachable, bad usage, bad config). */
+  Unknown: 3,
+} as const;
+
+export type CheckState = 'OK' | 'WARNING' | 'CRITICAL' | 'UNKNOWN';

@@ -8,7 +8,10 @@
  * `goneAfterMs` without a stop: crashed, killed or cut off — a warning). Registry rows not seen for
  * STALE_RUNNER_MS are history, not fleet, and are left out.
  *
- * Warnings, one per cause, in this order:
+ * Findings (`warnings`, for compatibility), one per cause, in this order, each with a severity
+ * (severityOf) that makes the monitoring state (checkState):
+ * - `no-runner` (critical): no runner of the namespace is alive, so no job runs at all. Then
+ *   the file's jobs that no live runner loaded are not drift each — that is this one finding;
  * - `runner-gone`: a runner stopped heartbeating without stopping;
  * - `clock-offset`: a live runner's clock is off the database's by more than the threshold (fires
  *   still run on database time, but the host's logs and its jobs' own clocks are off);
@@ -21,13 +24,24 @@
  *   or, when it never succeeded, from when it first appeared: its first history row, or the
  *   earliest instant a live runner loaded its current definition (`since` in the registry; the
  *   runner's start for registry rows that do not say). A paused job gets `paused` instead;
- * - `paused`: each paused job, since a pause is easy to forget.
+ * - `failing` (warning): a job whose winner runs failed, timed out or were lost since its latest
+ *   success (all of them when it never succeeded) — every failure until it succeeds again,
+ *   however old: the next success clears it. Not for a paused job, nor one disabled in the file;
+ * - `paused` (informational; a warning with `warnPaused`): each paused job, since a pause is easy
+ *   to forget.
+ * `no-success` is critical; the others are warnings.
  */
 import { formatDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
 import type { Pause } from '../store/pauses.js';
 import type { RunnerRecord } from '../store/runners.js';
-import type { JobHistoryFacts, RunningRun } from '../store/fleet-reads.js';
+import {
+  FAILURE_COUNT_CAP,
+  type JobHistoryFacts,
+  type RecentFailures,
+  type RunningRun,
+} from '../store/fleet-reads.js';
+import { CheckExitCode, type CheckState } from '../exit-codes.js';
 import { parseSchedule } from '../schedule/cron.js';
 import { expectation } from './dead-man.js';
 import { driftWarnings } from './drift.js';
@@ -42,13 +56,42 @@ const brief = (ms: number) => formatDuration(ms, 'brief');
 export const STALE_RUNNER_MS = 7 * 86_400_000;
 
 export const WARNING_KINDS = [
+  'no-runner',
   'runner-gone',
   'clock-offset',
   'schedule-drift',
   'no-success',
+  'failing',
   'paused',
 ] as const;
 export type WarningKind = (typeof WARNING_KINDS)[number];
+
+export type Severity = 'critical' | 'warning' | 'info';
+
+/** How much a finding weighs: jobs not run at all are critical, a deliberate pause is not. */
+export function severityOf(kind: WarningKind, { warnPaused = false } = {}): Severity {
+  if (kind === 'no-runner' || kind === 'no-success') return 'critical';
+  if (kind === 'paused') return warnPaused ? 'warning' : 'info';
+  return 'warning';
+}
+
+/** The monitoring state of a set of findings: the worst severity among them. */
+export function checkState(
+  warnings: Warning[],
+  options: { warnPaused?: boolean } = {},
+): CheckState {
+  const severities = new Set(warnings.map((w) => severityOf(w.kind, options)));
+  if (severities.has('critical')) return 'CRITICAL';
+  if (severities.has('warning')) return 'WARNING';
+  return 'OK';
+}
+
+export const CHECK_EXIT_CODES: Record<CheckState, number> = {
+  OK: CheckExitCode.Ok,
+  WARNING: CheckExitCode.Warning,
+  CRITICAL: CheckExitCode.Critical,
+  UNKNOWN: CheckExitCode.Unknown,
+};
 
 export interface Warning {
   kind: WarningKind;
@@ -99,6 +142,8 @@ export interface JobStatus {
   paused: boolean;
   pause: Pause | null;
   lastSuccessAt: Date | null;
+  /** Failed, timed-out and lost runs since the last success; null when none. */
+  failures: RecentFailures | null;
   /** The dead-man's deadline from the last success (or first appearance); null = not judged. */
   overdueAt: Date | null;
   expectMs: number | null;
@@ -118,6 +163,8 @@ export interface StatusInput {
   history: ReadonlyMap<string, JobHistoryFacts>;
   clockThresholdMs?: number;
   goneAfterMs?: number;
+  /** `--warn-paused`: a paused job is a warning rather than informational. */
+  warnPaused?: boolean;
 }
 
 export interface StatusReport {
@@ -127,6 +174,9 @@ export interface StatusReport {
   running: RunningStatus[];
   jobs: JobStatus[];
   warnings: Warning[];
+  /** The worst severity among the warnings (checkState); never UNKNOWN: that is no report. */
+  state: CheckState;
+  warnPaused: boolean;
 }
 
 /** Every job name the report covers: the local file's, the live runners', paused and running. */
@@ -190,18 +240,21 @@ export function buildStatus(input: StatusInput): StatusReport {
   }));
 
   const warnings: Warning[] = [];
+  if (liveRecords.length === 0) warnings.push(noRunnerWarning(input.namespace, runners, now));
   for (const r of runners.filter((x) => x.state === 'gone')) warnings.push(goneWarning(r, now));
   for (const r of runners) {
     if (r.alive && r.clockOffsetMs != null && Math.abs(r.clockOffsetMs) > threshold) {
       warnings.push(clockWarning(r, threshold));
     }
   }
-  warnings.push(...driftWarnings(liveRecords, input.config));
+  // With no runner alive, every enabled job of the file is one nobody loaded: no-runner says it.
+  if (liveRecords.length > 0) warnings.push(...driftWarnings(liveRecords, input.config));
 
   const pauses = new Map(input.pauses.map((p) => [p.job, p]));
   const definitions = new Map(input.config?.jobs.map((j) => [j.name, j]));
   const jobs: JobStatus[] = [];
   const deadMan: Warning[] = [];
+  const failing: Warning[] = [];
   for (const name of reportedJobs(input.config, liveRecords, input.pauses, input.running)) {
     const def = definitions.get(name);
     const schedule = def ? parseSchedule(def.schedule, def.timezone) : null;
@@ -209,6 +262,7 @@ export function buildStatus(input: StatusInput): StatusReport {
     const facts = input.history.get(name);
     const loadedBy = liveRecords.filter((r) => r.jobs.has(name));
     const lastSuccessAt = facts?.lastSuccessAt ?? null;
+    const failures = facts?.failures ?? null;
     // Judged only with a definition: enabled in the local file (the expectation needs the
     // schedule or the job's `expect`, which the registry does not carry).
     const since = lastSuccessAt ?? firstAppearance(name, facts?.firstSeenAt ?? null, loadedBy);
@@ -224,6 +278,7 @@ export function buildStatus(input: StatusInput): StatusReport {
       paused: pause != null,
       pause,
       lastSuccessAt,
+      failures,
       overdueAt: expected?.overdueAt ?? null,
       expectMs: expected?.expectMs ?? null,
       loadedBy: loadedBy.map((r) => r.host),
@@ -231,11 +286,16 @@ export function buildStatus(input: StatusInput): StatusReport {
     if (expected && !pause && now.getTime() > expected.overdueAt.getTime()) {
       deadMan.push(noSuccessWarning(name, lastSuccessAt, since!, expected.expectMs, now));
     }
+    if (failures && !pause && def?.enabled !== false) {
+      failing.push(failingWarning(name, lastSuccessAt, failures));
+    }
   }
-  warnings.push(...deadMan);
+  warnings.push(...deadMan, ...failing);
   for (const p of input.pauses) warnings.push(pausedWarning(p));
 
-  return { namespace: input.namespace, now, runners, running, jobs, warnings };
+  const warnPaused = input.warnPaused ?? false;
+  const state = checkState(warnings, { warnPaused });
+  return { namespace: input.namespace, now, runners, running, jobs, warnings, state, warnPaused };
 }
 
 /**
@@ -253,6 +313,25 @@ function firstAppearance(
   );
   if (candidates.length === 0) return null;
   return new Date(Math.min(...candidates.map((d) => d.getTime())));
+}
+
+function noRunnerWarning(namespace: string, runners: RunnerStatus[], now: Date): Warning {
+  const hosts = (state: RunnerState) => runners.filter((r) => r.state === state).map((r) => r.host);
+  const [stopped, gone] = [hosts('stopped'), hosts('gone')];
+  const latest = Math.max(...runners.map((r) => r.lastSeenAt.getTime()));
+  const known = [
+    stopped.length > 0 ? `stopped: ${stopped.join(', ')}` : null,
+    gone.length > 0 ? `gone: ${gone.join(', ')}` : null,
+  ].filter((part) => part != null);
+  const seen =
+    runners.length === 0
+      ? `no runner has registered in it for ${brief(STALE_RUNNER_MS)}`
+      : `${known.join('; ')}; the last one was seen ${brief(now.getTime() - latest)} ago`;
+  return {
+    kind: 'no-runner',
+    message: `no runner alive in namespace "${namespace}": ${seen}; no job runs until one starts`,
+    hosts: runners.map((r) => r.host),
+  };
 }
 
 function goneWarning(r: RunnerStatus, now: Date): Warning {
@@ -295,6 +374,26 @@ function noSuccessWarning(
   return { kind: 'no-success', message, job };
 }
 
+function failingWarning(
+  job: string,
+  lastSuccessAt: Date | null,
+  failures: RecentFailures,
+): Warning {
+  const { count, latest } = failures;
+  const runs =
+    count >= FAILURE_COUNT_CAP ? `at least ${count} runs` : `${count} run${count === 1 ? '' : 's'}`;
+  const since = lastSuccessAt
+    ? `since its last success (${lastSuccessAt.toISOString()})`
+    : 'and it has never run successfully';
+  return {
+    kind: 'failing',
+    message:
+      `job "${job}" is failing: ${runs} failed, timed out or were lost ${since}; the latest, ` +
+      `the fire of ${latest.scheduledAt.toISOString()}, ended ${latest.status}`,
+    job,
+  };
+}
+
 function pausedWarning(p: Pause): Warning {
   return {
     kind: 'paused',
@@ -311,7 +410,10 @@ export function statusToJson(report: StatusReport) {
   return {
     namespace: report.namespace,
     now: report.now.toISOString(),
-    healthy: report.warnings.length === 0,
+    state: report.state,
+    exitCode: CHECK_EXIT_CODES[report.state],
+    /** True when the exit code is 0 (informational findings only, or none). */
+    healthy: report.state === 'OK',
     runners: report.runners.map((r) => ({
       host: r.host,
       pid: r.pid,
@@ -348,10 +450,20 @@ export function statusToJson(report: StatusReport) {
         ? { by: j.pause.pausedBy, at: j.pause.pausedAt.toISOString(), reason: j.pause.reason }
         : null,
       lastSuccessAt: iso(j.lastSuccessAt),
+      failuresSinceSuccess: j.failures?.count ?? 0,
+      lastFailure: j.failures
+        ? {
+            status: j.failures.latest.status,
+            scheduledAt: j.failures.latest.scheduledAt.toISOString(),
+          }
+        : null,
       expectMs: j.expectMs,
       overdueAt: iso(j.overdueAt),
       loadedBy: j.loadedBy,
     })),
-    warnings: report.warnings,
+    warnings: report.warnings.map((w) => ({
+      ...w,
+      severity: severityOf(w.kind, { warnPaused: report.warnPaused }),
+    })),
   };
 }

@@ -61,6 +61,79 @@ export interface JobHistoryFacts {
   lastSuccessAt: Date | null;
   /** The fire of its first history row of any kind, or null when it has none. */
   firstSeenAt: Date | null;
+  /** Its failed, timed-out and lost runs since its latest success; absent = none read. */
+  failures?: RecentFailures | null;
+}
+
+/**
+ * The winner runs that failed (`failed`, `timeout`, `lost`) after a job's latest success — by
+ * fire, since the success's fire, or all of them when it never succeeded. `interrupted` is not
+ * one: a graceful drain interrupts runs on purpose.
+ */
+export interface RecentFailures {
+  /** How many, counted up to FAILURE_COUNT_CAP. */
+  count: number;
+  /** The latest of them. */
+  latest: { status: FailedStatus; scheduledAt: Date };
+}
+
+export const FAILED_STATUSES = ['failed', 'timeout', 'lost'] as const;
+export type FailedStatus = (typeof FAILED_STATUSES)[number];
+
+/** Failures since the last success are counted up to this many: "at least 1000". */
+export const FAILURE_COUNT_CAP = 1000;
+
+/** The fire of a job's latest success (MAX over the key baton_runs_job_status: one entry). */
+export const LAST_SUCCESS_FIRE_SQL = `SELECT MAX(scheduled_at) AS fire FROM baton_runs
+  WHERE namespace = ? AND job = ? AND status = 'done'`;
+
+/*
+ * Only a winner's row ever leaves the status it was inserted in (runs.ts): a failed, timed-out or
+ * lost row is a winner's, so the reads below need no `winner` test and stay inside the key.
+ */
+
+/**
+ * The latest failed winner run after a fire: the newest entry of each failed status in the key
+ * baton_runs_job_status (namespace, job, status, scheduled_at), then the newest of those three —
+ * not one ORDER BY over `status IN (…)`, which sorts every failure the job ever had.
+ */
+export const LATEST_FAILURE_SQL = `SELECT status, scheduled_at FROM (${FAILED_STATUSES.map(
+  () => `(SELECT status, scheduled_at FROM baton_runs
+     WHERE namespace = ? AND job = ? AND status = ? AND scheduled_at > ?
+     ORDER BY scheduled_at DESC LIMIT 1)`,
+).join(' UNION ALL ')}) AS latest ORDER BY scheduled_at DESC LIMIT 1`;
+
+/** How many failed winner runs after a fire, reading at most FAILURE_COUNT_CAP index entries. */
+export const FAILURE_COUNT_SQL = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM baton_runs
+  WHERE namespace = ? AND job = ? AND status IN (${FAILED_STATUSES.map(() => '?').join(', ')})
+    AND scheduled_at > ? LIMIT ${FAILURE_COUNT_CAP}) AS f`;
+
+/** Before every fire: the lower bound of a job that never succeeded. */
+const BEFORE_ANY_FIRE = new Date(0);
+
+async function recentFailures(
+  db: Queryable,
+  namespace: string,
+  job: string,
+): Promise<RecentFailures | null> {
+  const [[success]] = await db.query<RowDataPacket[]>(LAST_SUCCESS_FIRE_SQL, [namespace, job]);
+  const after = (success?.fire as Date | null | undefined) ?? BEFORE_ANY_FIRE;
+  const [latest] = await db.query<RowDataPacket[]>(
+    LATEST_FAILURE_SQL,
+    FAILED_STATUSES.flatMap((status) => [namespace, job, status, after]),
+  );
+  const row = latest[0];
+  if (!row) return null;
+  const [[counted]] = await db.query<RowDataPacket[]>(FAILURE_COUNT_SQL, [
+    namespace,
+    job,
+    ...FAILED_STATUSES,
+    after,
+  ]);
+  return {
+    count: Number(counted?.n ?? 1),
+    latest: { status: row.status as FailedStatus, scheduledAt: row.scheduled_at as Date },
+  };
 }
 
 /**
@@ -82,9 +155,10 @@ export const FIRST_ROW_SQL =
   'SELECT MIN(scheduled_at) AS first FROM baton_runs WHERE namespace = ? AND job = ?';
 
 /**
- * Per job: the latest success and the first row — two statements per job, each reading an index
- * entry or two (LAST_SUCCESS_SQL, FIRST_ROW_SQL), rather than one GROUP BY over the whole
- * history: a long history stays cheap to ask about. "Latest" is by fire.
+ * Per job: the latest success, the first row and the failures since that success — a few
+ * statements per job, each reading an index entry or two (LAST_SUCCESS_SQL, FIRST_ROW_SQL,
+ * LATEST_FAILURE_SQL; the count reads at most FAILURE_COUNT_CAP), rather than one GROUP BY over
+ * the whole history: a long history stays cheap to ask about. "Latest" is by fire.
  */
 export async function jobHistoryFacts(
   db: Queryable,
@@ -103,6 +177,7 @@ export async function jobHistoryFacts(
     facts.set(job, {
       lastSuccessAt: (success[0]?.finished_at as Date | null | undefined) ?? null,
       firstSeenAt: (first?.first as Date | null | undefined) ?? null,
+      failures: await recentFailures(db, namespace, job),
     });
   }
   return facts;

@@ -1,27 +1,42 @@
 /**
  * `baton status` against real runner processes: what an operator (or a monitor reading the exit
- * code) learns about the fleet, and that each warning appears exactly when its cause does.
+ * code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN) learns about the fleet, and that each finding
+ * appears exactly when its cause does. The human output's first line is the one a monitor shows.
  *
  * - Identical schedules: live runners with pid and version, the run in progress (host, since,
- *   for how long), next fires from the schedules file, no warning, exit 0; a gracefully stopped
- *   runner is `stopped`, not gone, and still no warning; without a schedules file no next fires.
+ *   for how long), next fires from the schedules file, no warning, exit 0 and "OK: namespace …
+ *   (from the schedules file …)"; a gracefully stopped runner is `stopped`, not gone, and still
+ *   no warning; without a schedules file no next fires.
  * - A runner started with a changed definition of one job (and a job of its own): schedule-drift
  *   naming the job and both hosts, exit 1; read with a third schedules file, the drift also names
  *   "this file" beside the hosts, and a job of that file no live runner loaded is drift too.
  * - A runner killed with SIGKILL: runner-gone for it once it missed its heartbeats (made short
  *   with `start --registry-interval 1s` and `status --gone-after 3s`), exit 1.
  * - The dead-man's switch: a job that keeps failing (`false`, `expect: 3s`) and a job that never
- *   fires (`0 0 1 1 *`, `expect: 2s`) get no-success warnings — the second exactly once the
- *   runner has been up for longer than 2 s — while a succeeding job does not.
+ *   fires (`0 0 1 1 *`, `expect: 2s`) get no-success findings, critical (exit 2) — the second
+ *   exactly once the runner has been up for longer than 2 s — while a succeeding job does not.
  * - A job added by a reload (SIGHUP) to a runner that has been up for longer than the job's
  *   `expect:`: no no-success warning until `expect` after the reload (the registry's `since`), not
  *   at once from the runner's start.
- * - A paused job: a paused warning while the pause row exists, exit 0 once it is gone.
+ * - A paused job: an informational paused finding while the pause row exists (exit 0), a
+ *   warning with --warn-paused (exit 1); none once it is gone.
+ * - A job failing every run with `expect: 1h`: a failing warning (exit 1) at once, with the
+ *   count and the latest failure, long before the dead-man's switch could say anything.
+ * - Every runner stopped gracefully: exit 2 and one "no runner alive" finding, not a
+ *   schedule-drift per job of the file.
+ * - The database unreachable (a loopback port just closed): exit 3, one UNKNOWN line, no stack
+ *   trace, no password; bad usage of the check is UNKNOWN too.
+ * - Run from an empty folder: the first line of status and history names the namespace read and
+ *   why (the default without a schedules file, --namespace, BATON_NAMESPACE, --config), and
+ *   finding nothing in the default namespace hints at --config/--namespace (stderr; --json stays
+ *   JSON).
  * - On a history of 150,000 rows, the reads behind `status` and `explain` (latest success, first
- *   row, latest fire, hosts before a fire) each read a handful of rows (ANALYZE: r_rows), through
- *   the keys they name; migration 0005's key exists after `baton migrate`.
+ *   row, latest fire, hosts before a fire, latest failure) each read a handful of rows (ANALYZE:
+ *   r_rows), through the keys they name, and the failure count stops at its cap; migration 0005's
+ *   key exists after `baton migrate`.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,7 +46,14 @@ import {
   HOSTS_BEFORE_SQL,
   LATEST_FIRE_SQL,
 } from '../../src/store/fire-reads.js';
-import { FIRST_ROW_SQL, LAST_SUCCESS_SQL } from '../../src/store/fleet-reads.js';
+import {
+  FAILED_STATUSES,
+  FAILURE_COUNT_CAP,
+  FAILURE_COUNT_SQL,
+  FIRST_ROW_SQL,
+  LAST_SUCCESS_SQL,
+  LATEST_FAILURE_SQL,
+} from '../../src/store/fleet-reads.js';
 import { GENERATED_RUN_FIELDS, plantRunsFrom, type TestDatabase } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
@@ -40,7 +62,10 @@ const fleet = useFleet('status', { perTest: true });
 
 interface StatusJson {
   namespace: string;
+  namespaceSource: { kind: string; file?: string };
   now: string;
+  state: string;
+  exitCode: number;
   healthy: boolean;
   runners: {
     host: string;
@@ -67,9 +92,11 @@ interface StatusJson {
     nextFire: string | null;
     paused: boolean;
     lastSuccessAt: string | null;
+    failuresSinceSuccess: number;
+    lastFailure: { status: string; scheduledAt: string } | null;
     loadedBy: string[];
   }[];
-  warnings: { kind: string; message: string; job?: string; hosts?: string[] }[];
+  warnings: { kind: string; severity: string; message: string; job?: string; hosts?: string[] }[];
 }
 
 async function status(db: TestDatabase, args: string[], cwd?: string) {
@@ -77,8 +104,17 @@ async function status(db: TestDatabase, args: string[], cwd?: string) {
     ['status', '--json', '--database-url', db.url, ...args],
     cwd ? { cwd } : {},
   );
-  if (res.code !== 0 && res.code !== 1) throw new Error(`status exited ${res.code}: ${res.stderr}`);
-  return { code: res.code, json: JSON.parse(res.stdout) as StatusJson, stderr: res.stderr };
+  if (res.code == null || res.code > 2) throw new Error(`status exited ${res.code}: ${res.stderr}`);
+  const json = JSON.parse(res.stdout) as StatusJson;
+  // The JSON says the exit code it came with.
+  expect(json.exitCode).toBe(res.code);
+  return { code: res.code, json, stderr: res.stderr };
+}
+
+/** The human output, whose first line is the one a monitor shows. */
+async function statusText(db: TestDatabase, args: string[], cwd?: string) {
+  const res = await baton(['status', '--database-url', db.url, ...args], cwd ? { cwd } : {});
+  return { ...res, first: res.stdout.split('\n')[0]! };
 }
 
 const job = (s: StatusJson, name: string) => s.jobs.find((j) => j.name === name);
@@ -142,8 +178,18 @@ jobs:
     );
     expect(job(seen.json, 'tick')!.loadedBy).toEqual(['srv-01', 'srv-02']);
 
-    const human = await baton(['status', '--config', config, '--database-url', db.url]);
+    expect(seen.json).toMatchObject({
+      state: 'OK',
+      exitCode: 0,
+      namespaceSource: { kind: 'file', file: config },
+    });
+    const human = await statusText(db, ['--config', config]);
     expect(human.code).toBe(0);
+    expect(human.first).toMatch(
+      new RegExp(
+        `^OK: namespace "fleet" \\(from the schedules file ${escape(config)}\\), database time \\S+ \\S+ UTC$`,
+      ),
+    );
     expect(human.stdout).toMatch(/^RUNNERS: 2 alive, 0 gone, 0 stopped$/m);
     expect(human.stdout).toMatch(/^srv-01 +alive /m);
     expect(human.stdout).toMatch(/^no warnings$/m);
@@ -340,15 +386,22 @@ jobs:
       },
       { timeoutMs: 20_000, intervalMs: 300 },
     );
-    expect(both.code).toBe(1);
+    expect(both.code).toBe(2);
+    expect(both.json.state).toBe('CRITICAL');
     expect(kinds(both.json)).toEqual([
       ['no-success', 'broken', null],
       ['no-success', 'yearly', null],
+      ['failing', 'broken', null],
     ]);
+    expect(both.json.warnings.map((w) => w.severity)).toEqual(['critical', 'critical', 'warning']);
     expect(both.json.warnings[0]!.message).toMatch(/^job "broken" has never run successfully/);
     expect(both.json.warnings[1]!.message).toMatch(/^job "yearly" has never run successfully/);
     expect(job(both.json, 'fine')!.lastSuccessAt).not.toBeNull();
     expect(job(both.json, 'yearly')!.lastSuccessAt).toBeNull();
+    const human = await statusText(db, ['--config', config]);
+    expect(human.code).toBe(2);
+    expect(human.first).toMatch(/^CRITICAL: "broken" overdue, "yearly" overdue, "broken" failing;/);
+    expect(human.stdout).toMatch(/^CRITICAL no-success: job "yearly" has never run successfully/m);
 
     // yearly never has a row: it is judged from the runner's start, and warned about exactly
     // when the runner has been up for longer than its 2 s.
@@ -362,7 +415,7 @@ jobs:
     await runner!.stop('SIGTERM');
   });
 
-  it('a paused job is a warning until it is resumed', async () => {
+  it('a paused job is informational (exit 0), a warning with --warn-paused, until it is resumed', async () => {
     const config = writeSchedule(`
 namespace: fleet
 jobs:
@@ -377,8 +430,18 @@ jobs:
        VALUES ('fleet', 'tick', 'bank holiday', 'ops@p-1', NOW(3))`,
     );
     const paused = await status(db, ['--config', config]);
-    expect(paused.code).toBe(1);
+    expect(paused.code).toBe(0);
+    expect(paused.json).toMatchObject({ state: 'OK', healthy: true });
     expect(kinds(paused.json)).toEqual([['paused', 'tick', null]]);
+    expect(paused.json.warnings[0]!.severity).toBe('info');
+    const human = await statusText(db, ['--config', config]);
+    expect(human.code).toBe(0);
+    expect(human.first).toMatch(/^OK: "tick" paused; namespace "fleet" /);
+    expect(human.stdout).toMatch(/^INFO paused: job "tick" is paused by ops@p-1/m);
+    const warned = await status(db, ['--config', config, '--warn-paused']);
+    expect(warned.code).toBe(1);
+    expect(warned.json).toMatchObject({ state: 'WARNING', healthy: false });
+    expect(warned.json.warnings.map((w) => [w.kind, w.severity])).toEqual([['paused', 'warning']]);
     expect(paused.json.warnings[0]!.message).toMatch(
       /^job "tick" is paused by ops@p-1 since \S+: bank holiday;/,
     );
@@ -391,6 +454,186 @@ jobs:
     expect(job(resumed.json, 'tick')).toMatchObject({ paused: false });
     await runner!.stop('SIGTERM');
     expectQuiet([runner!]);
+  });
+
+  it('a job failing every run is a warning (exit 1) long before its expect window passes', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  broken:
+    schedule: "* * * * * *"
+    command: ["sh", "-c", "exit 3"]
+    expect: 1h
+  fine:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['f-1'], { config });
+    const failing = await waitFor(
+      'two failures of broken',
+      async () => {
+        const s = await status(db, ['--config', config]);
+        return (job(s.json, 'broken')?.failuresSinceSuccess ?? 0) >= 2 ? s : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 300 },
+    );
+    expect(failing.code).toBe(1);
+    expect(failing.json.state).toBe('WARNING');
+    expect(failing.json.warnings.map((w) => [w.kind, w.job, w.severity])).toEqual([
+      ['failing', 'broken', 'warning'],
+    ]);
+    expect(failing.json.warnings[0]!.message).toMatch(
+      /^job "broken" is failing: \d+ runs failed, timed out or were lost and it has never run successfully; the latest, the fire of \S+, ended failed$/,
+    );
+    const broken = job(failing.json, 'broken')!;
+    expect(broken.lastFailure).toMatchObject({ status: 'failed' });
+    const [counted] = await db.query<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM baton_runs WHERE job = 'broken' AND status = 'failed' AND winner = 1",
+    );
+    expect(broken.failuresSinceSuccess).toBeLessThanOrEqual(Number(counted!.n));
+    expect(job(failing.json, 'fine')).toMatchObject({ failuresSinceSuccess: 0, lastFailure: null });
+    const human = await statusText(db, ['--config', config]);
+    expect(human.code).toBe(1);
+    expect(human.first).toMatch(/^WARNING: "broken" failing; namespace "fleet" /);
+    await runner!.stop('SIGTERM');
+  });
+
+  it('every runner stopped: exit 2 and one "no runner alive" finding, no drift per job', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+${['a', 'b', 'c', 'd'].map((name) => `  ${name}:\n    schedule: "* * * * * *"\n    command: ["true"]\n`).join('')}`);
+    const db = fleet.db;
+    const runners = await fleet.start(['s-1', 's-2'], { config });
+    const up = await status(db, ['--config', config]);
+    expect(up.code).toBe(0);
+    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
+
+    const down = await status(db, ['--config', config]);
+    expect(down.code).toBe(2);
+    expect(down.json.state).toBe('CRITICAL');
+    expect(kinds(down.json)).toEqual([['no-runner', null, ['s-1', 's-2']]]);
+    expect(down.json.warnings[0]!.message).toMatch(
+      /^no runner alive in namespace "fleet": stopped: s-1, s-2; the last one was seen [\d.]+m?s ago; no job runs until one starts$/,
+    );
+    const human = await statusText(db, ['--config', config]);
+    expect(human.code).toBe(2);
+    expect(human.first).toMatch(/^CRITICAL: no runner alive; namespace "fleet" /);
+    expect(human.stdout).not.toContain('schedule-drift');
+    expect(human.stdout.match(/^CRITICAL /gm)).toHaveLength(1);
+    expectQuiet(runners);
+  });
+
+  it('the database unreachable: exit 3 UNKNOWN with a one-line message, no stack trace', async () => {
+    // A loopback port that was just free: bound, then closed, so nothing listens on it.
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const { port: free } = server.address() as net.AddressInfo;
+        server.close(() => resolve(free));
+      });
+    });
+    const url = `mysql://root:s3cret@127.0.0.1:${port}/baton_status_down`;
+    const config = writeSchedule(
+      'namespace: fleet\njobs:\n  tick:\n    schedule: "* * * * *"\n    command: ["true"]\n',
+    );
+    const human = await baton(['status', '--config', config, '--database-url', url]);
+    expect(human.code).toBe(3);
+    expect(human.stdout).toBe(
+      `UNKNOWN: cannot use the database at mysql://root:***@127.0.0.1:${port}/baton_status_down: ` +
+        `connect ECONNREFUSED 127.0.0.1:${port}\n`,
+    );
+    expect(human.stderr).toContain('baton: cannot use the database at');
+    const json = await baton(['status', '--json', '--config', config, '--database-url', url]);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      state: 'UNKNOWN',
+      exitCode: 3,
+      healthy: false,
+      error: expect.stringContaining('ECONNREFUSED'),
+    });
+    for (const out of [human.stdout, human.stderr, json.stdout, json.stderr]) {
+      expect(out).not.toMatch(/^\s+at /m);
+      expect(out).not.toContain('s3cret');
+    }
+    // Bad usage of the check is UNKNOWN too, not 64.
+    const bad = await baton(['status', '--clock-threshold', 'soon', '--database-url', url]);
+    expect(bad.code).toBe(3);
+    expect(bad.stdout).toMatch(/^UNKNOWN: --clock-threshold "soon": /);
+    const unknownFlag = await baton(['status', '--bogus-flag', '--database-url', url]);
+    expect(unknownFlag.code).toBe(3);
+    expect(unknownFlag.stdout).toMatch(/^UNKNOWN: Unknown arguments?: bogus-flag/);
+  });
+
+  it('outside the schedules folder: the first line says which namespace was read and why', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  tick:
+    schedule: "* * * * * *"
+    command: ["true"]
+`);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['n-1'], { config });
+    await runner!.waitForLog('run finished');
+    const empty = mkdtempSync(path.join(os.tmpdir(), 'baton-status-cwd-'));
+    try {
+      const hint =
+        'baton: hint: nothing found in namespace "default", read because there is no schedules ' +
+        'file at ./schedules.yaml: give --config <schedules.yaml> or --namespace <name>';
+      // The fallback: namespace "default", nothing in it, and a hint at --config/--namespace.
+      const fallback = await statusText(db, [], empty);
+      expect(fallback.first).toMatch(
+        /^CRITICAL: no runner alive; namespace "default" \(the default: no schedules file at \.\/schedules\.yaml\), database time /,
+      );
+      expect(fallback.stderr).toContain(hint);
+      const fallbackJson = await status(db, [], empty);
+      expect(fallbackJson.json).toMatchObject({
+        namespace: 'default',
+        namespaceSource: { kind: 'default', file: './schedules.yaml' },
+      });
+      expect(fallbackJson.stderr).toContain(hint);
+
+      const byFlag = await statusText(db, ['--namespace', 'fleet'], empty);
+      expect(byFlag.code).toBe(0);
+      expect(byFlag.first).toMatch(/^OK: namespace "fleet" \(from --namespace\), database time /);
+      expect(byFlag.stderr).not.toContain('hint');
+      const byEnv = await baton(['status', '--database-url', db.url], {
+        cwd: empty,
+        env: { BATON_NAMESPACE: 'fleet' },
+      });
+      expect(byEnv.stdout.split('\n')[0]).toMatch(
+        /^OK: namespace "fleet" \(from BATON_NAMESPACE\)/,
+      );
+      const byFile = await statusText(db, ['--config', config], empty);
+      expect(byFile.first).toMatch(
+        new RegExp(`^OK: namespace "fleet" \\(from the schedules file ${escape(config)}\\)`),
+      );
+
+      // history: the same line first, the same hint; --json stays an array on stdout.
+      const history = (args: string[]) =>
+        baton(['history', '--database-url', db.url, ...args], { cwd: empty });
+      const none = await history([]);
+      expect(none.code).toBe(0);
+      expect(none.stdout).toBe(
+        'namespace "default" (the default: no schedules file at ./schedules.yaml)\n',
+      );
+      expect(none.stderr).toContain('no runs recorded in namespace "default"');
+      expect(none.stderr).toContain(hint);
+      const noneJson = await history(['--json']);
+      expect(JSON.parse(noneJson.stdout)).toEqual([]);
+      expect(noneJson.stderr).toContain(hint);
+      const rows = await history(['--namespace', 'fleet']);
+      expect(rows.stdout.split('\n')[0]).toBe('namespace "fleet" (from --namespace)');
+      expect(rows.stdout.split('\n')[1]).toMatch(/^ID\s+JOB/);
+      expect(rows.stdout).toMatch(/^\d+\s+tick\s/m);
+      expect(rows.stderr).toBe('');
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+    await runner!.stop('SIGTERM');
   });
 
   it('a job added by a reload (SIGHUP) is judged from the reload, not from the runner start', async () => {
@@ -531,6 +774,20 @@ jobs:
         await rowsRead(HOSTS_BEFORE_SQL, ['big', name, iso('2027-01-01T06:00:00Z')]),
         `${name}: hosts before a fire`,
       ).toBeLessThanOrEqual(HOSTS_BEFORE_ROWS);
+      // tick failed 39,990 times after its last success: the latest is one entry per status,
+      // the count stops at its cap (read once from the table, once from the derived table).
+      const after = iso('2027-01-01T00:00:09Z');
+      expect(
+        await rowsRead(
+          LATEST_FAILURE_SQL,
+          FAILED_STATUSES.flatMap((st) => ['big', name, st, after]),
+        ),
+        `${name}: latest failure`,
+      ).toBeLessThanOrEqual(FAILED_STATUSES.length * 2);
+      expect(
+        await rowsRead(FAILURE_COUNT_SQL, ['big', name, ...FAILED_STATUSES, after]),
+        `${name}: failures counted`,
+      ).toBeLessThanOrEqual(2 * FAILURE_COUNT_CAP + 1);
     }
     const [lastTick] = await db.query<{ finished_at: Date | null }>(LAST_SUCCESS_SQL, [
       'big',
@@ -543,6 +800,13 @@ jobs:
     // And the commands answer from them.
     const s = await status(db, ['--config', config]);
     expect(job(s.json, 'tick')!.lastSuccessAt).toBe('2027-01-01T00:00:09.000Z');
+    expect(job(s.json, 'tick')).toMatchObject({
+      failuresSinceSuccess: FAILURE_COUNT_CAP,
+      lastFailure: { status: 'failed', scheduledAt: '2027-01-01T11:06:39.000Z' },
+    });
+    expect(s.json.warnings.find((w) => w.job === 'tick')!.message).toMatch(
+      /^job "tick" is failing: at least 1000 runs failed/,
+    );
     const explained = await baton([
       'explain',
       'other',

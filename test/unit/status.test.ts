@@ -138,10 +138,10 @@ describe('runner states', () => {
 
   it('takes --gone-after as given', () => {
     const runners = [runner('a', { lastSeenAt: ago(4_000) })];
-    expect(status({ runners, goneAfterMs: 3_000, history: fresh('tick') }).warnings).toHaveLength(
-      1,
-    );
-    expect(status({ runners, goneAfterMs: 5_000, history: fresh('tick') }).warnings).toEqual([]);
+    const kinds = (goneAfterMs: number) =>
+      status({ runners, goneAfterMs, history: fresh('tick') }).warnings.map((w) => w.kind);
+    expect(kinds(3_000)).toEqual(['no-runner', 'runner-gone']);
+    expect(kinds(5_000)).toEqual([]);
   });
 
   it('a stopped runner is not gone, however long ago it stopped', () => {
@@ -149,7 +149,137 @@ describe('runner states', () => {
       runners: [runner('a', { lastSeenAt: ago(86_400_000), stoppedAt: ago(86_400_000) })],
     });
     expect(report.runners[0]!.state).toBe('stopped');
-    expect(report.warnings).toEqual([]);
+    // Not gone; but with no other runner, nothing runs: that is the one critical finding.
+    expect(report.warnings.map((w) => w.kind)).toEqual(['no-runner']);
+    const twoOfThem = status({
+      runners: [
+        runner('a', { lastSeenAt: ago(86_400_000), stoppedAt: ago(86_400_000) }),
+        runner('b'),
+      ],
+    });
+    expect(twoOfThem.warnings).toEqual([]);
+  });
+});
+
+describe('the monitoring state', () => {
+  const PAUSE: Pause = { job: 'tick', reason: null, pausedBy: 'ops', pausedAt: ago(60_000) };
+  const live = [runner('a', { schedule: printsOf(TICK) })];
+
+  it('no live runner: one critical no-runner finding, not drift per job of the file', () => {
+    const file = config(`
+namespace: ns
+jobs:
+  tick:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+  tock:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+`);
+    const report = status({
+      config: file,
+      runners: [
+        runner('srv-01', { lastSeenAt: ago(120_000), stoppedAt: ago(120_000) }),
+        runner('srv-02', { lastSeenAt: ago(60_000) }),
+      ],
+      history: fresh('tick', 'tock'),
+    });
+    expect(report.warnings.map((w) => [w.kind, w.hosts ?? null])).toEqual([
+      ['no-runner', ['srv-01', 'srv-02']],
+      ['runner-gone', ['srv-02']],
+    ]);
+    expect(report.warnings[0]!.message).toBe(
+      'no runner alive in namespace "ns": stopped: srv-01; gone: srv-02; the last one was seen ' +
+        '1m ago; no job runs until one starts',
+    );
+    expect(report.state).toBe('CRITICAL');
+    const empty = status({});
+    expect(empty.warnings.map((w) => w.message)).toEqual([
+      'no runner alive in namespace "ns": no runner has registered in it for 7d; no job runs ' +
+        'until one starts',
+    ]);
+    expect(statusToJson(empty)).toMatchObject({ state: 'CRITICAL', exitCode: 2, healthy: false });
+  });
+
+  it('a pause is informational (exit 0) unless warnPaused; a job past expect is critical', () => {
+    const paused = status({ config: TICK, runners: live, pauses: [PAUSE], history: fresh('tick') });
+    expect(paused.state).toBe('OK');
+    expect(statusToJson(paused)).toMatchObject({
+      state: 'OK',
+      exitCode: 0,
+      healthy: true,
+      warnings: [{ kind: 'paused', severity: 'info', job: 'tick' }],
+    });
+    const warned = status({
+      config: TICK,
+      runners: live,
+      pauses: [PAUSE],
+      history: fresh('tick'),
+      warnPaused: true,
+    });
+    expect(statusToJson(warned)).toMatchObject({
+      state: 'WARNING',
+      exitCode: 1,
+      warnings: [{ kind: 'paused', severity: 'warning' }],
+    });
+    const overdue = status({
+      config: TICK,
+      runners: live,
+      history: new Map([['tick', { lastSuccessAt: ago(86_400_000), firstSeenAt: null }]]),
+    });
+    expect(statusToJson(overdue)).toMatchObject({
+      state: 'CRITICAL',
+      exitCode: 2,
+      warnings: [{ kind: 'no-success', severity: 'critical' }],
+    });
+  });
+
+  it('failures since the last success are a warning until it succeeds; not when paused or disabled', () => {
+    const failures = {
+      count: 3,
+      latest: { status: 'timeout' as const, scheduledAt: at('2027-03-10T11:50:00Z') },
+    };
+    const facts = { lastSuccessAt: ago(60_000), firstSeenAt: null, failures };
+    const report = status({ config: TICK, runners: live, history: new Map([['tick', facts]]) });
+    expect(report.state).toBe('WARNING');
+    expect(report.warnings).toEqual([
+      {
+        kind: 'failing',
+        message:
+          'job "tick" is failing: 3 runs failed, timed out or were lost since its last success ' +
+          '(2027-03-10T11:59:00.000Z); the latest, the fire of 2027-03-10T11:50:00.000Z, ended ' +
+          'timeout',
+        job: 'tick',
+      },
+    ]);
+    expect(statusToJson(report).jobs[0]).toMatchObject({
+      failuresSinceSuccess: 3,
+      lastFailure: { status: 'timeout', scheduledAt: '2027-03-10T11:50:00.000Z' },
+    });
+    const never = status({
+      config: TICK,
+      runners: live,
+      history: new Map([
+        ['tick', { ...facts, lastSuccessAt: null, failures: { ...failures, count: 1000 } }],
+      ]),
+    });
+    expect(never.warnings.find((w) => w.kind === 'failing')!.message).toMatch(
+      /^job "tick" is failing: at least 1000 runs failed, timed out or were lost and it has never run successfully;/,
+    );
+    const history = new Map([['tick', facts]]);
+    expect(status({ config: TICK, runners: live, pauses: [PAUSE], history }).state).toBe('OK');
+    const off = config(`
+namespace: ns
+jobs:
+  tick:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+    enabled: false
+`);
+    const disabled = status({ config: off, runners: live, history }).warnings;
+    expect(disabled.filter((w) => w.kind === 'failing')).toEqual([]);
+    // Without a schedules file, the live runners' jobs are judged.
+    expect(status({ runners: live, history }).warnings.map((w) => w.kind)).toEqual(['failing']);
   });
 });
 
@@ -349,20 +479,16 @@ jobs:
       loadedBy: [],
       overdueAt: null,
     });
-    // With no live runner at all (a gone one does not count), every enabled job of the file.
     const down = status({
       config: FILE,
       runners: [runner('srv-02', { lastSeenAt: ago(60_000) })],
     });
+    // With no live runner at all (a gone one does not count), the no-runner finding says it
+    // once, rather than drift for every enabled job of the file.
     expect(down.warnings.map((w) => [w.kind, w.job ?? null])).toEqual([
+      ['no-runner', null],
       ['runner-gone', null],
-      ['schedule-drift', 'nightly'],
-      ['schedule-drift', 'tick'],
     ]);
-    expect(down.warnings[2]!.message).toBe(
-      'schedule drift for job "tick": it is in /etc/baton/schedules.yaml but no live runner ' +
-        'loaded it (no runner is alive)',
-    );
   });
 
   it('the file has another definition than the runners run: names this file and the hosts', () => {
@@ -678,6 +804,8 @@ describe('jobs, running runs and the JSON shape', () => {
     expect(json).toMatchObject({
       namespace: 'ns',
       now: NOW.toISOString(),
+      state: 'OK',
+      exitCode: 0,
       healthy: true,
       runners: [
         {

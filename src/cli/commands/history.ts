@@ -11,7 +11,7 @@ import type { Run } from '../../store/runs.js';
 import { action } from '../action.js';
 import { durationCell, runToJson, table, winnerCell } from '../format.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
+import { namespaceHint, namespaceLine, resolveNamespaceSource } from '../config-options.js';
 
 interface HistoryArgs extends CommonArgs {
   job?: string;
@@ -67,7 +67,8 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     if (!Number.isInteger(args.limit) || args.limit < 1)
       throw new UsageError('--limit must be a positive integer');
     const since = args.since != null ? parseSince(args.since) : undefined;
-    const namespace = resolveNamespace(args);
+    const resolved = resolveNamespaceSource(args);
+    const { namespace } = resolved;
     const target = resolveDatabase(args);
     // `--host` filters here; it does not default to this machine.
     const host = args.host;
@@ -101,12 +102,18 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     for (const p of pauses.filter((p) => shown.has(p.job))) {
       process.stderr.write(`baton: note: ${p.job} is ${pausedReason(p)}\n`);
     }
+    // Nothing in the fallback namespace: most likely run outside the schedules file's folder.
+    const hint = runs.length === 0 ? namespaceHint(resolved) : null;
     if (args.json) {
       process.stdout.write(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`);
+      if (hint) process.stderr.write(`baton: hint: ${hint}\n`);
       return ExitCode.Ok;
     }
+    // The first line says which namespace was read and why; --json stays an array of rows.
+    process.stdout.write(`${namespaceLine(resolved)}\n`);
     if (runs.length === 0) {
       process.stderr.write(`no runs recorded in namespace "${namespace}" matching the filter\n`);
+      if (hint) process.stderr.write(`baton: hint: ${hint}\n`);
       return ExitCode.Ok;
     }
     process.stdout.write(

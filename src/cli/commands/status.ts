@@ -1,20 +1,25 @@
 /**
  * `baton status [--json]`: the fleet at one instant of the database's clock — live runners with
- * their clock offsets, the runs in progress, each job's next fire and last success — and the
- * warnings a monitor pages on (exit 1). The report itself is computed by src/fleet/status.ts.
+ * their clock offsets, the runs in progress, each job's next fire and last success — and its
+ * findings, as a monitoring check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the convention
+ * of Nagios plugins, Icinga and Sensu; see CheckExitCode). The report itself is computed by
+ * src/fleet/status.ts.
  */
 import type { CommandModule } from 'yargs';
 import { formatDuration } from '../../config/duration.js';
 import type { Config } from '../../config/schema.js';
-import { dbErrorCode, orEmpty } from '../../errors.js';
-import { ExitCode } from '../../exit-codes.js';
+import { dbErrorCode, errorMessage, orEmpty } from '../../errors.js';
+import { CheckExitCode } from '../../exit-codes.js';
 import {
   buildStatus,
+  CHECK_EXIT_CODES,
   currentRunners,
   DEFAULT_CLOCK_THRESHOLD_MS,
   reportedJobs,
+  severityOf,
   statusToJson,
   type StatusReport,
+  type Warning,
 } from '../../fleet/status.js';
 import { openConnection } from '../../store/connect.js';
 import {
@@ -27,7 +32,7 @@ import {
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
 import { formatInstant } from '../../text.js';
-import { action } from '../action.js';
+import { action, fail } from '../action.js';
 import { table } from '../format.js';
 import {
   configPath,
@@ -37,34 +42,54 @@ import {
   type CommonArgs,
 } from '../options.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
-import { optionalConfig, resolveNamespace } from '../config-options.js';
+import {
+  namespaceHint,
+  namespaceLine,
+  optionalConfig,
+  resolveNamespaceSource,
+  type ResolvedNamespace,
+} from '../config-options.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;
   namespace?: string;
   clockThreshold: string;
   goneAfter: string;
+  warnPaused: boolean;
 }
 
-const EPILOGUE = `Exit status: 0 when there is no warning, 1 with warnings (for monitoring), 69 when the
-database cannot be reached.
+const EPILOGUE = `Exit status, as a monitoring check (Nagios, Icinga, Sensu):
+  0 OK        nothing to act on; a paused job is only informational (unless --warn-paused)
+  1 WARNING   runner-gone, clock-offset, schedule-drift, failing, paused with --warn-paused
+  2 CRITICAL  no-runner (no runner alive in the namespace), no-success (a job past its expect)
+  3 UNKNOWN   no verdict: the database cannot be read, a bad option or schedules file (the
+              message says which; status never exits 64, 69 or 78 as other commands do)
 
-Warnings (kind): runner-gone (no heartbeat for --gone-after without a graceful stop),
+Findings (kind): no-runner (no live runner in the namespace's registry: no job runs; the jobs
+no runner loaded are then not reported as drift one by one),
+runner-gone (no heartbeat for --gone-after without a graceful stop),
 clock-offset (a live runner's clock is off the database's by more than --clock-threshold),
 schedule-drift (live runners loaded different definitions of a job, or only some loaded it; or
 the schedules file's definition of a job is not the one the live runners loaded, they run a job
 that is not in it, or no live runner loaded an enabled job of it),
 no-success (the dead-man's switch: an enabled job of the schedules file with no success for its
 \`expect:\`, by default two of its fires plus a grace of max(1m, 10% of its period)),
+failing (a job's runs failed, timed out or were lost since its last success — all of them when
+it never succeeded — until it succeeds again; not for a paused or disabled job),
 paused (a job paused with "baton pause").
 
+The first line says the state, what it is about, and which namespace was read and why
+(--namespace, BATON_NAMESPACE, the schedules file, or the default when there is none).
 Times are the database's clock. Next fires come from the schedules file (--config, env
-BATON_CONFIG); without one they are not shown. --json prints { namespace, now, healthy,
+BATON_CONFIG); without one they are not shown. --json prints { namespace, namespaceSource:
+{ kind: flag|env|file|default, file? }, now, state, exitCode, healthy (exit code 0),
 runners: [{ host, pid, version, state, alive, clockOffsetMs, startedAt, lastSeenAt,
 lastSeenAgoMs, stoppedAt, jobs }], running: [{ runId, job, host, pid, trigger, scheduledAt,
 startedAt, runningForMs, attempts }], jobs: [{ name, inConfig, enabled, schedule, timezone,
-nextFire, paused, pause, lastSuccessAt, expectMs, overdueAt, loadedBy }], warnings: [{ kind,
-message, job?, hosts? }] }. clockOffsetMs is how far the runner's clock is ahead of the
+nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
+overdueAt, loadedBy }], warnings: [{ kind, severity: critical|warning|info, message, job?,
+hosts? }] } (every finding is in warnings, whatever its severity); UNKNOWN prints { state,
+exitCode, healthy, error }. clockOffsetMs is how far the runner's clock is ahead of the
 database's (negative: behind).`;
 
 export const statusCommand: CommandModule<object, StatusArgs> = {
@@ -83,39 +108,91 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
         describe: "warn about a runner whose clock is off the database's by more than this",
       })
       .option('gone-after', GONE_AFTER_OPTION)
-      .epilogue(EPILOGUE) as never,
+      .option('warn-paused', {
+        type: 'boolean',
+        default: false,
+        describe: 'a paused job is a warning (exit 1) rather than informational',
+      })
+      .epilogue(EPILOGUE)
+      // A check's bad usage is UNKNOWN too: a monitor reads 64 differently on each system.
+      .fail((message, err) => {
+        if (err) throw err;
+        process.stdout.write(`UNKNOWN: ${message} (see baton status --help)\n`);
+        process.exit(CheckExitCode.Unknown);
+      }) as never,
   handler: action(async (args: StatusArgs) => {
-    const clockThresholdMs = durationOption('clock-threshold', args.clockThreshold);
-    const goneAfter = goneAfterMs(args);
-    const namespace = resolveNamespace(args);
-    const file = configPath(args);
-    let config = optionalConfig(args);
-    if (!config) {
-      process.stderr.write(`no schedules file at ${file}: next fires are not shown\n`);
-    } else if (config.namespace !== namespace) {
-      process.stderr.write(
-        `${file} is for namespace "${config.namespace}", not "${namespace}": its next fires ` +
-          'are not shown\n',
-      );
-      config = null;
+    try {
+      return await check(args);
+    } catch (err) {
+      return unknown(err, args.json);
     }
-
-    const facts = await readFleet(args, namespace, config);
-    const report = buildStatus({
-      ...facts,
-      namespace,
-      config,
-      clockThresholdMs,
-      goneAfterMs: goneAfter,
-    });
-    if (args.json) {
-      process.stdout.write(`${JSON.stringify(statusToJson(report), null, 2)}\n`);
-    } else {
-      process.stdout.write(render(report, facts.databaseClock));
-    }
-    return report.warnings.length === 0 ? ExitCode.Ok : ExitCode.Failure;
   }),
 };
+
+/**
+ * No verdict: the usual `baton: …` message on stderr (fail() — no stack trace, no password),
+ * and the UNKNOWN line a monitor shows on stdout (or the JSON object with state UNKNOWN).
+ */
+function unknown(err: unknown, json: boolean): number {
+  fail(err);
+  // One line: a monitor shows the first line of a check's output (a config error has several).
+  const message = errorMessage(err)
+    .split('\n')
+    .map((line) => line.trim())
+    .join(' ');
+  if (json) {
+    const out = {
+      state: 'UNKNOWN',
+      exitCode: CheckExitCode.Unknown,
+      healthy: false,
+      error: message,
+    };
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  } else {
+    process.stdout.write(`UNKNOWN: ${message}\n`);
+  }
+  return CheckExitCode.Unknown;
+}
+
+async function check(args: StatusArgs): Promise<number> {
+  const clockThresholdMs = durationOption('clock-threshold', args.clockThreshold);
+  const goneAfter = goneAfterMs(args);
+  const resolved = resolveNamespaceSource(args);
+  const { namespace } = resolved;
+  const file = configPath(args);
+  let config = optionalConfig(args);
+  if (!config) {
+    process.stderr.write(`no schedules file at ${file}: next fires are not shown\n`);
+  } else if (config.namespace !== namespace) {
+    process.stderr.write(
+      `${file} is for namespace "${config.namespace}", not "${namespace}": its next fires ` +
+        'are not shown\n',
+    );
+    config = null;
+  }
+
+  const facts = await readFleet(args, namespace, config);
+  const report = buildStatus({
+    ...facts,
+    namespace,
+    config,
+    clockThresholdMs,
+    goneAfterMs: goneAfter,
+    warnPaused: args.warnPaused,
+  });
+  // Nothing at all in the fallback namespace: most likely run outside the schedules folder.
+  const hint =
+    report.runners.length === 0 && report.jobs.length === 0 ? namespaceHint(resolved) : null;
+  if (hint) process.stderr.write(`baton: hint: ${hint}\n`);
+  if (args.json) {
+    const { namespace: read, ...rest } = statusToJson(report);
+    const json = { namespace: read, namespaceSource: resolved.source, ...rest };
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  } else {
+    process.stdout.write(render(report, resolved, facts.databaseClock));
+  }
+  return CHECK_EXIT_CODES[report.state];
+}
 
 interface FleetFacts {
   now: Date;
@@ -168,11 +245,45 @@ async function readFleet(
   }
 }
 
-function render(report: StatusReport, databaseClock: boolean): string {
-  const { now } = report;
-  const out: string[] = [];
+/** A few words per finding for the first line, the one a monitor shows: `"nightly" overdue`. */
+function label(w: Warning): string {
+  const job = `"${w.job ?? ''}"`;
+  const host = w.hosts?.join(', ') ?? '';
+  switch (w.kind) {
+    case 'no-runner':
+      return 'no runner alive';
+    case 'runner-gone':
+      return `runner ${host} gone`;
+    case 'clock-offset':
+      return `clock of ${host} off`;
+    case 'schedule-drift':
+      return `drift of ${job}`;
+    case 'no-success':
+      return `${job} overdue`;
+    case 'failing':
+      return `${job} failing`;
+    case 'paused':
+      return `${job} paused`;
+  }
+}
+
+/** `CRITICAL: no runner alive; namespace "prod" (from the schedules file …), database time …`. */
+function firstLine(report: StatusReport, resolved: ResolvedNamespace, databaseClock: boolean) {
+  const MAX_LABELS = 3;
+  const labels = [...new Set(report.warnings.map(label))];
+  const shown = labels.slice(0, MAX_LABELS).join(', ');
+  const more = labels.length > MAX_LABELS ? ` and ${labels.length - MAX_LABELS} more` : '';
+  const what = labels.length > 0 ? ` ${shown}${more};` : '';
   const clock = databaseClock ? 'database time' : "this host's time (no database)";
-  out.push(`namespace "${report.namespace}", ${clock} ${formatInstant(now)} UTC\n`);
+  return (
+    `${report.state}:${what} ${namespaceLine(resolved)}, ${clock} ` +
+    `${formatInstant(report.now)} UTC\n`
+  );
+}
+
+function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock: boolean): string {
+  const { now } = report;
+  const out: string[] = [firstLine(report, resolved, databaseClock)];
 
   const count = (state: string) => report.runners.filter((r) => r.state === state).length;
   out.push(
@@ -246,8 +357,19 @@ function render(report: StatusReport, databaseClock: boolean): string {
   if (report.warnings.length === 0) {
     out.push('\nno warnings\n');
   } else {
-    out.push(`\nWARNINGS: ${report.warnings.length}\n`);
-    for (const w of report.warnings) out.push(`${w.kind}: ${w.message}\n`);
+    // Worst first; within a severity, in the report's order.
+    const order = ['critical', 'warning', 'info'] as const;
+    const severity = (w: Warning) => severityOf(w.kind, { warnPaused: report.warnPaused });
+    const counts = order
+      .map((s) => [s, report.warnings.filter((w) => severity(w) === s).length] as const)
+      .filter(([, n]) => n > 0)
+      .map(([s, n]) => `${n} ${s}`);
+    out.push(`\nWARNINGS: ${report.warnings.length} (${counts.join(', ')})\n`);
+    for (const s of order) {
+      for (const w of report.warnings.filter((x) => severity(x) === s)) {
+        out.push(`${s.toUpperCase()} ${w.kind}: ${w.message}\n`);
+      }
+    }
   }
   return out.join('');
 }
