@@ -52,6 +52,14 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
     }) as Argv<T & CommonArgs>;
 }
 
+/**
+ * An option that may be given more than once (`--status failed --status timeout`): its values
+ * come as an array, one per use, and a row matches any of them. `nargs: 1` keeps the word after
+ * it a positional (`--status failed tick`: the job tick). Any other option given twice is refused
+ * (cli/usage.ts), not silently turned into an array a command does not expect.
+ */
+export const REPEATABLE = { type: 'string', array: true, nargs: 1 } as const;
+
 export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
 }
