@@ -20,6 +20,7 @@ import {
 import { DURATION_HINT, parseDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
 import { UsageError } from '../errors.js';
+import { closest } from '../text.js';
 
 export const DEFAULT_CONFIG = './schedules.yaml';
 
@@ -125,10 +126,19 @@ export function resolveHost(args: CommonArgs): string {
 export function findJob(config: Config, name: string) {
   const job = config.jobs.find((j) => j.name === name);
   if (!job) {
-    const known = config.jobs.map((j) => j.name).join(', ') || '(none)';
-    throw new UsageError(`unknown job "${name}" in ${config.file} (jobs: ${known})`);
+    const names = config.jobs.map((j) => j.name);
+    throw new UsageError(
+      `unknown job "${name}" in ${config.file}${didYouMean(name, names)} ` +
+        `(jobs: ${names.join(', ') || '(none)'})`,
+    );
   }
   return job;
+}
+
+/** `; did you mean "settle"?` when one of `names` is close to a mistyped `name`, else ''. */
+export function didYouMean(name: string, names: Iterable<string>): string {
+  const meant = closest(name, names);
+  return meant != null ? `; did you mean "${meant}"?` : '';
 }
 
 /** A positive duration option (`15s`, `500ms`), or a usage error naming the option. */

@@ -3,6 +3,7 @@
  * show` (one row) and `baton explain` (every row of one fire). Read-only; for the protocol's own
  * reads see fire-reads.ts.
  */
+import type { RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';
 import type { ReasonKind, RunStatus } from '../run-status.js';
 import { COLUMNS, toRun, type Run, type RunRow } from './runs.js';
@@ -79,4 +80,17 @@ export async function listRuns(db: Queryable, filter: HistoryFilter): Promise<Ru
     params,
   );
   return rows.map(toRun);
+}
+
+/**
+ * The jobs the namespace's history names, by name: what `baton pause` and `resume` know of a job
+ * without a schedules file. DISTINCT over the fire key's prefix (namespace, job) reads one entry
+ * per job, not every row.
+ */
+export async function historyJobs(db: Queryable, namespace: string): Promise<string[]> {
+  const [rows] = await db.query<(RowDataPacket & { job: string })[]>(
+    'SELECT DISTINCT job FROM baton_runs WHERE namespace = ? ORDER BY job',
+    [namespace],
+  );
+  return rows.map((r) => r.job);
 }

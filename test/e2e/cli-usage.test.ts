@@ -5,6 +5,9 @@
  *   planted rows; a bad value is 64 naming the option and its values; an option that takes one
  *   value given twice is 64, not an SQL error.
  * - A mistyped command or option is 64 with the closest known name, and no stack.
+ * - `pause`, `resume` and `run` refuse a job they do not know (64, did-you-mean): the schedules
+ *   file is the truth, `--force` pauses a job not in it yet; without a file of the namespace its
+ *   history says which jobs exist; a paused job since removed from the file can be resumed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
@@ -153,5 +156,95 @@ describe('mistyped commands and options', () => {
     expect(r.stderr).toMatch(/Run "baton history --help" for usage/);
     expectUsage(await cli('list', '--jsno'), /unknown option --jsno; did you mean --json\?/);
     expectUsage(await cli('status', '--zzzzzz'), /^baton: unknown option --zzzzzz\n/);
+  });
+});
+
+interface PauseJson {
+  job: string;
+  namespace: string;
+  paused: boolean;
+  renewed: boolean;
+  forced: boolean;
+  pause: { pausedBy: string; pausedAt: string; reason: string | null };
+}
+
+interface ResumeJson {
+  job: string;
+  namespace: string;
+  resumed: boolean;
+  wasPaused: { pausedBy: string; pausedAt: string; reason: string | null } | null;
+}
+
+function parsed<T>(r: CliResult): T {
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+const pausedJobs = async (namespace: string) =>
+  (
+    await db.query<{ job: string }>(
+      'SELECT job FROM baton_pauses WHERE namespace = ? ORDER BY job',
+      [namespace],
+    )
+  ).map((r) => r.job);
+
+describe('unknown jobs', () => {
+  it('pause refuses a job not in the schedules file unless --force, and resume lifts any pause', async () => {
+    const typo = await cli('pause', 'setle');
+    expectUsage(typo, /"setle" is not a job of \S+schedules\.yaml; did you mean "settle"\?/);
+    expect(typo.stderr).toMatch(/nothing was paused \(--force pauses it anyway/);
+    expect(await pausedJobs('cli')).toEqual([]);
+
+    const paused = parsed<PauseJson>(
+      await cli('pause', 'settle', '--json', '--host', 'ops-1', '--reason', 'ledger frozen'),
+    );
+    expect(paused).toMatchObject({
+      job: 'settle',
+      namespace: 'cli',
+      paused: true,
+      renewed: false,
+      forced: false,
+      pause: { pausedBy: 'ops-1', reason: 'ledger frozen' },
+    });
+    expect(Date.parse(paused.pause.pausedAt)).not.toBeNaN();
+    expect(parsed<PauseJson>(await cli('pause', 'settle', '--json')).renewed).toBe(true);
+
+    // A job not in the file yet: --force, and it says so.
+    const forced = await cli('pause', 'nightly', '--force');
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stderr).toContain('"nightly" is not a known job; paused it anyway (--force)');
+    expect(await pausedJobs('cli')).toEqual(['nightly', 'settle']);
+
+    // resume: a name nothing knows is refused and says nothing was paused under it.
+    const nothing = await cli('resume', 'setle');
+    expectUsage(nothing, /nothing is paused under "setle" in namespace "cli"/);
+    expect(nothing.stderr).toMatch(/did you mean "settle"\?.*\(paused: nightly, settle\)/);
+    // A job of the file that is not paused: nothing to do, not an error.
+    const report = parsed<ResumeJson>(await cli('resume', 'report', '--json'));
+    expect(report).toEqual({ job: 'report', namespace: 'cli', resumed: false, wasPaused: null });
+    const settle = parsed<ResumeJson>(await cli('resume', 'settle', '--json'));
+    expect(settle).toMatchObject({ job: 'settle', resumed: true, wasPaused: { reason: null } });
+    // Paused, not in the file (removed since, or forced): resume still lifts it.
+    const removed = await cli('resume', 'nightly');
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toMatch(/^resumed nightly in namespace "cli"/);
+    expect(await pausedJobs('cli')).toEqual([]);
+  });
+
+  it("without the namespace's schedules file, its history says which jobs exist", async () => {
+    const known = await cli('pause', 'settle', '--namespace', 'elsewhere');
+    expect(known.code, known.stderr).toBe(0);
+    const unknown = await cli('pause', 'report', '--namespace', 'elsewhere');
+    expectUsage(unknown, /"report" is not a job of the history of namespace "elsewhere"/);
+    expect(await pausedJobs('elsewhere')).toEqual(['settle']);
+    expect((await cli('resume', 'settle', '--namespace', 'elsewhere')).code).toBe(0);
+  });
+
+  it('run refuses a mistyped job with the closest name', async () => {
+    const r = await cli('run', 'reprot');
+    expectUsage(
+      r,
+      /unknown job "reprot" in \S+; did you mean "report"\? \(jobs: settle, report, archive\)/,
+    );
   });
 });
