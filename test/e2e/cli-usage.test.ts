@@ -8,6 +8,9 @@
  * - `pause`, `resume` and `run` refuse a job they do not know (64, did-you-mean): the schedules
  *   file is the truth, `--force` pauses a job not in it yet; without a file of the namespace its
  *   history says which jobs exist; a paused job since removed from the file can be resumed.
+ * - `--json` on run, pause, resume and migrate prints one JSON document on stdout (a job's own
+ *   output goes to stderr); with `--json` every error is one JSON object on stderr, with the
+ *   documented exit code: usage (64), unknown job, failed job (its code), database (69).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
@@ -33,6 +36,12 @@ jobs:
   archive:
     schedule: "0 5 * * *"
     command: ["true"]
+  loud:
+    schedule: "0 6 * * *"
+    command: ["sh", "-c", "echo out-of-loud; echo err-of-loud >&2"]
+  broken:
+    schedule: "0 7 * * *"
+    command: ["sh", "-c", "echo about to fail; exit 3"]
 `);
   const migrated = await cli('migrate');
   expect(migrated.code, migrated.stderr).toBe(0);
@@ -244,7 +253,110 @@ describe('unknown jobs', () => {
     const r = await cli('run', 'reprot');
     expectUsage(
       r,
-      /unknown job "reprot" in \S+; did you mean "report"\? \(jobs: settle, report, archive\)/,
+      /unknown job "reprot" in \S+; did you mean "report"\? \(jobs: settle, report, archive, loud, broken\)/,
     );
+  });
+});
+
+interface ErrorJson {
+  error: { exitCode: number; code: string; message: string };
+}
+
+/** The last line of stderr as a JSON error (a job's own output may come before it). */
+function errorOf(r: CliResult): ErrorJson['error'] {
+  const last = r.stderr.trimEnd().split('\n').at(-1)!;
+  const { error } = JSON.parse(last) as ErrorJson;
+  expect(error.exitCode).toBe(r.code);
+  return error;
+}
+
+describe('--json', () => {
+  it("run prints the run's history row; the job's output goes to stderr", async () => {
+    const r = await cli('run', 'loud', '--json', '--host', 'ops-json');
+    expect(r.code, r.stderr).toBe(0);
+    const row = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(row).toMatchObject({
+      job: 'loud',
+      trigger: 'manual',
+      status: 'done',
+      winner: true,
+      host: 'ops-json',
+      exitCode: 0,
+      attempts: 1,
+      paused: null,
+    });
+    expect(row.durationMs).toEqual(expect.any(Number));
+    expect(await historyIds('loud')).toEqual([row.id]);
+    expect(r.stderr).toContain('out-of-loud');
+    expect(r.stderr).toContain('err-of-loud');
+  });
+
+  it("run of a failing job: the row on stdout, the error as JSON on stderr, the job's exit code", async () => {
+    const r = await cli('run', 'broken', '--json');
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stdout)).toMatchObject({ job: 'broken', status: 'failed', exitCode: 3 });
+    expect(r.stderr).toContain('about to fail');
+    expect(errorOf(r)).toMatchObject({
+      code: 'JOB_FAILED',
+      message: expect.stringMatching(/^broken failed: /),
+    });
+  });
+
+  it('migrate says what it applied, and that a migrated database is up to date', async () => {
+    const fresh = `${db.url}_m`;
+    try {
+      const first = await baton(['migrate', '--json', '--database-url', fresh]);
+      expect(first.code, first.stderr).toBe(0);
+      const doc = JSON.parse(first.stdout) as {
+        database: string;
+        applied: string[];
+        upToDate: boolean;
+      };
+      expect(doc.database).toBe(fresh);
+      expect(doc.applied[0]).toBe('0001_create_baton_runs');
+      expect(doc.upToDate).toBe(false);
+      const again = await baton(['migrate', '--json', '--database-url', fresh]);
+      expect(JSON.parse(again.stdout)).toEqual({ database: fresh, applied: [], upToDate: true });
+    } finally {
+      await db.conn.query('DROP DATABASE IF EXISTS ??', [`${db.name}_m`]);
+    }
+  });
+
+  it('reports errors as one JSON object on stderr, with the documented exit code', async () => {
+    const usage = await cli('history', '--status', 'nonsense', '--json');
+    expect(usage.code).toBe(64);
+    expect(usage.stdout).toBe('');
+    expect(JSON.parse(usage.stderr)).toEqual({
+      error: {
+        exitCode: 64,
+        code: 'USAGE',
+        message: expect.stringMatching(/^--status "nonsense": expected one of running, done/),
+      },
+    });
+    const typo = await cli('stauts', '--json');
+    expect(JSON.parse(typo.stderr).error).toMatchObject({
+      exitCode: 64,
+      message: expect.stringContaining('did you mean "status"'),
+    });
+    const unknownJob = await cli('pause', 'setle', '--json');
+    expect(unknownJob.code).toBe(64);
+    expect(JSON.parse(unknownJob.stderr).error.message).toMatch(/did you mean "settle"/);
+    const down = await baton([
+      'history',
+      '--json',
+      '--config',
+      config,
+      '--database-url',
+      'mysql://root:secret@127.0.0.1:1/x',
+    ]);
+    expect(down.code).toBe(69);
+    expect(down.stdout).toBe('');
+    expect(JSON.parse(down.stderr).error).toMatchObject({
+      exitCode: 69,
+      code: 'DATABASE_UNAVAILABLE',
+    });
+    expect(down.stderr).not.toContain('secret');
+    // Without --json the same error is prose.
+    expect((await cli('history', '--status', 'nonsense')).stderr).toMatch(/^baton: --status/);
   });
 });
