@@ -26,3 +26,42 @@ export function oneLine(s: string, max = 100): string {
 export function formatInstant(d: Date | null): string {
   return d ? d.toISOString().replace('T', ' ').replace('Z', '') : '';
 }
+
+/**
+ * The edit distance of `a` and `b`: insertions, deletions, substitutions and swaps of two
+ * neighbours (optimal string alignment), so that `stauts` is one step from `status`.
+ */
+export function editDistance(a: string, b: string): number {
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const same = a[i - 1] === b[j - 1];
+      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (same ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d = Math.min(d, before[j - 2]! + 1);
+      }
+      row[j] = d;
+    }
+    before = prev;
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * The candidate a mistyped `name` most likely meant: the closest by edit distance (ignoring
+ * case), if it is within a third of the name's length (at least one edit); else undefined.
+ */
+export function closest(name: string, candidates: Iterable<string>): string | undefined {
+  const limit = Math.max(1, Math.floor(name.length / 3));
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance <= limit && (best == null || distance < best.distance)) {
+      best = { name: candidate, distance };
+    }
+  }
+  return best?.name;
+}

@@ -7,6 +7,7 @@ import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode } from '../exit-codes.js';
 import { version } from '../version.js';
+import { failUsage, noteOptions } from './usage.js';
 
 /**
  * The commands, in the order --help lists them. `baton start` is a daemon that lives for months:
@@ -66,14 +67,13 @@ await cli
   // `baton completion >> ~/.bashrc` (or ~/.zshrc): commands and options complete on Tab.
   .completion('completion', 'Print a shell completion script for bash or zsh')
   .demandCommand(1, 'name a command (see --help)')
+  // Unknown commands and options are refused (64), with the closest known name (usage.ts).
   .strict()
+  .recommendCommands()
+  .middleware(noteOptions, true)
   .version(version)
   .help()
   .alias('h', 'help')
   .wrap(Math.min(110, process.stdout.columns || 100))
-  .fail((message, err) => {
-    if (err) throw err;
-    process.stderr.write(`baton: ${message}\nRun "baton --help" for usage.\n`);
-    process.exit(ExitCode.Usage);
-  })
+  .fail(failUsage(hideBin(process.argv)))
   .parseAsync();

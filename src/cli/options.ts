@@ -20,6 +20,7 @@ import {
 import { DURATION_HINT, parseDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
 import { UsageError } from '../errors.js';
+import { closest } from '../text.js';
 
 export const DEFAULT_CONFIG = './schedules.yaml';
 
@@ -51,6 +52,14 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
       describe: "this runner's name in history (env BATON_HOST; default the OS host name)",
     }) as Argv<T & CommonArgs>;
 }
+
+/**
+ * An option that may be given more than once (`--status failed --status timeout`): its values
+ * come as an array, one per use, and a row matches any of them. `nargs: 1` keeps the word after
+ * it a positional (`--status failed tick`: the job tick). Any other option given twice is refused
+ * (cli/usage.ts), not silently turned into an array a command does not expect.
+ */
+export const REPEATABLE = { type: 'string', array: true, nargs: 1 } as const;
 
 export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
@@ -117,10 +126,19 @@ export function resolveHost(args: CommonArgs): string {
 export function findJob(config: Config, name: string) {
   const job = config.jobs.find((j) => j.name === name);
   if (!job) {
-    const known = config.jobs.map((j) => j.name).join(', ') || '(none)';
-    throw new UsageError(`unknown job "${name}" in ${config.file} (jobs: ${known})`);
+    const names = config.jobs.map((j) => j.name);
+    throw new UsageError(
+      `unknown job "${name}" in ${config.file}${didYouMean(name, names)} ` +
+        `(jobs: ${names.join(', ') || '(none)'})`,
+    );
   }
   return job;
+}
+
+/** `; did you mean "settle"?` when one of `names` is close to a mistyped `name`, else ''. */
+export function didYouMean(name: string, names: Iterable<string>): string {
+  const meant = closest(name, names);
+  return meant != null ? `; did you mean "${meant}"?` : '';
 }
 
 /** A positive duration option (`15s`, `500ms`), or a usage error naming the option. */

@@ -49,8 +49,11 @@ export interface GroupChildOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   tail: OutputTail;
-  /** Pass the output through to this process's stdout/stderr (foreground `baton run`). */
-  tee?: boolean;
+  /**
+   * Pass the output through to this process's stdout/stderr (foreground `baton run`); `stderr`:
+   * both to stderr, so that stdout carries only `baton run --json`'s document.
+   */
+  tee?: boolean | 'stderr';
   /** An IPC channel to the child (module jobs). */
   ipc?: boolean;
   /** Called at the process's exit, before the drain. */
@@ -78,7 +81,7 @@ export function spawnGroupChild(
     tail.push(chunk);
     if (tee) sink.write(chunk);
   };
-  child.stdout?.on('data', capture(process.stdout));
+  child.stdout?.on('data', capture(tee === 'stderr' ? process.stderr : process.stdout));
   child.stderr?.on('data', capture(process.stderr));
 
   const signalGroup = (signal: NodeJS.Signals) => {

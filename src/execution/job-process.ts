@@ -75,7 +75,8 @@ export interface RunningJob {
 export type StopStatus = Exclude<FinalStatus, 'done'>;
 
 export interface StartOptions {
-  tee?: boolean;
+  /** See GroupChildOptions.tee. */
+  tee?: boolean | 'stderr';
   tailBytes?: number;
   /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
   database?: DatabaseTarget | null;

@@ -66,8 +66,8 @@ export interface FireOptions {
   /** Where a verdict the database cannot take is kept; without it the error is thrown. */
   verdicts?: VerdictBacklog;
   events?: FireEvents;
-  /** Pass the job's output through to this process (foreground `baton run`). */
-  tee?: boolean;
+  /** Pass the job's output through to this process (foreground `baton run`; see job-launch.ts). */
+  tee?: boolean | 'stderr';
   /**
    * The database a module job gets as `ctx.db`, resolved when the fire is about to contend (a
    * reload may have changed it); one that throws means the fire is not attempted.

@@ -3,6 +3,7 @@
  * show` (one row) and `baton explain` (every row of one fire). Read-only; for the protocol's own
  * reads see fire-reads.ts.
  */
+import type { RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';
 import type { ReasonKind, RunStatus } from '../run-status.js';
 import { COLUMNS, toRun, type Run, type RunRow } from './runs.js';
@@ -31,13 +32,17 @@ export async function findRun(db: Queryable, id: number): Promise<Run | null> {
   return rows[0] ? toRun(rows[0]) : null;
 }
 
+/** One value, or several of which a row may have any (`--status failed --status timeout`). */
+export type OneOrMore<T> = T | readonly T[];
+
+/** Each field narrows the rows (AND); a field of several values matches any of them (OR). */
 export interface HistoryFilter {
   namespace: string;
-  job?: string;
-  host?: string;
-  status?: RunStatus;
+  job?: OneOrMore<string>;
+  host?: OneOrMore<string>;
+  status?: OneOrMore<RunStatus>;
   /** Rows of this `reason_kind` (skips of one kind, or `not-run`: the `missed` rows). */
-  reasonKind?: ReasonKind;
+  reasonKind?: OneOrMore<ReasonKind>;
   since?: Date;
   limit: number;
 }
@@ -51,32 +56,41 @@ export interface HistoryFilter {
 export async function listRuns(db: Queryable, filter: HistoryFilter): Promise<Run[]> {
   const where = ['namespace = ?'];
   const params: unknown[] = [filter.namespace];
-  if (filter.job != null) {
-    where.push('job = ?');
-    params.push(filter.job);
-  }
-  if (filter.host != null) {
-    where.push('host = ?');
-    params.push(filter.host);
-  }
-  if (filter.status != null) {
-    where.push('status = ?');
-    params.push(filter.status);
-  }
-  if (filter.reasonKind != null) {
-    where.push('reason_kind = ?');
-    params.push(filter.reasonKind);
-  }
+  const matching = (column: string, value: OneOrMore<string> | undefined) => {
+    const values = value == null ? [] : typeof value === 'string' ? [value] : value;
+    if (values.length === 0) return;
+    // `IN (?)` with an array: mysql2 expands it to a list of placeholders' values, escaped.
+    where.push(values.length === 1 ? `${column} = ?` : `${column} IN (?)`);
+    params.push(values.length === 1 ? values[0] : values);
+  };
+  matching('job', filter.job);
+  matching('host', filter.host);
+  matching('status', filter.status);
+  matching('reason_kind', filter.reasonKind);
   if (filter.since != null) {
     where.push('scheduled_at >= ?');
     params.push(filter.since);
   }
   params.push(filter.limit);
+  const oneJob = typeof filter.job === 'string' || filter.job?.length === 1;
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs WHERE ${where.join(' AND ')}
-      ORDER BY ${filter.job != null ? 'scheduled_at DESC, winner DESC' : 'scheduled_at DESC, id DESC'}
+      ORDER BY ${oneJob ? 'scheduled_at DESC, winner DESC' : 'scheduled_at DESC, id DESC'}
       LIMIT ?`,
     params,
   );
   return rows.map(toRun);
+}
+
+/**
+ * The jobs the namespace's history names, by name: what `baton pause` and `resume` know of a job
+ * without a schedules file. DISTINCT over the fire key's prefix (namespace, job) reads one entry
+ * per job, not every row.
+ */
+export async function historyJobs(db: Queryable, namespace: string): Promise<string[]> {
+  const [rows] = await db.query<(RowDataPacket & { job: string })[]>(
+    'SELECT DISTINCT job FROM baton_runs WHERE namespace = ? ORDER BY job',
+    [namespace],
+  );
+  return rows.map((r) => r.job);
 }

@@ -226,7 +226,7 @@ jobs:
     expectQuiet(runners);
   });
 
-  it('needs a migrated database, checks the job name, and warns for a job not in the file', async () => {
+  it('needs a migrated database, checks the job name, and refuses a job not in the file unless --force', async () => {
     const config = writeSchedule(`
 namespace: pause-cli
 jobs:
@@ -247,9 +247,11 @@ jobs:
     const badName = await cli(config, 'pause', 'no such job');
     expect(badName.code).toBe(64);
     expect(badName.stderr).toContain('job name may contain only');
-    const stranger = await cli(config, 'pause', 'nightly', '--host', 'ops-2');
+    // A job the file does not have is refused (cli-usage.test.ts), unless forced.
+    expect((await cli(config, 'pause', 'nightly', '--host', 'ops-2')).code).toBe(64);
+    const stranger = await cli(config, 'pause', 'nightly', '--host', 'ops-2', '--force');
     expect(stranger.code).toBe(0);
-    expect(stranger.stderr).toContain('"nightly" is not a job of');
+    expect(stranger.stderr).toContain('"nightly" is not a known job; paused it anyway');
     const [row] = await fleet.db.query<{ job: string; paused_by: string; reason: string | null }>(
       'SELECT job, paused_by, reason FROM baton_pauses WHERE namespace = ?',
       ['pause-cli'],

@@ -6,6 +6,7 @@ import { jobLockName, LOCK_NAME_MAX, migrationLockName } from '../../src/lock-na
 import { OutputTail } from '../../src/execution/output-tail.js';
 import { parseDatabaseUrl, redactUrl } from '../../src/config/database-url.js';
 import { describeSchedule } from '../../src/schedule/describe.js';
+import { closest, editDistance } from '../../src/text.js';
 
 describe('lock names', () => {
   it('stay within 64 characters, are ASCII, and differ by database, namespace and exact job name', () => {
@@ -119,5 +120,25 @@ describe('manual runs', () => {
     expect(manualInstant(new Date('2026-11-30T03:00:00.250Z'))).toEqual(
       new Date('2026-11-30T03:00:00.250Z'),
     );
+  });
+});
+
+describe('did-you-mean', () => {
+  it('counts edits, a swap of neighbours as one', () => {
+    expect(editDistance('status', 'status')).toBe(0);
+    expect(editDistance('stauts', 'status')).toBe(1);
+    expect(editDistance('setle', 'settle')).toBe(1);
+    expect(editDistance('', 'abc')).toBe(3);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+  });
+
+  it('names the closest candidate only when it is close enough to be a typo', () => {
+    expect(closest('stauts', ['start', 'status', 'show'])).toBe('status');
+    expect(closest('Settle', ['report', 'settle'])).toBe('settle');
+    expect(closest('frobnicate', ['status', 'history'])).toBeUndefined();
+    // Within a third of the name's length: "ab" is one edit from "ax", not two from "xy".
+    expect(closest('ab', ['xy'])).toBeUndefined();
+    expect(closest('ab', ['ax'])).toBe('ax');
+    expect(closest('x', [])).toBeUndefined();
   });
 });

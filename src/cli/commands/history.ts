@@ -10,13 +10,16 @@ import { listRuns } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
 import { action } from '../action.js';
 import { durationCell, runToJson, table, winnerCell } from '../format.js';
-import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { REPEATABLE, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { namespaceHint, namespaceLine, resolveNamespaceSource } from '../config-options.js';
 
-interface HistoryArgs extends CommonArgs {
-  job?: string;
-  status?: string;
-  reasonKind?: string;
+/** `--host` is a filter here, and may be repeated like the others. */
+interface HistoryArgs extends Omit<CommonArgs, 'host'> {
+  /** The filters that may be repeated: a row matches any of one filter's values. */
+  job?: string[];
+  host?: string[];
+  status?: RunStatus[];
+  reasonKind?: ReasonKind[];
   since?: string;
   limit: number;
   json: boolean;
@@ -38,23 +41,27 @@ export function parseSince(value: string, now = new Date()): Date {
 }
 
 export const historyCommand: CommandModule<object, HistoryArgs> = {
-  command: 'history [job]',
+  command: 'history [job..]',
   describe: 'Show the run history, newest first: every attempt of every runner',
   builder: (y) =>
     withCommonOptions(y)
-      .positional('job', { type: 'string', describe: 'only this job' })
+      .positional('job', { type: 'string', array: true, describe: 'only these jobs' })
       // Here --host filters; it does not default to this machine.
-      .option('host', { type: 'string', describe: 'only rows written by this runner host' })
+      .option('host', {
+        ...REPEATABLE,
+        describe: 'only rows written by this runner host (repeat for several)',
+      })
       .option('status', {
-        type: 'string',
+        ...REPEATABLE,
         choices: RUN_STATUSES,
-        describe: 'only rows with this status',
+        describe: 'only rows with this status (repeat for several)',
       })
       .option('reason-kind', {
-        type: 'string',
+        ...REPEATABLE,
         choices: REASON_KINDS,
         describe:
-          'only rows with this reason_kind: why a runner did not run a fire (docs/history.md)',
+          'only rows with this reason_kind: why a runner did not run a fire (docs/history.md; ' +
+          'repeat for several)',
       })
       .option('since', { type: 'string', describe: 'only fires since: 2h, 30m, 7d or ISO-8601' })
       .option('limit', { type: 'number', default: 50, describe: 'at most this many rows' })
@@ -67,11 +74,11 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     if (!Number.isInteger(args.limit) || args.limit < 1)
       throw new UsageError('--limit must be a positive integer');
     const since = args.since != null ? parseSince(args.since) : undefined;
-    const resolved = resolveNamespaceSource(args);
+    // `--host` filters here; it does not default to this machine, nor name one.
+    const { host: hosts, ...common } = args;
+    const resolved = resolveNamespaceSource(common);
     const { namespace } = resolved;
-    const target = resolveDatabase(args);
-    // `--host` filters here; it does not default to this machine.
-    const host = args.host;
+    const target = resolveDatabase(common);
 
     let runs: Run[] = [];
     let pauses: Pause[] = [];
@@ -82,9 +89,9 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         namespace,
         limit: args.limit,
         ...(args.job != null ? { job: args.job } : {}),
-        ...(host != null ? { host } : {}),
-        ...(args.status != null ? { status: args.status as RunStatus } : {}),
-        ...(args.reasonKind != null ? { reasonKind: args.reasonKind as ReasonKind } : {}),
+        ...(hosts != null ? { host: hosts } : {}),
+        ...(args.status != null ? { status: args.status } : {}),
+        ...(args.reasonKind != null ? { reasonKind: args.reasonKind } : {}),
         ...(since ? { since } : {}),
       });
       // A database from before the pauses table (migration 0003) has none.
@@ -98,7 +105,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
 
     // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
     const shown = new Set(runs.map((r) => r.job));
-    if (args.job != null) shown.add(args.job);
+    for (const job of args.job ?? []) shown.add(job);
     for (const p of pauses.filter((p) => shown.has(p.job))) {
       process.stderr.write(`baton: note: ${p.job} is ${pausedReason(p)}\n`);
     }

@@ -3,6 +3,13 @@
  * (`baton_pauses`), so every runner honours it at its next fire — a paused fire leaves one skip row
  * per runner whose reason starts with `paused by`. `baton run` still runs a paused job (with a
  * note): a pause stops the schedule, not an operator.
+ *
+ * A mistyped name would pause a job nobody runs while the real one goes on, so both refuse a job
+ * they do not know (64, with the closest name). The schedules file is the truth when it is the
+ * namespace's: `pause` takes only its jobs (`--force` for a job not yet in the file; renewing a
+ * pause that exists needs none); without one, the namespace's history and pauses say which jobs
+ * exist. `resume` lifts any pause there is — also of a job since removed from the file — and
+ * refuses a name nothing knows.
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
@@ -10,15 +17,32 @@ import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../.
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
-import { findPause, pauseJob, pausedReason, resumeJob } from '../../store/pauses.js';
+import { historyJobs } from '../../store/history-reads.js';
+import {
+  findPause,
+  listPauses,
+  pauseJob,
+  pausedReason,
+  resumeJob,
+  type Pause,
+} from '../../store/pauses.js';
 import { action } from '../action.js';
-import { resolveDatabase, resolveHost, withCommonOptions, type CommonArgs } from '../options.js';
+import { pauseToJson } from '../format.js';
+import {
+  didYouMean,
+  resolveDatabase,
+  resolveHost,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PauseArgs extends CommonArgs {
   job: string;
   reason?: string;
   namespace?: string;
+  force: boolean;
+  json: boolean;
 }
 
 /** `baton_pauses.reason` is VARCHAR(512). */
@@ -29,6 +53,10 @@ const namespaceOption = {
   describe: "namespace of the job (env BATON_NAMESPACE; default the schedules file's)",
 } as const;
 
+const jsonOption = { type: 'boolean', default: false, describe: 'print one JSON object' } as const;
+
+type Connection = Awaited<ReturnType<typeof openConnection>>;
+
 function checkJobName(name: string): void {
   const check = jobNameSchema.safeParse(name);
   if (!check.success) throw new UsageError(`"${name}": ${check.error.issues[0]?.message}`);
@@ -37,7 +65,7 @@ function checkJobName(name: string): void {
 /** Runs `body` on a connection to a migrated database; a missing table is a clear 69. */
 async function withPauses<T>(
   target: DatabaseTarget,
-  body: (conn: Awaited<ReturnType<typeof openConnection>>) => Promise<T>,
+  body: (conn: Connection) => Promise<T>,
 ): Promise<T> {
   let conn;
   try {
@@ -55,6 +83,24 @@ async function withPauses<T>(
   }
 }
 
+/**
+ * The jobs a name is checked against, and where they come from: the schedules file's when it is
+ * this namespace's, else those the namespace's history and pauses name.
+ */
+async function knownJobs(
+  args: PauseArgs,
+  namespace: string,
+  conn: Connection,
+  pauses: readonly Pause[],
+): Promise<{ names: Set<string>; where: string }> {
+  const config = optionalConfig(args);
+  if (config && config.namespace === namespace) {
+    return { names: new Set(config.jobs.map((j) => j.name)), where: config.file };
+  }
+  const names = new Set([...(await historyJobs(conn, namespace)), ...pauses.map((p) => p.job)]);
+  return { names, where: `the history of namespace "${namespace}" (no schedules file of it here)` };
+}
+
 export const pauseCommand: CommandModule<object, PauseArgs> = {
   command: 'pause <job>',
   describe: 'Pause a job on every runner from its next fire (skip rows say "paused")',
@@ -62,7 +108,13 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
       .option('reason', { type: 'string', describe: 'why, for the skip rows and `status`' })
-      .option('namespace', namespaceOption) as never,
+      .option('namespace', namespaceOption)
+      .option('force', {
+        type: 'boolean',
+        default: false,
+        describe: 'pause a job the schedules file does not have (yet)',
+      })
+      .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
     const name = String(args.job);
     checkJobName(name);
@@ -72,18 +124,32 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     }
     const namespace = resolveNamespace(args);
     const pausedBy = resolveHost(args);
-    const config = optionalConfig(args);
-    if (config && config.namespace === namespace && !config.jobs.some((j) => j.name === name)) {
-      process.stderr.write(
-        `baton: warning: "${name}" is not a job of ${config.file}; pausing it anyway\n`,
-      );
-    }
     const target = resolveDatabase(args);
-    const { before, after } = await withPauses(target, async (conn) => {
+    const { before, after, forced } = await withPauses(target, async (conn) => {
+      const pauses = await listPauses(conn, namespace);
+      const known = await knownJobs(args, namespace, conn, pauses);
+      const forced = !known.names.has(name);
+      // Renewing a pause there already is (one forced before) needs no --force again.
+      if (forced && !args.force && !pauses.some((p) => p.job === name)) {
+        throw new UsageError(
+          `"${name}" is not a job of ${known.where}${didYouMean(name, known.names)}; ` +
+            'nothing was paused (--force pauses it anyway, e.g. a job not yet in the file)',
+        );
+      }
       const before = await findPause(conn, namespace, name);
       await pauseJob(conn, namespace, name, reason, pausedBy);
-      return { before, after: await findPause(conn, namespace, name) };
+      return { before, after: await findPause(conn, namespace, name), forced };
     });
+    if (args.json) {
+      const doc = { job: name, namespace, paused: true, renewed: before != null, forced };
+      process.stdout.write(`${JSON.stringify({ ...doc, pause: pauseToJson(after) }, null, 2)}\n`);
+      return ExitCode.Ok;
+    }
+    if (forced) {
+      process.stderr.write(
+        `baton: warning: "${name}" is not a known job; paused it anyway (--force)\n`,
+      );
+    }
     if (before) {
       process.stdout.write(`${name} was already ${pausedReason(before)}; the pause is renewed\n`);
     }
@@ -102,16 +168,35 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
-      .option('namespace', namespaceOption) as never,
+      .option('namespace', namespaceOption)
+      .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
     const name = String(args.job);
     checkJobName(name);
     const namespace = resolveNamespace(args);
     const target = resolveDatabase(args);
     const { before, removed } = await withPauses(target, async (conn) => {
-      const before = await findPause(conn, namespace, name);
-      return { before, removed: await resumeJob(conn, namespace, name) };
+      const pauses = await listPauses(conn, namespace);
+      const before = pauses.find((p) => p.job === name) ?? null;
+      if (before == null) {
+        // Nothing to lift: fine for a job that exists, a mistake for a name nothing knows.
+        const known = await knownJobs(args, namespace, conn, pauses);
+        if (!known.names.has(name)) {
+          const paused = pauses.map((p) => p.job);
+          throw new UsageError(
+            `nothing is paused under "${name}" in namespace "${namespace}", and it is not a job ` +
+              `of ${known.where}${didYouMean(name, [...paused, ...known.names])} ` +
+              `(paused: ${paused.join(', ') || 'none'})`,
+          );
+        }
+      }
+      return { before, removed: before != null && (await resumeJob(conn, namespace, name)) };
     });
+    if (args.json) {
+      const doc = { job: name, namespace, resumed: removed, wasPaused: pauseToJson(before) };
+      process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+      return ExitCode.Ok;
+    }
     if (!removed) {
       process.stdout.write(`${name} was not paused in namespace "${namespace}": nothing to do\n`);
       return ExitCode.Ok;

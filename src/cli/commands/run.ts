@@ -13,8 +13,11 @@ import { KILL_GRACE_MS } from '../../fire/run-control.js';
 import { startFire } from '../../fire/run-fire.js';
 import { openPool } from '../../store/connect.js';
 import { DeadlinePool } from '../../store/deadline.js';
-import { findPause, pausedReason } from '../../store/pauses.js';
+import { findRun } from '../../store/history-reads.js';
+import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
+import type { Queryable } from '../../store/deadline.js';
 import { action } from '../action.js';
+import { pauseToJson, runToJson } from '../format.js';
 import {
   findJob,
   resolveDatabase,
@@ -27,6 +30,7 @@ import { resolveConfig } from '../config-options.js';
 interface RunArgs extends CommonArgs {
   job: string;
   wait: number;
+  json: boolean;
 }
 
 /**
@@ -55,6 +59,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'number',
         default: 0,
         describe: 'seconds to wait for a running instance of the job to finish',
+      })
+      .option('json', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "print the run's history row as one JSON object (the job's own output goes to stderr)",
       }) as never,
   handler: action(async (args: RunArgs) => {
     if (!Number.isFinite(args.wait) || args.wait < 0) {
@@ -72,7 +82,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
     });
     // A pause stops scheduled fires; an operator's explicit run goes ahead, with a reminder.
     const pause = await findPause(pool, config.namespace, job.name).catch(() => null);
-    if (pause) {
+    if (pause && !args.json) {
       process.stderr.write(
         `baton: note: ${job.name} is ${pausedReason(pause)}; running it because you asked\n`,
       );
@@ -117,7 +127,8 @@ export const runCommand: CommandModule<object, RunArgs> = {
         database: () => database,
         withholdEnv: connectionVariables(config),
         waitSeconds: args.wait,
-        tee: true,
+        // With --json stdout is the document's alone.
+        tee: args.json ? 'stderr' : true,
         lease,
       });
       void fire.contended.then(() => {
@@ -148,6 +159,9 @@ export const runCommand: CommandModule<object, RunArgs> = {
         }
         throw err;
       });
+      if (args.json && (outcome.status === 'skipped' || outcome.status === 'ran')) {
+        await printRun(pool, outcome.runId, pause);
+      }
       if (outcome.status === 'skipped') {
         throw new LockHeldError(`${job.name} not run: ${outcome.reason} (run ${outcome.runId})`);
       }
@@ -160,7 +174,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
           result.exitCode,
         );
       }
-      process.stderr.write(`baton: ${job.name} done (run ${outcome.runId})\n`);
+      if (!args.json) process.stderr.write(`baton: ${job.name} done (run ${outcome.runId})\n`);
       return ExitCode.Ok;
     } finally {
       process.off('SIGINT', onSignal);
@@ -172,3 +186,14 @@ export const runCommand: CommandModule<object, RunArgs> = {
     }
   }),
 };
+
+/**
+ * `--json`: the run's row as `baton history --json` prints it, read back once the verdict is
+ * written, with the pause the run went ahead despite (null when none). Printed before a failure
+ * is reported, so that stdout has the document whatever the exit code.
+ */
+async function printRun(pool: Queryable, runId: number, pause: Pause | null): Promise<void> {
+  const row = await findRun(pool, runId);
+  const doc = { ...(row ? runToJson(row) : { id: runId }), paused: pauseToJson(pause) };
+  process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+}
