@@ -132,7 +132,7 @@ jobs:
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toContain('PAUSED');
     expect(table.stdout.split('\n').find((l) => l.startsWith('tick '))).toContain('yes, by ops-1');
-    const history = await cli(config, 'history', 'tick', '--limit', '6');
+    const history = await cli(config, 'history', 'tick', '--limit', '6', '-o', 'wide');
     expect(history.code).toBe(0);
     expect(history.stderr).toMatch(
       /^baton: note: tick is paused by ops-1 at \S+: maintenance window\n$/,

@@ -5,13 +5,16 @@ import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { REASON_KINDS, RUN_STATUSES, type ReasonKind, type RunStatus } from '../../run-status.js';
-import { formatInstant, oneLine } from '../../text.js';
-import { listRuns } from '../../store/history-reads.js';
+import type { Queryable } from '../../store/deadline.js';
+import { listRuns, type HistoryFilter } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { durationCell, runToJson, table, winnerCell } from '../format.js';
+import { runToJson } from '../format.js';
+import { groupFires, renderAttempts, renderFires } from '../history-view.js';
+import { painter, terminalWidth } from '../terminal.js';
+import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { resolveNamespace } from '../config-options.js';
+import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface HistoryArgs extends CommonArgs {
   job?: string;
@@ -20,6 +23,9 @@ interface HistoryArgs extends CommonArgs {
   since?: string;
   limit: number;
   json: boolean;
+  attempts: boolean;
+  output?: string;
+  watch?: number;
   namespace?: string;
 }
 
@@ -39,7 +45,7 @@ export function parseSince(value: string, now = new Date()): Date {
 
 export const historyCommand: CommandModule<object, HistoryArgs> = {
   command: 'history [job]',
-  describe: 'Show the run history, newest first: every attempt of every runner',
+  describe: 'Show the run history, newest first: one line per fire (--attempts: every row)',
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', describe: 'only this job' })
@@ -57,7 +63,23 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           'only rows with this reason_kind: why a runner did not run a fire (docs/history.md)',
       })
       .option('since', { type: 'string', describe: 'only fires since: 2h, 30m, 7d or ISO-8601' })
-      .option('limit', { type: 'number', default: 50, describe: 'at most this many rows' })
+      .option('limit', {
+        type: 'number',
+        default: 50,
+        describe: 'at most this many fires (rows with --attempts)',
+      })
+      .option('attempts', {
+        type: 'boolean',
+        default: false,
+        describe: "every row: each runner's attempt or skip, with every column (= -o wide)",
+      })
+      .option('output', {
+        alias: 'o',
+        type: 'string',
+        choices: ['wide'],
+        describe: 'wide: every row with every column (= --attempts)',
+      })
+      .option('watch', WATCH_OPTION)
       .option('json', { type: 'boolean', default: false, describe: 'one JSON array of rows' })
       .option('namespace', {
         type: 'string',
@@ -67,77 +89,91 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     if (!Number.isInteger(args.limit) || args.limit < 1)
       throw new UsageError('--limit must be a positive integer');
     const since = args.since != null ? parseSince(args.since) : undefined;
+    const watchMs = watchIntervalMs(args.watch);
     const namespace = resolveNamespace(args);
     const target = resolveDatabase(args);
     // `--host` filters here; it does not default to this machine.
     const host = args.host;
-
-    let runs: Run[] = [];
-    let pauses: Pause[] = [];
-    let conn;
-    try {
-      conn = await openConnection(target, { create: false });
-      runs = await listRuns(conn, {
-        namespace,
-        limit: args.limit,
-        ...(args.job != null ? { job: args.job } : {}),
-        ...(host != null ? { host } : {}),
-        ...(args.status != null ? { status: args.status as RunStatus } : {}),
-        ...(args.reasonKind != null ? { reasonKind: args.reasonKind as ReasonKind } : {}),
-        ...(since ? { since } : {}),
-      });
-      // A database from before the pauses table (migration 0003) has none.
-      pauses = await listPauses(conn, namespace).catch(() => []);
-    } catch (err) {
-      if (!isMissingSchemaError(err)) throw err;
-      // A database nobody has started baton on yet simply has no history.
-    } finally {
-      await conn?.end().catch(() => {});
-    }
-
-    // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
-    const shown = new Set(runs.map((r) => r.job));
-    if (args.job != null) shown.add(args.job);
-    for (const p of pauses.filter((p) => shown.has(p.job))) {
-      process.stderr.write(`baton: note: ${p.job} is ${pausedReason(p)}\n`);
-    }
-    if (args.json) {
-      process.stdout.write(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`);
-      return ExitCode.Ok;
-    }
-    if (runs.length === 0) {
-      process.stderr.write(`no runs recorded in namespace "${namespace}" matching the filter\n`);
-      return ExitCode.Ok;
-    }
-    process.stdout.write(
-      table(
-        [
-          'ID',
-          'JOB',
-          'SCHEDULED (UTC)',
-          'HOST',
-          'WINNER',
-          'TRIGGER',
-          'STATUS',
-          'DURATION',
-          'EXIT',
-          'REASON / ERROR',
-        ],
-        runs.map((r) => [
-          r.id,
-          r.job,
-          formatInstant(r.scheduledAt),
-          r.host,
-          winnerCell(r),
-          r.trigger,
-          // Retried runs say how many attempts it took: "done ×3".
-          r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
-          durationCell(r),
-          r.exitCode ?? '',
-          oneLine(r.reason ?? r.error ?? ''),
-        ]),
-      ),
+    const wide = args.attempts || args.output === 'wide';
+    // The job's own clock is shown for the jobs of the schedules file of this namespace.
+    const config = args.json || wide ? null : optionalConfig(args);
+    const zones = new Map(
+      config?.namespace === namespace ? config.jobs.map((j) => [j.name, j.timezone]) : [],
     );
-    return ExitCode.Ok;
+
+    const frame = async (): Promise<Frame> => {
+      let runs: Run[] = [];
+      let pauses: Pause[] = [];
+      let conn;
+      try {
+        conn = await openConnection(target, { create: false });
+        const filter = {
+          namespace,
+          limit: args.limit,
+          ...(args.job != null ? { job: args.job } : {}),
+          ...(host != null ? { host } : {}),
+          ...(args.status != null ? { status: args.status as RunStatus } : {}),
+          ...(args.reasonKind != null ? { reasonKind: args.reasonKind as ReasonKind } : {}),
+          ...(since ? { since } : {}),
+        };
+        runs = args.json || wide ? await listRuns(conn, filter) : await listFireRows(conn, filter);
+        // A database from before the pauses table (migration 0003) has none.
+        pauses = await listPauses(conn, namespace).catch(() => []);
+      } catch (err) {
+        if (!isMissingSchemaError(err)) throw err;
+        // A database nobody has started baton on yet simply has no history.
+      } finally {
+        await conn?.end().catch(() => {});
+      }
+
+      // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
+      const shown = new Set(runs.map((r) => r.job));
+      if (args.job != null) shown.add(args.job);
+      const notes = pauses
+        .filter((p) => shown.has(p.job))
+        .map((p) => `baton: note: ${p.job} is ${pausedReason(p)}\n`)
+        .join('');
+      const done = (stdout: string, stderr = '') => ({
+        stdout,
+        stderr: notes + stderr,
+        code: ExitCode.Ok,
+      });
+      if (args.json) return done(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`);
+      if (runs.length === 0) {
+        return done('', `no runs recorded in namespace "${namespace}" matching the filter\n`);
+      }
+      const paint = painter();
+      if (wide) return done(renderAttempts(runs, paint));
+      const fires = groupFires(runs).slice(0, args.limit);
+      return done(renderFires(fires, { now: new Date(), width: terminalWidth(), paint, zones }));
+    };
+
+    if (watchMs != null) return watch(watchMs, `baton ${process.argv.slice(2).join(' ')}`, frame);
+    const f = await frame();
+    process.stderr.write(f.stderr);
+    process.stdout.write(f.stdout);
+    return f.code;
   }),
 };
+
+/** The most rows the fire view reads to fill `--limit` fires. */
+const MAX_FIRE_ROWS = 20_000;
+
+/**
+ * The rows of the newest `limit` fires matching the filter — every row of each, so that a fire
+ * is not shown without its winner because the rows ran out mid-fire. Reads four rows a fire,
+ * then four times more while the last fire may be cut (rows at the oldest instant read are
+ * dropped unless the history has no more).
+ */
+async function listFireRows(conn: Queryable, filter: HistoryFilter): Promise<Run[]> {
+  const fires = filter.limit;
+  for (let rows = fires * 4; ; rows *= 4) {
+    const runs = await listRuns(conn, { ...filter, limit: Math.min(rows, MAX_FIRE_ROWS) });
+    if (runs.length < Math.min(rows, MAX_FIRE_ROWS)) return runs;
+    const oldest = runs.at(-1)!.scheduledAt.getTime();
+    const complete = runs.filter((r) => r.scheduledAt.getTime() > oldest);
+    if (groupFires(complete).length >= fires || rows >= MAX_FIRE_ROWS) {
+      return complete.length > 0 ? complete : runs;
+    }
+  }
+}

@@ -12,11 +12,11 @@ import { listPauses, type Pause } from '../../store/pauses.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { pauseToJson, table } from '../format.js';
+import { formatLocal, isUtc } from '../times.js';
 import {
   parseFrom,
   databaseNamed,
   resolveDatabase,
-  utcMs,
   withCommonOptions,
   type CommonArgs,
 } from '../options.js';
@@ -165,52 +165,4 @@ async function readPauses(args: CommonArgs, namespace: string): Promise<Map<stri
   } finally {
     await conn?.end().catch(() => {});
   }
-}
-
-const localFormats = new Map<string, Intl.DateTimeFormat>();
-
-/**
- * `instant` as the job's wall clock with its UTC offset: `2027-03-14T03:00:00-04:00`. The offset
- * is computed from the instant itself, so it is the offset in force at that fire (EDT, not EST).
- */
-export function formatLocal(instant: Date, timezone: string): string {
-  let format = localFormats.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: timezone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    });
-    localFormats.set(timezone, format);
-  }
-  const part: Record<string, number> = {};
-  for (const p of format.formatToParts(instant)) {
-    if (p.type !== 'literal') part[p.type] = Number(p.value);
-  }
-  const { year = 0, month = 1, day = 1, hour = 0, minute = 0, second = 0 } = part;
-  const wholeSecond = Math.floor(instant.getTime() / 1000) * 1000;
-  const offsetSeconds = Math.round(
-    (utcMs([year, month, day, hour, minute, second]) - wholeSecond) / 1000,
-  );
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-  const abs = Math.abs(offsetSeconds);
-  // Historical local mean times have offsets with seconds (New York before 1883: -04:56:02).
-  const sign = offsetSeconds < 0 ? '-' : '+';
-  const offset =
-    `${sign}${pad(Math.floor(abs / 3600))}:${pad(Math.floor(abs / 60) % 60)}` +
-    (abs % 60 ? `:${pad(abs % 60)}` : '');
-  const date = `${pad(year, 4)}-${pad(month)}-${pad(day)}`;
-  return `${date}T${pad(hour)}:${pad(minute)}:${pad(second)}${offset}`;
-}
-
-function isUtc(timezone: string): boolean {
-  // Etc/UTC, Etc/GMT, Zulu... all resolve to "UTC".
-  return (
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone }).resolvedOptions().timeZone === 'UTC'
-  );
 }

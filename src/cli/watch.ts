@@ -1,0 +1,106 @@
+/**
+ * `--watch [seconds]` of `status` and `history`, like watch(1): the command's output redrawn
+ * every N seconds under a header line, until Ctrl-C, which exits 0 with the cursor shown again.
+ * A frame that fails (the database went away) shows its error and the next one tries again: a
+ * screen left on the wall should say what is wrong, not vanish.
+ *
+ * On a terminal each frame replaces the last (cursor home, clear below, cursor hidden while
+ * watching); into a pipe the frames follow each other, separated by a blank line.
+ */
+import { BatonError, UsageError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { formatInstant } from '../text.js';
+
+/** What one run of a command prints. */
+export interface Frame {
+  stdout: string;
+  stderr: string;
+  code: number;
+}
+
+export const DEFAULT_WATCH_SECONDS = 2;
+
+/** The yargs option: `--watch` alone is every 2 s, `--watch 10` every 10 s. */
+export const WATCH_OPTION = {
+  type: 'number',
+  describe: `redraw every N seconds (default ${DEFAULT_WATCH_SECONDS}) until Ctrl-C, like watch(1)`,
+} as const;
+
+/**
+ * The interval of `--watch` in ms, or null when it was not given. yargs reads a bare `--watch`
+ * as NaN (number type, no value), or `true` when it comes last.
+ */
+export function watchIntervalMs(value: unknown): number | null {
+  if (value == null) return null;
+  if (value === true || (typeof value === 'number' && Number.isNaN(value))) {
+    return DEFAULT_WATCH_SECONDS * 1000;
+  }
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 86_400) {
+    throw new UsageError(`--watch ${String(value)}: expected seconds between 0.1 and 86400`);
+  }
+  return Math.round(seconds * 1000);
+}
+
+const HIDE_CURSOR = '\x1b[?25l';
+const SHOW_CURSOR = '\x1b[?25h';
+const HOME_AND_CLEAR = '\x1b[H\x1b[2J';
+const CLEAR_BELOW = '\x1b[J';
+
+export async function watch(
+  intervalMs: number,
+  title: string,
+  frame: () => Promise<Frame>,
+): Promise<number> {
+  const out = process.stdout;
+  const tty = out.isTTY === true;
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+    wake?.();
+    // A frame waiting on the database does not hold Ctrl-C up for long.
+    setTimeout(() => {
+      if (tty) out.write(SHOW_CURSOR);
+      process.exit(ExitCode.Ok);
+    }, 1_000).unref();
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  if (tty) out.write(HIDE_CURSOR + HOME_AND_CLEAR);
+  try {
+    let first = true;
+    while (!stopped) {
+      let f: Frame;
+      try {
+        f = await frame();
+      } catch (err) {
+        f = { stdout: '', stderr: failure(err), code: ExitCode.Software };
+      }
+      if (stopped) break;
+      const every = `${intervalMs / 1000}s`;
+      const header = `Every ${every}: ${title}    ${formatInstant(new Date()).slice(0, 19)} UTC\n\n`;
+      const body = header + f.stdout + f.stderr;
+      if (tty) out.write(`\x1b[H${body.replace(/\n/g, '\x1b[K\n')}${CLEAR_BELOW}`);
+      else out.write(`${first ? '' : '\n'}${body}`);
+      first = false;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        timer = setTimeout(resolve, intervalMs);
+      });
+    }
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    if (tty) out.write(SHOW_CURSOR);
+  }
+  return ExitCode.Ok;
+}
+
+/** The message a failed command prints (src/cli/action.ts), shown in the frame instead. */
+function failure(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return `baton: ${err instanceof BatonError ? '' : 'error: '}${message}\n`;
+}
