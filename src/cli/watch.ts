@@ -20,24 +20,26 @@ export interface Frame {
 
 export const DEFAULT_WATCH_SECONDS = 2;
 
-/** The yargs option: `--watch` alone is every 2 s, `--watch 10` every 10 s. */
+/**
+ * The yargs option: `--watch` alone is every 2 s, `--watch 10` every 10 s. A string, so that a
+ * word after it (`history --watch nightly`) is refused rather than read as "every NaN seconds"
+ * with the job lost.
+ */
 export const WATCH_OPTION = {
-  type: 'number',
+  type: 'string',
   describe: `redraw every N seconds (default ${DEFAULT_WATCH_SECONDS}) until Ctrl-C, like watch(1)`,
 } as const;
 
-/**
- * The interval of `--watch` in ms, or null when it was not given. yargs reads a bare `--watch`
- * as NaN (number type, no value), or `true` when it comes last.
- */
-export function watchIntervalMs(value: unknown): number | null {
+/** The interval of `--watch` in ms, or null when it was not given. */
+export function watchIntervalMs(value: string | undefined): number | null {
   if (value == null) return null;
-  if (value === true || (typeof value === 'number' && Number.isNaN(value))) {
-    return DEFAULT_WATCH_SECONDS * 1000;
-  }
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds < 0.1 || seconds > 86_400) {
-    throw new UsageError(`--watch ${String(value)}: expected seconds between 0.1 and 86400`);
+  if (value === '') return DEFAULT_WATCH_SECONDS * 1000;
+  const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!(seconds >= 0.1 && seconds <= 86_400)) {
+    throw new UsageError(
+      `--watch "${value}": expected seconds between 0.1 and 86400 (a job or other word goes ` +
+        'before --watch, or write --watch=2)',
+    );
   }
   return Math.round(seconds * 1000);
 }

@@ -25,7 +25,7 @@ interface HistoryArgs extends CommonArgs {
   json: boolean;
   attempts: boolean;
   output?: string;
-  watch?: number;
+  watch?: string;
   namespace?: string;
 }
 
@@ -148,7 +148,9 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       return done(renderFires(fires, { now: new Date(), width: terminalWidth(), paint, zones }));
     };
 
-    if (watchMs != null) return watch(watchMs, `baton ${process.argv.slice(2).join(' ')}`, frame);
+    // The title names the view, never the options: a --database-url may carry a password.
+    const title = `baton history${args.job != null ? ` ${args.job}` : ''}`;
+    if (watchMs != null) return watch(watchMs, title, frame);
     const f = await frame();
     process.stderr.write(f.stderr);
     process.stdout.write(f.stdout);

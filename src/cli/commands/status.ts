@@ -38,12 +38,14 @@ import {
 } from '../options.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
+import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;
   namespace?: string;
   clockThreshold: string;
   goneAfter: string;
+  watch?: string;
 }
 
 const EPILOGUE = `Exit status: 0 when there is no warning, 1 with warnings (for monitoring), 69 when the
@@ -83,10 +85,12 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
         describe: "warn about a runner whose clock is off the database's by more than this",
       })
       .option('gone-after', GONE_AFTER_OPTION)
+      .option('watch', WATCH_OPTION)
       .epilogue(EPILOGUE) as never,
   handler: action(async (args: StatusArgs) => {
     const clockThresholdMs = durationOption('clock-threshold', args.clockThreshold);
     const goneAfter = goneAfterMs(args);
+    const watchMs = watchIntervalMs(args.watch);
     const namespace = resolveNamespace(args);
     const file = configPath(args);
     let config = optionalConfig(args);
@@ -100,20 +104,25 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
       config = null;
     }
 
-    const facts = await readFleet(args, namespace, config);
-    const report = buildStatus({
-      ...facts,
-      namespace,
-      config,
-      clockThresholdMs,
-      goneAfterMs: goneAfter,
-    });
-    if (args.json) {
-      process.stdout.write(`${JSON.stringify(statusToJson(report), null, 2)}\n`);
-    } else {
-      process.stdout.write(render(report, facts.databaseClock));
-    }
-    return report.warnings.length === 0 ? ExitCode.Ok : ExitCode.Failure;
+    const frame = async (): Promise<Frame> => {
+      const facts = await readFleet(args, namespace, config);
+      const report = buildStatus({
+        ...facts,
+        namespace,
+        config,
+        clockThresholdMs,
+        goneAfterMs: goneAfter,
+      });
+      const stdout = args.json
+        ? `${JSON.stringify(statusToJson(report), null, 2)}\n`
+        : render(report, facts.databaseClock);
+      const code = report.warnings.length === 0 ? ExitCode.Ok : ExitCode.Failure;
+      return { stdout, stderr: '', code };
+    };
+    if (watchMs != null) return watch(watchMs, 'baton status', frame);
+    const f = await frame();
+    process.stdout.write(f.stdout);
+    return f.code;
   }),
 };
 
