@@ -10,8 +10,11 @@ import type { Paint, Style } from './terminal.js';
 
 export interface Column {
   head: string;
-  /** Gives way before anything else, down to `min` characters (default: the head's width). */
-  flex?: { min?: number };
+  /**
+   * Gives way before anything else, down to `min` characters (default: the head's width); the
+   * columns of the lowest `keep` (default 0) first, the widest of them first.
+   */
+  flex?: { min?: number; keep?: number };
   /** Left out when even the flexible columns at their narrowest do not fit; lowest first. */
   optional?: number;
   /** Right-aligned (numbers, durations). */
@@ -51,14 +54,21 @@ export function fitTable(
       Math.max(width(columns[i]!.head), ...cells.map((r) => width(r[i]?.text ?? ''))),
     );
     const total = () => widths.reduce((a, b) => a + b, 0) + GAP.length * (widths.length - 1);
-    // The widest flexible column gives one column at a time, so names are cut evenly.
+    // One flexible column gives one character at a time: the least kept, then the widest, so
+    // names of the same importance are cut evenly.
     while (total() > maxWidth) {
       let widest = -1;
+      const keep = (k: number) => columns[shown[k]!]!.flex?.keep ?? 0;
       shown.forEach((col, k) => {
         const flex = columns[col]!.flex;
         if (!flex) return;
         const min = flex.min ?? width(columns[col]!.head);
-        if (widths[k]! > min && (widest < 0 || widths[k]! > widths[widest]!)) widest = k;
+        if (widths[k]! <= min) return;
+        const before =
+          widest < 0 ||
+          keep(k) < keep(widest) ||
+          (keep(k) === keep(widest) && widths[k]! > widths[widest]!);
+        if (before) widest = k;
       });
       if (widest < 0) break;
       widths[widest]! -= 1;

@@ -113,9 +113,9 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
     { head: 'FIRE (UTC)' },
     { head: 'AGO', optional: 2 },
     ...(local ? [{ head: 'LOCAL', optional: 1 }] : []),
-    { head: 'JOB', flex: { min: 10 } },
+    { head: 'JOB', flex: { min: 10, keep: 1 } },
     { head: 'OUTCOME' },
-    { head: 'HOST', flex: { min: 8 } },
+    { head: 'HOST', flex: { min: 8, keep: 1 } },
     { head: 'TOOK', right: true },
     { head: 'NOTE', flex: { min: 12 } },
   ];

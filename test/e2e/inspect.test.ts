@@ -128,7 +128,7 @@ jobs:
       paused: false,
       pause: null,
     });
-    const table = await cli(config, 'list');
+    const table = await cli(config, 'list', '-o', 'wide');
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toContain('PAUSED');
     expect(table.stdout.split('\n').find((l) => l.startsWith('tick '))).toContain('yes, by ops-1');
@@ -264,6 +264,8 @@ jobs:
     // because this database was named explicitly.
     const offline = await baton([
       'list',
+      '-o',
+      'wide',
       '--config',
       config,
       '--database-url',

@@ -12,7 +12,9 @@ import { listPauses, type Pause } from '../../store/pauses.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { pauseToJson, table } from '../format.js';
-import { formatLocal, isUtc } from '../times.js';
+import { fitTable, type Cell, type Column } from '../fit.js';
+import { painter, terminalWidth } from '../terminal.js';
+import { formatLocal, instantForm, isUtc, relative, shortInstant, shortLocal } from '../times.js';
 import {
   parseFrom,
   databaseNamed,
@@ -26,18 +28,38 @@ interface ListArgs extends CommonArgs {
   json: boolean;
   count: number;
   from?: string;
+  output?: string;
+}
+
+/** One job as `list` shows it (and `--json` prints it). */
+interface ListedJob {
+  name: string;
+  schedule: string;
+  timezone: string;
+  enabled: boolean;
+  nextFires: string[];
+  jitterMs: number;
+  paused: boolean | null;
+  pause: ReturnType<typeof pauseToJson>;
 }
 
 export const listCommand: CommandModule<object, ListArgs> = {
   command: 'list',
-  describe: 'List every job: schedule, time zone, schedule in words, enabled, next fire times',
+  describe: 'List every job: schedule, next fire, flags (-o wide: in words, more fires)',
   builder: (y) =>
     withCommonOptions(y)
       .option('json', { type: 'boolean', default: false, describe: 'print JSON' })
       .option('count', {
         type: 'number',
         default: 3,
-        describe: 'how many next fire times to show',
+        describe: 'how many next fire times to show (with -o wide or --json; else the next one)',
+      })
+      .option('output', {
+        alias: 'o',
+        type: 'string',
+        choices: ['wide'],
+        describe:
+          'wide: every detail (time zone, schedule in words, several fires with local times)',
       })
       .option('from', {
         type: 'string',
@@ -83,6 +105,10 @@ export const listCommand: CommandModule<object, ListArgs> = {
       process.stdout.write(`${JSON.stringify({ namespace: config.namespace, jobs }, null, 2)}\n`);
       return ExitCode.Ok;
     }
+    if (args.output !== 'wide') {
+      process.stdout.write(renderCompact(jobs, from, pauses != null));
+      return ExitCode.Ok;
+    }
     process.stdout.write(
       table(
         [
@@ -120,6 +146,52 @@ export const listCommand: CommandModule<object, ListArgs> = {
     return ExitCode.Ok;
   }),
 };
+
+/**
+ * The view that fits the terminal (80 columns off one), as `crontab -l` and `kubectl get` do:
+ * name, schedule, the next fire (UTC, the job's own clock when it has a zone, and how soon),
+ * flags. `-o wide` has the rest.
+ */
+function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): string {
+  const next = (j: ListedJob) => (j.nextFires[0] != null ? new Date(j.nextFires[0]) : null);
+  const form = instantForm(
+    jobs.flatMap((j) => next(j) ?? []),
+    from,
+  );
+  const zoned = jobs.some((j) => !isUtc(j.timezone));
+  const columns: Column[] = [
+    { head: 'JOB', flex: { min: 10, keep: 2 } },
+    // A schedule is never cut: `*/2 * * * …` would read as another schedule.
+    { head: 'SCHEDULE' },
+    ...(zoned ? [{ head: 'TIME ZONE', flex: { min: 9 }, optional: 2 }] : []),
+    { head: 'NEXT (UTC)' },
+    ...(zoned ? [{ head: 'LOCAL', optional: 1 }] : []),
+    { head: 'IN' },
+    { head: 'FLAGS', flex: { min: 9, keep: 1 } },
+  ];
+  const paint = painter();
+  const rows = jobs.map((j): Cell[] => {
+    const at = next(j);
+    const utc = isUtc(j.timezone);
+    const flags = [
+      j.enabled ? '' : 'disabled',
+      j.pause ? `paused by ${j.pause.pausedBy}` : '',
+      j.jitterMs > 0 ? `jitter ${formatDuration(j.jitterMs, 'compact')}` : '',
+    ].filter((f) => f !== '');
+    return [
+      { text: j.name, ...(j.enabled && !j.pause ? {} : { style: 'dim' as const }) },
+      { text: j.schedule },
+      ...(zoned ? [{ text: utc ? '' : j.timezone }] : []),
+      { text: at ? shortInstant(at, form) : 'never' },
+      ...(zoned ? [{ text: at && !utc ? shortLocal(at, j.timezone) : '' }] : []),
+      { text: at ? relative(at, from).replace(/^in /, '') : '', style: 'dim' },
+      { text: flags.join(', '), style: 'yellow' },
+    ];
+  });
+  // Without the database the pauses are unknown: said once, under the table.
+  const unknown = pausesKnown ? '' : '(pauses not shown: no database to ask)\n';
+  return fitTable(columns, rows, terminalWidth(), paint) + unknown;
+}
 
 /** How long `list` gives the database for the pauses before it shows the list without them. */
 const PAUSES_CONNECT_MS = 1_500;
