@@ -116,7 +116,12 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           ...(args.reasonKind != null ? { reasonKind: args.reasonKind as ReasonKind } : {}),
           ...(since ? { since } : {}),
         };
-        runs = args.json || wide ? await listRuns(conn, filter) : await listFireRows(conn, filter);
+        runs =
+          args.json || wide
+            ? await listRuns(conn, filter)
+            : groupFires(await listFireRows(conn, filter))
+                .slice(0, args.limit)
+                .flatMap((f) => f.rows);
         // A database from before the pauses table (migration 0003) has none.
         pauses = await listPauses(conn, namespace).catch(() => []);
       } catch (err) {
@@ -144,7 +149,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       }
       const paint = painter();
       if (wide) return done(renderAttempts(runs, paint));
-      const fires = groupFires(runs).slice(0, args.limit);
+      const fires = groupFires(runs);
       return done(renderFires(fires, { now: new Date(), width: terminalWidth(), paint, zones }));
     };
 

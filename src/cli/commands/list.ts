@@ -160,14 +160,14 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
   );
   const zoned = jobs.some((j) => !isUtc(j.timezone));
   const columns: Column[] = [
-    { head: 'JOB', flex: { min: 10, keep: 2 } },
+    { head: 'JOB', flex: { min: 10, keep: 1 } },
     // A schedule is never cut: `*/2 * * * …` would read as another schedule.
     { head: 'SCHEDULE' },
     ...(zoned ? [{ head: 'TIME ZONE', flex: { min: 9 }, optional: 2 }] : []),
     { head: 'NEXT (UTC)' },
     ...(zoned ? [{ head: 'LOCAL', optional: 1 }] : []),
     { head: 'IN' },
-    { head: 'FLAGS', flex: { min: 9, keep: 1 } },
+    { head: 'FLAGS', flex: { min: 9, keep: 2 } },
   ];
   const paint = painter();
   const rows = jobs.map((j): Cell[] => {
@@ -175,7 +175,8 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
     const utc = isUtc(j.timezone);
     const flags = [
       j.enabled ? '' : 'disabled',
-      j.pause ? `paused by ${j.pause.pausedBy}` : '',
+      // Who paused it, and why, are in -o wide and `baton explain`.
+      j.pause ? 'paused' : '',
       j.jitterMs > 0 ? `jitter ${formatDuration(j.jitterMs, 'compact')}` : '',
     ].filter((f) => f !== '');
     return [
