@@ -291,7 +291,8 @@ describe('shell completion', () => {
         'settle',
         'old-report',
       ]);
-      expect(took, `${command}: ${took} ms`).toBeLessThan(3_000);
+      // Asking the silent server would hang for mysql2's connect timeout (10 s).
+      expect(took, `${command}: ${took} ms`).toBeLessThan(5_000);
     }
     expect(connections).toBe(0);
     // An option's value is not a job; the options still complete.
@@ -324,6 +325,7 @@ describe('shell completion', () => {
     ]);
     expect(slow.code).toBe(0);
     expect(slow.stdout).not.toMatch(/^\d+$/m);
-    expect(Date.now() - started).toBeLessThan(4_000);
+    // Given a second, not mysql2's 10 s connect timeout.
+    expect(Date.now() - started).toBeLessThan(7_000);
   });
 });
