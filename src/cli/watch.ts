@@ -27,7 +27,9 @@ export const DEFAULT_WATCH_SECONDS = 2;
  */
 export const WATCH_OPTION = {
   type: 'string',
-  describe: `redraw every N seconds (default ${DEFAULT_WATCH_SECONDS}) until Ctrl-C, like watch(1)`,
+  describe:
+    `redraw every N seconds (default ${DEFAULT_WATCH_SECONDS}) until Ctrl-C (exit 0), like ` +
+    'watch(1); put a job before it: `history nightly --watch`',
 } as const;
 
 /** The interval of `--watch` in ms, or null when it was not given. */
@@ -85,7 +87,8 @@ export async function watch(
       const every = `${intervalMs / 1000}s`;
       const header = `Every ${every}: ${title}    ${formatInstant(new Date()).slice(0, 19)} UTC\n\n`;
       const body = header + f.stdout + f.stderr;
-      if (tty) out.write(`\x1b[H${body.replace(/\n/g, '\x1b[K\n')}${CLEAR_BELOW}`);
+      if (tty)
+        out.write(`\x1b[H${screenful(body, out.rows).replace(/\n/g, '\x1b[K\n')}${CLEAR_BELOW}`);
       else out.write(`${first ? '' : '\n'}${body}`);
       first = false;
       await new Promise<void>((resolve) => {
@@ -99,6 +102,16 @@ export async function watch(
     if (tty) out.write(SHOW_CURSOR);
   }
   return ExitCode.Ok;
+}
+
+/**
+ * The lines that fit the screen, as watch(1) shows them: a frame taller than the terminal would
+ * scroll it, and the next frame, drawn from the top of the screen, would land on the wrong lines.
+ */
+function screenful(text: string, rows: number | undefined): string {
+  if (!rows || rows < 2) return text;
+  const lines = text.split('\n');
+  return lines.length <= rows ? text : `${lines.slice(0, rows - 1).join('\n')}\n`;
 }
 
 /** The message a failed command prints (src/cli/action.ts), shown in the frame instead. */
