@@ -249,6 +249,23 @@ describe('--watch', () => {
     });
   }
 
+  it('shows what fits the screen: a frame taller than the terminal would scroll it', async () => {
+    const p = batonOnPty(['history', '--limit', '20', '--watch', '0.5', ...on()], { rows: 8 });
+    try {
+      await p.waitForOutput('three redraws', () => p.output.split('Every 0.5s').length > 3);
+      p.write('\x03');
+      expect(await p.exit).toBe(0);
+      // Each frame is drawn from the top of the screen (ESC [ H): at most 7 lines, the 8th
+      // left for the cursor.
+      const frames = p.output.split('\x1b[H').slice(1);
+      expect(frames.length).toBeGreaterThanOrEqual(3);
+      for (const f of frames) expect(f.split('\n').length - 1).toBeLessThanOrEqual(7);
+      expect(stripAnsi(frames[1]!).split('\n')).toHaveLength(8);
+    } finally {
+      p.kill();
+    }
+  });
+
   it('refuses a word that is not seconds (the job goes before --watch): 64', async () => {
     const r = await baton(['history', '--watch', 'tick', ...on()]);
     expect(r.code).toBe(64);
