@@ -27,6 +27,8 @@ export interface Cell {
 }
 
 const GAP = '  ';
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /** Width in columns, counted in code points (job and host names are almost always ASCII). */
 export function width(text: string): number {
@@ -46,7 +48,13 @@ export function fitTable(
   maxWidth: number,
   paint: Paint,
 ): string {
-  const cells = rows.map((r) => r.map((c) => (typeof c === 'string' ? { text: c } : c)));
+  // A control character in a host or job name would move the cursor or paint the terminal.
+  const cells = rows.map((r) =>
+    r.map((c) => {
+      const cell = typeof c === 'string' ? { text: c } : c;
+      return { ...cell, text: cell.text.replace(CONTROL, '?') };
+    }),
+  );
   let shown = columns.map((_, i) => i);
   let widths: number[] = [];
   for (;;) {

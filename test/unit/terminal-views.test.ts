@@ -56,6 +56,11 @@ describe('fitTable', () => {
     expect(plain(line).length).toBe(20);
   });
 
+  it('shows control characters of names as ?, so they cannot move the cursor', () => {
+    const out = fitTable([{ head: 'HOST' }], [['evil\x1b[2J\nhost']], 80, paint);
+    expect(out).toBe('HOST\nevil?[2J?host\n');
+  });
+
   it('clip cuts with an ellipsis, by code point', () => {
     expect(clip('srv-01', 6)).toBe('srv-01');
     expect(clip('srv-01', 5)).toBe('srv-…');
