@@ -56,6 +56,11 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (process.stdout.listenerCount('error') === 1) process.exit(process.exitCode ?? ExitCode.Ok);
 });
 
+// A Tab in the shell: the words typed so far follow --get-yargs-completions.
+const completionAt = process.argv.indexOf('--get-yargs-completions');
+const completionWords = process.argv.slice(completionAt + 1);
+const completing = completionAt >= 0 ? await import('./completion.js') : null;
+
 const cli = await withCommands(
   yargs(hideBin(process.argv))
     .scriptName('baton')
@@ -64,8 +69,13 @@ const cli = await withCommands(
     ),
 );
 await cli
-  // `baton completion >> ~/.bashrc` (or ~/.zshrc): commands and options complete on Tab.
-  .completion('completion', 'Print a shell completion script for bash or zsh')
+  // `baton completion >> ~/.bashrc` (or ~/.zshrc): commands, options, job names and run ids
+  // complete on Tab (./completion.ts).
+  .completion(
+    'completion',
+    'Print a shell completion script for bash or zsh',
+    completing ? completing.completer(await completing.candidates(completionWords)) : undefined,
+  )
   .demandCommand(1, 'name a command (see --help)')
   // Unknown commands and options are refused (64), with the closest known name (usage.ts).
   .strict()

@@ -94,3 +94,27 @@ export async function historyJobs(db: Queryable, namespace: string): Promise<str
   );
   return rows.map((r) => r.job);
 }
+
+/**
+ * The newest runs of a namespace (winners and `missed` marks, not the skips): the run ids shell
+ * completion offers for `baton show`. Newest fires first, along `baton_runs_scheduled`, so that
+ * only the newest rows are read however long the history.
+ */
+export async function recentRuns(
+  db: Queryable,
+  namespace: string,
+  limit: number,
+): Promise<Pick<Run, 'id' | 'job' | 'status' | 'scheduledAt'>[]> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT id, job, status, scheduled_at FROM baton_runs
+      WHERE namespace = ? AND (winner IS NOT NULL OR status = 'missed')
+      ORDER BY scheduled_at DESC, id DESC LIMIT ?`,
+    [namespace, limit],
+  );
+  return rows.map((r) => ({
+    id: Number(r.id),
+    job: r.job,
+    status: r.status,
+    scheduledAt: r.scheduled_at,
+  }));
+}

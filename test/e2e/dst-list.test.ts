@@ -109,7 +109,7 @@ describe('baton list --from', () => {
 
   it('prints local times with offsets in the table, for non-UTC jobs only', async () => {
     const r = await baton(
-      ['list', '--config', CONFIG, '--from', '2027-11-07T05:00:00Z', '--count', '4'],
+      ['list', '-o', 'wide', '--config', CONFIG, '--from', '2027-11-07T05:00:00Z', '--count', '4'],
       { env: { TZ: 'Asia/Seoul' } },
     );
     expect(r.stderr).toBe('');

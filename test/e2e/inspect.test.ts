@@ -128,11 +128,11 @@ jobs:
       paused: false,
       pause: null,
     });
-    const table = await cli(config, 'list');
+    const table = await cli(config, 'list', '-o', 'wide');
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toContain('PAUSED');
     expect(table.stdout.split('\n').find((l) => l.startsWith('tick '))).toContain('yes, by ops-1');
-    const history = await cli(config, 'history', 'tick', '--limit', '6');
+    const history = await cli(config, 'history', 'tick', '--limit', '6', '-o', 'wide');
     expect(history.code).toBe(0);
     expect(history.stderr).toMatch(
       /^baton: note: tick is paused by ops-1 at \S+: maintenance window\n$/,
@@ -266,6 +266,8 @@ jobs:
     // because this database was named explicitly.
     const offline = await baton([
       'list',
+      '-o',
+      'wide',
       '--config',
       config,
       '--database-url',

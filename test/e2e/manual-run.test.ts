@@ -329,7 +329,15 @@ describe('baton history', () => {
   });
 
   it('prints a readable table, and refuses a bad --since with exit 64', async () => {
-    const table = await baton(['history', 'broken', '--config', config, '--database-url', db.url]);
+    const table = await baton([
+      'history',
+      'broken',
+      '--attempts',
+      '--config',
+      config,
+      '--database-url',
+      db.url,
+    ]);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toBe(`namespace "ops" (from the schedules file ${config})`);
     expect(table.stdout.split('\n')[1]).toMatch(

@@ -15,7 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { formatLocal } from '../../src/cli/commands/list.js';
+import { formatLocal } from '../../src/cli/times.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
 import { ROOT } from '../helpers/cli.js';
 

@@ -5,13 +5,21 @@ import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { REASON_KINDS, RUN_STATUSES, type ReasonKind, type RunStatus } from '../../run-status.js';
-import { formatInstant, oneLine } from '../../text.js';
-import { listRuns } from '../../store/history-reads.js';
+import type { Queryable } from '../../store/deadline.js';
+import { listRuns, type HistoryFilter } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
 import { action } from '../action.js';
-import { durationCell, runToJson, table, winnerCell } from '../format.js';
+import { runToJson } from '../format.js';
+import { groupFires, renderAttempts, renderFires } from '../history-view.js';
+import { painter, terminalWidth } from '../terminal.js';
+import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 import { REPEATABLE, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
-import { namespaceHint, namespaceLine, resolveNamespaceSource } from '../config-options.js';
+import {
+  namespaceHint,
+  namespaceLine,
+  optionalConfig,
+  resolveNamespaceSource,
+} from '../config-options.js';
 
 /** `--host` is a filter here, and may be repeated like the others. */
 interface HistoryArgs extends Omit<CommonArgs, 'host'> {
@@ -23,6 +31,9 @@ interface HistoryArgs extends Omit<CommonArgs, 'host'> {
   since?: string;
   limit: number;
   json: boolean;
+  attempts: boolean;
+  output?: string;
+  watch?: string;
   namespace?: string;
 }
 
@@ -42,7 +53,7 @@ export function parseSince(value: string, now = new Date()): Date {
 
 export const historyCommand: CommandModule<object, HistoryArgs> = {
   command: 'history [job..]',
-  describe: 'Show the run history, newest first: every attempt of every runner',
+  describe: 'Show the run history, newest first: one line per fire (--attempts: every row)',
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', array: true, describe: 'only these jobs' })
@@ -64,7 +75,23 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           'repeat for several)',
       })
       .option('since', { type: 'string', describe: 'only fires since: 2h, 30m, 7d or ISO-8601' })
-      .option('limit', { type: 'number', default: 50, describe: 'at most this many rows' })
+      .option('limit', {
+        type: 'number',
+        default: 50,
+        describe: 'at most this many fires (rows with --attempts)',
+      })
+      .option('attempts', {
+        type: 'boolean',
+        default: false,
+        describe: "every row: each runner's attempt or skip, with every column (= -o wide)",
+      })
+      .option('output', {
+        alias: 'o',
+        type: 'string',
+        choices: ['wide'],
+        describe: 'wide: every row with every column (= --attempts)',
+      })
+      .option('watch', WATCH_OPTION)
       .option('json', { type: 'boolean', default: false, describe: 'one JSON array of rows' })
       .option('namespace', {
         type: 'string',
@@ -74,84 +101,108 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     if (!Number.isInteger(args.limit) || args.limit < 1)
       throw new UsageError('--limit must be a positive integer');
     const since = args.since != null ? parseSince(args.since) : undefined;
+    const watchMs = watchIntervalMs(args.watch);
     // `--host` filters here; it does not default to this machine, nor name one.
     const { host: hosts, ...common } = args;
     const resolved = resolveNamespaceSource(common);
     const { namespace } = resolved;
     const target = resolveDatabase(common);
-
-    let runs: Run[] = [];
-    let pauses: Pause[] = [];
-    let conn;
-    try {
-      conn = await openConnection(target, { create: false });
-      runs = await listRuns(conn, {
-        namespace,
-        limit: args.limit,
-        ...(args.job != null ? { job: args.job } : {}),
-        ...(hosts != null ? { host: hosts } : {}),
-        ...(args.status != null ? { status: args.status } : {}),
-        ...(args.reasonKind != null ? { reasonKind: args.reasonKind } : {}),
-        ...(since ? { since } : {}),
-      });
-      // A database from before the pauses table (migration 0003) has none.
-      pauses = await listPauses(conn, namespace).catch(() => []);
-    } catch (err) {
-      if (!isMissingSchemaError(err)) throw err;
-      // A database nobody has started baton on yet simply has no history.
-    } finally {
-      await conn?.end().catch(() => {});
-    }
-
-    // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
-    const shown = new Set(runs.map((r) => r.job));
-    for (const job of args.job ?? []) shown.add(job);
-    for (const p of pauses.filter((p) => shown.has(p.job))) {
-      process.stderr.write(`baton: note: ${p.job} is ${pausedReason(p)}\n`);
-    }
-    // Nothing in the fallback namespace: most likely run outside the schedules file's folder.
-    const hint = runs.length === 0 ? namespaceHint(resolved) : null;
-    if (args.json) {
-      process.stdout.write(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`);
-      if (hint) process.stderr.write(`baton: hint: ${hint}\n`);
-      return ExitCode.Ok;
-    }
-    // The first line says which namespace was read and why; --json stays an array of rows.
-    process.stdout.write(`${namespaceLine(resolved)}\n`);
-    if (runs.length === 0) {
-      process.stderr.write(`no runs recorded in namespace "${namespace}" matching the filter\n`);
-      if (hint) process.stderr.write(`baton: hint: ${hint}\n`);
-      return ExitCode.Ok;
-    }
-    process.stdout.write(
-      table(
-        [
-          'ID',
-          'JOB',
-          'SCHEDULED (UTC)',
-          'HOST',
-          'WINNER',
-          'TRIGGER',
-          'STATUS',
-          'DURATION',
-          'EXIT',
-          'REASON / ERROR',
-        ],
-        runs.map((r) => [
-          r.id,
-          r.job,
-          formatInstant(r.scheduledAt),
-          r.host,
-          winnerCell(r),
-          r.trigger,
-          // Retried runs say how many attempts it took: "done ×3".
-          r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status,
-          durationCell(r),
-          r.exitCode ?? '',
-          oneLine(r.reason ?? r.error ?? ''),
-        ]),
-      ),
+    const wide = args.attempts || args.output === 'wide';
+    // The job's own clock is shown for the jobs of the schedules file of this namespace.
+    const config = args.json || wide ? null : optionalConfig(common);
+    const zones = new Map(
+      config?.namespace === namespace ? config.jobs.map((j) => [j.name, j.timezone]) : [],
     );
-    return ExitCode.Ok;
+
+    const frame = async (): Promise<Frame> => {
+      let runs: Run[] = [];
+      let pauses: Pause[] = [];
+      let conn;
+      try {
+        conn = await openConnection(target, { create: false });
+        const filter = {
+          namespace,
+          limit: args.limit,
+          ...(args.job != null ? { job: args.job } : {}),
+          ...(hosts != null ? { host: hosts } : {}),
+          ...(args.status != null ? { status: args.status } : {}),
+          ...(args.reasonKind != null ? { reasonKind: args.reasonKind } : {}),
+          ...(since ? { since } : {}),
+        };
+        runs =
+          args.json || wide
+            ? await listRuns(conn, filter)
+            : groupFires(await listFireRows(conn, filter))
+                .slice(0, args.limit)
+                .flatMap((f) => f.rows);
+        // A database from before the pauses table (migration 0003) has none.
+        pauses = await listPauses(conn, namespace).catch(() => []);
+      } catch (err) {
+        if (!isMissingSchemaError(err)) throw err;
+        // A database nobody has started baton on yet simply has no history.
+      } finally {
+        await conn?.end().catch(() => {});
+      }
+
+      // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
+      const shown = new Set(runs.map((r) => r.job));
+      for (const job of args.job ?? []) shown.add(job);
+      const notes = pauses
+        .filter((p) => shown.has(p.job))
+        .map((p) => `baton: note: ${p.job} is ${pausedReason(p)}\n`)
+        .join('');
+      const done = (stdout: string, stderr = '') => ({
+        stdout,
+        stderr: notes + stderr,
+        code: ExitCode.Ok,
+      });
+      // Nothing in the fallback namespace: most likely run outside the schedules file's folder.
+      const hint = runs.length === 0 ? namespaceHint(resolved) : null;
+      const hinted = hint ? `baton: hint: ${hint}\n` : '';
+      if (args.json) return done(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`, hinted);
+      // The first line says which namespace was read and why; --json stays an array of rows.
+      const header = `${namespaceLine(resolved)}\n`;
+      if (runs.length === 0) {
+        return done(
+          header,
+          `no runs recorded in namespace "${namespace}" matching the filter\n${hinted}`,
+        );
+      }
+      const paint = painter();
+      if (wide) return done(header + renderAttempts(runs, paint));
+      const fires = groupFires(runs);
+      const width = terminalWidth();
+      return done(header + renderFires(fires, { now: new Date(), width, paint, zones }));
+    };
+
+    // The title names the view, never the options: a --database-url may carry a password.
+    const title = `baton history${args.job?.length ? ` ${args.job.join(' ')}` : ''}`;
+    if (watchMs != null) return watch(watchMs, title, frame);
+    const f = await frame();
+    process.stderr.write(f.stderr);
+    process.stdout.write(f.stdout);
+    return f.code;
   }),
 };
+
+/** The most rows the fire view reads to fill `--limit` fires. */
+const MAX_FIRE_ROWS = 20_000;
+
+/**
+ * The rows of the newest `limit` fires matching the filter — every row of each, so that a fire
+ * is not shown without its winner because the rows ran out mid-fire. Reads four rows a fire,
+ * then four times more while the last fire may be cut (rows at the oldest instant read are
+ * dropped unless the history has no more).
+ */
+async function listFireRows(conn: Queryable, filter: HistoryFilter): Promise<Run[]> {
+  const fires = filter.limit;
+  for (let rows = fires * 4; ; rows *= 4) {
+    const runs = await listRuns(conn, { ...filter, limit: Math.min(rows, MAX_FIRE_ROWS) });
+    if (runs.length < Math.min(rows, MAX_FIRE_ROWS)) return runs;
+    const oldest = runs.at(-1)!.scheduledAt.getTime();
+    const complete = runs.filter((r) => r.scheduledAt.getTime() > oldest);
+    if (groupFires(complete).length >= fires || rows >= MAX_FIRE_ROWS) {
+      return complete.length > 0 ? complete : runs;
+    }
+  }
+}

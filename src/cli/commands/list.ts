@@ -12,11 +12,13 @@ import { listPauses, type Pause } from '../../store/pauses.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { pauseToJson, table } from '../format.js';
+import { fitTable, type Cell, type Column } from '../fit.js';
+import { painter, terminalWidth } from '../terminal.js';
+import { formatLocal, instantForm, isUtc, relative, shortInstant, shortLocal } from '../times.js';
 import {
   parseFrom,
   databaseNamed,
   resolveDatabase,
-  utcMs,
   withCommonOptions,
   type CommonArgs,
 } from '../options.js';
@@ -26,18 +28,38 @@ interface ListArgs extends CommonArgs {
   json: boolean;
   count: number;
   from?: string;
+  output?: string;
+}
+
+/** One job as `list` shows it (and `--json` prints it). */
+interface ListedJob {
+  name: string;
+  schedule: string;
+  timezone: string;
+  enabled: boolean;
+  nextFires: string[];
+  jitterMs: number;
+  paused: boolean | null;
+  pause: ReturnType<typeof pauseToJson>;
 }
 
 export const listCommand: CommandModule<object, ListArgs> = {
   command: 'list',
-  describe: 'List every job: schedule, time zone, schedule in words, enabled, next fire times',
+  describe: 'List every job: schedule, next fire, flags (-o wide: in words, more fires)',
   builder: (y) =>
     withCommonOptions(y)
       .option('json', { type: 'boolean', default: false, describe: 'print JSON' })
       .option('count', {
         type: 'number',
         default: 3,
-        describe: 'how many next fire times to show',
+        describe: 'how many next fire times to show (with -o wide or --json; else the next one)',
+      })
+      .option('output', {
+        alias: 'o',
+        type: 'string',
+        choices: ['wide'],
+        describe:
+          'wide: every detail (time zone, schedule in words, several fires with local times)',
       })
       .option('from', {
         type: 'string',
@@ -83,6 +105,10 @@ export const listCommand: CommandModule<object, ListArgs> = {
       process.stdout.write(`${JSON.stringify({ namespace: config.namespace, jobs }, null, 2)}\n`);
       return ExitCode.Ok;
     }
+    if (args.output !== 'wide') {
+      process.stdout.write(renderCompact(jobs, from, pauses != null));
+      return ExitCode.Ok;
+    }
     process.stdout.write(
       table(
         [
@@ -120,6 +146,53 @@ export const listCommand: CommandModule<object, ListArgs> = {
     return ExitCode.Ok;
   }),
 };
+
+/**
+ * The view that fits the terminal (80 columns off one), as `crontab -l` and `kubectl get` do:
+ * name, schedule, the next fire (UTC, the job's own clock when it has a zone, and how soon),
+ * flags. `-o wide` has the rest.
+ */
+function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): string {
+  const next = (j: ListedJob) => (j.nextFires[0] != null ? new Date(j.nextFires[0]) : null);
+  const form = instantForm(
+    jobs.flatMap((j) => next(j) ?? []),
+    from,
+  );
+  const zoned = jobs.some((j) => !isUtc(j.timezone));
+  const columns: Column[] = [
+    { head: 'JOB', flex: { min: 10, keep: 1 } },
+    // A schedule is never cut: `*/2 * * * …` would read as another schedule.
+    { head: 'SCHEDULE' },
+    ...(zoned ? [{ head: 'TIME ZONE', flex: { min: 9 }, optional: 2 }] : []),
+    { head: 'NEXT (UTC)' },
+    ...(zoned ? [{ head: 'LOCAL', optional: 1 }] : []),
+    { head: 'IN' },
+    { head: 'FLAGS', flex: { min: 9, keep: 2 } },
+  ];
+  const paint = painter();
+  const rows = jobs.map((j): Cell[] => {
+    const at = next(j);
+    const utc = isUtc(j.timezone);
+    const flags = [
+      j.enabled ? '' : 'disabled',
+      // Who paused it, and why, are in -o wide and `baton explain`.
+      j.pause ? 'paused' : '',
+      j.jitterMs > 0 ? `jitter ${formatDuration(j.jitterMs, 'compact')}` : '',
+    ].filter((f) => f !== '');
+    return [
+      { text: j.name, ...(j.enabled && !j.pause ? {} : { style: 'dim' as const }) },
+      { text: j.schedule },
+      ...(zoned ? [{ text: utc ? '' : j.timezone }] : []),
+      { text: at ? shortInstant(at, form) : 'never' },
+      ...(zoned ? [{ text: at && !utc ? shortLocal(at, j.timezone) : '' }] : []),
+      { text: at ? relative(at, from).replace(/^in /, '') : '', style: 'dim' },
+      { text: flags.join(', '), style: 'yellow' },
+    ];
+  });
+  // Without the database the pauses are unknown: said once, under the table.
+  const unknown = pausesKnown ? '' : '(pauses not shown: no database to ask)\n';
+  return fitTable(columns, rows, terminalWidth(), paint) + unknown;
+}
 
 /** How long `list` gives the database for the pauses before it shows the list without them. */
 const PAUSES_CONNECT_MS = 1_500;
@@ -165,52 +238,4 @@ async function readPauses(args: CommonArgs, namespace: string): Promise<Map<stri
   } finally {
     await conn?.end().catch(() => {});
   }
-}
-
-const localFormats = new Map<string, Intl.DateTimeFormat>();
-
-/**
- * `instant` as the job's wall clock with its UTC offset: `2027-03-14T03:00:00-04:00`. The offset
- * is computed from the instant itself, so it is the offset in force at that fire (EDT, not EST).
- */
-export function formatLocal(instant: Date, timezone: string): string {
-  let format = localFormats.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: timezone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    });
-    localFormats.set(timezone, format);
-  }
-  const part: Record<string, number> = {};
-  for (const p of format.formatToParts(instant)) {
-    if (p.type !== 'literal') part[p.type] = Number(p.value);
-  }
-  const { year = 0, month = 1, day = 1, hour = 0, minute = 0, second = 0 } = part;
-  const wholeSecond = Math.floor(instant.getTime() / 1000) * 1000;
-  const offsetSeconds = Math.round(
-    (utcMs([year, month, day, hour, minute, second]) - wholeSecond) / 1000,
-  );
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-  const abs = Math.abs(offsetSeconds);
-  // Historical local mean times have offsets with seconds (New York before 1883: -04:56:02).
-  const sign = offsetSeconds < 0 ? '-' : '+';
-  const offset =
-    `${sign}${pad(Math.floor(abs / 3600))}:${pad(Math.floor(abs / 60) % 60)}` +
-    (abs % 60 ? `:${pad(abs % 60)}` : '');
-  const date = `${pad(year, 4)}-${pad(month)}-${pad(day)}`;
-  return `${date}T${pad(hour)}:${pad(minute)}:${pad(second)}${offset}`;
-}
-
-function isUtc(timezone: string): boolean {
-  // Etc/UTC, Etc/GMT, Zulu... all resolve to "UTC".
-  return (
-    new Intl.DateTimeFormat('en-US', { timeZone: timezone }).resolvedOptions().timeZone === 'UTC'
-  );
 }

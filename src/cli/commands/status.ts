@@ -49,6 +49,7 @@ import {
   resolveNamespaceSource,
   type ResolvedNamespace,
 } from '../config-options.js';
+import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;
@@ -56,6 +57,7 @@ interface StatusArgs extends CommonArgs {
   clockThreshold: string;
   goneAfter: string;
   warnPaused: boolean;
+  watch?: string;
 }
 
 const EPILOGUE = `Exit status, as a monitoring check (Nagios, Icinga, Sensu):
@@ -113,6 +115,7 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
         default: false,
         describe: 'a paused job is a warning (exit 1) rather than informational',
       })
+      .option('watch', WATCH_OPTION)
       .epilogue(EPILOGUE)
       // A check's bad usage is UNKNOWN too: a monitor reads 64 differently on each system.
       .fail((message, err) => {
@@ -171,27 +174,36 @@ async function check(args: StatusArgs): Promise<number> {
     config = null;
   }
 
-  const facts = await readFleet(args, namespace, config);
-  const report = buildStatus({
-    ...facts,
-    namespace,
-    config,
-    clockThresholdMs,
-    goneAfterMs: goneAfter,
-    warnPaused: args.warnPaused,
-  });
-  // Nothing at all in the fallback namespace: most likely run outside the schedules folder.
-  const hint =
-    report.runners.length === 0 && report.jobs.length === 0 ? namespaceHint(resolved) : null;
-  if (hint) process.stderr.write(`baton: hint: ${hint}\n`);
-  if (args.json) {
-    const { namespace: read, ...rest } = statusToJson(report);
-    const json = { namespace: read, namespaceSource: resolved.source, ...rest };
-    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
-  } else {
-    process.stdout.write(render(report, resolved, facts.databaseClock));
-  }
-  return CHECK_EXIT_CODES[report.state];
+  const watchMs = watchIntervalMs(args.watch);
+  const frame = async (): Promise<Frame> => {
+    const facts = await readFleet(args, namespace, config);
+    const report = buildStatus({
+      ...facts,
+      namespace,
+      config,
+      clockThresholdMs,
+      goneAfterMs: goneAfter,
+      warnPaused: args.warnPaused,
+    });
+    // Nothing at all in the fallback namespace: most likely run outside the schedules folder.
+    const hint =
+      report.runners.length === 0 && report.jobs.length === 0 ? namespaceHint(resolved) : null;
+    let stdout: string;
+    if (args.json) {
+      const { namespace: read, ...rest } = statusToJson(report);
+      const json = { namespace: read, namespaceSource: resolved.source, ...rest };
+      stdout = `${JSON.stringify(json, null, 2)}\n`;
+    } else {
+      stdout = render(report, resolved, facts.databaseClock);
+    }
+    const stderr = hint ? `baton: hint: ${hint}\n` : '';
+    return { stdout, stderr, code: CHECK_EXIT_CODES[report.state] };
+  };
+  if (watchMs != null) return watch(watchMs, 'baton status', frame);
+  const shown = await frame();
+  process.stderr.write(shown.stderr);
+  process.stdout.write(shown.stdout);
+  return shown.code;
 }
 
 interface FleetFacts {
