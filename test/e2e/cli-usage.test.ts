@@ -164,7 +164,11 @@ describe('mistyped commands and options', () => {
     expectUsage(r, /^baton: unknown option --stauts; did you mean --status\?\n/);
     expect(r.stderr).toMatch(/Run "baton history --help" for usage/);
     expectUsage(await cli('list', '--jsno'), /unknown option --jsno; did you mean --json\?/);
-    expectUsage(await cli('status', '--zzzzzz'), /^baton: unknown option --zzzzzz\n/);
+    expectUsage(await cli('list', '--zzzzzz'), /^baton: unknown option --zzzzzz\n/);
+    // `status` is a monitoring check: its bad usage is UNKNOWN (3), said on stdout.
+    const check = await cli('status', '--jsno');
+    expect(check.code).toBe(3);
+    expect(check.stdout).toMatch(/^UNKNOWN: unknown option --jsno; did you mean --json\?/);
   });
 });
 

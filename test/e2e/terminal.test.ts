@@ -30,19 +30,24 @@ let config = '';
 /** The options every command of this file takes. */
 const on = () => ['--config', config, '--database-url', fleet.db.url];
 
-/**
- * The lines of a view, colour codes removed, without the empty last one. On a terminal stderr
- * shows too: its notes (a paused job) are left out.
- */
-function lines(output: string): string[] {
-  return stripAnsi(output)
-    .replace(/\n$/, '')
-    .split('\n')
-    .filter((l) => !l.startsWith('baton: note: '));
+/** Every line of a view, colour codes removed, without the empty last one. */
+function allLines(output: string): string[] {
+  return stripAnsi(output).replace(/\n$/, '').split('\n');
 }
 
+/**
+ * The lines of a view's table: on a terminal stderr shows too, and its notes (a paused job) are
+ * left out, as is `history`'s first line, which names the namespace read.
+ */
+function lines(output: string): string[] {
+  return allLines(output).filter(
+    (l) => !l.startsWith('baton: note: ') && !l.startsWith('namespace "'),
+  );
+}
+
+/** Every line fits, the namespace line and the notes included. */
 function expectFits(output: string, cols: number): void {
-  for (const line of lines(output)) expect([...line].length, line).toBeLessThanOrEqual(cols);
+  for (const line of allLines(output)) expect([...line].length, line).toBeLessThanOrEqual(cols);
 }
 
 beforeAll(async () => {
@@ -112,6 +117,7 @@ describe('baton history on an 80-column terminal', () => {
     expect(code, output).toBe(0);
     expectFits(output, 80);
     expect(hasColour(output)).toBe(true);
+    expect(allLines(output)[0]).toMatch(/^namespace "terminal-views" \(from the schedules file /);
     const [head, ...rows] = lines(output);
     expect(head).toMatch(/^FIRE \(UTC\)\s+AGO\s+LOCAL\s+JOB\s+OUTCOME\s+HOST\s+TOOK\s+NOTE$/);
     expect(rows).toHaveLength(8);

@@ -10,6 +10,7 @@ import { listRuns, type HistoryFilter } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
 import { action } from '../action.js';
 import { runToJson } from '../format.js';
+import { clip } from '../fit.js';
 import { groupFires, renderAttempts, renderFires } from '../history-view.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
@@ -172,7 +173,8 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       if (wide) return done(header + renderAttempts(runs, paint));
       const fires = groupFires(runs);
       const width = terminalWidth();
-      return done(header + renderFires(fires, { now: new Date(), width, paint, zones }));
+      const fitted = `${clip(namespaceLine(resolved), width)}\n`;
+      return done(fitted + renderFires(fires, { now: new Date(), width, paint, zones }));
     };
 
     // The title names the view, never the options: a --database-url may carry a password.

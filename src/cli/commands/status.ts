@@ -49,6 +49,8 @@ import {
   resolveNamespaceSource,
   type ResolvedNamespace,
 } from '../config-options.js';
+import { hideBin } from 'yargs/helpers';
+import { usageMessage } from '../usage.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 
 interface StatusArgs extends CommonArgs {
@@ -120,7 +122,8 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
       // A check's bad usage is UNKNOWN too: a monitor reads 64 differently on each system.
       .fail((message, err) => {
         if (err) throw err;
-        process.stdout.write(`UNKNOWN: ${message} (see baton status --help)\n`);
+        const text = usageMessage(message, hideBin(process.argv));
+        process.stdout.write(`UNKNOWN: ${text} (see baton status --help)\n`);
         process.exit(CheckExitCode.Unknown);
       }) as never,
   handler: action(async (args: StatusArgs) => {
