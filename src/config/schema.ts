@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
+import { parseSize, SIZE_HINT } from './size.js';
 
 /**
  * Job names end up in the history table (`baton_runs.job VARCHAR(128)`) and in lock names, so they
@@ -48,6 +49,25 @@ const duration = z.unknown().transform((value, ctx) => {
   }
   return ms;
 });
+
+/** A size such as `4MiB`, as bytes; `0` is allowed (keep none). */
+const size = z.unknown().transform((value, ctx) => {
+  const bytes = typeof value === 'string' || typeof value === 'number' ? parseSize(value) : null;
+  if (bytes == null) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a size, got ${JSON.stringify(value)}: ${SIZE_HINT}`,
+    });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+/** What the history keeps of an attempt's output by default: a batch log, not a flood. */
+export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
+
+/** `output:` — what is kept of each attempt's output (execution/output-capture.ts). */
+const output = z.object({ max: size }).partial().strict();
 
 /**
  * `jitter:` — a duration like the others, but `0s` is allowed too, so that one job can turn off
@@ -184,6 +204,11 @@ const inheritableShape = {
    * second. Must be shorter than the job's shortest period. Default none.
    */
   jitter: jitterDuration,
+  /**
+   * What the history keeps of each attempt's output: `max` bytes (default 4MiB), the head and the
+   * tail when it prints more; `max: 0` keeps none (the last 8 KiB stay in `output_tail`).
+   */
+  output,
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -214,6 +239,7 @@ export const jobSchema = z
     workers: true,
     connection: true,
     jitter: true,
+    output: true,
     command: true,
     module: true,
   });
@@ -291,6 +317,8 @@ export interface JobDefinition {
   connection: string | null;
   /** Fires start up to this long after their instant (`src/schedule/jitter.ts`); 0 = at it. */
   jitterMs: number;
+  /** Bytes of each attempt's output kept in `baton_run_output`; 0 = none. */
+  outputMaxBytes: number;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */

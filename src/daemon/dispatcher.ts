@@ -13,6 +13,7 @@ import type { Config, JobDefinition } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
+import type { OutputWriter } from '../fire/output-writer.js';
 import type { RunLease } from '../execution/run-lease.js';
 import { startFire, type FireOutcome } from '../fire/run-fire.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
@@ -46,6 +47,8 @@ export interface DispatcherOptions {
   verdicts: VerdictBacklog;
   /** The lease the runs go on under (execution/run-lease.ts). */
   lease: RunLease;
+  /** Where the runs' output is written as it comes (fire/output-writer.ts). */
+  output: OutputWriter;
   events: RunnerEvents;
   signal: AbortSignal;
 }
@@ -131,6 +134,7 @@ export class Dispatcher {
       places: this.places,
       verdicts: this.o.verdicts,
       lease: this.o.lease,
+      output: this.o.output,
       events,
       ...(job.target.kind === 'module'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }

@@ -34,6 +34,7 @@ import { prepareSpawner } from '../execution/spawner-client.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher } from './dispatcher.js';
+import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
 import { DatabaseLink } from './link.js';
@@ -141,6 +142,7 @@ export class Runner {
       runs: this.runs,
       verdicts: this.verdicts,
       lease: this.link.lease,
+      output: new OutputWriter(log),
       events: this.events,
       signal,
     });

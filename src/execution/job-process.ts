@@ -39,7 +39,7 @@ import type { FinalStatus } from '../run-status.js';
 import { truncate } from '../text.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { spawnGroupChild, type Launch, type LaunchEnd } from './job-launch.js';
+import { spawnGroupChild, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
 import type { HostMessage, InitMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
@@ -77,6 +77,8 @@ export type StopStatus = Exclude<FinalStatus, 'done'>;
 export interface StartOptions {
   tee?: boolean;
   tailBytes?: number;
+  /** Where the run's whole output goes (bounded), as it comes; without it only the tail. */
+  output?: OutputSink | undefined;
   /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
   database?: DatabaseTarget | null;
   /**
@@ -190,6 +192,7 @@ export function startJob(
           cwd: job.cwd,
           env,
           tailBytes: options.tailBytes,
+          output: options.output,
           lease: options.lease,
         });
 
@@ -270,6 +273,7 @@ function startHere(
   const run = spawnGroupChild(file, args, {
     ...where,
     tail: new OutputTail(options.tailBytes),
+    output: options.output,
     tee: options.tee ?? false,
     onExit: () => dismissWatchdog(),
   });

@@ -32,6 +32,7 @@ import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
 import type { Limiter } from './limiter.js';
 import { localOverlap, takesContentionPlace, LocalRuns, type LocalRun } from './local-runs.js';
 import { KILL_GRACE_MS, LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
+import type { OutputWriter } from './output-writer.js';
 import type { VerdictBacklog } from './verdict-backlog.js';
 
 export type FireOutcome =
@@ -77,6 +78,8 @@ export interface FireOptions {
   withholdEnv?: readonly string[];
   /** The runner's lease on its runs (execution/run-lease.ts): renewed by its heartbeats. */
   lease?: RunLease;
+  /** Where the runs' whole output is written as it comes; without it only the tail is kept. */
+  output?: OutputWriter;
 }
 
 /** A fire under way: `contended` settles once the run has started or the fire is over. */
@@ -281,6 +284,8 @@ async function attemptAndRecord(
     // through a pool outage) or first by another runner.
     const endedAt = c.lock.toDatabaseTime(result.endedAt);
     if (endedAt) outcome.finishedAt = endedAt;
+    // A run that reads finished has all its output in (`baton logs --follow` stops there).
+    await o.output?.settle(claim.runId);
     let recorded = false;
     try {
       recorded = await finishRun(c.pool, claim.runId, outcome);
@@ -354,6 +359,10 @@ async function attemptRuns(
         database,
         withholdEnv: o.withholdEnv ?? [],
         lease: o.lease,
+        output:
+          o.output && job.outputMaxBytes > 0
+            ? o.output.sink(c.pool, fire.runId, attempt, job.outputMaxBytes)
+            : undefined,
       },
     );
     // The spawner reports the job's pid a moment later; the run is "started" with its pid known.

@@ -10,6 +10,7 @@ import { ExitCode } from '../../exit-codes.js';
 import { RunLease } from '../../execution/run-lease.js';
 import { LocalRuns } from '../../fire/local-runs.js';
 import { KILL_GRACE_MS } from '../../fire/run-control.js';
+import { OutputWriter } from '../../fire/output-writer.js';
 import { startFire } from '../../fire/run-fire.js';
 import { openPool } from '../../store/connect.js';
 import { DeadlinePool } from '../../store/deadline.js';
@@ -119,6 +120,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         waitSeconds: args.wait,
         tee: true,
         lease,
+        output: new OutputWriter(),
       });
       void fire.contended.then(() => {
         if (runs.size === 0) return;
