@@ -268,6 +268,7 @@ function buildJob(
     connection: job.connection ?? null,
     jitterMs: job.jitter ?? 0,
     outputMaxBytes: job.output?.max ?? DEFAULT_OUTPUT_MAX_BYTES,
+    secretEnv: job.secretEnv ?? [],
   };
 }
 

@@ -205,6 +205,13 @@ const inheritableShape = {
    */
   jitter: jitterDuration,
   /**
+   * Environment variables whose values are secrets: masked as `***` wherever the job's output is
+   * kept (with the database passwords, which always are).
+   */
+  secretEnv: z.array(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'secretEnv: expected names of variables'),
+  ),
+  /**
    * What the history keeps of each attempt's output: `max` bytes (default 4MiB), the head and the
    * tail when it prints more; `max: 0` keeps none (the last 8 KiB stay in `output_tail`).
    */
@@ -240,6 +247,7 @@ export const jobSchema = z
     connection: true,
     jitter: true,
     output: true,
+    secretEnv: true,
     command: true,
     module: true,
   });
@@ -319,6 +327,8 @@ export interface JobDefinition {
   jitterMs: number;
   /** Bytes of each attempt's output kept in `baton_run_output`; 0 = none. */
   outputMaxBytes: number;
+  /** Variables whose values are masked in the kept output. */
+  secretEnv: string[];
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */

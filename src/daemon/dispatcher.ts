@@ -7,7 +7,7 @@
  * chain moves on once a fire's contention is settled — its run may go on, and the next fire of
  * the job then meets it through the overlap policy (fire/local-runs.ts).
  */
-import { connectionVariables, jobDatabase } from '../config/connections.js';
+import { connectionVariables, jobDatabase, outputSecrets } from '../config/connections.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
@@ -140,6 +140,7 @@ export class Dispatcher {
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
         : {}),
       withholdEnv: connectionVariables(config),
+      secrets: outputSecrets(config, job, this.o.target),
     });
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.

@@ -15,6 +15,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { OutputCapture, type OutputChunk, type OutputStream } from './output-capture.js';
 import type { OutputTail } from './output-tail.js';
+import { SecretMask } from './secret-mask.js';
 
 /** How long to wait for a job's output to close after its process exited. */
 export const OUTPUT_DRAIN_MS = 1_000;
@@ -65,6 +66,8 @@ export interface GroupChildOptions {
   tail: OutputTail;
   /** The whole output, bounded, for the history; without it only the tail is kept. */
   output?: OutputSink | undefined;
+  /** Masked as `***` in what is kept of the output (secret-mask.ts); not in what is teed. */
+  secrets?: readonly string[] | undefined;
   /** Pass the output through to this process's stdout/stderr (foreground `baton run`). */
   tee?: boolean;
   /** An IPC channel to the child (module jobs). */
@@ -95,15 +98,28 @@ export function spawnGroupChild(
     if (chunks.length > 0) options.output!.deliver(chunks);
   };
   const flusher = whole && setInterval(() => hand(whole.takeLive()), OUTPUT_FLUSH_MS);
+  const masks = {
+    1: new SecretMask(options.secrets ?? []),
+    2: new SecretMask(options.secrets ?? []),
+  };
+  const keep = (stream: OutputStream, bytes: Buffer) => {
+    if (bytes.length === 0) return;
+    tail.push(bytes);
+    whole?.push(stream, bytes);
+  };
   const capture = (sink: NodeJS.WriteStream, stream: OutputStream) => (chunk: Buffer) => {
-    tail.push(chunk);
-    whole?.push(stream, chunk);
+    keep(stream, masks[stream].push(chunk));
     if (tee) sink.write(chunk);
   };
   child.stdout?.on('data', capture(process.stdout, 1));
   child.stderr?.on('data', capture(process.stderr, 2));
+  let handedRest = false;
   const handRest = () => {
+    if (handedRest) return;
+    handedRest = true;
     clearInterval(flusher);
+    keep(1, masks[1].end());
+    keep(2, masks[2].end());
     if (whole) hand(whole.finish());
   };
 

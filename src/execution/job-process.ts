@@ -79,6 +79,8 @@ export interface StartOptions {
   tailBytes?: number;
   /** Where the run's whole output goes (bounded), as it comes; without it only the tail. */
   output?: OutputSink | undefined;
+  /** Masked as `***` in the kept output and tail: passwords, `secretEnv` values. */
+  secrets?: readonly string[] | undefined;
   /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
   database?: DatabaseTarget | null;
   /**
@@ -193,6 +195,7 @@ export function startJob(
           env,
           tailBytes: options.tailBytes,
           output: options.output,
+          secrets: options.secrets,
           lease: options.lease,
         });
 
@@ -274,6 +277,7 @@ function startHere(
     ...where,
     tail: new OutputTail(options.tailBytes),
     output: options.output,
+    secrets: options.secrets,
     tee: options.tee ?? false,
     onExit: () => dismissWatchdog(),
   });

@@ -51,6 +51,8 @@ export interface SpawnRequest {
   tailBytes?: number | undefined;
   /** Where the run's whole output goes; without it only the tail is kept. */
   output?: OutputSink | undefined;
+  /** Masked in what is kept of the output. */
+  secrets?: readonly string[] | undefined;
   /** The lease the run goes on under; the spawner stops it when the lease lapses. */
   lease?: RunLease | undefined;
 }
@@ -145,6 +147,7 @@ class SpawnerProcess {
       env: env as Record<string, string>,
       tailBytes,
       outputMax: req.output?.maxBytes ?? null,
+      secrets: [...(req.secrets ?? [])],
     });
     return {
       get pid() {

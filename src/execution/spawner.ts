@@ -52,6 +52,8 @@ export type SpawnerRequest =
       tailBytes: number | undefined;
       /** Keep the run's whole output up to this many bytes and send it on; null: the tail only. */
       outputMax: number | null;
+      /** Masked in what is kept of the output. */
+      secrets: string[];
     }
   | { kind: 'kill'; id: number; signal: NodeJS.Signals }
   /** The runner vouches for its lock session for `ms` from now; 0 revokes (the session is gone). */
@@ -133,6 +135,7 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
       cwd: req.cwd,
       env: req.env,
       tail: new OutputTail(req.tailBytes),
+      secrets: req.secrets,
       output:
         req.outputMax == null
           ? undefined

@@ -80,6 +80,8 @@ export interface FireOptions {
   lease?: RunLease;
   /** Where the runs' whole output is written as it comes; without it only the tail is kept. */
   output?: OutputWriter;
+  /** Masked as `***` in the kept output and tail (config/connections.ts: outputSecrets). */
+  secrets?: readonly string[];
 }
 
 /** A fire under way: `contended` settles once the run has started or the fire is over. */
@@ -359,6 +361,7 @@ async function attemptRuns(
         database,
         withholdEnv: o.withholdEnv ?? [],
         lease: o.lease,
+        secrets: o.secrets,
         output:
           o.output && job.outputMaxBytes > 0
             ? o.output.sink(c.pool, fire.runId, attempt, job.outputMaxBytes)

@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import { connectionVariables, jobDatabase } from '../../config/connections.js';
+import { connectionVariables, jobDatabase, outputSecrets } from '../../config/connections.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
@@ -117,6 +117,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         runs,
         database: () => database,
         withholdEnv: connectionVariables(config),
+        secrets: outputSecrets(config, job, target),
         waitSeconds: args.wait,
         tee: true,
         lease,
