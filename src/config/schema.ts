@@ -257,7 +257,9 @@ export const jobSchema = z
  * `baton prune`). One duration for every row, or `{ runs, skips }` apart: skip rows pile up
  * fastest (one per runner per fire) and say the least once old. A missing key keeps those rows.
  */
-const retentionDurations = z.strictObject({ runs: duration, skips: duration }).partial();
+const retentionDurations = z
+  .strictObject({ runs: duration, skips: duration, output: duration })
+  .partial();
 const retentionSchema = z.unknown().transform((value, ctx): Retention => {
   // Dispatched by hand rather than with z.union, so that a mistake gets the message of the form
   // it was meant in ("expected a duration", or the object's own key), not a union's summary.
@@ -268,12 +270,16 @@ const retentionSchema = z.unknown().transform((value, ctx): Retention => {
     return z.NEVER;
   }
   if (typeof result.data === 'number') return { runsMs: result.data, skipsMs: result.data };
-  const { runs, skips } = result.data;
-  if (runs == null && skips == null) {
-    ctx.addIssue({ code: 'custom', message: 'give `runs`, `skips` or both (durations)' });
+  const { runs, skips, output } = result.data;
+  if (runs == null && skips == null && output == null) {
+    ctx.addIssue({ code: 'custom', message: 'give `runs`, `skips`, `output` or some (durations)' });
     return z.NEVER;
   }
-  return { runsMs: runs ?? null, skipsMs: skips ?? null };
+  return {
+    runsMs: runs ?? null,
+    skipsMs: skips ?? null,
+    ...(output != null ? { outputMs: output } : {}),
+  };
 });
 
 export const fileSchema = z.strictObject({
@@ -340,6 +346,11 @@ export interface Retention {
   runsMs: number | null;
   /** Rows with status `skipped`. */
   skipsMs: number | null;
+  /**
+   * Runs' whole output (`baton_run_output`), by when it was printed; null: it goes with its run.
+   * Absent: as null.
+   */
+  outputMs?: number | null;
 }
 
 export interface Config {

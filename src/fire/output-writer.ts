@@ -35,11 +35,12 @@ export class OutputWriter {
   constructor(private readonly log?: Logger) {}
 
   /** Where one attempt of run `runId` hands its output. */
-  sink(pool: Queryable, runId: number, attempt: number, maxBytes: number): OutputSink {
-    return {
-      maxBytes,
-      deliver: (chunks) => this.add(pool, runId, attempt, chunks),
-    };
+  sink(
+    pool: Queryable,
+    run: { runId: number; namespace: string; attempt: number },
+    maxBytes: number,
+  ): OutputSink {
+    return { maxBytes, deliver: (chunks) => this.add(pool, run, chunks) };
   }
 
   /** Writes everything handed on for `runId` so far (and all other pending output). */
@@ -58,11 +59,16 @@ export class OutputWriter {
     return this.writing;
   }
 
-  private add(pool: Queryable, runId: number, attempt: number, chunks: OutputChunk[]): void {
+  private add(
+    pool: Queryable,
+    { runId, namespace, attempt }: { runId: number; namespace: string; attempt: number },
+    chunks: OutputChunk[],
+  ): void {
     let seq = this.nextSeq.get(runId) ?? 0;
     for (const c of chunks) {
       const row: OutputRow = {
         runId,
+        namespace,
         seq: seq++,
         attempt,
         stream: c.stream,

@@ -364,7 +364,11 @@ async function attemptRuns(
         secrets: o.secrets,
         output:
           o.output && job.outputMaxBytes > 0
-            ? o.output.sink(c.pool, fire.runId, attempt, job.outputMaxBytes)
+            ? o.output.sink(
+                c.pool,
+                { runId: fire.runId, namespace: c.namespace, attempt },
+                job.outputMaxBytes,
+              )
             : undefined,
       },
     );
