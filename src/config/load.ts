@@ -269,6 +269,7 @@ function buildJob(
     jitterMs: job.jitter ?? 0,
     outputMaxBytes: job.output?.max ?? DEFAULT_OUTPUT_MAX_BYTES,
     secretEnv: job.secretEnv ?? [],
+    outputLog: job.output?.log ?? false,
   };
 }
 

@@ -67,7 +67,7 @@ const size = z.unknown().transform((value, ctx) => {
 export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
 
 /** `output:` — what is kept of each attempt's output (execution/output-capture.ts). */
-const output = z.object({ max: size }).partial().strict();
+const output = z.object({ max: size, log: z.boolean() }).partial().strict();
 
 /**
  * `jitter:` — a duration like the others, but `0s` is allowed too, so that one job can turn off
@@ -214,6 +214,7 @@ const inheritableShape = {
   /**
    * What the history keeps of each attempt's output: `max` bytes (default 4MiB), the head and the
    * tail when it prints more; `max: 0` keeps none (the last 8 KiB stay in `output_tail`).
+   * `log: true` also passes each line of it to the runner's log (journald).
    */
   output,
 };
@@ -335,6 +336,8 @@ export interface JobDefinition {
   outputMaxBytes: number;
   /** Variables whose values are masked in the kept output. */
   secretEnv: string[];
+  /** Pass each line of the kept output to the runner's log too (`output: {log: true}`). */
+  outputLog: boolean;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */

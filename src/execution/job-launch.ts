@@ -29,7 +29,8 @@ export const OUTPUT_FLUSH_MS = 250;
  */
 export interface OutputSink {
   maxBytes: number;
-  deliver(chunks: OutputChunk[]): void;
+  /** `final`: the last delivery of the run (its process has ended). */
+  deliver(chunks: OutputChunk[], final: boolean): void;
 }
 
 /** How a launched process ended. */
@@ -94,8 +95,8 @@ export function spawnGroupChild(
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
   });
   const whole = options.output && new OutputCapture(options.output.maxBytes);
-  const hand = (chunks: OutputChunk[]) => {
-    if (chunks.length > 0) options.output!.deliver(chunks);
+  const hand = (chunks: OutputChunk[], final = false) => {
+    if (chunks.length > 0 || final) options.output!.deliver(chunks, final);
   };
   const flusher = whole && setInterval(() => hand(whole.takeLive()), OUTPUT_FLUSH_MS);
   const masks = {
@@ -120,7 +121,7 @@ export function spawnGroupChild(
     clearInterval(flusher);
     keep(1, masks[1].end());
     keep(2, masks[2].end());
-    if (whole) hand(whole.finish());
+    if (whole) hand(whole.finish(), true);
   };
 
   const signalGroup = (signal: NodeJS.Signals) => {

@@ -197,7 +197,7 @@ class SpawnerProcess {
         run.started(msg.pid);
         return;
       case 'output':
-        run.output?.deliver(fromWire(msg.chunks));
+        run.output?.deliver(fromWire(msg.chunks), msg.final);
         return;
       case 'spawn-error':
         this.finish(msg.id, { kind: 'spawn-error', code: msg.code, message: msg.message });

@@ -64,7 +64,7 @@ export type SpawnerReport =
   | { kind: 'started'; id: number; pid: number }
   | { kind: 'spawn-error'; id: number; code: string | undefined; message: string }
   /** Output of a run, in order; always before its `exit`. */
-  | { kind: 'output'; id: number; chunks: WireChunk[] }
+  | { kind: 'output'; id: number; chunks: WireChunk[]; final: boolean }
   | {
       kind: 'exit';
       id: number;
@@ -141,7 +141,8 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
           ? undefined
           : {
               maxBytes: req.outputMax,
-              deliver: (chunks) => report({ kind: 'output', id, chunks: toWire(chunks) }),
+              deliver: (chunks, final) =>
+                report({ kind: 'output', id, chunks: toWire(chunks), final }),
             },
     });
   } catch (err) {

@@ -50,7 +50,7 @@ beforeAll(async () => {
   const job = (name: string, extra = '') =>
     `  ${name}:\n    schedule: "* * * * * *"\n    command: ["sh", "${name}.sh"]\n${extra}`;
   const config = writeSchedule(
-    `namespace: output\njobs:\n${job('numbered')}${job('slow')}${job('big', '    output: {max: 64KiB}\n')}${job('flood')}`,
+    `namespace: output\njobs:\n${job('numbered')}${job('slow')}${job('big', '    output: {max: 64KiB}\n')}${job('flood')}${job('logged', '    output: {log: true}\n')}`,
     {
       'numbered.sh': once(
         'numbered',
@@ -60,6 +60,10 @@ beforeAll(async () => {
       'big.sh': once(
         'big',
         `awk 'BEGIN { for (i = 1; i <= 50000; i++) printf "line %06d\\n", i }'`,
+      ),
+      'logged.sh': once(
+        'logged',
+        'echo "first line"; printf "second" >&2; sleep 0.3; echo " half" >&2; printf "no newline"',
       ),
       'flood.sh': once('flood', `yes flooding-the-output | head -c ${FLOOD_BYTES}`),
     },
@@ -190,6 +194,26 @@ describe('baton logs', () => {
     };
     const dropped = json.chunks.reduce((sum, c) => sum + c.droppedBefore, 0);
     expect(dropped).toBe(total - 64 * 1024);
+  });
+
+  it('output: {log: true} passes each line to the log of the runner that ran it', async () => {
+    const run = await firstRun('logged');
+    const runner = runners.find((r) => r.host === run.host)!;
+    const lines = await waitFor('the lines in the log', () => {
+      const found = runner.lines
+        .filter((l) => l.msg === 'job output' && l.runId === run.id)
+        .map((l) => [l.stream, l.line]);
+      return found.length >= 3 ? found : null;
+    });
+    expect(lines).toEqual([
+      ['stdout', 'first line'],
+      ['stderr', 'second half'],
+      ['stdout', 'no newline'],
+    ]);
+    // Only there: the other runners did not run it.
+    for (const other of runners.filter((r) => r !== runner)) {
+      expect(other.lines.filter((l) => l.msg === 'job output')).toEqual([]);
+    }
   });
 
   it('a flood of output keeps the runner and its spawner within a small memory bound', async () => {
