@@ -19,7 +19,7 @@ async function withCommands(cli: Argv): Promise<Argv> {
   if (process.argv[2] === 'start') {
     return cli.command((await import('./commands/start.js')).startCommand);
   }
-  const [start, run, status, history, explain, show, list, pause, validate, migrate, prune] =
+  const [start, run, status, history, explain, show, logs, list, pause, validate, migrate, prune] =
     await Promise.all([
       import('./commands/start.js'),
       import('./commands/run.js'),
@@ -27,6 +27,7 @@ async function withCommands(cli: Argv): Promise<Argv> {
       import('./commands/history.js'),
       import('./commands/explain.js'),
       import('./commands/show.js'),
+      import('./commands/logs.js'),
       import('./commands/list.js'),
       import('./commands/pause.js'),
       import('./commands/validate.js'),
@@ -40,6 +41,7 @@ async function withCommands(cli: Argv): Promise<Argv> {
     .command(history.historyCommand)
     .command(explain.explainCommand)
     .command(show.showCommand)
+    .command(logs.logsCommand)
     .command(list.listCommand)
     .command(pause.pauseCommand)
     .command(pause.resumeCommand)

@@ -27,3 +27,34 @@ export function jobDatabase(
 export function connectionVariables(config: Config): string[] {
   return Object.values(config.connections).flatMap((c) => (c.kind === 'env' ? [c.variable] : []));
 }
+
+/**
+ * What must not appear in a job's kept output (execution/secret-mask.ts): the password of baton's
+ * own database, every connection's URL and password (as written and percent-decoded), and the
+ * values of the job's `secretEnv` variables (its own `env:`, else the runner's environment).
+ */
+export function outputSecrets(
+  config: Config,
+  job: JobDefinition,
+  batonDatabase: DatabaseTarget,
+): string[] {
+  const secrets: string[] = [];
+  const password = batonDatabase.connection.password;
+  if (password) secrets.push(password, encodeURIComponent(password));
+  for (const source of Object.values(config.connections)) {
+    const url = source.kind === 'url' ? source.url : process.env[source.variable];
+    if (!url) continue;
+    secrets.push(url);
+    try {
+      const parsed = new URL(url);
+      if (parsed.password) secrets.push(parsed.password, decodeURIComponent(parsed.password));
+    } catch {
+      // Not a URL: masked whole above.
+    }
+  }
+  for (const name of job.secretEnv) {
+    const value = job.env[name] ?? process.env[name];
+    if (value) secrets.push(value);
+  }
+  return secrets;
+}

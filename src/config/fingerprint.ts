@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { Config, JobDefinition } from './schema.js';
+import { DEFAULT_OUTPUT_MAX_BYTES, type Config, type JobDefinition } from './schema.js';
 
 export function jobFingerprint(job: JobDefinition, configFile: string): string {
   const base = path.dirname(configFile);
@@ -32,6 +32,10 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.connection != null ? { connection: job.connection } : {}),
     ...(job.jitterMs !== 0 ? { jitterMs: job.jitterMs } : {}),
     ...(job.catchUpFires !== 'latest' ? { catchUpFires: job.catchUpFires } : {}),
+    ...(job.outputLog ? { outputLog: true } : {}),
+    ...(job.outputMaxBytes !== DEFAULT_OUTPUT_MAX_BYTES
+      ? { outputMaxBytes: job.outputMaxBytes }
+      : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

@@ -12,6 +12,7 @@ import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
 import { formatDuration } from './duration.js';
 import {
+  DEFAULT_OUTPUT_MAX_BYTES,
   DEFAULT_NAMESPACE,
   DEFAULT_RETRY_DELAY_MS,
   DEFAULT_TIMEZONE,
@@ -266,6 +267,9 @@ function buildJob(
     workers: job.workers ?? 1,
     connection: job.connection ?? null,
     jitterMs: job.jitter ?? 0,
+    outputMaxBytes: job.output?.max ?? DEFAULT_OUTPUT_MAX_BYTES,
+    secretEnv: job.secretEnv ?? [],
+    outputLog: job.output?.log ?? false,
   };
 }
 

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
+import { parseSize, SIZE_HINT } from './size.js';
 
 /**
  * Job names end up in the history table (`baton_runs.job VARCHAR(128)`) and in lock names, so they
@@ -48,6 +49,25 @@ const duration = z.unknown().transform((value, ctx) => {
   }
   return ms;
 });
+
+/** A size such as `4MiB`, as bytes; `0` is allowed (keep none). */
+const size = z.unknown().transform((value, ctx) => {
+  const bytes = typeof value === 'string' || typeof value === 'number' ? parseSize(value) : null;
+  if (bytes == null) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a size, got ${JSON.stringify(value)}: ${SIZE_HINT}`,
+    });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+/** What the history keeps of an attempt's output by default: a batch log, not a flood. */
+export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
+
+/** `output:` — what is kept of each attempt's output (execution/output-capture.ts). */
+const output = z.object({ max: size, log: z.boolean() }).partial().strict();
 
 /**
  * `jitter:` — a duration like the others, but `0s` is allowed too, so that one job can turn off
@@ -184,6 +204,19 @@ const inheritableShape = {
    * second. Must be shorter than the job's shortest period. Default none.
    */
   jitter: jitterDuration,
+  /**
+   * Environment variables whose values are secrets: masked as `***` wherever the job's output is
+   * kept (with the database passwords, which always are).
+   */
+  secretEnv: z.array(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'secretEnv: expected names of variables'),
+  ),
+  /**
+   * What the history keeps of each attempt's output: `max` bytes (default 4MiB), the head and the
+   * tail when it prints more; `max: 0` keeps none (the last 8 KiB stay in `output_tail`).
+   * `log: true` also passes each line of it to the runner's log (journald).
+   */
+  output,
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -214,6 +247,8 @@ export const jobSchema = z
     workers: true,
     connection: true,
     jitter: true,
+    output: true,
+    secretEnv: true,
     command: true,
     module: true,
   });
@@ -223,7 +258,9 @@ export const jobSchema = z
  * `baton prune`). One duration for every row, or `{ runs, skips }` apart: skip rows pile up
  * fastest (one per runner per fire) and say the least once old. A missing key keeps those rows.
  */
-const retentionDurations = z.strictObject({ runs: duration, skips: duration }).partial();
+const retentionDurations = z
+  .strictObject({ runs: duration, skips: duration, output: duration })
+  .partial();
 const retentionSchema = z.unknown().transform((value, ctx): Retention => {
   // Dispatched by hand rather than with z.union, so that a mistake gets the message of the form
   // it was meant in ("expected a duration", or the object's own key), not a union's summary.
@@ -234,12 +271,16 @@ const retentionSchema = z.unknown().transform((value, ctx): Retention => {
     return z.NEVER;
   }
   if (typeof result.data === 'number') return { runsMs: result.data, skipsMs: result.data };
-  const { runs, skips } = result.data;
-  if (runs == null && skips == null) {
-    ctx.addIssue({ code: 'custom', message: 'give `runs`, `skips` or both (durations)' });
+  const { runs, skips, output } = result.data;
+  if (runs == null && skips == null && output == null) {
+    ctx.addIssue({ code: 'custom', message: 'give `runs`, `skips`, `output` or some (durations)' });
     return z.NEVER;
   }
-  return { runsMs: runs ?? null, skipsMs: skips ?? null };
+  return {
+    runsMs: runs ?? null,
+    skipsMs: skips ?? null,
+    ...(output != null ? { outputMs: output } : {}),
+  };
 });
 
 export const fileSchema = z.strictObject({
@@ -291,6 +332,12 @@ export interface JobDefinition {
   connection: string | null;
   /** Fires start up to this long after their instant (`src/schedule/jitter.ts`); 0 = at it. */
   jitterMs: number;
+  /** Bytes of each attempt's output kept in `baton_run_output`; 0 = none. */
+  outputMaxBytes: number;
+  /** Variables whose values are masked in the kept output. */
+  secretEnv: string[];
+  /** Pass each line of the kept output to the runner's log too (`output: {log: true}`). */
+  outputLog: boolean;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */
@@ -302,6 +349,11 @@ export interface Retention {
   runsMs: number | null;
   /** Rows with status `skipped`. */
   skipsMs: number | null;
+  /**
+   * Runs' whole output (`baton_run_output`), by when it was printed; null: it goes with its run.
+   * Absent: as null.
+   */
+  outputMs?: number | null;
 }
 
 export interface Config {

@@ -7,12 +7,13 @@
  * chain moves on once a fire's contention is settled — its run may go on, and the next fire of
  * the job then meets it through the overlap policy (fire/local-runs.ts).
  */
-import { connectionVariables, jobDatabase } from '../config/connections.js';
+import { connectionVariables, jobDatabase, outputSecrets } from '../config/connections.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
+import type { OutputWriter } from '../fire/output-writer.js';
 import type { RunLease } from '../execution/run-lease.js';
 import { startFire, type FireOutcome } from '../fire/run-fire.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
@@ -46,6 +47,8 @@ export interface DispatcherOptions {
   verdicts: VerdictBacklog;
   /** The lease the runs go on under (execution/run-lease.ts). */
   lease: RunLease;
+  /** Where the runs' output is written as it comes (fire/output-writer.ts). */
+  output: OutputWriter;
   events: RunnerEvents;
   signal: AbortSignal;
 }
@@ -131,11 +134,13 @@ export class Dispatcher {
       places: this.places,
       verdicts: this.o.verdicts,
       lease: this.o.lease,
+      output: this.o.output,
       events,
       ...(job.target.kind === 'module'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
         : {}),
       withholdEnv: connectionVariables(config),
+      secrets: outputSecrets(config, job, this.o.target),
     });
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.

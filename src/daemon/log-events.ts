@@ -56,6 +56,21 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
       'run finished',
     ),
   );
+  events.on('run:output', (e) => {
+    const runLog = of(e.fire);
+    for (const { stream, line, droppedBefore } of e.lines) {
+      runLog.info(
+        {
+          runId: e.runId,
+          attempt: e.attempt,
+          stream,
+          line,
+          ...(droppedBefore ? { droppedBefore } : {}),
+        },
+        'job output',
+      );
+    }
+  });
   events.on('verdict:kept', (e) =>
     of(e.fire).warn(
       { runId: e.runId, status: e.status },

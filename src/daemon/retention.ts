@@ -165,6 +165,7 @@ export class RetentionSchedule {
         {
           runs: result.runs,
           skips: result.skips,
+          outputChunks: result.outputChunks,
           batches: result.batches,
           runsBefore: result.runsBefore?.toISOString() ?? null,
           skipsBefore: result.skipsBefore?.toISOString() ?? null,
@@ -209,5 +210,6 @@ function deadlineQueryable(conn: PoolConnection): Queryable {
 
 function describeRetention(r: Retention): string {
   const d = (ms: number | null) => (ms == null ? 'kept' : formatDuration(ms));
-  return `runs ${d(r.runsMs)}, skips ${d(r.skipsMs)}`;
+  const output = r.outputMs != null ? `, output ${d(r.outputMs)}` : '';
+  return `runs ${d(r.runsMs)}, skips ${d(r.skipsMs)}${output}`;
 }

@@ -35,6 +35,7 @@ import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher } from './dispatcher.js';
+import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
 import { DatabaseLink } from './link.js';
@@ -142,6 +143,7 @@ export class Runner {
       runs: this.runs,
       verdicts: this.verdicts,
       lease: this.link.lease,
+      output: new OutputWriter(log),
       events: this.events,
       signal,
     });

@@ -3,7 +3,8 @@
  * (module jobs, `baton run`) or in the spawner (spawner.ts, the daemon's command jobs).
  *
  * The process gets its own process group, so that stopping a run stops everything it started
- * (`kill(-pgid)`), not just the first process. stdout and stderr go into a bounded tail. The run
+ * (`kill(-pgid)`), not just the first process. stdout and stderr go into a bounded tail, and
+ * into the run's whole output when it is kept (output-capture.ts, handed on as it comes). The run
  * ends when its process exits: whatever it left behind in its group (`cmd &`) gets SIGTERM then —
  * the run is over and its lock about to be released, so nothing of it may keep running — and its
  * output is read until it closes, for at most OUTPUT_DRAIN_MS, because a leftover process may hold
@@ -12,10 +13,25 @@
  * Imports stay within node: and this folder: the spawner loads this file and must stay small.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { OutputCapture, type OutputChunk, type OutputStream } from './output-capture.js';
 import type { OutputTail } from './output-tail.js';
+import { SecretMask } from './secret-mask.js';
 
 /** How long to wait for a job's output to close after its process exited. */
 export const OUTPUT_DRAIN_MS = 1_000;
+/** How often the head of a running job's output is handed on (a few writes a second at most). */
+export const OUTPUT_FLUSH_MS = 250;
+
+/**
+ * Where a run's whole output goes (output-capture.ts): up to `maxBytes` of it, handed to
+ * `deliver` in order — the head while the job runs, every OUTPUT_FLUSH_MS, and the rest at its
+ * end, before the run is reported ended.
+ */
+export interface OutputSink {
+  maxBytes: number;
+  /** `final`: the last delivery of the run (its process has ended). */
+  deliver(chunks: OutputChunk[], final: boolean): void;
+}
 
 /** How a launched process ended. */
 export type LaunchEnd =
@@ -49,6 +65,10 @@ export interface GroupChildOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   tail: OutputTail;
+  /** The whole output, bounded, for the history; without it only the tail is kept. */
+  output?: OutputSink | undefined;
+  /** Masked as `***` in what is kept of the output (secret-mask.ts); not in what is teed. */
+  secrets?: readonly string[] | undefined;
   /**
    * Pass the output through to this process's stdout/stderr (foreground `baton run`); `stderr`:
    * both to stderr, so that stdout carries only `baton run --json`'s document.
@@ -77,12 +97,35 @@ export function spawnGroupChild(
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
   });
-  const capture = (sink: NodeJS.WriteStream) => (chunk: Buffer) => {
-    tail.push(chunk);
+  const whole = options.output && new OutputCapture(options.output.maxBytes);
+  const hand = (chunks: OutputChunk[], final = false) => {
+    if (chunks.length > 0 || final) options.output!.deliver(chunks, final);
+  };
+  const flusher = whole && setInterval(() => hand(whole.takeLive()), OUTPUT_FLUSH_MS);
+  const masks = {
+    1: new SecretMask(options.secrets ?? []),
+    2: new SecretMask(options.secrets ?? []),
+  };
+  const keep = (stream: OutputStream, bytes: Buffer) => {
+    if (bytes.length === 0) return;
+    tail.push(bytes);
+    whole?.push(stream, bytes);
+  };
+  const capture = (sink: NodeJS.WriteStream, stream: OutputStream) => (chunk: Buffer) => {
+    keep(stream, masks[stream].push(chunk));
     if (tee) sink.write(chunk);
   };
-  child.stdout?.on('data', capture(tee === 'stderr' ? process.stderr : process.stdout));
-  child.stderr?.on('data', capture(process.stderr));
+  child.stdout?.on('data', capture(tee === 'stderr' ? process.stderr : process.stdout, 1));
+  child.stderr?.on('data', capture(process.stderr, 2));
+  let handedRest = false;
+  const handRest = () => {
+    if (handedRest) return;
+    handedRest = true;
+    clearInterval(flusher);
+    keep(1, masks[1].end());
+    keep(2, masks[2].end());
+    if (whole) hand(whole.finish(), true);
+  };
 
   const signalGroup = (signal: NodeJS.Signals) => {
     if (child.pid != null) signalProcessGroup(child.pid, signal);
@@ -91,14 +134,17 @@ export function spawnGroupChild(
     child.on('error', (err: NodeJS.ErrnoException) => {
       // spawn failed (ENOENT, EACCES): there is no process and 'close' may never come.
       if (child.pid != null) return; // a later error (a failed kill): the exit still comes
+      clearInterval(flusher);
       resolve({ kind: 'spawn-error', code: err.code, message: err.message });
     });
     child.once('exit', (code, signal) => {
       const endedAt = new Date();
       options.onExit?.();
       signalGroup('SIGTERM');
-      const end = () =>
+      const end = () => {
+        handRest();
         resolve({ kind: 'exit', code, signal, endedAt, outputTail: tail.toString() });
+      };
       const timer = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();

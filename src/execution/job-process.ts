@@ -39,7 +39,7 @@ import type { FinalStatus } from '../run-status.js';
 import { truncate } from '../text.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { spawnGroupChild, type Launch, type LaunchEnd } from './job-launch.js';
+import { spawnGroupChild, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
 import type { HostMessage, InitMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
@@ -78,6 +78,10 @@ export interface StartOptions {
   /** See GroupChildOptions.tee. */
   tee?: boolean | 'stderr';
   tailBytes?: number;
+  /** Where the run's whole output goes (bounded), as it comes; without it only the tail. */
+  output?: OutputSink | undefined;
+  /** Masked as `***` in the kept output and tail: passwords, `secretEnv` values. */
+  secrets?: readonly string[] | undefined;
   /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
   database?: DatabaseTarget | null;
   /**
@@ -191,6 +195,8 @@ export function startJob(
           cwd: job.cwd,
           env,
           tailBytes: options.tailBytes,
+          output: options.output,
+          secrets: options.secrets,
           lease: options.lease,
         });
 
@@ -271,6 +277,8 @@ function startHere(
   const run = spawnGroupChild(file, args, {
     ...where,
     tail: new OutputTail(options.tailBytes),
+    output: options.output,
+    secrets: options.secrets,
     tee: options.tee ?? false,
     onExit: () => dismissWatchdog(),
   });

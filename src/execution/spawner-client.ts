@@ -16,7 +16,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { OUTPUT_DRAIN_MS, signalProcessGroup, type Launch, type LaunchEnd } from './job-launch.js';
+import { fromWire } from './output-capture.js';
+import {
+  OUTPUT_DRAIN_MS,
+  signalProcessGroup,
+  type Launch,
+  type LaunchEnd,
+  type OutputSink,
+} from './job-launch.js';
 import type { RunLease } from './run-lease.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
@@ -42,12 +49,17 @@ export interface SpawnRequest {
   cwd: string;
   env: NodeJS.ProcessEnv;
   tailBytes?: number | undefined;
+  /** Where the run's whole output goes; without it only the tail is kept. */
+  output?: OutputSink | undefined;
+  /** Masked in what is kept of the output. */
+  secrets?: readonly string[] | undefined;
   /** The lease the run goes on under; the spawner stops it when the lease lapses. */
   lease?: RunLease | undefined;
 }
 
 interface PendingRun {
   pid: number | undefined;
+  output: OutputSink | undefined;
   started(pid: number | undefined): void;
   ended(end: LaunchEnd): void;
 }
@@ -108,6 +120,7 @@ class SpawnerProcess {
     const ended = new Promise<LaunchEnd>((resolve) => (resolveEnded = resolve));
     const run: PendingRun = {
       pid: undefined,
+      output: req.output,
       started(pid) {
         run.pid = pid;
         resolveStarted();
@@ -133,6 +146,8 @@ class SpawnerProcess {
       cwd,
       env: env as Record<string, string>,
       tailBytes,
+      outputMax: req.output?.maxBytes ?? null,
+      secrets: [...(req.secrets ?? [])],
     });
     return {
       get pid() {
@@ -180,6 +195,9 @@ class SpawnerProcess {
     switch (msg.kind) {
       case 'started':
         run.started(msg.pid);
+        return;
+      case 'output':
+        run.output?.deliver(fromWire(msg.chunks), msg.final);
         return;
       case 'spawn-error':
         this.finish(msg.id, { kind: 'spawn-error', code: msg.code, message: msg.message });

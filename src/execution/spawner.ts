@@ -11,7 +11,8 @@
  *
  * The protocol (IPC, JSON): the runner sends `spawn` {id, file, args, cwd, env}, `kill`
  * {id, signal} and `lease` {ms}; the spawner answers `started` {pid} or `spawn-error` {code,
- * message}, and at the end `exit` {code, signal, outputTail, endedAt, lapsedMs}. Each run is started, tailed and ended by
+ * message}, `output` {chunks} while it runs (when asked for with `outputMax`), and at the end
+ * `exit` {code, signal, outputTail, endedAt, lapsedMs}. Each run is started, tailed and ended by
  * job-launch.ts exactly as the runner does it for the jobs it spawns itself (own process group,
  * leftovers SIGTERMed at exit, output drained at most OUTPUT_DRAIN_MS). Messages arrive in order,
  * so a `kill` always finds the run its `spawn` started.
@@ -36,6 +37,7 @@
  */
 import { spawnGroupChild, type Launch } from './job-launch.js';
 import { ExitCode } from '../exit-codes.js';
+import { toWire, type WireChunk } from './output-capture.js';
 import { OutputTail } from './output-tail.js';
 
 /** Runner → spawner. */
@@ -48,6 +50,10 @@ export type SpawnerRequest =
       cwd: string;
       env: Record<string, string>;
       tailBytes: number | undefined;
+      /** Keep the run's whole output up to this many bytes and send it on; null: the tail only. */
+      outputMax: number | null;
+      /** Masked in what is kept of the output. */
+      secrets: string[];
     }
   | { kind: 'kill'; id: number; signal: NodeJS.Signals }
   /** The runner vouches for its lock session for `ms` from now; 0 revokes (the session is gone). */
@@ -57,6 +63,8 @@ export type SpawnerRequest =
 export type SpawnerReport =
   | { kind: 'started'; id: number; pid: number }
   | { kind: 'spawn-error'; id: number; code: string | undefined; message: string }
+  /** Output of a run, in order; always before its `exit`. */
+  | { kind: 'output'; id: number; chunks: WireChunk[]; final: boolean }
   | {
       kind: 'exit';
       id: number;
@@ -127,6 +135,15 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
       cwd: req.cwd,
       env: req.env,
       tail: new OutputTail(req.tailBytes),
+      secrets: req.secrets,
+      output:
+        req.outputMax == null
+          ? undefined
+          : {
+              maxBytes: req.outputMax,
+              deliver: (chunks, final) =>
+                report({ kind: 'output', id, chunks: toWire(chunks), final }),
+            },
     });
   } catch (err) {
     // A synchronous throw (an argument spawn() refuses): one failed run, not a dead spawner.

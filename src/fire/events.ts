@@ -4,6 +4,7 @@
  */
 import type { FinalStatus, SkipKind, Trigger } from '../run-status.js';
 import type { Emitter } from '../events.js';
+import type { OutputLine } from './output-lines.js';
 
 /** The fire an event is about. */
 export interface FireRef {
@@ -69,6 +70,8 @@ export interface FireEventMap {
     error: string | null;
     durationMs: number;
   };
+  /** Lines a run printed, for the runner's log (`output: {log: true}`). */
+  'run:output': { fire: FireRef; runId: number; attempt: number; lines: OutputLine[] };
   /** The verdict could not be written (the database is gone); it is kept and written later. */
   'verdict:kept': { fire: FireRef; runId: number; status: FinalStatus };
 }

@@ -32,6 +32,9 @@ import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
 import type { Limiter } from './limiter.js';
 import { localOverlap, takesContentionPlace, LocalRuns, type LocalRun } from './local-runs.js';
 import { KILL_GRACE_MS, LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
+import type { OutputSink } from '../execution/job-launch.js';
+import { OutputLines } from './output-lines.js';
+import type { OutputWriter } from './output-writer.js';
 import type { VerdictBacklog } from './verdict-backlog.js';
 
 export type FireOutcome =
@@ -77,6 +80,10 @@ export interface FireOptions {
   withholdEnv?: readonly string[];
   /** The runner's lease on its runs (execution/run-lease.ts): renewed by its heartbeats. */
   lease?: RunLease;
+  /** Where the runs' whole output is written as it comes; without it only the tail is kept. */
+  output?: OutputWriter;
+  /** Masked as `***` in the kept output and tail (config/connections.ts: outputSecrets). */
+  secrets?: readonly string[];
 }
 
 /** A fire under way: `contended` settles once the run has started or the fire is over. */
@@ -281,6 +288,8 @@ async function attemptAndRecord(
     // through a pool outage) or first by another runner.
     const endedAt = c.lock.toDatabaseTime(result.endedAt);
     if (endedAt) outcome.finishedAt = endedAt;
+    // A run that reads finished has all its output in (`baton logs --follow` stops there).
+    await o.output?.settle(claim.runId);
     let recorded = false;
     try {
       recorded = await finishRun(c.pool, claim.runId, outcome);
@@ -326,6 +335,38 @@ function notStarted(why: string): JobResult {
   };
 }
 
+/**
+ * Where an attempt's output goes: the history (fire/output-writer.ts) and, with `output: {log:
+ * true}`, the runner's log line by line (fire/output-lines.ts). None with `output: {max: 0}`.
+ */
+function outputSink(
+  c: FireContext,
+  job: JobDefinition,
+  fire: FireInfo,
+  attempt: number,
+  o: FireOptions,
+): OutputSink | undefined {
+  if (!o.output || job.outputMaxBytes === 0) return undefined;
+  const stored = o.output.sink(
+    c.pool,
+    { runId: fire.runId, namespace: c.namespace, attempt },
+    job.outputMaxBytes,
+  );
+  if (!job.outputLog || !o.events) return stored;
+  const events = o.events;
+  const lines = new OutputLines();
+  const ref: FireRef = { job: fire.job, scheduledAt: fire.scheduledAt, trigger: fire.trigger };
+  return {
+    maxBytes: stored.maxBytes,
+    deliver(chunks, final) {
+      stored.deliver(chunks, final);
+      const out = [...lines.push(chunks), ...(final ? lines.end() : [])];
+      if (out.length > 0)
+        events.emit('run:output', { fire: ref, runId: fire.runId, attempt, lines: out });
+    },
+  };
+}
+
 /** Whether a result is worth another attempt: the job's own failure, not a stop by the runner. */
 function retryable(result: JobResult): boolean {
   return result.status === 'failed' || result.status === 'timeout';
@@ -354,6 +395,8 @@ async function attemptRuns(
         database,
         withholdEnv: o.withholdEnv ?? [],
         lease: o.lease,
+        secrets: o.secrets,
+        output: outputSink(c, job, fire, attempt, o),
       },
     );
     // The spawner reports the job's pid a moment later; the run is "started" with its pid known.

@@ -15,6 +15,7 @@ import { isLoopbackName, type ListenAddress } from './address.js';
 import { tokenMatches } from './auth.js';
 import { buildOverview, type DashboardSource } from './dashboard/overview.js';
 import { DASHBOARD_CSP, dashboardPage } from './dashboard/page.js';
+import { jobPage, runPage } from './dashboard/run-pages.js';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { RunnerMetrics } from './metrics.js';
@@ -82,6 +83,25 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
       );
     },
     '/': (res) => send(res, 200, pageHeaders, page),
+    '/api/run': async (res, req) => {
+      const query = queryOf(req);
+      const id = Number(query.get('id'));
+      const after = Number(query.get('after') ?? -1);
+      const page =
+        Number.isSafeInteger(id) && id > 0 && Number.isSafeInteger(after)
+          ? await runPage(options.subject.dashboardSource(), id, after)
+          : null;
+      if (!page)
+        return send(res, 404, { 'content-type': 'application/json' }, '{"error":"no such run"}');
+      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(page));
+    },
+    '/api/job': async (res, req) => {
+      const name = queryOf(req).get('name') ?? '';
+      const page = name ? await jobPage(options.subject.dashboardSource(), name) : null;
+      if (!page)
+        return send(res, 404, { 'content-type': 'application/json' }, '{"error":"no such job"}');
+      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(page));
+    },
     '/api/overview': async (res, req) => {
       const { json, gzipped } = await overview();
       const headers = { 'content-type': 'application/json', vary: 'accept-encoding' };
@@ -196,6 +216,14 @@ function send(
 }
 
 /** The request's path; null for a target that is not a URL path (`//[`): answered with 404. */
+function queryOf(req: IncomingMessage): URLSearchParams {
+  try {
+    return new URL(req.url ?? '/', 'http://baton').searchParams;
+  } catch {
+    return new URLSearchParams();
+  }
+}
+
 function pathOf(req: IncomingMessage): string | null {
   try {
     return new URL(req.url ?? '/', 'http://baton').pathname;

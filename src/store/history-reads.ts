@@ -118,3 +118,18 @@ export async function recentRuns(
     scheduledAt: r.scheduled_at,
   }));
 }
+
+/** The latest run of `job` (a winner's row: scheduled, caught up or manual), or null. */
+export async function latestRunOf(
+  db: Queryable,
+  namespace: string,
+  job: string,
+): Promise<Run | null> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs FORCE INDEX (baton_runs_fire)
+      WHERE namespace = ? AND job = ? AND winner >= 1
+      ORDER BY scheduled_at DESC, winner LIMIT 1`,
+    [namespace, job],
+  );
+  return rows[0] ? toRun(rows[0]) : null;
+}

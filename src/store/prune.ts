@@ -32,6 +32,7 @@ import type { Queryable } from './deadline.js';
 import { databaseNow } from './fire-reads.js';
 import { pruneLockName } from '../lock-names.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
+import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
 
 /** Rows per DELETE: a few hundred milliseconds of work at most, even with large output tails. */
 export const DEFAULT_BATCH_SIZE = 500;
@@ -61,6 +62,8 @@ export interface PruneResult {
   runs: number;
   /** Skip rows deleted (or that would be). */
   skips: number;
+  /** Output chunks deleted, with their runs or by `retention.output` (not counted by a dry run). */
+  outputChunks: number;
   /** DELETE statements run (or that would be). */
   batches: number;
   /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
@@ -95,6 +98,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     dryRun,
     runs: 0,
     skips: 0,
+    outputChunks: 0,
     batches: 0,
     runsBefore: before(retention.runsMs),
     skipsBefore: before(retention.skipsMs),
@@ -114,10 +118,21 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
       const range = { namespace, job, status, bound };
       const { rows, batches } = dryRun
         ? await countRange(db, range, batchSize)
-        : await deleteRange(db, range, batchSize, options);
+        : await deleteRange(db, range, batchSize, options, result);
       result[kind] += rows;
       result.batches += batches;
     }
+  }
+  const outputBefore = before(retention.outputMs ?? null);
+  if (outputBefore && !dryRun && !options.signal?.aborted) {
+    const { chunks, batches } = await deleteOutputBefore(
+      db,
+      namespace,
+      outputBefore,
+      options.signal,
+    );
+    result.outputChunks += chunks;
+    result.batches += batches;
   }
   return result;
 }
@@ -163,6 +178,7 @@ async function deleteRange(
   range: Range,
   batchSize: number,
   { pauseMs = 0, signal }: PruneOptions,
+  result: PruneResult,
 ): Promise<{ rows: number; batches: number }> {
   let rows = 0;
   let batches = 0;
@@ -172,6 +188,12 @@ async function deleteRange(
       batchSize,
     ]);
     if (found.length === 0) break;
+    // Their output first: if the runs' DELETE then fails, those runs were going anyway, while
+    // output left behind by deleted runs would never be read or pruned with a run again.
+    result.outputChunks += await deleteOutputOf(
+      db,
+      found.map((r) => r.id as number),
+    );
     // By primary key, and never a `running` row, whatever happened since the read.
     const [res] = await db.query<ResultSetHeader>(
       "DELETE FROM baton_runs WHERE id IN (?) AND status <> 'running'",

@@ -13,6 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 
 const USER = `baton_t_${randomBytes(3).toString('hex')}`;
 const PASSWORD = `pw-${randomBytes(8).toString('hex')}`;
+const TOKEN = `tok-${randomBytes(8).toString('hex')}`;
 let db: TestDatabase;
 let url: string;
 let config: string;
@@ -24,12 +25,30 @@ beforeAll(async () => {
   await db.query('CREATE USER ?@? IDENTIFIED BY ?', [USER, '%', PASSWORD]);
   await db.query('GRANT SELECT, INSERT, UPDATE ON ??.* TO ?@?', [db.name, USER, '%']);
   url = `mysql://${USER}:${PASSWORD}@127.0.0.1:3306/${db.name}`;
-  config = writeSchedule(`
+  config = writeSchedule(
+    `
 jobs:
   printenv:
     schedule: "* * * * * *"
     command: ["sh", "-c", "env; echo done"]
-`);
+  leaky:
+    schedule: "0 0 1 1 *"
+    env: {LEAK: "${PASSWORD}", TOKEN: "${TOKEN}"}
+    secretEnv: [TOKEN]
+    command: ["sh", "leaky.sh"]
+`,
+    {
+      // The password and the token whole, and each cut in two across reads of the job's output.
+      'leaky.sh': [
+        'echo "password=$LEAK token=$TOKEN"',
+        'echo "token on stderr: $TOKEN" >&2',
+        'printf "split=%s" "$(printf %s "$LEAK" | cut -c1-6)"; sleep 0.3',
+        'printf "%s\\n" "$(printf %s "$LEAK" | cut -c7-)"',
+        'printf "%s" "$(printf %s "$TOKEN" | cut -c1-5)" >&2; sleep 0.3',
+        'printf "%s end\\n" "$(printf %s "$TOKEN" | cut -c6-)" >&2',
+      ].join('\n'),
+    },
+  );
 });
 afterAll(async () => {
   await db.query('DROP USER IF EXISTS ?@?', [USER, '%']);
@@ -80,6 +99,35 @@ describe('a runner with only the runtime grants', () => {
     expect(log).not.toContain(PASSWORD);
     for (const row of await runs(db, 'printenv'))
       expect(row.output_tail ?? '').not.toContain(PASSWORD);
+  });
+
+  it('masks the password and secretEnv values in the kept output, even cut across reads', async () => {
+    const result = await baton(['run', 'leaky', '--config', config], {
+      env: { BATON_DATABASE_URL: url },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const [row] = await runs(db, 'leaky');
+    const stored = await db.query<{ data: Buffer; stream: number }>(
+      'SELECT data, stream FROM baton_run_output WHERE run_id = ? ORDER BY seq',
+      [row!.id],
+    );
+    const stream = (n: number) =>
+      stored
+        .filter((r) => r.stream === n)
+        .map((r) => r.data.toString())
+        .join('');
+    expect(stream(1)).toBe('password=*** token=***\nsplit=***\n');
+    expect(stream(2)).toBe('token on stderr: ***\n*** end\n');
+    // Nowhere in the database: not in the output, the tail or any other column.
+    const dump = JSON.stringify([
+      await db.query('SELECT * FROM baton_runs'),
+      stored.map((r) => r.data.toString('latin1')),
+    ]);
+    for (const secret of [PASSWORD, TOKEN]) expect(dump).not.toContain(secret);
+    // `baton logs` reads it back masked.
+    const logs = await baton(['logs', String(row!.id), '--database-url', url]);
+    expect(logs.stdout).toContain('password=*** token=***');
+    expect(logs.stdout + logs.stderr).not.toContain(PASSWORD);
   });
 
   it('keeps the password out of --help, even when it is in the environment', async () => {

@@ -141,7 +141,7 @@ jobs:
         '7:retention.logs: unknown key "logs"',
       ]);
       expect(problems(`${JOB}retention: {}\n`)).toEqual([
-        '5:retention: give `runs`, `skips` or both (durations)',
+        '5:retention: give `runs`, `skips`, `output` or some (durations)',
       ]);
     });
 

@@ -151,6 +151,7 @@ export function pruneToJson(r: PruneResult) {
     dryRun: r.dryRun,
     runs: r.runs,
     skips: r.skips,
+    outputChunks: r.outputChunks,
     batches: r.batches,
     runsBefore: r.runsBefore?.toISOString() ?? null,
     skipsBefore: r.skipsBefore?.toISOString() ?? null,
@@ -174,8 +175,9 @@ export function describePrune(r: PruneResult): string {
     if (r.skipsBefore) parts.push(`${count(r.skips, 'skip')} ${before(r.skipsBefore)}`);
   }
   const kept = !r.runsBefore ? '; runs are kept' : !r.skipsBefore ? '; skips are kept' : '';
+  const output = r.outputChunks > 0 ? `, with ${count(r.outputChunks, 'chunk')} of output` : '';
   return (
-    `${r.dryRun ? 'would delete' : 'deleted'} ${parts.join(' and ')} in namespace ` +
+    `${r.dryRun ? 'would delete' : 'deleted'} ${parts.join(' and ')}${output} in namespace ` +
     `"${r.namespace}" (${count(r.batches, 'batch', 'batches')})${kept}`
   );
 }

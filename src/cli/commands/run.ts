@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import { connectionVariables, jobDatabase } from '../../config/connections.js';
+import { connectionVariables, jobDatabase, outputSecrets } from '../../config/connections.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
@@ -10,6 +10,7 @@ import { ExitCode } from '../../exit-codes.js';
 import { RunLease } from '../../execution/run-lease.js';
 import { LocalRuns } from '../../fire/local-runs.js';
 import { KILL_GRACE_MS } from '../../fire/run-control.js';
+import { OutputWriter } from '../../fire/output-writer.js';
 import { startFire } from '../../fire/run-fire.js';
 import { openPool } from '../../store/connect.js';
 import { DeadlinePool } from '../../store/deadline.js';
@@ -126,10 +127,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
         runs,
         database: () => database,
         withholdEnv: connectionVariables(config),
+        secrets: outputSecrets(config, job, target),
         waitSeconds: args.wait,
         // With --json stdout is the document's alone.
         tee: args.json ? 'stderr' : true,
         lease,
+        output: new OutputWriter(),
       });
       void fire.contended.then(() => {
         if (runs.size === 0) return;

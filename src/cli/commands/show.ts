@@ -1,6 +1,6 @@
 /**
  * `baton show <run-id>`: one row of the history in full — its fire, who wrote it, how it ended,
- * the error, and the tail of the job's output. Run ids are unique across namespaces, so no
+ * the error, and the tail of the job's output (`baton logs` prints all of it). Run ids are unique across namespaces, so no
  * namespace is needed to find one; the row's own is shown.
  */
 import type { CommandModule } from 'yargs';
@@ -96,12 +96,14 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       .join('\n');
     text += '\n';
     if (run.outputTail == null || run.outputTail === '') {
-      if (run.status === 'running') text += '\n(running: its output is recorded when it ends)\n';
-      else if (run.winner) text += '\n(no output recorded)\n';
+      if (run.status === 'running') {
+        text += `\n(running: \`baton logs ${run.id} --follow\` prints its output as it comes)\n`;
+      } else if (run.winner) text += '\n(no output recorded)\n';
     } else {
       text += `\noutput tail (stdout and stderr, the last bytes of the last attempt):\n`;
       text += run.outputTail.endsWith('\n') ? run.outputTail : `${run.outputTail}\n`;
     }
+    if (run.winner) text += `\nthe whole output, every attempt: baton logs ${run.id}\n`;
     process.stdout.write(text);
     return ExitCode.Ok;
   }),

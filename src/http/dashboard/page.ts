@@ -67,6 +67,13 @@ const PAGE = `<!doctype html>
 <main>
   <div id="fetch-error" class="banner error" role="alert" hidden></div>
   <div id="problem" class="banner" role="alert" hidden></div>
+  <section id="detail" class="panel" aria-labelledby="detail-title" hidden>
+    <p class="back"><a href="#">← overview</a></p>
+    <h2 id="detail-title"></h2>
+    <p id="detail-facts" class="facts"></p>
+    <div id="detail-body"></div>
+  </section>
+  <div id="overview">
   <div id="cards" class="cards" aria-label="Summary"></div>
 
   <section class="panel" aria-labelledby="jobs-title">
@@ -112,6 +119,7 @@ ${LEGEND.map(
     <ol id="failures-list" class="failures"></ol>
     <p id="failures-empty" class="empty" hidden></p>
   </section>
+  </div>
 </main>
 <footer>Read-only view of the run history · refreshes every 5 s</footer>
 <script>${DASHBOARD_SCRIPT}</script>

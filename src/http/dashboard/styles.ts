@@ -148,5 +148,14 @@ pre.tail {
   border: 1px solid var(--line); border-radius: 6px; font-size: 12px; line-height: 1.4;
   white-space: pre-wrap; word-break: break-word;
 }
+pre.output {
+  margin: 0; padding: 10px 12px; max-height: 70vh; overflow: auto; background: var(--code-bg);
+  border: 1px solid var(--line); border-radius: 6px; font-size: 12px; line-height: 1.4;
+  white-space: pre-wrap; word-break: break-word;
+}
+pre.output .stderr { color: var(--bad, #b42318); }
+pre.output .note { color: var(--muted); font-style: italic; }
+.back { margin: 0 0 8px; }
+#job-runs td, #job-runs th { padding: 4px 10px 4px 0; text-align: left; }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 24px 24px; }
 `;

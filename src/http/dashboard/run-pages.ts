@@ -1,0 +1,68 @@
+/**
+ * The data of the dashboard's run and job pages (`api/run`, `api/job`): one run with its output,
+ * read on from a chunk on (the page polls while the run is running), and a job's recent runs.
+ * Read-only, and only within the runner's own namespace.
+ */
+import { findRun, listRuns } from '../../store/history-reads.js';
+import { readOutput } from '../../store/run-output.js';
+import type { Run } from '../../store/runs.js';
+import type { DashboardSource } from './overview.js';
+
+/** Chunks per answer; the page asks again at once while `more` says so. */
+const CHUNKS_PER_READ = 200;
+/** Rows read for a job page (its runs are the winners' rows among them). */
+const JOB_ROWS = 300;
+
+const STREAMS = { 1: 'stdout', 2: 'stderr' } as const;
+
+function runJson(run: Run) {
+  return {
+    id: run.id,
+    job: run.job,
+    scheduledAt: run.scheduledAt.toISOString(),
+    trigger: run.trigger,
+    status: run.status,
+    host: run.host,
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    exitCode: run.exitCode,
+    attempts: run.attempts,
+    error: run.error,
+  };
+}
+
+/** null: no such run in this namespace (or no database). */
+export async function runPage(source: DashboardSource, id: number, afterSeq: number) {
+  const { pool } = source;
+  if (!pool) return null;
+  const run = await findRun(pool, id);
+  if (!run || run.namespace !== source.namespace || !run.winner) return null;
+  const rows = await readOutput(pool, id, { afterSeq, limit: CHUNKS_PER_READ });
+  return {
+    run: runJson(run),
+    chunks: rows.map((r) => ({
+      seq: r.seq,
+      attempt: r.attempt,
+      stream: STREAMS[r.stream],
+      offset: r.offset,
+      bytes: r.data.length,
+      // Shown as text (never as markup): invalid UTF-8 becomes U+FFFD.
+      text: r.data.toString('utf8'),
+    })),
+    more: rows.length === CHUNKS_PER_READ,
+    // Runs from before whole output was kept have only their tail.
+    outputTail: afterSeq < 0 && rows.length === 0 ? run.outputTail : null,
+  };
+}
+
+/** A job's recent runs, newest first; null without a database. */
+export async function jobPage(source: DashboardSource, job: string) {
+  const { pool } = source;
+  if (!pool) return null;
+  const rows = await listRuns(pool, { namespace: source.namespace, job, limit: JOB_ROWS });
+  return {
+    job,
+    known: source.config.jobs.some((j) => j.name === job),
+    runs: rows.filter((r) => r.winner || r.status === 'missed').map(runJson),
+  };
+}
