@@ -50,13 +50,13 @@ beforeAll(async () => {
   const job = (name: string, extra = '') =>
     `  ${name}:\n    schedule: "* * * * * *"\n    command: ["sh", "${name}.sh"]\n${extra}`;
   const config = writeSchedule(
-    `namespace: output\njobs:\n${job('numbered')}${job('slow')}${job('big', '    output: {max: 64KiB}\n')}${job('flood')}${job('logged', '    output: {log: true}\n')}`,
+    `namespace: output\njobs:\n${job('numbered')}${job('slow')}${job('big', '    output: {max: 64KiB}\n')}${job('flood')}${job('logged', '    output: {log: true}\n')}${job('retried', '    retries: 1\n    retryDelay: 100ms\n')}${job('closer')}  modlog:\n    schedule: "* * * * * *"\n    module: modlog.mjs\n`,
     {
       'numbered.sh': once(
         'numbered',
         `awk 'BEGIN { for (i = 1; i <= 10000; i++) { print "out " i; print "err " i > "/dev/stderr" } }'\nexit 3`,
       ),
-      'slow.sh': once('slow', 'for i in $(seq 1 12); do echo "slow $i"; sleep 0.25; done'),
+      'slow.sh': once('slow', 'for i in $(seq 1 20); do echo "slow $i"; sleep 0.3; done'),
       'big.sh': once(
         'big',
         `awk 'BEGIN { for (i = 1; i <= 50000; i++) printf "line %06d\\n", i }'`,
@@ -65,6 +65,21 @@ beforeAll(async () => {
         'logged',
         'echo "first line"; printf "second" >&2; sleep 0.3; echo " half" >&2; printf "no newline"',
       ),
+      'retried.sh': once('retried', 'echo "attempt $BATON_ATTEMPT"; exit 1').replace(
+        '[ -e "retried.ran" ] && exit 0\ntouch "retried.ran"\n',
+        '[ -e "retried.ran" ] && [ "$BATON_ATTEMPT" = 1 ] && exit 0\ntouch "retried.ran"\n',
+      ),
+      // Closes its stdout early and goes on printing on stderr.
+      'closer.sh': once('closer', 'echo before; exec 1>&-; sleep 0.3; echo after >&2'),
+      'modlog.mjs': [
+        "import { existsSync, writeFileSync } from 'node:fs';",
+        'export default async (ctx) => {',
+        "  if (existsSync('modlog.ran')) return;",
+        "  writeFileSync('modlog.ran', '');",
+        "  ctx.log.info('from ctx.log');",
+        "  console.error('from console.error');",
+        '};',
+      ].join('\n'),
       'flood.sh': once('flood', `yes flooding-the-output | head -c ${FLOOD_BYTES}`),
     },
   );
@@ -111,6 +126,33 @@ const numbered = (prefix: string, n: number) =>
   Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`);
 
 describe('baton logs', () => {
+  it('--follow prints lines while the run is running and stops when it ends', async () => {
+    const run = await firstRun('slow', false);
+    const child = spawn(
+      process.execPath,
+      [BATON_BIN, 'logs', String(run.id), '--follow', '--database-url', db.url],
+      { cwd: ROOT },
+    );
+    let stdout = '';
+    let stderr = '';
+    let firstLineWhileRunning: boolean | null = null;
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (firstLineWhileRunning == null) {
+        firstLineWhileRunning = false;
+        void db
+          .query<{ status: string }>('SELECT status FROM baton_runs WHERE id = ?', [run.id])
+          .then(([row]) => (firstLineWhileRunning = row!.status === 'running'));
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, stderr).toBe(0);
+    expect(firstLineWhileRunning).toBe(true);
+    expect(stdout.split('\n').filter(Boolean)).toEqual(numbered('slow', 20));
+    expect(stderr).toMatch(/of slow on .* done \(exit code 0\)/);
+  });
+
   it('prints every line of a failed run once, in order, from a host that did not run it', async () => {
     const run = await firstRun('numbered');
     expect(run.status).toBe('failed');
@@ -148,33 +190,6 @@ describe('baton logs', () => {
     expect(byJob.stderr).toMatch(/of numbered on .* done \(exit code 0\)/);
   });
 
-  it('--follow prints lines while the run is running and stops when it ends', async () => {
-    const run = await firstRun('slow', false);
-    const child = spawn(
-      process.execPath,
-      [BATON_BIN, 'logs', String(run.id), '--follow', '--database-url', db.url],
-      { cwd: ROOT },
-    );
-    let stdout = '';
-    let stderr = '';
-    let firstLineWhileRunning: boolean | null = null;
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      if (firstLineWhileRunning == null) {
-        firstLineWhileRunning = false;
-        void db
-          .query<{ status: string }>('SELECT status FROM baton_runs WHERE id = ?', [run.id])
-          .then(([row]) => (firstLineWhileRunning = row!.status === 'running'));
-      }
-    });
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    expect(code, stderr).toBe(0);
-    expect(firstLineWhileRunning).toBe(true);
-    expect(stdout.split('\n').filter(Boolean)).toEqual(numbered('slow', 12));
-    expect(stderr).toMatch(/of slow on .* done \(exit code 0\)/);
-  });
-
   it('keeps the head and the tail of a run over output.max, and says how much was dropped', async () => {
     const run = await firstRun('big');
     const [stored] = await db.query<{ bytes: number }>(
@@ -194,6 +209,26 @@ describe('baton logs', () => {
     };
     const dropped = json.chunks.reduce((sum, c) => sum + c.droppedBefore, 0);
     expect(dropped).toBe(total - 64 * 1024);
+  });
+
+  it('keeps every attempt apart, the output of a job that closes its stdout early, and ctx.log lines', async () => {
+    const retried = await firstRun('retried');
+    expect(retried.status).toBe('failed');
+    const all = await logs([String(retried.id)]);
+    expect(all.stdout).toBe('attempt 1\nattempt 2\n');
+    expect(all.stderr).toMatch(/^baton: attempt 2$/m);
+    const second = await logs([String(retried.id), '--attempt', '2']);
+    expect(second.stdout).toBe('attempt 2\n');
+
+    const closer = await firstRun('closer');
+    const closed = await logs([String(closer.id)]);
+    expect(closed.stdout).toBe('before\n');
+    expect(closed.stderr).toMatch(/^after$/m);
+
+    const modlog = await firstRun('modlog');
+    const mod = await logs([String(modlog.id)]);
+    expect(mod.stdout + mod.stderr).toContain('from ctx.log');
+    expect(mod.stderr).toMatch(/^from console\.error$/m);
   });
 
   it('output: {log: true} passes each line to the log of the runner that ran it', async () => {
