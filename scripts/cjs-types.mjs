@@ -9,14 +9,16 @@
  * `"type": "commonjs"`: the same text, read as CommonJS. package.json's `exports` points the
  * `require` condition's types there; the code behind both conditions is dist/index.js.
  */
-import { cpSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const dist = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../dist');
 const target = path.join(dist, 'cjs-types');
 
-cpSync(dist, target, {
-  recursive: true,
-  filter: (src) => src !== target && (!path.basename(src).includes('.') || src.endsWith('.d.ts')),
-});
+rmSync(target, { recursive: true, force: true });
+for (const file of readdirSync(dist, { recursive: true, encoding: 'utf8' })) {
+  if (!file.endsWith('.d.ts')) continue;
+  mkdirSync(path.dirname(path.join(target, file)), { recursive: true });
+  copyFileSync(path.join(dist, file), path.join(target, file));
+}
 writeFileSync(path.join(target, 'package.json'), '{ "type": "commonjs" }\n');
