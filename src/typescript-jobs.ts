@@ -4,6 +4,8 @@
  * bring it. Both the schedules file's check and the job's start ask here, so a missing tsx is
  * refused when the file is loaded (exit 78, naming the job), not at the job's first fire.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 /** `.ts`, `.mts`, `.cts`, `.tsx`: files Node cannot import without a loader. */
 export const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
@@ -15,11 +17,13 @@ export const TSX_MISSING =
 
 /**
  * The URL of tsx's loader (`node --import <url>`), resolved from baton's own location, as the
- * job's process will load it; null when tsx is not installed there.
+ * job's process will load it; null when tsx is not installed there. The file is looked at each
+ * time: Node remembers a resolution, and a runner outlives a `npm uninstall`.
  */
 export function tsxLoader(): string | null {
   try {
-    return import.meta.resolve('tsx');
+    const url = import.meta.resolve('tsx');
+    return existsSync(fileURLToPath(url)) ? url : null;
   } catch {
     return null;
   }

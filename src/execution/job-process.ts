@@ -35,7 +35,6 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
 import type { FinalStatus } from '../run-status.js';
 import { truncate } from '../text.js';
 import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
@@ -92,6 +91,10 @@ export interface StartOptions {
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
 const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js', import.meta.url));
+/** The process of a module job that cannot run: it reports `argv[1]` as the run's error. */
+const CANNOT_RUN =
+  "const message = process.argv[1]; process.stderr.write(message + '\\n'); " +
+  "process.send({ kind: 'error', message }, () => process.exit(78));";
 /**
  * The watchdog (see the header). `$1` is the run's process group. `read` returns on "done" from
  * the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the form
@@ -158,10 +161,15 @@ function commandLine(job: JobDefinition): { file: string; args: string[] } {
     case 'module': {
       if (!TYPESCRIPT_FILE.test(target.path))
         return { file: process.execPath, args: [MODULE_HOST] };
-      // Checked when the schedules file was loaded; tsx may have been removed since.
+      // Checked when the schedules file was loaded; tsx may have been removed since. Then the
+      // run fails (exit 78) with the reason as its error, like a job that threw.
       const loader = tsxLoader();
-      if (loader == null)
-        throw new ConfigError([{ file: target.path, path: '', message: TSX_MISSING }]);
+      if (loader == null) {
+        return {
+          file: process.execPath,
+          args: ['-e', CANNOT_RUN, `${target.path} ${TSX_MISSING}`],
+        };
+      }
       return { file: process.execPath, args: ['--import', loader, MODULE_HOST] };
     }
   }

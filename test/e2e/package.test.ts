@@ -9,12 +9,21 @@
  * (`--prefer-offline`) or the registry; the consumers get the repository's own versions of
  * typescript, @types/node and tsx.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { command, ROOT, type CliResult } from '../helpers/cli.js';
+import { command, ROOT, startRunner, type CliResult } from '../helpers/cli.js';
 import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 
 const repo = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   name: string;
@@ -101,6 +110,7 @@ beforeAll(async () => {
   const typed = ['typescript', '@types/node', 'tsx'].map(dev);
   const withTs = {
     'schedules.yaml': schedule('jobs/hello.ts'),
+    'every.yaml': schedule('jobs/hello.ts').replace('0 3 * * *', '* * * * * *'),
     'jobs/hello.ts': JOB_TS,
     'use.ts': USE_TS,
     'tsconfig.json': TSCONFIG,
@@ -238,5 +248,42 @@ describe('a consumer without tsx', () => {
     const [row] = await runs(db, 'hello');
     expect(row?.status).toBe('done');
     expect(readFileSync(path.join(c.dir, 'ran.txt'), 'utf8')).toBe(`hello ${row!.id} function`);
+  });
+});
+
+describe('a runner whose tsx is uninstalled while it runs', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('package_gone');
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('records the next runs failed (exit 78) with what to install, and goes on', async () => {
+    const c = consumers.esm;
+    const tsx = path.join(c.dir, 'node_modules', 'tsx');
+    const runner = startRunner({
+      bin: path.join(c.dir, 'node_modules', repo.name, 'dist', 'cli', 'main.js'),
+      cwd: c.dir,
+      config: path.join(c.dir, 'every.yaml'),
+      databaseUrl: db.url,
+      host: 'package-gone',
+    });
+    try {
+      await runner.ready();
+      await waitFor('a run done with tsx', async () =>
+        (await runs(db, 'hello')).find((r) => r.status === 'done'),
+      );
+      renameSync(tsx, `${tsx}.away`);
+      const failed = await waitFor('a run failed without tsx', async () =>
+        (await runs(db, 'hello')).find((r) => r.status === 'failed'),
+      );
+      expect(failed.exit_code).toBe(78);
+      expect(failed.error).toMatch(/jobs\/hello\.ts is TypeScript, which needs tsx .*npm i tsx/);
+    } finally {
+      if (existsSync(`${tsx}.away`)) renameSync(`${tsx}.away`, tsx);
+      expect(await runner.stop()).toBe(0);
+    }
   });
 });

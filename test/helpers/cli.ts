@@ -161,6 +161,9 @@ export interface StartRunnerOptions {
    * signals reach it directly; the jobs it starts inherit the namespace.
    */
   netns?: string;
+  /** The CLI to start (default: this repository's build) and its working directory. */
+  bin?: string;
+  cwd?: string;
 }
 
 const LIBFAKETIME_CANDIDATES = [
@@ -178,7 +181,7 @@ export function libfaketime(): string {
 
 export function startRunner(o: StartRunnerOptions): RunnerProcess {
   const argv = [
-    BATON_BIN,
+    o.bin ?? BATON_BIN,
     'start',
     '--config',
     o.config,
@@ -200,6 +203,6 @@ export function startRunner(o: StartRunnerOptions): RunnerProcess {
     o.netns != null
       ? ['ip', ['netns', 'exec', o.netns, process.execPath, ...argv]]
       : [process.execPath, argv];
-  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env: { ...env, ...skew } });
+  const child = spawn(cmd, cmdArgs, { cwd: o.cwd ?? ROOT, env: { ...env, ...skew } });
   return new RunnerProcess(o.host, child);
 }
