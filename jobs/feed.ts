@@ -40,7 +40,7 @@ import {
   updateOptimistic,
   type JobContext,
   type UpdateResult,
-} from 'baton';
+} from 'baton-cron';
 
 interface Food extends RowDataPacket {
   pet_id: number;

@@ -27,7 +27,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
-import { forEachSkipLocked, upsertRows, type JobContext } from 'baton';
+import { forEachSkipLocked, upsertRows, type JobContext } from 'baton-cron';
 
 interface Place extends RowDataPacket {
   id: number;

@@ -3,7 +3,7 @@
  * (scheduledAt is the cron instant, the same on every host), a logger bound to the run, and an
  * AbortSignal that fires when the run must stop.
  */
-import type { JobContext } from 'baton';
+import type { JobContext } from 'baton-cron';
 
 export default async function report(ctx: JobContext): Promise<void> {
   // Compute the period from the fire, never from the clock: a late or retried run reports the

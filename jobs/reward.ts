@@ -41,7 +41,7 @@ import {
   releaseClaim,
   type ClaimTable,
   type JobContext,
-} from 'baton';
+} from 'baton-cron';
 
 interface RewardJob extends RowDataPacket {
   job_no: number;

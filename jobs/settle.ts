@@ -23,7 +23,7 @@
  *                    or a correction: `baton run settle` with the job's env changed).
  */
 import type { RowDataPacket } from 'mysql2/promise';
-import { upsertSelect, type JobContext } from 'baton';
+import { upsertSelect, type JobContext } from 'baton-cron';
 
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 

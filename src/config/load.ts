@@ -7,6 +7,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
+import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -309,6 +310,10 @@ function buildTarget(
     const modulePath = path.resolve(baseDir, job.module);
     if (!existsSync(modulePath)) {
       report('module', `module file not found: ${modulePath}`);
+      return undefined;
+    }
+    if (TYPESCRIPT_FILE.test(modulePath) && tsxLoader() == null) {
+      report('module', `${job.module} ${TSX_MISSING}`);
       return undefined;
     }
     return { kind: 'module', path: modulePath };

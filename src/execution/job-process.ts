@@ -37,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
 import type { FinalStatus } from '../run-status.js';
 import { truncate } from '../text.js';
+import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { spawnGroupChild, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
@@ -95,7 +96,10 @@ export interface StartOptions {
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
 const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js', import.meta.url));
-const TYPESCRIPT_FILE = /\.[cm]?tsx?$/;
+/** The process of a module job that cannot run: it reports `argv[1]` as the run's error. */
+const CANNOT_RUN =
+  "const message = process.argv[1]; process.stderr.write(message + '\\n'); " +
+  "process.send({ kind: 'error', message }, () => process.exit(78));";
 /**
  * The watchdog (see the header). `$1` is the run's process group. `read` returns on "done" from
  * the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the form
@@ -160,10 +164,18 @@ function commandLine(job: JobDefinition): { file: string; args: string[] } {
     case 'shell':
       return { file: '/bin/sh', args: ['-c', target.script] };
     case 'module': {
-      const loader = TYPESCRIPT_FILE.test(target.path)
-        ? ['--import', import.meta.resolve('tsx')]
-        : [];
-      return { file: process.execPath, args: [...loader, MODULE_HOST] };
+      if (!TYPESCRIPT_FILE.test(target.path))
+        return { file: process.execPath, args: [MODULE_HOST] };
+      // Checked when the schedules file was loaded; tsx may have been removed since. Then the
+      // run fails (exit 78) with the reason as its error, like a job that threw.
+      const loader = tsxLoader();
+      if (loader == null) {
+        return {
+          file: process.execPath,
+          args: ['-e', CANNOT_RUN, `${target.path} ${TSX_MISSING}`],
+        };
+      }
+      return { file: process.execPath, args: ['--import', loader, MODULE_HOST] };
     }
   }
 }

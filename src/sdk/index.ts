@@ -1,5 +1,5 @@
 /**
- * Helpers for batch code (`import { claimRows, once, … } from 'baton'`): the patterns of the
+ * Helpers for batch code (`import { claimRows, once, … } from 'baton-cron'`): the patterns of the
  * seed stories as small functions over a mysql2/promise pool or connection. docs/job-sdk.md says
  * when to use which, and what each one cannot do for you.
  */

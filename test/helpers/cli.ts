@@ -18,30 +18,39 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Environment for baton children: no BATON_* from the developer's shell leaks into a test. */
+/**
+ * Environment for baton children: no BATON_* from the developer's shell leaks into a test, nor
+ * npm's own `npm_*` settings (`npm test` sets them), which would steer an npm run by a test.
+ */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BATON_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('BATON_') && !/^npm_/i.test(k)) env[k] = v;
+  }
   return { ...env, ...extra };
 }
 
-export function baton(
-  args: string[],
-  {
-    env = {},
-    cwd = ROOT,
-    timeoutMs = 30_000,
-  }: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+export interface CommandOptions {
+  env?: Record<string, string>;
+  cwd?: string;
+  timeoutMs?: number;
+}
+
+/** Runs `file args` to its end (killed after `timeoutMs`), with the clean environment above. */
+export function command(
+  file: string,
+  args: readonly string[],
+  { env = {}, cwd = ROOT, timeoutMs = 30_000 }: CommandOptions = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BATON_BIN, ...args], { cwd, env: cleanEnv(env) });
+    const child = spawn(file, args, { cwd, env: cleanEnv(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`baton ${args.join(' ')} did not exit within ${timeoutMs} ms\n${stderr}`));
+      reject(new Error(`${file} ${args.join(' ')} did not exit within ${timeoutMs} ms\n${stderr}`));
     }, timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -49,6 +58,11 @@ export function baton(
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** The built CLI (`dist/cli/main.js`) with `args`. */
+export function baton(args: string[], options: CommandOptions = {}): Promise<CliResult> {
+  return command(process.execPath, [BATON_BIN, ...args], options);
 }
 
 /** Writes a schedules file into a fresh temporary folder and returns its path. */
@@ -147,6 +161,9 @@ export interface StartRunnerOptions {
    * signals reach it directly; the jobs it starts inherit the namespace.
    */
   netns?: string;
+  /** The CLI to start (default: this repository's build) and its working directory. */
+  bin?: string;
+  cwd?: string;
 }
 
 const LIBFAKETIME_CANDIDATES = [
@@ -164,7 +181,7 @@ export function libfaketime(): string {
 
 export function startRunner(o: StartRunnerOptions): RunnerProcess {
   const argv = [
-    BATON_BIN,
+    o.bin ?? BATON_BIN,
     'start',
     '--config',
     o.config,
@@ -186,6 +203,6 @@ export function startRunner(o: StartRunnerOptions): RunnerProcess {
     o.netns != null
       ? ['ip', ['netns', 'exec', o.netns, process.execPath, ...argv]]
       : [process.execPath, argv];
-  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env: { ...env, ...skew } });
+  const child = spawn(cmd, cmdArgs, { cwd: o.cwd ?? ROOT, env: { ...env, ...skew } });
   return new RunnerProcess(o.host, child);
 }

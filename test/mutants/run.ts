@@ -239,6 +239,9 @@ async function prepare(base: string, name: string, edits: Mutant['edits']): Prom
     dir,
   );
   if (build.code !== 0) throw new Error(`does not build: ${build.output.trim()}`);
+  // The rest of `npm run build`: the CommonJS copy of the declarations.
+  const types = await run(process.execPath, ['scripts/cjs-types.mjs'], dir);
+  if (types.code !== 0) throw new Error(`scripts/cjs-types.mjs failed: ${types.output.trim()}`);
   return dir;
 }
 
