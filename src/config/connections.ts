@@ -41,13 +41,20 @@ export function outputSecrets(
   const secrets: string[] = [];
   const password = batonDatabase.connection.password;
   if (password) secrets.push(password, encodeURIComponent(password));
+  const decoded = (text: string) => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return text; // a stray `%`: the raw form is masked anyway
+    }
+  };
   for (const source of Object.values(config.connections)) {
     const url = source.kind === 'url' ? source.url : process.env[source.variable];
     if (!url) continue;
     secrets.push(url);
     try {
       const parsed = new URL(url);
-      if (parsed.password) secrets.push(parsed.password, decodeURIComponent(parsed.password));
+      if (parsed.password) secrets.push(parsed.password, decoded(parsed.password));
     } catch {
       // Not a URL: masked whole above.
     }

@@ -66,8 +66,19 @@ const size = z.unknown().transform((value, ctx) => {
 /** What the history keeps of an attempt's output by default: a batch log, not a flood. */
 export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
 
+/** The most `output.max` may be: the tail is held in memory and handed over when a run ends. */
+export const OUTPUT_MAX_LIMIT = 64 * 1024 * 1024;
+
 /** `output:` — what is kept of each attempt's output (execution/output-capture.ts). */
-const output = z.object({ max: size, log: z.boolean() }).partial().strict();
+const output = z
+  .object({
+    max: size.refine((bytes) => bytes <= OUTPUT_MAX_LIMIT, {
+      message: 'output.max is at most 64MiB: the tail of a run is held in memory until it ends',
+    }),
+    log: z.boolean(),
+  })
+  .partial()
+  .strict();
 
 /**
  * `jitter:` — a duration like the others, but `0s` is allowed too, so that one job can turn off

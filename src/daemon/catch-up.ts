@@ -27,6 +27,9 @@ import { findWinner, firesWithRows } from '../store/fire-reads.js';
 
 /** At most this many missed fires are run by one recovery; older ones are recorded missed. */
 export const MAX_CATCH_UP_FIRES = 1_000;
+/** Tries again of a catch-up fire that was not attempted, and the pause before each. */
+const RETRIES = 3;
+const RETRY_DELAY_MS = 1_000;
 /** How often a runner that lost a fire looks whether the winner's run is over. */
 const WINNER_POLL_MS = 500;
 /**
@@ -93,7 +96,14 @@ export async function catchUpAll(
     const winner = await findWinner(c.pool, c.namespace, job.name, at);
     if (!winner) {
       c.log.info({ job: job.name, scheduledAt: at }, 'catching up a missed fire');
-      const outcome = await c.dispatch({ job: job.name, scheduledAt: at, lateMs: 0 });
+      let outcome = await c.dispatch({ job: job.name, scheduledAt: at, lateMs: 0 });
+      // A fire not attempted while the runner can still coordinate (a statement that failed) is
+      // tried again a few times; with the database gone, the recovery after the reconnect walks.
+      for (let retry = 1; outcome?.status === 'not-attempted' && retry <= RETRIES; retry++) {
+        await delay(RETRY_DELAY_MS, c.signal);
+        if (!going()) return;
+        outcome = await c.dispatch({ job: job.name, scheduledAt: at, lateMs: 0 });
+      }
       if (!outcome || outcome.status === 'stopped' || outcome.status === 'not-attempted') return;
       if (outcome.status === 'skipped') {
         if (outcome.kind === 'paused' || outcome.kind === 'behind') {

@@ -43,6 +43,7 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import { spawnGroupChild, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
 import type { HostMessage, InitMessage } from './module-host.js';
 import { OutputTail } from './output-tail.js';
+import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
 
@@ -199,7 +200,8 @@ export function startJob(
   const launch: Launch =
     isModule || options.tee
       ? startHere(file, args, { cwd: job.cwd, env, ipc: isModule }, options, (message) => {
-          hostError = message;
+          // The module's own error: its words may hold what its output may not.
+          hostError = maskText(message, options.secrets ?? []);
         })
       : launchInSpawner({
           file,

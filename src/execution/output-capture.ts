@@ -70,14 +70,14 @@ export class OutputCapture {
 
   /** The head chunks read since the last call (the job is still running). */
   takeLive(): OutputChunk[] {
-    const out = this.pending;
+    const out = coalesce(this.pending);
     this.pending = [];
     return out;
   }
 
   /** What is left to store once the job has ended: the rest of the head, then the tail. */
   finish(): OutputChunk[] {
-    const out = [...this.takeLive(), ...this.tail];
+    const out = [...this.takeLive(), ...coalesce(this.tail)];
     this.tail = [];
     this.tailSize = 0;
     return out;
@@ -121,6 +121,60 @@ export interface WireChunk {
   offset: number;
   at: number;
   base64: string;
+}
+
+/**
+ * Neighbouring chunks of one stream that touch, merged up to CHUNK_BYTES: a job printing short
+ * lines fast is read a few bytes at a time, and a row per read would cost more than its bytes.
+ */
+function coalesce(chunks: readonly OutputChunk[]): OutputChunk[] {
+  const out: OutputChunk[] = [];
+  let run: OutputChunk[] = [];
+  let size = 0;
+  const close = () => {
+    if (run.length === 0) return;
+    const data =
+      run.length === 1
+        ? run[0]!.data
+        : Buffer.concat(
+            run.map((c) => c.data),
+            size,
+          );
+    out.push({ ...run[0]!, data });
+    run = [];
+    size = 0;
+  };
+  for (const c of chunks) {
+    const last = run.at(-1);
+    const touches =
+      last != null &&
+      last.stream === c.stream &&
+      last.offset + last.data.length === c.offset &&
+      size + c.data.length <= CHUNK_BYTES;
+    if (!touches) close();
+    run.push(c);
+    size += c.data.length;
+  }
+  close();
+  return out;
+}
+
+/** Chunks in groups of at most `bytes` each (one IPC message each; never a chunk split). */
+export function inGroups(chunks: readonly OutputChunk[], bytes: number): OutputChunk[][] {
+  const groups: OutputChunk[][] = [];
+  let group: OutputChunk[] = [];
+  let size = 0;
+  for (const c of chunks) {
+    if (group.length > 0 && size + c.data.length > bytes) {
+      groups.push(group);
+      group = [];
+      size = 0;
+    }
+    group.push(c);
+    size += c.data.length;
+  }
+  if (group.length > 0) groups.push(group);
+  return groups;
 }
 
 /**

@@ -1,9 +1,9 @@
 /**
  * Masks secrets in a job's output before any of it is kept (the history's tail and whole output):
  * the runner's database password, the connections' URLs, the values of a job's `secretEnv`. Each
- * occurrence becomes `***`, also when the output arrives cut in the middle of one: the last bytes
- * of each chunk that could be the start of a secret are held back until the next chunk (or the
- * end) shows whether they are.
+ * occurrence becomes `***`, also when the output arrives cut in the middle of one: the end of a
+ * chunk that is the start of a secret is held back until the next chunk (or the end of the
+ * stream) shows whether it is one.
  *
  * Secrets shorter than MIN_SECRET_BYTES are not masked: masking every `a` of a job's output
  * would destroy it and hide nothing.
@@ -33,7 +33,7 @@ export class SecretMask {
   push(chunk: Buffer): Buffer {
     if (!this.active) return chunk;
     const masked = this.mask(this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk);
-    const keep = Math.min(this.holdBytes, masked.length);
+    const keep = this.heldBack(masked);
     this.carry = Buffer.from(masked.subarray(masked.length - keep));
     return masked.subarray(0, masked.length - keep);
   }
@@ -43,6 +43,15 @@ export class SecretMask {
     const rest = this.carry;
     this.carry = Buffer.alloc(0);
     return rest;
+  }
+
+  /** The length of the longest end of `buf` that is the start of a secret (held for more). */
+  private heldBack(buf: Buffer): number {
+    for (let k = Math.min(this.holdBytes, buf.length); k > 0; k--) {
+      const end = buf.subarray(buf.length - k);
+      if (this.secrets.some((s) => s.length > k && s.subarray(0, k).equals(end))) return k;
+    }
+    return 0;
   }
 
   private mask(buf: Buffer): Buffer {
@@ -62,4 +71,11 @@ export class SecretMask {
     }
     return out;
   }
+}
+
+/** `text` with `secrets` masked (an error message built from a job's words, say). */
+export function maskText(text: string, secrets: readonly string[]): string {
+  const mask = new SecretMask(secrets);
+  if (!mask.active) return text;
+  return Buffer.concat([mask.push(Buffer.from(text)), mask.end()]).toString();
 }

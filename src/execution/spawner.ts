@@ -37,8 +37,11 @@
  */
 import { spawnGroupChild, type Launch } from './job-launch.js';
 import { ExitCode } from '../exit-codes.js';
-import { toWire, type WireChunk } from './output-capture.js';
+import { inGroups, toWire, type WireChunk } from './output-capture.js';
 import { OutputTail } from './output-tail.js';
+
+/** Output bytes per `output` message at most. */
+const WIRE_GROUP_BYTES = 1024 * 1024;
 
 /** Runner → spawner. */
 export type SpawnerRequest =
@@ -141,8 +144,20 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
           ? undefined
           : {
               maxBytes: req.outputMax,
-              deliver: (chunks, final) =>
-                report({ kind: 'output', id, chunks: toWire(chunks), final }),
+              // At most a MiB a message: a run's tail of many MiB would block both event loops
+              // while it is serialised and parsed, heartbeats included.
+              deliver: (chunks, final) => {
+                const groups = inGroups(chunks, WIRE_GROUP_BYTES);
+                if (groups.length === 0) groups.push([]);
+                groups.forEach((group, i) =>
+                  report({
+                    kind: 'output',
+                    id,
+                    chunks: toWire(group),
+                    final: final && i === groups.length - 1,
+                  }),
+                );
+              },
             },
     });
   } catch (err) {

@@ -4,6 +4,7 @@
  * (or at the end, or where output was dropped over `output.max`: the gap ends the line).
  * Bytes are read as UTF-8 (invalid sequences become U+FFFD): a log line is text.
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { OutputChunk, OutputStream } from '../execution/output-capture.js';
 
 export interface OutputLine {
@@ -19,6 +20,8 @@ const LINE_MAX = 16 * 1024;
 
 export class OutputLines {
   private readonly partial = { 1: '', 2: '' };
+  /** One decoder per stream: a character cut between two chunks is read whole. */
+  private readonly decoders = { 1: new StringDecoder('utf8'), 2: new StringDecoder('utf8') };
   private next = 0;
 
   push(chunks: readonly OutputChunk[]): OutputLine[] {
@@ -30,7 +33,7 @@ export class OutputLines {
         this.endLines(out);
         out.push({ stream: NAMES[chunk.stream], line: '…', droppedBefore: dropped });
       }
-      this.split(chunk.stream, chunk.data.toString('utf8'), out);
+      this.split(chunk.stream, this.decoders[chunk.stream].write(chunk.data), out);
     }
     return out;
   }
@@ -55,6 +58,7 @@ export class OutputLines {
 
   private endLines(out: OutputLine[]): void {
     for (const stream of [1, 2] as const) {
+      this.partial[stream] += this.decoders[stream].end();
       if (this.partial[stream] !== '')
         out.push({ stream: NAMES[stream], line: this.partial[stream] });
       this.partial[stream] = '';

@@ -3,9 +3,10 @@
  * on by the job's capture (execution/output-capture.ts) are gathered for FLUSH_MS and written in
  * one INSERT for all runs together — a few statements a second however many runs print.
  *
- * A write that fails (a pool hiccup) is tried again at the next flush, up to RETRY_MAX_BYTES held;
- * beyond that the oldest are dropped, with a warning: the output is worth less than the runner's
- * memory. Before a run's verdict is written, `settle` writes what is left of its output, so a run
+ * A write that fails (a pool hiccup) is tried again at a later flush, in order, up to RETRY_MAX_BYTES
+ * held and MAX_ATTEMPTS tries of a batch; beyond that output is dropped, with a warning: it is
+ * worth less than the runner's memory and its other runs' output. Writes are idempotent, so a
+ * statement that committed although its answer was lost is harmless when tried again. Before a run's verdict is written, `settle` writes what is left of its output, so a run
  * that reads finished has all its output in.
  */
 import type { OutputChunk } from '../execution/output-capture.js';
@@ -19,6 +20,8 @@ import { insertOutput, INSERT_MAX_BYTES, type OutputRow } from '../store/run-out
 export const FLUSH_MS = 250;
 /** Output held for another try after failed writes, at most. */
 const RETRY_MAX_BYTES = 32 * 1024 * 1024;
+/** Tries of one batch before it is dropped (a statement the server refuses every time). */
+const MAX_ATTEMPTS = 5;
 
 interface Pending {
   pool: Queryable;
@@ -30,7 +33,8 @@ export class OutputWriter {
   private readonly nextSeq = new Map<number, number>();
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
-  private warned = false;
+  /** Failed writes in a row of the oldest pending batch. */
+  private failures = 0;
 
   constructor(private readonly log?: Logger) {}
 
@@ -45,7 +49,15 @@ export class OutputWriter {
 
   /** Writes everything handed on for `runId` so far (and all other pending output). */
   async settle(runId: number): Promise<void> {
-    await this.flush();
+    try {
+      await this.flush();
+    } finally {
+      this.nextSeq.delete(runId);
+    }
+  }
+
+  /** Forgets a run whose verdict could not be reached (its numbering is not needed again). */
+  forget(runId: number): void {
     this.nextSeq.delete(runId);
   }
 
@@ -88,36 +100,48 @@ export class OutputWriter {
   private async writePending(): Promise<void> {
     const taken = this.pending;
     this.pending = [];
-    const failed: Pending[] = [];
-    for (const batch of batches(taken)) {
+    const all = [...batches(taken)];
+    for (let i = 0; i < all.length; i++) {
+      const batch = all[i]!;
       try {
         await insertOutput(
           batch[0]!.pool,
           batch.map((p) => p.row),
         );
+        this.failures = 0;
       } catch (err) {
-        failed.push(...batch);
-        if (!this.warned) {
-          this.warned = true;
+        // This batch and everything after it go back, in order: rows written out of `seq` order
+        // would be missed by a reader following `seq > last seen`.
+        this.failures++;
+        const left = all.slice(i).flat();
+        if (this.failures > MAX_ATTEMPTS) {
+          this.log?.warn(
+            { err: errorMessage(err), chunks: batch.length },
+            'job output dropped: it could not be written',
+          );
+          this.failures = 0;
+          left.splice(0, batch.length);
+        } else if (this.failures === 1) {
           this.log?.warn({ err: errorMessage(err) }, 'could not write job output; will retry');
         }
+        this.hold([...left, ...this.pending]);
+        return;
       }
     }
-    if (failed.length === 0) {
-      this.warned = false;
-      return;
-    }
-    // Kept for the next flush, oldest dropped beyond the bound.
+  }
+
+  /** Keeps `rows` for the next flush, the oldest dropped beyond RETRY_MAX_BYTES. */
+  private hold(rows: Pending[]): void {
     let held = 0;
-    const kept: Pending[] = [];
-    for (const p of [...failed, ...this.pending].reverse()) {
-      held += p.row.data.length;
-      if (held > RETRY_MAX_BYTES) break;
-      kept.unshift(p);
+    let from = rows.length;
+    while (from > 0 && held + rows[from - 1]!.row.data.length <= RETRY_MAX_BYTES) {
+      held += rows[--from]!.row.data.length;
     }
-    this.pending = kept;
-    if (!this.timer) {
-      this.timer = setTimeout(() => void this.flush(), FLUSH_MS);
+    if (from > 0)
+      this.log?.warn({ chunks: from }, 'job output dropped: too much waiting to be written');
+    this.pending = rows.slice(from);
+    if (this.pending.length > 0 && !this.timer) {
+      this.timer = setTimeout(() => void this.flush(), FLUSH_MS * 4);
       this.timer.unref();
     }
   }

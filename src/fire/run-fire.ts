@@ -310,6 +310,7 @@ async function attemptAndRecord(
     }).catch(() => {});
     throw err;
   } finally {
+    o.output?.forget(claim.runId);
     if (claim.lockName && c.lock.usable) await c.lock.release(claim.lockName).catch(() => {});
   }
 }

@@ -86,7 +86,7 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
     '/api/run': async (res, req) => {
       const query = queryOf(req);
       const id = Number(query.get('id'));
-      const after = Number(query.get('after') ?? -1);
+      const after = Number(query.get('after') || -1);
       const page =
         Number.isSafeInteger(id) && id > 0 && Number.isSafeInteger(after)
           ? await runPage(options.subject.dashboardSource(), id, after)
@@ -215,7 +215,7 @@ function send(
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
-/** The request's path; null for a target that is not a URL path (`//[`): answered with 404. */
+/** The request's query parameters (none for a target that is not a URL). */
 function queryOf(req: IncomingMessage): URLSearchParams {
   try {
     return new URL(req.url ?? '/', 'http://baton').searchParams;
@@ -224,6 +224,7 @@ function queryOf(req: IncomingMessage): URLSearchParams {
   }
 }
 
+/** The request's path; null for a target that is not a URL path (`//[`): answered with 404. */
 function pathOf(req: IncomingMessage): string | null {
   try {
     return new URL(req.url ?? '/', 'http://baton').pathname;

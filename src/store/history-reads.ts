@@ -119,7 +119,11 @@ export async function recentRuns(
   }));
 }
 
-/** The latest run of `job` (a winner's row: scheduled, caught up or manual), or null. */
+/**
+ * The latest run of `job` (a winner's row: scheduled, caught up or manual), or null; of a fan-out
+ * fire, its highest slot. Both keys descending, so the fire key is read backwards from its end
+ * (one row), where mixed directions would sort every run of the job.
+ */
 export async function latestRunOf(
   db: Queryable,
   namespace: string,
@@ -128,7 +132,7 @@ export async function latestRunOf(
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs FORCE INDEX (baton_runs_fire)
       WHERE namespace = ? AND job = ? AND winner >= 1
-      ORDER BY scheduled_at DESC, winner LIMIT 1`,
+      ORDER BY scheduled_at DESC, winner DESC LIMIT 1`,
     [namespace, job],
   );
   return rows[0] ? toRun(rows[0]) : null;

@@ -189,11 +189,14 @@ async function deleteRange(
     ]);
     if (found.length === 0) break;
     // Their output first: if the runs' DELETE then fails, those runs were going anyway, while
-    // output left behind by deleted runs would never be read or pruned with a run again.
-    result.outputChunks += await deleteOutputOf(
-      db,
-      found.map((r) => r.id as number),
-    );
+    // output left behind by deleted runs would never be read or pruned with a run again. Skips
+    // and missed marks have none.
+    if (range.status !== 'skipped' && range.status !== 'missed') {
+      result.outputChunks += await deleteOutputOf(
+        db,
+        found.map((r) => r.id as number),
+      );
+    }
     // By primary key, and never a `running` row, whatever happened since the read.
     const [res] = await db.query<ResultSetHeader>(
       "DELETE FROM baton_runs WHERE id IN (?) AND status <> 'running'",

@@ -124,6 +124,7 @@ describe('the daemon', () => {
     expect(await tablesOf()).toEqual([
       'baton_migrations',
       'baton_pauses',
+      'baton_run_output',
       'baton_runners',
       'baton_runs',
       'x',
@@ -244,6 +245,7 @@ describe('baton run', () => {
     expect(await tablesOf()).toEqual([
       'baton_migrations',
       'baton_pauses',
+      'baton_run_output',
       'baton_runners',
       'baton_runs',
     ]);

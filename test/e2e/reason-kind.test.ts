@@ -141,6 +141,7 @@ describe('migrations 0006 and 0007 on a history written before them', () => {
     expect(applied).toEqual([
       '0006_add_baton_runs_reason_kind',
       '0007_backfill_baton_runs_reason_kind',
+      '0008_create_baton_run_output',
     ]);
     const rows = await db.query<{ id: number; reason: string | null; reason_kind: string | null }>(
       'SELECT id, reason, reason_kind FROM baton_runs ORDER BY id',
@@ -226,7 +227,10 @@ describe('migrations 0006 and 0007 on a history written before them', () => {
       ]);
       expect(skipped).toHaveLength(1);
       await holder.query('COMMIT');
-      expect((await migration).applied).toEqual(['0007_backfill_baton_runs_reason_kind']);
+      expect((await migration).applied).toEqual([
+        '0007_backfill_baton_runs_reason_kind',
+        '0008_create_baton_run_output',
+      ]);
       const [row] = await db.query<{ reason_kind: string | null }>(
         'SELECT reason_kind FROM baton_runs WHERE id = ?',
         [skip],

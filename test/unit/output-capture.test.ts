@@ -57,6 +57,15 @@ describe('OutputCapture', () => {
     expect(Buffer.concat(chunks.map((c) => c.data))).toEqual(line);
   });
 
+  it('merges small reads of one stream into one chunk', () => {
+    const capture = new OutputCapture(1024 * 1024);
+    for (let i = 0; i < 100; i++) capture.push(1, Buffer.from(`line ${i}\n`));
+    capture.push(2, Buffer.from('oops\n'));
+    const chunks = capture.takeLive();
+    expect(chunks.map((c) => c.stream)).toEqual([1, 2]);
+    expect(chunks[0]!.data.toString().split('\n')).toHaveLength(101);
+  });
+
   it('with max 0 keeps nothing, whatever is printed', () => {
     const capture = new OutputCapture(0);
     capture.push(1, Buffer.alloc(10_000));
@@ -78,6 +87,13 @@ describe('SecretMask', () => {
   it('masks the longer of two overlapping secrets whole, and ignores secrets too short to mask', () => {
     expect(run(['secret', 'secret-token'], ['a secret-token b secret'])).toBe('a *** b ***');
     expect(run(['abc'], ['abcabc'])).toBe('abcabc');
+  });
+
+  it('holds back only an end that could start a secret, so quiet output is not delayed', () => {
+    const mask = new SecretMask(['hunter22']);
+    expect(mask.push(Buffer.from('all done\n')).toString()).toBe('all done\n');
+    expect(mask.push(Buffer.from('pw: hun')).toString()).toBe('pw: ');
+    expect(mask.push(Buffer.from('gry')).toString()).toBe('hungry');
   });
 
   it('passes output through untouched without secrets', () => {

@@ -31,8 +31,8 @@ interface LogsArgs extends CommonArgs {
 
 /** How often `--follow` looks for new output. */
 const FOLLOW_POLL_MS = 500;
-/** Chunks read per statement. */
-const PAGE = 500;
+/** Chunks read per statement (at most 64 KiB each: 4 MiB). */
+const PAGE = 64;
 
 export const logsCommand: CommandModule<object, LogsArgs> = {
   command: 'logs <run>',
@@ -205,7 +205,10 @@ class Printer implements Sink {
 
   onlyTail(tail: string): void {
     if (this.json) return;
-    note('only the tail of this run was kept (it ran before baton kept whole output):');
+    note(
+      'no whole output is kept for this run (it ran before baton kept it, its job has ' +
+        '`output: {max: 0}`, or `retention.output` removed it); its last bytes:',
+    );
     process.stdout.write(tail.endsWith('\n') ? tail : `${tail}\n`);
   }
 

@@ -365,6 +365,15 @@ export const DASHBOARD_SCRIPT = String.raw`
     var after = -1;
     var next = {};
     var attempt = 0;
+    var decoders = {};
+    function decode(c) {
+      var key = c.attempt + ':' + c.stream;
+      if (!decoders[key]) decoders[key] = new TextDecoder('utf-8');
+      var bin = atob(c.base64);
+      var bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      return decoders[key].decode(bytes, { stream: true });
+    }
     var out = el('pre', { id: 'run-output', class: 'output', tabindex: '0', 'aria-label': 'Output of run ' + id });
     replace('detail-title', [document.createTextNode('Run ' + id)]);
     replace('detail-body', [out]);
@@ -386,7 +395,7 @@ export const DASHBOARD_SCRIPT = String.raw`
           var gap = c.offset - (next[c.attempt] || 0);
           if (gap > 0) out.appendChild(el('span', { class: 'note', text: '\n… ' + gap + ' bytes dropped here (over output.max) …\n' }));
           next[c.attempt] = c.offset + c.bytes;
-          out.appendChild(el('span', { class: c.stream, text: c.text }));
+          out.appendChild(el('span', { class: c.stream, text: decode(c) }));
           after = c.seq;
         });
         if (d.outputTail) out.appendChild(el('span', { text: d.outputTail }));
@@ -397,7 +406,8 @@ export const DASHBOARD_SCRIPT = String.raw`
       }).catch(function (err) {
         if (gen !== page.gen) return;
         $('detail-facts').textContent = 'Could not load run ' + id + ': ' + (err && err.message ? err.message : String(err));
-        if (!$('detail-body').hidden) page.timer = setTimeout(poll, RUN_POLL_MS * 5);
+        if (err && err.message === 'not found') return;
+        page.timer = setTimeout(poll, RUN_POLL_MS * 5);
       });
     }
     poll();

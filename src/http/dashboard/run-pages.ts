@@ -8,8 +8,8 @@ import { readOutput } from '../../store/run-output.js';
 import type { Run } from '../../store/runs.js';
 import type { DashboardSource } from './overview.js';
 
-/** Chunks per answer; the page asks again at once while `more` says so. */
-const CHUNKS_PER_READ = 200;
+/** Chunks per answer (at most 64 KiB each: 1 MiB); the page asks again while `more` says so. */
+const CHUNKS_PER_READ = 16;
 /** Rows read for a job page (its runs are the winners' rows among them). */
 const JOB_ROWS = 300;
 
@@ -46,8 +46,9 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
       stream: STREAMS[r.stream],
       offset: r.offset,
       bytes: r.data.length,
-      // Shown as text (never as markup): invalid UTF-8 becomes U+FFFD.
-      text: r.data.toString('utf8'),
+      // Bytes: the page decodes each stream as one (a character may be cut between chunks) and
+      // shows it as text, never as markup; invalid UTF-8 becomes U+FFFD.
+      base64: r.data.toString('base64'),
     })),
     more: rows.length === CHUNKS_PER_READ,
     // Runs from before whole output was kept have only their tail.
