@@ -41,10 +41,21 @@ import {
   type RecentFailures,
   type RunningRun,
 } from '../store/fleet-reads.js';
-import { CheckExitCode, type CheckState } from '../exit-codes.js';
 import { parseSchedule } from '../schedule/cron.js';
 import { expectation } from './dead-man.js';
+import { CHECK_EXIT_CODES, checkState, severityOf, type Warning } from './check-state.js';
+import type { CheckState } from '../exit-codes.js';
 import { driftWarnings } from './drift.js';
+
+export {
+  CHECK_EXIT_CODES,
+  checkState,
+  severityOf,
+  WARNING_KINDS,
+  type Severity,
+  type Warning,
+  type WarningKind,
+} from './check-state.js';
 
 /** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
 export const DEFAULT_GONE_AFTER_MS = 15_000;
@@ -54,51 +65,6 @@ export const DEFAULT_CLOCK_THRESHOLD_MS = 1_000;
 const brief = (ms: number) => formatDuration(ms, 'brief');
 /** Registry rows not seen for this long are left out of the report altogether. */
 export const STALE_RUNNER_MS = 7 * 86_400_000;
-
-export const WARNING_KINDS = [
-  'no-runner',
-  'runner-gone',
-  'clock-offset',
-  'schedule-drift',
-  'no-success',
-  'failing',
-  'paused',
-] as const;
-export type WarningKind = (typeof WARNING_KINDS)[number];
-
-export type Severity = 'critical' | 'warning' | 'info';
-
-/** How much a finding weighs: jobs not run at all are critical, a deliberate pause is not. */
-export function severityOf(kind: WarningKind, { warnPaused = false } = {}): Severity {
-  if (kind === 'no-runner' || kind === 'no-success') return 'critical';
-  if (kind === 'paused') return warnPaused ? 'warning' : 'info';
-  return 'warning';
-}
-
-/** The monitoring state of a set of findings: the worst severity among them. */
-export function checkState(
-  warnings: Warning[],
-  options: { warnPaused?: boolean } = {},
-): CheckState {
-  const severities = new Set(warnings.map((w) => severityOf(w.kind, options)));
-  if (severities.has('critical')) return 'CRITICAL';
-  if (severities.has('warning')) return 'WARNING';
-  return 'OK';
-}
-
-export const CHECK_EXIT_CODES: Record<CheckState, number> = {
-  OK: CheckExitCode.Ok,
-  WARNING: CheckExitCode.Warning,
-  CRITICAL: CheckExitCode.Critical,
-  UNKNOWN: CheckExitCode.Unknown,
-};
-
-export interface Warning {
-  kind: WarningKind;
-  message: string;
-  job?: string;
-  hosts?: string[];
-}
 
 export type RunnerState = 'alive' | 'stopped' | 'gone';
 

@@ -5,10 +5,9 @@
  * first and one after another — never two side by side, although three runners walk the same
  * list — and before the job's next regular fire. None of them is recorded `missed`.
  */
-import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { byFire, type RunRow } from '../helpers/db.js';
+import { byFire, queryFresh, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -25,16 +24,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function query<T = RowDataPacket>(url: string, sql: string, params: unknown[] = []) {
-  const conn = await mysql.createConnection({ uri: url, timezone: 'Z', connectTimeout: 5_000 });
-  try {
-    await conn.query("SET time_zone = '+00:00'");
-    const [rows] = await conn.query(sql, params);
-    return rows as T[];
-  } finally {
-    await conn.end().catch(() => undefined);
-  }
-}
+const query = queryFresh;
 
 /** Sleeps until `offsetMs` past the next multiple of PERIOD_MS (a fire instant of the job). */
 async function untilAfterFire(offsetMs: number): Promise<void> {

@@ -8,7 +8,7 @@
  * while that server is down (it waits, then starts). A wrong password is not an outage: exit 69
  * at once, without retrying and without printing the password.
  */
-import mysql, { type RowDataPacket } from 'mysql2/promise';
+import mysql from 'mysql2/promise';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   baton,
@@ -21,7 +21,7 @@ import { migrateDatabase } from '../../src/store/migrate.js';
 import { openPool } from '../../src/store/connect.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { insertMissed } from '../../src/store/fire-claims.js';
-import { byFire, createTestDatabase, type RunRow } from '../helpers/db.js';
+import { byFire, createTestDatabase, queryFresh, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -40,17 +40,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** One query on a fresh connection to the private server (connections do not survive a stop). */
-async function query<T = RowDataPacket>(url: string, sql: string, params: unknown[] = []) {
-  const conn = await mysql.createConnection({ uri: url, timezone: 'Z', connectTimeout: 5_000 });
-  try {
-    await conn.query("SET time_zone = '+00:00'");
-    const [rows] = await conn.query(sql, params);
-    return rows as T[];
-  } finally {
-    await conn.end().catch(() => undefined);
-  }
-}
+const query = queryFresh;
 
 function runsOf(url: string, job: string): Promise<RunRow[]> {
   return query<RunRow>(url, 'SELECT * FROM baton_runs WHERE job = ? ORDER BY scheduled_at, id', [

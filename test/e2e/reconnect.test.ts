@@ -14,10 +14,10 @@
  * 3 s, tells the two behaviours apart with room for a loaded 2-core machine (the old code misses
  * it by ~4 s); the figures are printed.
  */
-import mysql, { type RowDataPacket } from 'mysql2/promise';
+import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRunner, writeSchedule, type LogLine, type RunnerProcess } from '../helpers/cli.js';
-import type { RunRow } from '../helpers/db.js';
+import { queryFresh, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -61,16 +61,8 @@ afterAll(async () => {
 });
 
 /** One query on a fresh connection (connections do not survive a stop). */
-async function query<T = RowDataPacket>(sql: string, params: unknown[] = []): Promise<T[]> {
-  const conn = await mysql.createConnection({ uri: url, timezone: 'Z', connectTimeout: 5_000 });
-  try {
-    await conn.query("SET time_zone = '+00:00'");
-    const [rows] = await conn.query(sql, params);
-    return rows as T[];
-  } finally {
-    await conn.end().catch(() => undefined);
-  }
-}
+const query = <T = RowDataPacket>(sql: string, params: unknown[] = []) =>
+  queryFresh<T>(url, sql, params);
 
 const reopenedLines = (r: RunnerProcess): LogLine[] => r.lines.filter((l) => l.msg === REOPENED);
 

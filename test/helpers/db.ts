@@ -250,3 +250,22 @@ export async function nextGridInstant(
   if (instant - now < marginMs) instant += everyMs;
   return { instant, now };
 }
+
+/**
+ * One query on a fresh connection, in UTC: for a private server the test stops and starts
+ * (connections do not survive a stop).
+ */
+export async function queryFresh<T = RowDataPacket>(
+  url: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
+  const conn = await mysql.createConnection({ uri: url, timezone: 'Z', connectTimeout: 5_000 });
+  try {
+    await conn.query("SET time_zone = '+00:00'");
+    const [rows] = await conn.query(sql, params);
+    return rows as T[];
+  } finally {
+    await conn.end().catch(() => undefined);
+  }
+}
