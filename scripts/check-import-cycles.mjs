@@ -27,7 +27,7 @@ const LAYERS = [
   ['schedule', 'sdk'],
   ['config'],
   ['store'],
-  ['coordination', 'execution'],
+  ['coordination', 'execution', 'notify'],
   ['fire'],
   ['daemon'],
   ['fleet'],

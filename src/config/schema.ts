@@ -380,3 +380,60 @@ export interface Config {
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_RETRY_DELAY_MS = 10_000;
+
+/** Where a secret-bearing URL comes from (a webhook's, an SMTP server's): written, or an env var. */
+export type SecretSource = ConnectionSource;
+
+/**
+ * A notification target from the top-level `notify:` map (docs/notifications.md), with every
+ * default applied. Jobs name targets in `notify: {to: [...]}`.
+ */
+export type NotifyTarget =
+  | {
+      name: string;
+      kind: 'webhook';
+      /** May carry a secret (a Slack hook's path): resolved at delivery, never logged. */
+      url: SecretSource;
+      /** `json`: baton's event document; `slack`: `{text}` (Slack, Mattermost, Teams). */
+      format: 'json' | 'slack';
+      headers: Record<string, string>;
+      timeoutMs: number;
+    }
+  | {
+      name: string;
+      kind: 'command';
+      /** argv, or a script for /bin/sh -c when written as a string with `shell: true`. */
+      run: { kind: 'command'; argv: string[] } | { kind: 'shell'; script: string };
+      env: Record<string, string>;
+      timeoutMs: number;
+    }
+  | {
+      name: string;
+      kind: 'email';
+      /** `smtp://user:pass@host:587` or `smtps://…`: holds a password, so usually `urlFromEnv`. */
+      smtp: SecretSource;
+      from: string;
+      to: string[];
+      timeoutMs: number;
+    };
+
+/** What a job (or `defaults:`) asks to be told of: `notify: {on, to, throttle}`. */
+export interface JobNotify {
+  on: NotifyEventName[];
+  /** Names from the top-level `notify:` map. */
+  to: string[];
+  /** Failures after the first are summed up at most this often; 0: each one is told. */
+  throttleMs: number;
+}
+
+/** The events a job may subscribe to (`summary` and `test` are baton's own). */
+export const NOTIFY_EVENTS = [
+  'failed',
+  'timeout',
+  'lost',
+  'missed',
+  'recovered',
+  'no-success',
+  'runner-gone',
+] as const;
+export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];

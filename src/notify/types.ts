@@ -1,0 +1,63 @@
+/**
+ * What a notification target is handed, and what it answers. A target (webhook, command, email)
+ * only renders and sends; whether to send, how often, and the retries are the outbox's
+ * (store/notifications.ts) and the deliverer's (daemon/notifier.ts).
+ */
+import type { NotifyEventName } from '../config/schema.js';
+
+/** The events of a job, plus `summary` (failures folded by the throttle) and `test`. */
+export type NotificationKind = NotifyEventName | 'summary' | 'test';
+
+/** One event as every target is told of it. Built once per outbox row: the same on every retry. */
+export interface NotificationEvent {
+  /**
+   * Stable id of the event (the same for every target and every retry): sent as the webhook's
+   * `Idempotency-Key`, the mail's Message-ID and `BATON_EVENT_ID`, so a receiver can drop a
+   * repeat after a delivery whose outcome was unknown.
+   */
+  id: string;
+  event: NotificationKind;
+  namespace: string;
+  /** The job; null for `runner-gone` and `test`. */
+  job: string | null;
+  /** The fire's instant (ISO); for an episode, when it began. */
+  fire: string | null;
+  /** Worker slot of a fan-out fire; null when the job has one worker. */
+  slot: number | null;
+  /** The runner that ran the fire, or the runner that is gone. */
+  host: string | null;
+  /** The run's status (`failed`, `done`, …), when the event is about a run. */
+  status: string | null;
+  exitCode: number | null;
+  durationMs: number | null;
+  error: string | null;
+  /** The end of the run's output, already masked, at most a few KiB; null when none is kept. */
+  output: string | null;
+  runId: number | null;
+  /** For `summary`: how many failures it tells of. */
+  count: number | null;
+  /** One line for people: "settle failed on batch-2 (exit 3), fire of 2026-12-03 03:00 UTC". */
+  text: string;
+  /** When the event was recorded (ISO). */
+  at: string;
+}
+
+/** How a delivery went. */
+export type DeliveryResult =
+  | { ok: true; status: number | null }
+  | {
+      ok: false;
+      /** Never contains the target's URL or credentials. */
+      error: string;
+      status: number | null;
+      /** Worth trying again (a refused connection, a 5xx, a 429), or not (a 4xx, bad config). */
+      retryable: boolean;
+      /**
+       * The receiver may have it already (a timeout after the request was sent): a retry can
+       * repeat it, with the same event id.
+       */
+      outcomeUnknown: boolean;
+    };
+
+/** Looks up an environment variable of the runner (a `urlFromEnv`); undefined when unset. */
+export type EnvLookup = (name: string) => string | undefined;
