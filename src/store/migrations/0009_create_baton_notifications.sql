@@ -13,6 +13,7 @@ CREATE TABLE baton_notifications (
   -- The fire's instant; for an episode (`no-success`, `runner-gone`, `summary`), when it began.
   fire            DATETIME(3)  NOT NULL,
   slot            TINYINT UNSIGNED NOT NULL DEFAULT 0,  -- the worker slot of a fan-out fire
+  rerun           SMALLINT UNSIGNED NOT NULL DEFAULT 0, -- which run of the fire (0: the scheduled one)
   target          VARCHAR(64)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   run_id          BIGINT UNSIGNED NULL,                 -- baton_runs.id of the run or missed row
   -- pending | sending | sent | failed (gave up) | held (throttled) | folded (told in a summary)
@@ -28,7 +29,7 @@ CREATE TABLE baton_notifications (
   folded_into     BIGINT UNSIGNED NULL,                 -- the summary (or recovered) row that told it
   details         TEXT         NULL,                    -- JSON facts known when it was recorded
   PRIMARY KEY (id),
-  UNIQUE KEY baton_notifications_event (namespace, event, subject, fire, slot, target),
+  UNIQUE KEY baton_notifications_event (namespace, event, subject, fire, slot, rerun, target),
   KEY baton_notifications_due (namespace, status, due_at),
   KEY baton_notifications_subject (namespace, subject, target, status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci
