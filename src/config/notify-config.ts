@@ -14,6 +14,7 @@ import {
   DEFAULT_NOTIFY_TIMEOUT_MS,
   DEFAULT_THROTTLE_MS,
   type JobNotify,
+  type NotifyEventName,
   type NotifyTarget,
   type RawJobNotify,
   type RawTarget,
@@ -211,3 +212,13 @@ export function buildJobNotify(
 }
 
 type RawFileNotify = { notify?: Record<string, unknown> };
+
+/** Targets per event: whom an event of the job is told to. */
+export type EventTargets = Partial<Record<NotifyEventName, readonly string[]>>;
+
+/** A job's `notify:` as the writers of events use it: the targets of each event it is told of. */
+export function eventTargets(notify: JobNotify | null): EventTargets {
+  const targets: EventTargets = {};
+  for (const event of notify?.on ?? []) targets[event] = notify!.to;
+  return targets;
+}

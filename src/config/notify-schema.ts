@@ -68,15 +68,27 @@ export type RawTarget = z.infer<typeof targetSchema>;
 
 export const targetsSchema = z.record(targetName, targetSchema);
 
-/** `notify:` in a job or in `defaults:`; `false` turns off what `defaults:` would give. */
-export const jobNotifySchema = z.union([
-  z.literal(false),
-  z.strictObject({
-    on: z.array(z.enum(NOTIFY_EVENTS)).optional(),
-    to: z.array(z.string().min(1)).optional(),
-    throttle: durationOrZero.optional(),
-  }),
-]);
+const jobNotifyObject = z.strictObject({
+  on: z.array(z.enum(NOTIFY_EVENTS)).optional(),
+  to: z.array(z.string().min(1)).optional(),
+  throttle: durationOrZero.optional(),
+});
+
+/**
+ * `notify:` in a job or in `defaults:`; `false` turns off what `defaults:` would give. Told apart
+ * by the value rather than by a union, so that a mistake is reported in the form written.
+ */
+export const jobNotifySchema = z
+  .unknown()
+  .transform((value, ctx): false | z.infer<typeof jobNotifyObject> => {
+    if (value === false) return false;
+    const parsed = jobNotifyObject.safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue(issue as never);
+      return z.NEVER;
+    }
+    return parsed.data;
+  });
 export type RawJobNotify = z.infer<typeof jobNotifySchema>;
 
 /** Where a secret-bearing URL comes from (a webhook's, an SMTP server's): written, or an env var. */

@@ -22,6 +22,7 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../coordination/lock-session.js';
+import { eventTargets } from '../config/notify-config.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
@@ -259,6 +260,10 @@ export class Runner {
           namespace: this.loaded.config.namespace,
           serverStartedBefore: this.link.serverStartedBefore,
           noticedBy: this.options.host,
+          targetsOf: (job) => {
+            const notify = this.loaded.config.jobs.find((j) => j.name === job)?.notify;
+            return notify ? eventTargets(notify) : undefined;
+          },
         },
         this.log,
       );
