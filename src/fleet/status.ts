@@ -70,7 +70,6 @@ const brief = (ms: number) => formatDuration(ms, 'brief');
 /** Registry rows not seen for this long are left out of the report altogether. */
 export const STALE_RUNNER_MS = 7 * 86_400_000;
 
-
 export interface RunnerStatus {
   host: string;
   pid: number;

@@ -253,7 +253,11 @@ export async function insertMissed(
 }
 
 /** The `missed` row; its id, or null when another runner wrote it first. */
-async function writeMissed(db: Queryable, attempt: Attempt, reason: string): Promise<number | null> {
+async function writeMissed(
+  db: Queryable,
+  attempt: Attempt,
+  reason: string,
+): Promise<number | null> {
   try {
     const [res] = await db.query<ResultSetHeader>(
       `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
