@@ -217,6 +217,26 @@ describe('webhook', () => {
     expect(received).toHaveLength(1);
   });
 
+  it('a runner that stops ends the delivery, as a retry', async () => {
+    const held: http.ServerResponse[] = [];
+    answer = (_req, res) => held.push(res);
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 150);
+    const options = { env: env({ OPS_HOOK_URL: hookUrl() }), signal: stop.signal };
+    const r = record(await deliverNotification(webhook(), event, options));
+    expect(r).toEqual({
+      ok: false,
+      status: null,
+      retryable: true,
+      outcomeUnknown: true,
+      error: 'webhook "ops": stopped: the runner is stopping',
+    });
+    const before = record(await deliverNotification(webhook(), event, options));
+    expect(before).toMatchObject({ ok: false, retryable: true, outcomeUnknown: false });
+    expect(received).toHaveLength(1);
+    for (const res of held) res.writeHead(200).end();
+  });
+
   it('refuses a missing variable, a URL that is not http(s), a bad header', async () => {
     const missing = record(await deliverNotification(webhook(), event, { env: env({}) }));
     expect(missing).toMatchObject({ ok: false, retryable: false, outcomeUnknown: false });
@@ -342,13 +362,18 @@ describe('command', () => {
     });
   });
 
-  it('one that ignores SIGTERM is killed 2 s later', async () => {
+  it('what it started that ignores SIGTERM is killed 2 s later', async () => {
+    const pidFile = path.join(dir, 'stubborn.pid');
     const started = Date.now();
-    const r = await run(command(`trap '' TERM; sleep 30 & wait; sleep 30`, 300));
+    const r = await run(command(`(trap '' TERM; sleep 30) & echo $! > "${pidFile}"; wait`, 300));
+    expect(r).toMatchObject({ ok: false, retryable: true, outcomeUnknown: true });
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    // The shell died of the SIGTERM; its child did not, and holds on until the SIGKILL.
+    expect(processGone(pid)).toBe(false);
+    await waitFor('the SIGKILL', () => processGone(pid), { timeoutMs: 4_000 });
     const took = Date.now() - started;
     expect(took).toBeGreaterThanOrEqual(2_250);
     expect(took).toBeLessThan(4_000);
-    expect(r).toMatchObject({ ok: false, retryable: true, outcomeUnknown: true });
   });
 
   it('a command that cannot start is not retried', async () => {
