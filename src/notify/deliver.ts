@@ -60,7 +60,7 @@ export async function deliverNotification(
 function unexpected(target: NotifyTarget, err: unknown, env: EnvLookup): string {
   const who = `${String(target.kind)} "${String(target.name)}"`;
   try {
-    return redact(`${who}: ${oneLine(errorMessage(err), 300)}`, secretsOf(target, env));
+    return `${who}: ${redact(oneLine(errorMessage(err), 300), secretsOf(target, env))}`;
   } catch {
     return `${who}: unexpected error (${err instanceof Error ? err.name : typeof err})`;
   }

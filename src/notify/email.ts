@@ -156,7 +156,7 @@ export async function sendEmail(
       return failed(`${who}: stopped: the runner is stopping`, true, messageSent);
     }
     const r = classifySmtpError(err as SmtpError, messageSent, timeout);
-    return r.ok ? r : { ...r, error: redact(`${who}: ${r.error}`, secrets) };
+    return r.ok ? r : { ...r, error: `${who}: ${redact(r.error, secrets)}` };
   } finally {
     transport.close();
   }

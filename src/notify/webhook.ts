@@ -115,7 +115,7 @@ export async function sendWebhook(
   if (result.ok) return result;
   // Built from fixed words; redact anyway, should a header value be a word of them.
   const secrets = [...urlSecrets(resolved.value), ...Object.values(target.headers)];
-  return { ...result, error: redact(`${who}: ${result.error}`, secrets) };
+  return { ...result, error: `${who}: ${redact(result.error, secrets)}` };
 }
 
 /** One POST; resolves (never rejects) with what happened, errors without the target's name. */
