@@ -63,7 +63,10 @@ function socketError(code: string | undefined): string {
   return `request failed (${code})`;
 }
 
-/** The request's headers: ours, the target's (which may replace Content-Type or User-Agent), and the two a receiver relies on, which stay ours. Keys lower-cased so that none is sent twice. */
+/**
+ * The request's headers: ours, the target's (which may replace Content-Type or User-Agent), then
+ * the two a receiver relies on, which stay ours. Keys lower-cased so that none is sent twice.
+ */
 function requestHeaders(
   target: WebhookTarget,
   event: NotificationEvent,
@@ -113,7 +116,7 @@ export async function sendWebhook(
 
   const result = await post(url, headers, body, target.timeoutMs, options.signal);
   if (result.ok) return result;
-  // Built from fixed words; redact anyway, should a header value be a word of them.
+  // Built from fixed words; redacted all the same, so that a later change cannot leak the URL.
   const secrets = [...urlSecrets(resolved.value), ...Object.values(target.headers)];
   return { ...result, error: `${who}: ${redact(result.error, secrets)}` };
 }
