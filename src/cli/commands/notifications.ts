@@ -6,6 +6,7 @@
  */
 import os from 'node:os';
 import type { CommandModule } from 'yargs';
+import { connectionVariables } from '../../config/connections.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { deliverNotification } from '../../notify/deliver.js';
@@ -171,7 +172,10 @@ const notifyTestCommand: CommandModule<object, NotifyTestArgs> = {
       claimedBy: null,
       foldedInto: null,
     });
-    const result = await deliverNotification(target, event, { env: (v) => process.env[v] });
+    const result = await deliverNotification(target, event, {
+      env: (v) => process.env[v],
+      withholdEnv: connectionVariables(config),
+    });
     if (args.json) {
       process.stdout.write(`${JSON.stringify({ target: name, eventId: event.id, ...result })}\n`);
     } else if (result.ok) {

@@ -123,6 +123,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
             gauges: () => runner.gauges(),
             jobs: () => runner.loadedJobs(),
             namespace: () => runner.loadedConfig.namespace,
+            notifyTargets: () => Object.keys(runner.loadedConfig.notifyTargets),
             readPool: () => runner.readPool,
             now: () => runner.databaseNow(),
             onReadError: (err) =>
