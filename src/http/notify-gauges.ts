@@ -7,7 +7,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RunnerEvents } from '../daemon/events.js';
 import type { Queryable } from '../store/deadline.js';
-import { outboxState, type OutboxState } from '../store/notifications.js';
+import { outboxState, type OutboxState } from '../store/notification-reads.js';
 import { ScrapeCache } from './job-gauges.js';
 
 export interface NotifyGaugeSource {

@@ -29,7 +29,7 @@ import {
   type JobHistoryFacts,
   type RunningRun,
 } from '../../store/fleet-reads.js';
-import { outboxState, type OutboxState } from '../../store/notifications.js';
+import { outboxState, type OutboxState } from '../../store/notification-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
 import { formatInstant } from '../../text.js';
