@@ -53,6 +53,16 @@ export interface DispatcherOptions {
   signal: AbortSignal;
 }
 
+/**
+ * How a run asked for now (the write API) began: `started` once it holds the job's lock and its
+ * run row; `busy` when a run of the job holds the lock (its skip row names the holder).
+ */
+export type ManualStart =
+  | { status: 'started'; runId: number; scheduledAt: Date }
+  | { status: 'busy'; runId: number; reason: string }
+  /** Not contended (no lock session, the database failed), or the runner is stopping. */
+  | { status: 'not-run'; reason: string };
+
 export class Dispatcher {
   private readonly places = new Limiter(MAX_CONTENTIONS);
   private readonly chains = new Map<string, Promise<void>>();
@@ -103,6 +113,44 @@ export class Dispatcher {
     );
   }
 
+  /**
+   * An operator's run of `job` now, as `baton run` does it (trigger `manual`, fire `scheduledAt`:
+   * see fire/manual-instant.ts): through the job's lock, a paused or disabled job included, and
+   * never queued behind a run (overlap `skip`: a run going on makes it `busy`). It goes down the
+   * job's chain like any fire, so it never contends beside a scheduled fire of the job on this
+   * runner's session. Resolves once contended; the run goes on.
+   */
+  async runNow(job: JobDefinition, scheduledAt: Date): Promise<ManualStart> {
+    const previous = this.chains.get(job.name) ?? Promise.resolve();
+    const contended = previous.then(() => this.fire(job, scheduledAt, 'manual', true));
+    this.chains.set(
+      job.name,
+      contended.then(
+        () => {},
+        () => {},
+      ),
+    );
+    const started = await contended;
+    if (!started) return { status: 'not-run', reason: 'the runner is stopping' };
+    // Started: the run is among the local runs from the moment its contention settles.
+    for (const run of this.o.runs) {
+      if (run.job === job.name && run.scheduledAt.getTime() === scheduledAt.getTime()) {
+        return { status: 'started', runId: run.control.runId, scheduledAt };
+      }
+    }
+    const outcome = await started.outcome;
+    switch (outcome?.status) {
+      case 'ran':
+        return { status: 'started', runId: outcome.runId, scheduledAt };
+      case 'skipped':
+        return { status: 'busy', runId: outcome.runId, reason: outcome.reason };
+      case 'not-attempted':
+        return { status: 'not-run', reason: `not attempted: ${outcome.cause}` };
+      default:
+        return { status: 'not-run', reason: 'the runner is stopping, or the database failed' };
+    }
+  }
+
   /** Settles when every contention begun so far has settled (runs may go on). */
   async contentionsSettled(): Promise<void> {
     await Promise.allSettled([...this.chains.values()]);
@@ -118,6 +166,7 @@ export class Dispatcher {
     job: JobDefinition,
     scheduledAt: Date,
     trigger: Trigger,
+    manual = false,
   ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
     const { signal, events } = this.o;
     if (signal.aborted) return null;
@@ -126,10 +175,11 @@ export class Dispatcher {
       trigger,
       context: this.o.context,
       runs: this.o.runs,
-      overlap: job.overlap,
-      schedule: schedules.get(job.name) ?? null,
+      // An operator's run is contended like `baton run`'s: never queued, never paused.
+      overlap: manual ? 'skip' : job.overlap,
+      schedule: manual ? null : (schedules.get(job.name) ?? null),
       // A paused job is skipped at its next fire on every runner (checked with the lock).
-      pauseCheck: true,
+      pauseCheck: !manual,
       signal,
       places: this.places,
       verdicts: this.o.verdicts,
