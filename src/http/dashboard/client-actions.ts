@@ -13,6 +13,7 @@
 export const ACTIONS_SCRIPT = String.raw`
   // Write buttons (run now, pause/resume, kill): only with a write token entered on this page.
   var TOKEN_KEY = 'baton.writeToken';
+  var outcomes = 0;
 
   function writeToken() {
     try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
@@ -28,6 +29,8 @@ export const ACTIONS_SCRIPT = String.raw`
     var out = $('action-result');
     out.hidden = false;
     out.setAttribute('data-state', ok ? 'ok' : 'error');
+    outcomes += 1;
+    out.setAttribute('data-seq', String(outcomes));
     out.className = 'banner ' + (ok ? 'ok' : 'error');
     replace('action-result', [document.createTextNode(text),
       link ? el('a', { href: link.href, text: link.text }) : null]);
