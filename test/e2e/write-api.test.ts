@@ -137,6 +137,14 @@ describe('the write API', () => {
     expect(get.headers.get('allow')).toBe('POST');
     expect(((await get.json()) as Answer['body']).error?.code).toBe('method-not-allowed');
 
+    // A cross-site script's preflight gets no CORS grant.
+    const preflight = await fetch(`http://127.0.0.1:${ports[0]}/api/jobs/quick/run`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.status).toBe(401);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+
     const unknownJob = await post('/api/jobs/nosuch/run', { token: PROBE });
     expect(unknownJob.status).toBe(404);
     expect(unknownJob.body.error?.message).toContain('nosuch');
@@ -192,13 +200,18 @@ describe('the write API', () => {
     );
     expect(run).toEqual({ host: 'api-a', trigger: 'manual', status: 'running' });
 
+    // On the same runner too: the job's lock (and this runner's own run of it) is one.
+    const again = await post('/api/jobs/slow/run', { token: ALICE });
+    expect(again.status).toBe(409);
+    expect(again.body.error?.code).toBe('busy');
+
     const busy = await post('/api/jobs/slow/run', { token: ALICE, port: ports[1] });
     expect(busy.status).toBe(409);
     expect(busy.body.error?.code).toBe('busy');
     expect(busy.body.error?.message).toContain('api-a');
 
     const audit = await auditRows();
-    expect(audit).toHaveLength(2);
+    expect(audit).toHaveLength(3);
     expect(audit[0]).toMatchObject({
       action: 'run',
       job: 'slow',
@@ -209,13 +222,15 @@ describe('the write API', () => {
       reason: 'month end',
       outcome: `started run ${runId}`,
     });
-    expect(audit[1]).toMatchObject({
+    expect(audit[1]).toMatchObject({ action: 'run', host: 'api-a', run_id: null });
+    expect(audit[1]!.outcome).toMatch(/^refused: /);
+    expect(audit[2]).toMatchObject({
       action: 'run',
       operator: 'alice',
       host: 'api-b',
       run_id: null,
     });
-    expect(audit[1]!.outcome).toMatch(/^refused: .*api-a/);
+    expect(audit[2]!.outcome).toMatch(/^refused: .*api-a/);
 
     await waitFor('the run to finish', async () => {
       const [row] = await fleet.db.query<{ status: string }>(
@@ -240,6 +255,14 @@ describe('the write API', () => {
       pause: { by: 'alice', reason: 'provider maintenance' },
     });
     const pauses = await fleet.db.query('SELECT job, paused_by, reason FROM baton_pauses');
+    // Every runner honours it: the other runner's dashboard shows it.
+    const page = await fetch(`http://127.0.0.1:${ports[0]}/api/job?name=quick`, {
+      headers: { authorization: `Bearer ${READ}` },
+    });
+    expect(((await page.json()) as { pause: unknown }).pause).toMatchObject({
+      by: 'alice',
+      reason: 'provider maintenance',
+    });
     expect(pauses).toEqual([{ job: 'quick', paused_by: 'alice', reason: 'provider maintenance' }]);
 
     const resumed = await post('/api/jobs/quick/resume', { token: ALICE });
