@@ -44,7 +44,7 @@ export interface ApiAnswer {
 }
 
 /** Who asks, and why: the token's name and the body's reason. */
-export interface Request {
+export interface Who {
   operator: string;
   reason: string | null;
 }
@@ -76,7 +76,7 @@ function audit(
   pool: Queryable,
   action: AuditAction,
   job: string,
-  r: Request,
+  r: Who,
 ): Promise<number> {
   return recordAction(pool, {
     namespace: s.namespace(),
@@ -90,7 +90,7 @@ function audit(
 }
 
 /** POST /api/jobs/{job}/run: 202 once the run holds the lock, 409 naming who holds it. */
-export async function runAction(s: WriteSubject, job: string, r: Request): Promise<ApiAnswer> {
+export async function runAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
   if (!s.jobs().includes(job)) throw unknownJob(job);
   const pool = usablePool(s);
   const auditId = await audit(s, pool, 'run', job, r);
@@ -124,7 +124,7 @@ export async function runAction(s: WriteSubject, job: string, r: Request): Promi
 }
 
 /** POST /api/jobs/{job}/pause: 200 with the pause (renewed when there was one). */
-export async function pauseAction(s: WriteSubject, job: string, r: Request): Promise<ApiAnswer> {
+export async function pauseAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
   if (!s.jobs().includes(job)) throw unknownJob(job);
   const pool = usablePool(s);
   const namespace = s.namespace();
@@ -147,7 +147,7 @@ export async function pauseAction(s: WriteSubject, job: string, r: Request): Pro
 }
 
 /** POST /api/jobs/{job}/resume: 200, `resumed: false` when it was not paused. */
-export async function resumeAction(s: WriteSubject, job: string, r: Request): Promise<ApiAnswer> {
+export async function resumeAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
   const pool = usablePool(s);
   const namespace = s.namespace();
   const before = await findPause(pool, namespace, job);

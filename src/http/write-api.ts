@@ -30,7 +30,7 @@ import {
   resumeAction,
   runAction,
   type ApiAnswer,
-  type Request,
+  type Who,
   type WriteSubject,
 } from './write-actions.js';
 import type { WriteToken } from './write-tokens.js';
@@ -47,7 +47,8 @@ const reasonBody = z
 /** Kill and backfill: their fields are the lead's to define when they are wired. */
 const anyBody = z.looseObject({});
 
-type Handler = (job: string, body: Record<string, unknown>, who: Request) => Promise<ApiAnswer>;
+/** `target`: the job's name, or the run id (digits) for a run route. */
+type Handler = (target: string, body: Record<string, unknown>, who: Who) => Promise<ApiAnswer>;
 
 interface Route {
   body: z.ZodType<Record<string, unknown>>;
@@ -147,13 +148,18 @@ export function writeApi(o: WriteApiOptions): WriteApi {
     }
     const body = parseBody(await readBody(req), found.route.body);
     const reason = typeof body.reason === 'string' ? body.reason.trim() || null : null;
-    const who: Request = { operator: token.name, reason };
-    const answer = await found.route.handle(found.target, body, who);
-    o.log.info(
-      { action: path.split('/').pop(), target: found.target, operator: token.name, via: 'api' },
-      'write api: action taken',
-    );
-    return answer;
+    const who: Who = { operator: token.name, reason };
+    const facts = { action: path.split('/').pop(), target: found.target, operator: who.operator };
+    try {
+      const answer = await found.route.handle(found.target, body, who);
+      o.log.info({ ...facts, status: answer.status }, 'write api: action taken');
+      return answer;
+    } catch (err) {
+      if (err instanceof ApiError) {
+        o.log.info({ ...facts, status: err.status, error: err.message }, 'write api: refused');
+      }
+      throw err;
+    }
   }
 
   return {
