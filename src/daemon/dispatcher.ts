@@ -59,13 +59,15 @@ export interface DispatcherOptions {
  */
 export type ManualStart =
   | { status: 'started'; runId: number; scheduledAt: Date }
-  | { status: 'busy'; runId: number; reason: string }
+  | { status: 'busy'; runId: number | null; reason: string }
   /** Not contended (no lock session, the database failed), or the runner is stopping. */
   | { status: 'not-run'; reason: string };
 
 export class Dispatcher {
   private readonly places = new Limiter(MAX_CONTENTIONS);
   private readonly chains = new Map<string, Promise<void>>();
+  /** Per job, the contentions in its chain not yet settled. */
+  private readonly contending = new Map<string, number>();
   /** Every fire not yet finished, contended or running. */
   private readonly inflight = new Set<Promise<unknown>>();
 
@@ -100,13 +102,7 @@ export class Dispatcher {
         lateMs: fire.lateMs,
       });
     }
-    const previous = this.chains.get(job.name) ?? Promise.resolve();
-    // Wrapped, so that the chain waits for the contention only, not for the outcome inside.
-    const contended = previous.then(() => this.fire(job, fire.scheduledAt, trigger));
-    this.chains.set(
-      job.name,
-      contended.then(() => {}),
-    );
+    const contended = this.chain(job.name, () => this.fire(job, fire.scheduledAt, trigger));
     return contended.then(
       (started) => started?.outcome ?? null,
       () => null,
@@ -121,16 +117,16 @@ export class Dispatcher {
    * runner's session. Resolves once contended; the run goes on.
    */
   async runNow(job: JobDefinition, scheduledAt: Date): Promise<ManualStart> {
-    const previous = this.chains.get(job.name) ?? Promise.resolve();
-    const contended = previous.then(() => this.fire(job, scheduledAt, 'manual', true));
-    this.chains.set(
-      job.name,
-      contended.then(
-        () => {},
-        () => {},
-      ),
-    );
-    const started = await contended;
+    // Behind a fire still contending here (a `queue` fire may wait until the next fire) the
+    // request would hang that long: the job is busy now.
+    if (this.contending.has(job.name)) {
+      return {
+        status: 'busy',
+        runId: null,
+        reason: `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`,
+      };
+    }
+    const started = await this.chain(job.name, () => this.fire(job, scheduledAt, 'manual', true));
     if (!started) return { status: 'not-run', reason: 'the runner is stopping' };
     // Started: the run is among the local runs from the moment its contention settles.
     for (const run of this.o.runs) {
@@ -149,6 +145,21 @@ export class Dispatcher {
       default:
         return { status: 'not-run', reason: 'the runner is stopping, or the database failed' };
     }
+  }
+
+  /** Puts a contention at the end of its job's chain, counted in `contending` until settled. */
+  private chain<T>(job: string, contend: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(job) ?? Promise.resolve();
+    this.contending.set(job, (this.contending.get(job) ?? 0) + 1);
+    const contended = previous.then(contend);
+    const settled = () => {
+      const left = this.contending.get(job)! - 1;
+      if (left > 0) this.contending.set(job, left);
+      else this.contending.delete(job);
+    };
+    // Wrapped, so that the chain waits for the contention only, not for the outcome inside.
+    this.chains.set(job, contended.then(settled, settled));
+    return contended;
   }
 
   /** Settles when every contention begun so far has settled (runs may go on). */

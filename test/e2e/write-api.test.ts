@@ -313,6 +313,35 @@ describe('the write API', () => {
     expect(operators.filter((o) => o === 'flood')).toHaveLength(11);
   });
 
+  it('answers 409 at once while a queued fire of the job waits its turn on the runner', async () => {
+    const config = writeSchedule(`
+namespace: api-queue
+jobs:
+  queued:
+    schedule: "* * * * * *"
+    overlap: queue
+    command: ["sleep", "4"]
+`);
+    const port = await freePort();
+    await fleet.start(['api-q'], {
+      config,
+      args: ['--http', `127.0.0.1:${port}`, '--http-write-tokens-file', tokensFile(`q:${ALICE}\n`)],
+    });
+    await waitFor('a run of queued', async () => {
+      const rows = await fleet.db.query(
+        "SELECT id FROM baton_runs WHERE job = 'queued' AND status = 'running'",
+      );
+      return rows.length > 0;
+    });
+    // The next second's fire is queued behind the run now.
+    await sleep(1_200);
+    const asked = performance.now();
+    const busy = await post('/api/jobs/queued/run', { token: ALICE, port });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error?.message).toContain('being contended on this runner');
+    expect(performance.now() - asked).toBeLessThan(1_500);
+  });
+
   it('refuses a bad tokens file with 64, naming the line and not the token', async () => {
     const config = writeSchedule('jobs:\n  q:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
     const secret = 'shorty-secret';
