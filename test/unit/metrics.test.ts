@@ -116,7 +116,8 @@ describe('the per-job series', () => {
 
 describe('the notification series', () => {
   it('start at 0 per target and count this runner’s deliveries by outcome', async () => {
-    const m = setUp([job('a')]);
+    const m = setUp([]);
+    m.load([job('a')]);
     const { text, samples } = await m.scrape();
     expect(promtoolCheck(text)).toEqual({ code: 0, output: '' });
     const of = (name: string) => samples.filter((s) => s.name === name);
