@@ -26,6 +26,7 @@ import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
+import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
@@ -175,6 +176,7 @@ export class Runner {
     this.releasers.add('write late verdicts', () => this.verdicts.write(this.link.anyPool));
     this.releasers.add('stop retention', () => this.retention?.stop());
     this.releasers.add('settle the connect', () => this.link.settle());
+    this.watchForKills();
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();
@@ -245,6 +247,17 @@ export class Runner {
       },
       this.clock.now(),
     );
+  }
+
+  /**
+   * Kill requests on this runner's runs (`baton kill` from any host): looked for every second
+   * while it has runs, through a graceful stop too (a run waited for may still be killed), until
+   * the releasers run — after the last run has ended.
+   */
+  private watchForKills(): void {
+    const watch = new AbortController();
+    watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, watch.signal);
+    this.releasers.add('stop watching for kills', () => watch.abort());
   }
 
   /** The reaper's tick: verdicts a pool hiccup left unwritten, then runs whose runner is gone. */
