@@ -34,6 +34,10 @@ async function withCommands(cli: Argv): Promise<Argv> {
       import('./commands/migrate.js'),
       import('./commands/prune.js'),
     ]);
+  const [kill, audit] = await Promise.all([
+    import('./commands/kill.js'),
+    import('./commands/audit.js'),
+  ]);
   return cli
     .command(start.startCommand)
     .command(run.runCommand)
@@ -45,6 +49,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     .command(list.listCommand)
     .command(pause.pauseCommand)
     .command(pause.resumeCommand)
+    .command(kill.killCommand)
+    .command(audit.auditCommand)
     .command(validate.validateCommand)
     .command(migrate.migrateCommand)
     .command(prune.pruneCommand);

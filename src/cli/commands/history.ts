@@ -1,4 +1,3 @@
-import ms from 'ms';
 import type { CommandModule } from 'yargs';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -14,7 +13,13 @@ import { clip } from '../fit.js';
 import { groupFires, renderAttempts, renderFires } from '../history-view.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
-import { REPEATABLE, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import {
+  parseSince,
+  REPEATABLE,
+  resolveDatabase,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
 import {
   namespaceHint,
   namespaceLine,
@@ -38,19 +43,8 @@ interface HistoryArgs extends Omit<CommonArgs, 'host'> {
   namespace?: string;
 }
 
-export function parseSince(value: string, now = new Date()): Date {
-  const relative = ms(value as ms.StringValue);
-  if (typeof relative === 'number' && Number.isFinite(relative) && relative >= 0) {
-    return new Date(now.getTime() - relative);
-  }
-  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
-    const absolute = new Date(value);
-    if (!Number.isNaN(absolute.getTime())) return absolute;
-  }
-  throw new UsageError(
-    `--since "${value}": expected a duration such as 2h or 30m, or an ISO-8601 time`,
-  );
-}
+/** Moved to cli/options.ts (`baton audit` takes `--since` too); exported here as before. */
+export { parseSince };
 
 export const historyCommand: CommandModule<object, HistoryArgs> = {
   command: 'history [job..]',
