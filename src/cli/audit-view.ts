@@ -14,7 +14,10 @@ import { formatInstant, oneLine } from '../text.js';
  * Runs `body`; a database without the audit table (never migrated to 0010, or no baton at all)
  * is a clear 69 that says what to do, not a driver error.
  */
-export async function withAuditTable<T>(target: DatabaseTarget, body: () => Promise<T>): Promise<T> {
+export async function withAuditTable<T>(
+  target: DatabaseTarget,
+  body: () => Promise<T>,
+): Promise<T> {
   try {
     return await body();
   } catch (err) {

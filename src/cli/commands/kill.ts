@@ -58,7 +58,11 @@ export const killCommand: CommandModule<object, KillArgs> = {
         default: '10s',
         describe: 'SIGTERM → SIGKILL delay for the job',
       })
-      .option('json', { type: 'boolean', default: false, describe: 'print one JSON object' }) as never,
+      .option('json', {
+        type: 'boolean',
+        default: false,
+        describe: 'print one JSON object',
+      }) as never,
   handler: action(async (args: KillArgs) => {
     const runId = parseRunId(args.runId);
     const reason = args.reason != null ? String(args.reason).trim() || null : null;
@@ -108,9 +112,7 @@ function killToJson(o: Found, graceMs: number) {
     tookMs: o.tookMs,
     graceMs,
     alreadyRequested: o.alreadyRequested,
-    request: run.request
-      ? { ...run.request, at: run.request.at.toISOString() }
-      : null,
+    request: run.request ? { ...run.request, at: run.request.at.toISOString() } : null,
   };
 }
 
