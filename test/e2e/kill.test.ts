@@ -5,6 +5,7 @@
  *   has it (`baton audit --json`, `baton show`), and the job's next fire runs normally.
  * - A job that ignores SIGTERM: gone only after the grace (SIGKILL), never retried.
  * - A finished run: said so, nothing changed; an unknown id: 64.
+ * - A run of `baton run` in the foreground: killed the same way.
  * - A run whose runner was SIGKILLed: reported, and declared, `lost` — not left "being killed".
  * - `pause` and `resume` are in the audit, with the operator (SUDO_USER) and the host.
  * Real runners, real process groups (/proc), real rows.
@@ -29,6 +30,9 @@ jobs:
   quick:
     schedule: "*/2 * * * * *"
     command: ["true"]
+  by-hand:
+    schedule: "0 3 1 1 *"
+    command: [sh, -c, 'echo $$ > by-hand-$BATON_RUN_ID.pgid; sleep 60 & wait']
   stubborn:
     schedule: "*/2 * * * * *"
     overlap: skip
@@ -158,9 +162,13 @@ describe('baton kill', () => {
     });
     expect(killed.finished_at).not.toBeNull();
 
-    const [audit, shown] = await Promise.all([
-      baton(['audit', '--json', '--namespace', 'kill', '--database-url', fleet.db.url]),
-      baton(['show', String(run.id), '--database-url', fleet.db.url]),
+    const url = ['--database-url', fleet.db.url];
+    const fire = run.scheduled_at.toISOString();
+    const [audit, shown, history, explained] = await Promise.all([
+      baton(['audit', '--json', '--namespace', 'kill', ...url]),
+      baton(['show', String(run.id), ...url]),
+      baton(['history', 'stuck', '--json', '--namespace', 'kill', '--limit', '100', ...url]),
+      baton(['explain', 'stuck', fire, '--json', '--namespace', 'kill', ...url]),
     ]);
     expect(audit.code).toBe(0);
     const [entry] = JSON.parse(audit.stdout) as Record<string, unknown>[];
@@ -177,8 +185,15 @@ describe('baton kill', () => {
     expect(entry!.outcome).toMatch(/^killed in /);
     expect(shown.stdout).toMatch(/^status:\s+killed$/m);
     expect(shown.stdout).toContain(`kill by alice on ${elsewhere}: stuck on a lock → killed in `);
+    // history and explain show the action beside the run it was about.
+    const inHistory = (JSON.parse(history.stdout) as { id: number; actions: unknown[] }[]).find(
+      (r) => r.id === run.id,
+    );
+    expect(inHistory?.actions).toMatchObject([{ action: 'kill', operator: 'alice' }]);
+    expect(JSON.parse(explained.stdout)).toMatchObject({
+      actions: [{ action: 'kill', runId: run.id, operator: 'alice', reason: 'stuck on a lock' }],
+    });
 
-    // The lock was released with the verdict: a later fire of the job runs, and ends done.
     // The lock was released with the verdict: the job's next fire has a winner again (running,
     // or done), not a skip for an overlap with the killed run.
     const next = await waitFor(
@@ -242,6 +257,18 @@ describe('baton kill', () => {
     expect(unknown.code).toBe(64);
     expect(unknown.stderr).toMatch(/^baton: no run with id 999999999 in the history at /);
     expect(typo.code).toBe(64);
+  });
+
+  it('stops a run of `baton run` in the foreground too', async () => {
+    const manual = baton(['run', 'by-hand', '--config', config, '--database-url', fleet.db.url]);
+    const { run, pgid } = await runningRun('by-hand');
+    expect(run.triggered_by).toBe('manual');
+    const { result, gone } = await killWatching(run.id, pgid, [String(run.id), '--json']);
+    if (!gone) killGroup(pgid);
+    expect(JSON.parse(result.stdout)).toMatchObject({ outcome: 'killed', status: 'killed' });
+    const ran = await manual;
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toContain('by-hand failed: killed by alice');
   });
 
   it('a run whose runner was SIGKILLed is reported and declared lost', async () => {
