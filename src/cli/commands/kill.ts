@@ -132,6 +132,9 @@ function killWords(o: Found, graceMs: number): string {
         (o.tookMs != null ? ` (stopped ${formatDuration(o.tookMs)} after the request)` : '')
       );
     case 'finished':
+      if (!run.winner) {
+        return `run ${run.id} is a ${run.status} row of ${run.job} (${run.host} ran nothing for it), nothing changed`;
+      }
       return o.beforeRequest
         ? `${which} already finished (${run.status}${ended}), nothing changed`
         : `${earlier}${which} ended on its own before its runner acted (${run.status}${ended}); ` +
