@@ -30,7 +30,7 @@ export async function withAuditTable<T>(
   }
 }
 
-/** The actions tied to these runs, by run id, newest first; none on a database without the table. */
+/** The actions tied to these runs, by run id, newest first (none without the audit table). */
 export async function actionsByRun(
   db: Queryable,
   namespace: string,

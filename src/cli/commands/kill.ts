@@ -133,7 +133,8 @@ function killWords(o: Found, graceMs: number): string {
       );
     case 'finished':
       if (!run.winner) {
-        return `run ${run.id} is a ${run.status} row of ${run.job} (${run.host} ran nothing for it), nothing changed`;
+        const row = `run ${run.id} is a ${run.status} row of ${run.job}`;
+        return `${row} (${run.host} ran nothing for it), nothing changed`;
       }
       return o.beforeRequest
         ? `${which} already finished (${run.status}${ended}), nothing changed`
@@ -144,7 +145,8 @@ function killWords(o: Found, graceMs: number): string {
     case 'pending':
       return (
         `${earlier}kill requested for ${which}, but its runner has not acted within ` +
-        `${formatDuration(graceMs)} and a few seconds; the request stands (\`baton show ${run.id}\`)`
+        `${formatDuration(graceMs)} and a few seconds; the request stands ` +
+        `(\`baton show ${run.id}\`)`
       );
   }
 }
