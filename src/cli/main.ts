@@ -19,22 +19,36 @@ async function withCommands(cli: Argv): Promise<Argv> {
   if (process.argv[2] === 'start') {
     return cli.command((await import('./commands/start.js')).startCommand);
   }
-  const [start, run, status, history, explain, show, logs, list, pause, validate, migrate, prune] =
-    await Promise.all([
-      import('./commands/start.js'),
-      import('./commands/run.js'),
-      import('./commands/status.js'),
-      import('./commands/history.js'),
-      import('./commands/explain.js'),
-      import('./commands/show.js'),
-      import('./commands/logs.js'),
-      import('./commands/list.js'),
-      import('./commands/pause.js'),
-      import('./commands/validate.js'),
-      import('./commands/migrate.js'),
-      import('./commands/prune.js'),
-    ]);
-  const [kill, audit] = await Promise.all([
+  const [
+    start,
+    run,
+    status,
+    history,
+    explain,
+    show,
+    logs,
+    list,
+    pause,
+    validate,
+    migrate,
+    prune,
+    notifications,
+    kill,
+    audit,
+  ] = await Promise.all([
+    import('./commands/start.js'),
+    import('./commands/run.js'),
+    import('./commands/status.js'),
+    import('./commands/history.js'),
+    import('./commands/explain.js'),
+    import('./commands/show.js'),
+    import('./commands/logs.js'),
+    import('./commands/list.js'),
+    import('./commands/pause.js'),
+    import('./commands/validate.js'),
+    import('./commands/migrate.js'),
+    import('./commands/prune.js'),
+    import('./commands/notifications.js'),
     import('./commands/kill.js'),
     import('./commands/audit.js'),
   ]);
@@ -53,7 +67,9 @@ async function withCommands(cli: Argv): Promise<Argv> {
     .command(audit.auditCommand)
     .command(validate.validateCommand)
     .command(migrate.migrateCommand)
-    .command(prune.pruneCommand);
+    .command(prune.pruneCommand)
+    .command(notifications.notificationsCommand)
+    .command(notifications.notifyCommand);
 }
 
 // `baton history | head` closes stdout early: that is the reader's choice, not an error (a

@@ -14,7 +14,7 @@
  *   and will be acted on when it does;
  * - `not-found`: no run has that id.
  */
-import { declareLost } from '../coordination/reaper.js';
+import { declareLost, type ReapScope } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { recordAction, setActionOutcome, type AuditVia } from '../store/audit.js';
 import type { Queryable } from '../store/deadline.js';
@@ -41,6 +41,8 @@ export interface KillOrder {
   graceMs: number;
   /** How long to wait for the outcome (default: the grace plus KILL_WAIT_SLACK_MS). */
   waitMs?: number;
+  /** Whom a job's `lost` is told to, when the run is declared lost (as the reaper's). */
+  targetsOf?: (namespace: string, job: string) => ReturnType<NonNullable<ReapScope['targetsOf']>>;
 }
 
 export type KillOutcome =
@@ -96,7 +98,7 @@ export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutc
   }
   if (run.orphaned) {
     await audit('its runner is gone: declared lost');
-    return result('lost', await declareGone(db, run, order.host, read));
+    return result('lost', await declareGone(db, run, order, read));
   }
   const wrote = await requestKill(db, run.id, {
     by: order.operator,
@@ -127,7 +129,7 @@ export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutc
     }
     if (run.orphaned) {
       await setActionOutcome(db, auditId, 'its runner is gone: declared lost');
-      return result('lost', await declareGone(db, run, order.host, read), { alreadyRequested });
+      return result('lost', await declareGone(db, run, order, read), { alreadyRequested });
     }
     if (performance.now() >= deadline) {
       await setActionOutcome(db, auditId, 'requested; the runner had not acted yet');
@@ -142,19 +144,18 @@ export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutc
 async function declareGone(
   db: Queryable,
   run: KillState,
-  host: string,
+  order: KillOrder,
   read: () => Promise<KillState | null>,
 ): Promise<KillState> {
-  await declareLost(
-    db,
-    [{ id: run.id, job: run.job, host: run.host, lockConnectionId: run.lockConnectionId }],
-    {
-      namespace: run.namespace,
-      job: run.job,
-      serverStartedBefore: new Date(0),
-      noticedBy: host,
-      occasion: `when asked to kill it at ${new Date().toISOString()}`,
-    },
-  );
+  const { id, job, host, lockConnectionId, scheduledAt, slot } = run;
+  // `rerun` 0: which run of the fire a notification is about (issue 20's re-runs number theirs).
+  await declareLost(db, [{ id, job, host, lockConnectionId, scheduledAt, slot, rerun: 0 }], {
+    namespace: run.namespace,
+    job,
+    serverStartedBefore: new Date(0),
+    noticedBy: order.host,
+    occasion: `when asked to kill it at ${new Date().toISOString()}`,
+    ...(order.targetsOf ? { targetsOf: (j: string) => order.targetsOf!(run.namespace, j) } : {}),
+  });
   return (await read()) ?? run;
 }

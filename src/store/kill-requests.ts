@@ -64,8 +64,11 @@ export interface KillState {
   id: number;
   namespace: string;
   job: string;
+  scheduledAt: Date;
   status: RunStatus;
   winner: boolean;
+  /** The worker slot of a winner's row (1 for an ordinary job). */
+  slot: number;
   host: string;
   lockConnectionId: number | null;
   finishedAt: Date | null;
@@ -90,7 +93,7 @@ export async function readKillState(
   serverStartedBefore: Date,
 ): Promise<KillState | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, namespace, job, status, winner, host, lock_connection_id, finished_at, error,
+    `SELECT id, namespace, job, scheduled_at, status, winner, host, lock_connection_id, finished_at, error,
             kill_requested_at, kill_requested_by, kill_reason, kill_grace_ms,
             (status = 'running' AND attempts > 0 AND ${RUNNER_GONE_SQL}) AS orphaned
        FROM baton_runs WHERE id = ?`,
@@ -102,8 +105,10 @@ export async function readKillState(
     id: Number(r.id),
     namespace: String(r.namespace),
     job: String(r.job),
+    scheduledAt: r.scheduled_at as Date,
     status: r.status as RunStatus,
     winner: r.winner != null && Number(r.winner) >= 1,
+    slot: Number(r.winner ?? 1),
     host: String(r.host),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
     finishedAt: r.finished_at as Date | null,

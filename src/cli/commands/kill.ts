@@ -28,6 +28,8 @@ import {
   type CommonArgs,
 } from '../options.js';
 import { withAuditTable } from '../audit-view.js';
+import { optionalConfig } from '../config-options.js';
+import { eventTargets } from '../../config/notify-config.js';
 
 interface KillArgs extends CommonArgs {
   runId: string;
@@ -74,10 +76,19 @@ export const killCommand: CommandModule<object, KillArgs> = {
     const host = resolveHost(args);
     const target = resolveDatabase(args);
     const operator = operatorName();
+    // A run declared lost is told to the job's `notify:` targets, as the reaper's would be, when
+    // this host has the job's schedules file.
+    const config = optionalConfig(args);
+    const targetsOf = (namespace: string, job: string) => {
+      if (config?.namespace !== namespace) return undefined;
+      const notify = config.jobs.find((j) => j.name === job)?.notify;
+      return notify ? eventTargets(notify) : undefined;
+    };
     const outcome = await withAuditTable(target, async () => {
       const conn = await openConnection(target, { create: false });
       try {
-        return await killRun(conn, { runId, operator, host, via: 'cli', reason, graceMs });
+        const order = { runId, operator, host, via: 'cli' as const, reason, graceMs, targetsOf };
+        return await killRun(conn, order);
       } finally {
         await conn.end().catch(() => {});
       }
