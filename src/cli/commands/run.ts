@@ -9,6 +9,7 @@ import { InterruptedError, JobFailedError, LockHeldError, UsageError } from '../
 import { ExitCode } from '../../exit-codes.js';
 import { RunLease } from '../../execution/run-lease.js';
 import { LocalRuns } from '../../fire/local-runs.js';
+import { manualInstant } from '../../fire/manual-instant.js';
 import { KILL_GRACE_MS } from '../../fire/run-control.js';
 import { watchKillRequests } from '../../fire/kill-watch.js';
 import { OutputWriter } from '../../fire/output-writer.js';
@@ -35,15 +36,8 @@ interface RunArgs extends CommonArgs {
   json: boolean;
 }
 
-/**
- * A manual run's fire is the moment it was triggered (database time). Cron instants are whole
- * seconds, so a manual instant is moved off a whole second (by 1 ms, in the rare case it falls on
- * one): otherwise a manual run at exactly 03:00:00.000 would share the 03:00 fire's key, and the
- * scheduled fire would be recorded as "already ran".
- */
-export function manualInstant(now: Date): Date {
-  return now.getUTCMilliseconds() === 0 ? new Date(now.getTime() + 1) : now;
-}
+// Shared with the daemon's write API (fire/manual-instant.ts); exported here for the unit tests.
+export { manualInstant };
 
 function ignoreBrokenPipe(err: NodeJS.ErrnoException): void {
   if (err.code !== 'EPIPE') throw err;
