@@ -182,7 +182,11 @@ export class Runner {
     this.releasers.add('stop retention', () => this.retention?.stop());
     this.releasers.add('stop notifications', () => this.notifier?.stop());
     this.releasers.add('settle the connect', () => this.link.settle());
-    this.watchForKills();
+    // Kill requests on this runner's runs (`baton kill` from any host, fire/kill-watch.ts): also
+    // through a graceful stop (a run waited for may be killed), until the last run has ended.
+    const kills = new AbortController();
+    watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, kills.signal);
+    this.releasers.add('stop watching for kills', () => kills.abort());
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();
@@ -264,17 +268,6 @@ export class Runner {
       },
       this.clock.now(),
     );
-  }
-
-  /**
-   * Kill requests on this runner's runs (`baton kill` from any host): looked for every second
-   * while it has runs, through a graceful stop too (a run waited for may still be killed), until
-   * the releasers run — after the last run has ended.
-   */
-  private watchForKills(): void {
-    const watch = new AbortController();
-    watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, watch.signal);
-    this.releasers.add('stop watching for kills', () => watch.abort());
   }
 
   /** The reaper's tick: verdicts a pool hiccup left unwritten, then runs whose runner is gone. */
