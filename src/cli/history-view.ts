@@ -7,9 +7,11 @@
  */
 import { formatDuration } from '../config/duration.js';
 import type { RunStatus } from '../run-status.js';
+import type { AuditRecord } from '../store/audit.js';
 import type { Run } from '../store/runs.js';
 import { oneLine, formatInstant } from '../text.js';
 import { fitTable, type Cell, type Column } from './fit.js';
+import { actionWords } from './audit-view.js';
 import { durationCell, table, winnerCell } from './format.js';
 import type { Paint, Style } from './terminal.js';
 import { instantForm, isUtc, relative, shortInstant, shortLocal } from './times.js';
@@ -21,13 +23,22 @@ const STYLES: Partial<Record<RunStatus, Style>> = {
   timeout: 'red',
   lost: 'red',
   interrupted: 'yellow',
+  killed: 'yellow',
   missed: 'magenta',
   running: 'cyan',
   skipped: 'dim',
 };
 
 /** Worst first: the outcome a fire of several worker slots is shown with. */
-const SEVERITY: RunStatus[] = ['failed', 'timeout', 'lost', 'interrupted', 'running', 'done'];
+const SEVERITY: RunStatus[] = [
+  'failed',
+  'timeout',
+  'lost',
+  'killed',
+  'interrupted',
+  'running',
+  'done',
+];
 
 /** The rows of one fire (a job at one instant), in the order the history gave them. */
 export interface Fire {
@@ -97,6 +108,17 @@ export interface FireViewOptions {
   paint: Paint;
   /** The time zone of each job of the schedules file, when it is loaded. */
   zones: Map<string, string>;
+  /** Operators' actions tied to the rows (a kill, a manual run), by run id (cli/audit-view.ts). */
+  actions?: ReadonlyMap<number, readonly AuditRecord[]>;
+}
+
+/** Who acted on the fire's rows, for the NOTE column: `kill by alice`. */
+function actionNotes(fire: Fire, actions: FireViewOptions['actions']): string[] {
+  if (!actions) return [];
+  const words = fire.rows.flatMap((r) =>
+    (actions.get(r.id) ?? []).map((a) => `${a.action} by ${a.operator}`),
+  );
+  return [...new Set(words)];
 }
 
 export function renderFires(fires: Fire[], o: FireViewOptions): string {
@@ -124,7 +146,11 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
     const zone = zoned(f.job);
     const outcome = s.attempts > 1 ? `${s.outcome} ×${s.attempts}` : s.outcome;
     // The exit code, the reasons and the errors are in the wide view (and `baton explain`).
-    const notes = [s.manual ? 'manual' : '', s.skippedBy > 0 ? `skipped by ${s.skippedBy}` : ''];
+    const notes = [
+      s.manual ? 'manual' : '',
+      ...actionNotes(f, o.actions),
+      s.skippedBy > 0 ? `skipped by ${s.skippedBy}` : '',
+    ];
     const nobody = s.outcome === 'skipped' || s.outcome === 'missed';
     return [
       { text: shortInstant(f.scheduledAt, form) },
@@ -144,7 +170,12 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
 }
 
 /** Every row, with every column: the view of `--attempts` / `-o wide`. */
-export function renderAttempts(runs: Run[], paint: Paint): string {
+export function renderAttempts(
+  runs: Run[],
+  paint: Paint,
+  actions?: ReadonlyMap<number, readonly AuditRecord[]>,
+): string {
+  const acted = (r: Run) => (actions?.get(r.id) ?? []).map((a) => ` [${actionWords(a)}]`).join('');
   return table(
     [
       'ID',
@@ -169,7 +200,7 @@ export function renderAttempts(runs: Run[], paint: Paint): string {
       paint(STYLES[r.status], r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status),
       durationCell(r),
       r.exitCode ?? '',
-      oneLine(r.reason ?? r.error ?? ''),
+      oneLine(`${r.reason ?? r.error ?? ''}${acted(r)}`.trim(), 160),
     ]),
   );
 }

@@ -33,6 +33,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     migrate,
     prune,
     notifications,
+    kill,
+    audit,
   ] = await Promise.all([
     import('./commands/start.js'),
     import('./commands/run.js'),
@@ -47,6 +49,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     import('./commands/migrate.js'),
     import('./commands/prune.js'),
     import('./commands/notifications.js'),
+    import('./commands/kill.js'),
+    import('./commands/audit.js'),
   ]);
   return cli
     .command(start.startCommand)
@@ -59,6 +63,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     .command(list.listCommand)
     .command(pause.pauseCommand)
     .command(pause.resumeCommand)
+    .command(kill.killCommand)
+    .command(audit.auditCommand)
     .command(validate.validateCommand)
     .command(migrate.migrateCommand)
     .command(prune.pruneCommand)

@@ -11,6 +11,7 @@ import { RunLease } from '../../execution/run-lease.js';
 import { LocalRuns } from '../../fire/local-runs.js';
 import { manualInstant } from '../../fire/manual-instant.js';
 import { KILL_GRACE_MS } from '../../fire/run-control.js';
+import { watchKillRequests } from '../../fire/kill-watch.js';
 import { OutputWriter } from '../../fire/output-writer.js';
 import { startFire } from '../../fire/run-fire.js';
 import { openPool } from '../../store/connect.js';
@@ -97,6 +98,8 @@ export const runCommand: CommandModule<object, RunArgs> = {
         void lock.interruptQuery(target).catch(() => {});
       }
     };
+    // Kill requests (`baton kill` from any host) on the run, looked for once it has started.
+    const killWatch = new AbortController();
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     // `baton run job | head` (or `2>&1 | head`) closes our output early: keep running the job,
@@ -147,6 +150,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
           },
           onAlive: () => lease.renew(),
         });
+        watchKillRequests({ pool: () => pool, runs }, killWatch.signal);
       });
       const outcome = await fire.outcome.catch((err: unknown) => {
         if (interruptedBy && !started) {
@@ -174,6 +178,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       if (!args.json) process.stderr.write(`baton: ${job.name} done (run ${outcome.runId})\n`);
       return ExitCode.Ok;
     } finally {
+      killWatch.abort();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       process.stdout.off('error', ignoreBrokenPipe);
