@@ -93,8 +93,7 @@ export interface ContendOptions {
   workers?: number;
   /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
   pauseCheck?: boolean;
-  /** Whom the job's events are told to: a dead earlier run declared `lost` here notifies them. */
-  eventTargets?: EventTargets;
+  eventTargets?: EventTargets; // whom the job's events are told to (a dead earlier run's `lost`)
 }
 
 /**
@@ -105,14 +104,12 @@ interface Prefetch {
   pause: Promise<Pause | null>;
   /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
   orphans: Promise<OrphanRun[]> | null;
-  /** The job's event targets (ContendOptions), for the `lost` of a dead earlier run. */
-  targets?: EventTargets;
+  targets?: EventTargets; // ContendOptions.eventTargets, for a dead earlier run's `lost`
 }
 
 /** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
 function quiet<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => {});
-  return p;
+  return (p.catch(() => {}), p);
 }
 
 /**

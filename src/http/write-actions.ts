@@ -5,10 +5,11 @@
  * token's name as operator, this runner as host), its outcome added once known. So an action
  * whose outcome never comes (the runner died) still shows who asked.
  *
- * Kill and backfill are answered 501 until their commands exist in this version (see
- * `notInThisVersion`).
+ * Kill is `baton kill`'s order (fire/kill-run.ts). Backfill is answered 501 until it is wired
+ * (see `notInThisVersion`).
  */
 import type { ManualStart } from '../daemon/dispatcher.js';
+import { killRun } from '../fire/kill-run.js';
 import { recordAction, setActionOutcome, type AuditAction } from '../store/audit.js';
 import type { Queryable } from '../store/deadline.js';
 import { findPause, pauseJob, resumeJob, type Pause } from '../store/pauses.js';
@@ -162,11 +163,54 @@ export async function resumeAction(s: WriteSubject, job: string, r: Who): Promis
   };
 }
 
+/** The grace `kill` gives a run before SIGKILL when the body names none (as `baton kill`). */
+export const DEFAULT_KILL_GRACE_MS = 10_000;
+
+/**
+ * POST /api/runs/{id}/kill: the same order as `baton kill` (fire/kill-run.ts), given by this
+ * runner for whichever runner owns the run, answered once its outcome is known: 200 killed,
+ * already finished or declared lost; 202 when the owner has not acted within the grace (the
+ * request stays on the row); 404 no such run (in this namespace).
+ */
+export async function killAction(
+  s: WriteSubject,
+  runId: number,
+  graceMs: number,
+  r: Who,
+): Promise<ApiAnswer> {
+  const pool = usablePool(s);
+  const outcome = await killRun(pool, {
+    runId,
+    operator: r.operator,
+    host: s.host,
+    via: 'api',
+    reason: r.reason,
+    graceMs,
+  });
+  if (outcome.kind === 'not-found' || outcome.run.namespace !== s.namespace()) {
+    throw new ApiError(404, 'not-found', `no run with id ${runId} in namespace "${s.namespace()}"`);
+  }
+  const run = outcome.run;
+  return {
+    status: outcome.kind === 'pending' ? 202 : 200,
+    body: {
+      runId,
+      job: run.job,
+      outcome: outcome.kind,
+      status: run.status,
+      host: run.host,
+      tookMs: outcome.tookMs,
+      alreadyRequested: outcome.alreadyRequested,
+      error: run.error,
+    },
+  };
+}
+
 /**
  * The routes of actions whose commands are not in this version (`POST /api/runs/{id}/kill`,
  * `POST /api/jobs/{job}/backfill`). Authenticated, rate-limited and their bodies read like the
  * others, so wiring one is replacing this call with the action (and its audit row).
  */
-export function notInThisVersion(action: 'kill' | 'backfill'): never {
+export function notInThisVersion(action: 'backfill'): never {
   throw new ApiError(501, 'not-implemented', `${action}: not in this version`);
 }

@@ -19,12 +19,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
+import { parseDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { namedToken, presentedCredential, sameSecret } from './auth.js';
 import { RateLimiter } from './rate-limit.js';
 import {
   ApiError,
+  DEFAULT_KILL_GRACE_MS,
+  killAction,
   notInThisVersion,
   pauseAction,
   resumeAction,
@@ -44,8 +47,9 @@ const REASON_MAX = 512;
 const reasonBody = z
   .object({ reason: z.string().max(REASON_MAX, `longer than ${REASON_MAX} characters`).optional() })
   .strict();
-/** Kill and backfill: their fields are the lead's to define when they are wired. */
+/** Backfill: its fields are defined when it is wired. */
 const anyBody = z.looseObject({});
+const killBody = reasonBody.extend({ grace: z.string().max(32).optional() }).strict();
 
 /** `target`: the job's name, or the run id (digits) for a run route. */
 type Handler = (target: string, body: Record<string, unknown>, who: Who) => Promise<ApiAnswer>;
@@ -85,8 +89,24 @@ export function writeApi(o: WriteApiOptions): WriteApi {
     backfill: { body: anyBody, handle: () => notInThisVersion('backfill') },
   };
   const runRoutes: Record<string, Route> = {
-    // TODO(lead): wire `baton kill` here (body {reason?, grace?}); `id` is a positive integer.
-    kill: { body: anyBody, handle: () => notInThisVersion('kill') },
+    kill: {
+      body: killBody,
+      handle: (id, body, who) => {
+        if (!/^[1-9]\d{0,15}$/.test(id)) {
+          throw new ApiError(404, 'not-found', `no run with id "${id}"`);
+        }
+        const grace = body.grace as string | undefined;
+        const graceMs = grace == null ? DEFAULT_KILL_GRACE_MS : parseDuration(grace);
+        if (graceMs == null || graceMs <= 0 || graceMs > 3_600_000) {
+          throw new ApiError(
+            400,
+            'bad-request',
+            'grace: expected a duration such as 10s, at most 1h',
+          );
+        }
+        return killAction(s, Number(id), graceMs, who);
+      },
+    },
   };
 
   function route(path: string): { route: Route; target: string } | null {

@@ -7,7 +7,7 @@
  * - Pause asks for a reason: the `baton_pauses` row has it and the token's name, the audit row
  *   too, and the page shows who paused and why; resume lifts it.
  * - Run now starts a manual run on this runner: the page says which, its row exists, and the job
- *   page lists it; its run page offers kill, whose answer (not in this version yet) is shown.
+ *   page lists it; its run page offers kill, which kills it (the row says who and why).
  * - A wrong token is refused with the API's message and changes nothing. The token is kept in
  *   sessionStorage only: no cookie, nothing in localStorage, gone in a new browser context.
  */
@@ -118,11 +118,16 @@ describe('dashboard write buttons', () => {
       { action: 'run', operator: 'ops', via: 'api', reason: 'check the fix' },
     ]);
 
-    // The run's page offers kill while it runs; its answer is shown (not wired in this version).
+    // The run's page offers kill while it runs: the run is killed, who and why on its row.
     await page.locator('#action-result a').click();
     await page.locator('#action-kill').waitFor();
     const killed = await act(page, '#action-kill', 'wrong data');
-    expect(killed).toContain('not in this version');
+    expect(killed).toContain(`Killed run ${runId}`);
+    const [after] = await fleet.db.query<{ status: string; error: string }>(
+      'SELECT status, error FROM baton_runs WHERE id = ?',
+      [runId],
+    );
+    expect(after).toEqual({ status: 'killed', error: expect.stringContaining('ops: wrong data') });
 
     await page.goto(`${base}#job/slow`);
     await page.locator('#action-resume').waitFor();

@@ -169,7 +169,10 @@ describe('the write API', () => {
     expect(extra.status).toBe(400);
     expect(extra.body.error?.message).toContain('force');
 
-    for (const route of ['/api/runs/1/kill', '/api/jobs/quick/backfill']) {
+    const noRun = await post('/api/runs/999999/kill', { token: PROBE, body: {} });
+    expect(noRun.status).toBe(404);
+    expect(noRun.body.error?.code).toBe('not-found');
+    for (const route of ['/api/jobs/quick/backfill']) {
       const stub = await post(route, { token: PROBE });
       expect(stub.status, route).toBe(501);
       expect(stub.body.error).toEqual({

@@ -345,8 +345,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/daemon/recovery.ts',
-        find: 'if (await insertMissed(pool, attempt, reason)) recorded++;',
-        replace: 'if (await Promise.resolve(insertMissed.length < 0)) recorded++;',
+        find: 'if (await insertMissed(pool, attempt, reason, eventTargets(job.notify))) recorded++;',
+        replace: 'if (await Promise.resolve(insertMissed.length < 0 && eventTargets)) recorded++;',
       },
     ],
     killers: [{ file: 'test/e2e/outage.test.ts', test: 'no runner runs blind' }],

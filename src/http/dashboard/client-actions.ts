@@ -115,7 +115,12 @@ export const ACTIONS_SCRIPT = String.raw`
   function runActions(r, writeApi) {
     renderActions(writeApi && r.status === 'running', function () {
       return [actionButton('action-kill', 'Kill', 'Kill run ' + r.id + ' of ' + r.job + '?',
-        'api/runs/' + r.id + '/kill', function () { return { text: 'Kill of run ' + r.id + ' asked' }; })];
+        'api/runs/' + r.id + '/kill', function (b) {
+          var took = b.tookMs != null ? ' in ' + (b.tookMs / 1000).toFixed(1) + ' s' : '';
+          var said = { killed: 'Killed run ' + r.id + took, finished: 'Run ' + r.id + ' had already finished (' + b.status + ')',
+            lost: 'Run ' + r.id + ' was lost: its runner is gone', pending: 'Kill of run ' + r.id + ' asked; its runner has not acted yet' };
+          return { text: said[b.outcome] || ('Kill of run ' + r.id + ': ' + b.outcome) };
+        })];
     }, function () { runActions(r, writeApi); });
   }
 
