@@ -41,7 +41,9 @@ export async function startProcs<T, M>(
 ): Promise<{ procs: WorkerProc<M>[]; go: () => void; kill: () => void }> {
   const file = fileURLToPath(new URL(script, import.meta.url));
   const started = tasks.map((task) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file, JSON.stringify(task)], {
+    // A plain .mjs worker runs on a bare node (the peers': their footprint is theirs, not tsx's).
+    const loader = file.endsWith('.mjs') ? [] : ['--import', 'tsx'];
+    const child = spawn(process.execPath, [...loader, file, JSON.stringify(task)], {
       cwd: ROOT,
       stdio: 'pipe',
       env: { ...process.env, ...env },

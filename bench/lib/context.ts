@@ -30,6 +30,7 @@ export async function createContext(
   name: string,
   quick: boolean,
   server: BenchServer,
+  pressure: 'io' | null = null,
 ): Promise<ScenarioContext> {
   const databases: BenchDatabase[] = [];
   const runners: BenchRunner[] = [];
@@ -45,6 +46,7 @@ export async function createContext(
   const ctx: BenchContext = {
     name,
     quick,
+    pressure,
     log,
     db,
     server,
@@ -63,7 +65,8 @@ export async function createContext(
       const logsReady = ['trace', 'debug', 'info'].includes(level) && o.keepLines !== false;
       const timeoutMs = o.readyTimeoutMs ?? 60_000;
       // Ready = registered: the 'runner started' line, or (quieter log levels) its registry row.
-      const targetDb = o.databaseUrl === db.url ? db : null;
+      // (any of the scenario's databases: ctx.createDatabase's too)
+      const targetDb = databases.find((d) => d.url === o.databaseUrl) ?? null;
       await Promise.all(
         started.map((r) =>
           logsReady || !targetDb

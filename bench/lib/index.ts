@@ -21,6 +21,8 @@
  *
  * `ctx` (BenchContext):
  *   ctx.quick                 true under `--quick`: shrink the work (a smoke run of seconds).
+ *   ctx.pressure              'io' under `--pressure io` (only for a scenario that declares
+ *                             `pressure: true`: it runs with a disk writer beside it), else null.
  *   ctx.log(...args)          progress lines on stderr, prefixed with the scenario's name.
  *   ctx.db                    a fresh database on the bench server, dropped after the scenario:
  *                             .name, .url (baton's --database-url), .serverUrl, .conn (mysql2,
@@ -107,12 +109,15 @@ export interface ScenarioResult {
 export interface Scenario {
   name: string;
   title: string;
+  /** It has a `--pressure io` variant (recorded as `<name>+io`). */
+  pressure?: boolean;
   run(ctx: BenchContext): Promise<ScenarioResult>;
 }
 
 export interface BenchContext {
   readonly name: string;
   readonly quick: boolean;
+  readonly pressure: 'io' | null;
   log(...args: unknown[]): void;
   readonly db: BenchDatabase;
   readonly server: BenchServer;

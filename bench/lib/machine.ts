@@ -1,4 +1,5 @@
 /** The machine a run happened on, as recorded in the results file. */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { BenchServer } from './database.js';
@@ -15,6 +16,21 @@ export interface Machine {
   /** `private` (a mariadbd the harness started) or the server URL used. */
   server: string;
   serverSettings: Record<string, string>;
+  /** The commit the run measured (`git rev-parse --short HEAD`), `+dirty` with local changes. */
+  commit?: string;
+}
+
+/** The checked-out commit, with `+dirty` when src/ or bench/ differ from it; '' outside git. */
+export function currentCommit(): string {
+  try {
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = git('rev-parse', '--short', 'HEAD');
+    const dirty = git('status', '--porcelain', '--', 'src', 'bench/scenarios', 'bench/lib');
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return '';
+  }
 }
 
 export function describeMachine(server: BenchServer): Machine {
@@ -35,5 +51,14 @@ export function describeMachine(server: BenchServer): Machine {
     loadAvgAtStart: Math.round(os.loadavg()[0]! * 100) / 100,
     server: server.private ? 'private mariadbd started by the harness' : server.url,
     serverSettings: server.settings,
+    commit: currentCommit(),
   };
+}
+
+/** `uptime`'s load averages now (1, 5, 15 minutes), as "1.20 / 0.80 / 0.40". */
+export function loadAverages(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
 }

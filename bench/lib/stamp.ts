@@ -15,12 +15,12 @@ import type { BenchDatabase } from './database.js';
 import { makeTempDir } from './runners.js';
 import { percentiles, type Distribution } from './stats.js';
 
-const C_SOURCE = `#include <stdio.h>
+const cSource = (clock: string) => `#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 int main(int argc, char **argv) {
   struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
+  clock_gettime(${clock}, &t);
   const char *run = getenv("BATON_RUN_ID");
   FILE *f = fopen(argv[1], "a");
   if (!f) return 2;
@@ -35,15 +35,28 @@ export interface Stamp {
   argv(file: string): string[];
 }
 
-/** Builds the stamp command in `dir` (a temp folder if omitted). */
-export function buildStamp(dir = makeTempDir('baton-bench-stamp-')): Stamp {
+/**
+ * Builds the stamp command in `dir` (a temp folder if omitted). `monotonic: true` stamps
+ * CLOCK_MONOTONIC instead (one clock for every process of the machine, which libfaketime leaves
+ * alone with FAKETIME_DONT_FAKE_MONOTONIC: a job of a runner whose wall clock is faked still
+ * stamps real time); it needs the C compiler (no bash fallback) and throws without it.
+ */
+export function buildStamp(
+  dir = makeTempDir('baton-bench-stamp-'),
+  { monotonic = false } = {},
+): Stamp {
   try {
     const src = path.join(dir, 'stamp.c');
     const bin = path.join(dir, 'stamp');
-    writeFileSync(src, C_SOURCE);
+    writeFileSync(src, cSource(monotonic ? 'CLOCK_MONOTONIC' : 'CLOCK_REALTIME'));
     execFileSync('cc', ['-O2', '-o', bin, src], { stdio: 'ignore' });
     return { kind: 'c', argv: (file) => [bin, file] };
-  } catch {
+  } catch (err) {
+    if (monotonic) {
+      throw new Error(`the monotonic stamp needs a C compiler (cc): ${String(err)}`, {
+        cause: err,
+      });
+    }
     return {
       kind: 'bash',
       argv: (file) => [

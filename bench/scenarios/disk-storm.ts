@@ -16,12 +16,12 @@
  * `BENCH_DISK_PRESSURE=off npm run bench -- --only disk-storm` runs the same storm without the
  * writer (commits are still measured twice): what the pressure itself costs.
  */
-import { manyJobsScenario } from './many-jobs.js';
+import { IO_PRESSURE, manyJobsScenario } from './many-jobs.js';
 
 export default manyJobsScenario({
   name: 'disk-storm',
   title: '500 jobs firing together every second on a disk busy with fsyncs (issue 15)',
   periodS: 1,
   instants: { full: 15, quick: 4 },
-  diskPressure: { blockMiB: 1, syncEveryMiB: 64, fileMiB: 256 },
+  diskPressure: IO_PRESSURE,
 });

@@ -102,14 +102,24 @@ const commitFigures = (prefix: string, d: Distribution): Record<string, Figure> 
   [`${prefix}_p99_ms`]: round(d.p99, 2),
 });
 
+/** The writer of `--pressure io` (disk-storm's: 1 MiB writes, an fsync every 64 MiB). */
+export const IO_PRESSURE: DiskPressureOptions = { blockMiB: 1, syncEveryMiB: 64, fileMiB: 256 };
+
 export function manyJobsScenario(options: ManyJobsOptions): Scenario {
   return {
     name: options.name,
     title: options.title,
+    // `--pressure io`: the same storm with the disk writer beside it (a storm that has one
+    // already, disk-storm, has no variant).
+    pressure: options.diskPressure == null,
     async run(ctx) {
       const pressure: { writer: DiskPressure | null } = { writer: null };
+      const o =
+        ctx.pressure === 'io' && options.diskPressure == null
+          ? { ...options, diskPressure: IO_PRESSURE }
+          : options;
       try {
-        return await storm(ctx, options, pressure);
+        return await storm(ctx, o, pressure);
       } finally {
         // Whatever happened (a throw, a timeout): the writer stops and its file goes.
         await pressure.writer?.stop();
