@@ -38,6 +38,31 @@ jobs:
 `,
 );
 
+const silent = createLogger({ level: 'silent' });
+const deliverers = (cfg: typeof config, delivered: string[], n = 4) => {
+  const pools = Array.from(
+    { length: n },
+    () => new DeadlinePool(openPool(parseDatabaseUrl(db.url)), 10_000),
+  );
+  const notifiers = pools.map(
+    (pool, i) =>
+      new Notifier({
+        pool: () => pool,
+        database: db.name,
+        namespace: 'claims',
+        host: `d${i}`,
+        config: () => cfg,
+        log: silent,
+        deliver: async (_target, event) => {
+          delivered.push(`${event.event} ${event.host ?? ''} ${event.fire ?? ''}`);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          return { ok: true, status: 204 };
+        },
+      }),
+  );
+  return { notifiers, end: () => Promise.all(pools.map((p) => p.end())) };
+};
+
 describe('four deliverers at once', () => {
   it('deliver each of 60 rows exactly once', async () => {
     const base = Date.UTC(2026, 0, 1);
@@ -53,27 +78,7 @@ describe('four deliverers at once', () => {
       })),
     );
     const delivered: string[] = [];
-    const pools = Array.from(
-      { length: 4 },
-      () => new DeadlinePool(openPool(parseDatabaseUrl(db.url)), 10_000),
-    );
-    const silent = createLogger({ level: 'silent' });
-    const notifiers = pools.map(
-      (pool, n) =>
-        new Notifier({
-          pool: () => pool,
-          database: db.name,
-          namespace: 'claims',
-          host: `d${n}`,
-          config: () => config,
-          log: silent,
-          deliver: async (_target, event) => {
-            delivered.push(event.fire!);
-            await new Promise((resolve) => setTimeout(resolve, 2));
-            return { ok: true, status: 204 };
-          },
-        }),
-    );
+    const { notifiers, end } = deliverers(config, delivered);
     try {
       for (let round = 0; round < 6; round++) {
         await Promise.all(notifiers.map((n) => n.pass()));
@@ -83,7 +88,42 @@ describe('four deliverers at once', () => {
       expect(delivered).toHaveLength(60);
       expect(new Set(delivered).size).toBe(60);
     } finally {
-      await Promise.all(pools.map((p) => p.end()));
+      await end();
+    }
+  });
+
+  it('tell a gone runner once, whichever of them evaluates, and not a stopped one', async () => {
+    const gone = parseConfig(
+      '/tmp/schedules.yaml',
+      `
+namespace: claims
+notify:
+  ops: {webhook: {url: "http://127.0.0.1:9/unused"}}
+jobs:
+  j:
+    schedule: "0 3 * * *"
+    command: ["true"]
+    notify: {to: [ops], on: [runner-gone]}
+`,
+    );
+    const plant = (host: string, stopped: boolean) =>
+      db.conn.query(
+        `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
+           stopped_at, schedule)
+         VALUES ('claims', ?, 1, 'x', NOW(3) - INTERVAL 1 HOUR, NOW(3) - INTERVAL 1 MINUTE, ?, '{}')`,
+        [host, stopped ? new Date() : null],
+      );
+    await plant('crashed-1', false);
+    await plant('drained-1', true);
+    const delivered: string[] = [];
+    const { notifiers, end } = deliverers(gone, delivered);
+    try {
+      for (let round = 0; round < 3; round++) await Promise.all(notifiers.map((n) => n.pass()));
+      expect(delivered.filter((d) => d.startsWith('runner-gone'))).toEqual([
+        expect.stringMatching(/^runner-gone crashed-1 /),
+      ]);
+    } finally {
+      await end();
     }
   });
 });
