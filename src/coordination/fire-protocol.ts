@@ -11,7 +11,7 @@
  *    A return of 0 means another run holds it: record a skip that names the holder. NULL is an
  *    error (broken session), never a skip.
  *
- * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, winner)`. The lock alone double-runs
+ * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, rerun, winner)`. The lock alone double-runs
  *    short jobs when hosts disagree about the time: a host 2 s late finds the lock free again
  *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
  *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
@@ -34,6 +34,11 @@
  * The job's overlap policy changes step 1 only: `queue` keeps asking for the lock (without
  * blocking the shared lock session) until a deadline, `allow` takes no job lock at all — the
  * fire key alone then gives one winner per fire, and runs of different fires may overlap.
+ *
+ * A re-run (`baton run --fire T`, trigger `rerun`) is a new generation of fire T (`rerun` =
+ * 1, 2, …; 0 when T never had a winner): the same steps, the same lock, a fire key place of its
+ * own — so its generation, like every other, has one winner, and while it runs the job's lock
+ * keeps every other run of the job (of this fire or any) out. Never stale: it is past on purpose.
  *
  * Fan-out (`workers: N`) repeats steps 1–2 over N worker slots: each slot has its own lock and
  * its own place in the fire key (`winner` = the slot), and a runner takes the first slot it can
@@ -124,7 +129,7 @@ export const DESCRIBE_DELAY_MS = 20;
 export const STALE_FIRE_MS = 250;
 
 function isStale(c: FireContext, attempt: Attempt): boolean {
-  if (attempt.trigger === 'manual') return false;
+  if (attempt.trigger === 'manual' || attempt.trigger === 'rerun') return false;
   const now = c.now?.().getTime() ?? Date.now();
   return now - (attempt.startAt ?? attempt.scheduledAt).getTime() > STALE_FIRE_MS;
 }
@@ -160,6 +165,7 @@ export async function contend(
       attempt.job,
       attempt.scheduledAt,
       c.host,
+      attempt.rerun ?? 0,
     );
     if (mine) return skip(skips.slotAlreadyTaken(mine.workerSlot));
   }
@@ -196,7 +202,14 @@ export async function contend(
     // been run by a runner that was on time. Look before taking the job's lock: holding it while
     // the fire key refuses this old fire would make the runners on time skip the job's *next*
     // fire, met at that very moment ("being claimed by …"), and lose it.
-    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    const winner = await findWinner(
+      c.pool,
+      c.namespace,
+      attempt.job,
+      attempt.scheduledAt,
+      undefined,
+      0,
+    );
     if (winner) return skip(skips.fireHasWinner(winner));
   }
 
@@ -236,7 +249,14 @@ async function contendSlots(
     const got = await acquire(c, lockName, slotAttempt, options);
     if (got === 'taken') {
       // While this fire waited in the queue, another runner won this very fire.
-      const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+      const winner = await findWinner(
+        c.pool,
+        c.namespace,
+        attempt.job,
+        attempt.scheduledAt,
+        undefined,
+        attempt.rerun ?? 0,
+      );
       busy.push(skips.fireHasWinner(winner));
       continue;
     }
@@ -302,7 +322,11 @@ async function acquire(
     if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return 'acquired';
     const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
     if (until == null || options.signal?.aborted) return 'busy';
-    if (await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt)) return 'taken';
+    const rerun = attempt.rerun ?? 0;
+    const job = attempt.job;
+    if (await findWinner(c.pool, c.namespace, job, attempt.scheduledAt, undefined, rerun)) {
+      return 'taken';
+    }
     const now = c.now?.().getTime() ?? Date.now();
     const wait = Math.min(QUEUE_POLL_MS, until - now);
     if (wait <= 0) return 'busy';
@@ -351,6 +375,7 @@ async function claim(
     attempt.job,
     attempt.scheduledAt,
     attempt.slot,
+    attempt.rerun ?? 0,
   );
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }

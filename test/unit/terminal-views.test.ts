@@ -117,6 +117,8 @@ describe('a fire as one line', () => {
     namespace: 'ns',
     job: 'settle',
     scheduledAt: at,
+    rerun: 0,
+    params: null,
     winner: false,
     workerSlot: null,
     trigger: 'schedule',
