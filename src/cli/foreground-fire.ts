@@ -87,6 +87,10 @@ export class ForegroundSession {
     return new ForegroundSession(pool, lock, target, config, host, mode);
   }
 
+  get namespace(): string {
+    return this.config.namespace;
+  }
+
   /** Whether the operator asked to stop (a signal came). */
   get stopRequested(): boolean {
     return this.interruptedBy != null;

@@ -19,24 +19,39 @@ async function withCommands(cli: Argv): Promise<Argv> {
   if (process.argv[2] === 'start') {
     return cli.command((await import('./commands/start.js')).startCommand);
   }
-  const [start, run, status, history, explain, show, logs, list, pause, validate, migrate, prune] =
-    await Promise.all([
-      import('./commands/start.js'),
-      import('./commands/run.js'),
-      import('./commands/status.js'),
-      import('./commands/history.js'),
-      import('./commands/explain.js'),
-      import('./commands/show.js'),
-      import('./commands/logs.js'),
-      import('./commands/list.js'),
-      import('./commands/pause.js'),
-      import('./commands/validate.js'),
-      import('./commands/migrate.js'),
-      import('./commands/prune.js'),
-    ]);
+  const [
+    start,
+    run,
+    status,
+    history,
+    explain,
+    show,
+    logs,
+    list,
+    pause,
+    validate,
+    migrate,
+    prune,
+    backfill,
+  ] = await Promise.all([
+    import('./commands/start.js'),
+    import('./commands/run.js'),
+    import('./commands/status.js'),
+    import('./commands/history.js'),
+    import('./commands/explain.js'),
+    import('./commands/show.js'),
+    import('./commands/logs.js'),
+    import('./commands/list.js'),
+    import('./commands/pause.js'),
+    import('./commands/validate.js'),
+    import('./commands/migrate.js'),
+    import('./commands/prune.js'),
+    import('./commands/backfill.js'),
+  ]);
   return cli
     .command(start.startCommand)
     .command(run.runCommand)
+    .command(backfill.backfillCommand)
     .command(status.statusCommand)
     .command(history.historyCommand)
     .command(explain.explainCommand)
