@@ -55,8 +55,8 @@ export class ForegroundSession {
   private signals = 0;
   /** The first signal received, if any. */
   interruptedBy: NodeJS.Signals | null = null;
-  /** Called on the first signal in `finish` mode while a run goes on (to say what happens). */
-  onFinishRequested: (() => void) | null = null;
+  /** Called on the first signal in `finish` mode (to say what happens): is a run going on? */
+  onFinishRequested: ((running: boolean) => void) | null = null;
 
   private constructor(
     readonly pool: DeadlinePool,
@@ -99,16 +99,14 @@ export class ForegroundSession {
   private readonly onSignal = (signal: NodeJS.Signals) => {
     this.interruptedBy ??= signal;
     this.signals++;
+    if (this.mode === 'finish' && this.signals === 1) this.onFinishRequested?.(this.runs.size > 0);
     if (this.runs.size === 0) {
       // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
       // is not taken after all once this process has given up.
       void this.lock.interruptQuery(this.target).catch(() => {});
       return;
     }
-    if (this.mode === 'finish' && this.signals === 1) {
-      this.onFinishRequested?.();
-      return;
-    }
+    if (this.mode === 'finish' && this.signals === 1) return;
     for (const run of this.runs)
       run.control.stop(`interrupted by ${signal}`, KILL_GRACE_MS, 'interrupted');
   };

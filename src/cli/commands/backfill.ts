@@ -180,8 +180,12 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
       const auditId = await recordAction(pool, { ...audit, action: 'backfill', details });
       if (resumeAfter)
         progress.note(`resuming the --again backfill after ${resumeAfter.toISOString()}`);
-      session.onFinishRequested = () =>
-        progress.note('stopping after the fire that is running (Ctrl-C again to interrupt it)');
+      session.onFinishRequested = (running) =>
+        progress.note(
+          running
+            ? 'stopping after the fire that is running (Ctrl-C again to interrupt it)'
+            : 'stopping',
+        );
       const counts = { ran: 0, failed: 0, skipped: 0 };
       let outcome = 'completed';
       let code: number = ExitCode.Ok;
