@@ -11,8 +11,8 @@
  *    A return of 0 means another run holds it: record a skip that names the holder. NULL is an
  *    error (broken session), never a skip.
  *
- * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, rerun, winner)`. The lock alone double-runs
- *    short jobs when hosts disagree about the time: a host 2 s late finds the lock free again
+ * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, rerun, winner)`. The lock alone
+ *    double-runs short jobs when hosts disagree about the time: a host 2 s late finds the lock free again
  *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
  *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
  *
@@ -50,7 +50,7 @@ import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
 import { abandonClaim, claimFires } from '../store/fire-claims.js';
-import { findWinnerOnHost, findWinner } from '../store/fire-reads.js';
+import { findAttemptWinner, findWinnerOnHost } from '../store/fire-reads.js';
 import type { OrphanRun } from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
 import type { SkipKind } from '../run-status.js';
@@ -202,14 +202,7 @@ export async function contend(
     // been run by a runner that was on time. Look before taking the job's lock: holding it while
     // the fire key refuses this old fire would make the runners on time skip the job's *next*
     // fire, met at that very moment ("being claimed by …"), and lose it.
-    const winner = await findWinner(
-      c.pool,
-      c.namespace,
-      attempt.job,
-      attempt.scheduledAt,
-      undefined,
-      0,
-    );
+    const winner = await findAttemptWinner(c.pool, c.namespace, attempt);
     if (winner) return skip(skips.fireHasWinner(winner));
   }
 
@@ -249,14 +242,7 @@ async function contendSlots(
     const got = await acquire(c, lockName, slotAttempt, options);
     if (got === 'taken') {
       // While this fire waited in the queue, another runner won this very fire.
-      const winner = await findWinner(
-        c.pool,
-        c.namespace,
-        attempt.job,
-        attempt.scheduledAt,
-        undefined,
-        attempt.rerun ?? 0,
-      );
+      const winner = await findAttemptWinner(c.pool, c.namespace, attempt);
       busy.push(skips.fireHasWinner(winner));
       continue;
     }
@@ -322,11 +308,7 @@ async function acquire(
     if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return 'acquired';
     const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
     if (until == null || options.signal?.aborted) return 'busy';
-    const rerun = attempt.rerun ?? 0;
-    const job = attempt.job;
-    if (await findWinner(c.pool, c.namespace, job, attempt.scheduledAt, undefined, rerun)) {
-      return 'taken';
-    }
+    if (await findAttemptWinner(c.pool, c.namespace, attempt)) return 'taken';
     const now = c.now?.().getTime() ?? Date.now();
     const wait = Math.min(QUEUE_POLL_MS, until - now);
     if (wait <= 0) return 'busy';
@@ -369,14 +351,7 @@ async function claim(
   }
   if (claimed !== 'taken') return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
   if (lockName) await c.lock.release(lockName);
-  const winner = await findWinner(
-    c.pool,
-    c.namespace,
-    attempt.job,
-    attempt.scheduledAt,
-    attempt.slot,
-    attempt.rerun ?? 0,
-  );
+  const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }
 

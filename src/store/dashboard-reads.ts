@@ -4,7 +4,7 @@
  *
  * The daemon may serve a thousand jobs to several viewers every few seconds, so every read is
  * bounded and walks a key: a job's fires along the fire key `baton_runs_fire (namespace, job,
- * scheduled_at, winner)` backwards, its failures along `baton_runs_job_status (namespace, job,
+ * scheduled_at, rerun, winner)` backwards, its failures along `baton_runs_job_status (namespace, job,
  * status, scheduled_at)` (migration 0005, applied by every runner at start). Jobs are asked about
  * in batches (one statement of UNION ALL parts per JOBS_PER_STATEMENT jobs), so a thousand jobs
  * cost a few dozen round trips rather than thousands. No statement reads a job's whole history;

@@ -29,7 +29,7 @@ export async function databaseNow(db: Queryable): Promise<Date> {
 /**
  * The latest fire of `job` that its schedule produced (rows triggered by `schedule` or `catchup`;
  * a manual run is not a fire of the schedule), or null when the history has none. It walks the
- * fire key `(namespace, job, scheduled_at, winner)` backwards and stops at the first such row —
+ * fire key `(namespace, job, scheduled_at, rerun, winner)` backwards and stops at the first such row —
  * usually the first it reads. The key is forced (it exists since migration 0001; 0012 put `rerun`
  * before `winner`, and the prefix walked here is unchanged): left to itself
  * MariaDB may walk `baton_runs_scheduled` backwards through every other job's newer rows, or
@@ -228,6 +228,16 @@ export async function findWinner(
     params,
   );
   return rows[0] ? toRun(rows[0]) : null;
+}
+
+/** The winning row of the generation an attempt contends (its slot's, when given). */
+export function findAttemptWinner(
+  db: Queryable,
+  namespace: string,
+  a: { job: string; scheduledAt: Date; rerun?: number },
+  slot?: number,
+): Promise<Run | null> {
+  return findWinner(db, namespace, a.job, a.scheduledAt, slot, a.rerun ?? 0);
 }
 
 /** Every winning row of one fire, all generations and slots, oldest generation first. */
