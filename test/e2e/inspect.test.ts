@@ -579,6 +579,7 @@ jobs:
       id: failed.id,
       job: 'boom',
       scheduledAt: failed.scheduled_at.toISOString(),
+      rerun: 0,
       winner: true,
       workerSlot: 1,
       trigger: 'schedule',
@@ -596,6 +597,7 @@ jobs:
       namespace: 'show-test',
       lockConnectionId: expect.any(Number),
       outputTail: failed.output_tail,
+      params: null,
     });
     expect(j.outputTail).toMatch(/to-stdout\n/);
     expect(j.outputTail).toMatch(/to-stderr\n/);

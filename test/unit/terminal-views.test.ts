@@ -161,6 +161,7 @@ describe('a fire as one line', () => {
       skippedBy: 2,
       skipKind: null,
       manual: false,
+      reruns: 0,
     });
   });
 
