@@ -47,6 +47,15 @@ export function pruneLockName(database: string, namespace: string): string {
 }
 
 /**
+ * The namespace's notify lock: whoever holds it decides which notifications are due, held by the
+ * throttle or summed up, and claims them (daemon/notifier.ts), so two runners never decide the
+ * same rows. Held for a pass of a few statements, not while delivering.
+ */
+export function notifyLockName(database: string, namespace: string): string {
+  return `${PREFIX}notify:${hash('notify', database, namespace)}`;
+}
+
+/**
  * The lock every lock session holds on itself for as long as it lives (taken when it opens).
  * Rows carry their session's `lock_connection_id`, so anyone can tell a `running` row whose
  * runner is alive from one whose runner is gone — for every overlap policy, including `allow`,

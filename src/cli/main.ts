@@ -32,6 +32,7 @@ async function withCommands(cli: Argv): Promise<Argv> {
     validate,
     migrate,
     prune,
+    notifications,
     backfill,
   ] = await Promise.all([
     import('./commands/start.js'),
@@ -46,6 +47,7 @@ async function withCommands(cli: Argv): Promise<Argv> {
     import('./commands/validate.js'),
     import('./commands/migrate.js'),
     import('./commands/prune.js'),
+    import('./commands/notifications.js'),
     import('./commands/backfill.js'),
   ]);
   return cli
@@ -62,7 +64,9 @@ async function withCommands(cli: Argv): Promise<Argv> {
     .command(pause.resumeCommand)
     .command(validate.validateCommand)
     .command(migrate.migrateCommand)
-    .command(prune.pruneCommand);
+    .command(prune.pruneCommand)
+    .command(notifications.notificationsCommand)
+    .command(notifications.notifyCommand);
 }
 
 // `baton history | head` closes stdout early: that is the reader's choice, not an error (a

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
 import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import { parseDatabaseUrl } from './database-url.js';
+import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
 import { formatDuration } from './duration.js';
@@ -78,6 +79,7 @@ function buildConfig(
 ): Config {
   const baseDir = path.dirname(source.file);
   const connections = buildConnections(source, raw, problems, options);
+  const notifyTargets = buildNotifyTargets(source, raw.notify, problems, options);
   const jobs: JobDefinition[] = [];
   for (const [name, rawJob] of Object.entries(raw.jobs)) {
     const inherited = new Set(Object.keys(raw.defaults ?? {}).filter((k) => !(k in rawJob)));
@@ -89,7 +91,17 @@ function buildConfig(
       inherited,
       problems,
     );
-    if (job) jobs.push(job);
+    if (job) {
+      const notify = buildJobNotify(
+        source,
+        name,
+        raw.defaults?.notify,
+        rawJob.notify,
+        notifyTargets,
+        problems,
+      );
+      jobs.push({ ...job, notify });
+    }
     if (job?.connection != null && !(job.connection in connections)) {
       const known = Object.keys(connections).join(', ') || 'none defined';
       problems.push(
@@ -111,6 +123,7 @@ function buildConfig(
     jobs,
     connections,
     retention,
+    notifyTargets,
   };
 }
 
@@ -271,6 +284,7 @@ function buildJob(
     outputMaxBytes: job.output?.max ?? DEFAULT_OUTPUT_MAX_BYTES,
     secretEnv: job.secretEnv ?? [],
     outputLog: job.output?.log ?? false,
+    notify: null,
   };
 }
 

@@ -8,6 +8,13 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
+import { duration, durationOrZero } from './value-schemas.js';
+import {
+  jobNotifySchema,
+  targetsSchema,
+  type JobNotify,
+  type NotifyTarget,
+} from './notify-schema.js';
 import { parseSize, SIZE_HINT } from './size.js';
 
 /**
@@ -32,23 +39,6 @@ const nameRule = (max: number, what: string) =>
 
 export const namespaceSchema = nameRule(NAMESPACE_MAX, 'namespace');
 export const jobNameSchema = nameRule(JOB_NAME_MAX, 'job name');
-
-/** A duration such as `90s` or `30m`, as milliseconds; numbers without a unit are refused. */
-const duration = z.unknown().transform((value, ctx) => {
-  const ms = typeof value === 'string' ? parseDuration(value) : null;
-  if (value === undefined) {
-    ctx.addIssue({ code: 'custom', message: `required: a duration (${DURATION_HINT})` });
-    return z.NEVER;
-  }
-  if (ms == null || ms <= 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a duration, got ${JSON.stringify(value)}: ${DURATION_HINT}`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 /** A size such as `4MiB`, as bytes; `0` is allowed (keep none). */
 const size = z.unknown().transform((value, ctx) => {
@@ -79,22 +69,6 @@ const output = z
   })
   .partial()
   .strict();
-
-/**
- * `jitter:` — a duration like the others, but `0s` is allowed too, so that one job can turn off
- * the jitter it would inherit from `defaults:`.
- */
-const jitterDuration = z.unknown().transform((value, ctx) => {
-  const ms = typeof value === 'string' ? parseDuration(value) : null;
-  if (ms == null || ms < 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a duration, got ${JSON.stringify(value)}: ${DURATION_HINT} (or 0s for none)`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 /**
  * Which missed fires of the catch-up window run after an outage:
@@ -214,7 +188,7 @@ const inheritableShape = {
    * runner (`src/schedule/jitter.ts`), so that jobs sharing an expression do not all start in one
    * second. Must be shorter than the job's shortest period. Default none.
    */
-  jitter: jitterDuration,
+  jitter: durationOrZero,
   /**
    * Environment variables whose values are secrets: masked as `***` wherever the job's output is
    * kept (with the database passwords, which always are).
@@ -228,6 +202,11 @@ const inheritableShape = {
    * `log: true` also passes each line of it to the runner's log (journald).
    */
   output,
+  /**
+   * Who is told of what (docs/notifications.md): `{on: [failed, recovered], to: [ops], throttle}`
+   * with targets from the top-level `notify:`; `false` turns off what `defaults:` gives.
+   */
+  notify: jobNotifySchema,
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -260,6 +239,7 @@ export const jobSchema = z
     jitter: true,
     output: true,
     secretEnv: true,
+    notify: true,
     command: true,
     module: true,
   });
@@ -304,6 +284,8 @@ export const fileSchema = z.strictObject({
   jobs: z.record(z.string(), jobSchema),
   /** How long history is kept; without it history is never deleted. */
   retention: retentionSchema.optional(),
+  /** Notification targets by name (webhook, command, email), named by jobs' `notify: {to}`. */
+  notify: targetsSchema.optional(),
 });
 
 export type RawFile = z.infer<typeof fileSchema>;
@@ -349,6 +331,8 @@ export interface JobDefinition {
   secretEnv: string[];
   /** Pass each line of the kept output to the runner's log too (`output: {log: true}`). */
   outputLog: boolean;
+  /** What the job's events notify, and whom; null: nothing. */
+  notify: JobNotify | null;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */
@@ -375,65 +359,13 @@ export interface Config {
   connections: Record<string, ConnectionSource>;
   /** null: `retention:` is not set, history is kept forever. */
   retention: Retention | null;
+  /** The top-level `notify:` targets by name. */
+  notifyTargets: Record<string, NotifyTarget>;
 }
 
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_RETRY_DELAY_MS = 10_000;
 
-/** Where a secret-bearing URL comes from (a webhook's, an SMTP server's): written, or an env var. */
-export type SecretSource = ConnectionSource;
-
-/**
- * A notification target from the top-level `notify:` map (docs/notifications.md), with every
- * default applied. Jobs name targets in `notify: {to: [...]}`.
- */
-export type NotifyTarget =
-  | {
-      name: string;
-      kind: 'webhook';
-      /** May carry a secret (a Slack hook's path): resolved at delivery, never logged. */
-      url: SecretSource;
-      /** `json`: baton's event document; `slack`: `{text}` (Slack, Mattermost, Teams). */
-      format: 'json' | 'slack';
-      headers: Record<string, string>;
-      timeoutMs: number;
-    }
-  | {
-      name: string;
-      kind: 'command';
-      /** argv, or a script for /bin/sh -c when written as a string with `shell: true`. */
-      run: { kind: 'command'; argv: string[] } | { kind: 'shell'; script: string };
-      env: Record<string, string>;
-      timeoutMs: number;
-    }
-  | {
-      name: string;
-      kind: 'email';
-      /** `smtp://user:pass@host:587` or `smtps://…`: holds a password, so usually `urlFromEnv`. */
-      smtp: SecretSource;
-      from: string;
-      to: string[];
-      timeoutMs: number;
-    };
-
-/** What a job (or `defaults:`) asks to be told of: `notify: {on, to, throttle}`. */
-export interface JobNotify {
-  on: NotifyEventName[];
-  /** Names from the top-level `notify:` map. */
-  to: string[];
-  /** Failures after the first are summed up at most this often; 0: each one is told. */
-  throttleMs: number;
-}
-
-/** The events a job may subscribe to (`summary` and `test` are baton's own). */
-export const NOTIFY_EVENTS = [
-  'failed',
-  'timeout',
-  'lost',
-  'missed',
-  'recovered',
-  'no-success',
-  'runner-gone',
-] as const;
-export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
+export type { JobNotify, NotifyEventName, NotifyTarget, SecretSource } from './notify-schema.js';
+export { NOTIFY_EVENTS } from './notify-schema.js';

@@ -45,6 +45,7 @@
  * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
  * slot ever runs twice.
  */
+import type { EventTargets } from '../config/notify-config.js';
 import type { OverlapPolicy } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
@@ -97,6 +98,8 @@ export interface ContendOptions {
   workers?: number;
   /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
   pauseCheck?: boolean;
+  /** Whom the job's events are told to: a dead earlier run declared `lost` here notifies them. */
+  eventTargets?: EventTargets;
 }
 
 /**
@@ -107,6 +110,8 @@ interface Prefetch {
   pause: Promise<Pause | null>;
   /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
   orphans: Promise<OrphanRun[]> | null;
+  /** The job's event targets (ContendOptions), for the `lost` of a dead earlier run. */
+  targets?: EventTargets;
 }
 
 /** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
@@ -155,6 +160,7 @@ export async function contend(
   const prefetch: Prefetch = {
     pause: quiet(options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null)),
     orphans: overlap === 'skip' ? quiet(batches.orphans.load(attempt.job)) : null,
+    ...(options.eventTargets ? { targets: options.eventTargets } : {}),
   };
   if (workers > 1) {
     // One slot per runner per fire: a second dispatch of the same fire here (a catch-up racing
@@ -337,6 +343,7 @@ async function claim(
         serverStartedBefore: new Date(0),
         noticedBy: c.host,
         occasion: "when it took the job's lock",
+        targetsOf: () => prefetch.targets,
       };
       if (prefetch.orphans) await declareLost(c.pool, await prefetch.orphans, scope);
       else await reapOrphanRuns(c.pool, scope);

@@ -11,6 +11,7 @@
  *   and its `finished_at` — before the new run's row starts. The history then never shows a dead
  *   run overlapping the next one merely because nobody had looked yet.
  */
+import type { EventTargets } from '../config/notify-config.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
 import { findOrphanRuns, markLost, type OrphanRun } from '../store/run-verdicts.js';
@@ -25,6 +26,8 @@ export interface ReapScope {
   noticedBy: string;
   /** What made it look, for the row: "at <time>" or "when it took the job's lock". */
   occasion?: string;
+  /** Whom a job's `lost` is told to (its `notify:`); nobody when absent. */
+  targetsOf?: (job: string) => EventTargets | undefined;
 }
 
 export async function reapOrphanRuns(
@@ -55,7 +58,18 @@ export async function declareLost(
     const error =
       `lost: its runner on ${run.host} is gone (${session} ended, or the server restarted); ` +
       `noticed by ${scope.noticedBy} ${scope.occasion ?? `at ${new Date().toISOString()}`}`;
-    if (await markLost(db, run.id, error)) {
+    const targets = scope.targetsOf?.(run.job);
+    const notices = targets && {
+      scope: {
+        namespace: scope.namespace,
+        subject: run.job,
+        fire: run.scheduledAt,
+        slot: run.slot,
+        rerun: run.rerun,
+      },
+      targets,
+    };
+    if (await markLost(db, run.id, error, notices)) {
       reaped++;
       log?.warn({ job: run.job, runId: run.id, runnerHost: run.host }, 'run declared lost');
     }

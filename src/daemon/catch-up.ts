@@ -22,6 +22,7 @@ import type { FireOutcome } from '../fire/run-fire.js';
 import type { Logger } from '../log.js';
 import type { DueFire } from '../schedule/fire-schedule.js';
 import type { Queryable } from '../store/deadline.js';
+import { eventTargets } from '../config/notify-config.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { findWinner, firesWithRows } from '../store/fire-reads.js';
 
@@ -164,6 +165,7 @@ async function recordLeft(
         pid: process.pid,
       },
       reason,
+      eventTargets(job.notify),
     );
     if (inserted) recorded++;
   }

@@ -23,6 +23,8 @@ export interface RunnerEventMap extends FireEventMap {
   'db:readOnly': { readOnly: boolean };
   /** This host's clock crossed the warning threshold, off from the database's or back within. */
   'clock:offset': { clockOffsetMs: number; thresholdMs: number; over: boolean };
+  /** This runner tried to deliver a notification (daemon/notifier.ts): sent, retried, given up. */
+  'notify:delivery': { target: string; outcome: 'sent' | 'retry' | 'failed' };
 }
 
 export type RunnerEvents = Events<RunnerEventMap>;

@@ -21,6 +21,7 @@ import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
+import { eventTargets } from '../config/notify-config.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import { catchUpAll, MAX_CATCH_UP_FIRES, type CatchUpWalks } from './catch-up.js';
@@ -106,7 +107,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
         const reason =
           'nobody attempted this fire: no runner was connected to the database at the time ' +
           `(it was down or unreachable, or the runners were starting; recorded by ${c.host})`;
-        if (await insertMissed(pool, attempt, reason)) recorded++;
+        if (await insertMissed(pool, attempt, reason, eventTargets(job.notify))) recorded++;
       }
       if (recorded > 0) c.events.emit('fires:missed', { job: job.name, count: recorded });
     }

@@ -22,6 +22,7 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
 } from '../coordination/lock-session.js';
+import { eventTargets } from '../config/notify-config.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
@@ -53,6 +54,8 @@ import { DEFAULT_REGISTRY_MS, Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
 import { repeat } from './repeat.js';
 import { RetentionSchedule } from './retention.js';
+import { Notifier } from './notifier.js';
+import { deliverNotification } from '../notify/deliver.js';
 
 export interface RunnerOptions {
   config: Config;
@@ -98,6 +101,7 @@ export class Runner {
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
   private retention: RetentionSchedule | null = null;
+  private notifier: Notifier | null = null;
   private loaded: LoadedSchedule;
   private readonly startedAt = new Date();
   private stopping = false;
@@ -174,6 +178,7 @@ export class Runner {
     );
     this.releasers.add('write late verdicts', () => this.verdicts.write(this.link.anyPool));
     this.releasers.add('stop retention', () => this.retention?.stop());
+    this.releasers.add('stop notifications', () => this.notifier?.stop());
     this.releasers.add('settle the connect', () => this.link.settle());
 
     this.applyConfig(config, this.clock.now());
@@ -187,6 +192,17 @@ export class Runner {
       log: this.log,
     });
     this.retention.start();
+    this.notifier = new Notifier({
+      pool: () => (this.link.usable ? this.link.anyPool : null),
+      database: this.options.target.database,
+      namespace: config.namespace,
+      host: this.options.host,
+      config: () => this.loaded.config,
+      deliver: deliverNotification,
+      log: this.log,
+      onDelivery: (target, outcome) => this.events.emit('notify:delivery', { target, outcome }),
+    });
+    this.notifier.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;
     // The first command run should not wait for the spawner to boot (execution/spawner.ts).
@@ -259,6 +275,10 @@ export class Runner {
           namespace: this.loaded.config.namespace,
           serverStartedBefore: this.link.serverStartedBefore,
           noticedBy: this.options.host,
+          targetsOf: (job) => {
+            const notify = this.loaded.config.jobs.find((j) => j.name === job)?.notify;
+            return notify ? eventTargets(notify) : undefined;
+          },
         },
         this.log,
       );

@@ -17,6 +17,7 @@
  */
 import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
+import { eventTargets } from '../config/notify-config.js';
 import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
 import { contend, type Contention, type FireContext } from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
@@ -185,6 +186,7 @@ async function runFire(
         runningHere,
         queueUntil,
         workers: job.workers,
+        ...(job.notify ? { eventTargets: eventTargets(job.notify) } : {}),
         ...(o.waitSeconds != null ? { waitSeconds: o.waitSeconds } : {}),
         ...(o.pauseCheck != null ? { pauseCheck: o.pauseCheck } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
@@ -294,6 +296,13 @@ async function attemptAndRecord(
       error: attempts > 1 && result.error ? `${result.error} (attempt ${attempts})` : result.error,
       outputTail: result.outputTail,
     };
+    if (job.notify) {
+      const scope = { namespace: c.namespace, subject: job.name, fire: ref.scheduledAt };
+      outcome.notices = {
+        scope: { ...scope, slot: claim.slot, rerun: o.rerun ?? 0 },
+        targets: eventTargets(job.notify),
+      };
+    }
     // `finished_at` says when the run ended, in database time — not when the verdict reached the
     // database, which can be much later (a lost run written after reconnecting, a verdict kept
     // through a pool outage) or first by another runner.

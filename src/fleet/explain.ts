@@ -18,7 +18,7 @@ import { restartedSince, runnersAtFire, type RunnerNow } from '../store/fire-rea
 import { pausedReason, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 import { formatInstant, oneLine } from '../text.js';
-import { lastFireAtOrBefore } from './dead-man.js';
+import { lastFireAtOrBefore } from '../schedule/dead-man.js';
 
 /** How recent a fire may be for an alive runner without a row to count as "still contending". */
 const STILL_CONTENDING_MS = 5_000;

@@ -34,7 +34,12 @@
 import { formatDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
 import type { Pause } from '../store/pauses.js';
-import type { RunnerRecord } from '../store/runners.js';
+import {
+  DEFAULT_GONE_AFTER_MS,
+  runnerState,
+  type RunnerRecord,
+  type RunnerState,
+} from '../store/runners.js';
 import {
   FAILURE_COUNT_CAP,
   type JobHistoryFacts,
@@ -42,7 +47,7 @@ import {
   type RunningRun,
 } from '../store/fleet-reads.js';
 import { parseSchedule } from '../schedule/cron.js';
-import { expectation } from './dead-man.js';
+import { expectation } from '../schedule/dead-man.js';
 import { CHECK_EXIT_CODES, checkState, severityOf, type Warning } from './check-state.js';
 import type { CheckState } from '../exit-codes.js';
 import { driftWarnings } from './drift.js';
@@ -57,16 +62,13 @@ export {
   type WarningKind,
 } from './check-state.js';
 
-/** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
-export const DEFAULT_GONE_AFTER_MS = 15_000;
+export { DEFAULT_GONE_AFTER_MS, runnerState, type RunnerState } from '../store/runners.js';
 export const DEFAULT_CLOCK_THRESHOLD_MS = 1_000;
 
 /** Durations in warnings: `1.5s`, `1m30s`, `1d5m`. */
 const brief = (ms: number) => formatDuration(ms, 'brief');
 /** Registry rows not seen for this long are left out of the report altogether. */
 export const STALE_RUNNER_MS = 7 * 86_400_000;
-
-export type RunnerState = 'alive' | 'stopped' | 'gone';
 
 export interface RunnerStatus {
   host: string;
@@ -157,11 +159,6 @@ export function reportedJobs(
   for (const p of pauses) names.add(p.job);
   for (const r of running) names.add(r.job);
   return [...names].sort();
-}
-
-export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): RunnerState {
-  if (r.stoppedAt) return 'stopped';
-  return now.getTime() - r.lastSeenAt.getTime() <= goneAfterMs ? 'alive' : 'gone';
 }
 
 /** The registry rows worth reporting: seen within STALE_RUNNER_MS. */

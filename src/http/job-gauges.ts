@@ -12,7 +12,7 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 import { delay } from '../delay.js';
-import { expectation } from '../fleet/dead-man.js';
+import { expectation } from '../schedule/dead-man.js';
 import { FINAL_STATUSES, type FinalStatus } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';

@@ -67,7 +67,7 @@ export interface Queryable {
 export class DeadlinePool implements Queryable {
   constructor(
     readonly pool: Pool,
-    private readonly deadlineMs: number,
+    readonly deadlineMs: number,
   ) {}
 
   async query<T>(sql: string, values?: QueryValues): Promise<[T, FieldPacket[]]> {
@@ -111,4 +111,61 @@ export function queryWithDeadline<T>(
     'statement',
     () => conn.destroy(),
   );
+}
+
+/**
+ * Runs `fn` in a transaction on one connection of `db`: BEGIN, `fn`, COMMIT. For the few writes
+ * that must land together (a verdict and the notifications it carries). On a `DeadlinePool` every
+ * statement keeps the pool's deadline; on any failure the connection is destroyed rather than
+ * reused (its transaction's state is unknown), which rolls back whatever was not committed.
+ * A plain connection (no pool) runs the transaction on itself.
+ */
+export async function inTransaction<T>(
+  db: Queryable,
+  fn: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  const pool = db instanceof DeadlinePool ? db.pool : isPool(db) ? db : null;
+  const deadlineMs = db instanceof DeadlinePool ? db.deadlineMs : null;
+  if (!pool) return onConnection(db as unknown as Connection, deadlineMs, fn);
+  const acquiring = pool.getConnection();
+  const conn =
+    deadlineMs == null
+      ? await acquiring
+      : await withDeadline(acquiring, deadlineMs, 'connection', () => {
+          acquiring.then((c) => c.destroy()).catch(() => {});
+        });
+  try {
+    const value = await onConnection(conn, deadlineMs, fn);
+    conn.release();
+    return value;
+  } catch (err) {
+    conn.destroy();
+    throw err;
+  }
+}
+
+async function onConnection<T>(
+  conn: Connection,
+  deadlineMs: number | null,
+  fn: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  const tx: Queryable = {
+    query: <R>(sql: string, values?: QueryValues) =>
+      deadlineMs == null
+        ? (conn.query(sql, values) as unknown as Promise<[R, FieldPacket[]]>)
+        : queryWithDeadline<R>(conn, sql, values ?? [], deadlineMs),
+  };
+  await tx.query('START TRANSACTION');
+  try {
+    const value = await fn(tx);
+    await tx.query('COMMIT');
+    return value;
+  } catch (err) {
+    await tx.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+function isPool(db: Queryable): db is Pool {
+  return typeof (db as Partial<Pool>).getConnection === 'function';
 }

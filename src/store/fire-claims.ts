@@ -13,7 +13,9 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
-import type { Queryable } from './deadline.js';
+import type { EventTargets } from '../config/notify-config.js';
+import { inTransaction, type Queryable } from './deadline.js';
+import { enqueueNotices } from './notifications.js';
 import { winnersOfFires } from './fire-reads.js';
 import type { SkipKind } from '../run-status.js';
 import type { Attempt } from './runs.js';
@@ -261,9 +263,28 @@ export async function insertMissed(
   db: Queryable,
   attempt: Attempt,
   reason: string,
+  targets?: EventTargets,
 ): Promise<boolean> {
+  const told = targets?.missed ?? [];
+  if (told.length === 0) return (await writeMissed(db, attempt, reason)) != null;
+  // The mark and its notifications land together: a runner that dies between them loses neither.
+  return inTransaction(db, async (tx) => {
+    const runId = await writeMissed(tx, attempt, reason);
+    if (runId == null) return false;
+    const scope = { namespace: attempt.namespace, subject: attempt.job, fire: attempt.scheduledAt };
+    await enqueueNotices(tx, [{ ...scope, event: 'missed', targets: told, runId }]);
+    return true;
+  });
+}
+
+/** The `missed` row; its id, or null when another runner wrote it first. */
+async function writeMissed(
+  db: Queryable,
+  attempt: Attempt,
+  reason: string,
+): Promise<number | null> {
   try {
-    await db.query(
+    const [res] = await db.query<ResultSetHeader>(
       `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
          reason_kind, host, pid, started_at, finished_at)
        VALUES (?, ?, ?, 0, ?, 'missed', ?, 'not-run', ?, ?, NOW(3), NOW(3))`,
@@ -277,11 +298,11 @@ export async function insertMissed(
         attempt.pid,
       ],
     );
-    return true;
+    return res.insertId;
   } catch (err) {
     // Another runner recorded it first. (Not `ON DUPLICATE KEY UPDATE id = id`: mysql2 connects
     // with CLIENT_FOUND_ROWS, so that no-op update reports one affected row, like an insert.)
-    if (isDuplicateKeyError(err)) return false;
+    if (isDuplicateKeyError(err)) return null;
     throw err;
   }
 }

@@ -8,7 +8,9 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { sessionLockSql } from '../lock-names.js';
 import type { FinalStatus } from '../run-status.js';
-import type { Queryable } from './deadline.js';
+import type { EventTargets } from '../config/notify-config.js';
+import { inTransaction, type Queryable } from './deadline.js';
+import { enqueueNotices, followsFailure, type Notice, type NoticeScope } from './notifications.js';
 
 export interface RunOutcome {
   status: FinalStatus;
@@ -20,6 +22,23 @@ export interface RunOutcome {
    * offset). Default: the moment of writing, `NOW(3)`. Never before `started_at`.
    */
   finishedAt?: Date;
+  /**
+   * The notifications the verdict carries (docs/notifications.md): written in its transaction, so
+   * that a verdict is never recorded without them, nor they without it.
+   */
+  notices?: RunNotices;
+}
+
+/** What a run's events are about, and whom each is told to (config/notify-config.ts). */
+export interface RunNotices {
+  scope: NoticeScope;
+  targets: EventTargets;
+}
+
+/** The events a verdict of `status` is, for these targets (a success is a recovery or nothing). */
+function verdictEvents(status: FinalStatus, targets: EventTargets): boolean {
+  if (status === 'done') return (targets.recovered?.length ?? 0) > 0;
+  return status in targets && (targets[status as keyof EventTargets]?.length ?? 0) > 0;
 }
 
 /**
@@ -28,6 +47,33 @@ export interface RunOutcome {
  * this call wrote it.
  */
 export async function finishRun(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
+  const notices = outcome.notices;
+  if (notices && verdictEvents(outcome.status, notices.targets)) {
+    return inTransaction(db, async (tx) => {
+      const wrote = await writeVerdict(tx, id, outcome);
+      if (wrote) await enqueueNotices(tx, await runEvents(tx, id, outcome.status, notices));
+      return wrote;
+    });
+  }
+  return writeVerdict(db, id, outcome);
+}
+
+/** The rows of a verdict's events: its failure, or the recovery a success after failures is. */
+async function runEvents(
+  tx: Queryable,
+  runId: number,
+  status: FinalStatus,
+  { scope, targets }: RunNotices,
+): Promise<Notice[]> {
+  if (status === 'done') {
+    const recovered = await followsFailure(tx, scope.namespace, scope.subject, runId);
+    return recovered ? [{ ...scope, event: 'recovered', targets: targets.recovered!, runId }] : [];
+  }
+  const event = status as 'failed' | 'timeout' | 'lost';
+  return [{ ...scope, event, targets: targets[event] ?? [], runId }];
+}
+
+async function writeVerdict(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runs
         SET status = ?, finished_at = GREATEST(started_at, COALESCE(?, NOW(3))), exit_code = ?,
@@ -71,6 +117,10 @@ export interface OrphanRun {
   job: string;
   host: string;
   lockConnectionId: number | null;
+  /** The fire it ran and its worker slot: what a `lost` notification is about. */
+  scheduledAt: Date;
+  slot: number;
+  rerun: number;
 }
 
 /**
@@ -89,7 +139,7 @@ export async function findOrphanRuns(
   jobs?: readonly string[],
 ): Promise<OrphanRun[]> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, job, host, lock_connection_id FROM baton_runs
+    `SELECT id, job, host, lock_connection_id, scheduled_at, rerun, winner FROM baton_runs
       WHERE namespace = ? AND status = 'running' AND attempts > 0
         ${jobs == null ? '' : 'AND job IN (?)'}
         AND (lock_connection_id IS NULL OR started_at < ?
@@ -102,6 +152,9 @@ export async function findOrphanRuns(
     job: String(r.job),
     host: String(r.host),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+    scheduledAt: r.scheduled_at as Date,
+    slot: Number(r.winner ?? 1),
+    rerun: Number(r.rerun ?? 0),
   }));
 }
 
@@ -109,7 +162,23 @@ export async function findOrphanRuns(
  * Declares a run lost (its runner vanished, or its lock session died under it). Conditional on
  * the row still being `running`: whoever writes first wins, nobody overwrites a verdict.
  */
-export async function markLost(db: Queryable, id: number, error: string): Promise<boolean> {
+export async function markLost(
+  db: Queryable,
+  id: number,
+  error: string,
+  notices?: RunNotices,
+): Promise<boolean> {
+  if (notices && verdictEvents('lost', notices.targets)) {
+    return inTransaction(db, async (tx) => {
+      const wrote = await writeLost(tx, id, error);
+      if (wrote) await enqueueNotices(tx, await runEvents(tx, id, 'lost', notices));
+      return wrote;
+    });
+  }
+  return writeLost(db, id, error);
+}
+
+async function writeLost(db: Queryable, id: number, error: string): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runs SET status = 'lost', finished_at = NOW(3), error = ?
       WHERE id = ? AND status = 'running'`,

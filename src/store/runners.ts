@@ -238,3 +238,17 @@ export function loadedJobs(r: {
   }
   return jobs;
 }
+
+/** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
+export const DEFAULT_GONE_AFTER_MS = 15_000;
+
+/**
+ * `alive` (heartbeat within `goneAfterMs`, not stopped), `stopped` (a graceful stop set
+ * `stopped_at`), `gone` (no heartbeat for longer without a stop: crashed, killed or cut off).
+ */
+export type RunnerState = 'alive' | 'stopped' | 'gone';
+
+export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): RunnerState {
+  if (r.stoppedAt) return 'stopped';
+  return now.getTime() - r.lastSeenAt.getTime() <= goneAfterMs ? 'alive' : 'gone';
+}

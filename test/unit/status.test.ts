@@ -1,6 +1,6 @@
 /**
  * `baton status` as a pure function (src/fleet/status.ts) and the dead-man's switch
- * (src/fleet/dead-man.ts): from registry rows, running rows, pauses, per-job history facts and a
+ * (src/schedule/dead-man.ts): from registry rows, running rows, pauses, per-job history facts and a
  * database instant, the report and exactly the warnings it must carry — runner states and their
  * edges (alive / stopped / gone / stale), clock offsets and their sign, schedule drift (between
  * runners, and between the local schedules file and the runners, including a job of the file no
@@ -19,7 +19,7 @@ import {
   expectation,
   lastFireAtOrBefore,
   MIN_GRACE_MS,
-} from '../../src/fleet/dead-man.js';
+} from '../../src/schedule/dead-man.js';
 import { driftWarnings } from '../../src/fleet/drift.js';
 import {
   buildStatus,

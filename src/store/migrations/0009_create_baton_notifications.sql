@@ -21,6 +21,8 @@ CREATE TABLE baton_notifications (
   created_at      DATETIME(3)  NOT NULL,
   due_at          DATETIME(3)  NOT NULL,                -- not delivered before (retry backoff)
   attempts        SMALLINT UNSIGNED NOT NULL DEFAULT 0,
+  -- When the throttle let it through (or held it); the last one let through starts the window.
+  decided_at      DATETIME(3)  NULL,
   claimed_by      VARCHAR(255) NULL,                    -- host of the deliverer holding it
   claim_until     DATETIME(3)  NULL,                    -- its claim lapses then
   sent_at         DATETIME(3)  NULL,

@@ -15,7 +15,7 @@
  *   Sunday. A job whose runs take longer than its period should say `expect:` — it cannot
  *   succeed once a period.
  */
-import type { Schedule } from '../schedule/cron.js';
+import type { Schedule } from './cron.js';
 
 /** The smallest grace of the default rule: a minute absorbs start-up and a slow run. */
 export const MIN_GRACE_MS = 60_000;

@@ -1,0 +1,79 @@
+/**
+ * One delivery of one event to one target: the outbox's deliverer (daemon/notifier.ts) and
+ * `baton notify test` call this and record what it answers. It never throws: whatever goes
+ * wrong becomes a DeliveryResult, an unexpected error a retryable one, its text redacted of the
+ * target's secrets (its URL, the URL's password, its header values).
+ */
+import type { NotifyTarget } from '../config/schema.js';
+import { errorMessage } from '../errors.js';
+import { oneLine } from '../text.js';
+import { runCommand } from './command.js';
+import { sendEmail } from './email.js';
+import { failed } from './result.js';
+import { redact, resolveSecret, urlSecrets } from './secrets.js';
+import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
+import { sendWebhook } from './webhook.js';
+
+export interface DeliverOptions {
+  /** Looks up a target's `urlFromEnv` variable. */
+  env: EnvLookup;
+  /** Aborted when the runner stops: the delivery ends now, as a retryable failure. */
+  signal?: AbortSignal;
+  /**
+   * Variables of the runner that a `command` target does not inherit (besides BATON_*, which
+   * none does): the `urlFromEnv` variables of connections and targets.
+   */
+  withholdEnv?: readonly string[];
+}
+
+export async function deliverNotification(
+  target: NotifyTarget,
+  event: NotificationEvent,
+  options: DeliverOptions,
+): Promise<DeliveryResult> {
+  try {
+    switch (target.kind) {
+      case 'webhook':
+        return await sendWebhook(target, event, options);
+      case 'command':
+        return await runCommand(target, event, options);
+      case 'email':
+        return await sendEmail(target, event, options);
+      default: {
+        // A target from a newer baton's outbox, say: nothing to send it with here.
+        const unknown = target as { kind?: unknown; name?: unknown };
+        return failed(
+          `target "${String(unknown.name)}": unknown kind ${String(unknown.kind)}`,
+          false,
+        );
+      }
+    }
+  } catch (err) {
+    return failed(unexpected(target, err, options.env), true);
+  }
+}
+
+/**
+ * An unexpected error in words, redacted; when even the target's secrets cannot be listed (a
+ * target not shaped as its type says), only the error's class: its text cannot be vetted.
+ */
+function unexpected(target: NotifyTarget, err: unknown, env: EnvLookup): string {
+  const who = `${String(target.kind)} "${String(target.name)}"`;
+  try {
+    return `${who}: ${redact(oneLine(errorMessage(err), 300), secretsOf(target, env))}`;
+  } catch {
+    return `${who}: unexpected error (${err instanceof Error ? err.name : typeof err})`;
+  }
+}
+
+/** What an unexpected error must not show of a target. */
+function secretsOf(target: NotifyTarget, env: EnvLookup): string[] {
+  const source =
+    target.kind === 'webhook' ? target.url : target.kind === 'email' ? target.smtp : null;
+  const secrets: string[] = target.kind === 'webhook' ? Object.values(target.headers) : [];
+  if (source) {
+    const resolved = resolveSecret(source, env);
+    if (resolved.ok) secrets.push(...urlSecrets(resolved.value));
+  }
+  return secrets;
+}

@@ -1,0 +1,97 @@
+/**
+ * An outbox row → the event every target is told of (types.ts). Built from the row and, for an
+ * event about a run, from the run's row in the history (its verdict, exit code, duration, error
+ * and the end of its output, which the history keeps masked). Built afresh at each try, from
+ * rows that no longer change once final, so every try tells the same: same facts, same id.
+ */
+import { createHash } from 'node:crypto';
+import { findRun } from '../store/history-reads.js';
+import type { Queryable } from '../store/deadline.js';
+import type { NoticeRow } from '../store/notifications.js';
+import type { Run } from '../store/runs.js';
+import type { NotificationEvent } from './types.js';
+
+/** The output excerpt: the end of the run's output, enough to see the error. */
+export const OUTPUT_EXCERPT_CHARS = 2_000;
+
+/**
+ * The event's id: the same for every target and every try, from what makes the event one
+ * (namespace, event, subject, fire, slot, re-run) — so it can be made again from the row.
+ */
+export function eventId(namespace: string, row: NoticeRow): string {
+  const key = [namespace, row.event, row.subject, row.fire.toISOString(), row.slot, row.rerun];
+  return `bt-${createHash('sha256').update(key.join('\0')).digest('hex').slice(0, 32)}`;
+}
+
+/** `db` may be null for an event about no run (`baton notify test`). */
+export async function buildEvent(
+  db: Queryable | null,
+  namespace: string,
+  row: NoticeRow,
+): Promise<NotificationEvent> {
+  const run = db && row.runId != null && row.event !== 'test' ? await findRun(db, row.runId) : null;
+  const d = row.details ?? {};
+  const isJob = row.event !== 'runner-gone' && row.event !== 'test';
+  const event: NotificationEvent = {
+    id: eventId(namespace, row),
+    event: row.event,
+    namespace,
+    job: isJob ? row.subject : null,
+    fire: row.event === 'test' ? null : row.fire.toISOString(),
+    slot: row.slot > 1 ? row.slot : null,
+    host: run?.host ?? (typeof d.host === 'string' ? d.host : null),
+    status: run?.status ?? null,
+    exitCode: run?.exitCode ?? null,
+    durationMs:
+      run?.finishedAt && run.startedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
+    error: run?.error ?? null,
+    output: run?.outputTail ? run.outputTail.slice(-OUTPUT_EXCERPT_CHARS) : null,
+    runId: row.runId,
+    count: typeof d.count === 'number' ? d.count : null,
+    text: '',
+    at: row.createdAt.toISOString(),
+  };
+  event.text = headline(event, run, d);
+  return event;
+}
+
+const minute = (iso: string | null) => (iso ? `${iso.slice(0, 19).replace('T', ' ')} UTC` : '');
+
+/** One line for people, the subject of a mail and the first line of a chat message. */
+function headline(e: NotificationEvent, run: Run | null, d: Record<string, unknown>): string {
+  const on = e.host ? ` on ${e.host}` : '';
+  const fire = e.fire ? `, fire of ${minute(e.fire)}` : '';
+  const exit = e.exitCode != null ? ` (exit ${e.exitCode})` : '';
+  switch (e.event) {
+    case 'failed':
+      return `${e.job} failed${on}${exit}${fire}`;
+    case 'timeout':
+      return `${e.job} timed out${on}${fire}`;
+    case 'lost':
+      return `${e.job} was lost${on}: its runner went away${fire}`;
+    case 'missed':
+      return `${e.job} did not run: nobody attempted the fire of ${minute(e.fire)}`;
+    case 'recovered': {
+      const folded = typeof d.folded === 'number' && d.folded > 0 ? d.folded : 0;
+      const more = folded > 0 ? ` (after ${folded} more failure${folded === 1 ? '' : 's'})` : '';
+      return `${e.job} recovered${on}${fire}${more}`;
+    }
+    case 'no-success': {
+      const last = typeof d.lastSuccessAt === 'string' ? minute(d.lastSuccessAt) : null;
+      return last
+        ? `${e.job} has not succeeded since ${last}`
+        : `${e.job} has never succeeded (expected by ${minute(String(d.overdueAt ?? ''))})`;
+    }
+    case 'runner-gone':
+      return `runner ${d.host ?? e.host ?? '?'} is gone: no heartbeat since ${minute(String(d.lastSeenAt ?? ''))}`;
+    case 'summary': {
+      const n = e.count ?? 0;
+      const since = typeof d.since === 'string' ? ` since ${minute(d.since)}` : '';
+      return `${e.job} failed ${n} more time${n === 1 ? '' : 's'}${since}`;
+    }
+    case 'test':
+      return `test notification from baton${typeof d.by === 'string' ? ` (sent by ${d.by})` : ''}`;
+    default:
+      return `${e.job ?? ''} ${String(e.event)}${on}${run ? ` (${run.status})` : ''}`;
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * Notifications, told once whichever runner noticed (issue 19), against real runners, the shared
+ * MariaDB and a real HTTP receiver on 127.0.0.1:
+ * - 3 runners, a job failing every 2 s: one delivery per failed fire, none twice; then it works
+ *   again → one `recovered`. The webhook's secret (in its URL) is in no log, row or error.
+ * - The throttle: a job failing every second is told once, then in summaries whose counts add
+ *   up to every failure, then `recovered`.
+ * - The receiver down (refused), then slow (answers after the timeout), then up: nothing lost,
+ *   retries recorded, and a repeat only of what was received with its outcome unknown, under the
+ *   same event id.
+ * - `kill -9` of the runner that is delivering: another runner delivers it.
+ * - The dead-man's switch with every runner stopped past `expect`: one `no-success`.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { useFleet } from '../helpers/fleet.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
+
+const fleet = useFleet('notifications', { perTest: true });
+const SECRET = 'hook-s3cr3t-7f3a9c';
+let receiver: WebhookReceiver | null = null;
+
+afterEach(async () => {
+  await receiver?.down();
+  receiver = null;
+});
+
+interface NoticeRow {
+  id: number;
+  event: string;
+  subject: string;
+  fire: Date;
+  target: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+  details: string | null;
+}
+
+const notices = () => fleet.db.query<NoticeRow>('SELECT * FROM baton_notifications ORDER BY id');
+
+const failedFires = async (job: string) =>
+  (
+    await fleet.db.query<{ scheduled_at: Date }>(
+      `SELECT scheduled_at FROM baton_runs WHERE job = ? AND status = 'failed' ORDER BY scheduled_at`,
+      [job],
+    )
+  ).map((r) => r.scheduled_at.toISOString());
+
+function flakySchedule(throttle: string, extra = ''): string {
+  return writeSchedule(`
+namespace: notify
+notify:
+  ops:
+    webhook: {urlFromEnv: HOOK_URL, format: json}
+    timeout: 2s
+defaults:
+  notify: {to: [ops], throttle: ${throttle}}
+jobs:
+  flaky:
+    schedule: "*/2 * * * * *"
+    command: [sh, -c, 'echo "settling batch"; test -f ok || { echo "ledger locked" >&2; exit 3; }']
+${extra}`);
+}
+
+const envFor = (r: WebhookReceiver) => ({ HOOK_URL: r.url(`/hook/${SECRET}`) });
+const bodies = (rs: ReceivedRequest[], event?: string) =>
+  rs.map((r) => r.body).filter((b) => event == null || b.event === event);
+
+describe('notifications from a fleet of three', () => {
+  it('tells each failed fire once, whichever runner ran it, then one recovery; no secret leaks', async () => {
+    receiver = await WebhookReceiver.start();
+    const config = flakySchedule('0s');
+    const runners = await fleet.start(['n1', 'n2', 'n3'], { config, env: envFor(receiver) });
+    await waitFor('four failed fires', async () => (await failedFires('flaky')).length >= 4, {
+      timeoutMs: 20_000,
+    });
+    writeFileSync(path.join(path.dirname(config), 'ok'), '');
+    await waitFor(
+      'the recovery told',
+      () => bodies(receiver!.accepted(), 'recovered').length >= 1 || undefined,
+      { timeoutMs: 15_000 },
+    );
+    await sleep(2_500); // anything further would be a repeat
+    const fires = await failedFires('flaky');
+    const told = bodies(receiver.accepted(), 'failed');
+    expect(told.map((b) => b.fire).sort()).toEqual(fires);
+    expect(new Set(told.map((b) => b.id)).size).toBe(told.length);
+    expect(bodies(receiver.accepted(), 'recovered')).toHaveLength(1);
+    const first = told[0]!;
+    expect(first).toMatchObject({ version: 1, event: 'failed', job: 'flaky', exitCode: 3 });
+    expect(String(first.output)).toContain('ledger locked');
+    const request = receiver.accepted()[0]!;
+    expect(request.headers['idempotency-key']).toBe(first.id);
+    // Every runner delivered at least its share of the work? Not required — but no runner logged
+    // the secret, and no row holds it.
+    for (const r of runners) expect(JSON.stringify(r.lines) + r.stderr).not.toContain(SECRET);
+    const rows = await notices();
+    expect(JSON.stringify(rows)).not.toContain(SECRET);
+    expect(rows.every((r) => r.status === 'sent')).toBe(true);
+    const history = await fleet.db.query('SELECT * FROM baton_runs');
+    expect(JSON.stringify(history)).not.toContain(SECRET);
+    const listed = await baton([
+      'notifications',
+      '--json',
+      '--database-url',
+      fleet.db.url,
+      '--namespace',
+      'notify',
+    ]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).not.toContain(SECRET);
+  });
+
+  it('throttles a job failing every second into summaries that count every failure', async () => {
+    receiver = await WebhookReceiver.start();
+    const config = writeSchedule(`
+namespace: notify
+notify:
+  ops: {webhook: {urlFromEnv: HOOK_URL}}
+jobs:
+  flaky:
+    schedule: "* * * * * *"
+    command: [sh, -c, 'test -f ok || exit 1']
+    notify: {to: [ops], throttle: 4s}
+`);
+    await fleet.start(['t1', 't2'], { config, env: envFor(receiver) });
+    await waitFor(
+      'a first summary',
+      () => bodies(receiver!.accepted(), 'summary').length >= 2 || undefined,
+      {
+        timeoutMs: 20_000,
+      },
+    );
+    writeFileSync(path.join(path.dirname(config), 'ok'), '');
+    await waitFor(
+      'the recovery',
+      () => bodies(receiver!.accepted(), 'recovered').length >= 1 || undefined,
+      {
+        timeoutMs: 15_000,
+      },
+    );
+    await sleep(1_500);
+    const accepted = receiver.accepted().map((r) => r.body);
+    const failedTold = accepted.filter((b) => b.event === 'failed').length;
+    const summed = accepted
+      .filter((b) => b.event === 'summary')
+      .reduce((n, b) => n + Number(b.count), 0);
+    const recovered = accepted.find((b) => b.event === 'recovered')!;
+    const folded = /after (\d+) more failure/.exec(String(recovered.text))?.[1] ?? '0';
+    expect(failedTold).toBe(1);
+    // Every failure is told once: singly, in a summary, or in the recovery's "after N more".
+    expect(failedTold + summed + Number(folded)).toBe((await failedFires('flaky')).length);
+    // Summaries at most once per window.
+    const at = receiver.accepted().map((r) => r.at);
+    for (let i = 1; i < at.length - 1; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThan(2_500);
+  });
+});
+
+describe('delivery through faults', () => {
+  it('loses nothing while the receiver is down, then slow; repeats carry the same id', async () => {
+    receiver = await WebhookReceiver.start();
+    await receiver.down();
+    const config = flakySchedule('0s');
+    await fleet.start(['f1', 'f2'], { config, env: envFor(receiver) });
+    await waitFor(
+      'a retry recorded',
+      async () => (await notices()).some((n) => n.attempts >= 2 && n.status === 'pending'),
+      { timeoutMs: 15_000 },
+    );
+    const pending = await baton([
+      'notifications',
+      '--json',
+      '--status',
+      'pending',
+      '--database-url',
+      fleet.db.url,
+      '--namespace',
+      'notify',
+    ]);
+    const listed = JSON.parse(pending.stdout) as { notifications: { lastError: string }[] };
+    expect(listed.notifications.length).toBeGreaterThan(0);
+    expect(listed.notifications[0]!.lastError).toMatch(/refused|connect/i);
+    receiver.mode = 'slow';
+    receiver.slowMs = 4_000;
+    await receiver.up();
+    await waitFor('a slow answer timed out', () => receiver!.requests.length >= 1 || undefined, {
+      timeoutMs: 20_000,
+    });
+    await sleep(2_500);
+    writeFileSync(path.join(path.dirname(config), 'ok'), '');
+    receiver.mode = 'ok';
+    await waitFor(
+      'every failed fire received and every row sent',
+      async () => {
+        const rows = await notices();
+        return rows.length > 0 && rows.every((r) => r.status === 'sent') ? rows : undefined;
+      },
+      { timeoutMs: 40_000 },
+    );
+    const fires = await failedFires('flaky');
+    const received = receiver.requests.filter((r) => r.body.event === 'failed');
+    expect([...new Set(received.map((r) => r.body.fire))].sort()).toEqual(fires);
+    // A repeat only of a delivery that was received but whose answer never came, same id.
+    const byId = new Map<string, ReceivedRequest[]>();
+    for (const r of received)
+      byId.set(String(r.body.id), [...(byId.get(String(r.body.id)) ?? []), r]);
+    for (const [id, copies] of byId) {
+      expect(copies.filter((c) => c.answered != null).length, id).toBeLessThanOrEqual(1);
+      expect(new Set(copies.map((c) => c.body.fire)).size).toBe(1);
+    }
+    expect(readFileSync(config, 'utf8')).not.toContain(SECRET);
+  });
+
+  it('kill -9 of the delivering runner: another one delivers the event', async () => {
+    receiver = await WebhookReceiver.start();
+    receiver.mode = 'hang';
+    const config = writeSchedule(`
+namespace: notify
+notify:
+  ops: {webhook: {urlFromEnv: HOOK_URL}, timeout: 30s}
+jobs:
+  once:
+    schedule: "*/2 * * * * *"
+    command: [sh, -c, 'test -f done && exit 0; touch done; exit 4']
+    notify: {to: [ops], on: [failed]}
+`);
+    const runners = await fleet.start(['k1', 'k2', 'k3'], { config, env: envFor(receiver) });
+    const first = await waitFor('the delivery to arrive', () => receiver!.requests[0], {
+      timeoutMs: 15_000,
+    });
+    const [row] = await notices();
+    const holder = runners.find(
+      (r) =>
+        row!.status === 'sending' &&
+        String((row as unknown as { claimed_by: string }).claimed_by).startsWith(`${r.host}#`),
+    ) as RunnerProcess;
+    expect(holder, 'the row is claimed by one of the runners').toBeTruthy();
+    receiver.mode = 'ok';
+    await holder.stop('SIGKILL');
+    const second = await waitFor(
+      'another runner delivering it',
+      () => receiver!.accepted().find((r) => r !== first),
+      { timeoutMs: 60_000 },
+    );
+    expect(second.body.id).toBe(first.body.id);
+    await sleep(2_000);
+    expect(receiver.accepted()).toHaveLength(1);
+    const [after] = await notices();
+    expect(after!.status).toBe('sent');
+  }, 90_000);
+
+  it('the dead-man switch: every runner stopped past expect → one no-success', async () => {
+    receiver = await WebhookReceiver.start();
+    const config = writeSchedule(`
+namespace: notify
+notify:
+  ops: {webhook: {urlFromEnv: HOOK_URL}}
+jobs:
+  nightly:
+    schedule: "*/2 * * * * *"
+    expect: 5s
+    command: ["true"]
+    notify: {to: [ops], on: [no-success]}
+`);
+    const [a, b] = await fleet.start(['d1', 'd2'], { config, env: envFor(receiver) });
+    await waitFor(
+      'a success',
+      async () =>
+        (await fleet.db.query(`SELECT 1 FROM baton_runs WHERE status = 'done'`)).length > 0,
+    );
+    await Promise.all([a!.stop(), b!.stop()]);
+    await sleep(6_500);
+    await fleet.start(['d3'], { config, env: envFor(receiver) });
+    await waitFor('no-success told', () => bodies(receiver!.accepted(), 'no-success')[0], {
+      timeoutMs: 20_000,
+    });
+    await sleep(3_000);
+    expect(bodies(receiver.accepted(), 'no-success')).toHaveLength(1);
+  });
+});
