@@ -53,9 +53,21 @@ export interface DispatcherOptions {
   signal: AbortSignal;
 }
 
+/**
+ * How a run asked for now (the write API) began: `started` once it holds the job's lock and its
+ * run row; `busy` when a run of the job holds the lock (its skip row names the holder).
+ */
+export type ManualStart =
+  | { status: 'started'; runId: number; scheduledAt: Date }
+  | { status: 'busy'; runId: number | null; reason: string }
+  /** Not contended (no lock session, the database failed), or the runner is stopping. */
+  | { status: 'not-run'; reason: string };
+
 export class Dispatcher {
   private readonly places = new Limiter(MAX_CONTENTIONS);
   private readonly chains = new Map<string, Promise<void>>();
+  /** Per job, the contentions in its chain not yet settled. */
+  private readonly contending = new Map<string, number>();
   /** Every fire not yet finished, contended or running. */
   private readonly inflight = new Set<Promise<unknown>>();
 
@@ -90,17 +102,64 @@ export class Dispatcher {
         lateMs: fire.lateMs,
       });
     }
-    const previous = this.chains.get(job.name) ?? Promise.resolve();
-    // Wrapped, so that the chain waits for the contention only, not for the outcome inside.
-    const contended = previous.then(() => this.fire(job, fire.scheduledAt, trigger));
-    this.chains.set(
-      job.name,
-      contended.then(() => {}),
-    );
+    const contended = this.chain(job.name, () => this.fire(job, fire.scheduledAt, trigger));
     return contended.then(
       (started) => started?.outcome ?? null,
       () => null,
     );
+  }
+
+  /**
+   * An operator's run of `job` now, as `baton run` does it (trigger `manual`, fire `scheduledAt`:
+   * see fire/manual-instant.ts): through the job's lock, a paused or disabled job included, and
+   * never queued behind a run (overlap `skip`: a run going on makes it `busy`). It goes down the
+   * job's chain like any fire, so it never contends beside a scheduled fire of the job on this
+   * runner's session. Resolves once contended; the run goes on.
+   */
+  async runNow(job: JobDefinition, scheduledAt: Date): Promise<ManualStart> {
+    // Behind a fire still contending here (a `queue` fire may wait until the next fire) the
+    // request would hang that long: the job is busy now.
+    if (this.contending.has(job.name)) {
+      return {
+        status: 'busy',
+        runId: null,
+        reason: `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`,
+      };
+    }
+    const started = await this.chain(job.name, () => this.fire(job, scheduledAt, 'manual', true));
+    if (!started) return { status: 'not-run', reason: 'the runner is stopping' };
+    // Started: the run is among the local runs from the moment its contention settles.
+    for (const run of this.o.runs) {
+      if (run.job === job.name && run.scheduledAt.getTime() === scheduledAt.getTime()) {
+        return { status: 'started', runId: run.control.runId, scheduledAt };
+      }
+    }
+    const outcome = await started.outcome;
+    switch (outcome?.status) {
+      case 'ran':
+        return { status: 'started', runId: outcome.runId, scheduledAt };
+      case 'skipped':
+        return { status: 'busy', runId: outcome.runId, reason: outcome.reason };
+      case 'not-attempted':
+        return { status: 'not-run', reason: `not attempted: ${outcome.cause}` };
+      default:
+        return { status: 'not-run', reason: 'the runner is stopping, or the database failed' };
+    }
+  }
+
+  /** Puts a contention at the end of its job's chain, counted in `contending` until settled. */
+  private chain<T>(job: string, contend: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(job) ?? Promise.resolve();
+    this.contending.set(job, (this.contending.get(job) ?? 0) + 1);
+    const contended = previous.then(contend);
+    const settled = () => {
+      const left = this.contending.get(job)! - 1;
+      if (left > 0) this.contending.set(job, left);
+      else this.contending.delete(job);
+    };
+    // Wrapped, so that the chain waits for the contention only, not for the outcome inside.
+    this.chains.set(job, contended.then(settled, settled));
+    return contended;
   }
 
   /** Settles when every contention begun so far has settled (runs may go on). */
@@ -118,6 +177,7 @@ export class Dispatcher {
     job: JobDefinition,
     scheduledAt: Date,
     trigger: Trigger,
+    manual = false,
   ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
     const { signal, events } = this.o;
     if (signal.aborted) return null;
@@ -126,10 +186,11 @@ export class Dispatcher {
       trigger,
       context: this.o.context,
       runs: this.o.runs,
-      overlap: job.overlap,
-      schedule: schedules.get(job.name) ?? null,
+      // An operator's run is contended like `baton run`'s: never queued, never paused.
+      overlap: manual ? 'skip' : job.overlap,
+      schedule: manual ? null : (schedules.get(job.name) ?? null),
       // A paused job is skipped at its next fire on every runner (checked with the lock).
-      pauseCheck: true,
+      pauseCheck: !manual,
       signal,
       places: this.places,
       verdicts: this.o.verdicts,

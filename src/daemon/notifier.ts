@@ -17,6 +17,7 @@
  * the runner's fires.
  */
 import type { PoolConnection } from 'mysql2/promise';
+import { connectionVariables } from '../config/connections.js';
 import { DEFAULT_THROTTLE_MS } from '../config/notify-schema.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
@@ -70,7 +71,7 @@ export function backoffMs(attempts: number): number {
 export type DeliverFn = (
   target: NotifyTarget,
   event: NotificationEvent,
-  options: { env: EnvLookup; signal?: AbortSignal },
+  options: { env: EnvLookup; signal?: AbortSignal; withholdEnv?: readonly string[] },
 ) => Promise<DeliveryResult>;
 
 export interface NotifierOptions {
@@ -275,7 +276,11 @@ export class Notifier {
     } else {
       const event = await buildEvent(pool, this.o.namespace, row);
       const env = this.o.env ?? ((name: string) => process.env[name]);
-      const result = await this.o.deliver(target, event, { env, signal: this.stopSignal.signal });
+      const result = await this.o.deliver(target, event, {
+        env,
+        signal: this.stopSignal.signal,
+        withholdEnv: withheldVariables(config),
+      });
       record = toRecord(result, row.attempts + 1);
       const log = { target: row.target, event: row.event, job: row.subject, eventId: event.id };
       if (result.ok) this.o.log.info(log, 'notification sent');
@@ -348,6 +353,15 @@ export class Notifier {
     const added = await enqueueNotices(db, notices);
     if (added > 0) this.o.log.info({ added }, 'notifications: fleet events recorded');
   }
+}
+
+/** What a command target must not inherit: the URLs of connections and of the other targets. */
+export function withheldVariables(config: Config): string[] {
+  const targets = Object.values(config.notifyTargets).flatMap((t) => {
+    const source = t.kind === 'webhook' ? t.url : t.kind === 'email' ? t.smtp : null;
+    return source?.kind === 'env' ? [source.variable] : [];
+  });
+  return [...new Set([...connectionVariables(config), ...targets])];
 }
 
 function hasEvaluations(config: Config): boolean {

@@ -28,6 +28,7 @@ import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { LocalRuns } from '../fire/local-runs.js';
+import { manualInstant } from '../fire/manual-instant.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
@@ -35,7 +36,7 @@ import { prepareSpawner } from '../execution/spawner-client.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
-import { Dispatcher } from './dispatcher.js';
+import { Dispatcher, type ManualStart } from './dispatcher.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
@@ -367,7 +368,8 @@ export class Runner {
     this.log.info('runner stopped');
   }
 
-  // What the HTTP endpoint reads (src/http): read-only views, never a handle to change anything.
+  // What the HTTP endpoint reads (src/http): read-only views; runNow and writePool for its write
+  // API alone.
 
   health(): Promise<RunnerHealth> {
     return healthOf({ stopping: this.stopping, loop: this.loop, link: this.link });
@@ -406,6 +408,21 @@ export class Runner {
   /** Now by the database's clock. */
   databaseNow(): Date {
     return this.clock.now();
+  }
+
+  /**
+   * The write API's run now (src/http/write-api.ts): the job of the loaded file (disabled too,
+   * as `baton run` takes it) through its lock, on this runner. null: no such job.
+   */
+  runNow(job: string): Promise<ManualStart> | null {
+    const definition = this.loaded.config.jobs.find((j) => j.name === job);
+    if (!definition) return null;
+    return this.dispatcher.runNow(definition, manualInstant(this.clock.now()));
+  }
+
+  /** The pool, while this runner can coordinate: for the write API's pauses and audit rows. */
+  get writePool(): Queryable | null {
+    return this.link.usable && !this.link.readOnly ? this.link.anyPool : null;
   }
 
   /** The job's next fire by this runner's schedule; null for a job it does not run. */

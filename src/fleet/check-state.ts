@@ -13,6 +13,7 @@ export const WARNING_KINDS = [
   'no-success',
   'failing',
   'paused',
+  'notify-failing',
 ] as const;
 export type WarningKind = (typeof WARNING_KINDS)[number];
 

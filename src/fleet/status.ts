@@ -33,6 +33,8 @@
  */
 import { formatDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
+import type { OutboxState } from '../store/notification-reads.js';
+import { notifyWarnings } from './notify-warnings.js';
 import type { Pause } from '../store/pauses.js';
 import {
   DEFAULT_GONE_AFTER_MS,
@@ -133,6 +135,8 @@ export interface StatusInput {
   goneAfterMs?: number;
   /** `--warn-paused`: a paused job is a warning rather than informational. */
   warnPaused?: boolean;
+  /** The notification outbox (given up in the last hour, waiting and retrying). */
+  notifications?: OutboxState;
 }
 
 export interface StatusReport {
@@ -255,6 +259,7 @@ export function buildStatus(input: StatusInput): StatusReport {
   }
   warnings.push(...deadMan, ...failing);
   for (const p of input.pauses) warnings.push(pausedWarning(p));
+  if (input.notifications) warnings.push(...notifyWarnings(input.notifications));
 
   const warnPaused = input.warnPaused ?? false;
   const state = checkState(warnings, { warnPaused });

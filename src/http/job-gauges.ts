@@ -105,36 +105,60 @@ export function registerJobGauges(registers: Registry[], source: JobGaugeSource)
   );
 }
 
-/** The history's latest outcomes per job: read at most once per OUTCOMES_REUSE_MS. */
-class OutcomeCache {
-  private known: ReadonlyMap<string, JobOutcomes> = new Map();
+/**
+ * A value read from the database at scrape time, at most once per OUTCOMES_REUSE_MS however many
+ * scrapers ask; a scrape waits at most SCRAPE_WAIT_MS for a read in progress, and the last value
+ * read is served when the database does not answer (or this runner is not connected).
+ */
+export class ScrapeCache<T> {
   private readAt = -Infinity;
   private reading: Promise<void> | null = null;
 
-  constructor(private readonly source: JobGaugeSource) {}
+  constructor(
+    private value: T,
+    private readonly readPool: () => Queryable | null,
+    private readonly onReadError?: (err: unknown) => void,
+  ) {}
 
-  async current(jobs: readonly string[]): Promise<ReadonlyMap<string, JobOutcomes>> {
+  async current(read: (pool: Queryable) => Promise<T>): Promise<T> {
     if (!this.reading && performance.now() - this.readAt >= OUTCOMES_REUSE_MS) {
-      const pool = this.source.readPool();
-      if (pool) this.reading = this.read(pool, jobs);
+      const pool = this.readPool();
+      if (pool) this.reading = this.read(pool, read);
     }
     if (this.reading) {
       const waited = new AbortController();
       await Promise.race([this.reading, delay(SCRAPE_WAIT_MS, waited.signal)]);
       waited.abort();
     }
-    return this.known;
+    return this.value;
   }
 
-  private async read(pool: Queryable, jobs: readonly string[]): Promise<void> {
+  private async read(pool: Queryable, read: (pool: Queryable) => Promise<T>): Promise<void> {
     try {
-      this.known = await latestOutcomes(pool, this.source.namespace(), jobs);
+      this.value = await read(pool);
     } catch (err) {
-      // The last values stay; the next read is tried after the same pause as after a success.
-      this.source.onReadError?.(err);
+      // The last value stays; the next read is tried after the same pause as after a success.
+      this.onReadError?.(err);
     } finally {
       this.readAt = performance.now();
       this.reading = null;
     }
+  }
+}
+
+/** The history's latest outcomes per job. */
+class OutcomeCache {
+  private readonly cache: ScrapeCache<ReadonlyMap<string, JobOutcomes>>;
+
+  constructor(private readonly source: JobGaugeSource) {
+    this.cache = new ScrapeCache<ReadonlyMap<string, JobOutcomes>>(
+      new Map(),
+      () => source.readPool(),
+      source.onReadError?.bind(source),
+    );
+  }
+
+  current(jobs: readonly string[]): Promise<ReadonlyMap<string, JobOutcomes>> {
+    return this.cache.current((pool) => latestOutcomes(pool, this.source.namespace(), jobs));
   }
 }

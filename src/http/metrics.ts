@@ -21,6 +21,7 @@ import type { RunnerGauges } from '../daemon/health.js';
 import { NOT_ATTEMPTED_LABEL, type NotAttempted } from '../fire/events.js';
 import { FINAL_STATUSES, type SkipKind } from '../run-status.js';
 import { registerJobGauges, type JobGaugeSource } from './job-gauges.js';
+import { registerNotifyGauges, type NotifyGaugeSource } from './notify-gauges.js';
 
 export interface RunnerIdentity {
   host: string;
@@ -49,7 +50,7 @@ const NOT_ATTEMPTED_REASONS: readonly NotAttempted[] = [
 ];
 
 /** What the metrics read from the runner at scrape time. */
-export interface MetricsSource extends JobGaugeSource {
+export interface MetricsSource extends JobGaugeSource, NotifyGaugeSource {
   gauges(): RunnerGauges;
 }
 
@@ -63,6 +64,7 @@ export class RunnerMetrics {
   private readonly duration: Histogram<'baton_job'>;
   private readonly fireLag: Histogram<'baton_job'>;
   private readonly lockAcquisition: Histogram<'outcome'>;
+  private readonly notifications: ReturnType<typeof registerNotifyGauges>;
   /** The jobs loaded now: their series exist, and only theirs are counted. */
   private loaded = new Set<string>();
 
@@ -165,11 +167,13 @@ export class RunnerMetrics {
       registers,
     }).set(identity, 1);
     registerJobGauges(registers, source);
+    this.notifications = registerNotifyGauges(registers, source);
     processMetrics(registers);
   }
 
   /** Counts what the runner reports; call once, before the runner starts. */
   observe(events: RunnerEvents): void {
+    this.notifications.observe(events);
     events.on('schedule:loaded', ({ jobs }) => this.load(jobs));
     // Per job, only the jobs loaded now (a run of a job a reload removed is not counted).
     const of = (job: string) => (this.loaded.has(job) ? job : null);

@@ -4,8 +4,10 @@
  * JSON it refreshes from at `/api/overview`. node:http alone — nothing to build or serve beside
  * the daemon.
  *
- * Read-only by construction: only GET and HEAD are answered, and nothing behind a route can
- * change the schedule, the history or a run. With a token every request must carry it (auth.ts).
+ * Read-only unless write tokens are configured: then the write API (write-api.ts) answers its
+ * POST routes, with a write token only. Every other route answers GET and HEAD alone, and nothing
+ * behind one can change the schedule, the history or a run. With a read token every request must
+ * carry it or a write token (auth.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RunnerHealth } from '../daemon/health.js';
@@ -13,6 +15,9 @@ import { errorMessage, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isLoopbackName, type ListenAddress } from './address.js';
 import { tokenMatches } from './auth.js';
+import type { WriteSubject } from './write-actions.js';
+import { writeApi } from './write-api.js';
+import type { WriteToken } from './write-tokens.js';
 import { buildOverview, type DashboardSource } from './dashboard/overview.js';
 import { DASHBOARD_CSP, dashboardPage } from './dashboard/page.js';
 import { jobPage, runPage } from './dashboard/run-pages.js';
@@ -24,11 +29,15 @@ import type { RunnerMetrics } from './metrics.js';
 export interface HttpSubject {
   health(): Promise<RunnerHealth>;
   dashboardSource(): DashboardSource;
+  /** What the write API acts on (only used with write tokens). */
+  write: WriteSubject;
 }
 
 export interface HttpEndpointOptions {
   address: ListenAddress;
   token?: string;
+  /** The write API's named tokens; none: the write API is off. */
+  writeTokens?: readonly WriteToken[];
   subject: HttpSubject;
   metrics: RunnerMetrics;
   log: Logger;
@@ -50,6 +59,15 @@ const OVERVIEW_REUSE_MS = 4_000;
 
 export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<HttpEndpoint> {
   const { address, token, log } = options;
+  const write =
+    options.writeTokens && options.writeTokens.length > 0
+      ? writeApi({
+          tokens: options.writeTokens,
+          ...(token != null ? { readToken: token } : {}),
+          subject: options.subject.write,
+          log,
+        })
+      : null;
   const page = dashboardPage();
   const pageHeaders = {
     'content-type': 'text/html; charset=utf-8',
@@ -93,14 +111,16 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
           : null;
       if (!page)
         return send(res, 404, { 'content-type': 'application/json' }, '{"error":"no such run"}');
-      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(page));
+      const doc = { ...page, writeApi: write != null };
+      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(doc));
     },
     '/api/job': async (res, req) => {
       const name = queryOf(req).get('name') ?? '';
       const page = name ? await jobPage(options.subject.dashboardSource(), name) : null;
       if (!page)
         return send(res, 404, { 'content-type': 'application/json' }, '{"error":"no such job"}');
-      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(page));
+      const doc = { ...page, writeApi: write != null };
+      send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(doc));
     },
     '/api/overview': async (res, req) => {
       const { json, gzipped } = await overview();
@@ -141,7 +161,10 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
       send(res, 421, { 'content-type': 'text/plain' }, 'unknown host name\n');
       return;
     }
-    if (token != null && !tokenMatches(req, token)) {
+    const path = pathOf(req);
+    // The write API checks its own credentials (Bearer only) and answers in JSON.
+    if (write && path != null && write.owns(path)) return write.handle(req, res, path);
+    if (token != null && !tokenMatches(req, token) && !write?.reads(req)) {
       send(
         res,
         401,
@@ -157,7 +180,6 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
       send(res, 405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }, 'read-only\n');
       return;
     }
-    const path = pathOf(req);
     const route = path == null ? undefined : routes[path];
     if (!route) {
       send(res, 404, { 'content-type': 'text/plain' }, 'not found\n');
@@ -172,7 +194,15 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
   await listen(server, address);
   const bound = server.address();
   const port = typeof bound === 'object' && bound ? bound.port : address.port;
-  log.info({ http: address.display, port, token: token != null }, 'http endpoint listening');
+  log.info(
+    {
+      http: address.display,
+      port,
+      token: token != null,
+      writeTokens: options.writeTokens?.map((t) => t.name) ?? [],
+    },
+    'http endpoint listening',
+  );
   return {
     port,
     close: () =>

@@ -18,6 +18,30 @@ afterAll(async () => {
 const LONG_NAME = 'x'.repeat(129);
 const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
   {
+    name: 'notify: an unknown target',
+    yaml: 'notify:\n  ops: {webhook: {url: "https://hooks.example/x"}}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    notify: {to: [opps]}\n',
+    line: 7,
+    expect: /jobs\.settle\.notify\.to: unknown notification target "opps" \(targets: ops\)/,
+  },
+  {
+    name: 'notify: an unknown event',
+    yaml: 'notify:\n  ops: {webhook: {url: "https://hooks.example/x"}}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    notify:\n      to: [ops]\n      on: [failed, exploded]\n',
+    line: 9,
+    expect: /jobs\.settle\.notify\.on\.1: .*"failed"\|"timeout"/,
+  },
+  {
+    name: 'notify: a webhook URL that is not http(s), never echoed',
+    yaml: 'notify:\n  ops:\n    webhook: {url: "ftp://user:pw-9f2@hooks.example/x"}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 3,
+    expect: /notify\.ops\.webhook\.url: `url` is not an http\(s\) URL$/m,
+  },
+  {
+    name: 'notify: a URL variable that is not set',
+    yaml: 'notify:\n  ops:\n    webhook: {urlFromEnv: BATON_T_UNSET_HOOK}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 3,
+    expect: /notify\.ops\.webhook\.urlFromEnv: environment variable BATON_T_UNSET_HOOK is not set/,
+  },
+  {
     name: 'YAML syntax error',
     yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *\n    command: [a]\n',
     line: 3,

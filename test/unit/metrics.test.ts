@@ -26,6 +26,7 @@ function setUp(jobs: { name: string; expectMs: number | null; expression: string
     }),
     jobs: () => loaded.map((j) => ({ ...j, schedule: parseSchedule(j.expression, 'UTC') })),
     namespace: () => 'default',
+    notifyTargets: () => ['ops'],
     // Not connected: the per-job timestamps have nothing to show.
     readPool: () => null,
     now: () => NOW,
@@ -53,7 +54,9 @@ function setUp(jobs: { name: string; expectMs: number | null; expression: string
     const text = await metrics.render();
     return { text, samples: parseMetrics(text) };
   };
-  return { load, finish, scrape };
+  const deliver = (target: string, outcome: 'sent' | 'retry' | 'failed') =>
+    events.emit('notify:delivery', { target, outcome });
+  return { load, finish, scrape, deliver };
 }
 
 const job = (name: string, expression = '*/5 * * * *', expectMs: number | null = null) => ({
@@ -108,5 +111,33 @@ describe('the per-job series', () => {
     expect(samples.filter((s) => s.name.startsWith('baton_job_last_'))).toEqual([]);
     const wake = total(samples, 'baton_scheduler_last_wake_timestamp_seconds');
     expect(Math.abs(Date.now() / 1000 - 1.5 - wake)).toBeLessThan(1);
+  });
+});
+
+describe('the notification series', () => {
+  it('start at 0 per target and count this runner’s deliveries by outcome', async () => {
+    const m = setUp([job('a')]);
+    const { text, samples } = await m.scrape();
+    expect(promtoolCheck(text)).toEqual({ code: 0, output: '' });
+    const of = (name: string) => samples.filter((s) => s.name === name);
+    expect(
+      of('baton_notifications_total')
+        .map((s) => s.labels.outcome)
+        .sort(),
+    ).toEqual(['failed', 'retry', 'sent']);
+    for (const name of [
+      'baton_notifications_pending',
+      'baton_notifications_oldest_pending_seconds',
+      'baton_notifications_failed_recent',
+    ]) {
+      expect(of(name), name).toEqual([
+        expect.objectContaining({ value: 0, labels: { target: 'ops' } }),
+      ]);
+    }
+    m.deliver('ops', 'retry');
+    m.deliver('ops', 'sent');
+    const after = (await m.scrape()).samples;
+    expect(total(after, 'baton_notifications_total', { target: 'ops', outcome: 'sent' })).toBe(1);
+    expect(total(after, 'baton_notifications_total', { target: 'ops', outcome: 'retry' })).toBe(1);
   });
 });

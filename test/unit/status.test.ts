@@ -881,3 +881,30 @@ describe("the schedule's latest fire (explain's default fire)", () => {
     }
   });
 });
+
+describe('notifications that fail', () => {
+  const outbox = (o: { failed?: number; retrying?: number; oldest?: number }) => ({
+    pending: new Map([['ops', o.retrying ?? 0]]),
+    retrying: new Map([['ops', o.retrying ?? 0]]),
+    oldestPendingSeconds: new Map(o.oldest != null ? [['ops', o.oldest]] : []),
+    failedRecently: new Map([['ops', o.failed ?? 0]]),
+  });
+  const kinds = (o: Parameters<typeof outbox>[0]) =>
+    status({
+      runners: [runner('a', { lastSeenAt: ago(1_000) })],
+      notifications: outbox(o),
+    }).warnings.filter((w) => w.kind === 'notify-failing');
+
+  it('warn when some were given up, or retried for over five minutes; not for a brief retry', () => {
+    expect(kinds({ failed: 2 })).toHaveLength(1);
+    expect(kinds({ failed: 2 })[0]!.message).toContain('2 given up in the last hour');
+    expect(kinds({ retrying: 3, oldest: 301 })[0]!.message).toContain('3 retrying');
+    expect(kinds({ retrying: 3, oldest: 30 })).toEqual([]);
+    expect(
+      status({
+        runners: [runner('a', { lastSeenAt: ago(1_000) })],
+        notifications: outbox({ failed: 1 }),
+      }).state,
+    ).toBe('WARNING');
+  });
+});

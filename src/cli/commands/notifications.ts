@@ -6,13 +6,15 @@
  */
 import os from 'node:os';
 import type { CommandModule } from 'yargs';
+import { connectionVariables } from '../../config/connections.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { deliverNotification } from '../../notify/deliver.js';
 import { buildEvent } from '../../notify/event.js';
 import { operatorName } from '../../operator.js';
 import { openConnection } from '../../store/connect.js';
-import { listNotices, type NoticeRow, type NoticeStatus } from '../../store/notifications.js';
+import { listNotices } from '../../store/notification-reads.js';
+import type { NoticeRow, NoticeStatus } from '../../store/notifications.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { resolveConfig, resolveNamespace } from '../config-options.js';
@@ -171,7 +173,10 @@ const notifyTestCommand: CommandModule<object, NotifyTestArgs> = {
       claimedBy: null,
       foldedInto: null,
     });
-    const result = await deliverNotification(target, event, { env: (v) => process.env[v] });
+    const result = await deliverNotification(target, event, {
+      env: (v) => process.env[v],
+      withholdEnv: connectionVariables(config),
+    });
     if (args.json) {
       process.stdout.write(`${JSON.stringify({ target: name, eventId: event.id, ...result })}\n`);
     } else if (result.ok) {

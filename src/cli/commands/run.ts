@@ -1,6 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { errorMessage, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
+import { manualInstant } from '../../fire/manual-instant.js';
 import { operatorName } from '../../operator.js';
 import { recordAction, setActionOutcome } from '../../store/audit.js';
 import { winnersOfFire } from '../../store/fire-reads.js';
@@ -34,15 +35,8 @@ interface RunArgs extends CommonArgs {
   env?: string[];
 }
 
-/**
- * A manual run's fire is the moment it was triggered (database time). Cron instants are whole
- * seconds, so a manual instant is moved off a whole second (by 1 ms, in the rare case it falls on
- * one): otherwise a manual run at exactly 03:00:00.000 would share the 03:00 fire's key, and the
- * scheduled fire would be recorded as "already ran".
- */
-export function manualInstant(now: Date): Date {
-  return now.getUTCMilliseconds() === 0 ? new Date(now.getTime() + 1) : now;
-}
+// Shared with the daemon's write API (fire/manual-instant.ts); exported here for the unit tests.
+export { manualInstant };
 
 export const runCommand: CommandModule<object, RunArgs> = {
   command: 'run <job>',

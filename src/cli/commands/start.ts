@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { CommandModule } from 'yargs';
 import { loadConfigIsolated } from '../../config/load-isolated.js';
 import { Runner, RUNNER_DEFAULTS } from '../../daemon/runner.js';
@@ -6,6 +8,11 @@ import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
 import { checkHttpToken, parseListenAddress, type ListenAddress } from '../../http/address.js';
 import type { RunnerMetrics } from '../../http/metrics.js';
+import {
+  readWriteTokens,
+  WRITE_TOKENS_CREDENTIAL,
+  type WriteToken,
+} from '../../http/write-tokens.js';
 import { version } from '../../version.js';
 import { action } from '../action.js';
 import {
@@ -30,6 +37,7 @@ interface StartArgs extends CommonArgs {
   clockWarn: string;
   http?: string;
   httpToken?: string;
+  httpWriteTokensFile?: string;
 }
 
 export const startCommand: CommandModule<object, StartArgs> = {
@@ -84,6 +92,13 @@ export const startCommand: CommandModule<object, StartArgs> = {
         describe:
           'require this token on every HTTP request (Bearer, or Basic with it as password); ' +
           'needed beyond loopback. Prefer env BATON_HTTP_TOKEN: flags show in ps',
+      })
+      .option('http-write-tokens-file', {
+        type: 'string',
+        describe:
+          'turn on the write API (run, pause, resume over HTTP): a file of name:token lines, the ' +
+          'name recorded in the audit (env BATON_HTTP_WRITE_TOKENS_FILE; default ' +
+          '$CREDENTIALS_DIRECTORY/http-write-tokens when systemd passes it; default off)',
       }) as never,
   handler: action(async (args: StartArgs) => {
     // A signal that comes before the runner exists (the file is parsed first) is kept and
@@ -123,6 +138,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
             gauges: () => runner.gauges(),
             jobs: () => runner.loadedJobs(),
             namespace: () => runner.loadedConfig.namespace,
+            notifyTargets: () => Object.keys(runner.loadedConfig.notifyTargets),
             readPool: () => runner.readPool,
             now: () => runner.databaseNow(),
             onReadError: (err) =>
@@ -181,6 +197,13 @@ export const startCommand: CommandModule<object, StartArgs> = {
             log,
             subject: {
               health: () => runner.health(),
+              write: {
+                host,
+                namespace: () => runner.loadedConfig.namespace,
+                jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
+                pool: () => runner.writePool,
+                runNow: (job: string) => runner.runNow(job),
+              },
               dashboardSource: () => ({
                 pool: runner.readPool,
                 namespace: runner.loadedConfig.namespace,
@@ -206,14 +229,53 @@ export const startCommand: CommandModule<object, StartArgs> = {
   }),
 };
 
-/** `--http` and its token (flags, else BATON_HTTP / BATON_HTTP_TOKEN), checked before start. */
-function resolveHttp(args: StartArgs): { address: ListenAddress; token?: string } | null {
+/**
+ * `--http`, its read token (flags, else BATON_HTTP / BATON_HTTP_TOKEN) and its write tokens (the
+ * file of `--http-write-tokens-file`, BATON_HTTP_WRITE_TOKENS_FILE or the systemd credential
+ * `http-write-tokens`), checked before start.
+ */
+function resolveHttp(
+  args: StartArgs,
+): { address: ListenAddress; token?: string; writeTokens?: WriteToken[] } | null {
   const value = args.http ?? process.env.BATON_HTTP;
-  if (!value) return null;
+  if (!value) {
+    if (args.httpWriteTokensFile != null) {
+      throw new UsageError('--http-write-tokens-file needs --http (or BATON_HTTP)');
+    }
+    return null;
+  }
   const address = parseListenAddress(value);
   const token = args.httpToken ?? (process.env.BATON_HTTP_TOKEN || undefined);
   checkHttpToken(address, token);
-  return token == null ? { address } : { address, token };
+  const writeTokens = resolveWriteTokens(args, token);
+  return {
+    address,
+    ...(token != null ? { token } : {}),
+    ...(writeTokens ? { writeTokens } : {}),
+  };
+}
+
+function resolveWriteTokens(args: StartArgs, readToken?: string): WriteToken[] | null {
+  const env = process.env;
+  if (args.httpWriteTokensFile != null) {
+    return readWriteTokens(args.httpWriteTokensFile, '--http-write-tokens-file', readToken);
+  }
+  if (env.BATON_HTTP_WRITE_TOKENS_FILE) {
+    const file = env.BATON_HTTP_WRITE_TOKENS_FILE;
+    return readWriteTokens(file, 'BATON_HTTP_WRITE_TOKENS_FILE', readToken);
+  }
+  const credential =
+    env.CREDENTIALS_DIRECTORY != null
+      ? path.join(env.CREDENTIALS_DIRECTORY, WRITE_TOKENS_CREDENTIAL)
+      : null;
+  if (credential != null && existsSync(credential)) {
+    return readWriteTokens(
+      credential,
+      `the systemd credential ${WRITE_TOKENS_CREDENTIAL}`,
+      readToken,
+    );
+  }
+  return null;
 }
 
 /** SIGHUP: a valid file replaces the schedule; an invalid one is refused and the old one stays. */

@@ -29,6 +29,7 @@ import {
   type JobHistoryFacts,
   type RunningRun,
 } from '../../store/fleet-reads.js';
+import { outboxState, type OutboxState } from '../../store/notification-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
 import { formatInstant } from '../../text.js';
@@ -217,6 +218,7 @@ interface FleetFacts {
   running: RunningRun[];
   pauses: Pause[];
   history: Map<string, JobHistoryFacts>;
+  notifications?: OutboxState | undefined;
 }
 
 /**
@@ -254,7 +256,9 @@ async function readFleet(
     // Every job the report can name, whichever runners --gone-after counts as alive.
     const jobs = reportedJobs(config, currentRunners(runners, now), pauses, running);
     const history = await orEmpty(jobHistoryFacts(conn, namespace, jobs), new Map(), noTable);
-    return { now, databaseClock: true, runners, running, pauses, history };
+    const hourAgo = new Date(now.getTime() - 3_600_000);
+    const notifications = await orEmpty(outboxState(conn, namespace, hourAgo), undefined, noTable);
+    return { now, databaseClock: true, runners, running, pauses, history, notifications };
   } finally {
     await conn.end().catch(() => {});
   }
@@ -271,6 +275,8 @@ function label(w: Warning): string {
       return `runner ${host} gone`;
     case 'clock-offset':
       return `clock of ${host} off`;
+    case 'notify-failing':
+      return `notifications to ${host} failing`;
     case 'schedule-drift':
       return `drift of ${job}`;
     case 'no-success':

@@ -10,6 +10,7 @@
  * A failed refresh keeps the last data on screen and says so, with when it was fetched. Plain
  * ES2017, no framework, no build step.
  */
+import { ACTIONS_SCRIPT } from './client-actions.js';
 import { PAGES_SCRIPT } from './client-pages.js';
 
 export const DASHBOARD_SCRIPT = String.raw`
@@ -337,6 +338,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   }
 
 ${PAGES_SCRIPT}
+${ACTIONS_SCRIPT}
 
   refresh();
   // A tab in the background asks nothing (several viewers are several readers of the database);

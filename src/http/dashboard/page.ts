@@ -1,7 +1,8 @@
 /**
  * The dashboard page (`GET /`): one self-contained HTML document — stylesheet and script inline,
  * no framework, no external asset — that loads its data from `api/overview` and refreshes itself.
- * It only reads: there is no control on it that changes anything.
+ * It only reads, unless the runner has the write API on and the user enters a write token: then
+ * the job and run pages get buttons (client-actions.ts).
  *
  * The document is static (the data arrives by fetch), so it is built once. Its
  * Content-Security-Policy, in a <meta> element and exported for the server's header, allows only
@@ -71,6 +72,8 @@ const PAGE = `<!doctype html>
     <p class="back"><a href="#">← overview</a></p>
     <h2 id="detail-title"></h2>
     <p id="detail-facts" class="facts"></p>
+    <div id="detail-actions" class="actions"></div>
+    <div id="action-result" class="banner" role="status" aria-live="polite" hidden></div>
     <div id="detail-body"></div>
   </section>
   <div id="overview">
@@ -121,7 +124,7 @@ ${LEGEND.map(
   </section>
   </div>
 </main>
-<footer>Read-only view of the run history · refreshes every 5 s</footer>
+<footer>View of the run history · refreshes every 5 s · actions need a write token</footer>
 <script>${DASHBOARD_SCRIPT}</script>
 </body>
 </html>

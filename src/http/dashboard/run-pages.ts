@@ -1,9 +1,11 @@
 /**
  * The data of the dashboard's run and job pages (`api/run`, `api/job`): one run with its output,
- * read on from a chunk on (the page polls while the run is running), and a job's recent runs.
- * Read-only, and only within the runner's own namespace.
+ * read on from a chunk on (the page polls while the run is running), and a job's recent runs,
+ * next fires and pause. Read-only, and only within the runner's own namespace.
  */
+import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
+import { findPause } from '../../store/pauses.js';
 import { readOutput } from '../../store/run-output.js';
 import type { Run } from '../../store/runs.js';
 import type { DashboardSource } from './overview.js';
@@ -12,6 +14,8 @@ import type { DashboardSource } from './overview.js';
 const CHUNKS_PER_READ = 16;
 /** Rows read for a job page (its runs are the winners' rows among them). */
 const JOB_ROWS = 300;
+/** Next fires listed on a job page. */
+const NEXT_FIRES = 5;
 
 const STREAMS = { 1: 'stdout', 2: 'stderr' } as const;
 
@@ -56,14 +60,29 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
   };
 }
 
-/** A job's recent runs, newest first; null without a database. */
+/**
+ * A job's recent runs (newest first), its next fires by this runner's schedule (none for a
+ * disabled job) and its pause — who, when, why; null without a database.
+ */
 export async function jobPage(source: DashboardSource, job: string) {
   const { pool } = source;
   if (!pool) return null;
   const rows = await listRuns(pool, { namespace: source.namespace, job, limit: JOB_ROWS });
+  const pause = await findPause(pool, source.namespace, job);
+  const definition = source.config.jobs.find((j) => j.name === job);
+  const nextFires = definition?.enabled
+    ? parseSchedule(definition.schedule, definition.timezone).nextN(NEXT_FIRES, source.now)
+    : [];
   return {
     job,
-    known: source.config.jobs.some((j) => j.name === job),
+    known: definition != null,
+    enabled: definition?.enabled ?? false,
+    schedule: definition?.schedule ?? null,
+    timezone: definition?.timezone ?? null,
+    pause: pause
+      ? { by: pause.pausedBy, at: pause.pausedAt.toISOString(), reason: pause.reason }
+      : null,
+    nextFires: nextFires.map((d) => d.toISOString()),
     runs: rows.filter((r) => r.winner || r.status === 'missed').map(runJson),
   };
 }

@@ -157,5 +157,17 @@ pre.output .stderr { color: var(--bad, #b42318); }
 pre.output .note { color: var(--muted); font-style: italic; }
 .back { margin: 0 0 8px; }
 #job-runs td, #job-runs th { padding: 4px 10px 4px 0; text-align: left; }
+.banner.ok { border-color: var(--line); background: var(--panel); }
+.actions { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; margin: 0 0 12px; }
+.actions:empty { display: none; }
+.actions input { font: inherit; padding: 4px 8px; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--text); }
+.actions button {
+  font: inherit; padding: 4px 12px; border-radius: 6px; border: 1px solid var(--line);
+  background: var(--head); color: var(--text); cursor: pointer;
+}
+.actions button.action { border-color: var(--accent); }
+.actions button.quiet { color: var(--muted); }
+.actions button:disabled { opacity: 0.5; cursor: progress; }
+.next-fires { margin: 0 0 12px; padding-left: 18px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 24px 24px; }
 `;

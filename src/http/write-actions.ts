@@ -1,0 +1,172 @@
+/**
+ * What the write API's routes do (write-api.ts does the HTTP around them): run a job now, pause
+ * it, resume it — each the same action as its command (`baton run`, `pause`, `resume`), taken by
+ * the runner that received the request, and each recorded in `baton_audit` first (via `api`, the
+ * token's name as operator, this runner as host), its outcome added once known. So an action
+ * whose outcome never comes (the runner died) still shows who asked.
+ *
+ * Kill and backfill are answered 501 until their commands exist in this version (see
+ * `notInThisVersion`).
+ */
+import type { ManualStart } from '../daemon/dispatcher.js';
+import { recordAction, setActionOutcome, type AuditAction } from '../store/audit.js';
+import type { Queryable } from '../store/deadline.js';
+import { findPause, pauseJob, resumeJob, type Pause } from '../store/pauses.js';
+
+/** What the write API acts on: the runner serving it. */
+export interface WriteSubject {
+  /** This runner's name (the audit's host). */
+  host: string;
+  namespace(): string;
+  /** Every job of the loaded schedules file, disabled ones included. */
+  jobs(): readonly string[];
+  /** A pool that takes writes; null while the runner cannot coordinate. */
+  pool(): Queryable | null;
+  /** Runs the job now through its lock (daemon/dispatcher.ts: runNow); null: no such job. */
+  runNow(job: string): Promise<ManualStart> | null;
+}
+
+/** An answer that is an error: `{error: {code, message, …extra}}` with this status. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface ApiAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** Who asks, and why: the token's name and the body's reason. */
+export interface Who {
+  operator: string;
+  reason: string | null;
+}
+
+function usablePool(s: WriteSubject): Queryable {
+  const pool = s.pool();
+  if (!pool) {
+    throw new ApiError(
+      503,
+      'unavailable',
+      'this runner cannot reach the database (or it is read-only) right now; try again or ask ' +
+        'another runner',
+    );
+  }
+  return pool;
+}
+
+function unknownJob(job: string): ApiError {
+  return new ApiError(404, 'not-found', `no job "${job}" in this runner's schedules file`);
+}
+
+function pauseJson(p: Pause | null) {
+  return p ? { by: p.pausedBy, at: p.pausedAt.toISOString(), reason: p.reason } : null;
+}
+
+/** Records the action (outcome to follow) and returns its audit id. */
+function audit(
+  s: WriteSubject,
+  pool: Queryable,
+  action: AuditAction,
+  job: string,
+  r: Who,
+): Promise<number> {
+  return recordAction(pool, {
+    namespace: s.namespace(),
+    action,
+    job,
+    operator: r.operator,
+    via: 'api',
+    host: s.host,
+    reason: r.reason,
+  });
+}
+
+/** POST /api/jobs/{job}/run: 202 once the run holds the lock, 409 naming who holds it. */
+export async function runAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
+  if (!s.jobs().includes(job)) throw unknownJob(job);
+  const pool = usablePool(s);
+  const auditId = await audit(s, pool, 'run', job, r);
+  // A pause stops the schedule, not an operator (as `baton run`): the answer says it was paused.
+  const pause = await findPause(pool, s.namespace(), job);
+  const start: ManualStart = (await s.runNow(job)) ?? {
+    status: 'not-run',
+    reason: 'the job was removed by a reload',
+  };
+  switch (start.status) {
+    case 'started':
+      await setActionOutcome(pool, auditId, `started run ${start.runId}`, start.runId);
+      return {
+        status: 202,
+        body: {
+          job,
+          runId: start.runId,
+          scheduledAt: start.scheduledAt.toISOString(),
+          host: s.host,
+          paused: pauseJson(pause),
+          auditId,
+        },
+      };
+    case 'busy':
+      await setActionOutcome(pool, auditId, `refused: ${start.reason}`);
+      throw new ApiError(409, 'busy', `${job} not run: ${start.reason}`, { runId: start.runId });
+    default:
+      await setActionOutcome(pool, auditId, `not run: ${start.reason}`).catch(() => {});
+      throw new ApiError(503, 'not-run', `${job} not run: ${start.reason}`);
+  }
+}
+
+/** POST /api/jobs/{job}/pause: 200 with the pause (renewed when there was one). */
+export async function pauseAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
+  if (!s.jobs().includes(job)) throw unknownJob(job);
+  const pool = usablePool(s);
+  const namespace = s.namespace();
+  const auditId = await audit(s, pool, 'pause', job, r);
+  const before = await findPause(pool, namespace, job);
+  await pauseJob(pool, namespace, job, r.reason, r.operator);
+  const after = await findPause(pool, namespace, job);
+  await setActionOutcome(pool, auditId, before ? 'renewed' : 'paused');
+  return {
+    status: 200,
+    body: {
+      job,
+      namespace,
+      paused: true,
+      renewed: before != null,
+      pause: pauseJson(after),
+      auditId,
+    },
+  };
+}
+
+/** POST /api/jobs/{job}/resume: 200, `resumed: false` when it was not paused. */
+export async function resumeAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
+  const pool = usablePool(s);
+  const namespace = s.namespace();
+  const before = await findPause(pool, namespace, job);
+  // Any pause there is can be lifted (also of a job since removed from the file), as `resume`.
+  if (!before && !s.jobs().includes(job)) throw unknownJob(job);
+  const auditId = await audit(s, pool, 'resume', job, r);
+  const resumed = before != null && (await resumeJob(pool, namespace, job));
+  await setActionOutcome(pool, auditId, resumed ? 'resumed' : 'was not paused');
+  return {
+    status: 200,
+    body: { job, namespace, resumed, wasPaused: pauseJson(before), auditId },
+  };
+}
+
+/**
+ * The routes of actions whose commands are not in this version (`POST /api/runs/{id}/kill`,
+ * `POST /api/jobs/{job}/backfill`). Authenticated, rate-limited and their bodies read like the
+ * others, so wiring one is replacing this call with the action (and its audit row).
+ */
+export function notInThisVersion(action: 'kill' | 'backfill'): never {
+  throw new ApiError(501, 'not-implemented', `${action}: not in this version`);
+}

@@ -1,0 +1,384 @@
+/**
+ * The write API (`baton start --http … --http-write-tokens-file FILE`) against two real runners
+ * with a read token and named write tokens:
+ *
+ * - Refusals, each a JSON `{error: {code, message}}` and none leaving an audit row: 401 without a
+ *   token or with a wrong one, 401 for Basic (even with a write token: a browser resends Basic by
+ *   itself, which would be CSRF), 403 for the read token, 405 for GET, 404 for an unknown job or
+ *   route, 415 without `Content-Type: application/json`, 413 over 16 KiB, 400 for a bad body, 501
+ *   for kill and backfill (not in this version).
+ * - With a write token the action happens: run now answers 202 with a run id whose row is a
+ *   `manual` run on the runner asked; asked of the other runner while it runs, 409 naming the
+ *   holder; pause and resume write and lift the `baton_pauses` row. Each action has its
+ *   `baton_audit` row naming the token (`via` api, the runner's host, the reason, the outcome).
+ * - Per-token rate limit: the 11th request within 10 s is 429 with Retry-After; another token is
+ *   not affected; after Retry-After the token is served again. A write token also reads.
+ * - A bad tokens file stops `start` with 64 naming file:line and not the token; no token is ever
+ *   in a runner's log.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { useFleet } from '../helpers/fleet.js';
+import { freePort } from '../helpers/private-server.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('write_api');
+
+const READ = 'read-token-0123456789abcdef';
+const ALICE = 'alice-token-0123456789abcdef';
+const FLOOD = 'flood-token-0123456789abcdef';
+const CALM = 'calm-token-0123456789abcdef0';
+const PROBE = 'probe-token-0123456789abcdef';
+const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE];
+
+function tokensFile(text: string): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-tokens-')), 'write-tokens');
+  writeFileSync(file, text, { mode: 0o600 });
+  return file;
+}
+
+let runners: RunnerProcess[];
+let ports: number[];
+
+beforeAll(async () => {
+  const config = writeSchedule(`
+namespace: api
+jobs:
+  slow:
+    schedule: "0 0 1 1 *"
+    command: ["sleep", "3"]
+  quick:
+    schedule: "0 0 1 1 *"
+    command: ["true"]
+`);
+  const file = tokensFile(
+    `# who may write\nalice:${ALICE}\n\nflood:${FLOOD}\ncalm:${CALM}\nprobe:${PROBE}\n`,
+  );
+  ports = [await freePort(), await freePort()];
+  runners = await Promise.all(
+    ['api-a', 'api-b'].map((host, i) =>
+      fleet
+        .start([host], {
+          config,
+          args: ['--http', `127.0.0.1:${ports[i]}`, '--http-write-tokens-file', file],
+          env: { BATON_HTTP_TOKEN: READ },
+        })
+        .then(([r]) => r!),
+    ),
+  );
+});
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: { error?: { code: string; message: string }; [key: string]: unknown };
+}
+
+async function post(
+  path: string,
+  {
+    token,
+    body = {},
+    port = ports[0]!,
+    headers = {},
+  }: { token?: string; body?: unknown; port?: number; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Answer['body'] };
+}
+
+async function auditRows() {
+  return fleet.db.query<{
+    action: string;
+    job: string;
+    run_id: number | null;
+    operator: string;
+    via: string;
+    host: string;
+    reason: string | null;
+    outcome: string | null;
+  }>('SELECT * FROM baton_audit ORDER BY id');
+}
+
+describe('the write API', () => {
+  it('refuses without a write token, with the read token, with Basic; every error is JSON', async () => {
+    const none = await post('/api/jobs/quick/run');
+    expect(none.status).toBe(401);
+    expect(none.body.error?.code).toBe('unauthorized');
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    expect((await post('/api/jobs/quick/run', { token: `${ALICE}x` })).status).toBe(401);
+
+    const read = await post('/api/jobs/quick/run', { token: READ });
+    expect(read.status).toBe(403);
+    expect(read.body.error?.code).toBe('forbidden');
+
+    // A write token as Basic password: refused, a browser would send it on a cross-site post.
+    const basic = await post('/api/jobs/quick/run', {
+      headers: { authorization: `Basic ${Buffer.from(`alice:${ALICE}`).toString('base64')}` },
+    });
+    expect(basic.status).toBe(401);
+    expect(basic.body.error?.code).toBe('bearer-required');
+
+    const get = await fetch(`http://127.0.0.1:${ports[0]}/api/jobs/quick/run`, {
+      headers: { authorization: `Bearer ${PROBE}` },
+    });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(((await get.json()) as Answer['body']).error?.code).toBe('method-not-allowed');
+
+    // A cross-site script's preflight gets no CORS grant.
+    const preflight = await fetch(`http://127.0.0.1:${ports[0]}/api/jobs/quick/run`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.status).toBe(401);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+
+    const unknownJob = await post('/api/jobs/nosuch/run', { token: PROBE });
+    expect(unknownJob.status).toBe(404);
+    expect(unknownJob.body.error?.message).toContain('nosuch');
+    expect((await post('/api/jobs/quick/explode', { token: PROBE })).status).toBe(404);
+    expect((await post('/api/runs/abc/kill', { token: PROBE })).status).toBe(404);
+
+    const plain = await post('/api/jobs/quick/run', {
+      token: PROBE,
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(plain.status).toBe(415);
+    const big = await post('/api/jobs/quick/pause', {
+      token: PROBE,
+      body: { reason: 'x'.repeat(20_000) },
+    });
+    expect(big.status).toBe(413);
+    expect(big.body.error?.code).toBe('payload-too-large');
+    expect((await post('/api/jobs/quick/pause', { token: PROBE, body: '{"reason"' })).status).toBe(
+      400,
+    );
+    const extra = await post('/api/jobs/quick/pause', { token: PROBE, body: { force: true } });
+    expect(extra.status).toBe(400);
+    expect(extra.body.error?.message).toContain('force');
+
+    for (const route of ['/api/runs/1/kill', '/api/jobs/quick/backfill']) {
+      const stub = await post(route, { token: PROBE });
+      expect(stub.status, route).toBe(501);
+      expect(stub.body.error).toEqual({
+        code: 'not-implemented',
+        message: expect.stringContaining('not in this version'),
+      });
+    }
+
+    // Nothing was done, so nothing was recorded.
+    expect(await auditRows()).toEqual([]);
+    const [{ n }] = (await fleet.db.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM baton_runs',
+    )) as [{ n: number }];
+    expect(Number(n)).toBe(0);
+  });
+
+  it('runs a job now on the runner asked: 202 with the run; 409 from the other runner naming the holder', async () => {
+    const started = await post('/api/jobs/slow/run', {
+      token: ALICE,
+      body: { reason: 'month end' },
+    });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ job: 'slow', host: 'api-a', paused: null });
+    const runId = started.body.runId as number;
+    const [run] = await fleet.db.query<{ host: string; trigger: string; status: string }>(
+      'SELECT host, triggered_by AS `trigger`, status FROM baton_runs WHERE id = ?',
+      [runId],
+    );
+    expect(run).toEqual({ host: 'api-a', trigger: 'manual', status: 'running' });
+
+    // On the same runner too: the job's lock (and this runner's own run of it) is one.
+    const again = await post('/api/jobs/slow/run', { token: ALICE });
+    expect(again.status).toBe(409);
+    expect(again.body.error?.code).toBe('busy');
+
+    const busy = await post('/api/jobs/slow/run', { token: ALICE, port: ports[1] });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error?.code).toBe('busy');
+    expect(busy.body.error?.message).toContain('api-a');
+
+    const audit = await auditRows();
+    expect(audit).toHaveLength(3);
+    expect(audit[0]).toMatchObject({
+      action: 'run',
+      job: 'slow',
+      run_id: runId,
+      operator: 'alice',
+      via: 'api',
+      host: 'api-a',
+      reason: 'month end',
+      outcome: `started run ${runId}`,
+    });
+    expect(audit[1]).toMatchObject({ action: 'run', host: 'api-a', run_id: null });
+    expect(audit[1]!.outcome).toMatch(/^refused: /);
+    expect(audit[2]).toMatchObject({
+      action: 'run',
+      operator: 'alice',
+      host: 'api-b',
+      run_id: null,
+    });
+    expect(audit[2]!.outcome).toMatch(/^refused: .*api-a/);
+
+    await waitFor('the run to finish', async () => {
+      const [row] = await fleet.db.query<{ status: string }>(
+        'SELECT status FROM baton_runs WHERE id = ?',
+        [runId],
+      );
+      return row!.status === 'done';
+    });
+  });
+
+  it('pauses and resumes a job, recording who and why', async () => {
+    const paused = await post('/api/jobs/quick/pause', {
+      token: ALICE,
+      port: ports[1],
+      body: { reason: 'provider maintenance' },
+    });
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({
+      job: 'quick',
+      paused: true,
+      renewed: false,
+      pause: { by: 'alice', reason: 'provider maintenance' },
+    });
+    const pauses = await fleet.db.query('SELECT job, paused_by, reason FROM baton_pauses');
+    // Every runner honours it: the other runner's dashboard shows it.
+    const page = await fetch(`http://127.0.0.1:${ports[0]}/api/job?name=quick`, {
+      headers: { authorization: `Bearer ${READ}` },
+    });
+    expect(((await page.json()) as { pause: unknown }).pause).toMatchObject({
+      by: 'alice',
+      reason: 'provider maintenance',
+    });
+    expect(pauses).toEqual([{ job: 'quick', paused_by: 'alice', reason: 'provider maintenance' }]);
+
+    const resumed = await post('/api/jobs/quick/resume', { token: ALICE });
+    expect(resumed.status).toBe(200);
+    expect(resumed.body).toMatchObject({ resumed: true, wasPaused: { by: 'alice' } });
+    expect(await fleet.db.query('SELECT * FROM baton_pauses')).toEqual([]);
+
+    const audit = (await auditRows()).filter((a) => a.action !== 'run');
+    expect(audit).toEqual([
+      expect.objectContaining({
+        action: 'pause',
+        job: 'quick',
+        operator: 'alice',
+        via: 'api',
+        host: 'api-b',
+        reason: 'provider maintenance',
+        outcome: 'paused',
+      }),
+      expect.objectContaining({
+        action: 'resume',
+        operator: 'alice',
+        host: 'api-a',
+        outcome: 'resumed',
+      }),
+    ]);
+  });
+
+  it('limits each token to 10 requests in 10 s (429 with Retry-After); a write token also reads', async () => {
+    for (let i = 0; i < 10; i++) {
+      expect((await post('/api/jobs/quick/resume', { token: FLOOD })).status).toBe(200);
+    }
+    const limited = await post('/api/jobs/quick/resume', { token: FLOOD });
+    expect(limited.status).toBe(429);
+    expect(limited.body.error?.code).toBe('rate-limited');
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(10);
+    // Another token has a bucket of its own.
+    expect((await post('/api/jobs/quick/resume', { token: CALM })).status).toBe(200);
+    await sleep(retryAfter * 1000);
+    expect((await post('/api/jobs/quick/resume', { token: FLOOD })).status).toBe(200);
+
+    const overview = await fetch(`http://127.0.0.1:${ports[0]}/api/overview`, {
+      headers: { authorization: `Bearer ${CALM}` },
+    });
+    expect(overview.status).toBe(200);
+    const operators = (await auditRows()).map((a) => a.operator);
+    expect(operators.filter((o) => o === 'flood')).toHaveLength(11);
+  });
+
+  it('answers 409 at once while a queued fire of the job waits its turn on the runner', async () => {
+    const config = writeSchedule(`
+namespace: api-queue
+jobs:
+  queued:
+    schedule: "* * * * * *"
+    overlap: queue
+    command: ["sleep", "4"]
+`);
+    const port = await freePort();
+    await fleet.start(['api-q'], {
+      config,
+      args: ['--http', `127.0.0.1:${port}`, '--http-write-tokens-file', tokensFile(`q:${ALICE}\n`)],
+    });
+    await waitFor('a run of queued', async () => {
+      const rows = await fleet.db.query(
+        "SELECT id FROM baton_runs WHERE job = 'queued' AND status = 'running'",
+      );
+      return rows.length > 0;
+    });
+    // The next second's fire is queued behind the run now.
+    await sleep(1_200);
+    const asked = performance.now();
+    const busy = await post('/api/jobs/queued/run', { token: ALICE, port });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error?.message).toContain('being contended on this runner');
+    expect(performance.now() - asked).toBeLessThan(1_500);
+  });
+
+  it('refuses a bad tokens file with 64, naming the line and not the token', async () => {
+    const config = writeSchedule('jobs:\n  q:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
+    const secret = 'shorty-secret';
+    const cases: [string, RegExp][] = [
+      [`ok:${ALICE}\nbad ${ALICE}x\n`, /write-tokens:2: expected name:token/],
+      [`# none\nalice:${secret}\n`, /write-tokens:2: the token of "alice" is shorter than 16/],
+      [`a:${ALICE}\nb:${ALICE}\n`, /write-tokens:2: .*another name's/],
+      [`reader:${READ}\n`, /write-tokens:1: .*is the read token/],
+    ];
+    const results = await Promise.all(
+      cases.map(([text]) =>
+        baton(
+          [
+            'start',
+            '--config',
+            config,
+            '--database-url',
+            fleet.db.url,
+            '--http',
+            '127.0.0.1:1',
+            '--http-write-tokens-file',
+            tokensFile(text),
+          ],
+          { env: { BATON_HTTP_TOKEN: READ } },
+        ),
+      ),
+    );
+    for (const [i, [text, message]] of cases.entries()) {
+      const result = results[i]!;
+      expect(result.code, text).toBe(64);
+      expect(result.stderr).toMatch(message);
+      for (const t of [...TOKENS, secret]) expect(result.stderr).not.toContain(t);
+    }
+    // Never a token in a runner's log.
+    for (const runner of runners) {
+      const log = runner.lines.map((l) => JSON.stringify(l)).join('\n');
+      for (const t of TOKENS) expect(log).not.toContain(t);
+    }
+  });
+});
