@@ -10,6 +10,8 @@ export const RUN_STATUSES = [
   'failed',
   'timeout',
   'interrupted',
+  // Stopped by an operator (`baton kill`, the write API): who and why are in `error`.
+  'killed',
   'lost',
   'skipped',
   'missed',

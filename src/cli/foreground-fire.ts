@@ -21,6 +21,7 @@ import {
 import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
 import { InterruptedError } from '../errors.js';
 import { RunLease } from '../execution/run-lease.js';
+import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
@@ -52,6 +53,8 @@ export class ForegroundSession {
   private readonly runs = new LocalRuns();
   private readonly lease = new RunLease(DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS);
   private watching = false;
+  /** Kill requests (`baton kill` from any host) on this session's runs, looked for once one runs. */
+  private readonly killWatch = new AbortController();
   private signals = 0;
   /** The first signal received, if any. */
   interruptedBy: NodeJS.Signals | null = null;
@@ -176,9 +179,11 @@ export class ForegroundSession {
       },
       onAlive: () => this.lease.renew(),
     });
+    watchKillRequests({ pool: () => this.pool, runs: this.runs }, this.killWatch.signal);
   }
 
   async close(): Promise<void> {
+    this.killWatch.abort();
     process.off('SIGINT', this.onSignal);
     process.off('SIGTERM', this.onSignal);
     process.stdout.off('error', ignoreBrokenPipe);

@@ -7,9 +7,11 @@
  */
 import { formatDuration } from '../config/duration.js';
 import type { RunStatus } from '../run-status.js';
+import type { AuditRecord } from '../store/audit.js';
 import type { Run } from '../store/runs.js';
 import { oneLine, formatInstant } from '../text.js';
 import { fitTable, type Cell, type Column } from './fit.js';
+import { actionWords } from './audit-view.js';
 import { durationCell, table, winnerCell } from './format.js';
 import type { Paint, Style } from './terminal.js';
 import { instantForm, isUtc, relative, shortInstant, shortLocal } from './times.js';
@@ -21,13 +23,22 @@ const STYLES: Partial<Record<RunStatus, Style>> = {
   timeout: 'red',
   lost: 'red',
   interrupted: 'yellow',
+  killed: 'yellow',
   missed: 'magenta',
   running: 'cyan',
   skipped: 'dim',
 };
 
 /** Worst first: the outcome a fire of several worker slots is shown with. */
-const SEVERITY: RunStatus[] = ['failed', 'timeout', 'lost', 'interrupted', 'running', 'done'];
+const SEVERITY: RunStatus[] = [
+  'failed',
+  'timeout',
+  'lost',
+  'killed',
+  'interrupted',
+  'running',
+  'done',
+];
 
 /** The rows of one fire (a job at one instant), in the order the history gave them. */
 export interface Fire {
@@ -102,6 +113,17 @@ export interface FireViewOptions {
   paint: Paint;
   /** The time zone of each job of the schedules file, when it is loaded. */
   zones: Map<string, string>;
+  /** Operators' actions tied to the rows (a kill, a manual run), by run id (cli/audit-view.ts). */
+  actions?: ReadonlyMap<number, readonly AuditRecord[]>;
+}
+
+/** Who acted on the fire's rows, for the NOTE column: `kill by alice`. */
+function actionNotes(fire: Fire, actions: FireViewOptions['actions']): string[] {
+  if (!actions) return [];
+  const words = fire.rows.flatMap((r) =>
+    (actions.get(r.id) ?? []).map((a) => `${a.action} by ${a.operator}`),
+  );
+  return [...new Set(words)];
 }
 
 export function renderFires(fires: Fire[], o: FireViewOptions): string {
@@ -132,6 +154,7 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
     const notes = [
       s.manual ? 'manual' : '',
       s.reruns > 0 ? `re-run ×${s.reruns}` : '',
+      ...actionNotes(f, o.actions),
       s.skippedBy > 0 ? `skipped by ${s.skippedBy}` : '',
     ];
     const nobody = s.outcome === 'skipped' || s.outcome === 'missed';
@@ -153,7 +176,12 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
 }
 
 /** Every row, with every column: the view of `--attempts` / `-o wide`. */
-export function renderAttempts(runs: Run[], paint: Paint): string {
+export function renderAttempts(
+  runs: Run[],
+  paint: Paint,
+  actions?: ReadonlyMap<number, readonly AuditRecord[]>,
+): string {
+  const acted = (r: Run) => (actions?.get(r.id) ?? []).map((a) => ` [${actionWords(a)}]`).join('');
   return table(
     [
       'ID',
@@ -178,7 +206,7 @@ export function renderAttempts(runs: Run[], paint: Paint): string {
       paint(STYLES[r.status], r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status),
       durationCell(r),
       r.exitCode ?? '',
-      oneLine(r.reason ?? r.error ?? ''),
+      oneLine(`${r.reason ?? r.error ?? ''}${acted(r)}`.trim(), 160),
     ]),
   );
 }

@@ -33,6 +33,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     migrate,
     prune,
     notifications,
+    kill,
+    audit,
     backfill,
   ] = await Promise.all([
     import('./commands/start.js'),
@@ -48,6 +50,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     import('./commands/migrate.js'),
     import('./commands/prune.js'),
     import('./commands/notifications.js'),
+    import('./commands/kill.js'),
+    import('./commands/audit.js'),
     import('./commands/backfill.js'),
   ]);
   return cli
@@ -62,6 +66,8 @@ async function withCommands(cli: Argv): Promise<Argv> {
     .command(list.listCommand)
     .command(pause.pauseCommand)
     .command(pause.resumeCommand)
+    .command(kill.killCommand)
+    .command(audit.auditCommand)
     .command(validate.validateCommand)
     .command(migrate.migrateCommand)
     .command(prune.pruneCommand)

@@ -10,6 +10,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import ms from 'ms';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import {
@@ -146,6 +147,35 @@ export function durationOption(name: string, value: string): number {
   const ms = parseDuration(value);
   if (ms == null || ms <= 0) throw new UsageError(`--${name} "${value}": ${DURATION_HINT}`);
   return ms;
+}
+
+/**
+ * `--since`: a duration back from now (`2h`, `30m`, `7d`) or an ISO-8601 time (`history`,
+ * `audit`).
+ */
+export function parseSince(value: string, now = new Date()): Date {
+  const relative = ms(value as ms.StringValue);
+  if (typeof relative === 'number' && Number.isFinite(relative) && relative >= 0) {
+    return new Date(now.getTime() - relative);
+  }
+  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
+    const absolute = new Date(value);
+    if (!Number.isNaN(absolute.getTime())) return absolute;
+  }
+  throw new UsageError(
+    `--since "${value}": expected a duration such as 2h or 30m, or an ISO-8601 time`,
+  );
+}
+
+/** A run id (`show`, `kill`): BIGINT UNSIGNED; anything else can only be a typo (64). */
+export function parseRunId(value: unknown): number {
+  const raw = String(value).trim();
+  if (!/^[1-9]\d{0,19}$/.test(raw)) {
+    throw new UsageError(`run id "${String(value)}": expected a positive whole number`);
+  }
+  const id = Number(raw);
+  if (!Number.isSafeInteger(id)) throw new UsageError(`run id "${raw}": no such run`);
+  return id;
 }
 
 /**

@@ -27,6 +27,7 @@ import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
+import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { manualInstant } from '../fire/manual-instant.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
@@ -181,6 +182,11 @@ export class Runner {
     this.releasers.add('stop retention', () => this.retention?.stop());
     this.releasers.add('stop notifications', () => this.notifier?.stop());
     this.releasers.add('settle the connect', () => this.link.settle());
+    // Kill requests on this runner's runs (`baton kill` from any host, fire/kill-watch.ts): also
+    // through a graceful stop (a run waited for may be killed), until the last run has ended.
+    const kills = new AbortController();
+    watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, kills.signal);
+    this.releasers.add('stop watching for kills', () => kills.abort());
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();

@@ -47,7 +47,10 @@ export class RunControl {
     this.over = true;
   }
 
-  /** Stops the run: the first request decides the status (`timeout`, `lost`, `interrupted`). */
+  /**
+   * Stops the run: the first request decides the status (`timeout`, `lost`, `interrupted`,
+   * `killed`).
+   */
   stop(why: string, graceMs: number, status: StopStatus): void {
     this.request ??= { why, graceMs, status };
     void this.current?.stop(why, graceMs, status);

@@ -89,7 +89,7 @@ export function registerJobGauges(registers: Registry[], source: JobGaugeSource)
   perJob(
     'baton_job_last_run_timestamp_seconds',
     'When the latest run of the job finished, whatever its final status (interrupted ' +
-      'included), in Unix seconds (database time), on any runner. No series until one has.',
+      'and killed included), in Unix seconds (database time), on any runner. No series until one has.',
     (_, o) => unix(latest(o, FINAL_STATUSES)),
   );
   perJob(

@@ -75,7 +75,7 @@ export function registerNotifyGauges(
       for (const outcome of OUTCOMES) deliveries.inc({ target, outcome }, 0);
     }
   };
-  zero();
+  // At each load of the schedule (the source can only be asked once the runner exists).
   return {
     observe(events) {
       events.on('schedule:loaded', zero);

@@ -38,8 +38,8 @@ import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
 export const DEFAULT_BATCH_SIZE = 500;
 
 /**
- * The statuses pruned: every finished one (`runs`: done, failed, timeout, interrupted, lost,
- * missed) and `skipped`. `running` is not among them: a run going on now is never deleted.
+ * The statuses pruned: every finished one (`runs`: done, failed, timeout, interrupted, killed,
+ * lost, missed) and `skipped`. `running` is not among them: a run going on now is never deleted.
  */
 const PRUNED_STATUSES = RUN_STATUSES.filter((s) => s !== 'running');
 

@@ -124,6 +124,13 @@ export interface OrphanRun {
 }
 
 /**
+ * The test of `findOrphanRuns` on a `running` row, with one parameter: the server's start (see
+ * there). Shared with store/kill-requests.ts, which asks it of one row.
+ */
+export const RUNNER_GONE_SQL = `(lock_connection_id IS NULL OR started_at < ?
+  OR NOT (IS_USED_LOCK(${sessionLockSql('lock_connection_id')}) <=> lock_connection_id))`;
+
+/**
  * `running` rows of the namespace whose lock session is gone: its session lock is not held by the
  * connection the row names, or the row started before the server did (connection ids restart
  * after a server restart, so an id alone could be a stranger's). `serverStartedBefore` is the
@@ -142,9 +149,7 @@ export async function findOrphanRuns(
     `SELECT id, job, host, lock_connection_id, scheduled_at, rerun, winner FROM baton_runs
       WHERE namespace = ? AND status = 'running' AND attempts > 0
         ${jobs == null ? '' : 'AND job IN (?)'}
-        AND (lock_connection_id IS NULL OR started_at < ?
-             OR NOT (IS_USED_LOCK(${sessionLockSql('lock_connection_id')})
-                     <=> lock_connection_id))`,
+        AND ${RUNNER_GONE_SQL}`,
     jobs == null ? [namespace, serverStartedBefore] : [namespace, jobs, serverStartedBefore],
   );
   return rows.map((r) => ({

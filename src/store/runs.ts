@@ -35,9 +35,9 @@
  *      (a retry)             └──────┬──────┘   claimer's lock session
  *                                   │
  *          finishRun, abandonClaim  │  markLost, finishRun(lost)
- *     ┌──────────┬──────────┬───────┴──────┬─────────────┐
- *     ▼          ▼          ▼              ▼             ▼
- *   done      failed     timeout      interrupted      lost
+ *     ┌──────────┬──────────┬───────┴──────┬─────────────┬──────────┐
+ *     ▼          ▼          ▼              ▼             ▼          ▼
+ *   done      failed     timeout      interrupted      lost      killed
  *
  *   finishRun      run-verdicts.ts ← fire/run-fire.ts as the run ends (any of the five), and
  *                  daemon/runner.ts for a verdict kept through an outage and written late.
@@ -46,6 +46,9 @@
  *   abandonClaim   fire-claims.ts ← coordination/fire-protocol.ts: a claim whose answer was lost
  *                  (it may have committed). → failed.
  *   recordAttempt  run-verdicts.ts ← fire/run-fire.ts before each retry; the row stays running.
+ *   requestKill    kill-requests.ts ← fire/kill-run.ts (`baton kill`, any host): the `kill_*`
+ *                  columns; the row stays running until its owner (fire/kill-watch.ts) stops the
+ *                  run and finishRun writes `killed`.
  *
  *   (insert) ──▶ skipped   winner NULL, `reason` and `reason_kind` (the skip's kind, when the
  *                          caller names it): insertSkips (fire-claims.ts)
@@ -71,7 +74,7 @@
  * # Who touches it
  *
  * Writes: fire-claims.ts (every INSERT, and abandonClaim), run-verdicts.ts (the verdicts, the
- * attempt count, `lost`); once, migration 0007 (`reason_kind` on the rows older than the column).
+ * attempt count, `lost`), kill-requests.ts (a kill request); once, migration 0007 (`reason_kind` on the rows older than the column).
  * Deletes: prune.ts only. Reads: fire-reads.ts (those the fire protocol
  * and recovery ask), history-reads.ts (history, show, explain), dashboard-reads.ts,
  * fleet-reads.ts (status), prune.ts, server-check.ts (the fire key's presence).

@@ -217,7 +217,8 @@ describe('unknown jobs', () => {
       paused: true,
       renewed: false,
       forced: false,
-      pause: { pausedBy: 'ops-1', reason: 'ledger frozen' },
+      // `operator@host`: the OS user (SUDO_USER under sudo) and --host.
+      pause: { pausedBy: expect.stringMatching(/^\S+@ops-1$/), reason: 'ledger frozen' },
     });
     expect(Date.parse(paused.pause.pausedAt)).not.toBeNaN();
     expect(parsed<PauseJson>(await cli('pause', 'settle', '--json')).renewed).toBe(true);

@@ -27,8 +27,11 @@ const HOSTS = ['srv-01', 'srv-02', 'srv-03'];
 const fleet = useFleet('inspect', { perTest: true });
 
 /** `baton <args> --config <config> --database-url <the fleet's>`. */
+/** As the operator `ops` (SUDO_USER: the person who ran sudo is the one recorded). */
 function cli(config: string, ...args: string[]): Promise<CliResult> {
-  return baton([...args, '--config', config, '--database-url', fleet.db.url]);
+  return baton([...args, '--config', config, '--database-url', fleet.db.url], {
+    env: { SUDO_USER: 'ops' },
+  });
 }
 
 function json<T>(r: CliResult): T {
@@ -105,7 +108,9 @@ jobs:
     );
     expect(paused.stderr).toBe('');
     expect(paused.code).toBe(0);
-    expect(paused.stdout).toContain('paused tick in namespace "pause-test": paused by ops-1 at ');
+    expect(paused.stdout).toContain(
+      'paused tick in namespace "pause-test": paused by ops@ops-1 at ',
+    );
     // Any fire whose runners looked for a pause after it was stored skips; one second of margin
     // covers a fire that was already past that look when the pause landed.
     const cutoff = new Date((await dbNow(fleet.db)).getTime() + 1_000);
@@ -123,7 +128,7 @@ jobs:
     const listed = json<ListJson>(await cli(config, 'list', '--json'));
     const tickListed = listed.jobs.find((j) => j.name === 'tick')!;
     expect(tickListed.paused).toBe(true);
-    expect(tickListed.pause).toMatchObject({ pausedBy: 'ops-1', reason: 'maintenance window' });
+    expect(tickListed.pause).toMatchObject({ pausedBy: 'ops@ops-1', reason: 'maintenance window' });
     expect(listed.jobs.find((j) => j.name === 'other')).toMatchObject({
       paused: false,
       pause: null,
@@ -131,19 +136,21 @@ jobs:
     const table = await cli(config, 'list', '-o', 'wide');
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toContain('PAUSED');
-    expect(table.stdout.split('\n').find((l) => l.startsWith('tick '))).toContain('yes, by ops-1');
+    expect(table.stdout.split('\n').find((l) => l.startsWith('tick '))).toContain(
+      'yes, by ops@ops-1',
+    );
     const history = await cli(config, 'history', 'tick', '--limit', '6', '-o', 'wide');
     expect(history.code).toBe(0);
     expect(history.stderr).toMatch(
-      /^baton: note: tick is paused by ops-1 at \S+: maintenance window\n$/,
+      /^baton: note: tick is paused by ops@ops-1 at \S+: maintenance window\n$/,
     );
-    expect(history.stdout).toContain('paused by ops-1 at ');
+    expect(history.stdout).toContain('paused by ops@ops-1 at ');
     const otherHistory = await cli(config, 'history', 'other', '--limit', '3');
     expect(otherHistory.stderr).toBe('');
 
     const explained = json<ExplainJson>(await cli(config, 'explain', 'tick', '--json'));
     expect(explained.verdict).toMatch(
-      /^nobody ran it: \d runners? skipped it \(paused by ops-1 at /,
+      /^nobody ran it: \d runners? skipped it \(paused by ops@ops-1 at /,
     );
 
     // The pause holds until the resume is asked for: a fire after that may run (the command
@@ -153,7 +160,7 @@ jobs:
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain(
-      'resumed tick in namespace "pause-test" (it was paused by ops-1',
+      'resumed tick in namespace "pause-test" (it was paused by ops@ops-1',
     );
     const resumedAt = await dbNow(fleet.db);
     const back = new Date(resumedAt.getTime() + 1_000);
@@ -189,7 +196,7 @@ jobs:
       for (const r of fireRows) {
         expect(r.winner, label).toBeNull();
         expect(r.triggered_by, label).toBe('schedule');
-        expect(r.reason, label).toMatch(/^paused by ops-1 at \S+: maintenance window$/);
+        expect(r.reason, label).toMatch(/^paused by ops@ops-1 at \S+: maintenance window$/);
       }
     }
     // After the resume: every fire from a second later has one done winner and no paused row.
@@ -256,10 +263,10 @@ jobs:
       'SELECT job, paused_by, reason FROM baton_pauses WHERE namespace = ?',
       ['pause-cli'],
     );
-    expect(row).toEqual({ job: 'nightly', paused_by: 'ops-2', reason: null });
+    expect(row).toEqual({ job: 'nightly', paused_by: 'ops@ops-2', reason: null });
     const twice = await cli(config, 'pause', 'nightly', '--host', 'ops-3', '--reason', 'again');
     expect(twice.code).toBe(0);
-    expect(twice.stdout).toContain('nightly was already paused by ops-2 at ');
+    expect(twice.stdout).toContain('nightly was already paused by ops@ops-2 at ');
     expect((await cli(config, 'resume', 'nightly')).stdout).toContain('resumed nightly');
     expect(await fleet.db.query('SELECT * FROM baton_pauses')).toEqual([]);
     // Without a database at all, list still lists: without the column, with a note on stderr

@@ -13,6 +13,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
@@ -50,15 +52,44 @@ const failedFires = async (job: string) =>
     )
   ).map((r) => r.scheduled_at.toISOString());
 
-function flakySchedule(throttle: string, extra = ''): string {
+/** A real SMTP server on a loopback port, keeping the raw mails it accepts. */
+async function smtpServer(): Promise<{ port: number; mails: string[]; close(): Promise<void> }> {
+  const mails: string[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    allowInsecureAuth: true,
+    logger: false,
+    onAuth(auth, _session, callback) {
+      if (auth.username === 'relay' && auth.password === SECRET) callback(null, { user: 'relay' });
+      else callback(new Error('bad login'));
+    },
+    onData(stream, _session, callback) {
+      let raw = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (c: string) => (raw += c));
+      stream.on('end', () => {
+        mails.push(raw);
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.server.address() as AddressInfo).port;
+  return { port, mails, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+function flakySchedule(throttle: string, extra = '', to = '[ops]'): string {
   return writeSchedule(`
 namespace: notify
 notify:
   ops:
     webhook: {urlFromEnv: HOOK_URL, format: json}
     timeout: 2s
+  mail:
+    email: {smtpFromEnv: SMTP_URL, from: baton@example.test, to: [ops@example.test]}
 defaults:
-  notify: {to: [ops], throttle: ${throttle}}
+  notify: {to: ${to}, throttle: ${throttle}}
 jobs:
   flaky:
     schedule: "*/2 * * * * *"
@@ -73,8 +104,10 @@ const bodies = (rs: ReceivedRequest[], event?: string) =>
 describe('notifications from a fleet of three', () => {
   it('tells each failed fire once, whichever runner ran it, then one recovery; no secret leaks', async () => {
     receiver = await WebhookReceiver.start();
-    const config = flakySchedule('0s');
-    const runners = await fleet.start(['n1', 'n2', 'n3'], { config, env: envFor(receiver) });
+    const smtp = await smtpServer();
+    const config = flakySchedule('0s', '', '[ops, mail]');
+    const env = { ...envFor(receiver), SMTP_URL: `smtp://relay:${SECRET}@127.0.0.1:${smtp.port}` };
+    const runners = await fleet.start(['n1', 'n2', 'n3'], { config, env });
     await waitFor('three failed fires', async () => (await failedFires('flaky')).length >= 3, {
       timeoutMs: 20_000,
     });
@@ -100,9 +133,19 @@ describe('notifications from a fleet of three', () => {
     for (const r of runners) expect(JSON.stringify(r.lines) + r.stderr).not.toContain(SECRET);
     const rows = await notices();
     expect(JSON.stringify(rows)).not.toContain(SECRET);
-    expect(rows.every((r) => r.status === 'sent')).toBe(true);
     const history = await fleet.db.query('SELECT * FROM baton_runs');
     expect(JSON.stringify(history)).not.toContain(SECRET);
+    // The same events by mail, through a real SMTP server, the output excerpt in the body.
+    await waitFor('a mail per event', () => smtp.mails.length >= fires.length + 1 || undefined);
+    expect(smtp.mails.filter((m) => /^Subject: \[baton\] flaky failed/m.test(m))).toHaveLength(
+      fires.length,
+    );
+    expect(smtp.mails[0]).toContain('ledger locked');
+    await smtp.close();
+    await waitFor(
+      'every row sent',
+      async () => (await notices()).every((r) => r.status === 'sent') || undefined,
+    );
     const listed = await baton([
       'notifications',
       '--json',

@@ -2,7 +2,7 @@
  * Real processes, for tests that check them (a job, its grandchild, the spawner) after kills: what
  * /proc says about one (gone or alive, its parent), the pid a job wrote down, and a last SIGKILL.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { waitFor } from './wait.js';
 
@@ -54,4 +54,19 @@ export function killGroup(pgid: number): void {
   } catch {
     // Already gone.
   }
+}
+
+/**
+ * Whether no process of the process group `pgid` runs any more (`kill -0 -PGID` would count the
+ * zombies a slow init has not reaped yet, which run nothing): every /proc/<pid>/stat is read.
+ */
+export function groupGone(pgid: number): boolean {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(Number(entry));
+    if (fields && Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') {
+      return false;
+    }
+  }
+  return true;
 }

@@ -327,8 +327,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/store/run-verdicts.ts',
-        find: 'AND (lock_connection_id IS NULL OR started_at < ?',
-        replace: 'AND (TRUE OR started_at < ?',
+        find: 'RUNNER_GONE_SQL = `(lock_connection_id IS NULL OR started_at < ?',
+        replace: 'RUNNER_GONE_SQL = `(TRUE OR started_at < ?',
       },
     ],
     killers: [

@@ -74,7 +74,7 @@ describe('the per-job series', () => {
     for (const baton_job of ['a', 'b']) {
       const of = (name: string) =>
         samples.filter((s) => s.name === name && s.labels.baton_job === baton_job);
-      expect(of('baton_runs_total')).toHaveLength(5);
+      expect(of('baton_runs_total')).toHaveLength(6); // done, failed, timeout, interrupted, killed, lost
       expect(of('baton_skips_total')).toHaveLength(3);
       expect(of('baton_fires_not_attempted_total')).toHaveLength(4);
       expect(of('baton_fires_missed_total')).toHaveLength(1);
@@ -93,7 +93,7 @@ describe('the per-job series', () => {
     expect(total(after, 'baton_runs_total', { baton_job: 'c' })).toBe(0);
     expect(
       after.filter((s) => s.name === 'baton_runs_total' && s.labels.baton_job === 'c'),
-    ).toHaveLength(5);
+    ).toHaveLength(6);
     // Histograms of a job have series once it ran; they go with the job too.
     expect(total(after, 'baton_run_duration_seconds_count', { baton_job: 'a' })).toBe(1);
   });
@@ -116,7 +116,8 @@ describe('the per-job series', () => {
 
 describe('the notification series', () => {
   it('start at 0 per target and count this runner’s deliveries by outcome', async () => {
-    const m = setUp([job('a')]);
+    const m = setUp([]);
+    m.load([job('a')]);
     const { text, samples } = await m.scrape();
     expect(promtoolCheck(text)).toEqual({ code: 0, output: '' });
     const of = (name: string) => samples.filter((s) => s.name === name);

@@ -69,7 +69,7 @@ const LABELS = new Set([
 ]);
 /** The values a matcher on these labels may name (skips' and not-attempted reasons share one). */
 const LABEL_VALUES: Record<string, Set<string>> = {
-  status: new Set(['done', 'failed', 'timeout', 'interrupted', 'lost']),
+  status: new Set(['done', 'failed', 'timeout', 'interrupted', 'killed', 'lost']),
   reason: new Set(['taken', 'overlap', 'paused', 'no-database', 'read-only', 'late-wake', 'error']),
   outcome: new Set(['won', 'skipped']),
 };

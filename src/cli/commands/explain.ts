@@ -20,7 +20,11 @@ import { readFireFacts } from '../../store/explain-reads.js';
 import { pausedReason } from '../../store/pauses.js';
 import type { Run } from '../../store/runs.js';
 import { formatInstant, oneLine } from '../../text.js';
+import type { DatabaseTarget } from '../../config/database-url.js';
+import type { AuditRecord } from '../../store/audit.js';
+import { openConnection } from '../../store/connect.js';
 import { action } from '../action.js';
+import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
 import { durationCell, pauseToJson, runToJson, table, winnerCell } from '../format.js';
 import { parseFireTime, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
@@ -106,6 +110,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
     }
 
     const judged = judgeFire({ ...facts, name, job, fire, goneAfterMs: goneAfter, latest });
+    const actions = await fireActions(resolveDatabase(args), namespace, rows);
     if (args.json) {
       const winners = rows.filter((r) => r.winner);
       printJson({
@@ -123,6 +128,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         missingRunners: judged.missing,
         notes: judged.notes,
         pausedNow: pauseToJson(pause),
+        actions: actions.map(actionToJson),
       });
       return ExitCode.Ok;
     }
@@ -131,6 +137,10 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       `fire:       ${formatInstant(fire)} UTC${given == null ? ' (the latest)' : ''}`,
     ];
     process.stdout.write(render(head, rows, facts.runners.length, judged));
+    if (actions.length > 0) {
+      const lines = actions.map((a) => `  run ${a.runId}: ${actionLine(a)}\n`).join('');
+      process.stdout.write(`\noperators' actions on its runs (baton audit):\n${lines}`);
+    }
     return ExitCode.Ok;
   }),
 };
@@ -202,6 +212,26 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
     );
   }
   return `${out.join('\n')}\n`;
+}
+
+/** The actions tied to the fire's runs, oldest first; none when the audit cannot be read. */
+async function fireActions(
+  target: DatabaseTarget,
+  namespace: string,
+  rows: Run[],
+): Promise<AuditRecord[]> {
+  const ids = rows.filter((r) => r.winner).map((r) => r.id);
+  if (ids.length === 0) return [];
+  let conn;
+  try {
+    conn = await openConnection(target, { create: false });
+    const byRun = await actionsByRun(conn, namespace, ids);
+    return [...byRun.values()]
+      .flat()
+      .sort((a, b) => a.at.getTime() - b.at.getTime() || a.id - b.id);
+  } finally {
+    await conn?.end().catch(() => {});
+  }
 }
 
 function printJson(value: unknown): void {

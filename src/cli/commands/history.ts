@@ -1,4 +1,3 @@
-import ms from 'ms';
 import type { CommandModule } from 'yargs';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -8,13 +7,21 @@ import { REASON_KINDS, RUN_STATUSES, type ReasonKind, type RunStatus } from '../
 import type { Queryable } from '../../store/deadline.js';
 import { listRuns, type HistoryFilter } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
+import type { AuditRecord } from '../../store/audit.js';
 import { action } from '../action.js';
+import { actionsByRun, actionToJson } from '../audit-view.js';
 import { runToJson } from '../format.js';
 import { clip } from '../fit.js';
 import { groupFires, renderAttempts, renderFires } from '../history-view.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
-import { REPEATABLE, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import {
+  parseSince,
+  REPEATABLE,
+  resolveDatabase,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
 import {
   namespaceHint,
   namespaceLine,
@@ -38,19 +45,8 @@ interface HistoryArgs extends Omit<CommonArgs, 'host'> {
   namespace?: string;
 }
 
-export function parseSince(value: string, now = new Date()): Date {
-  const relative = ms(value as ms.StringValue);
-  if (typeof relative === 'number' && Number.isFinite(relative) && relative >= 0) {
-    return new Date(now.getTime() - relative);
-  }
-  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
-    const absolute = new Date(value);
-    if (!Number.isNaN(absolute.getTime())) return absolute;
-  }
-  throw new UsageError(
-    `--since "${value}": expected a duration such as 2h or 30m, or an ISO-8601 time`,
-  );
-}
+/** Moved to cli/options.ts (`baton audit` takes `--since` too); exported here as before. */
+export { parseSince };
 
 export const historyCommand: CommandModule<object, HistoryArgs> = {
   command: 'history [job..]',
@@ -118,6 +114,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     const frame = async (): Promise<Frame> => {
       let runs: Run[] = [];
       let pauses: Pause[] = [];
+      let actions = new Map<number, AuditRecord[]>();
       let conn;
       try {
         conn = await openConnection(target, { create: false });
@@ -138,6 +135,11 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
                 .flatMap((f) => f.rows);
         // A database from before the pauses table (migration 0003) has none.
         pauses = await listPauses(conn, namespace).catch(() => []);
+        actions = await actionsByRun(
+          conn,
+          namespace,
+          runs.filter((r) => r.winner).map((r) => r.id),
+        );
       } catch (err) {
         if (!isMissingSchemaError(err)) throw err;
         // A database nobody has started baton on yet simply has no history.
@@ -160,7 +162,13 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       // Nothing in the fallback namespace: most likely run outside the schedules file's folder.
       const hint = runs.length === 0 ? namespaceHint(resolved) : null;
       const hinted = hint ? `baton: hint: ${hint}\n` : '';
-      if (args.json) return done(`${JSON.stringify(runs.map(runToJson), null, 2)}\n`, hinted);
+      if (args.json) {
+        const rows = runs.map((r) => ({
+          ...runToJson(r),
+          actions: (actions.get(r.id) ?? []).map(actionToJson),
+        }));
+        return done(`${JSON.stringify(rows, null, 2)}\n`, hinted);
+      }
       // The first line says which namespace was read and why; --json stays an array of rows.
       const header = `${namespaceLine(resolved)}\n`;
       if (runs.length === 0) {
@@ -170,11 +178,11 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         );
       }
       const paint = painter();
-      if (wide) return done(header + renderAttempts(runs, paint));
+      if (wide) return done(header + renderAttempts(runs, paint, actions));
       const fires = groupFires(runs);
       const width = terminalWidth();
       const fitted = `${clip(namespaceLine(resolved), width)}\n`;
-      return done(fitted + renderFires(fires, { now: new Date(), width, paint, zones }));
+      return done(fitted + renderFires(fires, { now: new Date(), width, paint, zones, actions }));
     };
 
     // The title names the view, never the options: a --database-url may carry a password.

@@ -10,6 +10,9 @@
  * pause that exists needs none); without one, the namespace's history and pauses say which jobs
  * exist. `resume` lifts any pause there is — also of a job since removed from the file — and
  * refuses a name nothing knows.
+ *
+ * Both are recorded in the audit (`baton audit`): the operator (src/operator.ts), the host, the
+ * reason. The pause row's `paused_by` is `operator@host`, so a skip row says whom to ask.
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
@@ -26,6 +29,8 @@ import {
   resumeJob,
   type Pause,
 } from '../../store/pauses.js';
+import { operatorName } from '../../operator.js';
+import { recordAction } from '../../store/audit.js';
 import { action } from '../action.js';
 import { pauseToJson } from '../format.js';
 import {
@@ -56,6 +61,15 @@ const namespaceOption = {
 const jsonOption = { type: 'boolean', default: false, describe: 'print one JSON object' } as const;
 
 type Connection = Awaited<ReturnType<typeof openConnection>>;
+
+/** `--reason`, trimmed (empty: none), at most REASON_MAX characters. */
+function checkReason(value: unknown): string | null {
+  const reason = value != null ? String(value).trim() || null : null;
+  if (reason != null && reason.length > REASON_MAX) {
+    throw new UsageError(`--reason is longer than ${REASON_MAX} characters`);
+  }
+  return reason;
+}
 
 function checkJobName(name: string): void {
   const check = jobNameSchema.safeParse(name);
@@ -118,12 +132,12 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
   handler: action(async (args: PauseArgs) => {
     const name = String(args.job);
     checkJobName(name);
-    const reason = args.reason != null ? String(args.reason).trim() || null : null;
-    if (reason != null && reason.length > REASON_MAX) {
-      throw new UsageError(`--reason is longer than ${REASON_MAX} characters`);
-    }
+    const reason = checkReason(args.reason);
     const namespace = resolveNamespace(args);
-    const pausedBy = resolveHost(args);
+    const host = resolveHost(args);
+    const operator = operatorName();
+    // Who, and where from: `alice@web-1` in the skip rows, `status` and `list`.
+    const pausedBy = `${operator}@${host}`;
     const target = resolveDatabase(args);
     const { before, after, forced } = await withPauses(target, async (conn) => {
       const pauses = await listPauses(conn, namespace);
@@ -138,6 +152,17 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
       }
       const before = await findPause(conn, namespace, name);
       await pauseJob(conn, namespace, name, reason, pausedBy);
+      await recordAction(conn, {
+        namespace,
+        action: 'pause',
+        job: name,
+        operator,
+        via: 'cli',
+        host,
+        reason,
+        outcome: before ? 'renewed the pause' : 'paused',
+        details: forced ? { forced } : null,
+      });
       return { before, after: await findPause(conn, namespace, name), forced };
     });
     if (args.json) {
@@ -168,12 +193,15 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
+      .option('reason', { type: 'string', describe: 'why, for the audit' })
       .option('namespace', namespaceOption)
       .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
     const name = String(args.job);
     checkJobName(name);
+    const reason = checkReason(args.reason);
     const namespace = resolveNamespace(args);
+    const host = resolveHost(args);
     const target = resolveDatabase(args);
     const { before, removed } = await withPauses(target, async (conn) => {
       const pauses = await listPauses(conn, namespace);
@@ -190,7 +218,18 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
           );
         }
       }
-      return { before, removed: before != null && (await resumeJob(conn, namespace, name)) };
+      const removed = before != null && (await resumeJob(conn, namespace, name));
+      await recordAction(conn, {
+        namespace,
+        action: 'resume',
+        job: name,
+        operator: operatorName(),
+        via: 'cli',
+        host,
+        reason,
+        outcome: removed ? `resumed (it was ${pausedReason(before)})` : 'nothing to do: not paused',
+      });
+      return { before, removed };
     });
     if (args.json) {
       const doc = { job: name, namespace, resumed: removed, wasPaused: pauseToJson(before) };

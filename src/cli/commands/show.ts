@@ -5,6 +5,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
+import type { AuditRecord } from '../../store/audit.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { findRun } from '../../store/history-reads.js';
@@ -12,7 +13,8 @@ import type { Run } from '../../store/runs.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { durationCell, runToJson } from '../format.js';
-import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
+import { parseRunId, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 
 interface ShowArgs extends CommonArgs {
   runId: string;
@@ -41,20 +43,17 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       })
       .option('json', { type: 'boolean', default: false, describe: 'print JSON' }) as never,
   handler: action(async (args: ShowArgs) => {
-    const raw = String(args.runId).trim();
-    // Ids are BIGINT UNSIGNED; anything else can only be a typo.
-    if (!/^[1-9]\d{0,19}$/.test(raw)) {
-      throw new UsageError(`run id "${args.runId}": expected a positive whole number`);
-    }
-    const id = Number(raw);
-    if (!Number.isSafeInteger(id)) throw new UsageError(`run id "${raw}": no such run`);
+    const id = parseRunId(args.runId);
     const target = resolveDatabase(args);
 
     let run: Run | null = null;
+    let actions: AuditRecord[] = [];
     let conn;
     try {
       conn = await openConnection(target, { create: false });
       run = await findRun(conn, id);
+      // Who acted on it (a kill, a manual run), oldest first like the rest of the page.
+      if (run) actions = ((await actionsByRun(conn, run.namespace, [id])).get(id) ?? []).reverse();
     } catch (err) {
       // A database nobody has started baton on yet has no runs at all.
       if (!isMissingSchemaError(err)) throw err;
@@ -68,7 +67,8 @@ export const showCommand: CommandModule<object, ShowArgs> = {
     }
 
     if (args.json) {
-      process.stdout.write(`${JSON.stringify(runDetailToJson(run), null, 2)}\n`);
+      const doc = { ...runDetailToJson(run), actions: actions.map(actionToJson) };
+      process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
       return ExitCode.Ok;
     }
     const fields: [string, string][] = [
@@ -97,6 +97,10 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       .map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`)
       .join('\n');
     text += '\n';
+    if (actions.length > 0) {
+      text += `\noperators' actions on this run (baton audit):\n`;
+      text += actions.map((a) => `  ${actionLine(a)}\n`).join('');
+    }
     if (run.outputTail == null || run.outputTail === '') {
       if (run.status === 'running') {
         text += `\n(running: \`baton logs ${run.id} --follow\` prints its output as it comes)\n`;

@@ -18,7 +18,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   'use strict';
   var REFRESH_MS = 5000;
   var LETTERS = {
-    done: 'D', failed: 'F', timeout: 'T', lost: 'L', interrupted: 'I', running: 'R',
+    done: 'D', failed: 'F', timeout: 'T', lost: 'L', interrupted: 'I', killed: 'K', running: 'R',
     missed: 'M', skipped: 'S', paused: 'P'
   };
   var HOSTS_LISTED = 8;

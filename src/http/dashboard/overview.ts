@@ -57,6 +57,7 @@ export type FireOutcome =
   | 'timeout'
   | 'lost'
   | 'interrupted'
+  | 'killed'
   | 'running'
   | 'missed'
   | 'skipped'
@@ -294,6 +295,7 @@ const SHOWN_FIRST: readonly RunStatus[] = [
   'lost',
   'timeout',
   'failed',
+  'killed',
   'interrupted',
   'done',
 ];

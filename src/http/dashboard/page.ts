@@ -36,6 +36,7 @@ const LEGEND: [outcome: string, letter: string, meaning: string][] = [
   ['timeout', 'T', 'timeout'],
   ['lost', 'L', 'lost (its runner vanished)'],
   ['interrupted', 'I', 'interrupted (runner stopped)'],
+  ['killed', 'K', 'killed (by an operator)'],
   ['running', 'R', 'running'],
   ['missed', 'M', 'missed (nobody attempted it)'],
   ['skipped', 'S', 'skipped by every runner'],

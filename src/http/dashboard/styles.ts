@@ -11,7 +11,7 @@ export const DASHBOARD_CSS = String.raw`
   --err-bg: #ffebe9; --err-line: #ff8182; --code-bg: #f6f8fa;
   --done: #1a7f37; --failed: #cf222e; --timeout: #bc4c00; --lost: #8250df;
   --interrupted: #9a6700; --running: #0969da; --missed: #59636e; --skipped: #d1d9e0;
-  --paused: #eac54f; --skip-dot: #59636e;
+  --paused: #eac54f; --skip-dot: #59636e; --killed: #953800;
 }
 @media (prefers-color-scheme: dark) {
   :root {
@@ -20,7 +20,7 @@ export const DASHBOARD_CSS = String.raw`
     --err-bg: #3c1618; --err-line: #da3633; --code-bg: #0d1117;
     --done: #2f9e4f; --failed: #e5484d; --timeout: #d9822b; --lost: #a371f7;
     --interrupted: #c69026; --running: #4493f8; --missed: #9198a1; --skipped: #3d444d;
-    --paused: #d4a72c; --skip-dot: #c9d1d9;
+    --paused: #d4a72c; --skip-dot: #c9d1d9; --killed: #e16f24;
   }
 }
 * { box-sizing: border-box; }
@@ -107,6 +107,7 @@ tbody th { font-weight: 600; }
 .o-timeout .sym, .sym.o-timeout { background: var(--timeout); }
 .o-lost .sym, .sym.o-lost { background: var(--lost); }
 .o-interrupted .sym, .sym.o-interrupted { background: var(--interrupted); }
+.o-killed .sym, .sym.o-killed { background: var(--killed); }
 .o-running .sym, .sym.o-running { background: var(--running); }
 .o-missed .sym, .sym.o-missed { background: transparent; color: var(--missed); box-shadow: inset 0 0 0 1.5px var(--missed); }
 .o-skipped .sym, .sym.o-skipped { background: var(--skipped); color: var(--text); }
