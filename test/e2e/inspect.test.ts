@@ -605,6 +605,7 @@ jobs:
       lockConnectionId: expect.any(Number),
       outputTail: failed.output_tail,
       params: null,
+      actions: [],
     });
     expect(j.outputTail).toMatch(/to-stdout\n/);
     expect(j.outputTail).toMatch(/to-stderr\n/);
