@@ -24,7 +24,12 @@ export const FINAL_STATUSES = RUN_STATUSES.filter(
   (s): s is FinalStatus => s !== 'running' && s !== 'skipped' && s !== 'missed',
 );
 
-export const TRIGGERS = ['schedule', 'manual', 'catchup'] as const;
+/**
+ * What started a run: its schedule, an operator now (`manual`, at the moment asked), a runner
+ * catching up, or an operator running a past fire with its own instant (`rerun`: `baton run
+ * --fire`, `baton backfill`; any generation of the fire, see docs/history.md "Re-runs").
+ */
+export const TRIGGERS = ['schedule', 'manual', 'catchup', 'rerun'] as const;
 export type Trigger = (typeof TRIGGERS)[number];
 
 /**

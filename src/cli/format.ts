@@ -67,6 +67,7 @@ export function runToJson(run: Run) {
     id: run.id,
     job: run.job,
     scheduledAt: run.scheduledAt.toISOString(),
+    rerun: run.rerun,
     winner: run.winner,
     workerSlot: run.workerSlot,
     trigger: run.trigger,
@@ -81,6 +82,7 @@ export function runToJson(run: Run) {
     exitCode: run.exitCode,
     attempts: run.attempts,
     error: run.error,
+    params: run.params,
   };
 }
 

@@ -74,10 +74,14 @@ export interface FireSummary {
   /** Why nobody ran it: the skips' kind (`paused`, `overlap`), when nobody did. */
   skipKind: string | null;
   manual: boolean;
+  /** The fire's latest generation: how many times it was re-run (0: never). */
+  reruns: number;
 }
 
 export function summarise(fire: Fire): FireSummary {
-  const winners = fire.rows.filter((r) => r.winner);
+  // A re-run fire is what its latest generation came to (a failure re-run with success is done).
+  const generation = Math.max(0, ...fire.rows.filter((r) => r.winner).map((r) => r.rerun));
+  const winners = fire.rows.filter((r) => r.winner && r.rerun === generation);
   const skips = fire.rows.filter((r) => r.status === 'skipped');
   const missed = fire.rows.find((r) => r.status === 'missed');
   const outcome: RunStatus =
@@ -99,6 +103,7 @@ export function summarise(fire: Fire): FireSummary {
     skippedBy: new Set(skips.map((s) => s.host)).size,
     skipKind: winners.length === 0 && !missed ? (skips[0]?.reasonKind ?? null) : null,
     manual: fire.rows.some((r) => r.trigger === 'manual'),
+    reruns: generation,
   };
 }
 
@@ -148,6 +153,7 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
     // The exit code, the reasons and the errors are in the wide view (and `baton explain`).
     const notes = [
       s.manual ? 'manual' : '',
+      s.reruns > 0 ? `re-run ×${s.reruns}` : '',
       ...actionNotes(f, o.actions),
       s.skippedBy > 0 ? `skipped by ${s.skippedBy}` : '',
     ];

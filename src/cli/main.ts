@@ -35,6 +35,7 @@ async function withCommands(cli: Argv): Promise<Argv> {
     notifications,
     kill,
     audit,
+    backfill,
   ] = await Promise.all([
     import('./commands/start.js'),
     import('./commands/run.js'),
@@ -51,10 +52,12 @@ async function withCommands(cli: Argv): Promise<Argv> {
     import('./commands/notifications.js'),
     import('./commands/kill.js'),
     import('./commands/audit.js'),
+    import('./commands/backfill.js'),
   ]);
   return cli
     .command(start.startCommand)
     .command(run.runCommand)
+    .command(backfill.backfillCommand)
     .command(status.statusCommand)
     .command(history.historyCommand)
     .command(explain.explainCommand)

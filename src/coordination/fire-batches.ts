@@ -26,7 +26,7 @@ export interface HolderFacts {
   holder: number | null;
   /** The holder's `running` row of the job (the latest), if it has one. */
   run: Run | null;
-  /** The winner of the asked fire (its first slot taken), if it was claimed. */
+  /** The winner of the asked fire's generation (its first slot taken), if it was claimed. */
   winner: Run | null;
   /** The live registered runner whose lock session the holder is. */
   host: string | null;
@@ -36,6 +36,8 @@ export interface HolderAsk {
   lockName: string;
   job: string;
   scheduledAt: Date;
+  /** The generation contended (a re-run's); default 0. */
+  rerun?: number;
 }
 
 export class FireBatches {
@@ -92,7 +94,10 @@ export class FireBatches {
           run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
           winner: firstSlot(
             winners.filter(
-              (r) => r.job === ask.job && r.scheduledAt.getTime() === ask.scheduledAt.getTime(),
+              (r) =>
+                r.job === ask.job &&
+                r.scheduledAt.getTime() === ask.scheduledAt.getTime() &&
+                r.rerun === (ask.rerun ?? 0),
             ),
           ),
           host: holder == null ? null : (hosts.get(holder) ?? null),

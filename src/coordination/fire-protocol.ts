@@ -11,8 +11,8 @@
  *    A return of 0 means another run holds it: record a skip that names the holder. NULL is an
  *    error (broken session), never a skip.
  *
- * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, winner)`. The lock alone double-runs
- *    short jobs when hosts disagree about the time: a host 2 s late finds the lock free again
+ * 2. The fire key, `UNIQUE (namespace, job, scheduled_at, rerun, winner)`. The lock alone
+ *    double-runs short jobs when hosts disagree about the time: a host 2 s late finds the lock free again
  *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
  *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
  *
@@ -35,6 +35,11 @@
  * blocking the shared lock session) until a deadline, `allow` takes no job lock at all — the
  * fire key alone then gives one winner per fire, and runs of different fires may overlap.
  *
+ * A re-run (`baton run --fire T`, trigger `rerun`) is a new generation of fire T (`rerun` =
+ * 1, 2, …; 0 when T never had a winner): the same steps, the same lock, a fire key place of its
+ * own — so its generation, like every other, has one winner, and while it runs the job's lock
+ * keeps every other run of the job (of this fire or any) out. Never stale: it is past on purpose.
+ *
  * Fan-out (`workers: N`) repeats steps 1–2 over N worker slots: each slot has its own lock and
  * its own place in the fire key (`winner` = the slot), and a runner takes the first slot it can
  * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
@@ -46,7 +51,7 @@ import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
 import { abandonClaim, claimFires } from '../store/fire-claims.js';
-import { findWinnerOnHost, findWinner } from '../store/fire-reads.js';
+import { findAttemptWinner, findWinnerOnHost } from '../store/fire-reads.js';
 import type { OrphanRun } from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
 import type { SkipKind } from '../run-status.js';
@@ -126,7 +131,7 @@ export const DESCRIBE_DELAY_MS = 20;
 export const STALE_FIRE_MS = 250;
 
 function isStale(c: FireContext, attempt: Attempt): boolean {
-  if (attempt.trigger === 'manual') return false;
+  if (attempt.trigger === 'manual' || attempt.trigger === 'rerun') return false;
   const now = c.now?.().getTime() ?? Date.now();
   return now - (attempt.startAt ?? attempt.scheduledAt).getTime() > STALE_FIRE_MS;
 }
@@ -163,6 +168,7 @@ export async function contend(
       attempt.job,
       attempt.scheduledAt,
       c.host,
+      attempt.rerun ?? 0,
     );
     if (mine) return skip(skips.slotAlreadyTaken(mine.workerSlot));
   }
@@ -199,7 +205,7 @@ export async function contend(
     // been run by a runner that was on time. Look before taking the job's lock: holding it while
     // the fire key refuses this old fire would make the runners on time skip the job's *next*
     // fire, met at that very moment ("being claimed by …"), and lose it.
-    const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+    const winner = await findAttemptWinner(c.pool, c.namespace, attempt);
     if (winner) return skip(skips.fireHasWinner(winner));
   }
 
@@ -239,7 +245,7 @@ async function contendSlots(
     const got = await acquire(c, lockName, slotAttempt, options);
     if (got === 'taken') {
       // While this fire waited in the queue, another runner won this very fire.
-      const winner = await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt);
+      const winner = await findAttemptWinner(c.pool, c.namespace, attempt);
       busy.push(skips.fireHasWinner(winner));
       continue;
     }
@@ -305,7 +311,7 @@ async function acquire(
     if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return 'acquired';
     const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
     if (until == null || options.signal?.aborted) return 'busy';
-    if (await findWinner(c.pool, c.namespace, attempt.job, attempt.scheduledAt)) return 'taken';
+    if (await findAttemptWinner(c.pool, c.namespace, attempt)) return 'taken';
     const now = c.now?.().getTime() ?? Date.now();
     const wait = Math.min(QUEUE_POLL_MS, until - now);
     if (wait <= 0) return 'busy';
@@ -349,13 +355,7 @@ async function claim(
   }
   if (claimed !== 'taken') return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
   if (lockName) await c.lock.release(lockName);
-  const winner = await findWinner(
-    c.pool,
-    c.namespace,
-    attempt.job,
-    attempt.scheduledAt,
-    attempt.slot,
-  );
+  const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }
 

@@ -33,6 +33,7 @@ export async function describeHolder(
     lockName,
     job: attempt.job,
     scheduledAt: attempt.scheduledAt,
+    rerun: attempt.rerun ?? 0,
   });
   const final = (skip: SkipReason): LockHolder => ({ skip, passing: null });
   if (facts.holder == null) {
@@ -41,7 +42,7 @@ export async function describeHolder(
       ? final(skips.fireHasWinner(facts.winner))
       : { skip: skips.lockFreedMeanwhile(), passing: 'free' };
   }
-  if (facts.run) return final(skips.heldByRun(facts.run, attempt.scheduledAt));
+  if (facts.run) return final(skips.heldByRun(facts.run, attempt.scheduledAt, attempt.trigger));
   // No running row: the holder may have just finished this very fire (its verdict is written
   // before its lock is released)…
   if (facts.winner) return final(skips.fireHasWinner(facts.winner));

@@ -7,7 +7,7 @@
  * Every sentence names who has the fire or the lock and which run that is, so that an operator
  * reading a skip row never has to guess why this host stood aside. docs/history.md lists them.
  */
-import type { SkipKind } from '../run-status.js';
+import type { SkipKind, Trigger } from '../run-status.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 
@@ -53,12 +53,26 @@ export function runningHere(host: string, fire: Date): SkipReason {
 }
 
 /** The run that holds the job's lock, seen from the fire at `scheduledAt`. */
-export function heldByRun(run: Run, scheduledAt: Date): SkipReason {
+export function heldByRun(run: Run, scheduledAt: Date, trigger?: Trigger): SkipReason {
   const started = `started ${iso(run.startedAt)}`;
   if (run.trigger === 'manual') {
     return { kind: 'overlap', text: `a manual run is running on ${run.host} (${started})` };
   }
   const delta = run.scheduledAt.getTime() - scheduledAt.getTime();
+  // A re-run of a past fire, or a fire met by one: the other fire's instant says nothing of clocks.
+  if (run.trigger === 'rerun' || trigger === 'rerun') {
+    const what = run.trigger === 'rerun' ? 'a re-run of' : 'a run of';
+    if (delta === 0 && trigger === 'rerun') {
+      return {
+        kind: 'taken',
+        text: `this fire is being run on ${run.host} (run ${run.id}, ${started})`,
+      };
+    }
+    return {
+      kind: 'overlap',
+      text: `${what} the fire ${iso(run.scheduledAt)} is running on ${run.host} (run ${run.id}, ${started})`,
+    };
+  }
   if (delta === 0)
     return { kind: 'taken', text: `this fire is running on ${run.host} (${started})` };
   if (delta < 0) {

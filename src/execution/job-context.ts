@@ -23,11 +23,18 @@ export interface FireInfo {
    * `{ slot: 1, count: 1 }` for an ordinary job). Use the slot as the worker id when claiming rows.
    */
   worker: { slot: number; count: number };
+  /**
+   * The manual parameters of this run (`baton run --env K=V`), by name; `{}` for a scheduled
+   * fire. They are in the environment too; BATON_PARAMS lists their names.
+   */
+  params?: Record<string, string>;
 }
 
 /** The argument of a module job's default export: `export default async (ctx: JobContext) => …`. */
 export interface JobContext extends FireInfo {
   fire: FireInfo;
+  /** The run's manual parameters (`baton run --env K=V`); `{}` when there are none. */
+  params: Record<string, string>;
   /** A pino logger bound to job, runId and host; it writes to the run's output. */
   log: Logger;
   /**
@@ -55,7 +62,23 @@ export function fireEnvironment(fire: FireInfo): Record<string, string> {
     BATON_ATTEMPT: String(fire.attempt),
     BATON_WORKER: String(fire.worker.slot),
     BATON_WORKERS: String(fire.worker.count),
+    // The names only: the values are the variables themselves (and may be secrets).
+    ...(fire.params && Object.keys(fire.params).length > 0
+      ? { BATON_PARAMS: JSON.stringify(Object.keys(fire.params)) }
+      : {}),
   };
+}
+
+/** The run's parameters inside the job's process: the variables BATON_PARAMS names. */
+function paramsFromEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
+  let names: unknown;
+  try {
+    names = JSON.parse(env.BATON_PARAMS ?? '[]');
+  } catch {
+    return {};
+  }
+  if (!Array.isArray(names)) return {};
+  return Object.fromEntries(names.map((n) => [String(n), env[String(n)] ?? '']));
 }
 
 /** The inverse of `fireEnvironment`, for the module host inside the child process. */
@@ -72,5 +95,6 @@ export function fireFromEnvironment(env: NodeJS.ProcessEnv): FireInfo {
     host: env.BATON_HOST ?? '',
     attempt: Number(env.BATON_ATTEMPT ?? 1),
     worker: { slot: Number(env.BATON_WORKER ?? 1), count: Number(env.BATON_WORKERS ?? 1) },
+    params: paramsFromEnvironment(env),
   };
 }

@@ -29,6 +29,7 @@ import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import { plannedStart } from '../schedule/jitter.js';
 import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
+import type { RunParams } from '../store/runs.js';
 import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
 import type { Limiter } from './limiter.js';
 import { localOverlap, takesContentionPlace, LocalRuns, type LocalRun } from './local-runs.js';
@@ -85,6 +86,12 @@ export interface FireOptions {
   output?: OutputWriter;
   /** Masked as `***` in the kept output and tail (config/connections.ts: outputSecrets). */
   secrets?: readonly string[];
+  /** The fire's generation to claim (a re-run, trigger `rerun`); default 0. */
+  rerun?: number;
+  /** Claim only while no generation of the fire has a `done` run (see Attempt.unlessDone). */
+  unlessDone?: boolean;
+  /** Manual parameters: given to the job (`ctx.params`), and as recorded on its row (masked). */
+  params?: { given: Record<string, string>; recorded: RunParams | null };
 }
 
 /** A fire under way: `contended` settles once the run has started or the fire is over. */
@@ -167,6 +174,9 @@ async function runFire(
       trigger: o.trigger,
       host: ctx.host,
       pid: ctx.pid,
+      ...(o.rerun ? { rerun: o.rerun } : {}),
+      ...(o.unlessDone ? { unlessDone: true } : {}),
+      ...(o.params?.recorded ? { params: o.params.recorded } : {}),
     };
     const contendStart = performance.now();
     let claim: Contention;
@@ -275,6 +285,7 @@ async function attemptAndRecord(
       host: c.host,
       attempt: 1,
       worker: { slot: claim.slot, count: job.workers },
+      ...(o.params ? { params: o.params.given } : {}),
     };
     const { result, attempts } = await attemptRuns(c, job, fire, control, onStarted, database, o);
     // From here on the run is bookkeeping only: the next fire may wait for it (local-runs.ts).
@@ -288,7 +299,7 @@ async function attemptAndRecord(
     if (job.notify) {
       const scope = { namespace: c.namespace, subject: job.name, fire: ref.scheduledAt };
       outcome.notices = {
-        scope: { ...scope, slot: claim.slot },
+        scope: { ...scope, slot: claim.slot, rerun: o.rerun ?? 0 },
         targets: eventTargets(job.notify),
       };
     }

@@ -243,14 +243,16 @@ export function verdictOf(
   now: Date,
   notAFire: string | null = null,
 ): string {
-  // A fan-out fire (`workers: N`) has a winner per slot: every one is named.
+  // A fan-out fire (`workers: N`) has a winner per slot, a re-run fire one per generation
+  // (rows come generation by generation): every one is named.
   const winners = rows.filter((r) => r.winner);
+  const slotted = (w: Run) => winners.filter((o) => o.rerun === w.rerun).length > 1;
   const missed = rows.find((r) => r.status === 'missed');
   const skips = rows.filter((r) => r.status === 'skipped');
   const parts: string[] = [];
   if (winners.length > 0) {
     parts.push(
-      winners.map((w) => winnerPhrase(w, now, winners.length > 1 ? w.workerSlot : null)).join(', '),
+      winners.map((w) => winnerPhrase(w, now, slotted(w) ? w.workerSlot : null)).join(', '),
     );
     if (skips.length > 0) parts.push(`${count(skips.length, 'runner')} skipped`);
   } else if (missed) {
@@ -300,7 +302,9 @@ export function verdictOf(
 
 function winnerPhrase(w: Run, now: Date, slot: number | null = null): string {
   const how =
-    (w.trigger === 'schedule' ? '' : ` (${w.trigger})`) + (slot != null ? ` [slot ${slot}]` : '');
+    (w.trigger === 'schedule' ? '' : ` (${w.trigger})`) +
+    (w.rerun > 0 ? ` [generation ${w.rerun}]` : '') +
+    (slot != null ? ` [slot ${slot}]` : '');
   const tries = w.attempts > 1 ? `, ${w.attempts} attempts` : '';
   if (w.status === 'running') {
     return `running on ${w.host}${how} since ${formatInstant(w.startedAt)} (for ${formatDuration(now.getTime() - w.startedAt.getTime(), 'table')}${tries})`;

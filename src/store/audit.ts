@@ -78,6 +78,18 @@ export async function setActionOutcome(
   ]);
 }
 
+/**
+ * Replaces an action's details while it goes on: a backfill's progress (its last fire done), so
+ * that a backfill started again with the same range resumes after it (cli/commands/backfill.ts).
+ */
+export async function setActionDetails(
+  db: Queryable,
+  id: number,
+  details: Record<string, unknown>,
+): Promise<void> {
+  await db.query('UPDATE baton_audit SET details = ? WHERE id = ?', [JSON.stringify(details), id]);
+}
+
 export interface AuditFilter {
   namespace: string;
   since?: Date | null;

@@ -4,7 +4,7 @@
  *
  * The daemon may serve a thousand jobs to several viewers every few seconds, so every read is
  * bounded and walks a key: a job's fires along the fire key `baton_runs_fire (namespace, job,
- * scheduled_at, winner)` backwards, its failures along `baton_runs_job_status (namespace, job,
+ * scheduled_at, rerun, winner)` backwards, its failures along `baton_runs_job_status (namespace, job,
  * status, scheduled_at)` (migration 0005, applied by every runner at start). Jobs are asked about
  * in batches (one statement of UNION ALL parts per JOBS_PER_STATEMENT jobs), so a thousand jobs
  * cost a few dozen round trips rather than thousands. No statement reads a job's whole history;
@@ -45,6 +45,8 @@ export interface FireRow {
   scheduledAt: Date;
   /** The worker slot of a winner (1…N), 0 on a `missed` row, null on a skip. */
   winner: number | null;
+  /** The fire's generation (0: its scheduled run; 1, 2, …: re-runs). */
+  rerun: number;
   trigger: Trigger;
   status: RunStatus;
   reason: string | null;
@@ -71,7 +73,7 @@ export function firesPerJob(jobCount: number): number {
  */
 export function fireRowsSql(fires: number): string {
   const n = Math.trunc(fires);
-  return `(SELECT r.id, r.job, r.scheduled_at, r.winner, r.triggered_by, r.status,
+  return `(SELECT r.id, r.job, r.scheduled_at, r.rerun, r.winner, r.triggered_by, r.status,
         LEFT(r.reason, ${NOTE_CHARS + 1}) AS reason, r.host, r.exit_code,
         TIMESTAMPDIFF(MICROSECOND, r.started_at, r.finished_at) DIV 1000 AS duration_ms,
         LEFT(r.error, ${NOTE_CHARS + 1}) AS error
@@ -118,6 +120,7 @@ function toFireRow(r: RowDataPacket): FireRow {
     job: String(r.job),
     scheduledAt: r.scheduled_at as Date,
     winner: r.winner == null ? null : Number(r.winner),
+    rerun: Number(r.rerun ?? 0),
     trigger: r.triggered_by as Trigger,
     status: r.status as RunStatus,
     reason: r.reason == null ? null : truncate(String(r.reason), NOTE_CHARS),

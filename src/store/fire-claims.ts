@@ -4,8 +4,8 @@
  * and the `missed` mark of a fire nobody attempted. Plus `abandonClaim`, which closes a claim whose
  * answer was lost.
  *
- * The claim is one INSERT that the unique fire key `(namespace, job, scheduled_at, winner)`
- * decides: whoever inserts a slot of a fire first has won it, and every later insert of that
+ * The claim is one INSERT that the unique fire key `(namespace, job, scheduled_at, rerun, winner)`
+ * decides (`rerun`: the fire's generation, 0 but for a re-run — docs/history.md, "Re-runs"): whoever inserts a slot of a fire first has won it, and every later insert of that
  * slot is a duplicate key (`taken`), whatever the runners' clocks said. The job's lock
  * (coordination/fire-protocol.ts) keeps runs from overlapping; this key is what keeps a fire from
  * running twice when a late host finds the lock free again.
@@ -35,8 +35,8 @@ export interface Claim {
   lockConnectionId: number | null;
 }
 
-const CLAIM_COLUMNS = `(namespace, job, scheduled_at, winner, triggered_by, status, host, pid,
-  lock_connection_id, started_at, attempts)`;
+const CLAIM_COLUMNS = `(namespace, job, scheduled_at, rerun, winner, triggered_by, status, host,
+  pid, lock_connection_id, params, started_at, attempts)`;
 
 function claimValues(c: Claim): unknown[] {
   const a = c.attempt;
@@ -44,11 +44,13 @@ function claimValues(c: Claim): unknown[] {
     a.namespace,
     a.job,
     a.scheduledAt,
+    a.rerun ?? 0,
     a.slot ?? 1,
     a.trigger,
     a.host,
     a.pid,
     c.lockConnectionId,
+    a.params ? JSON.stringify(a.params) : null,
   ];
 }
 
@@ -65,7 +67,7 @@ function claimValues(c: Claim): unknown[] {
  * giving them up would leave their fires to nobody.
  */
 export async function claimFires(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
-  if (claims.length > 1) {
+  if (claims.length > 1 && !claims.some((c) => c.attempt.unlessDone)) {
     const order = claims.map((_, i) => i).sort((i, j) => compareFireKeys(claims[i]!, claims[j]!));
     try {
       const sorted = await claimTogether(
@@ -89,17 +91,36 @@ function compareFireKeys(a: Claim, b: Claim): number {
   const x = a.attempt;
   const y = b.attempt;
   if (x.job !== y.job) return x.job < y.job ? -1 : 1;
-  return x.scheduledAt.getTime() - y.scheduledAt.getTime() || (x.slot ?? 1) - (y.slot ?? 1);
+  return (
+    x.scheduledAt.getTime() - y.scheduledAt.getTime() ||
+    (x.rerun ?? 0) - (y.rerun ?? 0) ||
+    (x.slot ?? 1) - (y.slot ?? 1)
+  );
 }
 
+/** A re-run's condition (`unlessDone`): no generation of the fire has a `done` run. */
+const NOT_DONE = `AND NOT EXISTS (SELECT 1 FROM baton_runs AS d
+  WHERE d.namespace = ? AND d.job = ? AND d.scheduled_at = ? AND d.winner >= 1
+    AND d.status = 'done')`;
+
 async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
+  const a = c.attempt;
   try {
     const [res] = await db.query<ResultSetHeader>(
       `INSERT INTO baton_runs ${CLAIM_COLUMNS}
-       SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE NOW(3) >= ?`,
-      [...claimValues(c), c.attempt.scheduledAt],
+       SELECT ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, NOW(3), 1 FROM DUAL
+        WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,
+      [
+        ...claimValues(c),
+        a.scheduledAt,
+        ...(a.unlessDone ? [a.namespace, a.job, a.scheduledAt] : []),
+      ],
     );
-    return res.affectedRows === 1 ? { runId: res.insertId } : 'early';
+    if (res.affectedRows === 1) return { runId: res.insertId };
+    if (!a.unlessDone) return 'early';
+    // Not inserted: early, or the fire has a `done` run by now (then it is taken: already ran).
+    const [[due]] = await db.query<RowDataPacket[]>('SELECT NOW(3) >= ? AS due', [a.scheduledAt]);
+    return Number(due?.due) === 1 ? 'taken' : 'early';
   } catch (err) {
     if (isDuplicateKeyError(err)) return 'taken';
     throw err;
@@ -113,11 +134,12 @@ async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
  */
 async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
   const row = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
-       ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id`;
+       ? AS rerun, ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id,
+       ? AS params`;
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs ${CLAIM_COLUMNS}
-     SELECT f.namespace, f.job, f.scheduled_at, f.winner, f.triggered_by, 'running', f.host,
-            f.pid, f.lock_connection_id, NOW(3), 1
+     SELECT f.namespace, f.job, f.scheduled_at, f.rerun, f.winner, f.triggered_by, 'running',
+            f.host, f.pid, f.lock_connection_id, f.params, NOW(3), 1
        FROM (${claims.map(() => row).join(' UNION ALL ')}) AS f
       WHERE NOW(3) >= f.scheduled_at`,
     claims.flatMap(claimValues),
@@ -133,6 +155,7 @@ async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<C
       (r) =>
         r.job === a.job &&
         r.scheduledAt.getTime() === a.scheduledAt.getTime() &&
+        r.rerun === (a.rerun ?? 0) &&
         r.workerSlot === (a.slot ?? 1),
     );
     if (!w) return 'early';
@@ -158,13 +181,14 @@ export async function abandonClaim(
 ): Promise<void> {
   await db.query(
     `UPDATE baton_runs SET status = 'failed', finished_at = NOW(3), error = ?
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner = ?
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND winner = ?
         AND lock_connection_id = ? AND status = 'running'`,
     [
       truncate(`baton could not confirm its claim of this fire: ${why}`, 2000),
       attempt.namespace,
       attempt.job,
       attempt.scheduledAt,
+      attempt.rerun ?? 0,
       attempt.slot ?? 1,
       lockConnectionId,
     ],
@@ -185,13 +209,14 @@ export interface Skip {
  */
 export async function insertSkips(db: Queryable, skips: readonly Skip[]): Promise<number[]> {
   const [res] = await db.query<ResultSetHeader>(
-    `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-       reason_kind, host, pid, started_at, finished_at)
-     VALUES ${skips.map(() => "(?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, ?, NOW(3), NOW(3))").join(', ')}`,
+    `INSERT INTO baton_runs (namespace, job, scheduled_at, rerun, winner, triggered_by, status,
+       reason, reason_kind, host, pid, started_at, finished_at)
+     VALUES ${skips.map(() => "(?, ?, ?, ?, NULL, ?, 'skipped', ?, ?, ?, ?, NOW(3), NOW(3))").join(', ')}`,
     skips.flatMap(({ attempt: a, reason, kind }) => [
       a.namespace,
       a.job,
       a.scheduledAt,
+      a.rerun ?? 0,
       a.trigger,
       truncate(reason, REASON_MAX),
       kind,

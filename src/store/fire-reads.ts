@@ -29,8 +29,9 @@ export async function databaseNow(db: Queryable): Promise<Date> {
 /**
  * The latest fire of `job` that its schedule produced (rows triggered by `schedule` or `catchup`;
  * a manual run is not a fire of the schedule), or null when the history has none. It walks the
- * fire key `(namespace, job, scheduled_at, winner)` backwards and stops at the first such row —
- * usually the first it reads. The key is forced (it exists since migration 0001): left to itself
+ * fire key `(namespace, job, scheduled_at, rerun, winner)` backwards and stops at the first such row —
+ * usually the first it reads. The key is forced (it exists since migration 0001; 0012 put `rerun`
+ * before `winner`, and the prefix walked here is unchanged): left to itself
  * MariaDB may walk `baton_runs_scheduled` backwards through every other job's newer rows, or
  * read the job's rows forwards and sort them. (Not MAX(): with `triggered_by` outside every key,
  * MAX reads the job's whole history.)
@@ -205,7 +206,8 @@ export async function firstFiresOf(
 
 /**
  * The winning row of one fire, if any runner claimed it: of the given worker slot, or of the
- * first slot taken.
+ * first slot taken; of the given generation (`rerun`), or of any — then the latest generation's,
+ * which says best what became of the fire (a failed run re-run with success has run).
  */
 export async function findWinner(
   db: Queryable,
@@ -213,30 +215,62 @@ export async function findWinner(
   job: string,
   scheduledAt: Date,
   slot?: number,
+  rerun?: number,
 ): Promise<Run | null> {
+  const params: unknown[] = [namespace, job, scheduledAt];
+  if (slot != null) params.push(slot);
+  if (rerun != null) params.push(rerun);
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
       WHERE namespace = ? AND job = ? AND scheduled_at = ?
-        AND ${slot == null ? 'winner >= 1' : 'winner = ?'}
-      ORDER BY winner LIMIT 1`,
-    slot == null ? [namespace, job, scheduledAt] : [namespace, job, scheduledAt, slot],
+        AND ${slot == null ? 'winner >= 1' : 'winner = ?'}${rerun == null ? '' : ' AND rerun = ?'}
+      ORDER BY rerun DESC, winner LIMIT 1`,
+    params,
   );
   return rows[0] ? toRun(rows[0]) : null;
 }
 
-/** The slot of one fire that `host` won, if it won one (fan-out: one slot per runner). */
+/** The winning row of the generation an attempt contends (its slot's, when given). */
+export function findAttemptWinner(
+  db: Queryable,
+  namespace: string,
+  a: { job: string; scheduledAt: Date; rerun?: number },
+  slot?: number,
+): Promise<Run | null> {
+  return findWinner(db, namespace, a.job, a.scheduledAt, slot, a.rerun ?? 0);
+}
+
+/** Every winning row of one fire, all generations and slots, oldest generation first. */
+export async function winnersOfFire(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+): Promise<Run[]> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner >= 1
+      ORDER BY rerun, winner`,
+    [namespace, job, scheduledAt],
+  );
+  return rows.map(toRun);
+}
+
+/** The slot of one fire (of generation `rerun`) that `host` won, if it won one. */
 export async function findWinnerOnHost(
   db: Queryable,
   namespace: string,
   job: string,
   scheduledAt: Date,
   host: string,
+  rerun = 0,
 ): Promise<Run | null> {
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner >= 1 AND host = ?
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND winner >= 1
+        AND host = ?
       LIMIT 1`,
-    [namespace, job, scheduledAt, host],
+    [namespace, job, scheduledAt, rerun, host],
   );
   return rows[0] ? toRun(rows[0]) : null;
 }
@@ -256,7 +290,7 @@ export async function runsOfLockSessions(
   return rows.map(toRun);
 }
 
-/** The winning rows (every slot) of the given fires. */
+/** The winning rows (every slot and generation: callers pick the one they contend) of fires. */
 export async function winnersOfFires(
   db: Queryable,
   namespace: string,

@@ -9,8 +9,9 @@ import type { ReasonKind, RunStatus } from '../run-status.js';
 import { COLUMNS, toRun, type Run, type RunRow } from './runs.js';
 
 /**
- * Every row of one fire: the winner first (then a `missed` mark), then the skips in the order they
- * were written (`baton explain`).
+ * Every row of one fire, generation by generation (its scheduled run, then each re-run): within
+ * one the winner first (then a `missed` mark), then the skips in the order they were written
+ * (`baton explain`).
  */
 export async function fireRows(
   db: Queryable,
@@ -21,7 +22,7 @@ export async function fireRows(
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
       WHERE namespace = ? AND job = ? AND scheduled_at = ?
-      ORDER BY winner IS NULL, winner DESC, id`,
+      ORDER BY rerun, winner IS NULL, winner DESC, id`,
     [namespace, job, scheduledAt],
   );
   return rows.map(toRun);
@@ -49,7 +50,8 @@ export interface HistoryFilter {
 
 /**
  * Newest fires first. The order matches an index so that a LIMIT reads only what it shows: for
- * one job the fire key (`…, scheduled_at, winner`: within a fire the winner first), otherwise
+ * one job the fire key (`…, scheduled_at, rerun, winner`: within a fire the latest generation
+ * first, and in it the winner first), otherwise
  * `baton_runs_scheduled` (newest row first within a fire). Measured on a million rows in
  * bench/scenarios/history-scale.ts.
  */
@@ -75,7 +77,7 @@ export async function listRuns(db: Queryable, filter: HistoryFilter): Promise<Ru
   const oneJob = typeof filter.job === 'string' || filter.job?.length === 1;
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs WHERE ${where.join(' AND ')}
-      ORDER BY ${oneJob ? 'scheduled_at DESC, winner DESC' : 'scheduled_at DESC, id DESC'}
+      ORDER BY ${oneJob ? 'scheduled_at DESC, rerun DESC, winner DESC' : 'scheduled_at DESC, id DESC'}
       LIMIT ?`,
     params,
   );
@@ -121,7 +123,7 @@ export async function recentRuns(
 
 /**
  * The latest run of `job` (a winner's row: scheduled, caught up or manual), or null; of a fan-out
- * fire, its highest slot. Both keys descending, so the fire key is read backwards from its end
+ * fire, its latest generation's highest slot. All keys descending, so the fire key is read backwards from its end
  * (one row), where mixed directions would sort every run of the job.
  */
 export async function latestRunOf(
@@ -132,7 +134,7 @@ export async function latestRunOf(
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs FORCE INDEX (baton_runs_fire)
       WHERE namespace = ? AND job = ? AND winner >= 1
-      ORDER BY scheduled_at DESC, winner DESC LIMIT 1`,
+      ORDER BY scheduled_at DESC, rerun DESC, winner DESC LIMIT 1`,
     [namespace, job],
   );
   return rows[0] ? toRun(rows[0]) : null;

@@ -146,7 +146,7 @@ export async function findOrphanRuns(
   jobs?: readonly string[],
 ): Promise<OrphanRun[]> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, job, host, lock_connection_id, scheduled_at, winner FROM baton_runs
+    `SELECT id, job, host, lock_connection_id, scheduled_at, rerun, winner FROM baton_runs
       WHERE namespace = ? AND status = 'running' AND attempts > 0
         ${jobs == null ? '' : 'AND job IN (?)'}
         AND ${RUNNER_GONE_SQL}`,
@@ -159,7 +159,7 @@ export async function findOrphanRuns(
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
     scheduledAt: r.scheduled_at as Date,
     slot: Number(r.winner ?? 1),
-    rerun: 0,
+    rerun: Number(r.rerun ?? 0),
   }));
 }
 

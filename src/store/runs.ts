@@ -13,7 +13,10 @@
  *
  * # The fire key
  *
- * `UNIQUE baton_runs_fire (namespace, job, scheduled_at, winner)` is the one-winner guarantee.
+ * `UNIQUE baton_runs_fire (namespace, job, scheduled_at, rerun, winner)` is the one-winner
+ * guarantee. `rerun` is the fire's generation (migration 0012): 0 on every scheduled, catch-up and
+ * ordinary manual row; 1, 2, … on the rows of re-runs of the fire (`baton run --fire T --again`,
+ * `baton backfill`), each generation with a winner of its own (docs/history.md, "Re-runs").
  * `winner` is the worker slot on a winner's row (1, or 1..N with `workers: N`), 0 on a `missed`
  * row and NULL on a skip. A second claim of the same slot of the same fire is a duplicate key —
  * the claimer lost, whatever the clocks said; a skip never collides (NULLs are never equal); a
@@ -84,6 +87,8 @@ export interface Run {
   namespace: string;
   job: string;
   scheduledAt: Date;
+  /** The fire's generation: 0 for its scheduled run, 1, 2, … for its re-runs (migration 0012). */
+  rerun: number;
   /** The row of a runner that ran the fire (a worker slot of it, for `workers: N`). */
   winner: boolean;
   /** Which worker slot (1..N) the winner took; null on other rows. */
@@ -107,6 +112,14 @@ export interface Run {
   attempts: number;
   error: string | null;
   outputTail: string | null;
+  /** Manual parameters (`baton run --env K=V`, `-- args`), `secretEnv` values masked; or null. */
+  params: RunParams | null;
+}
+
+/** What `baton_runs.params` holds (JSON). */
+export interface RunParams {
+  env?: Record<string, string>;
+  args?: string[];
 }
 
 /** Who is attempting which fire: the fields every row has. */
@@ -125,18 +138,28 @@ export interface Attempt {
   pid: number;
   /** The worker slot a winner claims (`workers: N`); 1 for an ordinary job. */
   slot?: number;
+  /** The fire's generation this attempt claims (a re-run); 0, the scheduled one, by default. */
+  rerun?: number;
+  /** Manual parameters, recorded on the winner's row (secrets already masked). */
+  params?: RunParams | null;
+  /**
+   * Claim only while no generation of the fire has a `done` run (a re-run without `--again`):
+   * decided by the claim's own statement, so a re-run finished elsewhere a moment before is seen.
+   */
+  unlessDone?: boolean;
 }
 
 /** The columns `toRun` reads, for `SELECT ${COLUMNS} FROM baton_runs`. */
-export const COLUMNS = `id, namespace, job, scheduled_at, winner, triggered_by, status, reason,
-  reason_kind, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts, error,
-  output_tail`;
+export const COLUMNS = `id, namespace, job, scheduled_at, rerun, winner, triggered_by, status,
+  reason, reason_kind, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts,
+  error, output_tail, params`;
 
 export interface RunRow extends RowDataPacket {
   id: number;
   namespace: string;
   job: string;
   scheduled_at: Date;
+  rerun: number;
   winner: number | null;
   triggered_by: Trigger;
   status: RunStatus;
@@ -151,6 +174,17 @@ export interface RunRow extends RowDataPacket {
   attempts: number;
   error: string | null;
   output_tail: string | null;
+  params: string | null;
+}
+
+/** `params` as stored; a value that does not parse (written by hand) reads as none. */
+function parseParams(text: string | null): RunParams | null {
+  if (text == null) return null;
+  try {
+    return JSON.parse(text) as RunParams;
+  } catch {
+    return null;
+  }
 }
 
 export function toRun(r: RunRow): Run {
@@ -159,6 +193,7 @@ export function toRun(r: RunRow): Run {
     namespace: r.namespace,
     job: r.job,
     scheduledAt: r.scheduled_at,
+    rerun: Number(r.rerun ?? 0),
     winner: r.winner != null && r.winner >= 1,
     workerSlot: r.winner != null && r.winner >= 1 ? Number(r.winner) : null,
     trigger: r.triggered_by,
@@ -174,5 +209,6 @@ export function toRun(r: RunRow): Run {
     attempts: Number(r.attempts),
     error: r.error,
     outputTail: r.output_tail,
+    params: parseParams(r.params ?? null),
   };
 }

@@ -66,7 +66,10 @@ export function assertCoordinationPossible(facts: ServerFacts): void {
   }
 }
 
-/** The unique fire key `(namespace, job, scheduled_at, winner)` must exist, as a unique key. */
+/**
+ * The unique fire key `(namespace, job, scheduled_at, rerun, winner)` must exist, as a unique key
+ * (`rerun` since migration 0012: each generation of a fire has its own winner).
+ */
 export async function assertFireKey(db: Queryable): Promise<void> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SHOW INDEX FROM baton_runs WHERE Key_name = 'baton_runs_fire' AND Non_unique = 0`,
@@ -75,11 +78,11 @@ export async function assertFireKey(db: Queryable): Promise<void> {
     .sort((a, b) => Number(a.Seq_in_index) - Number(b.Seq_in_index))
     .map((r) => String(r.Column_name))
     .join(',');
-  if (columns !== 'namespace,job,scheduled_at,winner') {
+  if (columns !== 'namespace,job,scheduled_at,rerun,winner') {
     throw new DatabaseUnavailableError(
       'baton_runs has lost its unique fire key baton_runs_fire (namespace, job, scheduled_at, ' +
-        'winner); without it a fire can have two winners. Restore it: ALTER TABLE baton_runs ' +
-        'ADD UNIQUE KEY baton_runs_fire (namespace, job, scheduled_at, winner)',
+        'rerun, winner); without it a fire can have two winners. Restore it: ALTER TABLE ' +
+        'baton_runs ADD UNIQUE KEY baton_runs_fire (namespace, job, scheduled_at, rerun, winner)',
     );
   }
 }

@@ -586,6 +586,7 @@ jobs:
       id: failed.id,
       job: 'boom',
       scheduledAt: failed.scheduled_at.toISOString(),
+      rerun: 0,
       winner: true,
       workerSlot: 1,
       trigger: 'schedule',
@@ -603,6 +604,8 @@ jobs:
       namespace: 'show-test',
       lockConnectionId: expect.any(Number),
       outputTail: failed.output_tail,
+      params: null,
+      actions: [],
     });
     expect(j.outputTail).toMatch(/to-stdout\n/);
     expect(j.outputTail).toMatch(/to-stderr\n/);

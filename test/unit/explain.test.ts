@@ -86,6 +86,8 @@ function row(o: Partial<Run> = {}): Run {
     namespace: 'ns',
     job: 'tick',
     scheduledAt: FIRE,
+    rerun: 0,
+    params: null,
     winner: true,
     workerSlot: 1,
     trigger: 'schedule',

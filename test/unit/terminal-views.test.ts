@@ -117,6 +117,8 @@ describe('a fire as one line', () => {
     namespace: 'ns',
     job: 'settle',
     scheduledAt: at,
+    rerun: 0,
+    params: null,
     winner: false,
     workerSlot: null,
     trigger: 'schedule',
@@ -159,6 +161,7 @@ describe('a fire as one line', () => {
       skippedBy: 2,
       skipKind: null,
       manual: false,
+      reruns: 0,
     });
   });
 

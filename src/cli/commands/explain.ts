@@ -155,9 +155,12 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
     out.push('attempts:   none (no runner wrote a row for this fire)');
   } else {
     out.push(`attempts (${rows.length}):`);
+    // Generations only when the fire was re-run (docs/history.md, "Re-runs").
+    const generations = rows.some((r) => r.rerun > 0);
     out.push(
       table(
         [
+          ...(generations ? ['GEN'] : []),
           'HOST',
           'WINNER',
           'TRIGGER',
@@ -168,6 +171,7 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
           'REASON / ERROR',
         ],
         rows.map((r) => [
+          ...(generations ? [String(r.rerun)] : []),
           r.host,
           winnerCell(r),
           r.trigger,
@@ -179,6 +183,9 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
         ]),
       ).trimEnd(),
     );
+    for (const r of rows.filter((row) => row.params)) {
+      out.push(`params of run ${r.id}: ${JSON.stringify(r.params)}`);
+    }
   }
   out.push('');
   if (missing.length === 0) {

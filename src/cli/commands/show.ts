@@ -77,6 +77,8 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       ['namespace', run.namespace],
       ['fire', `${formatInstant(run.scheduledAt)} UTC`],
       ['trigger', run.trigger],
+      ['generation', run.rerun > 0 ? `${run.rerun} (re-run ${run.rerun} of this fire)` : ''],
+      ['params', run.params ? JSON.stringify(run.params) : ''],
       ['winner', run.winner ? 'yes (this row ran the fire)' : winnerWords(run)],
       ['status', run.status],
       ['host', run.pid != null ? `${run.host} (pid ${run.pid})` : run.host],

@@ -301,8 +301,10 @@ const SHOWN_FIRST: readonly RunStatus[] = [
 ];
 
 function fireMark(rows: FireRow[]): FireMark {
+  // A re-run fire shows what its latest generation came to (a failure re-run with success is done).
+  const generation = Math.max(0, ...rows.filter((r) => (r.winner ?? 0) >= 1).map((r) => r.rerun));
   const winners = rows
-    .filter((r) => r.winner != null && r.winner >= 1)
+    .filter((r) => r.winner != null && r.winner >= 1 && r.rerun === generation)
     .sort((a, b) => a.winner! - b.winner!);
   const missed = rows.find((r) => r.winner === 0) ?? null;
   const skips = rows.filter((r) => r.winner == null).sort((a, b) => a.id - b.id);

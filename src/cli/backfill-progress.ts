@@ -1,0 +1,73 @@
+/**
+ * What `baton backfill` tells as it goes: on a terminal, one progress bar on stderr, redrawn in
+ * place; otherwise (`--json`, or output to a pipe or file) one JSON object per line on stdout —
+ * one per fire, then a summary — for a script to follow.
+ */
+import { terminalWidth } from './terminal.js';
+
+export interface FireLine {
+  fire: string;
+  /** 1-based place of the fire in the range. */
+  index: number;
+  of: number;
+  /** `run`: it was run (see `status`); `skip`: it was left alone (see `reason`). */
+  action: 'run' | 'skip' | 'plan';
+  rerun?: number;
+  runId?: number | null;
+  status?: string;
+  reason?: string;
+}
+
+export interface Progress {
+  fire(line: FireLine): void;
+  note(text: string): void;
+  done(summary: Record<string, unknown>): void;
+}
+
+export function progressFor(json: boolean): Progress {
+  return !json && process.stderr.isTTY === true ? new Bar() : new JsonLines();
+}
+
+class JsonLines implements Progress {
+  fire(line: FireLine): void {
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+  }
+  note(text: string): void {
+    process.stderr.write(`baton: ${text}\n`);
+  }
+  done(summary: Record<string, unknown>): void {
+    process.stdout.write(`${JSON.stringify({ summary })}\n`);
+  }
+}
+
+class Bar implements Progress {
+  private last = '';
+  fire(line: FireLine): void {
+    if (line.action === 'plan') {
+      process.stderr.write(`${line.index}/${line.of} ${line.fire} ${line.reason ?? ''}\n`);
+      return;
+    }
+    const width = Math.max(10, Math.min(40, terminalWidth(process.stderr) - 60));
+    const filled = Math.round((line.index / Math.max(1, line.of)) * width);
+    const what =
+      line.action === 'run'
+        ? `${line.status ?? 'ran'}${line.rerun ? ` (generation ${line.rerun})` : ''}`
+        : `skipped: ${line.reason ?? ''}`;
+    this.last =
+      `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${line.index}/${line.of} ` +
+      `${line.fire} ${what}`;
+    process.stderr.write(`\r\x1b[K${this.last.slice(0, terminalWidth(process.stderr) - 1)}`);
+    if (line.action === 'run' && line.status !== 'done') process.stderr.write('\n');
+  }
+  note(text: string): void {
+    process.stderr.write(`\r\x1b[Kbaton: ${text}\n`);
+  }
+  done(summary: Record<string, unknown>): void {
+    const parts = Object.entries(summary)
+      .filter(([k]) => k !== 'outcome')
+      .map(([k, v]) => `${k} ${String(v)}`);
+    process.stderr.write(
+      `\r\x1b[Kbaton: backfill ${String(summary.outcome)}: ${parts.join(', ')}\n`,
+    );
+  }
+}

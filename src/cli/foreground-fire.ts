@@ -1,0 +1,194 @@
+/**
+ * Fires run in the foreground by an operator — `baton run` (now, or a past fire with `--fire`)
+ * and each fire of `baton backfill` — through the same pipeline as the daemon's (fire/run-fire.ts):
+ * the job's lock, the fire key, the verdict written before the lock is released.
+ *
+ * One session (a pool and a lock session) serves every fire of the command. Its lock session is
+ * watched from the first run on, like a runner's: a lost session aborts the run it no longer
+ * protects. Signals: in `stop` mode (`baton run`) SIGINT or SIGTERM stops the run at once
+ * (`interrupted`); in `finish` mode (`baton backfill`) the first one lets the run going finish and
+ * asks the caller to stop after it, a second one stops the run too. A fire still waiting for its
+ * lock is cancelled either way: nothing has started.
+ */
+import { connectionVariables, jobDatabase, outputSecrets } from '../config/connections.js';
+import type { Config, JobDefinition } from '../config/schema.js';
+import type { DatabaseTarget } from '../config/database-url.js';
+import {
+  DEFAULT_HEARTBEAT_DEADLINE_MS,
+  DEFAULT_HEARTBEAT_MS,
+  type LockSession,
+} from '../coordination/lock-session.js';
+import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
+import { InterruptedError } from '../errors.js';
+import { RunLease } from '../execution/run-lease.js';
+import { watchKillRequests } from '../fire/kill-watch.js';
+import { LocalRuns } from '../fire/local-runs.js';
+import { OutputWriter } from '../fire/output-writer.js';
+import { KILL_GRACE_MS } from '../fire/run-control.js';
+import { startFire, type FireOutcome } from '../fire/run-fire.js';
+import type { Trigger } from '../run-status.js';
+import { openPool } from '../store/connect.js';
+import { DeadlinePool } from '../store/deadline.js';
+import type { RunParams } from '../store/runs.js';
+
+export type SignalMode = 'stop' | 'finish';
+
+export interface ForegroundFire {
+  /** The job as this run starts it (manual parameters applied: run-params.ts). */
+  job: JobDefinition;
+  at: Date;
+  trigger: Trigger;
+  rerun?: number;
+  unlessDone?: boolean;
+  params?: { given: Record<string, string>; recorded: RunParams | null };
+  waitSeconds: number;
+  tee: boolean | 'stderr';
+}
+
+function ignoreBrokenPipe(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EPIPE') throw err;
+}
+
+export class ForegroundSession {
+  private readonly runs = new LocalRuns();
+  private readonly lease = new RunLease(DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS);
+  private watching = false;
+  /** Kill requests (`baton kill` from any host) on this session's runs, looked for once one runs. */
+  private readonly killWatch = new AbortController();
+  private signals = 0;
+  /** The first signal received, if any. */
+  interruptedBy: NodeJS.Signals | null = null;
+  /** Called on the first signal in `finish` mode (to say what happens): is a run going on? */
+  onFinishRequested: ((running: boolean) => void) | null = null;
+
+  private constructor(
+    readonly pool: DeadlinePool,
+    readonly lock: LockSession,
+    private readonly target: DatabaseTarget,
+    private readonly config: Config,
+    private readonly host: string,
+    private readonly mode: SignalMode,
+  ) {
+    process.on('SIGINT', this.onSignal);
+    process.on('SIGTERM', this.onSignal);
+    // `baton run job | head` closes our output early: keep running the job, stop echoing.
+    process.stdout.on('error', ignoreBrokenPipe);
+    process.stderr.on('error', ignoreBrokenPipe);
+  }
+
+  static async open(
+    config: Config,
+    target: DatabaseTarget,
+    host: string,
+    mode: SignalMode,
+  ): Promise<ForegroundSession> {
+    const pool = new DeadlinePool(openPool(target, 2), STATEMENT_DEADLINE_MS);
+    const { lock } = await openCoordination(target, pool).catch(async (err: unknown) => {
+      await pool.end().catch(() => {});
+      throw err;
+    });
+    return new ForegroundSession(pool, lock, target, config, host, mode);
+  }
+
+  get namespace(): string {
+    return this.config.namespace;
+  }
+
+  /** Whether the operator asked to stop (a signal came). */
+  get stopRequested(): boolean {
+    return this.interruptedBy != null;
+  }
+
+  private readonly onSignal = (signal: NodeJS.Signals) => {
+    this.interruptedBy ??= signal;
+    this.signals++;
+    if (this.mode === 'finish' && this.signals === 1) this.onFinishRequested?.(this.runs.size > 0);
+    if (this.runs.size === 0) {
+      // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
+      // is not taken after all once this process has given up.
+      void this.lock.interruptQuery(this.target).catch(() => {});
+      return;
+    }
+    if (this.mode === 'finish' && this.signals === 1) return;
+    for (const run of this.runs)
+      run.control.stop(`interrupted by ${signal}`, KILL_GRACE_MS, 'interrupted');
+  };
+
+  /** Runs one fire to its end; throws InterruptedError when a signal cancelled its lock wait. */
+  async run(f: ForegroundFire): Promise<FireOutcome> {
+    const context = {
+      database: this.target.database,
+      namespace: this.config.namespace,
+      host: this.host,
+      pid: process.pid,
+      pool: this.pool,
+      lock: this.lock,
+    };
+    const job = f.job;
+    const database =
+      job.target.kind === 'module' ? jobDatabase(this.config, job, this.target) : null;
+    let started = false;
+    const fire = startFire(job, f.at, {
+      trigger: f.trigger,
+      context: () => context,
+      runs: this.runs,
+      database: () => database,
+      withholdEnv: connectionVariables(this.config),
+      secrets: outputSecrets(this.config, job, this.target),
+      waitSeconds: f.waitSeconds,
+      tee: f.tee,
+      lease: this.lease,
+      output: new OutputWriter(),
+      ...(f.rerun ? { rerun: f.rerun } : {}),
+      ...(f.unlessDone ? { unlessDone: true } : {}),
+      ...(f.params ? { params: f.params } : {}),
+    });
+    void fire.contended.then(() => {
+      if (this.runs.size === 0) return;
+      started = true;
+      if (this.interruptedBy && (this.mode === 'stop' || this.signals > 1)) {
+        for (const run of this.runs)
+          run.control.stop(`interrupted by ${this.interruptedBy}`, 0, 'interrupted');
+      }
+      this.watch();
+    });
+    return fire.outcome.catch((err: unknown) => {
+      if (this.interruptedBy && !started) {
+        throw new InterruptedError(
+          `${job.name} not run: interrupted by ${this.interruptedBy} while waiting for the lock`,
+        );
+      }
+      throw err;
+    });
+  }
+
+  /**
+   * Watched only once a run holds its lock: a GET_LOCK that waits (`--wait`) holds the session,
+   * and its heartbeat with it. Like the daemon: a lost lock session means the run no longer
+   * excludes others.
+   */
+  private watch(): void {
+    if (this.watching) return;
+    this.watching = true;
+    this.lock.watch({
+      intervalMs: DEFAULT_HEARTBEAT_MS,
+      deadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
+      onLost: (reason) => {
+        this.runs.abortAll(`lost: the lock session ended (${reason}); the run was aborted`);
+        this.lease.revoke();
+      },
+      onAlive: () => this.lease.renew(),
+    });
+    watchKillRequests({ pool: () => this.pool, runs: this.runs }, this.killWatch.signal);
+  }
+
+  async close(): Promise<void> {
+    this.killWatch.abort();
+    process.off('SIGINT', this.onSignal);
+    process.off('SIGTERM', this.onSignal);
+    process.stdout.off('error', ignoreBrokenPipe);
+    process.stderr.off('error', ignoreBrokenPipe);
+    await this.lock.close();
+    await this.pool.end().catch(() => {});
+  }
+}

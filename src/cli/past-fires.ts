@@ -1,0 +1,58 @@
+/**
+ * The past fires of a job's schedule that `baton run --fire` and `baton backfill` may run: an
+ * instant must be one of the schedule's own (a re-run keeps the fire's identity: its
+ * `scheduled_at`, BATON_SCHEDULED_AT and `ctx.fire`), and it must have come by the database's
+ * clock — a fire still to come is the schedule's to run, not an operator's.
+ */
+import type { JobDefinition } from '../config/schema.js';
+import { UsageError } from '../errors.js';
+import { calculatorFor } from '../schedule/cron.js';
+
+function cronOf(job: JobDefinition) {
+  return calculatorFor(job.schedule, job.timezone).cron;
+}
+
+/** Whether `at` is a fire of the job's schedule. */
+export function isFireOf(job: JobDefinition, at: Date): boolean {
+  const next = cronOf(job).nextRun(new Date(at.getTime() - 1));
+  return next != null && next.getTime() === at.getTime();
+}
+
+/**
+ * `at` when it is a past fire of the job; otherwise a usage error naming the nearest fires (the
+ * one before and the one after), so that the operator can copy the right instant.
+ */
+export function assertPastFire(job: JobDefinition, at: Date, now: Date): Date {
+  if (!isFireOf(job, at)) {
+    const cron = cronOf(job);
+    const before = cron.previousRuns(1, at)[0] ?? null;
+    const after = cron.nextRun(at);
+    const near = [before, after].filter((d): d is Date => d != null).map((d) => d.toISOString());
+    throw new UsageError(
+      `${at.toISOString()} is not a fire of ${job.name} ("${job.schedule}", ${job.timezone})` +
+        (near.length ? `; the nearest fires are ${near.join(' and ')}` : ''),
+    );
+  }
+  if (at.getTime() > now.getTime()) {
+    throw new UsageError(
+      `the fire ${at.toISOString()} of ${job.name} has not come yet (the database's clock says ` +
+        `${now.toISOString()}); its schedule will run it`,
+    );
+  }
+  return at;
+}
+
+/**
+ * The fires of the job in [from, to], oldest first, at most `limit + 1` of them (so that the
+ * caller can tell "more than the bound" without listing a year of every-second fires).
+ */
+export function firesBetween(job: JobDefinition, from: Date, to: Date, limit: number): Date[] {
+  const cron = cronOf(job);
+  const fires: Date[] = [];
+  let at = cron.nextRun(new Date(from.getTime() - 1));
+  while (at && at.getTime() <= to.getTime() && fires.length <= limit) {
+    fires.push(at);
+    at = cron.nextRun(at);
+  }
+  return fires;
+}

@@ -1,0 +1,88 @@
+/**
+ * Manual parameters of `baton run`: `--env K=V` (repeatable) and `-- extra args`. They reach the
+ * job as environment variables (a module job also gets them as `ctx.params`) and, for a command
+ * job, as arguments appended to its argv; the run's row records them (`baton_runs.params`) with
+ * the values of the job's `secretEnv` masked, and the values of those are masked in its output.
+ */
+import type { JobDefinition } from '../config/schema.js';
+import { UsageError } from '../errors.js';
+import type { RunParams } from '../store/runs.js';
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface ManualParams {
+  env: Record<string, string>;
+  args: string[];
+}
+
+/** `--env` pairs and the words after `--`, checked against the job; nothing is run yet. */
+export function parseParams(
+  job: JobDefinition,
+  envPairs: readonly string[],
+  args: readonly string[],
+): ManualParams {
+  const env: Record<string, string> = {};
+  for (const pair of envPairs) {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    if (eq < 0 || !NAME.test(name)) {
+      throw new UsageError(
+        `--env "${eq < 0 ? pair : name}": expected NAME=VALUE with a variable name ` +
+          '(letters, digits and _, not starting with a digit)',
+      );
+    }
+    if (name.startsWith('BATON_')) {
+      throw new UsageError(`--env ${name}: BATON_* variables are baton's own (the fire's)`);
+    }
+    env[name] = pair.slice(eq + 1);
+  }
+  if (args.length > 0 && job.target.kind !== 'command') {
+    const kind = job.target.kind === 'shell' ? 'a shell job (`shell: true`)' : 'a module job';
+    throw new UsageError(
+      `${job.name} is ${kind}: extra arguments after -- are for command jobs only` +
+        (job.target.kind === 'module' ? '; pass values with --env K=V (ctx.params)' : ''),
+    );
+  }
+  return { env, args: [...args] };
+}
+
+/** Whether any parameter was given. */
+export function hasParams(p: ManualParams): boolean {
+  return Object.keys(p.env).length > 0 || p.args.length > 0;
+}
+
+/** The job as this run starts it: its env with the pairs over it, its argv with the args. */
+export function withParams(job: JobDefinition, p: ManualParams): JobDefinition {
+  if (!hasParams(p)) return job;
+  const target =
+    job.target.kind === 'command' && p.args.length > 0
+      ? { kind: 'command' as const, argv: [...job.target.argv, ...p.args] }
+      : job.target;
+  return { ...job, env: { ...job.env, ...p.env }, target };
+}
+
+/** What the row and the audit record: `secretEnv` values as `***`; null without parameters. */
+export function recordedParams(job: JobDefinition, p: ManualParams): RunParams | null {
+  if (!hasParams(p)) return null;
+  const secret = new Set(job.secretEnv);
+  const out: RunParams = {};
+  if (Object.keys(p.env).length > 0) {
+    out.env = Object.fromEntries(
+      Object.entries(p.env).map(([k, v]) => [k, secret.has(k) ? '***' : v]),
+    );
+  }
+  if (p.args.length > 0) {
+    // An argument may carry a secret's value too (`-- --token "$TOKEN"`).
+    const secrets = job.secretEnv
+      .map((k) => p.env[k] ?? job.env[k] ?? '')
+      .filter((v) => v.length > 0);
+    out.args = p.args.map((a) => secrets.reduce((text, v) => text.split(v).join('***'), a));
+  }
+  return out;
+}
+
+/** The words after the first `--` of the command line (kept exactly: no number parsing). */
+export function argsAfterDashes(argv: readonly string[]): string[] {
+  const at = argv.indexOf('--');
+  return at < 0 ? [] : argv.slice(at + 1);
+}

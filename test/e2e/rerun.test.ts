@@ -1,0 +1,153 @@
+/**
+ * `baton run --fire T`: a past fire run again with its own instant, as a new generation of the
+ * fire (docs/history.md, "Re-runs"); and manual parameters (`--env K=V`, `-- args`, ctx.params).
+ * Real CLI processes on a real database; the jobs write what they were given to files, the ground
+ * truth of what ran.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baton, writeSchedule } from '../helpers/cli.js';
+import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
+
+let db: TestDatabase;
+let config: string;
+let dir: string;
+
+/** Yesterday's 03:00 UTC: a past fire of every `0 3 * * *` job below. */
+const FIRE = new Date(
+  Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000 + 3 * 3_600_000,
+);
+const fireIso = FIRE.toISOString();
+
+beforeAll(async () => {
+  db = await createTestDatabase('rerun');
+  config = writeSchedule(
+    `
+namespace: ops
+jobs:
+  settle:
+    schedule: "0 3 * * *"
+    command: ["sh", "-c", "echo \\"$BATON_SCHEDULED_AT $BATON_TRIGGER\\" >> settle.txt; [ -f ok ] || exit 3"]
+  slow:
+    schedule: "0 3 * * *"
+    command: ["sh", "-c", "echo \\"$BATON_SCHEDULED_AT\\" >> slow.txt; sleep 2"]
+`,
+  );
+  dir = path.dirname(config);
+  // Migrations, and the namespace's history, before the first planted row.
+  await baton(['migrate', '--database-url', db.url]);
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const run = (job: string, extra: string[] = [], host = 'ops-laptop') =>
+  baton(['run', job, '--config', config, '--database-url', db.url, '--host', host, ...extra]);
+
+const lines = (file: string) =>
+  existsSync(path.join(dir, file))
+    ? readFileSync(path.join(dir, file), 'utf8').trim().split('\n').filter(Boolean)
+    : [];
+
+interface Row {
+  id: number;
+  rerun: number;
+  winner: number | null;
+  triggered_by: string;
+  status: string;
+  params: string | null;
+  host: string;
+}
+const rowsOf = (job: string) =>
+  db.query<Row>(
+    'SELECT id, rerun, winner, triggered_by, status, params, host FROM baton_runs WHERE job = ? ORDER BY id',
+    [job],
+  );
+
+describe('baton run --fire', () => {
+  it('re-runs a failed fire once with its original instant, then refuses it (75) unless --again', async () => {
+    await plantRun(db, {
+      namespace: 'ops',
+      job: 'settle',
+      scheduledAt: FIRE,
+      status: 'failed',
+      exitCode: 3,
+      host: 'srv-01',
+    });
+    writeFileSync(path.join(dir, 'ok'), '');
+
+    const first = await run('settle', ['--fire', fireIso, '--reason', 'bank file was late']);
+    expect(first.stderr).toContain('settle done');
+    expect(first.code).toBe(0);
+    // Ground truth: the job ran once, with the fire's own instant, told it is a re-run.
+    expect(lines('settle.txt')).toEqual([`${fireIso} rerun`]);
+    expect(await rowsOf('settle')).toMatchObject([
+      { rerun: 0, winner: 1, status: 'failed', host: 'srv-01' },
+      { rerun: 1, winner: 1, status: 'done', triggered_by: 'rerun', host: 'ops-laptop' },
+    ]);
+
+    const refused = await run('settle', ['--fire', fireIso]);
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toMatch(
+      /already ran: done on ops-laptop, finished .* \(run \d+, generation 1\)/,
+    );
+    expect(refused.stderr).toContain('--again');
+    expect(lines('settle.txt')).toHaveLength(1);
+
+    const again = await run('settle', ['--fire', fireIso, '--again']);
+    expect(again.code).toBe(0);
+    expect(lines('settle.txt')).toEqual([`${fireIso} rerun`, `${fireIso} rerun`]);
+    expect((await rowsOf('settle')).map((r) => r.rerun)).toEqual([0, 1, 2]);
+
+    // Every generation is in explain, and the audit says who and why.
+    const explained = await baton([
+      'explain',
+      'settle',
+      fireIso,
+      '--config',
+      config,
+      '--database-url',
+      db.url,
+    ]);
+    expect(explained.stdout).toContain('GEN');
+    expect(explained.stdout).toMatch(/\[generation 1\].*\[generation 2\]/s);
+    const audit = await db.query<{ action: string; reason: string | null; outcome: string }>(
+      "SELECT action, reason, outcome FROM baton_audit WHERE job = 'settle' ORDER BY id",
+    );
+    expect(audit).toMatchObject([
+      { action: 'rerun', reason: 'bank file was late', outcome: 'done' },
+      { action: 'rerun', outcome: expect.stringMatching(/^refused: already ran/) },
+      { action: 'rerun', outcome: 'done' },
+    ]);
+  });
+
+  it('refuses an instant that is not a fire of the schedule (64), naming the nearest fires', async () => {
+    const off = new Date(FIRE.getTime() + 60_000).toISOString();
+    const result = await run('settle', ['--fire', off]);
+    expect(result.code).toBe(64);
+    expect(result.stderr).toContain(`is not a fire of settle`);
+    expect(result.stderr).toContain(fireIso);
+    const future = await run('settle', [
+      '--fire',
+      new Date(FIRE.getTime() + 2 * 86_400_000).toISOString(),
+    ]);
+    expect(future.code).toBe(64);
+    expect(future.stderr).toContain('has not come yet');
+  });
+
+  it('two operators re-running a fire that never ran at once: one runs it as generation 0, the other is told who holds it (75)', async () => {
+    const [a, b] = await Promise.all([
+      run('slow', ['--fire', fireIso], 'op-anna'),
+      run('slow', ['--fire', fireIso], 'op-bert'),
+    ]);
+    const codes = [a.code, b.code].sort();
+    expect(codes).toEqual([0, 75]);
+    const [winner, loser] = a.code === 0 ? [a, b] : [b, a];
+    const winnerHost = winner === a ? 'op-anna' : 'op-bert';
+    expect(loser.stderr).toContain(`not run: this fire is being run on ${winnerHost}`);
+    expect(lines('slow.txt')).toEqual([fireIso]);
+    const winners = (await rowsOf('slow')).filter((r) => r.winner === 1);
+    expect(winners).toMatchObject([{ host: winnerHost, status: 'done', rerun: 0 }]);
+  });
+});
