@@ -19,3 +19,19 @@ export function operatorName(env: NodeJS.ProcessEnv = process.env): string {
   const fromEnv = (env.USER ?? env.LOGNAME ?? '').trim();
   return fromEnv ? fromEnv.slice(0, 255) : `uid ${process.getuid?.() ?? '?'}`;
 }
+
+/**
+ * Who the audit names for an action, and how it came: the operator of this shell (`cli`), or —
+ * for a command a runner starts on behalf of its write API (`baton backfill` through
+ * `POST /api/jobs/{job}/backfill`) — the API token's name, passed down as `BATON_AUDIT_TOKEN`.
+ * (A local user could set it too, as `SUDO_USER`: the audit says who asked, it does not
+ * authenticate; the write API does.)
+ */
+export function actingOperator(env: NodeJS.ProcessEnv = process.env): {
+  operator: string;
+  via: 'cli' | 'api';
+} {
+  const token = env.BATON_AUDIT_TOKEN?.trim();
+  if (token) return { operator: token.slice(0, 255), via: 'api' };
+  return { operator: operatorName(env), via: 'cli' };
+}

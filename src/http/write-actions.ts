@@ -25,6 +25,66 @@ export interface WriteSubject {
   pool(): Queryable | null;
   /** Runs the job now through its lock (daemon/dispatcher.ts: runNow); null: no such job. */
   runNow(job: string): Promise<ManualStart> | null;
+  /** Starts `baton backfill` for the job (cli/backfill-child.ts); absent: not offered. */
+  backfill?(request: BackfillRequest): Promise<BackfillStart>;
+}
+
+/** A backfill asked through the API: `baton backfill`'s options. */
+export interface BackfillRequest {
+  job: string;
+  from: string;
+  to: string;
+  again: boolean;
+  yes: boolean;
+  reason: string | null;
+  /** The API token's name, for the audit. */
+  operator: string;
+}
+
+export type BackfillStart =
+  | { status: 'started'; pid: number; fires: number; toRun: number }
+  | { status: 'refused'; exitCode: number; message: string };
+
+/**
+ * POST /api/jobs/{job}/backfill: `baton backfill` started by this runner (202 with the fires it
+ * will look at), after a dry run of the same command whose refusal is the answer: 400 for a bad
+ * range or too many fires without `yes`, 409 when it cannot start now.
+ */
+export async function backfillAction(
+  s: WriteSubject,
+  job: string,
+  body: { from: string; to: string; again?: boolean; yes?: boolean },
+  r: Who,
+): Promise<ApiAnswer> {
+  if (!s.jobs().includes(job)) throw unknownJob(job);
+  if (!s.backfill) notInThisVersion('backfill');
+  usablePool(s);
+  const start = await s.backfill({
+    job,
+    from: body.from,
+    to: body.to,
+    again: body.again ?? false,
+    yes: body.yes ?? false,
+    reason: r.reason,
+    operator: r.operator,
+  });
+  if (start.status === 'refused') {
+    const status = start.exitCode === 64 ? 400 : start.exitCode === 75 ? 409 : 500;
+    const code = status === 400 ? 'bad-request' : status === 409 ? 'busy' : 'backfill-failed';
+    throw new ApiError(status, code, start.message);
+  }
+  return {
+    status: 202,
+    body: {
+      job,
+      from: body.from,
+      to: body.to,
+      fires: start.fires,
+      toRun: start.toRun,
+      host: s.host,
+      progress: `baton audit --job ${job}; baton history ${job}`,
+    },
+  };
 }
 
 /** An answer that is an error: `{error: {code, message, …extra}}` with this status. */

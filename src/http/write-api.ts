@@ -26,9 +26,9 @@ import { namedToken, presentedCredential, sameSecret } from './auth.js';
 import { RateLimiter } from './rate-limit.js';
 import {
   ApiError,
+  backfillAction,
   DEFAULT_KILL_GRACE_MS,
   killAction,
-  notInThisVersion,
   pauseAction,
   resumeAction,
   runAction,
@@ -47,8 +47,15 @@ const REASON_MAX = 512;
 const reasonBody = z
   .object({ reason: z.string().max(REASON_MAX, `longer than ${REASON_MAX} characters`).optional() })
   .strict();
-/** Backfill: its fields are defined when it is wired. */
-const anyBody = z.looseObject({});
+const instant = z.string().min(1).max(64);
+const backfillBody = reasonBody
+  .extend({
+    from: instant,
+    to: instant,
+    again: z.boolean().optional(),
+    yes: z.boolean().optional(),
+  })
+  .strict();
 const killBody = reasonBody.extend({ grace: z.string().max(32).optional() }).strict();
 
 /** `target`: the job's name, or the run id (digits) for a run route. */
@@ -85,8 +92,10 @@ export function writeApi(o: WriteApiOptions): WriteApi {
     run: { body: reasonBody, handle: (job, _b, who) => runAction(s, job, who) },
     pause: { body: reasonBody, handle: (job, _b, who) => pauseAction(s, job, who) },
     resume: { body: reasonBody, handle: (job, _b, who) => resumeAction(s, job, who) },
-    // TODO(lead): wire `baton backfill` here (body {from, to, onlyMissing?, again?, reason?}).
-    backfill: { body: anyBody, handle: () => notInThisVersion('backfill') },
+    backfill: {
+      body: backfillBody,
+      handle: (job, body, who) => backfillAction(s, job, body as z.infer<typeof backfillBody>, who),
+    },
   };
   const runRoutes: Record<string, Route> = {
     kill: {

@@ -5,8 +5,10 @@
  * - Refusals, each a JSON `{error: {code, message}}` and none leaving an audit row: 401 without a
  *   token or with a wrong one, 401 for Basic (even with a write token: a browser resends Basic by
  *   itself, which would be CSRF), 403 for the read token, 405 for GET, 404 for an unknown job or
- *   route, 415 without `Content-Type: application/json`, 413 over 16 KiB, 400 for a bad body, 501
- *   for kill and backfill (not in this version).
+ *   route, 415 without `Content-Type: application/json`, 413 over 16 KiB, 400 for a bad body, 404
+ *   to kill a run that does not exist.
+ * - Backfill: `baton backfill` started by the runner asked (202 with the fires), each fire of the
+ *   range run once as a re-run, the audit naming the token; a range over the bound is 400.
  * - With a write token the action happens: run now answers 202 with a run id whose row is a
  *   `manual` run on the runner asked; asked of the other runner while it runs, 409 naming the
  *   holder; pause and resume write and lift the `baton_pauses` row. Each action has its
@@ -52,6 +54,10 @@ jobs:
     command: ["sleep", "3"]
   quick:
     schedule: "0 0 1 1 *"
+    command: ["true"]
+  minutely:
+    schedule: "* * * * *"
+    enabled: false
     command: ["true"]
 `);
   const file = tokensFile(
@@ -172,14 +178,6 @@ describe('the write API', () => {
     const noRun = await post('/api/runs/999999/kill', { token: PROBE, body: {} });
     expect(noRun.status).toBe(404);
     expect(noRun.body.error?.code).toBe('not-found');
-    for (const route of ['/api/jobs/quick/backfill']) {
-      const stub = await post(route, { token: PROBE });
-      expect(stub.status, route).toBe(501);
-      expect(stub.body.error).toEqual({
-        code: 'not-implemented',
-        message: expect.stringContaining('not in this version'),
-      });
-    }
 
     // Nothing was done, so nothing was recorded.
     expect(await auditRows()).toEqual([]);
@@ -383,5 +381,48 @@ jobs:
       const log = runner.lines.map((l) => JSON.stringify(l)).join('\n');
       for (const t of TOKENS) expect(log).not.toContain(t);
     }
+  });
+});
+
+describe('backfill through the API', () => {
+  it('runs every fire of the range once on the runner asked, audited under the token', async () => {
+    const now = Date.now();
+    const from = new Date(now - 4 * 60_000 + 1_000).toISOString();
+    const to = new Date(now - 1_000).toISOString();
+    const asked = await post('/api/jobs/minutely/backfill', {
+      token: ALICE,
+      body: { from, to, reason: 'catch up the outage' },
+    });
+    expect(asked.status, JSON.stringify(asked.body)).toBe(202);
+    expect(asked.body).toMatchObject({ job: 'minutely', host: 'api-a' });
+    const fires = Number(asked.body.fires);
+    expect(fires).toBeGreaterThanOrEqual(3);
+    const ran = await waitFor(
+      'every fire of the range run',
+      async () => {
+        const rows = await fleet.db.query<{ scheduled_at: Date; status: string }>(
+          `SELECT scheduled_at, status FROM baton_runs
+            WHERE job = 'minutely' AND triggered_by = 'rerun' AND winner >= 1`,
+        );
+        return rows.length >= fires && rows.every((r) => r.status === 'done') ? rows : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(new Set(ran.map((r) => r.scheduled_at.getTime())).size).toBe(fires);
+    const audit = (await auditRows()).filter((a) => a.action === 'backfill');
+    expect(audit).toEqual([
+      expect.objectContaining({
+        job: 'minutely',
+        operator: 'alice',
+        via: 'api',
+        reason: 'catch up the outage',
+      }),
+    ]);
+    const over = await post('/api/jobs/minutely/backfill', {
+      token: ALICE,
+      body: { from: new Date(now - 5 * 3_600_000).toISOString(), to },
+    });
+    expect(over.status).toBe(400);
+    expect(over.body.error?.message).toContain('--yes');
   });
 });

@@ -19,7 +19,7 @@ import type { CommandModule } from 'yargs';
 import type { JobDefinition } from '../../config/schema.js';
 import { BatonError, errorMessage, InterruptedError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { operatorName } from '../../operator.js';
+import { actingOperator } from '../../operator.js';
 import {
   listActions,
   recordAction,
@@ -172,8 +172,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
       const audit = {
         namespace: config.namespace,
         job: job.name,
-        operator: operatorName(),
-        via: 'cli' as const,
+        ...actingOperator(),
         host,
         reason: args.reason ?? null,
       };

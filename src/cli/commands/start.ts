@@ -15,6 +15,7 @@ import {
 } from '../../http/write-tokens.js';
 import { version } from '../../version.js';
 import { action } from '../action.js';
+import { backfillStarter } from '../backfill-child.js';
 import {
   configPath,
   durationOption,
@@ -203,6 +204,18 @@ export const startCommand: CommandModule<object, StartArgs> = {
                 jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
                 pool: () => runner.writePool,
                 runNow: (job: string) => runner.runNow(job),
+                backfill: backfillStarter({
+                  configFile: runner.loadedConfig.file,
+                  host,
+                  // The URL the runner was given reaches the child by its environment, never argv.
+                  databaseArgs:
+                    args.databaseUrl == null && args.databaseUrlFile != null
+                      ? ['--database-url-file', args.databaseUrlFile]
+                      : [],
+                  databaseEnv:
+                    args.databaseUrl != null ? { BATON_DATABASE_URL: args.databaseUrl } : {},
+                  log,
+                }),
               },
               dashboardSource: () => ({
                 pool: runner.readPool,
