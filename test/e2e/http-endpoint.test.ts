@@ -74,7 +74,7 @@ jobs:
         series('baton_runs_total')
           .map((s) => s.labels.status)
           .sort(),
-      ).toEqual(['done', 'failed', 'interrupted', 'lost', 'timeout']);
+      ).toEqual(['done', 'failed', 'interrupted', 'killed', 'lost', 'timeout']);
       expect(
         series('baton_skips_total')
           .map((s) => s.labels.reason)
