@@ -166,6 +166,7 @@ export class RetentionSchedule {
           runs: result.runs,
           skips: result.skips,
           outputChunks: result.outputChunks,
+          notifications: result.notifications,
           batches: result.batches,
           runsBefore: result.runsBefore?.toISOString() ?? null,
           skipsBefore: result.skipsBefore?.toISOString() ?? null,

@@ -395,3 +395,40 @@ export async function recordDelivery(
   );
   return res.affectedRows === 1;
 }
+
+/** The outbox's rows that are over: told, given up, or told by a summary. */
+const FINISHED_NOTICES: readonly NoticeStatus[] = ['sent', 'failed', 'folded'];
+
+/**
+ * Deletes finished rows last tried before `before` (retention's `runs` bound, store/prune.ts), in
+ * batches by primary key: the read is an index range of `(namespace, status, due_at)`. Rows still
+ * to be told (pending, sending, held) are never deleted. Returns the rows and statements.
+ */
+export async function deleteNoticesBefore(
+  db: Queryable,
+  namespace: string,
+  before: Date,
+  batchSize: number,
+  signal?: AbortSignal,
+): Promise<{ rows: number; batches: number }> {
+  let rows = 0;
+  let batches = 0;
+  for (const status of FINISHED_NOTICES) {
+    for (;;) {
+      if (signal?.aborted) return { rows, batches };
+      const [found] = await db.query<RowDataPacket[]>(
+        `SELECT id FROM baton_notifications
+          WHERE namespace = ? AND status = ? AND due_at < ? LIMIT ?`,
+        [namespace, status, before, batchSize],
+      );
+      if (found.length === 0) break;
+      const [res] = await db.query<ResultSetHeader>(
+        `DELETE FROM baton_notifications WHERE id IN (?) AND status = ?`,
+        [found.map((r) => Number(r.id)), status],
+      );
+      rows += res.affectedRows;
+      batches++;
+    }
+  }
+  return { rows, batches };
+}

@@ -32,6 +32,7 @@ import type { Queryable } from './deadline.js';
 import { databaseNow } from './fire-reads.js';
 import { pruneLockName } from '../lock-names.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
+import { deleteNoticesBefore } from './notifications.js';
 import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
 
 /** Rows per DELETE: a few hundred milliseconds of work at most, even with large output tails. */
@@ -64,6 +65,8 @@ export interface PruneResult {
   skips: number;
   /** Output chunks deleted, with their runs or by `retention.output` (not counted by a dry run). */
   outputChunks: number;
+  /** Finished notifications deleted with the runs' bound (not counted by a dry run). */
+  notifications: number;
   /** DELETE statements run (or that would be). */
   batches: number;
   /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
@@ -99,6 +102,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     runs: 0,
     skips: 0,
     outputChunks: 0,
+    notifications: 0,
     batches: 0,
     runsBefore: before(retention.runsMs),
     skipsBefore: before(retention.skipsMs),
@@ -122,6 +126,17 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
       result[kind] += rows;
       result.batches += batches;
     }
+  }
+  if (result.runsBefore && !dryRun && !options.signal?.aborted) {
+    const told = await deleteNoticesBefore(
+      db,
+      namespace,
+      result.runsBefore,
+      batchSize,
+      options.signal,
+    );
+    result.notifications += told.rows;
+    result.batches += told.batches;
   }
   const outputBefore = before(retention.outputMs ?? null);
   if (outputBefore && !dryRun && !options.signal?.aborted) {

@@ -14,6 +14,7 @@ import { openPool } from '../../src/store/connect.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { enqueueNotices } from '../../src/store/notifications.js';
+import { pruneHistory } from '../../src/store/prune.js';
 import { createLogger } from '../../src/log.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
@@ -87,6 +88,19 @@ describe('four deliverers at once', () => {
       expect(rows.every((r) => r.status === 'sent')).toBe(true);
       expect(delivered).toHaveLength(60);
       expect(new Set(delivered).size).toBe(60);
+      // Retention's runs bound takes the outbox's finished rows with it; a held one stays.
+      await db.conn.query(
+        `UPDATE baton_notifications SET status = 'held' WHERE id = (SELECT MIN(id) FROM baton_notifications)`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const pruned = await pruneHistory(db.conn, {
+        namespace: 'claims',
+        retention: { runsMs: 10, skipsMs: null },
+      });
+      expect(pruned.notifications).toBe(59);
+      expect(await db.query('SELECT status FROM baton_notifications')).toEqual([
+        { status: 'held' },
+      ]);
     } finally {
       await end();
     }

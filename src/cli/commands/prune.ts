@@ -152,6 +152,7 @@ export function pruneToJson(r: PruneResult) {
     runs: r.runs,
     skips: r.skips,
     outputChunks: r.outputChunks,
+    notifications: r.notifications,
     batches: r.batches,
     runsBefore: r.runsBefore?.toISOString() ?? null,
     skipsBefore: r.skipsBefore?.toISOString() ?? null,
