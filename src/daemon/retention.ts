@@ -167,6 +167,7 @@ export class RetentionSchedule {
           skips: result.skips,
           outputChunks: result.outputChunks,
           notifications: result.notifications,
+          actions: result.actions,
           batches: result.batches,
           runsBefore: result.runsBefore?.toISOString() ?? null,
           skipsBefore: result.skipsBefore?.toISOString() ?? null,

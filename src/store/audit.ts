@@ -145,3 +145,31 @@ export async function listActions(db: Queryable, f: AuditFilter): Promise<AuditR
     outcome: r.outcome,
   }));
 }
+
+/**
+ * Deletes actions taken before `before` (retention's `runs` bound, store/prune.ts), in batches by
+ * primary key read from the `(namespace, at)` index. Returns the rows and statements.
+ */
+export async function deleteActionsBefore(
+  db: Queryable,
+  namespace: string,
+  before: Date,
+  batchSize: number,
+  signal?: AbortSignal,
+): Promise<{ rows: number; batches: number }> {
+  let rows = 0;
+  let batches = 0;
+  while (!signal?.aborted) {
+    const [found] = await db.query<RowDataPacket[]>(
+      'SELECT id FROM baton_audit WHERE namespace = ? AND at < ? LIMIT ?',
+      [namespace, before, batchSize],
+    );
+    if (found.length === 0) break;
+    const [res] = await db.query<ResultSetHeader>('DELETE FROM baton_audit WHERE id IN (?)', [
+      found.map((r) => Number(r.id)),
+    ]);
+    rows += res.affectedRows;
+    batches++;
+  }
+  return { rows, batches };
+}

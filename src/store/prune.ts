@@ -32,6 +32,7 @@ import type { Queryable } from './deadline.js';
 import { databaseNow } from './fire-reads.js';
 import { pruneLockName } from '../lock-names.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
+import { deleteActionsBefore } from './audit.js';
 import { deleteNoticesBefore } from './notifications.js';
 import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
 
@@ -67,6 +68,8 @@ export interface PruneResult {
   outputChunks: number;
   /** Finished notifications deleted with the runs' bound (not counted by a dry run). */
   notifications: number;
+  /** Operators' actions (`baton_audit`) deleted with the runs' bound (not counted by a dry run). */
+  actions: number;
   /** DELETE statements run (or that would be). */
   batches: number;
   /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
@@ -103,6 +106,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     skips: 0,
     outputChunks: 0,
     notifications: 0,
+    actions: 0,
     batches: 0,
     runsBefore: before(retention.runsMs),
     skipsBefore: before(retention.skipsMs),
@@ -136,7 +140,15 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
       options.signal,
     );
     result.notifications += told.rows;
-    result.batches += told.batches;
+    const actions = await deleteActionsBefore(
+      db,
+      namespace,
+      result.runsBefore,
+      batchSize,
+      options.signal,
+    );
+    result.actions += actions.rows;
+    result.batches += told.batches + actions.batches;
   }
   const outputBefore = before(retention.outputMs ?? null);
   if (outputBefore && !dryRun && !options.signal?.aborted) {

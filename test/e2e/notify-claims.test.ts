@@ -15,6 +15,7 @@ import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { enqueueNotices } from '../../src/store/notifications.js';
 import { pruneHistory } from '../../src/store/prune.js';
+import { recordAction } from '../../src/store/audit.js';
 import { createLogger } from '../../src/log.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
@@ -92,12 +93,21 @@ describe('four deliverers at once', () => {
       await db.conn.query(
         `UPDATE baton_notifications SET status = 'held' WHERE id = (SELECT MIN(id) FROM baton_notifications)`,
       );
+      await recordAction(db.conn, {
+        namespace: 'claims',
+        action: 'pause',
+        job: 'j',
+        operator: 'alice',
+        via: 'cli',
+        host: 'ops-1',
+      });
       await new Promise((resolve) => setTimeout(resolve, 20));
       const pruned = await pruneHistory(db.conn, {
         namespace: 'claims',
         retention: { runsMs: 10, skipsMs: null },
       });
       expect(pruned.notifications).toBe(59);
+      expect(pruned.actions).toBe(1);
       expect(await db.query('SELECT status FROM baton_notifications')).toEqual([
         { status: 'held' },
       ]);

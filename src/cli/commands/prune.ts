@@ -153,6 +153,7 @@ export function pruneToJson(r: PruneResult) {
     skips: r.skips,
     outputChunks: r.outputChunks,
     notifications: r.notifications,
+    actions: r.actions,
     batches: r.batches,
     runsBefore: r.runsBefore?.toISOString() ?? null,
     skipsBefore: r.skipsBefore?.toISOString() ?? null,
