@@ -122,7 +122,9 @@ describe('the daemon', () => {
 
     // Nothing was dropped, nothing was injected.
     expect(await tablesOf()).toEqual([
+      'baton_audit',
       'baton_migrations',
+      'baton_notifications',
       'baton_pauses',
       'baton_run_output',
       'baton_runners',
@@ -243,7 +245,9 @@ describe('baton run', () => {
     expect(throwsRow).toMatchObject({ status: 'failed', exit_code: 1, error: THROWN });
 
     expect(await tablesOf()).toEqual([
+      'baton_audit',
       'baton_migrations',
+      'baton_notifications',
       'baton_pauses',
       'baton_run_output',
       'baton_runners',
