@@ -31,6 +31,9 @@ import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
+import { warmHostsFor } from '../execution/job-process.js';
+import { stopModuleHosts } from '../execution/warm-hosts.js';
+import { connectionVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
@@ -175,6 +178,7 @@ export class Runner {
     this.releasers.add('write late verdicts', () => this.verdicts.write(this.link.anyPool));
     this.releasers.add('stop retention', () => this.retention?.stop());
     this.releasers.add('settle the connect', () => this.link.settle());
+    this.releasers.add('stop the warm module hosts', () => stopModuleHosts());
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();
@@ -302,6 +306,8 @@ export class Runner {
 
   private applyConfig(config: Config, now: Date): void {
     this.loaded = loadSchedule(config, this.loaded, now);
+    // Module jobs start in a host spawned ahead of need; a reload replaces them (warm-hosts.ts).
+    warmHostsFor([...this.loaded.jobs.values()], connectionVariables(config));
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }
