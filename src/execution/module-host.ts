@@ -26,7 +26,11 @@ import { pino } from 'pino';
 import { fireFromEnvironment, type JobContext } from './job-context.js';
 
 /** Child → runner. */
-export type HostMessage = { kind: 'error'; message: string } | { kind: 'ready' };
+export type HostMessage =
+  | { kind: 'error'; message: string }
+  | { kind: 'ready' }
+  /** A warm host has loaded all it loads before its run (warm-hosts.ts prefers such a host). */
+  | { kind: 'warm' };
 
 /**
  * Runner → child, in answer to `ready`: what the job may connect to (`ctx.db`). Sent over IPC,
@@ -157,6 +161,8 @@ process.on('beforeExit', () => {
  */
 function receiveRun(): Promise<InitMessage | null> {
   if (!process.send || !process.connected) return Promise.resolve(null);
+  const warm: HostMessage = { kind: 'warm' };
+  process.send(warm);
   return new Promise((resolve) => {
     const onGone = () => realExit(0);
     process.once('disconnect', onGone);

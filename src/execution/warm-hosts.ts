@@ -12,9 +12,11 @@
  * and exits with it, so a run's isolation is that of a fresh process: nothing of one run (a
  * crash, a leak, a global) can touch another. A replacement is started a moment after each take.
  *
- * One warm host per kind of module job the schedule has, a kind being the loader (none, or tsx)
- * and the directory (tsx reads `tsconfig.json` from it when it starts), two for a kind that
- * several jobs share (they may fire on the same instant), at most MAX_HOSTS in all. A fire that
+ * Two warm hosts per kind of module job the schedule has, a kind being the loader (none, or tsx)
+ * and the directory (tsx reads `tsconfig.json` from it when it starts), at most MAX_HOSTS in
+ * all. Two, because a host takes 0.2–1 s to load on a busy 2-core machine (tsx's the longer): a
+ * job firing every second would otherwise often meet its replacement still loading, and two jobs
+ * of one kind may fire on the same instant. A fire takes a loaded host first. A fire that
  * finds none waiting (more runs of one kind at once, a host that died, a kind beyond the cap, a
  * job whose `env:` sets a variable Node reads when it starts) starts cold, as before.
  *
@@ -34,6 +36,7 @@ import type { JobDefinition } from '../config/schema.js';
 import { TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import type { OutputStream } from './output-capture.js';
 import { signalProcessGroup, type EarlyOutput } from './job-launch.js';
+import type { HostMessage } from './module-host.js';
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
 const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js', import.meta.url));
@@ -82,7 +85,8 @@ function keyOf(kind: HostKind): string {
 }
 
 type Handle = { ref(): void; unref(): void };
-type Host = { child: ChildProcess; earlier: EarlyOutput[]; bornAt: number };
+/** `loaded`: it said it has loaded all it loads before a run (module-host.ts, `warm`). */
+type Host = { child: ChildProcess; earlier: EarlyOutput[]; bornAt: number; loaded: boolean };
 
 /** One kind's hosts: those waiting, and how it keeps `size` of them there. */
 class Slot {
@@ -99,17 +103,19 @@ class Slot {
     this.fill();
   }
 
-  /** A waiting host, if one is alive; a replacement follows. */
+  /** A waiting host, if one is alive (a loaded one first); a replacement follows. */
   take(): WarmHost | null {
-    const index = this.hosts.findIndex((h) => alive(h.child));
-    if (index < 0) return null;
-    const [host] = this.hosts.splice(index, 1) as [Host];
+    const live = this.hosts.filter((h) => alive(h.child));
+    const host = live.find((h) => h.loaded) ?? live[0];
+    if (!host) return null;
+    this.hosts.splice(this.hosts.indexOf(host), 1);
     this.deaths = 0;
     const { child } = host;
     child.stdout?.removeAllListeners('data');
     child.stderr?.removeAllListeners('data');
     child.removeAllListeners('exit');
     child.removeAllListeners('error');
+    child.removeAllListeners('message');
     // From now on it is a run: it keeps the runner alive like a process spawned for it.
     holdRunner(child, true);
     this.later(REPLACE_AFTER_MS);
@@ -151,7 +157,10 @@ class Slot {
       this.died();
       return false;
     }
-    const host: Host = { child, earlier: [], bornAt: performance.now() };
+    const host: Host = { child, earlier: [], bornAt: performance.now(), loaded: false };
+    child.on('message', (msg: HostMessage) => {
+      if (msg?.kind === 'warm') host.loaded = true;
+    });
     let kept = 0;
     const keep = (stream: OutputStream) => (bytes: Buffer) => {
       if (kept + bytes.length > EARLY_MAX_BYTES) return;
@@ -204,21 +213,17 @@ const slots = new Map<string, Slot>();
 /**
  * Keeps hosts warm for the module jobs whose kinds are `kinds` (one entry per job), with `env` as
  * their environment, replacing every host that was warm before (a (re)load of the schedule: see
- * the header): one per kind, a second for a kind of several jobs (they may fire together), at
- * most MAX_HOSTS in all, the kinds in the schedule's order.
+ * the header): two per kind, at most MAX_HOSTS in all (the first round gives every kind one, in
+ * the schedule's order).
  */
 export function warmModuleHosts(kinds: readonly HostKind[], env: NodeJS.ProcessEnv): void {
   stopModuleHosts();
-  const jobs = new Map<string, { kind: HostKind; count: number; size: number }>();
-  for (const kind of kinds) {
-    const entry = jobs.get(keyOf(kind)) ?? { kind, count: 0, size: 0 };
-    entry.count++;
-    jobs.set(keyOf(kind), entry);
-  }
+  const jobs = new Map<string, { kind: HostKind; size: number }>();
+  for (const kind of kinds) jobs.set(keyOf(kind), jobs.get(keyOf(kind)) ?? { kind, size: 0 });
   let left = MAX_HOSTS;
   for (let round = 1; round <= PER_KIND_MAX; round++) {
     for (const entry of jobs.values()) {
-      if (left === 0 || entry.count < round) continue;
+      if (left === 0) continue;
       entry.size++;
       left--;
     }
