@@ -12,9 +12,11 @@
  *   uncertainty is half the shortest round trip). Chosen over having the job INSERT NOW(6): that
  *   would add a client's start-up and a connection to every run and measure the job's database
  *   access, not when it started.
- * Then a second phase runs the same with a module job (`module:`, the job's default export
- * stamps `Date.now()`-like time when it is called), 20 fires (quick: 5): what module jobs pay
- * for a Node process and the module host.
+ * Then two more phases run the same with a module job (`module:`, the job's default export
+ * stamps `Date.now()`-like time when it is called), 20 fires each (quick: 5): an `.mjs` one, then
+ * a `.ts` one (through tsx): what module jobs pay for a Node process and the module host. Their
+ * runners keep a module host warm (src/execution/warm-hosts.ts): its memory, read from /proc
+ * after the last fire, is the idle cost of a module job per runner.
  *
  * The floors are measured in the same run (ctx.floors(): SELECT 1, an autocommit INSERT, a spawn
  * of `true`) plus the stamp's own spawn-to-first-instruction time, and the lags are reported as
@@ -23,6 +25,7 @@
  * process-start lag < 25 ms. BullMQ's job scheduler measured on this machine: p50 57 ms, p99
  * 105 ms (issue 7).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { BenchContext, BenchRunner, Check, Scenario, TableRow } from '../lib/index.js';
@@ -57,6 +60,7 @@ async function phase(
   stampFile: string,
   fires: number,
   offsetMs: number,
+  beforeStop?: (runners: BenchRunner[]) => Promise<void>,
 ): Promise<PhaseResult> {
   const config = ctx.writeSchedule({ namespace: label, jobs: { tick: job } }, files);
   ctx.log(`${label}: starting ${RUNNERS} runners`);
@@ -87,6 +91,7 @@ async function phase(
       10_000,
     )
     .catch(() => ctx.log(`${label}: not every runner left a row for every fire (checked below)`));
+  await beforeStop?.(runners);
   await stopAll(runners);
   const rows = await ctx.db.query<FireRow>(
     `SELECT id, scheduled_at, winner, status, host, started_at FROM baton_runs WHERE ${where}
@@ -159,6 +164,30 @@ async function stopAll(runners: BenchRunner[]): Promise<void> {
   await Promise.all(runners.map((r) => r.stop('SIGTERM')));
 }
 
+/** The runners' warm module hosts (`module-host.js --warm`), RSS and PSS in MiB per runner. */
+async function warmHostMemory(runners: BenchRunner[]): Promise<{ rss: number; pss: number }> {
+  // A host taken by the last fire is replaced a moment later (warm-hosts.ts).
+  await new Promise((r) => setTimeout(r, 1_000));
+  const parents = new Set(runners.map((r) => r.pid));
+  let rss = 0;
+  let pss = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (!argv.some((a) => a.endsWith('module-host.js')) || !argv.includes('--warm')) continue;
+      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (!parents.has(Number(/PPid:\s+(\d+)/.exec(status)?.[1]))) continue;
+      const rollup = readFileSync(`/proc/${entry}/smaps_rollup`, 'utf8');
+      rss += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      pss += Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { rss: round(rss / 1024 / runners.length, 1), pss: round(pss / 1024 / runners.length, 1) };
+}
+
 const MODULE_SOURCE = `import { appendFileSync } from 'node:fs';
 export default async (ctx) => {
   const at = performance.timeOrigin + performance.now();
@@ -190,6 +219,7 @@ export default {
       offset.offsetMs,
     );
     const modStamps = path.join(stampDir, 'module-stamps.txt');
+    let modMemory = { rss: 0, pss: 0 };
     const mod = await phase(
       ctx,
       'mod',
@@ -198,12 +228,27 @@ export default {
       modStamps,
       moduleFires,
       offset.offsetMs,
+      async (runners) => void (modMemory = await warmHostMemory(runners)),
+    );
+
+    const tsStamps = path.join(stampDir, 'ts-module-stamps.txt');
+    let tsMemory = { rss: 0, pss: 0 };
+    const ts = await phase(
+      ctx,
+      'mts',
+      { schedule: '* * * * * *', module: 'stamp-job.ts', env: { STAMP_FILE: tsStamps } },
+      { 'stamp-job.ts': MODULE_SOURCE.replace('async (ctx)', 'async (ctx: { runId: number })') },
+      tsStamps,
+      moduleFires,
+      offset.offsetMs,
+      async (runners) => void (tsMemory = await warmHostMemory(runners)),
     );
 
     const claimD = percentiles(cmd.claim);
     const startD = percentiles(cmd.start);
     const modClaimD = percentiles(mod.claim);
     const modStartD = percentiles(mod.start);
+    const tsStartD = percentiles(ts.start);
     const claimFloor = floors.rtt.p50 + floors.commit.p50;
     const startFloor = claimFloor + floors.spawn.p50;
     const ratio = (v: number, f: number) => `${round(v / f, 1)}×`;
@@ -230,14 +275,21 @@ export default {
         'p50/floor': ratio(modStartD.p50, startFloor),
         'p99/floor': ratio(modStartD.p99, startFloor),
       }),
+      distRow('.ts module job (tsx): function-call lag', tsStartD, {
+        'p50/floor': ratio(tsStartD.p50, startFloor),
+        'p99/floor': ratio(tsStartD.p99, startFloor),
+      }),
     ];
     const checks: Check[] = [
       ...cmd.checks,
       ...mod.checks,
+      ...ts.checks,
       ctx.target('p99 claim lag (command job)', claimD.p99, 10, 'ms', {
         context: `BullMQ here: p50 57 ms, p99 105 ms`,
       }),
       ctx.target('p99 process-start lag (command job)', startD.p99, 25, 'ms'),
+      ctx.target('p99 call lag (.mjs module job)', modStartD.p99, 25, 'ms'),
+      ctx.target('p99 call lag (.ts module job)', tsStartD.p99, 25, 'ms'),
     ];
     const figures = {
       fires,
@@ -246,6 +298,11 @@ export default {
       ...distFigures('start_lag_ms', startD),
       ...distFigures('module_claim_lag_ms', modClaimD),
       ...distFigures('module_call_lag_ms', modStartD),
+      ...distFigures('module_ts_call_lag_ms', tsStartD),
+      warm_host_rss_mib_per_runner: modMemory.rss,
+      warm_host_pss_mib_per_runner: modMemory.pss,
+      warm_ts_host_rss_mib_per_runner: tsMemory.rss,
+      warm_ts_host_pss_mib_per_runner: tsMemory.pss,
       floor_rtt_p50_ms: round(floors.rtt.p50, 3),
       floor_commit_p50_ms: round(floors.commit.p50, 3),
       floor_spawn_p50_ms: round(floors.spawn.p50, 3),
@@ -271,6 +328,9 @@ export default {
       `Per fire a winner sends (before started_at is stamped): the pause look-up, GET_LOCK, the ` +
         `orphan check, the claiming INSERT; its timer wakes at the instant by the database clock.`,
       `Winners by host (command phase): ${JSON.stringify(cmd.winnersByHost)}.`,
+      `Warm module hosts per runner after the last fire (idle cost of module jobs): .mjs ` +
+        `${modMemory.rss} MiB RSS / ${modMemory.pss} MiB PSS, .ts (tsx) ${tsMemory.rss} MiB RSS / ` +
+        `${tsMemory.pss} MiB PSS (0: no warm host, a cold start per run).`,
       `BullMQ's job scheduler on this machine (issue 7): p50 57 ms, p99 105 ms.`,
     ];
     return { figures, table, notes, checks };

@@ -34,6 +34,9 @@ import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
+import { warmHostsFor } from '../execution/job-process.js';
+import { stopModuleHosts } from '../execution/warm-hosts.js';
+import { connectionVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
@@ -187,6 +190,7 @@ export class Runner {
     const kills = new AbortController();
     watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, kills.signal);
     this.releasers.add('stop watching for kills', () => kills.abort());
+    this.releasers.add('stop the warm module hosts', () => stopModuleHosts());
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();
@@ -329,6 +333,8 @@ export class Runner {
 
   private applyConfig(config: Config, now: Date): void {
     this.loaded = loadSchedule(config, this.loaded, now);
+    // Module jobs start in a host spawned ahead of need; a reload replaces them (warm-hosts.ts).
+    warmHostsFor([...this.loaded.jobs.values()], connectionVariables(config));
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }

@@ -90,13 +90,32 @@ export function spawnGroupChild(
   args: readonly string[],
   options: GroupChildOptions,
 ): GroupChild {
-  const { tail, tee = false } = options;
   const child = spawn(file, args, {
     cwd: options.cwd,
     env: options.env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
   });
+  return watchGroupChild(child, options);
+}
+
+/** Output a process wrote before it became a run (a warm module host: a warning of Node's). */
+export interface EarlyOutput {
+  stream: OutputStream;
+  bytes: Buffer;
+}
+
+/**
+ * Tails, captures and sees the end of `child`, spawned by spawnGroupChild or ahead of need
+ * (warm-hosts.ts, `detached` as there): the run's output then starts with `earlier`, what the
+ * process wrote before it was handed the run.
+ */
+export function watchGroupChild(
+  child: ChildProcess,
+  options: Omit<GroupChildOptions, 'cwd' | 'env' | 'ipc'>,
+  earlier: readonly EarlyOutput[] = [],
+): GroupChild {
+  const { tail, tee = false } = options;
   const whole = options.output && new OutputCapture(options.output.maxBytes);
   const hand = (chunks: OutputChunk[], final = false) => {
     if (chunks.length > 0 || final) options.output!.deliver(chunks, final);
@@ -115,8 +134,11 @@ export function spawnGroupChild(
     keep(stream, masks[stream].push(chunk));
     if (tee) sink.write(chunk);
   };
-  child.stdout?.on('data', capture(tee === 'stderr' ? process.stderr : process.stdout, 1));
-  child.stderr?.on('data', capture(process.stderr, 2));
+  const onOut = capture(tee === 'stderr' ? process.stderr : process.stdout, 1);
+  const onErr = capture(process.stderr, 2);
+  for (const early of earlier) (early.stream === 1 ? onOut : onErr)(early.bytes);
+  child.stdout?.on('data', onOut);
+  child.stderr?.on('data', onErr);
   let handedRest = false;
   const handRest = () => {
     if (handedRest) return;

@@ -16,6 +16,10 @@
  * (`baton run` in the foreground), whose output goes to this process's terminal — one run per
  * process, where a spawner would cost a process more and save nothing.
  *
+ * A daemon's module run starts in a warm host when one is waiting (warm-hosts.ts): the process
+ * was spawned ahead of need, and the run is handed to it here; from then on it is watched exactly
+ * like a process spawned for the run (the same pid and process group, watchdog, lease, output).
+ *
  * A run never outlives its runner. If the runner dies (even `kill -9`), its lock session dies with
  * it and another host may start the job's next fire, so the old run must stop too. Node has no
  * parent-death signal, and one would reach only the first process anyway; instead every run gets a
@@ -40,12 +44,20 @@ import { truncate } from '../text.js';
 import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { spawnGroupChild, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
-import type { HostMessage, InitMessage } from './module-host.js';
+import {
+  spawnGroupChild,
+  watchGroupChild,
+  type GroupChild,
+  type Launch,
+  type LaunchEnd,
+  type OutputSink,
+} from './job-launch.js';
+import type { HostMessage, InitMessage, WarmRun } from './module-host.js';
 import { OutputTail } from './output-tail.js';
 import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
+import { hostKind, takeModuleHost, warmModuleHosts, type WarmHost } from './warm-hosts.js';
 
 export interface JobResult {
   /** `done` or `failed` by the job's own exit; the others when the runner stopped it. */
@@ -181,6 +193,22 @@ function commandLine(job: JobDefinition): { file: string; args: string[] } {
   }
 }
 
+/**
+ * Keeps a module host warm for each kind of module job in `jobs` (the daemon, at each load of its
+ * schedule); `withholdEnv` as for startJob. Hosts warm before are replaced.
+ */
+export function warmHostsFor(jobs: readonly JobDefinition[], withholdEnv: readonly string[]): void {
+  const kinds = jobs.map(hostKind).filter((kind) => kind != null);
+  warmModuleHosts(kinds, inheritedEnvironment(new Set(withholdEnv)));
+}
+
+/** A warm host for this run, if one waits (never for `tee` runs: one run per process). */
+function warmHostFor(job: JobDefinition, options: StartOptions): WarmHost | null {
+  const kind = options.tee ? null : hostKind(job);
+  // A directory gone since the load: the cold start's spawn names it.
+  return kind && existsSync(kind.cwd) ? takeModuleHost(kind) : null;
+}
+
 export function startJob(
   job: JobDefinition,
   fire: FireInfo,
@@ -196,13 +224,14 @@ export function startJob(
   };
   let stopReason: { why: string; status: StopStatus } | null = null;
   let hostError: string | null = null;
+  // The module's own error: its words may hold what its output may not.
+  const onHostError = (message: string) => (hostError = maskText(message, options.secrets ?? []));
+  const warm = isModule ? warmHostFor(job, options) : null;
 
-  const launch: Launch =
-    isModule || options.tee
-      ? startHere(file, args, { cwd: job.cwd, env, ipc: isModule }, options, (message) => {
-          // The module's own error: its words may hold what its output may not.
-          hostError = maskText(message, options.secrets ?? []);
-        })
+  const launch: Launch = warm
+    ? startWarm(warm, { env: env as Record<string, string>, cwd: job.cwd }, options, onHostError)
+    : isModule || options.tee
+      ? startHere(file, args, { cwd: job.cwd, env, ipc: isModule }, options, onHostError)
       : launchInSpawner({
           file,
           args,
@@ -286,34 +315,72 @@ function startHere(
   options: StartOptions,
   onHostError: (message: string) => void,
 ): Launch {
-  let dismissWatchdog = () => {};
-  let lapsedMs: number | undefined;
+  const watch = { dismiss: () => {} };
   const run = spawnGroupChild(file, args, {
     ...where,
     tail: new OutputTail(options.tailBytes),
     output: options.output,
     secrets: options.secrets,
     tee: options.tee ?? false,
-    onExit: () => dismissWatchdog(),
+    onExit: () => watch.dismiss(),
   });
+  return supervise(run, watch, options, onHostError, (child) =>
+    child.on('message', (msg: HostMessage) => {
+      if (msg?.kind === 'ready') child.send(initMessage(options), () => {});
+    }),
+  );
+}
+
+/** Hands the run to a warm host (warm-hosts.ts) and watches it as if it had just been spawned. */
+function startWarm(
+  host: WarmHost,
+  run: WarmRun,
+  options: StartOptions,
+  onHostError: (message: string) => void,
+): Launch {
+  const watch = { dismiss: () => {} };
+  const launch = watchGroupChild(
+    host.child,
+    {
+      tail: new OutputTail(options.tailBytes),
+      output: options.output,
+      secrets: options.secrets,
+      onExit: () => watch.dismiss(),
+    },
+    host.earlier,
+  );
+  // A host that died before it could hear: its exit (watched now) ends the run.
+  host.child.send(initMessage(options, run), () => {});
+  return supervise(launch, watch, options, onHostError, () => {});
+}
+
+/** What a module host is told: the database for `ctx.db`, and to a warm host its run. */
+function initMessage(options: StartOptions, run?: WarmRun): InitMessage {
+  return {
+    kind: 'init',
+    database: options.database
+      ? { connection: options.database.connection, database: options.database.database }
+      : null,
+    ...(run ? { run } : {}),
+  };
+}
+
+/** The watchdog and the host's messages for a run started here (`watch`: its dismissal). */
+function supervise(
+  run: GroupChild,
+  watch: { dismiss(): void },
+  options: StartOptions,
+  onHostError: (message: string) => void,
+  listen: (child: GroupChild['child']) => void,
+): Launch {
+  let lapsedMs: number | undefined;
   const { child } = run;
   child.on('message', (msg: HostMessage) => {
     if (msg?.kind === 'error') onHostError(msg.message);
-    if (msg?.kind === 'ready') {
-      const init: InitMessage = {
-        kind: 'init',
-        database: options.database
-          ? { connection: options.database.connection, database: options.database.database }
-          : null,
-      };
-      child.send(init, (err) => {
-        // The child died before it could hear: its exit tells the rest.
-        void err;
-      });
-    }
   });
+  listen(child);
   if (child.pid != null) {
-    dismissWatchdog = startWatchdog(child.pid, options.lease, (ms) => (lapsedMs = ms)).dismiss;
+    watch.dismiss = startWatchdog(child.pid, options.lease, (ms) => (lapsedMs = ms)).dismiss;
   }
   // The watchdog's `lapsed` comes before the kill it announces, so it is in by the run's end.
   const ended = run.ended.then((end) =>

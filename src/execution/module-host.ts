@@ -10,6 +10,15 @@
  * Two ways a job can end without settling are caught here, because both would otherwise look like
  * success: calling `process.exit()` in the middle of its work, and returning a promise that never
  * settles while nothing else keeps the process alive (Node then simply exits with code 0).
+ *
+ * Two ways to start: cold (`module-host.js`, the run's environment set at spawn, BATON_MODULE
+ * naming the module), or warm (`module-host.js --warm`, warm-hosts.ts): started ahead of need, with
+ * Node, the loader and this file's imports loaded, it waits for its run — the `init` message
+ * carries the module, the run's whole environment and its directory — and then goes on exactly
+ * like a cold host. A warm host is one run's process: it serves that run and exits. It imports
+ * nothing of the job before its run: the module (and all it imports) is read when the run starts,
+ * so a file changed on disk runs as changed. A warm host whose runner goes away before its run
+ * came (the channel closes) exits at once.
  */
 import { pathToFileURL } from 'node:url';
 import mysql, { type ConnectionOptions, type Pool } from 'mysql2/promise';
@@ -17,7 +26,11 @@ import { pino } from 'pino';
 import { fireFromEnvironment, type JobContext } from './job-context.js';
 
 /** Child → runner. */
-export type HostMessage = { kind: 'error'; message: string } | { kind: 'ready' };
+export type HostMessage =
+  | { kind: 'error'; message: string }
+  | { kind: 'ready' }
+  /** A warm host has loaded all it loads before its run (warm-hosts.ts prefers such a host). */
+  | { kind: 'warm' };
 
 /**
  * Runner → child, in answer to `ready`: what the job may connect to (`ctx.db`). Sent over IPC,
@@ -27,7 +40,19 @@ export type HostMessage = { kind: 'error'; message: string } | { kind: 'ready' }
 export interface InitMessage {
   kind: 'init';
   database: { connection: ConnectionOptions; database: string } | null;
+  /** To a warm host: the run it is for (a cold host has these from its spawn). */
+  run?: WarmRun;
 }
+
+/** What a cold host gets at its spawn, a warm one in its `init`. */
+export interface WarmRun {
+  /** The whole environment of the run; it replaces the host's (BATON_MODULE included). */
+  env: Record<string, string>;
+  cwd: string;
+}
+
+/** Started ahead of need (warm-hosts.ts): the run comes in the init message. */
+const WARM = process.argv.includes('--warm');
 
 /** How long the host waits for the runner's init message (it comes at once). */
 const INIT_TIMEOUT_MS = 5_000;
@@ -130,7 +155,41 @@ process.on('beforeExit', () => {
   }
 });
 
+/**
+ * A warm host's wait for its run: no timeout (the runner sends it when a fire is won); the
+ * channel is kept open by the listeners until then, and a runner gone before it closes it.
+ */
+function receiveRun(): Promise<InitMessage | null> {
+  if (!process.send || !process.connected) return Promise.resolve(null);
+  const warm: HostMessage = { kind: 'warm' };
+  process.send(warm);
+  return new Promise((resolve) => {
+    const onGone = () => realExit(0);
+    process.once('disconnect', onGone);
+    process.once('message', (msg: InitMessage) => {
+      process.off('disconnect', onGone);
+      resolve(msg?.kind === 'init' && msg.run ? msg : null);
+    });
+  });
+}
+
+/** The run's environment replaces the host's (Node passes process.env on to its children). */
+function becomeRun(run: WarmRun): void {
+  for (const key of Object.keys(process.env)) if (!(key in run.env)) delete process.env[key];
+  Object.assign(process.env, run.env);
+  process.chdir(run.cwd);
+}
+
 async function main(): Promise<number> {
+  let init: InitMessage | null = null;
+  if (WARM) {
+    init = await receiveRun();
+    if (!init?.run) {
+      report('a warm module host got no run (this file is run by baton)');
+      return 1;
+    }
+    becomeRun(init.run);
+  }
   const modulePath = process.env.BATON_MODULE;
   if (!modulePath) {
     report('BATON_MODULE is not set (this file is run by baton)');
@@ -151,7 +210,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onTerm);
 
-  const init = await receiveInit();
+  init ??= await receiveInit();
   const db = lazyPool(init);
   const log = pino({
     base: { job: fire.job, runId: fire.runId, host: fire.host, worker: fire.worker.slot },

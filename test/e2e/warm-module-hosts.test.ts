@@ -1,0 +1,240 @@
+/**
+ * Warm module hosts (src/execution/warm-hosts.ts): a daemon's module job runs in a process that
+ * was started ahead of its fire, one process per run, and nothing of a warm host outlives what it
+ * was warmed for.
+ * - A `.mjs` and a `.ts` job each run in a process that existed before the fire's instant (its
+ *   own start time, `performance.timeOrigin`, against `scheduledAt`), a new process per run, in
+ *   its own process group, with the job's directory, `env:` and fire variables, its output in the
+ *   history; a `timeout` still stops it through `ctx.signal`.
+ * - A module changed on disk runs as changed at its next fire; a reload replaces the warm host
+ *   (the old one is gone, the new schedule's `env:` reaches the next run, which is warm again).
+ * - Warm hosts killed while they wait are replaced, and the next fires still run.
+ * - No warm host is left after the runner stops, by SIGTERM (the first test) or SIGKILL (the
+ *   third).
+ * Real runner processes, /proc and the rows; no assertion on how fast anything is.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { writeSchedule } from '../helpers/cli.js';
+import { dbNow, runs, type RunRow } from '../helpers/db.js';
+import { useFleet } from '../helpers/fleet.js';
+import { alive, killGroup, parentOf, processGone } from '../helpers/procfs.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('warm_hosts', { perTest: true });
+
+/** What each run of the probe job writes down about its own process. */
+interface Probe {
+  pid: number;
+  pgid: number;
+  startedAt: number;
+  scheduledAt: number;
+  cwd: string;
+  mark: string | undefined;
+  runId: string | undefined;
+  version: string;
+}
+
+/** A module job that writes a Probe to `probe-<job>-<run id>.json` in its directory. */
+function probeSource(version: string, typed = false): string {
+  const ctx = typed ? 'ctx: { job: string; runId: number; scheduledAt: Date }' : 'ctx';
+  return `import { readFileSync, writeFileSync } from 'node:fs';
+export default async (${ctx}) => {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const probe = {
+    pid: process.pid,
+    pgid: Number(fields[2]),
+    startedAt: performance.timeOrigin,
+    scheduledAt: ctx.scheduledAt.getTime(),
+    cwd: process.cwd(),
+    mark: process.env.MARK,
+    runId: process.env.BATON_RUN_ID,
+    version: ${JSON.stringify(version)},
+  };
+  writeFileSync('probe-' + ctx.job + '-' + ctx.runId + '.json', JSON.stringify(probe));
+  console.log('hello from run ' + ctx.runId);
+};
+`;
+}
+
+function readProbe(dir: string, job: string, runId: number): Probe | undefined {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, `probe-${job}-${runId}.json`), 'utf8')) as Probe;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The runner's waiting or running module hosts started warm (`module-host.js --warm`). */
+function warmHosts(runnerPid: number): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        const host = argv.some((a) => a.endsWith('module-host.js')) && argv.includes('--warm');
+        return host && alive(pid) && parentOf(pid) === runnerPid;
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
+/** The finished runs of `job`, oldest first, once there are at least `n`. */
+function finishedRuns(job: string, n: number, timeoutMs = 20_000): Promise<RunRow[]> {
+  return waitFor(
+    `${n} finished runs of ${job}`,
+    async () => {
+      const rows = (await runs(fleet.db, job)).filter((r) => r.winner === 1);
+      const done = rows.filter((r) => r.status !== 'running');
+      return done.length >= n ? done : undefined;
+    },
+    { timeoutMs },
+  );
+}
+
+const SCHEDULE = (mark: string) => `
+namespace: warm
+jobs:
+  plain:
+    schedule: "* * * * * *"
+    module: probe.mjs
+    env: { MARK: ${mark} }
+  typed:
+    schedule: "* * * * * *"
+    module: probe.ts
+    env: { MARK: ${mark} }
+  slow:
+    schedule: "*/2 * * * * *"
+    module: slow.mjs
+    timeout: 1s
+`;
+
+const SLOW = `export default (ctx) => new Promise((resolve) => {
+  ctx.signal.addEventListener('abort', () => { console.log('aborted: ' + ctx.signal.reason.message); resolve(); });
+  setTimeout(resolve, 10_000);
+});
+`;
+
+async function startOne(yaml: string, files: Record<string, string>) {
+  const config = writeSchedule(yaml, files);
+  const [runner] = await fleet.start(['w1'], { config });
+  return { config, dir: path.dirname(config), runner: runner!, pid: runner!.child.pid! };
+}
+
+describe('warm module hosts', () => {
+  it('runs each module run in its own process, started before the fire, with its env and output', async () => {
+    const { dir, pid, runner } = await startOne(SCHEDULE('one'), {
+      'probe.mjs': probeSource('v1'),
+      'probe.ts': probeSource('v1', true),
+      'slow.mjs': SLOW,
+    });
+    expect(warmHosts(pid).length).toBeGreaterThanOrEqual(2);
+    for (const job of ['plain', 'typed']) {
+      // The first fire may come within a moment of the runner's start: judge the later ones.
+      const rows = (await finishedRuns(job, 3)).slice(1);
+      const probes = rows.map((row) => {
+        expect(row.status, `${job} ${row.id}: ${row.error}`).toBe('done');
+        expect(row.output_tail).toContain(`hello from run ${row.id}`);
+        const probe = readProbe(dir, job, row.id)!;
+        expect(probe.runId).toBe(String(row.id));
+        return probe;
+      });
+      for (const probe of probes) {
+        // The process existed before the instant it runs for: it was not spawned for the fire.
+        expect(probe.startedAt, job).toBeLessThan(probe.scheduledAt);
+        expect(probe.pgid).toBe(probe.pid);
+        expect(probe.cwd).toBe(dir);
+        expect(probe.mark).toBe('one');
+      }
+      // One process per run.
+      expect(new Set(probes.map((p) => p.pid)).size).toBe(probes.length);
+    }
+    const [slow] = await finishedRuns('slow', 1);
+    expect(slow).toMatchObject({ status: 'timeout' });
+    expect(slow!.output_tail).toContain('aborted: run stopped by the runner (SIGTERM)');
+
+    const hosts = warmHosts(pid);
+    expect(hosts.length).toBeGreaterThanOrEqual(2);
+    await runner.stop('SIGTERM');
+    for (const host of hosts) await waitFor(`warm host ${host} gone`, () => processGone(host));
+  });
+
+  it('runs a module changed on disk as changed, and a reload replaces the warm host', async () => {
+    const yaml = SCHEDULE('one').replace(/ {2}typed:[\s\S]*$/, '');
+    const { config, dir, runner, pid } = await startOne(yaml, { 'probe.mjs': probeSource('v1') });
+    const before = await finishedRuns('plain', 2);
+    expect(readProbe(dir, 'plain', before.at(-1)!.id)?.version).toBe('v1');
+    writeFileSync(path.join(dir, 'probe.mjs'), probeSource('v2'));
+    const changedAt = await dbNow(fleet.db);
+    await waitFor('a run of the changed module', async () => {
+      const rows = await finishedRuns('plain', 1);
+      const later = rows.filter((r) => r.scheduled_at.getTime() > changedAt.getTime() + 1000);
+      return later.length > 0 && readProbe(dir, 'plain', later[0]!.id)?.version === 'v2';
+    });
+
+    const old = await waitFor('a waiting host', () => {
+      const hosts = warmHosts(pid);
+      return hosts.length > 0 ? hosts : undefined;
+    });
+    writeFileSync(config, yaml.replace('MARK: one', 'MARK: two'));
+    runner.child.kill('SIGHUP');
+    await runner.waitForLog('schedule reloaded');
+    const reloadedAt = await dbNow(fleet.db);
+    for (const host of old) await waitFor(`old warm host ${host} gone`, () => processGone(host));
+    const after = await waitFor('a run of the reloaded schedule', async () => {
+      const rows = await finishedRuns('plain', 1);
+      return rows.find((r) => r.scheduled_at.getTime() > reloadedAt.getTime() + 1000);
+    });
+    const probe = readProbe(dir, 'plain', after.id)!;
+    expect(probe.mark).toBe('two');
+    expect(old).not.toContain(probe.pid);
+    expect(probe.startedAt).toBeLessThan(probe.scheduledAt);
+  });
+
+  it('replaces warm hosts killed while they wait, and the next fires still run', async () => {
+    const yaml = `
+namespace: warm
+jobs:
+  plain:
+    schedule: "*/2 * * * * *"
+    module: probe.mjs
+`;
+    const { dir, pid, runner } = await startOne(yaml, { 'probe.mjs': probeSource('v1') });
+    const [first] = await finishedRuns('plain', 1);
+    const ran = readProbe(dir, 'plain', first!.id)!.pid;
+    // Right after a run, the next fire is seconds away: the hosts left are waiting ones (two
+    // per kind, once the replacement of the one that ran is there).
+    const waiting = await waitFor('the waiting warm hosts', () => {
+      const hosts = warmHosts(pid).filter((p) => p !== ran);
+      return hosts.length === 2 ? hosts : undefined;
+    });
+    for (const host of waiting) killGroup(host);
+    for (const host of waiting) await waitFor(`${host} gone`, () => processGone(host));
+    const killedAt = await dbNow(fleet.db);
+    const replaced = await waitFor('new warm hosts', () => {
+      const hosts = warmHosts(pid).filter((p) => p !== ran && !waiting.includes(p));
+      return hosts.length === 2 ? hosts : undefined;
+    });
+    const rows = await waitFor('three fires after the kill', async () => {
+      const all = await finishedRuns('plain', 1);
+      const later = all.filter((r) => r.scheduled_at.getTime() > killedAt.getTime());
+      return later.length >= 3 ? later : undefined;
+    });
+    for (const row of rows) expect(row.status, `${row.id}: ${row.error}`).toBe('done');
+    const pids = rows.map((row) => readProbe(dir, 'plain', row.id)!.pid);
+    for (const host of waiting) expect(pids).not.toContain(host);
+    expect(pids.some((p) => replaced.includes(p))).toBe(true);
+
+    // A runner killed outright: its waiting host exits when their channel closes.
+    const left = await waitFor('a waiting host', () => {
+      const hosts = warmHosts(pid);
+      return hosts.length > 0 ? hosts : undefined;
+    });
+    await runner.stop('SIGKILL');
+    for (const host of left) await waitFor(`warm host ${host} gone`, () => processGone(host));
+  });
+});
