@@ -97,7 +97,11 @@ jobs:
 ${extra}`);
 }
 
-const envFor = (r: WebhookReceiver) => ({ HOOK_URL: r.url(`/hook/${SECRET}`) });
+// SMTP_URL: the mail target is in every schedule; only the first test sends to it.
+const envFor = (r: WebhookReceiver) => ({
+  HOOK_URL: r.url(`/hook/${SECRET}`),
+  SMTP_URL: 'smtp://127.0.0.1:9',
+});
 const bodies = (rs: ReceivedRequest[], event?: string) =>
   rs.map((r) => r.body).filter((b) => event == null || b.event === event);
 
