@@ -18,6 +18,8 @@ import { SMTPServer } from 'smtp-server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
+import { freePort } from '../helpers/private-server.js';
+import { parseMetrics } from '../helpers/prometheus.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
 
@@ -211,8 +213,15 @@ describe('delivery through faults', () => {
   it('loses nothing while the receiver is down, then slow; repeats carry the same id', async () => {
     receiver = await WebhookReceiver.start();
     await receiver.down();
+    const downAt = Date.now();
     const config = flakySchedule('0s');
-    await fleet.start(['f1', 'f2'], { config, env: envFor(receiver) });
+    const http = await freePort();
+    await fleet.start(['f1'], {
+      config,
+      env: envFor(receiver),
+      args: ['--http', `127.0.0.1:${http}`],
+    });
+    await fleet.start(['f2'], { config, env: envFor(receiver) });
     await waitFor(
       'a retry recorded',
       async () => (await notices()).some((n) => n.attempts >= 2 && n.status === 'pending'),
@@ -231,8 +240,15 @@ describe('delivery through faults', () => {
     const listed = JSON.parse(pending.stdout) as { notifications: { lastError: string }[] };
     expect(listed.notifications.length).toBeGreaterThan(0);
     expect(listed.notifications[0]!.lastError).toMatch(/refused|connect/i);
+    // Down for 15 s in all; meanwhile the metrics show how long the oldest one has waited.
+    await sleep(Math.max(0, 15_000 - (Date.now() - downAt)));
+    const metrics = parseMetrics(await (await fetch(`http://127.0.0.1:${http}/metrics`)).text());
+    const age = metrics.find(
+      (m) => m.name === 'baton_notifications_oldest_pending_seconds' && m.labels.target === 'ops',
+    );
+    expect(age?.value).toBeGreaterThan(8);
     receiver.mode = 'slow';
-    receiver.slowMs = 4_000;
+    receiver.slowMs = 4_000; // past the target's 2 s timeout: received, the answer never seen
     await receiver.up();
     await waitFor('a slow answer timed out', () => receiver!.requests.length >= 1 || undefined, {
       timeoutMs: 20_000,
