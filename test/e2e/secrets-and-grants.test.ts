@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule } from '../helpers/cli.js';
 import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const USER = `baton_t_${randomBytes(3).toString('hex')}`;
 const PASSWORD = `pw-${randomBytes(8).toString('hex')}`;
@@ -128,6 +129,45 @@ describe('a runner with only the runtime grants', () => {
     const logs = await baton(['logs', String(row!.id), '--database-url', url]);
     expect(logs.stdout).toContain('password=*** token=***');
     expect(logs.stdout + logs.stderr).not.toContain(PASSWORD);
+  });
+
+  it('tells a failure with only the runtime grants, the password and secretEnv masked', async () => {
+    const receiver = await WebhookReceiver.start();
+    const notifying = writeSchedule(`
+notify:
+  ops: {webhook: {urlFromEnv: HOOK_URL}}
+jobs:
+  leaks-and-fails:
+    schedule: "*/2 * * * * *"
+    env: {LEAK: "${PASSWORD}", TOKEN: "${TOKEN}"}
+    secretEnv: [TOKEN]
+    command: ["sh", "-c", 'echo "password=$LEAK token=$TOKEN"; exit 2']
+    notify: {to: [ops], on: [failed]}
+`);
+    const runner = startRunner({
+      config: notifying,
+      databaseUrl: url,
+      host: 'grants-notify',
+      env: { HOOK_URL: receiver.url('/hook') },
+    });
+    try {
+      await runner.ready();
+      const told = await waitFor('a failure told', () => receiver.accepted()[0], {
+        timeoutMs: 20_000,
+      });
+      expect(told.body).toMatchObject({ event: 'failed', job: 'leaks-and-fails', exitCode: 2 });
+      expect(String(told.body.output)).toContain('password=*** token=***');
+      const everything = JSON.stringify([
+        receiver.requests.map((r) => r.body),
+        await db.query('SELECT * FROM baton_notifications'),
+        runner.lines,
+        runner.stderr,
+      ]);
+      for (const secret of [PASSWORD, TOKEN]) expect(everything).not.toContain(secret);
+    } finally {
+      await runner.stop();
+      await receiver.down();
+    }
   });
 
   it('keeps the password out of --help, even when it is in the environment', async () => {
