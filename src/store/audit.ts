@@ -6,6 +6,7 @@
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { truncate } from '../text.js';
+import { deleteInBatches } from './batch-delete.js';
 import type { Queryable } from './deadline.js';
 
 export const AUDIT_ACTIONS = ['run', 'rerun', 'backfill', 'kill', 'pause', 'resume'] as const;
@@ -150,26 +151,17 @@ export async function listActions(db: Queryable, f: AuditFilter): Promise<AuditR
  * Deletes actions taken before `before` (retention's `runs` bound, store/prune.ts), in batches by
  * primary key read from the `(namespace, at)` index. Returns the rows and statements.
  */
-export async function deleteActionsBefore(
+export function deleteActionsBefore(
   db: Queryable,
   namespace: string,
   before: Date,
   batchSize: number,
   signal?: AbortSignal,
 ): Promise<{ rows: number; batches: number }> {
-  let rows = 0;
-  let batches = 0;
-  while (!signal?.aborted) {
-    const [found] = await db.query<RowDataPacket[]>(
-      'SELECT id FROM baton_audit WHERE namespace = ? AND at < ? LIMIT ?',
-      [namespace, before, batchSize],
-    );
-    if (found.length === 0) break;
-    const [res] = await db.query<ResultSetHeader>('DELETE FROM baton_audit WHERE id IN (?)', [
-      found.map((r) => Number(r.id)),
-    ]);
-    rows += res.affectedRows;
-    batches++;
-  }
-  return { rows, batches };
+  const batch = {
+    selectSql: 'SELECT id FROM baton_audit WHERE namespace = ? AND at < ? LIMIT ?',
+    params: [namespace, before],
+    deleteSql: 'DELETE FROM baton_audit WHERE id IN (?)',
+  };
+  return deleteInBatches(db, batch, batchSize, signal);
 }

@@ -18,6 +18,7 @@
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { truncate } from '../text.js';
+import { deleteInBatches } from './batch-delete.js';
 import type { Queryable } from './deadline.js';
 
 /** An event's kind as the outbox stores it: a job's event, or baton's own `summary` and `test`. */
@@ -411,24 +412,22 @@ export async function deleteNoticesBefore(
   batchSize: number,
   signal?: AbortSignal,
 ): Promise<{ rows: number; batches: number }> {
-  let rows = 0;
-  let batches = 0;
+  const total = { rows: 0, batches: 0 };
   for (const status of FINISHED_NOTICES) {
-    for (;;) {
-      if (signal?.aborted) return { rows, batches };
-      const [found] = await db.query<RowDataPacket[]>(
-        `SELECT id FROM baton_notifications
-          WHERE namespace = ? AND status = ? AND due_at < ? LIMIT ?`,
-        [namespace, status, before, batchSize],
-      );
-      if (found.length === 0) break;
-      const [res] = await db.query<ResultSetHeader>(
-        `DELETE FROM baton_notifications WHERE id IN (?) AND status = ?`,
-        [found.map((r) => Number(r.id)), status],
-      );
-      rows += res.affectedRows;
-      batches++;
-    }
+    const done = await deleteInBatches(
+      db,
+      {
+        selectSql: `SELECT id FROM baton_notifications
+                     WHERE namespace = ? AND status = ? AND due_at < ? LIMIT ?`,
+        params: [namespace, status, before],
+        deleteSql: 'DELETE FROM baton_notifications WHERE id IN (?) AND status = ?',
+        deleteParams: [status],
+      },
+      batchSize,
+      signal,
+    );
+    total.rows += done.rows;
+    total.batches += done.batches;
   }
-  return { rows, batches };
+  return total;
 }

@@ -4,10 +4,11 @@
  * Real CLI processes on a real database; the jobs write what they were given to files, the ground
  * truth of what ran.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule } from '../helpers/cli.js';
+import { foregroundRuns } from '../helpers/foreground-runs.js';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
@@ -42,28 +43,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-const run = (job: string, extra: string[] = [], host = 'ops-laptop') =>
-  baton(['run', job, '--config', config, '--database-url', db.url, '--host', host, ...extra]);
-
-const lines = (file: string) =>
-  existsSync(path.join(dir, file))
-    ? readFileSync(path.join(dir, file), 'utf8').trim().split('\n').filter(Boolean)
-    : [];
-
-interface Row {
-  id: number;
-  rerun: number;
-  winner: number | null;
-  triggered_by: string;
-  status: string;
-  params: string | null;
-  host: string;
-}
-const rowsOf = (job: string) =>
-  db.query<Row>(
-    'SELECT id, rerun, winner, triggered_by, status, params, host FROM baton_runs WHERE job = ? ORDER BY id',
-    [job],
-  );
+const { run, lines, rowsOf } = foregroundRuns(() => ({ config, dir, db }));
 
 describe('baton run --fire', () => {
   it('re-runs a failed fire once with its original instant, then refuses it (75) unless --again', async () => {

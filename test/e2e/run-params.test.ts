@@ -3,10 +3,11 @@
  * module job) and its row records them with the job's `secretEnv` values masked. Real CLI
  * processes on a real database; the jobs write what they were given to files.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule } from '../helpers/cli.js';
+import { foregroundRuns } from '../helpers/foreground-runs.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
@@ -49,28 +50,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-const run = (job: string, extra: string[] = [], host = 'ops-laptop') =>
-  baton(['run', job, '--config', config, '--database-url', db.url, '--host', host, ...extra]);
-
-const lines = (file: string) =>
-  existsSync(path.join(dir, file))
-    ? readFileSync(path.join(dir, file), 'utf8').trim().split('\n').filter(Boolean)
-    : [];
-
-interface Row {
-  id: number;
-  rerun: number;
-  winner: number | null;
-  triggered_by: string;
-  status: string;
-  params: string | null;
-  host: string;
-}
-const rowsOf = (job: string) =>
-  db.query<Row>(
-    'SELECT id, rerun, winner, triggered_by, status, params, host FROM baton_runs WHERE job = ? ORDER BY id',
-    [job],
-  );
+const { run, lines, rowsOf } = foregroundRuns(() => ({ config, dir, db }));
 
 describe('manual parameters', () => {
   it('--env and -- args reach a command job, and the row records them with secretEnv masked', async () => {
