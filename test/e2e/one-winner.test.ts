@@ -151,7 +151,7 @@ jobs:
     // The situation the key is for: the far runner held the lock of fires the near runner had
     // already run (its claims minus its wins), several times — and ran none of them.
     const claims = loggedStatements(statementLog, 0, Infinity).filter((sql) =>
-      /^INSERT INTO baton_runs \(namespace, job, scheduled_at, winner, triggered_by, status, host, pid/.test(
+      /^INSERT INTO baton_runs \(namespace, job, scheduled_at, (rerun, )?winner, triggered_by, status, host, pid/.test(
         sql,
       ),
     );

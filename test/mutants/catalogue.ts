@@ -181,9 +181,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/store/fire-claims.ts',
-        find: "SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE NOW(3) >= ?`,",
-        replace:
-          "SELECT ?, ?, ?, ?, ?, 'running', ?, ?, ?, NOW(3), 1 FROM DUAL WHERE ? IS NOT NULL`,",
+        find: "WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,",
+        replace: "WHERE ? IS NOT NULL ${a.unlessDone ? NOT_DONE : ''}`,",
       },
       {
         file: 'src/store/fire-claims.ts',
@@ -413,7 +412,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/store/server-check.ts',
-        find: "if (columns !== 'namespace,job,scheduled_at,winner') {",
+        find: "if (columns !== 'namespace,job,scheduled_at,rerun,winner') {",
         replace: "if (columns === 'never') {",
       },
     ],
