@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { queryFresh, type RunRow } from '../helpers/db.js';
-import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
+import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -78,8 +78,15 @@ jobs:
     onFailover: catchUp
 `);
     const url = proxy.url(DB);
+    const metricsPort = await freePort();
     runners.push(
-      ...['fo-a', 'fo-b'].map((host) => startRunner({ config, databaseUrl: url, host })),
+      startRunner({
+        config,
+        databaseUrl: url,
+        host: 'fo-a',
+        args: ['--http', `127.0.0.1:${metricsPort}`],
+      }),
+      startRunner({ config, databaseUrl: url, host: 'fo-b' }),
     );
     await Promise.all(runners.map((r) => r.ready()));
     const done = (server: PrivateServer) =>
@@ -98,6 +105,20 @@ jobs:
 
     // The replica stops following: the next fires' rows exist on the primary only.
     await queryFresh(replica!.url, 'STOP SLAVE');
+    // The newest fire of each job the replica (the future primary) has any row of.
+    const replicated = new Map(
+      (
+        await queryFresh<{ job: string; last: Date }>(
+          `${replica!.url}/${DB}`,
+          'SELECT job, MAX(scheduled_at) AS last FROM baton_runs GROUP BY job',
+        )
+      ).map((r) => [r.job, r.last.getTime()]),
+    );
+    /** The fires that ran (by the ground truth) and whose rows the replica never got. */
+    const lostOf = (job: string, truth: Map<string, number>) =>
+      [...truth.keys()].filter(
+        (at) => Date.parse(at) > replicated.get(job)! && Date.parse(at) < killedAt,
+      );
     const before = await done(primary!);
     await waitFor(
       'two more fires of each job done on the primary only',
@@ -127,8 +148,9 @@ jobs:
       String(l.msg).startsWith('the database failed over'),
     )!;
     expect(failoverLine).toMatchObject({ fromServer: 'server_id 1', toServer: 'server_id 2' });
-    // Every runner's recovery, and its pass over missed fires (5 s later), is over.
-    await sleep(7_000);
+    // The in-doubt rows are written at the reconnect and the catch-ups start at once (a walk runs
+    // its fires one after another, each a short `echo`): 3.5 s is ample for both runners'.
+    await sleep(3_500);
 
     const onReplica = `${replica!.url}/${DB}`;
     const rows = await queryFresh<RunRow>(
@@ -147,9 +169,7 @@ jobs:
     ).toEqual([]);
     // The fires lost with the replica's lag: they ran (on the old primary), and the new primary
     // has no winner of them. Each is recorded in doubt, once.
-    const lost = [...tick.keys()].filter(
-      (at) => Date.parse(at) < killedAt && !rowsOf('tick', at).some((r) => r.winner === 1),
-    );
+    const lost = lostOf('tick', tick);
     expect(lost.length, 'tick fires lost from the new primary').toBeGreaterThanOrEqual(2);
     for (const at of lost) {
       expect(rowsOf('tick', at), at).toMatchObject([
@@ -157,21 +177,27 @@ jobs:
       ]);
     }
     // The fires of the outage (after the old primary died) are caught up, as without a failover.
+    // (A catch-up at the runners' start, of a fire due before their first connect, may be there too.)
     const outage = rows.filter(
-      (r) => r.job === 'tick' && r.triggered_by === 'catchup' && r.winner === 1,
+      (r) =>
+        r.job === 'tick' &&
+        r.triggered_by === 'catchup' &&
+        r.winner === 1 &&
+        r.scheduled_at.getTime() > killedAt,
     );
     expect(outage.length, 'outage fires caught up').toBeGreaterThanOrEqual(1);
-    for (const r of outage) expect(r.scheduled_at.getTime()).toBeGreaterThan(killedAt - 1_000);
 
     // idem (onFailover: catchUp): every fire lost from the new primary is caught up, so it ran
     // twice in all (the job says that is fine), and never a third time; nothing is in doubt.
     const idem = groundTruth(idemFile);
-    const idemLost = [...idem.keys()].filter(
-      (at) =>
-        Date.parse(at) < killedAt &&
-        rowsOf('idem', at).some((r) => r.winner === 1 && r.triggered_by === 'catchup'),
-    );
-    expect(idemLost.length, 'idem fires caught up after the failover').toBeGreaterThanOrEqual(2);
+    const idemLost = lostOf('idem', idem);
+    expect(idemLost.length, 'idem fires lost from the new primary').toBeGreaterThanOrEqual(2);
+    for (const at of idemLost) {
+      expect(
+        rowsOf('idem', at).filter((r) => r.winner === 1),
+        at,
+      ).toMatchObject([{ triggered_by: 'catchup', status: 'done' }]);
+    }
     for (const at of [...idem.keys()].filter((t) => Date.parse(t) < killedAt - PERIOD_MS)) {
       expect(
         rowsOf('idem', at).filter((r) => r.winner === 1),
@@ -194,6 +220,9 @@ jobs:
     ]);
     expect(explained.code, explained.stderr).toBe(0);
     expect(explained.stdout).toContain('in doubt: the database failed over after this fire');
+
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^baton_database_failovers_total(\{[^}]*\})? 1$/m);
 
     // The registry says which server each runner is on now.
     const registry = await queryFresh<{ host: string; db_server: string }>(
