@@ -697,7 +697,7 @@ export const MUTANTS: readonly Mutant[] = [
       {
         file: 'src/daemon/recovery.ts',
         find: 'await setAsideInDoubt(c, c.failover ?? null, job, due, from);',
-        replace: 'await setAsideInDoubt(c, c.failover && null, job, due, from);',
+        replace: 'await setAsideInDoubt(c, c.failover ? null : null, job, due, from);',
       },
     ],
     killers: [
