@@ -98,7 +98,9 @@ export interface LinkOptions {
   heartbeatDeadlineMs?: number | undefined;
   /**
    * Called after each connect, before the link counts as up (`first`: the runner's first;
-   * `failover`: set when this connect reached another server than the one before).
+   * `failover`: the last failover this runner lived through, from the connect that reached the
+   * new server on — a link that drops again before the recovery after the failover wrote its
+   * in-doubt rows comes back to the same server, and those fires must still not be caught up).
    */
   onConnected: (first: boolean, failover: Failover | null) => Promise<void>;
 }
@@ -131,6 +133,8 @@ export class DatabaseLink {
   private server: string | null = null;
   /** When the last session was found lost (this host's clock). */
   private lostAt: Date | null = null;
+  /** The last failover (see `onConnected`). */
+  private lastFailover: Failover | null = null;
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
 
@@ -284,7 +288,10 @@ export class DatabaseLink {
     } else {
       log.warn({ lockConnectionId: lock.connectionId, ...tries }, 'lock session reopened');
     }
-    if (failover) this.o.events.emit('db:failover', failover);
+    if (failover) {
+      this.lastFailover = failover;
+      this.o.events.emit('db:failover', failover);
+    }
     if (facts.readOnly) this.noteReadOnly(true);
     lock.watch({
       intervalMs: this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
@@ -295,7 +302,7 @@ export class DatabaseLink {
       },
       onReadOnly: (readOnly) => this.noteReadOnly(readOnly),
     });
-    await this.o.onConnected(first, failover);
+    await this.o.onConnected(first, this.lastFailover);
   }
 
   /**

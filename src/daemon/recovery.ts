@@ -53,7 +53,7 @@ export interface RecoveryContext {
   signal: AbortSignal;
   events: RunnerEvents;
   log: Logger;
-  /** Set when this connect reached another server than before: its fires in doubt. */
+  /** The runner's last failover (to this server, or before it): its fires in doubt. */
   failover?: FailoverWindow | null;
 }
 

@@ -51,7 +51,6 @@ import {
 import { healthOf, type RunnerGauges, type RunnerHealth } from './health.js';
 import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
-import type { FailoverWindow } from './in-doubt.js';
 import { recover } from './recovery.js';
 import { DEFAULT_REGISTRY_MS, Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
@@ -101,12 +100,6 @@ export class Runner {
   private readonly registrar: Registrar;
   private readonly dispatcher: Dispatcher;
   private readonly catchUpWalks = new CatchUpWalks();
-  /**
-   * The last failover's window, for every later recovery too: a link that drops again before the
-   * in-doubt rows were written comes back to the same server, and must still not catch those
-   * fires up (harmless otherwise: such fires have no row; older than the look-back, it is inert).
-   */
-  private failoverWindow: FailoverWindow | null = null;
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
   private retention: RetentionSchedule | null = null;
@@ -256,10 +249,6 @@ export class Runner {
     const pool = this.link.anyPool;
     if (!pool) return;
     const { config, jobs, schedules, knownSince } = this.loaded;
-    if (failover) {
-      const until = this.clock.toFleetTime(failover.lostAt);
-      this.failoverWindow = { from: failover.from, to: failover.to, until };
-    }
     void recover(
       {
         pool,
@@ -276,7 +265,7 @@ export class Runner {
         signal,
         events: this.events,
         log: this.log,
-        failover: this.failoverWindow,
+        failover: failover && { ...failover, until: this.clock.toFleetTime(failover.lostAt) },
       },
       this.clock.now(),
     );
