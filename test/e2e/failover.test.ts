@@ -11,6 +11,7 @@
  *   recorded `missed` with the kind `in-doubt`, and `baton explain` says so; the fires of the
  *   outage itself (after the old primary died) are caught up as usual;
  * - `idem` (`onFailover: catchUp`): the lost fires are caught up, each exactly once more.
+ * And a restart of the same server (same `server_id`) is a reconnect, not a failover.
  */
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -234,4 +235,42 @@ jobs:
       { host: 'fo-b', db_server: 'server_id 2' },
     ]);
   }, 60_000);
+
+  it('is not what a restart of the same server is', async () => {
+    const server = await startPrivateServer({ args: ['--server-id=7'] });
+    servers.push(server);
+    const config = writeSchedule(`
+namespace: restart
+jobs:
+  tick:
+    schedule: "*/2 * * * * *"
+    command: ["true"]
+    catchUp: {window: 1m, fires: all}
+`);
+    const port = await freePort();
+    const runner = startRunner({
+      config,
+      databaseUrl: `${server.url}/baton_restart`,
+      host: 'rs-a',
+      args: ['--http', `127.0.0.1:${port}`],
+    });
+    runners.push(runner);
+    await runner.ready();
+    await runner.waitForLog('database server checked', (l) => l.serverIdentity === 'server_id 7');
+    await server.kill();
+    await server.start();
+    await runner.waitForLog('lock session reopened');
+    await sleep(500);
+    expect(
+      runner.lines.filter((l) => String(l.msg).startsWith('the database failed over')),
+    ).toEqual([]);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^baton_database_failovers_total(\{[^}]*\})? 0$/m);
+    expect(
+      await queryFresh(
+        `${server.url}/baton_restart`,
+        "SELECT id FROM baton_runs WHERE reason_kind = 'in-doubt'",
+      ),
+    ).toEqual([]);
+  }, 30_000);
 });
