@@ -48,9 +48,10 @@ export const SKIP_KINDS = ['taken', 'already-ran', 'overlap', 'behind', 'paused'
 export type SkipKind = (typeof SKIP_KINDS)[number];
 
 /**
- * `baton_runs.reason_kind`: a skip's kind, or `not-run` on a `missed` row (nobody attempted the
- * fire). NULL on the rows of runs, and on rows written before the column existed whose sentence
+ * `baton_runs.reason_kind`: a skip's kind, or on a `missed` row `not-run` (nobody attempted the
+ * fire) or `in-doubt` (the fire fell before a database failover and the new primary has no row
+ * of it: it may have run on the old one, so it is not caught up; daemon/in-doubt.ts). NULL on the rows of runs, and on rows written before the column existed whose sentence
  * the migration could not classify.
  */
-export const REASON_KINDS = [...SKIP_KINDS, 'not-run'] as const;
+export const REASON_KINDS = [...SKIP_KINDS, 'not-run', 'in-doubt'] as const;
 export type ReasonKind = (typeof REASON_KINDS)[number];

@@ -32,6 +32,7 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.connection != null ? { connection: job.connection } : {}),
     ...(job.jitterMs !== 0 ? { jitterMs: job.jitterMs } : {}),
     ...(job.catchUpFires !== 'latest' ? { catchUpFires: job.catchUpFires } : {}),
+    ...(job.onFailover !== 'skip' ? { onFailover: job.onFailover } : {}),
     ...(job.outputLog ? { outputLog: true } : {}),
     ...(job.outputMaxBytes !== DEFAULT_OUTPUT_MAX_BYTES
       ? { outputMaxBytes: job.outputMaxBytes }

@@ -276,6 +276,7 @@ function buildJob(
     retryDelayMs: job.retryDelay ?? DEFAULT_RETRY_DELAY_MS,
     catchUpMs: job.catchUp?.windowMs ?? null,
     catchUpFires: job.catchUp?.fires ?? 'latest',
+    onFailover: job.onFailover ?? 'skip',
     overlap: job.overlap ?? 'skip',
     expectMs: job.expect ?? null,
     workers: job.workers ?? 1,

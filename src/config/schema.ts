@@ -112,6 +112,17 @@ const catchUp = z.unknown().transform((value, ctx) => {
 });
 
 /**
+ * After a database failover, the fires in doubt (they may have run on the old primary, whose rows
+ * the new one may lack; daemon/in-doubt.ts):
+ * - `skip`: recorded `missed` with the kind `in-doubt`, never caught up (the default: a batch
+ *   that is not idempotent must not run twice);
+ * - `catchUp`: caught up like any fire nobody attempted (`catchUp:` decides which), for a batch
+ *   that is idempotent.
+ */
+export const ON_FAILOVER_POLICIES = ['skip', 'catchUp'] as const;
+export type OnFailoverPolicy = (typeof ON_FAILOVER_POLICIES)[number];
+
+/**
  * What a fire does when it finds the job still running (on any runner):
  * - `skip`: records a skip and lets the fire go (the default; no overlap, no pile-up);
  * - `queue`: waits for the running run, at most until the job's next fire, then runs once;
@@ -166,6 +177,8 @@ const inheritableShape = {
    * Without it, missed fires are only recorded.
    */
   catchUp,
+  /** After a database failover: whether the fires in doubt are caught up (default skip). */
+  onFailover: z.enum(ON_FAILOVER_POLICIES),
   overlap: z.enum(OVERLAP_POLICIES),
   /**
    * The dead-man's switch: `baton status` warns when the job has had no successful run for this
@@ -232,6 +245,7 @@ export const jobSchema = z
     retries: true,
     retryDelay: true,
     catchUp: true,
+    onFailover: true,
     overlap: true,
     expect: true,
     workers: true,
@@ -316,6 +330,8 @@ export interface JobDefinition {
   catchUpMs: number | null;
   /** Which missed fires of the window run: the latest, or all of them in order. */
   catchUpFires: CatchUpFires;
+  /** After a database failover: whether the fires in doubt are caught up. */
+  onFailover: OnFailoverPolicy;
   overlap: OverlapPolicy;
   /** null = two periods plus a grace. */
   expectMs: number | null;

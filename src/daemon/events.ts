@@ -17,8 +17,15 @@ export interface RunnerEventMap extends FireEventMap {
   'loop:lateWake': { job: string; scheduledAt: Date; lateMs: number };
   /** `missed` rows this runner recorded after reconnecting: fires nobody attempted. */
   'fires:missed': { job: string; count: number };
+  /** `missed` rows of kind `in-doubt` this runner recorded after a failover (daemon/in-doubt.ts). */
+  'fires:inDoubt': { job: string; count: number };
   /** The lock session died: its locks are gone, and the runs it covered are being aborted. */
   'lock:lost': { reason: string; lockConnectionId: number; aborting: string[] };
+  /**
+   * A reconnect reached another server than before (a failover, not a restart): the fires up to
+   * the loss are in doubt (daemon/recovery.ts).
+   */
+  'db:failover': { from: string; to: string; toGtid: string | null; lostAt: Date };
   /** The database turned read-only (a demoted primary) or writable again. */
   'db:readOnly': { readOnly: boolean };
   /** This host's clock crossed the warning threshold, off from the database's or back within. */

@@ -17,6 +17,10 @@
  * - **The lost session ended**: once reconnected, the runner KILLs its lost session on the server if
  *   it is still there (a dropped link), so that its locks do not outlive it by the idle timeout.
  * - **Read-only** server (a demoted primary): no fire runs until it is writable again.
+ * - **Another server** after a reconnect (a failover: a promoted replica behind the same name):
+ *   told apart from a restart of the same server by the server's identity (`ServerFacts.identity`),
+ *   reported (`db:failover`) and handed to `onConnected`, so that recovery treats the fires up to
+ *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran.
  * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
  *   a loss. The spawner and the watchdogs stop the runs when it lapses, so that a runner that
  *   stalls cannot leave its jobs running beyond the bound once its session is gone.
@@ -92,8 +96,23 @@ export interface LinkOptions {
   signal: AbortSignal;
   heartbeatMs?: number | undefined;
   heartbeatDeadlineMs?: number | undefined;
-  /** Called after each connect, before the link counts as up (`first`: the runner's first). */
-  onConnected: (first: boolean) => Promise<void>;
+  /**
+   * Called after each connect, before the link counts as up (`first`: the runner's first;
+   * `failover`: the last failover this runner lived through, from the connect that reached the
+   * new server on — a link that drops again before the recovery after the failover wrote its
+   * in-doubt rows comes back to the same server, and those fires must still not be caught up).
+   */
+  onConnected: (first: boolean, failover: Failover | null) => Promise<void>;
+}
+
+/** A reconnect that reached another server than the previous session's. */
+export interface Failover {
+  from: string;
+  to: string;
+  /** The new server's GTID position when the runner arrived (null: none). */
+  toGtid: string | null;
+  /** When the old server's session was found lost (this host's clock). */
+  lostAt: Date;
 }
 
 export class DatabaseLink {
@@ -110,6 +129,12 @@ export class DatabaseLink {
     tokenLock: string;
     runsOver: Promise<unknown>;
   } | null = null;
+  /** The identity of the server of the current (or last) session; null before the first. */
+  private server: string | null = null;
+  /** When the last session was found lost (this host's clock). */
+  private lostAt: Date | null = null;
+  /** The last failover (see `onConnected`). */
+  private lastFailover: Failover | null = null;
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
 
@@ -140,6 +165,11 @@ export class DatabaseLink {
 
   get readOnly(): boolean {
     return this.readOnlyNow;
+  }
+
+  /** Which server the runner talks (or last talked) to: `ServerFacts.identity`. */
+  get serverIdentity(): string | null {
+    return this.server;
   }
 
   get serverStartedBefore(): Date {
@@ -240,10 +270,27 @@ export class DatabaseLink {
     if (lost) void this.endLostSession(lost);
     const first = !this.everConnectedOnce;
     this.everConnectedOnce = true;
+    const failover: Failover | null =
+      this.server != null && this.server !== facts.identity
+        ? {
+            from: this.server,
+            to: facts.identity,
+            toGtid: facts.gtidPosition,
+            lostAt: this.lostAt ?? new Date(),
+          }
+        : null;
+    this.server = facts.identity;
     if (first) {
-      log.debug({ server: facts.version }, 'database server checked');
+      log.debug(
+        { server: facts.version, serverIdentity: facts.identity, gtid: facts.gtidPosition },
+        'database server checked',
+      );
     } else {
       log.warn({ lockConnectionId: lock.connectionId, ...tries }, 'lock session reopened');
+    }
+    if (failover) {
+      this.lastFailover = failover;
+      this.o.events.emit('db:failover', failover);
     }
     if (facts.readOnly) this.noteReadOnly(true);
     lock.watch({
@@ -255,7 +302,7 @@ export class DatabaseLink {
       },
       onReadOnly: (readOnly) => this.noteReadOnly(readOnly),
     });
-    await this.o.onConnected(first);
+    await this.o.onConnected(first, this.lastFailover);
   }
 
   /**
@@ -274,6 +321,7 @@ export class DatabaseLink {
    */
   private lost(lock: LockSession, reason: string): void {
     if (lock !== this.session) return;
+    this.lostAt = new Date();
     // Every run, also those already being stopped: their kill grace shrinks to the lost one.
     const running = [...this.o.runs];
     this.o.events.emit('lock:lost', {

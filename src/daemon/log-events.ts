@@ -90,10 +90,22 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
   events.on('fires:missed', (e) =>
     log.warn({ job: e.job, count: e.count }, 'missed fires recorded'),
   );
+  events.on('fires:inDoubt', (e) =>
+    log.warn(
+      { job: e.job, count: e.count },
+      'fires in doubt after the failover recorded: not caught up',
+    ),
+  );
   events.on('lock:lost', (e) =>
     log.error(
       { reason: e.reason, lockConnectionId: e.lockConnectionId, aborting: e.aborting },
       'lock session lost',
+    ),
+  );
+  events.on('db:failover', (e) =>
+    log.error(
+      { fromServer: e.from, toServer: e.to, gtid: e.toGtid, lostAt: e.lostAt },
+      'the database failed over: reconnected to another server; fires up to the loss are in doubt',
     ),
   );
   events.on('db:readOnly', (e) => {

@@ -10,6 +10,8 @@
  * - **Missed**: every fire in the window that nobody attempted at all gets one `missed` row, so
  *   "it did not run at 03:00" is in the history. This waits MISSED_SETTLE_MS first, so that the
  *   runners contending the latest fires have written their rows.
+ * - **In doubt**: after a failover (a reconnect to another server), the fires up to the loss that
+ *   the new primary has no row of are recorded at once and not caught up (in-doubt.ts).
  */
 import type { JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
@@ -25,6 +27,7 @@ import { eventTargets } from '../config/notify-config.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import { catchUpAll, MAX_CATCH_UP_FIRES, type CatchUpWalks } from './catch-up.js';
+import { setAsideInDoubt, type FailoverWindow } from './in-doubt.js';
 import type { RunnerEvents } from './events.js';
 
 /** Runners contending the most recent fires have written their rows by then. */
@@ -50,6 +53,8 @@ export interface RecoveryContext {
   signal: AbortSignal;
   events: RunnerEvents;
   log: Logger;
+  /** The runner's last failover (to this server, or before it): its fires in doubt. */
+  failover?: FailoverWindow | null;
 }
 
 export async function recover(c: RecoveryContext, now: Date): Promise<void> {
@@ -67,9 +72,12 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       const { from } = window;
       // A jittered fire whose instant has passed but whose start has not is the loop's, still to
       // come: neither caught up nor recorded missed.
-      const fires = window.fires.filter(
+      const due = window.fires.filter(
         (at) => at.getTime() + c.startDelay.delayMs(job.name, at) <= now.getTime(),
       );
+      // Fires in doubt after a failover are recorded now and left out of catch-up.
+      const { left: fires, inDoubt } = await setAsideInDoubt(c, c.failover ?? null, job, due, from);
+      if (inDoubt > 0) c.events.emit('fires:inDoubt', { job: job.name, count: inDoubt });
       if (fires.length === 0) continue;
       let caughtUp: Date[] = [];
       if (job.catchUpMs != null && job.catchUpFires === 'all') {
@@ -77,7 +85,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
         // The newest MAX_CATCH_UP_FIRES of them; older ones are recorded missed below.
         caughtUp = fires.filter((at) => !seen.has(at.getTime())).slice(-MAX_CATCH_UP_FIRES);
         // The walk stops at the first fire the loop runs: one still to start (jitter), or the next.
-        const next = window.fires.find((at) => !fires.includes(at)) ?? schedule.nextAfter(now);
+        const next = window.fires.find((at) => !due.includes(at)) ?? schedule.nextAfter(now);
         if (caughtUp.length > 0) walk(c, job, caughtUp, next);
       } else if (job.catchUpMs != null) {
         const latest = fires.at(-1)!;

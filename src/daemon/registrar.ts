@@ -49,6 +49,7 @@ export class Registrar {
       // The registry says how far the runner is ahead of the database, the way operators ask.
       clockOffsetMs: this.o.clock.hostAheadMs,
       lockConnectionId: lock?.connectionId ?? null,
+      dbServer: this.o.link.serverIdentity,
       schedule: withSchedule ? this.o.loadedJobs() : {},
     };
   }

@@ -44,7 +44,7 @@ import { Dispatcher, type ManualStart } from './dispatcher.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
-import { DatabaseLink } from './link.js';
+import { DatabaseLink, type Failover } from './link.js';
 import {
   emptySchedule,
   loadSchedule,
@@ -128,7 +128,7 @@ export class Runner {
       signal,
       heartbeatMs: options.heartbeatMs,
       heartbeatDeadlineMs: options.heartbeatDeadlineMs,
-      onConnected: (first) => this.connected(first),
+      onConnected: (first, failover) => this.connected(first, failover),
     });
     this.registrar = new Registrar({
       host,
@@ -231,7 +231,7 @@ export class Runner {
   }
 
   /** After each connect (`first`: the runner's first), before the link counts as up. */
-  private async connected(first: boolean): Promise<void> {
+  private async connected(first: boolean, failover: Failover | null): Promise<void> {
     const signal = this.stopSignal.signal;
     // Not awaited: a slow write must not hold up the reconnect (and a session lost meanwhile is
     // retried by the link); the reaper's tick writes what is left.
@@ -269,6 +269,7 @@ export class Runner {
         signal,
         events: this.events,
         log: this.log,
+        failover: failover && { ...failover, until: this.clock.toFleetTime(failover.lostAt) },
       },
       this.clock.now(),
     );

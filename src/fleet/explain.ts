@@ -255,6 +255,13 @@ export function verdictOf(
       winners.map((w) => winnerPhrase(w, now, slotted(w) ? w.workerSlot : null)).join(', '),
     );
     if (skips.length > 0) parts.push(`${count(skips.length, 'runner')} skipped`);
+  } else if (missed?.reasonKind === 'in-doubt') {
+    // The reason names the servers; the point must survive the 160-character cut.
+    parts.push(
+      'in doubt: the database failed over after this fire and the new primary has no row of ' +
+        'it, so it may have run on the old primary; not caught up (onFailover: skip)' +
+        (missed.reason ? ` (${oneLine(missed.reason.replace(/^in doubt: /, ''), 160)})` : ''),
+    );
   } else if (missed) {
     parts.push(`nobody ran it: missed${missed.reason ? ` (${oneLine(missed.reason, 160)})` : ''}`);
   } else if (skips.length > 0) {

@@ -61,6 +61,7 @@ export class RunnerMetrics {
   private readonly notAttempted: Counter<'baton_job' | 'reason'>;
   private readonly missed: Counter<'baton_job'>;
   private readonly lockSessionLosses: Counter;
+  private readonly failovers: Counter;
   private readonly duration: Histogram<'baton_job'>;
   private readonly fireLag: Histogram<'baton_job'>;
   private readonly lockAcquisition: Histogram<'outcome'>;
@@ -103,6 +104,10 @@ export class RunnerMetrics {
     this.lockSessionLosses = counter({
       name: 'baton_lock_session_losses_total',
       help: "Times this runner's lock session was lost (its runs were aborted and recorded lost).",
+    });
+    this.failovers = counter({
+      name: 'baton_database_failovers_total',
+      help: 'Times this runner reconnected to another database server than before (a failover).',
     });
     this.duration = new Histogram({
       name: 'baton_run_duration_seconds',
@@ -204,6 +209,7 @@ export class RunnerMetrics {
       if (of(job)) this.missed.inc({ baton_job: job }, count);
     });
     events.on('lock:lost', () => this.lockSessionLosses.inc());
+    events.on('db:failover', () => this.failovers.inc());
   }
 
   /**

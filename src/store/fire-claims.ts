@@ -255,7 +255,8 @@ function fireKey(job: string, scheduledAt: Date, trigger: string): string {
   return `${job}\0${scheduledAt.getTime()}\0${trigger}`;
 }
 /**
- * Records that nobody attempted a fire (the fleet was down or cut off), with the kind `not-run`.
+ * Records that nobody attempted a fire (the fleet was down or cut off), with the kind `not-run`,
+ * or that a fire is in doubt after a failover (`in-doubt`: daemon/in-doubt.ts).
  * The row takes the fire key's `winner = 0` slot: written once however many runners notice, and never in the way of a
  * winner (`winner = 1`). Returns whether this call wrote it.
  */
@@ -264,12 +265,13 @@ export async function insertMissed(
   attempt: Attempt,
   reason: string,
   targets?: EventTargets,
+  kind: 'not-run' | 'in-doubt' = 'not-run',
 ): Promise<boolean> {
   const told = targets?.missed ?? [];
-  if (told.length === 0) return (await writeMissed(db, attempt, reason)) != null;
+  if (told.length === 0) return (await writeMissed(db, attempt, reason, kind)) != null;
   // The mark and its notifications land together: a runner that dies between them loses neither.
   return inTransaction(db, async (tx) => {
-    const runId = await writeMissed(tx, attempt, reason);
+    const runId = await writeMissed(tx, attempt, reason, kind);
     if (runId == null) return false;
     const scope = { namespace: attempt.namespace, subject: attempt.job, fire: attempt.scheduledAt };
     await enqueueNotices(tx, [{ ...scope, event: 'missed', targets: told, runId }]);
@@ -282,18 +284,20 @@ async function writeMissed(
   db: Queryable,
   attempt: Attempt,
   reason: string,
+  kind: 'not-run' | 'in-doubt',
 ): Promise<number | null> {
   try {
     const [res] = await db.query<ResultSetHeader>(
       `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
          reason_kind, host, pid, started_at, finished_at)
-       VALUES (?, ?, ?, 0, ?, 'missed', ?, 'not-run', ?, ?, NOW(3), NOW(3))`,
+       VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, ?, NOW(3), NOW(3))`,
       [
         attempt.namespace,
         attempt.job,
         attempt.scheduledAt,
         attempt.trigger,
         truncate(reason, REASON_MAX),
+        kind,
         attempt.host,
         attempt.pid,
       ],

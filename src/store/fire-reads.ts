@@ -107,7 +107,7 @@ export async function runnersNow(
 ): Promise<{ now: Date; runners: RunnerNow[] }> {
   const [rows] = await db.query<RegistryRow[]>(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
-            lock_connection_id, schedule, NOW(3) AS now,
+            lock_connection_id, db_server, schedule, NOW(3) AS now,
             IF(lock_connection_id IS NULL, NULL,
                IS_USED_LOCK(${sessionLockSql('lock_connection_id')}) <=> lock_connection_id)
               AS session_held

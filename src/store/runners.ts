@@ -39,6 +39,8 @@ export interface RunnerRecord {
   /** How far the runner's clock is ahead of the database's, in ms; null before it measured. */
   clockOffsetMs: number | null;
   lockConnectionId: number | null;
+  /** The database server of its lock session (migration 0013); null/absent: not said. */
+  dbServer?: string | null;
   /** Job name → the definition the runner loaded (the `schedule` column, decoded). */
   jobs: ReadonlyMap<string, LoadedDefinition>;
 }
@@ -50,6 +52,8 @@ export interface RunnerHeartbeat {
   version: string;
   clockOffsetMs: number | null;
   lockConnectionId: number | null;
+  /** `ServerFacts.identity` of the server the lock session is on. */
+  dbServer: string | null;
   schedule: Record<string, LoadedJob>;
 }
 
@@ -57,12 +61,12 @@ export interface RunnerHeartbeat {
 export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise<void> {
   await db.query(
     `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
-       stopped_at, clock_offset_ms, lock_connection_id, schedule)
-     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?)
+       stopped_at, clock_offset_ms, lock_connection_id, db_server, schedule)
+     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?, ?)
      ON DUPLICATE KEY UPDATE pid = VALUES(pid), version = VALUES(version),
        started_at = VALUES(started_at), last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
        clock_offset_ms = VALUES(clock_offset_ms), lock_connection_id = VALUES(lock_connection_id),
-       schedule = VALUES(schedule)`,
+       db_server = VALUES(db_server), schedule = VALUES(schedule)`,
     [
       r.namespace,
       r.host,
@@ -70,6 +74,7 @@ export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise
       r.version,
       r.clockOffsetMs,
       r.lockConnectionId,
+      r.dbServer,
       JSON.stringify(r.schedule),
     ],
   );
@@ -87,12 +92,13 @@ export async function heartbeatRunner(
 ): Promise<boolean> {
   // The schedule (tens of KB for a thousand jobs) is sent only when it may have changed.
   const [res] = await db.query<ResultSetHeader>(
-    `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?
-       ${withSchedule ? ', schedule = ?' : ''}
+    `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?,
+       db_server = ? ${withSchedule ? ', schedule = ?' : ''}
      WHERE namespace = ? AND host = ? AND pid = ?`,
     [
       r.clockOffsetMs,
       r.lockConnectionId,
+      r.dbServer,
       ...(withSchedule ? [JSON.stringify(r.schedule)] : []),
       r.namespace,
       r.host,
@@ -172,6 +178,7 @@ export interface RunnerRow extends RowDataPacket {
   stopped_at: Date | null;
   clock_offset_ms: number | null;
   lock_connection_id: number | null;
+  db_server?: string | null;
   schedule: string;
 }
 
@@ -179,7 +186,7 @@ export interface RunnerRow extends RowDataPacket {
 export async function listRunners(db: Queryable, namespace: string): Promise<RunnerRecord[]> {
   const [rows] = await db.query<RunnerRow[]>(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
-            lock_connection_id, schedule
+            lock_connection_id, db_server, schedule
        FROM baton_runners WHERE namespace = ? ORDER BY host`,
     [namespace],
   );
@@ -197,6 +204,7 @@ export function toRunnerRecord(r: RunnerRow): RunnerRecord {
     stoppedAt: r.stopped_at,
     clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
+    dbServer: r.db_server ?? null,
     jobs: loadedJobs({ schedule: parseJson(r.schedule), startedAt: r.started_at }),
   };
 }

@@ -21,6 +21,14 @@ export interface ServerFacts {
   wsrep: boolean;
   /** A Group Replication member in multi-primary mode. */
   multiPrimary: boolean;
+  /**
+   * Which server this is, so that a reconnect can tell a failover (another server) from a restart
+   * (the same one): `@@server_uuid` on MySQL, else `@@server_id` (MariaDB has no uuid; replication
+   * requires every server of a topology to have its own id).
+   */
+  identity: string;
+  /** Its GTID position (MariaDB `gtid_current_pos`, MySQL `gtid_executed`), for the log; or null. */
+  gtidPosition: string | null;
 }
 
 /** The database server cannot give baton's guarantees. Exit 78: the deployment must change. */
@@ -34,7 +42,8 @@ export async function probeServer(db: Queryable): Promise<ServerFacts> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SHOW GLOBAL VARIABLES WHERE Variable_name IN
        ('version', 'read_only', 'wsrep_on', 'group_replication_group_name',
-        'group_replication_single_primary_mode')`,
+        'group_replication_single_primary_mode', 'server_id', 'server_uuid', 'gtid_current_pos',
+        'gtid_executed')`,
   );
   const vars = new Map(rows.map((r) => [String(r.Variable_name), String(r.Value ?? '')]));
   const on = (name: string) => ['ON', '1'].includes((vars.get(name) ?? '').toUpperCase());
@@ -46,6 +55,8 @@ export async function probeServer(db: Queryable): Promise<ServerFacts> {
       (vars.get('group_replication_group_name') ?? '') !== '' &&
       vars.has('group_replication_single_primary_mode') &&
       !on('group_replication_single_primary_mode'),
+    identity: vars.get('server_uuid') || `server_id ${vars.get('server_id') ?? '?'}`,
+    gtidPosition: vars.get('gtid_current_pos') ?? vars.get('gtid_executed') ?? null,
   };
 }
 

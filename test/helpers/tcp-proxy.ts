@@ -47,6 +47,11 @@ export interface TcpProxy {
    * when a client gives up on a dropped link and its FIN is lost. New connections work as usual.
    */
   strand(): void;
+  /**
+   * Sends new connections to another server from now on (a VIP or DNS name moving to a promoted
+   * replica); current connections are left as they are.
+   */
+  retarget(target: { host: string; port: number }): void;
   /** Destroys every connection and stops listening. */
   close(): Promise<void>;
   readonly frozen: boolean;
@@ -112,8 +117,9 @@ export async function startTcpProxy(
     });
   };
 
+  let upstreamTarget = target;
   const connectUpstream = (pair: Pair) => {
-    const upstream = connect(target.port, target.host);
+    const upstream = connect(upstreamTarget.port, upstreamTarget.host);
     pair.upstream = upstream;
     upstream.setNoDelay(true);
     forward(pair.client, upstream, () => upMs);
@@ -164,6 +170,9 @@ export async function startTcpProxy(
     },
     get connections() {
       return pairs.size;
+    },
+    retarget(to) {
+      upstreamTarget = to;
     },
     freeze() {
       frozen = true;

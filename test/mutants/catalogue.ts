@@ -665,4 +665,45 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'failover-not-noticed',
+    guarantee: 'one-winner',
+    what:
+      'A runner reconnecting to another server (a promoted replica) takes it for the old one: ' +
+      'the fires whose rows were lost with the replication lag look unattempted and are caught ' +
+      'up, so they run twice.',
+    edits: [
+      {
+        file: 'src/daemon/link.ts',
+        find: 'this.server != null && this.server !== facts.identity',
+        replace: 'this.server != null && this.server === "" + facts.identity.length',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/failover.test.ts',
+        test: 'records the lost fires in doubt and runs none twice (onFailover: catchUp runs them once)',
+      },
+    ],
+  },
+  {
+    id: 'in-doubt-caught-up',
+    guarantee: 'one-winner',
+    what:
+      'After a failover the recovery ignores it: the fires in doubt are caught up like fires ' +
+      'nobody attempted, and those that ran on the old primary run again.',
+    edits: [
+      {
+        file: 'src/daemon/recovery.ts',
+        find: 'await setAsideInDoubt(c, c.failover ?? null, job, due, from);',
+        replace: 'await setAsideInDoubt(c, c.failover ? null : null, job, due, from);',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/failover.test.ts',
+        test: 'records the lost fires in doubt and runs none twice (onFailover: catchUp runs them once)',
+      },
+    ],
+  },
 ];

@@ -23,6 +23,7 @@ const COUNTERS = [
   'baton_fires_not_attempted_total',
   'baton_fires_missed_total',
   'baton_lock_session_losses_total',
+  'baton_database_failovers_total',
 ];
 const HISTOGRAMS = [
   'baton_run_duration_seconds',
