@@ -162,6 +162,21 @@ describe('notifications from a fleet of three', () => {
     ]);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).not.toContain(SECRET);
+    // `baton notify test`: one test event from this host, now; a target that is down is 69.
+    const before = receiver.accepted().length;
+    const test = await baton(['notify', 'test', 'ops', '--config', config], { env });
+    expect(test.code, test.stderr).toBe(0);
+    expect(
+      receiver
+        .accepted()
+        .slice(before)
+        .map((r) => r.body.event),
+    ).toEqual(['test']);
+    await receiver.down();
+    const down = await baton(['notify', 'test', 'ops', '--config', config], { env });
+    expect(down.code).toBe(69);
+    expect(down.stderr).toMatch(/webhook "ops": connection refused/);
+    expect(down.stderr + down.stdout + test.stdout).not.toContain(SECRET);
   });
 
   it('throttles a job failing every second into summaries that count every failure', async () => {
