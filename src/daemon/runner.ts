@@ -54,6 +54,7 @@ import {
 import { healthOf, type RunnerGauges, type RunnerHealth } from './health.js';
 import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
+import { jobsWorthWarming } from './warm-policy.js';
 import { recover } from './recovery.js';
 import { DEFAULT_REGISTRY_MS, Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
@@ -334,8 +335,9 @@ export class Runner {
 
   private applyConfig(config: Config, now: Date): void {
     this.loaded = loadSchedule(config, this.loaded, now);
-    // Module jobs start in a host spawned ahead of need; a reload replaces them (warm-hosts.ts).
-    warmHostsFor([...this.loaded.jobs.values()], connectionVariables(config));
+    // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
+    const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
+    warmHostsFor(warmed, connectionVariables(config));
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }

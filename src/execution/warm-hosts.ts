@@ -12,7 +12,8 @@
  * and exits with it, so a run's isolation is that of a fresh process: nothing of one run (a
  * crash, a leak, a global) can touch another. A replacement is started a moment after each take.
  *
- * Two warm hosts per kind of module job the schedule has, a kind being the loader (none, or tsx)
+ * Two warm hosts per kind of module job the runner warms (the frequent ones: the daemon's
+ * warm-policy.ts; a rare job starts cold), a kind being the loader (none, or tsx)
  * and the directory (tsx reads `tsconfig.json` from it when it starts), at most MAX_HOSTS in
  * all. Two, because a host takes 0.2–1 s to load on a busy 2-core machine (tsx's the longer): a
  * job firing every second would otherwise often meet its replacement still loading, and two jobs

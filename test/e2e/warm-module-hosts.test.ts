@@ -11,6 +11,8 @@
  * - Warm hosts killed while they wait are replaced, and the next fires still run.
  * - No warm host is left after the runner stops, by SIGTERM (the first test) or SIGKILL (the
  *   third).
+ * - A job that fires rarely (hourly) gets no warm host: it would hold memory all day for a
+ *   start-up that is a rounding error of an hourly batch (src/daemon/warm-policy.ts).
  * Real runner processes, /proc and the rows; no assertion on how fast anything is.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +22,7 @@ import { writeSchedule } from '../helpers/cli.js';
 import { dbNow, runs, type RunRow } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { alive, killGroup, parentOf, processGone } from '../helpers/procfs.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('warm_hosts', { perTest: true });
 
@@ -236,5 +238,20 @@ jobs:
     });
     await runner.stop('SIGKILL');
     for (const host of left) await waitFor(`warm host ${host} gone`, () => processGone(host));
+  });
+
+  it('keeps no warm host for a module job that fires rarely (it would start cold)', async () => {
+    const yaml = `
+namespace: warm
+jobs:
+  hourly:
+    schedule: "0 * * * *"
+    module: probe.mjs
+`;
+    const { pid } = await startOne(yaml, { 'probe.mjs': probeSource('v1') });
+    // A frequent job's hosts are spawned within a moment of the load (the tests above): give
+    // them far longer than that, and none may appear for a job that fires once an hour.
+    await sleep(2_000);
+    expect(warmHosts(pid)).toEqual([]);
   });
 });

@@ -19,7 +19,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -323,6 +323,10 @@ function installedTemplate(): Promise<string> {
     const dir = await mkdtemp(join(tmpdir(), 'baton-mariadb-template-'));
     janitor().track('dir', dir);
     const dataDir = join(dir, 'data');
+    // The bootstrap's own temporary files: in the shared /tmp one was once removed under it
+    // ("Could not remove temporary table … error: 2") while other servers started beside it.
+    const scratch = join(dir, 'tmp');
+    await mkdir(scratch);
     const args = [
       '--no-defaults',
       `--datadir=${dataDir}`,
@@ -334,9 +338,10 @@ function installedTemplate(): Promise<string> {
       '--innodb-buffer-pool-size=16M',
       '--innodb-log-file-size=8M',
       '--skip-log-bin',
+      `--tmpdir=${scratch}`,
     ];
     try {
-      await promisify(execFile)(INSTALL_DB, args, { maxBuffer: 10 * 1024 * 1024 });
+      await installOnce(args, dataDir).catch(() => installOnce(args, dataDir));
     } catch (err) {
       template = undefined;
       const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
@@ -348,6 +353,12 @@ function installedTemplate(): Promise<string> {
     return dataDir;
   })();
   return template;
+}
+
+/** One mariadb-install-db into an empty `dataDir` (a failed attempt's leftovers removed first). */
+async function installOnce(args: string[], dataDir: string): Promise<void> {
+  await rm(dataDir, { recursive: true, force: true });
+  await promisify(execFile)(INSTALL_DB, args, { maxBuffer: 10 * 1024 * 1024 });
 }
 
 // ---------------------------------------------------------------------------------------------
