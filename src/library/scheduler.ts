@@ -71,7 +71,7 @@ export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'
 const DEFAULT_GRACE_MS = 30_000;
 
 /** The scheduler started in this process, if any (one per process). */
-let active: Scheduler | null = null;
+let active: { host: string; namespace: string } | null = null;
 
 function ms(what: string, value: Duration | undefined): number | undefined {
   if (value == null) return undefined;
@@ -126,10 +126,13 @@ export class Scheduler {
   private runnerOptions: RunnerOptions | null = null;
   private readonly watch = new AbortController();
   private state: 'new' | 'started' | 'stopped' = 'new';
+  /** This scheduler as the process's one started scheduler (`active`). */
+  private readonly identity: { host: string; namespace: string };
 
   constructor(private readonly options: SchedulerOptions) {
     this.host = options.host ?? os.hostname();
     this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
+    this.identity = { host: this.host, namespace: this.namespace };
     this.target = databaseTarget(options);
     this.log = (options.log ?? createLogger()).child({ host: this.host });
     this.settings = {
@@ -230,7 +233,7 @@ export class Scheduler {
       this.jobs.size > 0 ? codeConfig(this.settings, this.jobs) : null,
       this.file,
     );
-    active = this;
+    active = this.identity;
     this.state = 'started';
     useHandlers(this.handlers, (job, runId, why) =>
       this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
@@ -294,7 +297,7 @@ export class Scheduler {
     } finally {
       await closeInProcessPools();
       useHandlers(null);
-      if (active === this) active = null;
+      if (active === this.identity) active = null;
     }
   }
 
