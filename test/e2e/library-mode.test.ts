@@ -207,3 +207,90 @@ describe('library mode: the example app as three replicas', () => {
     expect(errors, host).toEqual([]);
   });
 });
+
+describe('library mode: a scheduler in this process', () => {
+  let own: TestDatabase;
+  beforeAll(async () => {
+    own = await createTestDatabase('library_inproc');
+  });
+  afterAll(async () => {
+    await own?.drop();
+  });
+
+  it("validates a job's options by the schedules file's schema, with its messages", async () => {
+    const { createScheduler, ConfigError } = await import('../../src/index.js');
+    const { parseConfig } = await import('../../src/config/load.js');
+    const scheduler = createScheduler({ databaseUrl: own.url, host: 'x', namespace: 'inproc' });
+    let error: unknown;
+    try {
+      scheduler.job('settle', { schedule: '0 3 * * *', timeout: 'soon', retries: -1 }, () => {});
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const messages = (error as InstanceType<typeof ConfigError>).problems.map(
+      (p) => `${p.path}: ${p.message}`,
+    );
+    // The file's parser says the same of the same job written in YAML.
+    let fromFile: string[] = [];
+    try {
+      parseConfig(
+        '/x/schedules.yaml',
+        'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["true"]\n    timeout: soon\n    retries: -1\n',
+      );
+    } catch (err) {
+      fromFile = (err as InstanceType<typeof ConfigError>).problems.map(
+        (p) => `${p.path}: ${p.message}`,
+      );
+    }
+    expect(messages.sort()).toEqual(fromFile.sort());
+    expect((error as Error).message).toMatch(
+      /scheduler: jobs\.settle\.timeout: expected a duration/,
+    );
+  });
+
+  it('refuses a second scheduler; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
+    const { createScheduler } = await import('../../src/index.js');
+    const { createLogger } = await import('../../src/log.js');
+    const log = createLogger({ level: 'silent' });
+    const seen: string[] = [];
+    const scheduler = createScheduler({
+      databaseUrl: own.url,
+      host: 'me',
+      namespace: 'inproc',
+      log,
+    });
+    const never = { schedule: '0 0 1 1 *', enabled: false, timeout: '1s' } as const;
+    scheduler.job('polite', never, async (ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      seen.push(`polite: ${String((ctx.signal.reason as Error).message)}`);
+    });
+    scheduler.job('stubborn', never, () => new Promise((resolve) => setTimeout(resolve, 9_000)));
+    await scheduler.start();
+    try {
+      const second = createScheduler({ databaseUrl: own.url, host: 'me2', namespace: 'inproc2' });
+      second.job('t', never, () => {});
+      await expect(second.start()).rejects.toThrow(/already started in this process/);
+
+      const polite = await scheduler.runNow('polite');
+      const stubborn = await scheduler.runNow('stubborn');
+      expect(polite.status).toBe('started');
+      expect(stubborn.status).toBe('started');
+      const row = (id: number) =>
+        waitFor(`run ${id} ended`, async () => {
+          const [r] = await own.query<Row>('SELECT * FROM baton_runs WHERE id = ?', [id]);
+          return r && r.status !== 'running' ? r : null;
+        });
+      const politeRow = await row((polite as { runId: number }).runId);
+      expect(politeRow).toMatchObject({ status: 'timeout' });
+      expect(seen).toEqual(['polite: timeout: the run took longer than 1s']);
+      const stubbornRow = await row((stubborn as { runId: number }).runId);
+      expect(stubbornRow.status).toBe('timeout');
+      expect(stubbornRow.error).toMatch(
+        /the handler ignored ctx\.signal for 5000 ms and may still be running in this process \(an in-process handler cannot be killed\)/,
+      );
+    } finally {
+      await scheduler.stop({ grace: '1s' });
+    }
+  }, 30_000);
+});
