@@ -12,6 +12,7 @@ import { ExitCode } from '../exit-codes.js';
 import { operatorName } from '../operator.js';
 import { recordAction, setActionOutcome } from '../store/audit.js';
 import { openPool } from '../store/connect.js';
+import type { Queryable } from '../store/deadline.js';
 import { databaseNow } from '../store/fire-reads.js';
 import { findRun } from '../store/history-reads.js';
 import { findRunRequest, insertRunRequest } from '../store/run-requests.js';
@@ -24,6 +25,13 @@ const TAKE_TIMEOUT_MS = 15_000;
 const POLL_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function replicasWith(pool: Queryable, namespace: string, job: string) {
+  const now = await databaseNow(pool);
+  return (await listRunners(pool, namespace)).filter(
+    (r) => runnerState(r, now, DEFAULT_GONE_AFTER_MS) === 'alive' && r.jobs.has(job),
+  );
+}
 
 export interface FleetRunArgs {
   job: string;
@@ -41,10 +49,9 @@ export interface FleetRunArgs {
 export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
   const pool = openPool(a.target, 1);
   try {
-    const now = await databaseNow(pool);
-    const holders = (await listRunners(pool, a.namespace)).filter(
-      (r) => runnerState(r, now, DEFAULT_GONE_AFTER_MS) === 'alive' && r.jobs.has(a.job),
-    );
+    // A database that cannot tell (unreachable, no registry yet) has no replica to ask: the
+    // caller reports the job as it always did.
+    const holders = await replicasWith(pool, a.namespace, a.job).catch(() => []);
     if (holders.length === 0) return null;
     const auditId = await recordAction(pool, {
       namespace: a.namespace,
