@@ -32,7 +32,7 @@ const LAYERS = [
   ['daemon'],
   ['fleet'],
   ['http'],
-  ['cli'],
+  ['cli', 'library'],
   ['index'],
 ];
 const rankOf = new Map(LAYERS.flatMap((names, rank) => names.map((n) => [n, rank])));

@@ -9,3 +9,12 @@
 export type { FireInfo, JobContext, JobFunction } from './execution/job-context.js';
 export type { Trigger, RunStatus } from './run-status.js';
 export * from './sdk/index.js';
+
+// Library mode: the scheduler inside an application (docs/library-mode.md).
+export { createScheduler, Scheduler } from './library/scheduler.js';
+export type { Duration, SchedulerOptions } from './library/scheduler.js';
+export type { CodeSettings, JobDefaults, JobOptions } from './library/job-options.js';
+export type { JobHandler } from './execution/in-process.js';
+export type { RunnerEventMap, RunnerEvents } from './daemon/events.js';
+export type { ManualStart } from './daemon/dispatcher.js';
+export { ConfigError, BatonError } from './errors.js';

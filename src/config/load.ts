@@ -38,6 +38,8 @@ export interface LoadOptions {
    * the daemon's secrets, and does not need them.
    */
   connectionVariables?: 'require' | 'ignore';
+  /** Library mode: jobs without `command` or `module` that run a function given in code. */
+  handlers?: ReadonlySet<string>;
 }
 
 export function loadConfig(file: string, options: LoadOptions = {}): Config {
@@ -90,6 +92,7 @@ function buildConfig(
       { ...raw.defaults, ...rawJob },
       inherited,
       problems,
+      options.handlers?.has(name) === true,
     );
     if (job) {
       const notify = buildJobNotify(
@@ -199,6 +202,7 @@ function buildJob(
   job: RawJob,
   inherited: ReadonlySet<string>,
   problems: ConfigProblem[],
+  handler = false,
 ): JobDefinition | undefined {
   const at = (key?: string): PathSegment[] => (key ? ['jobs', name, key] : ['jobs', name]);
   const before = problems.length;
@@ -246,7 +250,10 @@ function buildJob(
     }
   }
 
-  const target = buildTarget(baseDir, job, report);
+  const target: JobTarget | undefined =
+    handler && job.command == null && job.module == null
+      ? { kind: 'handler' }
+      : buildTarget(baseDir, job, report);
   if ((job.workers ?? 1) > 1 && job.overlap === 'queue') {
     report('workers', 'a fan-out job (`workers` > 1) cannot use `overlap: queue`');
   }
@@ -254,6 +261,7 @@ function buildJob(
     job.connection != null &&
     target &&
     target.kind !== 'module' &&
+    target.kind !== 'handler' &&
     !inherited.has('connection')
   ) {
     report('connection', '`connection` gives a module job its `ctx.db`; this job is a command');

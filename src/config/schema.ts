@@ -309,7 +309,9 @@ export type RawJob = z.infer<typeof jobSchema>;
 export type JobTarget =
   | { kind: 'command'; argv: string[] }
   | { kind: 'shell'; script: string }
-  | { kind: 'module'; path: string };
+  | { kind: 'module'; path: string }
+  /** Library mode: a function of the application, run in its process (execution/in-process.ts). */
+  | { kind: 'handler' };
 
 /** One validated job, with every default applied. */
 export interface JobDefinition {

@@ -197,7 +197,7 @@ export class Dispatcher {
       lease: this.o.lease,
       output: this.o.output,
       events,
-      ...(job.target.kind === 'module'
+      ...(job.target.kind === 'module' || job.target.kind === 'handler'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
         : {}),
       withholdEnv: connectionVariables(config),

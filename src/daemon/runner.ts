@@ -80,6 +80,8 @@ export interface RunnerOptions {
   registryMs?: number;
   /** A clock offset from the database beyond this is logged as a warning. */
   clockWarnMs?: number;
+  /** The event map to report on (library mode subscribes before the runner exists). */
+  events?: RunnerEvents;
 }
 
 const DEFAULT_REAPER_MS = 10_000;
@@ -116,7 +118,7 @@ export class Runner {
   constructor(private readonly options: RunnerOptions) {
     const { log, target, host } = options;
     const signal = this.stopSignal.signal;
-    this.events = runnerEvents(log);
+    this.events = options.events ?? runnerEvents(log);
     logEvents(this.events, log);
     this.verdicts = new VerdictBacklog(log);
     this.loaded = emptySchedule(options.config);
@@ -218,7 +220,8 @@ export class Runner {
     const connected = await this.link.connect(true);
     if (!connected) return false;
     // The first command run should not wait for the spawner to boot (execution/spawner.ts).
-    if (config.jobs.some((job) => job.target.kind !== 'module')) prepareSpawner();
+    if (config.jobs.some((j) => j.target.kind === 'command' || j.target.kind === 'shell'))
+      prepareSpawner();
     this.log.info(
       {
         namespace: config.namespace,

@@ -190,7 +190,16 @@ function commandLine(job: JobDefinition): { file: string; args: string[] } {
       }
       return { file: process.execPath, args: ['--import', loader, MODULE_HOST] };
     }
+    case 'handler':
+      throw new Error(`${job.name} is an in-process handler: it has no process to start`);
   }
+}
+
+/** Library mode's start of a run in this process (in-process.ts installs it); see startJob. */
+type InProcessStart = (job: JobDefinition, fire: FireInfo, options: StartOptions) => RunningJob;
+let inProcessStart: InProcessStart | null = null;
+export function setInProcessStart(start: InProcessStart | null): void {
+  inProcessStart = start;
 }
 
 /**
@@ -214,6 +223,7 @@ export function startJob(
   fire: FireInfo,
   options: StartOptions = {},
 ): RunningJob {
+  if (job.target.kind === 'handler' && inProcessStart) return inProcessStart(job, fire, options);
   const { file, args } = commandLine(job);
   const isModule = job.target.kind === 'module';
   const env: NodeJS.ProcessEnv = {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { errorMessage, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -10,8 +11,10 @@ import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
 import type { Queryable } from '../../store/deadline.js';
 import { action } from '../action.js';
 import { ForegroundSession } from '../foreground-fire.js';
+import { runInFleet } from '../fleet-run.js';
 import { pauseToJson, runToJson } from '../format.js';
 import {
+  configPath,
   findJob,
   parseFireTime,
   REPEATABLE,
@@ -33,6 +36,7 @@ interface RunArgs extends CommonArgs {
   again: boolean;
   reason?: string;
   env?: string[];
+  namespace?: string;
 }
 
 // Shared with the daemon's write API (fire/manual-instant.ts); exported here for the unit tests.
@@ -70,6 +74,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: 'with --fire: run the fire even if it already succeeded (a new generation)',
       })
       .option('reason', { type: 'string', describe: 'why, for the audit (baton audit)' })
+      .option('namespace', {
+        type: 'string',
+        describe:
+          'for a job of library-mode replicas (no schedules file here): their namespace ' +
+          '(env BATON_NAMESPACE; default the file\'s, else "default")',
+      })
       .option('env', {
         ...REPEATABLE,
         describe: 'K=V: a parameter for this run, in its environment (and ctx.params); repeatable',
@@ -79,7 +89,20 @@ export const runCommand: CommandModule<object, RunArgs> = {
       throw new UsageError('--wait must be a number of seconds >= 0');
     }
     if (args.again && args.fire == null) throw new UsageError('--again needs --fire <instant>');
-    const config = resolveConfig(args);
+    // A job of no schedules file here may be a library-mode replica's (cli/fleet-run.ts).
+    const file = existsSync(configPath(args)) ? resolveConfig(args) : null;
+    if (!file?.jobs.some((j) => j.name === args.job) && args.fire == null) {
+      const code = await runInFleet({
+        job: args.job,
+        namespace: args.namespace ?? process.env.BATON_NAMESPACE ?? file?.namespace ?? 'default',
+        target: resolveDatabase(args),
+        host: resolveHost(args),
+        json: args.json,
+        reason: args.reason,
+      });
+      if (code != null) return code;
+    }
+    const config = file ?? resolveConfig(args);
     const job = findJob(config, args.job);
     const params = parseParams(job, args.env ?? [], argsAfterDashes(process.argv));
     const given = args.fire != null ? parseFireTime(args.fire) : null;

@@ -129,25 +129,14 @@ export const startCommand: CommandModule<object, StartArgs> = {
     // The endpoint's modules (prom-client, the dashboard) are loaded only for `--http`: a runner
     // without it does not carry them (an idle runner's memory is mostly code).
     const endpointModules = http
-      ? await Promise.all([import('../../http/metrics.js'), import('../../http/server.js')])
+      ? await Promise.all([import('../../http/runner-metrics.js'), import('../../http/server.js')])
       : null;
     // The gauges read the runner at scrape time, after it exists.
     const metrics: RunnerMetrics | undefined = endpointModules
-      ? new endpointModules[0].RunnerMetrics(
+      ? endpointModules[0].runnerMetrics(
           { host, namespace: config.namespace, version },
-          {
-            gauges: () => runner.gauges(),
-            jobs: () => runner.loadedJobs(),
-            namespace: () => runner.loadedConfig.namespace,
-            notifyTargets: () => Object.keys(runner.loadedConfig.notifyTargets),
-            readPool: () => runner.readPool,
-            now: () => runner.databaseNow(),
-            onReadError: (err) =>
-              log.warn(
-                { err: errorMessage(err) },
-                'metrics: could not read the history; serving the last values',
-              ),
-          },
+          () => runner,
+          log,
         )
       : undefined;
     const runner: Runner = new Runner({

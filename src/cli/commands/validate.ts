@@ -10,6 +10,7 @@ export function describeTarget(job: Config['jobs'][number]): string {
   const t = job.target;
   if (t.kind === 'module') return `module ${t.path}`;
   if (t.kind === 'shell') return `sh -c ${JSON.stringify(t.script)}`;
+  if (t.kind === 'handler') return 'a function of the application (library mode)';
   return t.argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
 }
 

@@ -1,0 +1,183 @@
+/**
+ * Library mode's runs: a job whose `target` is `handler` runs a function of the application, in
+ * the application's process, as one attempt of the same pipeline as every other job
+ * (fire/run-fire.ts). Only the launch differs: instead of a process there is a promise.
+ *
+ * What that changes, said plainly (docs/library-mode.md):
+ *
+ * - **Stopping.** A process can be killed; a function cannot. Every stop (a timeout, a lost lock
+ *   session, `baton kill`, a shutdown) aborts `ctx.signal` with the reason, and the handler is
+ *   expected to give up. It gets the grace a process would get before SIGKILL; a handler still
+ *   going after it is reported — a warning in the log, and the run's `error` says that it ignored
+ *   its signal and may still be running in this process — and the run ends there, with the stop's
+ *   status, so the verdict is written and the lock released (a lost session's lock is gone anyway).
+ * - **Isolation.** A handler that crashes the process, leaks memory or blocks the event loop
+ *   does so to the application (and stalls its heartbeats: the session is then lost). A job that
+ *   needs isolation is a `module:` job (loaded from a `schedules.yaml`), run in a child process.
+ * - **The lease.** The runs' lease (run-lease.ts) exists to stop a run whose runner stalled; an
+ *   in-process run stalls with its runner, so it takes no part in it.
+ *
+ * `ctx.log` writes JSON lines (pino) into the run's output — the history's output and tail, like
+ * a module job's stdout — and `ctx.db` is a pool on the job's database, shared by the runs of
+ * this process and closed by `closeInProcessPools` when the scheduler stops.
+ */
+import type { Pool } from 'mysql2/promise';
+import { pino, type Logger } from 'pino';
+import type { DatabaseTarget } from '../config/database-url.js';
+import type { JobDefinition } from '../config/schema.js';
+import { openPool } from '../store/connect.js';
+import { truncate } from '../text.js';
+import type { FireInfo, JobContext } from './job-context.js';
+import { OutputCapture } from './output-capture.js';
+import { OUTPUT_FLUSH_MS } from './job-launch.js';
+import {
+  setInProcessStart,
+  type JobResult,
+  type RunningJob,
+  type StartOptions,
+  type StopStatus,
+} from './job-process.js';
+import { OutputTail } from './output-tail.js';
+import { maskText, SecretMask } from './secret-mask.js';
+
+/** The function of an in-process job; `ctx` as a module job's (job-context.ts). */
+export type JobHandler = (ctx: JobContext) => unknown;
+
+const ERROR_MAX = 2_000;
+const handlers = new Map<string, JobHandler>();
+const pools = new Map<string, Pool>();
+/** Told when a handler ignored its signal past the grace (the scheduler logs it). */
+let onIgnored: ((job: string, runId: number, why: string) => void) | null = null;
+
+/**
+ * The handlers of this process's scheduler, by job name (null: none). Installs the in-process
+ * start into job-process.ts, so that `startJob` hands such jobs here.
+ */
+export function useHandlers(
+  byJob: ReadonlyMap<string, JobHandler> | null,
+  ignored?: (job: string, runId: number, why: string) => void,
+): void {
+  handlers.clear();
+  for (const [job, handler] of byJob ?? []) handlers.set(job, handler);
+  onIgnored = ignored ?? null;
+  setInProcessStart(byJob ? startInProcess : null);
+}
+
+/** Ends the pools behind `ctx.db` (the scheduler's stop, after its runs). */
+export async function closeInProcessPools(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((p) => p.end().catch(() => {})));
+}
+
+function poolFor(target: DatabaseTarget | null | undefined): Pool {
+  if (!target) throw new Error('ctx.db is not available: no database for this job');
+  const key = JSON.stringify([target.display, target.database]);
+  let pool = pools.get(key);
+  if (!pool) pools.set(key, (pool = openPool(target, 8)));
+  return pool;
+}
+
+/** The run's output: ctx.log's lines, masked, into the tail and the kept output (as a process's). */
+function runOutput(options: StartOptions) {
+  const tail = new OutputTail(options.tailBytes);
+  const sink = options.output;
+  const whole = sink && new OutputCapture(sink.maxBytes);
+  const mask = new SecretMask(options.secrets ?? []);
+  const keep = (bytes: Buffer) => {
+    if (bytes.length === 0) return;
+    tail.push(bytes);
+    whole?.push(1, bytes);
+  };
+  const flusher =
+    whole &&
+    setInterval(() => {
+      const chunks = whole.takeLive();
+      if (chunks.length > 0) sink.deliver(chunks, false);
+    }, OUTPUT_FLUSH_MS);
+  return {
+    write: (line: string) => keep(mask.push(Buffer.from(line))),
+    end(): string {
+      clearInterval(flusher);
+      keep(mask.end());
+      if (whole) sink.deliver(whole.finish(), true);
+      return tail.toString();
+    },
+  };
+}
+
+function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
+  const handler = handlers.get(job.name);
+  const controller = new AbortController();
+  const output = runOutput(options);
+  const log: Logger = pino(
+    { base: { job: fire.job, runId: fire.runId, host: fire.host, attempt: fire.attempt } },
+    { write: output.write },
+  );
+  const ctx = {
+    ...fire,
+    fire,
+    params: fire.params ?? {},
+    log,
+    signal: controller.signal,
+  } as JobContext;
+  // Not enumerable: logging or spreading ctx must not serialise a pool (its config holds the
+  // password), nor create one.
+  Object.defineProperty(ctx, 'db', { get: () => poolFor(options.database), enumerable: false });
+
+  let stopReason: { why: string; status: StopStatus } | null = null;
+  let settle!: (result: JobResult) => void;
+  const result = new Promise<JobResult>((resolve) => (settle = resolve));
+  let over = false;
+  const end = (status: JobResult['status'], error: string | null) => {
+    if (over) return;
+    over = true;
+    const outputTail = output.end();
+    const masked =
+      error == null ? null : truncate(maskText(error, options.secrets ?? []), ERROR_MAX);
+    settle({
+      status,
+      exitCode: status === 'done' ? 0 : null,
+      signal: null,
+      error: masked,
+      outputTail,
+      endedAt: new Date(),
+    });
+  };
+  void (async () => {
+    if (!handler) throw new Error(`no handler is registered for ${job.name} in this process`);
+    await handler(ctx);
+  })().then(
+    () => end(stopReason?.status ?? 'done', stopReason?.why ?? null),
+    (err: unknown) =>
+      end(
+        stopReason?.status ?? 'failed',
+        stopReason?.why ??
+          (err instanceof Error ? err.message || err.name : `threw ${String(err)}`),
+      ),
+  );
+
+  return {
+    pid: process.pid,
+    started: Promise.resolve(),
+    result,
+    async stop(why, graceMs, status) {
+      stopReason ??= { why, status };
+      if (!controller.signal.aborted) controller.abort(new Error(why));
+      // What SIGKILL is to a process: past the grace the run is over for baton, reported.
+      const timer = setTimeout(() => {
+        if (over) return;
+        const ignored =
+          `${stopReason!.why}; the handler ignored ctx.signal for ${graceMs} ms and may still be ` +
+          'running in this process (an in-process handler cannot be killed)';
+        onIgnored?.(job.name, fire.runId, ignored);
+        end(stopReason!.status, ignored);
+      }, graceMs);
+      try {
+        return await result;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

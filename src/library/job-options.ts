@@ -1,0 +1,105 @@
+/**
+ * Library mode's configuration: the jobs an application defines in code, validated by the same
+ * schema and the same checks as `schedules.yaml` (config/schema.ts, config/load.ts) — the code's
+ * options are handed to the file's parser as the document it would have read, so every message is
+ * the file's, naming the job (`scheduler: jobs.settle.timeout: expected a duration…`). A
+ * `schedules.yaml` loaded as well (`scheduler.load`) is validated on its own, with its lines, and
+ * the two are merged: one namespace, no job defined twice.
+ */
+import type { z } from 'zod';
+import { parseConfig } from '../config/load.js';
+import type { Config, defaultsSchema, jobSchema } from '../config/schema.js';
+import { ConfigError } from '../errors.js';
+
+/**
+ * A job's options, as its entry in `schedules.yaml` would be written (`schedule`, `timezone`,
+ * `timeout: '30m'`, `retries`, `catchUp`, `overlap`, `notify`, …; docs/configuration.md), without
+ * `command`, `module` or `shell`: the handler given with it is what runs.
+ */
+export type JobOptions = Omit<z.input<typeof jobSchema>, 'command' | 'module' | 'shell'>;
+
+/** `defaults:` of a schedules file, for the code's jobs. */
+export type JobDefaults = z.input<typeof defaultsSchema>;
+
+/** The top-level keys of a schedules file a scheduler may be given in code. */
+export interface CodeSettings {
+  namespace: string;
+  defaults?: JobDefaults;
+  /** Databases by name for `ctx.db` (`connection:` of a job): `{url}` or `{urlFromEnv}`. */
+  connections?: Record<string, { url?: string; urlFromEnv?: string }>;
+  /** Notification targets by name, as `notify:` at the top of schedules.yaml. */
+  notify?: Record<string, unknown>;
+  /** `retention:` as in schedules.yaml. */
+  retention?: unknown;
+}
+
+/** Where the code's problems are said to be (no file, no line). */
+export const CODE_PLACE = 'scheduler';
+
+/**
+ * The code's jobs as a Config: every problem of every job at once (ConfigError, exit 78), each
+ * named `scheduler: jobs.<name>.<key>: …`. `cwd` (relative paths in options) is the process's.
+ */
+export function codeConfig(settings: CodeSettings, jobs: ReadonlyMap<string, JobOptions>): Config {
+  const document = {
+    namespace: settings.namespace,
+    ...(settings.defaults ? { defaults: settings.defaults } : {}),
+    ...(settings.connections ? { connections: settings.connections } : {}),
+    ...(settings.notify ? { notify: settings.notify } : {}),
+    ...(settings.retention != null ? { retention: settings.retention } : {}),
+    jobs: Object.fromEntries(jobs),
+  };
+  // JSON is YAML: the file's parser reads the options exactly as it would read the file.
+  const place = `${process.cwd()}/${CODE_PLACE}`;
+  try {
+    return parseConfig(place, JSON.stringify(document), { handlers: new Set(jobs.keys()) });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    // The lines are of the generated text, not the user's code: left out.
+    throw new ConfigError(
+      err.problems.map((p) => ({ file: CODE_PLACE, path: p.path, message: p.message })),
+    );
+  }
+}
+
+/** The code's jobs and a schedules file's, as one schedule; refused when they disagree. */
+export function mergeConfigs(code: Config | null, file: Config | null): Config {
+  if (!code || !file) {
+    const only = code ?? file;
+    if (!only) {
+      throw new ConfigError([
+        { file: CODE_PLACE, path: 'jobs', message: 'no jobs defined (scheduler.job or .load)' },
+      ]);
+    }
+    return only;
+  }
+  const problems = [];
+  if (code.namespace !== file.namespace) {
+    problems.push({
+      file: file.file,
+      path: 'namespace',
+      message:
+        `the file's namespace "${file.namespace}" is not the scheduler's ` +
+        `"${code.namespace}" (one scheduler, one namespace)`,
+    });
+  }
+  const inCode = new Set(code.jobs.map((j) => j.name));
+  for (const job of file.jobs) {
+    if (inCode.has(job.name)) {
+      problems.push({
+        file: file.file,
+        path: `jobs.${job.name}`,
+        message: `${job.name} is defined in code too (scheduler.job): define it once`,
+      });
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    file: file.file,
+    namespace: code.namespace,
+    jobs: [...code.jobs, ...file.jobs],
+    connections: { ...file.connections, ...code.connections },
+    retention: code.retention ?? file.retention,
+    notifyTargets: { ...file.notifyTargets, ...code.notifyTargets },
+  };
+}

@@ -1,0 +1,319 @@
+/**
+ * Library mode: baton inside an application that runs as N replicas (docs/library-mode.md).
+ *
+ *     const scheduler = createScheduler({ databaseUrl, host: process.env.HOSTNAME, namespace: 'shop' });
+ *     scheduler.job('settle', { schedule: '0 3 * * *', timeout: '30m' }, async (ctx) => { … });
+ *     await scheduler.start();            // on SIGTERM: await scheduler.stop({ grace: '30s' })
+ *
+ * A scheduler is a daemon's runner (daemon/runner.ts) built from code instead of a file: the
+ * same fire protocol, fire key, history, registry, pause, catch-up, notifications and kill
+ * requests, so `baton status/history/explain/kill` see a fleet of replicas as they see daemons.
+ * What differs is where a job runs — its handler, in this process (execution/in-process.ts) — and
+ * `baton run <job>`, which asks a replica to run it (run-requests.ts), since the CLI cannot.
+ *
+ * The lifecycle: `start()` connects (waiting while the database is unreachable, like a daemon)
+ * and keeps the process alive while started — its lock session is an open connection, and a
+ * worker whose only work is its schedule must not exit. `stop()` drains the running handlers
+ * within the grace, aborts the rest through `ctx.signal`, and leaves nothing behind (no timer, no
+ * socket, no child process), so a process that stops its scheduler and its server exits on its
+ * own. One scheduler runs per process: a second `start()` is refused, because the in-process
+ * handlers, the spawner and the warm module hosts are the process's.
+ */
+import os from 'node:os';
+import type { Registry } from 'prom-client';
+import { parseDatabaseUrl, type DatabaseTarget } from '../config/database-url.js';
+import { parseDuration } from '../config/duration.js';
+import { loadConfig } from '../config/load.js';
+import { DEFAULT_NAMESPACE, type Config } from '../config/schema.js';
+import type { ManualStart } from '../daemon/dispatcher.js';
+import { runnerEvents, type RunnerEvents } from '../daemon/events.js';
+import { Runner, type RunnerOptions } from '../daemon/runner.js';
+import { BatonError, ConfigError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { closeInProcessPools, useHandlers, type JobHandler } from '../execution/in-process.js';
+import { runnerMetrics } from '../http/runner-metrics.js';
+import { createLogger, type Logger } from '../log.js';
+import { version } from '../version.js';
+import {
+  CODE_PLACE,
+  codeConfig,
+  mergeConfigs,
+  type CodeSettings,
+  type JobOptions,
+} from './job-options.js';
+import { watchRunRequests } from './run-requests.js';
+
+/** A duration as in schedules.yaml (`'30s'`, `'2m'`) or milliseconds. */
+export type Duration = string | number;
+
+export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'>> {
+  /** `mysql://user:password@host:port/database`; or give `database`. */
+  databaseUrl?: string;
+  /** mysql2 connection options with the database's name, instead of `databaseUrl`. */
+  database?: { host?: string; port?: number; user?: string; password?: string; database: string };
+  /** This replica's name in the history and the registry; unique in the fleet. Default: os.hostname(). */
+  host?: string;
+  /** Scopes the locks and the history, as in schedules.yaml. Default `default`. */
+  namespace?: string;
+  /** A pino logger (the scheduler logs as a daemon does). Default: JSON lines to stdout. */
+  log?: Logger;
+  /** How long `stop()` waits for running handlers by default. Default 30s. */
+  grace?: Duration;
+  /** Lock-session heartbeat and its deadline, as `baton start --heartbeat/--heartbeat-deadline`. */
+  heartbeat?: Duration;
+  heartbeatDeadline?: Duration;
+  /** Registry heartbeat, as `baton start --registry-interval`. */
+  registryInterval?: Duration;
+  /** Time between looks for runs whose runner is gone, as `baton start --reaper-interval`. */
+  reaperInterval?: Duration;
+}
+
+const DEFAULT_GRACE_MS = 30_000;
+
+/** The scheduler started in this process, if any (one per process). */
+let active: { host: string; namespace: string } | null = null;
+
+function ms(what: string, value: Duration | undefined): number | undefined {
+  if (value == null) return undefined;
+  const parsed = typeof value === 'number' ? value : parseDuration(value);
+  if (parsed == null || !Number.isFinite(parsed) || parsed < 0) {
+    throw new ConfigError([
+      {
+        file: CODE_PLACE,
+        path: what,
+        message: `expected a duration, got ${JSON.stringify(value)}`,
+      },
+    ]);
+  }
+  return parsed;
+}
+
+function databaseTarget(o: SchedulerOptions): DatabaseTarget {
+  if (o.databaseUrl != null && o.database != null) {
+    throw new ConfigError([
+      { file: CODE_PLACE, path: 'database', message: 'give `databaseUrl` or `database`, not both' },
+    ]);
+  }
+  if (o.databaseUrl != null) return parseDatabaseUrl(o.databaseUrl, 'databaseUrl');
+  if (o.database == null) {
+    throw new ConfigError([
+      { file: CODE_PLACE, path: 'databaseUrl', message: 'required (or `database`)' },
+    ]);
+  }
+  const { database, ...connection } = o.database;
+  const where = `${connection.host ?? '127.0.0.1'}:${connection.port ?? 3306}`;
+  return {
+    connection,
+    database,
+    display: `mysql://${connection.user ?? 'root'}@${where}/${database}`,
+  };
+}
+
+export class Scheduler {
+  /** What happens, typed as a daemon's (daemon/events.ts): subscribe before or after start. */
+  readonly events: RunnerEvents;
+  /** The replica's Prometheus metrics, to mount on the application's own /metrics (after start). */
+  readonly metrics: Registry;
+  readonly host: string;
+  readonly namespace: string;
+  private readonly log: Logger;
+  private readonly target: DatabaseTarget;
+  private readonly settings: CodeSettings;
+  private readonly jobs = new Map<string, JobOptions>();
+  private readonly handlers = new Map<string, JobHandler>();
+  private file: Config | null = null;
+  private runner: Runner | null = null;
+  private runnerOptions: RunnerOptions | null = null;
+  private readonly watch = new AbortController();
+  private state: 'new' | 'started' | 'stopped' = 'new';
+  /** This scheduler as the process's one started scheduler (`active`). */
+  private readonly identity: { host: string; namespace: string };
+
+  constructor(private readonly options: SchedulerOptions) {
+    this.host = options.host ?? os.hostname();
+    this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
+    this.identity = { host: this.host, namespace: this.namespace };
+    this.target = databaseTarget(options);
+    this.log = (options.log ?? createLogger()).child({ host: this.host });
+    this.settings = {
+      namespace: this.namespace,
+      ...(options.defaults ? { defaults: options.defaults } : {}),
+      ...(options.connections ? { connections: options.connections } : {}),
+      ...(options.notify ? { notify: options.notify } : {}),
+      ...(options.retention != null ? { retention: options.retention } : {}),
+    };
+    // The durations are checked now, with the rest of the input.
+    for (const key of [
+      'grace',
+      'heartbeat',
+      'heartbeatDeadline',
+      'registryInterval',
+      'reaperInterval',
+    ] as const) {
+      ms(key, options[key]);
+    }
+    this.events = runnerEvents(this.log);
+    const metrics = runnerMetrics(
+      { host: this.host, namespace: this.namespace, version },
+      () => {
+        if (!this.runner) throw new Error('the scheduler has not started');
+        return this.runner;
+      },
+      this.log,
+    );
+    metrics.observe(this.events);
+    this.metrics = metrics.registry;
+  }
+
+  /**
+   * Defines a job run by `handler` in this process. `options` are the job's keys of
+   * schedules.yaml, checked now by the same schema (a ConfigError naming the job, exit 78).
+   */
+  job(name: string, options: JobOptions, handler: JobHandler): this {
+    if (this.state !== 'new')
+      throw new BatonError(
+        'SCHEDULER_STARTED',
+        `cannot add ${name}: the scheduler has started`,
+        ExitCode.Usage,
+      );
+    if (typeof handler !== 'function') {
+      throw new ConfigError([
+        {
+          file: CODE_PLACE,
+          path: `jobs.${name}`,
+          message: 'the handler must be a function (ctx) => …',
+        },
+      ]);
+    }
+    if (this.jobs.has(name)) {
+      throw new ConfigError([
+        { file: CODE_PLACE, path: `jobs.${name}`, message: `${name} is defined twice` },
+      ]);
+    }
+    codeConfig(this.settings, new Map([[name, options]]));
+    this.jobs.set(name, options);
+    this.handlers.set(name, handler);
+    return this;
+  }
+
+  /** Adds the jobs of a schedules file (command and module jobs run as child processes). */
+  load(schedulesFile: string): this {
+    if (this.state !== 'new')
+      throw new BatonError(
+        'SCHEDULER_STARTED',
+        'cannot load a file: the scheduler has started',
+        ExitCode.Usage,
+      );
+    this.file = loadConfig(schedulesFile);
+    mergeConfigs(this.jobs.size > 0 ? codeConfig(this.settings, this.jobs) : null, this.file);
+    return this;
+  }
+
+  /**
+   * Starts: registers the replica, arms the schedule and connects — waiting while the database
+   * is unreachable, throwing what retrying cannot fix. Refused while another scheduler of this
+   * process is started.
+   */
+  async start(): Promise<void> {
+    if (this.state !== 'new')
+      throw new BatonError(
+        'SCHEDULER_STARTED',
+        'this scheduler was started already',
+        ExitCode.Usage,
+      );
+    if (active) {
+      throw new BatonError(
+        'SCHEDULER_RUNNING',
+        `a scheduler (host ${active.host}, namespace ${active.namespace}) is already started in this ` +
+          'process: one scheduler per process — define every job on it',
+        ExitCode.Usage,
+      );
+    }
+    const config = mergeConfigs(
+      this.jobs.size > 0 ? codeConfig(this.settings, this.jobs) : null,
+      this.file,
+    );
+    active = this.identity;
+    this.state = 'started';
+    useHandlers(this.handlers, (job, runId, why) =>
+      this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
+    );
+    const options: RunnerOptions = {
+      config,
+      target: this.target,
+      host: this.host,
+      log: this.log,
+      graceMs: ms('grace', this.options.grace) ?? DEFAULT_GRACE_MS,
+      events: this.events,
+    };
+    const set = (
+      key: 'heartbeatMs' | 'heartbeatDeadlineMs' | 'registryMs' | 'reaperMs',
+      value: number | undefined,
+    ) => {
+      if (value != null) options[key] = value;
+    };
+    set('heartbeatMs', ms('heartbeat', this.options.heartbeat));
+    set('heartbeatDeadlineMs', ms('heartbeatDeadline', this.options.heartbeatDeadline));
+    set('registryMs', ms('registryInterval', this.options.registryInterval));
+    set('reaperMs', ms('reaperInterval', this.options.reaperInterval));
+    this.runnerOptions = options;
+    const runner = (this.runner = new Runner(options));
+    try {
+      await runner.start();
+    } catch (err) {
+      await this.release('start-up failed', true);
+      throw err;
+    }
+    watchRunRequests(
+      {
+        pool: () => runner.writePool,
+        namespace: config.namespace,
+        host: this.host,
+        jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
+        runNow: (job) => runner.runNow(job),
+        log: this.log,
+      },
+      this.watch.signal,
+    );
+  }
+
+  /**
+   * Stops taking fires, waits up to `grace` for running handlers (default: the scheduler's
+   * `grace`), aborts the rest through `ctx.signal` (recorded `interrupted`), and releases
+   * everything. `force`: no wait.
+   */
+  async stop(o: { grace?: Duration; force?: boolean } = {}): Promise<void> {
+    if (this.state !== 'started') return;
+    const grace = ms('grace', o.grace);
+    if (grace != null && this.runnerOptions) this.runnerOptions.graceMs = grace;
+    await this.release('scheduler.stop()', o.force === true);
+  }
+
+  private async release(reason: string, force: boolean): Promise<void> {
+    this.state = 'stopped';
+    this.watch.abort();
+    try {
+      await this.runner?.stop(reason, force);
+    } finally {
+      await closeInProcessPools();
+      useHandlers(null);
+      if (active === this.identity) active = null;
+    }
+  }
+
+  /** Runs `job` now through its lock on this replica, as `baton run` would (a manual run). */
+  runNow(job: string): Promise<ManualStart> {
+    const started = this.runner?.runNow(job);
+    if (!started)
+      return Promise.resolve({
+        status: 'not-run',
+        reason: this.runner ? `no job ${job}` : 'not started',
+      });
+    return started;
+  }
+}
+
+/** A scheduler for this process (see the header); nothing starts before `start()`. */
+export function createScheduler(options: SchedulerOptions): Scheduler {
+  return new Scheduler(options);
+}

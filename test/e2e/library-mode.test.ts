@@ -1,0 +1,337 @@
+/**
+ * Library mode end to end (issue 23): the example app (examples/library-app/server.mjs), an HTTP
+ * service defining its jobs in code, started as three replica processes — one of them with its
+ * clock 0.4 s behind (libfaketime) — on one database. The tests share that fleet, in order:
+ *
+ * 1. every fire of `tick` ran once by the ground truth (`app_ticks`, a plain table the handler
+ *    writes), every replica's attempt is in `baton history`, `baton status` lists the replicas,
+ *    and /metrics of the app's own server counts the runs;
+ * 2. `baton run report` from the CLI (no schedules file) runs on a replica, through the lock;
+ * 3. a KILL of the lock session's connection aborts the in-process handler through ctx.signal
+ *    within the heartbeat deadline, and the row is `lost` saying why;
+ * 4. `kill -9` of the replica running a job: the run is `lost`, the next fire runs elsewhere;
+ * 5. SIGTERM: the replica drains and its process exits on its own (nothing calls process.exit).
+ */
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baton, libfaketime, ROOT, RunnerProcess } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const APP = path.join(ROOT, 'examples/library-app/server.mjs');
+const HOSTS = ['lib-a', 'lib-b', 'lib-c'];
+const SKEWED = 'lib-c';
+const HEARTBEAT_DEADLINE_MS = 2_000;
+
+let db: TestDatabase;
+const replicas = new Map<string, RunnerProcess>();
+
+function startReplica(host: string): RunnerProcess {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('BATON_')) env[k] = v;
+  Object.assign(env, {
+    DATABASE_URL: db.url,
+    BATON_HOST: host,
+    BATON_LOG_LEVEL: 'debug',
+    HEARTBEAT: '500ms',
+    HEARTBEAT_DEADLINE: `${HEARTBEAT_DEADLINE_MS}ms`,
+    REAPER_INTERVAL: '1s',
+    REGISTRY_INTERVAL: '1s',
+    ...(host === SKEWED
+      ? { LD_PRELOAD: libfaketime(), FAKETIME: '-0.4', FAKETIME_DONT_FAKE_MONOTONIC: '1' }
+      : {}),
+  });
+  const child = spawn(process.execPath, [APP], { cwd: ROOT, env });
+  const replica = new RunnerProcess(host, child);
+  replicas.set(host, replica);
+  return replica;
+}
+
+/** The CLI where there is no schedules file: the fleet's jobs are known only to the replicas. */
+const cli = (args: string[]) =>
+  baton([...args, '--database-url', db.url, '--namespace', 'shop'], {
+    timeoutMs: 60_000,
+    cwd: os.tmpdir(),
+  });
+
+interface Row {
+  id: number;
+  job: string;
+  host: string;
+  status: string;
+  winner: number | null;
+  error: string | null;
+  scheduled_at: Date;
+  lock_connection_id: number | null;
+  triggered_by: string;
+}
+
+const runsOf = (job: string) =>
+  db.query<Row>('SELECT * FROM baton_runs WHERE job = ? ORDER BY id', [job]);
+
+describe('library mode: the example app as three replicas', () => {
+  beforeAll(async () => {
+    db = await createTestDatabase('library');
+    await Promise.all(HOSTS.map((h) => startReplica(h).ready()));
+  });
+  afterAll(async () => {
+    if (process.env.LIBRARY_TEST_LOGS) {
+      for (const r of replicas.values()) {
+        for (const l of r.lines)
+          if (l.level >= 30) console.log(r.host, JSON.stringify(l).slice(0, 300));
+        console.log(r.host, r.stderr);
+      }
+    }
+    await Promise.all([...replicas.values()].map((r) => r.stop('SIGKILL')));
+    await db?.drop();
+  });
+
+  it('runs every fire once, and the CLI sees the replicas and their attempts', async () => {
+    await waitFor(
+      'five ticks',
+      async () => {
+        const [row] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM app_ticks');
+        return Number(row?.n) >= 5;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const twice = await db.query(
+      'SELECT fire, COUNT(*) AS n FROM app_ticks GROUP BY fire HAVING n > 1',
+    );
+    expect(twice).toEqual([]);
+    const ticks = await db.query<{ fire: Date; run_id: number; host: string }>(
+      'SELECT * FROM app_ticks',
+    );
+    const winners = (await runsOf('tick')).filter((r) => r.winner);
+    // Every run the history says ran is one of the ground truth's, and the other way round.
+    for (const t of ticks) {
+      const w = winners.find((r) => r.id === Number(t.run_id));
+      expect(w?.host, `fire ${t.fire.toISOString()}`).toBe(t.host);
+    }
+    const history = await cli(['history', 'tick', '--json', '--attempts', '--limit', '500']);
+    expect(history.code, history.stderr).toBe(0);
+    const rows = JSON.parse(history.stdout) as { host: string }[];
+    for (const host of HOSTS)
+      expect(
+        rows.map((r) => r.host),
+        host,
+      ).toContain(host);
+
+    const status = await cli(['status', '--json']);
+    expect(status.stdout, status.stderr).not.toBe('');
+    type Replica = { host: string; alive: boolean; clockOffsetMs: number | null };
+    const runners = (JSON.parse(status.stdout) as { runners: Replica[] }).runners;
+    // The skewed replica's clock is really behind, as the registry measured it.
+    const skewed = runners.find((r) => r.host === SKEWED)?.clockOffsetMs;
+    expect(skewed, `${SKEWED}'s clock offset`).toBeLessThan(-250);
+    expect(
+      runners
+        .filter((r) => r.alive)
+        .map((r) => r.host)
+        .sort(),
+    ).toEqual(HOSTS);
+
+    // The scheduler's registry, served by the app's own HTTP server: each replica counts the
+    // ticks it won; together they are at least the fires of the ground truth read above.
+    let counted = 0;
+    for (const [host, replica] of replicas) {
+      const port = /listening on (\d+)/.exec(replica.stderr)?.[1];
+      expect(port, host).toBeDefined();
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const done = /baton_runs_total\{baton_job="tick",status="done"\} (\d+)/.exec(text);
+      expect(done, `${host}: ${text.slice(0, 300)}`).not.toBeNull();
+      counted += Number(done![1]);
+    }
+    expect(counted).toBeGreaterThanOrEqual(ticks.length);
+  });
+
+  it('baton run <job> from the CLI runs it on a replica, through the lock', async () => {
+    const run = await cli(['run', 'report']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/report started on lib-[abc] \(run \d+\)/);
+    const reports = await db.query<{ host: string; run_id: number }>('SELECT * FROM app_reports');
+    expect(reports).toHaveLength(1);
+    const [row] = await runsOf('report');
+    expect(row).toMatchObject({ status: 'done', triggered_by: 'manual', host: reports[0]!.host });
+    expect(row!.lock_connection_id).not.toBeNull();
+  });
+
+  it('a lost lock session aborts the handler through ctx.signal, and the row says so', async () => {
+    const asked = cli(['run', 'slow']);
+    const running = await waitFor('slow running', async () =>
+      (await runsOf('slow')).find((r) => r.status === 'running'),
+    );
+    await db.query('KILL ?', [running.lock_connection_id]);
+    const killedAt = Date.now();
+    const abort = await waitFor(
+      `the abort recorded by the handler on ${running.host}`,
+      async () => {
+        const [a] = await db.query<{ reason: string; run_id: number }>('SELECT * FROM app_aborts');
+        return a;
+      },
+    );
+    expect(Date.now() - killedAt).toBeLessThan(HEARTBEAT_DEADLINE_MS + 1_000);
+    expect(Number(abort.run_id)).toBe(running.id);
+    expect(abort.reason).toMatch(/lock session ended/);
+    const done = await waitFor('the lost verdict', async () =>
+      (await runsOf('slow')).find((r) => r.id === running.id && r.status !== 'running'),
+    );
+    expect(done.status).toBe('lost');
+    expect(done.error).toMatch(/lost: the runner's lock session ended/);
+    const result = await asked;
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/slow failed: lost/);
+  });
+
+  it('kill -9 of the replica running a job: the run is lost, the next fire runs elsewhere', async () => {
+    const asked = cli(['run', 'slow']);
+    const before = (await runsOf('slow')).length;
+    const running = await waitFor('slow running again', async () =>
+      (await runsOf('slow')).slice(before).find((r) => r.status === 'running'),
+    );
+    const victim = replicas.get(running.host)!;
+    victim.child.kill('SIGKILL');
+    const killedAt = new Date(Date.now() - 500);
+    const lost = await waitFor(
+      'the reaper marks it lost',
+      async () => (await runsOf('slow')).find((r) => r.id === running.id && r.status === 'lost'),
+      { timeoutMs: 30_000 },
+    );
+    expect(lost.error).toBeTruthy();
+    await waitFor('a tick won by another replica after the kill', async () =>
+      (await runsOf('tick')).find(
+        (r) =>
+          r.winner && r.scheduled_at > killedAt && r.host !== running.host && r.status === 'done',
+      ),
+    );
+    const result = await asked;
+    expect(result.code).not.toBe(0);
+    replicas.delete(running.host);
+  });
+
+  it('SIGTERM: a replica drains and its process exits on its own', async () => {
+    const [host, replica] = [...replicas.entries()][0]!;
+    const before = replica.lines.length;
+    const started = Date.now();
+    const code = await replica.stop('SIGTERM', 20_000);
+    expect(code, host).toBe(0);
+    expect(Date.now() - started).toBeLessThan(12_000);
+    await sleep(0);
+    expect(replica.lines.some((l) => l.msg === 'runner stopped')).toBe(true);
+    // Errors of the stop only (a lost session in an earlier test is logged at error, rightly).
+    const errors = replica.errors().filter((l) => replica.lines.indexOf(l) >= before);
+    expect(errors, host).toEqual([]);
+  });
+});
+
+describe('library mode: a scheduler in this process', () => {
+  let own: TestDatabase;
+  beforeAll(async () => {
+    own = await createTestDatabase('library_inproc');
+  });
+  afterAll(async () => {
+    await own?.drop();
+  });
+
+  it("validates a job's options by the schedules file's schema, with its messages", async () => {
+    const { createScheduler, ConfigError } = await import('../../src/index.js');
+    const { parseConfig } = await import('../../src/config/load.js');
+    const scheduler = createScheduler({ databaseUrl: own.url, host: 'x', namespace: 'inproc' });
+    let error: unknown;
+    try {
+      scheduler.job('settle', { schedule: '0 3 * * *', timeout: 'soon', retries: -1 }, () => {});
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const messages = (error as InstanceType<typeof ConfigError>).problems.map(
+      (p) => `${p.path}: ${p.message}`,
+    );
+    // The file's parser says the same of the same job written in YAML.
+    let fromFile: string[] = [];
+    try {
+      parseConfig(
+        '/x/schedules.yaml',
+        'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["true"]\n    timeout: soon\n    retries: -1\n',
+      );
+    } catch (err) {
+      fromFile = (err as InstanceType<typeof ConfigError>).problems.map(
+        (p) => `${p.path}: ${p.message}`,
+      );
+    }
+    expect(messages.sort()).toEqual(fromFile.sort());
+    expect((error as Error).message).toMatch(
+      /scheduler: jobs\.settle\.timeout: expected a duration/,
+    );
+  });
+
+  it('refuses a second scheduler; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
+    const { createScheduler } = await import('../../src/index.js');
+    const { createLogger } = await import('../../src/log.js');
+    const log = createLogger({ level: 'silent' });
+    const seen: string[] = [];
+    const scheduler = createScheduler({
+      databaseUrl: own.url,
+      host: 'me',
+      namespace: 'inproc',
+      log,
+    });
+    const never = { schedule: '0 0 1 1 *', enabled: false, timeout: '1s' } as const;
+    scheduler.job('polite', never, async (ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      seen.push(`polite: ${String((ctx.signal.reason as Error).message)}`);
+    });
+    scheduler.job('stubborn', never, () => new Promise((resolve) => setTimeout(resolve, 9_000)));
+    // No timeout: only the kill stops it.
+    scheduler.job(
+      'deaf',
+      { schedule: '0 0 1 1 *', enabled: false },
+      () => new Promise((resolve) => setTimeout(resolve, 9_000)),
+    );
+    await scheduler.start();
+    try {
+      const second = createScheduler({ databaseUrl: own.url, host: 'me2', namespace: 'inproc2' });
+      second.job('t', never, () => {});
+      await expect(second.start()).rejects.toThrow(/already started in this process/);
+
+      const polite = await scheduler.runNow('polite');
+      const stubborn = await scheduler.runNow('stubborn');
+      expect(polite.status).toBe('started');
+      expect(stubborn.status).toBe('started');
+      const row = (id: number) =>
+        waitFor(`run ${id} ended`, async () => {
+          const [r] = await own.query<Row>('SELECT * FROM baton_runs WHERE id = ?', [id]);
+          return r && r.status !== 'running' ? r : null;
+        });
+      const politeRow = await row((polite as { runId: number }).runId);
+      expect(politeRow).toMatchObject({ status: 'timeout' });
+      expect(seen).toEqual(['polite: timeout: the run took longer than 1s']);
+      const stubbornRow = await row((stubborn as { runId: number }).runId);
+      expect(stubbornRow.status).toBe('timeout');
+      expect(stubbornRow.error).toMatch(
+        /the handler ignored ctx\.signal for 5000 ms and may still be running in this process \(an in-process handler cannot be killed\)/,
+      );
+
+      // baton kill from the CLI: the signal is aborted; past the grace the run ends `killed`
+      // and says plainly that the handler could not be killed.
+      const again = (await scheduler.runNow('deaf')) as { runId: number };
+      const kill = await baton(
+        ['kill', String(again.runId), '--grace', '1s', '--database-url', own.url],
+        {
+          cwd: os.tmpdir(),
+        },
+      );
+      expect(kill.code, kill.stderr).toBe(0);
+      expect(kill.stdout).toMatch(
+        new RegExp(
+          `killed run ${again.runId} \\(deaf on me\\): killed by .*an in-process handler cannot be killed`,
+        ),
+      );
+      expect((await row(again.runId)).status).toBe('killed');
+    } finally {
+      await scheduler.stop({ grace: '1s' });
+    }
+  }, 30_000);
+});
