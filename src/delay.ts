@@ -3,10 +3,11 @@
  * rejects, so a stopping loop simply goes on to its next check (which sees the stop).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { backgroundRef } from './keep-alive.js';
 
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
-  return sleep(ms, undefined, { signal }).catch((err: unknown) => {
+  return sleep(ms, undefined, { signal, ref: backgroundRef() }).catch((err: unknown) => {
     if ((err as { name?: string }).name !== 'AbortError') throw err;
   });
 }

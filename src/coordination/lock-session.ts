@@ -32,6 +32,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
+import { background } from '../keep-alive.js';
 import { ExitCode } from '../exit-codes.js';
 import { openConnection } from '../store/connect.js';
 import type { DatabaseTarget } from '../config/database-url.js';
@@ -197,7 +198,7 @@ export class LockSession {
           this.noteReadOnly(Number(row?.ro) === 1);
           if (!this.watcher) return;
           options.onAlive?.();
-          this.watcher.timer = setTimeout(beat, options.intervalMs);
+          this.watcher.timer = background(setTimeout(beat, options.intervalMs));
         },
         (err: unknown) =>
           this.lose(`the heartbeat failed: ${err instanceof Error ? err.message : String(err)}`),

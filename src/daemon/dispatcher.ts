@@ -21,6 +21,7 @@ import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './events.js';
+import { holdWhile } from '../keep-alive.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -205,7 +206,8 @@ export class Dispatcher {
     });
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.
-    const outcome = handle.outcome.catch(() => null);
+    // A fire in flight holds the process even where the scheduler's background work does not.
+    const outcome = holdWhile(handle.outcome.catch(() => null));
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     await handle.contended;

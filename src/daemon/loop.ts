@@ -9,6 +9,7 @@
  * event loop (`setImmediate`, which lets I/O through) until the instant has come by the
  * database's clock.
  */
+import { background } from '../keep-alive.js';
 import type { Schedule } from '../schedule/cron.js';
 import {
   FireSchedule,
@@ -61,7 +62,7 @@ export class SchedulerLoop {
     const sleepMs = Number.isFinite(next) ? next : MAX_SLEEP_MS;
     this.nextWakeBy = performance.now() + sleepMs;
     if (sleepMs > WAKE_AHEAD_MS) {
-      this.timer = setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS);
+      this.timer = background(setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS));
     } else {
       this.polling = setImmediate(() => this.wake());
     }

@@ -32,6 +32,7 @@ import { BatonError, ConfigError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { closeInProcessPools, useHandlers, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
+import { holdWhile, keepProcessAlive } from '../keep-alive.js';
 import { createLogger, type Logger } from '../log.js';
 import { version } from '../version.js';
 import {
@@ -57,6 +58,13 @@ export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'
   namespace?: string;
   /** A pino logger (the scheduler logs as a daemon does). Default: JSON lines to stdout. */
   log?: Logger;
+  /**
+   * Whether a started scheduler keeps the process alive by itself. Default true (like node-cron
+   * or croner: a worker whose only work is its schedule stays up). `false`: baton's timers and
+   * database sockets are unref'd, so the application's own handles (its server) decide — once
+   * it has closed them the process exits, stopped scheduler or not (docs/library-mode.md).
+   */
+  keepAlive?: boolean;
   /** How long `stop()` waits for running handlers by default. Default 30s. */
   grace?: Duration;
   /** Lock-session heartbeat and its deadline, as `baton start --heartbeat/--heartbeat-deadline`. */
@@ -235,6 +243,7 @@ export class Scheduler {
     );
     active = this.identity;
     this.state = 'started';
+    keepProcessAlive(this.options.keepAlive ?? true);
     useHandlers(this.handlers, (job, runId, why) =>
       this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
     );
@@ -259,7 +268,8 @@ export class Scheduler {
     this.runnerOptions = options;
     const runner = (this.runner = new Runner(options));
     try {
-      await runner.start();
+      // The app awaits its start: held even where background work is not (keepAlive: false).
+      await holdWhile(runner.start());
     } catch (err) {
       await this.release('start-up failed', true);
       throw err;
@@ -286,7 +296,7 @@ export class Scheduler {
     if (this.state !== 'started') return;
     const grace = ms('grace', o.grace);
     if (grace != null && this.runnerOptions) this.runnerOptions.graceMs = grace;
-    await this.release('scheduler.stop()', o.force === true);
+    await holdWhile(this.release('scheduler.stop()', o.force === true));
   }
 
   private async release(reason: string, force: boolean): Promise<void> {
@@ -297,6 +307,7 @@ export class Scheduler {
     } finally {
       await closeInProcessPools();
       useHandlers(null);
+      keepProcessAlive(true);
       if (active === this.identity) active = null;
     }
   }

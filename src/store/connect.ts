@@ -9,6 +9,7 @@
 import mysql, { type Connection, type ConnectionOptions, type Pool } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode, errorMessage } from '../errors.js';
 import type { DatabaseTarget } from '../config/database-url.js';
+import { background } from '../keep-alive.js';
 
 const COMMON: ConnectionOptions = {
   timezone: 'Z',
@@ -61,8 +62,17 @@ export async function openConnection(
   // A connection error after connect (server restart, KILL) must not crash the process as an
   // unhandled 'error' event; callers notice through failing queries.
   conn.on('error', () => {});
+  backgroundSocket((conn as unknown as { connection: RawConnection }).connection);
   await conn.query(SESSION_SETUP);
   return conn;
+}
+
+/** mysql2's callback connection under a promise one, and its socket: not in mysql2's types. */
+type RawConnection = { stream?: { unref(): unknown } };
+
+/** The connection's socket is background work (keep-alive.ts): unref'd when the app decides. */
+function backgroundSocket(conn: RawConnection): void {
+  if (conn.stream) background(conn.stream);
 }
 
 /** The pool for everything that is not a named lock. Every new connection is set to UTC. */
@@ -75,6 +85,7 @@ export function openPool(target: DatabaseTarget, size = 4): Pool {
     enableKeepAlive: true,
   });
   pool.pool.on('connection', (conn) => {
+    backgroundSocket(conn as unknown as RawConnection);
     // Queued before any query the pool hands this connection out for.
     conn.query(SESSION_SETUP, () => {});
   });

@@ -11,8 +11,12 @@
  *    within the heartbeat deadline, and the row is `lost` saying why;
  * 4. `kill -9` of the replica running a job: the run is `lost`, the next fire runs elsewhere;
  * 5. SIGTERM: the replica drains and its process exits on its own (nothing calls process.exit).
+ * And a scheduler in this process (or a script): options validated as the file's, one scheduler
+ * per process, timeouts through ctx.signal, and `keepAlive: false` leaving the process's end to
+ * the application's own work.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -233,6 +237,50 @@ describe('library mode: a scheduler in this process', () => {
   });
   afterAll(async () => {
     await own?.drop();
+  });
+
+  it('keepAlive: false leaves the process to the app: it exits with its own work; the default holds it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-keepalive-'));
+    const script = path.join(dir, 'app.mjs');
+    // An app whose own work is a 3 s timer, with a job every second; it never stops the scheduler.
+    writeFileSync(
+      script,
+      `import { createScheduler } from ${JSON.stringify(path.join(ROOT, 'dist/index.js'))};
+const s = createScheduler({ databaseUrl: process.env.DATABASE_URL, host: process.env.HOST,
+  namespace: 'keepalive', log: undefined, ...JSON.parse(process.env.OPTIONS) });
+s.job('beat', { schedule: '* * * * * *' }, async () => {});
+await s.start();
+setTimeout(() => console.log('app work done'), 3000);
+`,
+    );
+    const run = (host: string, options: object) => {
+      const child = spawn(process.execPath, [script], {
+        cwd: dir,
+        env: {
+          ...process.env,
+          DATABASE_URL: own.url,
+          HOST: host,
+          OPTIONS: JSON.stringify(options),
+        },
+        stdio: 'ignore',
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      return { child, exited };
+    };
+    const free = run('ka-free', { keepAlive: false });
+    const held = run('ka-held', {});
+    const started = Date.now();
+    expect(await free.exited).toBe(0);
+    // It ran while the app was alive, and ended with the app's work, not at once nor never.
+    expect(Date.now() - started).toBeGreaterThan(2_500);
+    const beats = await own.query<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM baton_runs WHERE job = 'beat' AND host = 'ka-free' AND status = 'done'",
+    );
+    expect(Number(beats[0]!.n)).toBeGreaterThan(0);
+    // The default keeps a process whose only work left is its schedule.
+    const gone = await Promise.race([held.exited.then(() => true), sleep(4_000).then(() => false)]);
+    held.child.kill('SIGKILL');
+    expect(gone).toBe(false);
   });
 
   it("validates a job's options by the schedules file's schema, with its messages", async () => {
