@@ -96,25 +96,38 @@ export async function tallySkips(db: Queryable, skips: readonly Skip[]): Promise
   }
 }
 
-/**
- * The job's tallies whose hour overlaps [from, to] (either may be null: open), newest hour
- * first, at most `limit` rows.
- */
+export interface TallyFilter {
+  /** Only these jobs, hosts, kinds (absent: all). */
+  jobs?: readonly string[];
+  hosts?: readonly string[];
+  kinds?: readonly string[];
+  /** Only hours that overlap [from, to]; either may be absent (open). */
+  from?: Date | null;
+  to?: Date | null;
+  /** At most this many rows (default 1,000), newest hour first. */
+  limit?: number;
+}
+
 export async function readTallies(
   db: Queryable,
   namespace: string,
-  job: string,
-  range: { from?: Date | null; to?: Date | null; limit?: number } = {},
+  filter: TallyFilter = {},
 ): Promise<SkipTally[]> {
-  const where = ['namespace = ?', 'job = ?'];
-  const values: unknown[] = [namespace, job];
-  if (range.from) (where.push('period_start >= ?'), values.push(tallyPeriod(range.from)));
-  if (range.to) (where.push('period_start <= ?'), values.push(range.to));
+  const where = ['namespace = ?'];
+  const values: unknown[] = [namespace];
+  const among = (column: string, xs?: readonly string[]) => {
+    if (xs) (where.push(xs.length ? `${column} IN (?)` : 'FALSE'), values.push([...xs]));
+  };
+  among('job', filter.jobs);
+  among('host', filter.hosts);
+  among('reason_kind', filter.kinds);
+  if (filter.from) (where.push('period_start >= ?'), values.push(tallyPeriod(filter.from)));
+  if (filter.to) (where.push('period_start <= ?'), values.push(filter.to));
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT job, period_start, host, reason_kind, skips, first_fire, last_fire, last_reason
        FROM baton_skip_tallies WHERE ${where.join(' AND ')}
-      ORDER BY period_start DESC, host, reason_kind LIMIT ?`,
-    [...values, range.limit ?? 1000],
+      ORDER BY period_start DESC, job, host, reason_kind LIMIT ?`,
+    [...values, filter.limit ?? 1000],
   );
   return rows.map((r) => ({
     job: String(r.job),
@@ -136,7 +149,7 @@ export function talliesOfFireHour(
   fire: Date,
 ): Promise<SkipTally[]> {
   const hour = tallyPeriod(fire);
-  return readTallies(db, namespace, job, { from: hour, to: hour });
+  return readTallies(db, namespace, { jobs: [job], from: hour, to: hour });
 }
 
 /**
@@ -160,7 +173,7 @@ export async function deleteTalliesBefore(
       [namespace, lastHour, batchSize],
     );
     rows += res.affectedRows;
-    batches++;
+    if (res.affectedRows > 0) batches++; // counted as prune.ts counts: the DELETEs that deleted
     if (res.affectedRows < batchSize || signal?.aborted) return { rows, batches };
   }
 }
