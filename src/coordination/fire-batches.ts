@@ -5,7 +5,7 @@
  *
  * One set per pool and namespace, for as long as the pool lives.
  */
-import { Batcher } from '../store/batcher.js';
+import { Batcher, type BatchResult } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
 import {
   claimFires,
@@ -119,14 +119,21 @@ export class FireBatches {
   readonly skip = new Batcher<Skip, number | null>(async (skips) => {
     const rows = skips.filter((s) => !s.tally);
     const tallied = skips.filter((s) => s.tally);
-    const [ids] = await Promise.all([
+    // Each statement answers its own skips: a failed tally does not fail the rows, nor back.
+    const [ids, counted] = await Promise.allSettled([
       rows.length ? insertSkips(this.pool, rows) : [],
       tallied.length ? tallySkips(this.pool, tallied) : null,
     ]);
     let next = 0;
-    return skips.map((s) => ({ value: s.tally ? null : ids[next++]! }));
+    return skips.map((s): BatchResult<number | null> => {
+      const done = s.tally ? counted : ids;
+      if (done.status === 'rejected') return { error: asError(done.reason) };
+      return { value: s.tally ? null : (ids as PromiseFulfilledResult<number[]>).value[next++]! };
+    });
   });
 }
+
+const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 function unique<T>(xs: readonly T[]): T[] {
   return [...new Set(xs)];

@@ -99,6 +99,8 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
         new Set<string>(),
       );
       facts.tallies = await orEmpty(talliesOfFireHour(conn, q.namespace, q.job, facts.fire), []);
+      // A runner that tallied skips of the job before the fire took part in it, like one with rows.
+      for (const t of facts.tallies) if (t.firstFire < facts.fire) facts.hostsBefore.add(t.host);
     }
     facts.known ||=
       facts.rows.length > 0 || (await orEmpty(jobHasRows(conn, q.namespace, q.job), false));

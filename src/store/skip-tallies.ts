@@ -116,13 +116,21 @@ export async function readTallies(
   const where = ['namespace = ?'];
   const values: unknown[] = [namespace];
   const among = (column: string, xs?: readonly string[]) => {
-    if (xs) (where.push(xs.length ? `${column} IN (?)` : 'FALSE'), values.push([...xs]));
+    if (!xs) return;
+    where.push(xs.length ? `${column} IN (?)` : 'FALSE');
+    if (xs.length) values.push([...xs]);
   };
   among('job', filter.jobs);
   among('host', filter.hosts);
   among('reason_kind', filter.kinds);
-  if (filter.from) (where.push('period_start >= ?'), values.push(tallyPeriod(filter.from)));
-  if (filter.to) (where.push('period_start <= ?'), values.push(filter.to));
+  if (filter.from) {
+    where.push('period_start >= ?');
+    values.push(tallyPeriod(filter.from));
+  }
+  if (filter.to) {
+    where.push('period_start <= ?');
+    values.push(filter.to);
+  }
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT job, period_start, host, reason_kind, skips, first_fire, last_fire, last_reason
        FROM baton_skip_tallies WHERE ${where.join(' AND ')}
