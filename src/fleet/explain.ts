@@ -126,8 +126,9 @@ function tallyNote(tallies: SkipTally[], fire: Date, tallied: string[]): string 
   const hosts = [...new Set(tallies.map((t) => t.host))].sort();
   const each = hosts.map((h) => {
     const mine = tallies.filter((t) => t.host === h);
-    const kinds = mine.map((t) => `${t.kind} ${t.skips}`).join(', ');
-    return `${h} ${mine.reduce((n, t) => n + t.skips, 0)} (${kinds})`;
+    const n = (x: number) => x.toLocaleString('en-US');
+    const kinds = mine.map((t) => `${t.kind} ${n(t.skips)}`).join(', ');
+    return `${h} ${n(mine.reduce((sum, t) => sum + t.skips, 0))} (${kinds})`;
   });
   const hhmm = (d: Date) => d.toISOString().slice(11, 16);
   return (

@@ -145,6 +145,14 @@ jobs:
     const listed = JSON.parse(json.stdout) as { skips: number; host: string; job: string }[];
     expect(listed.reduce((n, t) => n + t.skips, 0)).toBe(counted);
     expect(listed.every((t) => t.job === 'tick')).toBe(true);
+    // Without a job: every job's (slow's still grows: tick's, paused, is the sum above).
+    const everyJob = JSON.parse((await cli('history', '--tallies', '--json')).stdout) as {
+      skips: number;
+      job: string;
+    }[];
+    expect(new Set(everyJob.map((t) => t.job))).toEqual(new Set(['tick', 'slow']));
+    const tickSum = everyJob.filter((t) => t.job === 'tick').reduce((n, t) => n + t.skips, 0);
+    expect(tickSum).toBe(counted);
 
     // baton explain: a fire in the middle, its losers counted as tallied, none missing.
     const fire = [...wonAt].sort((a, b) => a - b)[Math.floor(wonAt.size / 2)]!;

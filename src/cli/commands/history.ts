@@ -138,10 +138,12 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           ...(args.reasonKind != null ? { reasonKind: args.reasonKind } : {}),
           ...(since ? { since } : {}),
         };
+        // A filter not given may come as [] (a repeatable option): then it is no filter.
+        const given = (xs?: string[]) => (xs?.length ? xs : undefined);
         const tallyFilter = {
-          ...(args.job != null ? { jobs: args.job } : {}),
-          ...(hosts != null ? { hosts } : {}),
-          ...(args.reasonKind != null ? { kinds: args.reasonKind } : {}),
+          ...(given(args.job) ? { jobs: args.job } : {}),
+          ...(given(hosts) ? { hosts } : {}),
+          ...(given(args.reasonKind) ? { kinds: args.reasonKind } : {}),
           from: since ?? null,
         };
         if (args.tallies) {
