@@ -19,6 +19,8 @@
  *   per day; what `retention:` keeps (1d is its minimum) and the skip rows' share of it.
  *
  * Sizes and window: `BENCH_FLEET_SIZES=2,4,8,16` and `BENCH_FLEET_SECONDS=30` in the environment.
+ * `BENCH_FLEET_SKIPS=tally` gives every job `skips: tally` (docs/history.md, "Skip tallies"): the
+ * history is then `baton_runs` plus `baton_skip_tallies`, both measured (rows, bytes, per day).
  * On a 2-core machine 16 runners plus mariadbd saturate the CPU: the figures say so (load
  * averages at each size's start and end) rather than hide it.
  */
@@ -61,6 +63,18 @@ interface SizeResult {
   avgSkipReason: number;
   warnings: string[];
   lostRows: string[];
+  /** `skips: tally` only: rows of baton_skip_tallies, the skips they count, their bytes. */
+  tally: { rows: number; skips: number; hours: number; bytes: number } | null;
+}
+
+type SkipMode = 'rows' | 'tally';
+
+function skipMode(): SkipMode {
+  const v = process.env.BENCH_FLEET_SKIPS ?? 'rows';
+  if (v !== 'rows' && v !== 'tally') {
+    throw new Error(`BENCH_FLEET_SKIPS=${v}: expected rows or tally`);
+  }
+  return v;
 }
 
 const envList = (name: string, fallback: number[]): number[] => {
@@ -73,11 +87,20 @@ const envList = (name: string, fallback: number[]): number[] => {
   return xs;
 };
 
-async function measureSize(ctx: BenchContext, n: number, seconds: number): Promise<SizeResult> {
+async function measureSize(
+  ctx: BenchContext,
+  n: number,
+  seconds: number,
+  skips: SkipMode,
+): Promise<SizeResult> {
   const db = await ctx.createDatabase(`n${n}`);
   const jobs: Record<string, object> = {};
   for (let i = 0; i < JOBS; i++) {
-    jobs[`j${String(i).padStart(3, '0')}`] = { schedule: '* * * * * *', command: ['true'] };
+    jobs[`j${String(i).padStart(3, '0')}`] = {
+      schedule: '* * * * * *',
+      command: ['true'],
+      ...(skips === 'tally' ? { skips } : {}),
+    };
   }
   const config = ctx.writeSchedule({ namespace: NAMESPACE, jobs });
   const loadStart = loadAverages();
@@ -97,6 +120,19 @@ async function measureSize(ctx: BenchContext, n: number, seconds: number): Promi
   const fromMs = Math.ceil(now / 1000) * 1000 + 1000;
   const toMs = fromMs + (seconds - 1) * 1000; // the last measured instant
   await sleep(Math.max(0, fromMs - 300 - (await db.now()).getTime()));
+  // skips: tally — the skips counted during the window stand for the rows the losers did not
+  // write (approximately: a sum before and after, fires of the edges included).
+  const tallied = async () =>
+    skips === 'tally'
+      ? Number(
+          (
+            await db.query<RowDataPacket>(
+              'SELECT COALESCE(SUM(skips), 0) AS s FROM baton_skip_tallies',
+            )
+          )[0]?.s,
+        )
+      : 0;
+  const talliedBefore = await tallied();
   const counter = await ctx.statements();
   const serverCpu = ctx.server.pid ? ctx.sampleProcess(ctx.server.pid, 1000) : null;
   const runnerCpu = runners.map((r) => ctx.sampleProcess(r.pid, 1000));
@@ -122,6 +158,7 @@ async function measureSize(ctx: BenchContext, n: number, seconds: number): Promi
       { timeoutMs: 20_000, intervalMs: 250 },
     )
     .catch(() => ctx.log(`${n} runners: the last instant had not every row after 20 s`));
+  const talliedInWindow = (await tallied()) - talliedBefore;
   await Promise.all(runners.map((r) => r.stop('SIGTERM', 20_000)));
 
   const perFire = await db.query<RowDataPacket>(
@@ -149,8 +186,12 @@ async function measureSize(ctx: BenchContext, n: number, seconds: number): Promi
   const noWinner = fires - withRows + perFire.filter((f) => Number(f.w) === 0).length;
   const twoWinners = perFire.filter((f) => Number(f.w) > 1).length;
   const rowsInWindow = perFire.reduce((s, f) => s + Number(f.r), 0);
-  const missingRows =
-    perFire.reduce((s, f) => s + Math.max(0, n - Number(f.r)), 0) + n * (fires - withRows);
+  const missingRows = Math.max(
+    0,
+    perFire.reduce((s, f) => s + Math.max(0, n - Number(f.r)), 0) +
+      n * (fires - withRows) -
+      talliedInWindow,
+  );
   const wonByHost: Record<string, number> = {};
   for (const r of runners) wonByHost[r.host] = 0;
   for (const w of winners) wonByHost[String(w.host)] = (wonByHost[String(w.host)] ?? 0) + 1;
@@ -167,8 +208,27 @@ async function measureSize(ctx: BenchContext, n: number, seconds: number): Promi
        FROM baton_runs GROUP BY status`,
   );
   const tableRows = byStatus.reduce((s, r) => s + Number(r.n), 0);
-  const skips = byStatus.find((r) => r.status === 'skipped');
+  const skipped = byStatus.find((r) => r.status === 'skipped');
   const warnings = runners.flatMap((r) => r.warnings().map((l) => `${r.host}: ${l.msg}`));
+  let tally: SizeResult['tally'] = null;
+  if (skips === 'tally') {
+    await db.query('ANALYZE TABLE baton_skip_tallies');
+    const [c] = await db.query<RowDataPacket>(
+      `SELECT COUNT(*) AS n, COALESCE(SUM(skips), 0) AS s, COUNT(DISTINCT period_start) AS h
+         FROM baton_skip_tallies`,
+    );
+    const [b] = await db.query<RowDataPacket>(
+      `SELECT DATA_LENGTH + INDEX_LENGTH AS bytes FROM information_schema.TABLES
+        WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'baton_skip_tallies'`,
+      [db.name],
+    );
+    tally = {
+      rows: Number(c?.n),
+      skips: Number(c?.s),
+      hours: Number(c?.h),
+      bytes: Number(b?.bytes),
+    };
+  }
   await db.drop();
   return {
     n,
@@ -187,9 +247,10 @@ async function measureSize(ctx: BenchContext, n: number, seconds: number): Promi
     runnerCpuPct: cpu.map((c) => c.cpuPercent),
     bytesPerRow: tableRows ? Number(t?.bytes) / tableRows : NaN,
     tableRows,
-    skipRows: Number(skips?.n ?? 0),
-    avgSkipReason: Number(skips?.reason ?? 0),
+    skipRows: Number(skipped?.n ?? 0),
+    avgSkipReason: Number(skipped?.reason ?? 0),
     warnings,
+    tally,
     lostRows: lostRows.map(
       (r) =>
         `${Number(r.n)}× ${String(r.status)}/${String(r.kind ?? '-')} (e.g. "${String(r.example ?? '').slice(0, 160)}")`,
@@ -205,21 +266,27 @@ export default {
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const sizes = envList('BENCH_FLEET_SIZES', ctx.quick ? [2, 4] : [2, 4, 8, 16]);
     const seconds = envList('BENCH_FLEET_SECONDS', [ctx.quick ? 6 : 30])[0]!;
+    const skips = skipMode();
     const results: SizeResult[] = [];
-    for (const n of sizes) results.push(await measureSize(ctx, n, seconds));
+    for (const n of sizes) results.push(await measureSize(ctx, n, seconds, skips));
 
     const table: TableRow[] = [];
-    const figures: Record<string, Figure> = { jobs: JOBS, window_s: seconds };
+    const figures: Record<string, Figure> = { jobs: JOBS, window_s: seconds, skips };
     const checks: Check[] = [];
     const notes: string[] = [];
     const base = results[0]!;
     const basePerRunner = base.statementsPerS / base.n;
     for (const r of results) {
       const won = Object.values(r.wonByHost);
-      const perDayBytes = r.rowsPerFire * r.bytesPerRow * JOBS * DAY_S;
+      // Tallies: the same keys come back every hour, so a day is 24 × the rows of an hour.
+      const tallyRowsPerDay = r.tally ? (r.tally.rows / Math.max(1, r.tally.hours)) * 24 : 0;
+      const tallyBytesPerRow = r.tally?.rows ? r.tally.bytes / r.tally.rows : 0;
+      const tallyPerDay = tallyRowsPerDay * tallyBytesPerRow;
+      const rowsPerDay = r.rowsPerFire * r.bytesPerRow * JOBS * DAY_S;
+      const perDayBytes = rowsPerDay + tallyPerDay;
       const skipShare = r.tableRows ? r.skipRows / r.tableRows : NaN;
-      const runsPerDay = perDayBytes * (1 - skipShare);
-      const skipsPerDay = perDayBytes * skipShare;
+      const runsPerDay = rowsPerDay * (1 - skipShare);
+      const skipsPerDay = rowsPerDay * skipShare + tallyPerDay;
       const meanRunnerCpu = r.runnerCpuPct.reduce((s, x) => s + x, 0) / r.runnerCpuPct.length;
       table.push({
         runners: r.n,
@@ -263,7 +330,26 @@ export default {
         [`${p}load_start`]: r.loadStart,
         [`${p}load_end`]: r.loadEnd,
         [`${p}won_by_runner`]: JSON.stringify(r.wonByHost),
+        ...(r.tally
+          ? {
+              [`${p}tally_rows`]: r.tally.rows,
+              [`${p}tallied_skips`]: r.tally.skips,
+              [`${p}tally_bytes_per_row`]: round(tallyBytesPerRow, 0),
+              [`${p}tally_rows_per_day`]: Math.round(tallyRowsPerDay),
+              [`${p}tally_mib_per_day`]: round(tallyPerDay / 2 ** 20, 2),
+              // The compact form's rows per fire: baton_runs rows plus tally rows per fire.
+              [`${p}history_rows_per_fire`]: round(
+                r.rowsPerFire + tallyRowsPerDay / (JOBS * DAY_S),
+                4,
+              ),
+            }
+          : {}),
       });
+      if (r.tally) {
+        notes.push(
+          `${r.n} runners, skips: tally: ${r.tally.rows} tally rows (${r.tally.hours} hour(s)) counting ${r.tally.skips} skips, ${round(tallyBytesPerRow, 0)} B a row (InnoDB pages: a small table's bytes per row are high); ~${Math.round(tallyRowsPerDay)} tally rows a day for ${JOBS} jobs; baton_runs ${round(r.rowsPerFire, 2)} rows per fire.`,
+        );
+      }
       checks.push({
         name: `${r.n} runners: no fire without a winner, none with two (by the history)`,
         ok: r.noWinner === 0 && r.twoWinners === 0,

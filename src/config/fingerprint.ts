@@ -34,6 +34,7 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.catchUpFires !== 'latest' ? { catchUpFires: job.catchUpFires } : {}),
     ...(job.onFailover !== 'skip' ? { onFailover: job.onFailover } : {}),
     ...(job.outputLog ? { outputLog: true } : {}),
+    ...(job.skips !== 'rows' ? { skips: job.skips } : {}),
     ...(job.outputMaxBytes !== DEFAULT_OUTPUT_MAX_BYTES
       ? { outputMaxBytes: job.outputMaxBytes }
       : {}),

@@ -286,6 +286,7 @@ function buildJob(
     catchUpFires: job.catchUp?.fires ?? 'latest',
     onFailover: job.onFailover ?? 'skip',
     overlap: job.overlap ?? 'skip',
+    skips: job.skips ?? 'rows',
     expectMs: job.expect ?? null,
     workers: job.workers ?? 1,
     connection: job.connection ?? null,

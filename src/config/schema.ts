@@ -132,6 +132,16 @@ export type OnFailoverPolicy = (typeof ON_FAILOVER_POLICIES)[number];
 export const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
+/**
+ * How the skips of a job are kept (docs/history.md, "Skip tallies"):
+ * - `rows`: one `baton_runs` row per runner per fire it skipped (the default);
+ * - `tally`: a skip of a fire whose winner the runner saw is counted per runner and hour in
+ *   `baton_skip_tallies`; every other skip still writes its row. For every-second jobs on many
+ *   runners, whose skip rows are most of the history.
+ */
+export const SKIP_RECORDS = ['rows', 'tally'] as const;
+export type SkipRecord = (typeof SKIP_RECORDS)[number];
+
 /** The worker slot is stored in `baton_runs.winner` (TINYINT). */
 export const MAX_WORKERS = 100;
 
@@ -180,6 +190,8 @@ const inheritableShape = {
   /** After a database failover: whether the fires in doubt are caught up (default skip). */
   onFailover: z.enum(ON_FAILOVER_POLICIES),
   overlap: z.enum(OVERLAP_POLICIES),
+  /** `rows` (default) or `tally`: see SKIP_RECORDS. */
+  skips: z.enum(SKIP_RECORDS),
   /**
    * The dead-man's switch: `baton status` warns when the job has had no successful run for this
    * long. Default: two periods of its schedule plus a grace (see `src/fleet/dead-man.ts`).
@@ -247,6 +259,7 @@ export const jobSchema = z
     catchUp: true,
     onFailover: true,
     overlap: true,
+    skips: true,
     expect: true,
     workers: true,
     connection: true,
@@ -335,6 +348,8 @@ export interface JobDefinition {
   /** After a database failover: whether the fires in doubt are caught up. */
   onFailover: OnFailoverPolicy;
   overlap: OverlapPolicy;
+  /** How its skips are kept: rows, or tallies for the skips of fires with a winner seen. */
+  skips: SkipRecord;
   /** null = two periods plus a grace. */
   expectMs: number | null;
   /** How many runners may win one fire (worker slots 1..workers). */

@@ -5,7 +5,7 @@
  *
  * One set per pool and namespace, for as long as the pool lives.
  */
-import { Batcher } from '../store/batcher.js';
+import { Batcher, type BatchResult } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
 import {
   claimFires,
@@ -18,6 +18,7 @@ import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-r
 import { findPauses, type Pause } from '../store/pauses.js';
 import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
+import { tallySkips } from '../store/skip-tallies.js';
 import type { Run } from '../store/runs.js';
 
 /** Who holds a job's lock, and what the database says about that holder and about the fire. */
@@ -111,11 +112,28 @@ export class FireBatches {
     (await claimFires(this.pool, claims)).map((value) => ({ value })),
   );
 
-  /** Writes the skip row; its id. */
-  readonly skip = new Batcher<Skip, number>(async (skips) =>
-    (await insertSkips(this.pool, skips)).map((id) => ({ value: id })),
-  );
+  /**
+   * Writes the skip row, its id; or adds a tallied skip to its tally (`tally`), null. One
+   * statement for the rows and one for the tallies of a turn.
+   */
+  readonly skip = new Batcher<Skip, number | null>(async (skips) => {
+    const rows = skips.filter((s) => !s.tally);
+    const tallied = skips.filter((s) => s.tally);
+    // Each statement answers its own skips: a failed tally does not fail the rows, nor back.
+    const [ids, counted] = await Promise.allSettled([
+      rows.length ? insertSkips(this.pool, rows) : [],
+      tallied.length ? tallySkips(this.pool, tallied) : null,
+    ]);
+    let next = 0;
+    return skips.map((s): BatchResult<number | null> => {
+      const done = s.tally ? counted : ids;
+      if (done.status === 'rejected') return { error: asError(done.reason) };
+      return { value: s.tally ? null : (ids as PromiseFulfilledResult<number[]>).value[next++]! };
+    });
+  });
 }
+
+const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 function unique<T>(xs: readonly T[]): T[] {
   return [...new Set(xs)];

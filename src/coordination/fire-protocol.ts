@@ -46,7 +46,7 @@
  * slot ever runs twice.
  */
 import type { EventTargets } from '../config/notify-config.js';
-import type { OverlapPolicy } from '../config/schema.js';
+import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
@@ -77,7 +77,7 @@ export interface FireContext {
 
 export type Contention =
   | { won: true; runId: number; lockName: string | null; slot: number }
-  | { won: false; runId: number; kind: SkipKind; reason: string };
+  | { won: false; runId: number | null; kind: SkipKind; reason: string }; // null: tallied
 
 type Won = Extract<Contention, { won: true }>;
 /** A slot or fire this runner could not have, and why (not recorded yet). */
@@ -99,6 +99,8 @@ export interface ContendOptions {
   /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
   pauseCheck?: boolean;
   eventTargets?: EventTargets; // whom the job's events are told to (a dead earlier run's `lost`)
+  /** `tally`: a skip of a fire whose winner was seen is counted, not a row (scheduled fires). */
+  skips?: SkipRecord;
 }
 
 /**
@@ -145,12 +147,12 @@ export async function contend(
   options: ContendOptions = {},
 ): Promise<Contention> {
   const batches = FireBatches.of(c.pool, c.namespace);
-  const skip = async ({ kind, text }: SkipReason): Promise<Contention> => ({
-    won: false,
-    runId: await batches.skip.load({ attempt, reason: text, kind }),
-    kind,
-    reason: text,
-  });
+  // Manual runs and re-runs always get their row: the operator is told its id.
+  const tally = options.skips === 'tally' && /^(schedule|catchup)$/.test(attempt.trigger);
+  const skip = async ({ kind, text, sawWinner }: SkipReason): Promise<Contention> => {
+    const row = { attempt, reason: text, kind, ...(tally && sawWinner ? { tally } : {}) };
+    return { won: false, runId: await batches.skip.load(row), kind, reason: text };
+  };
 
   const overlap = options.overlap ?? 'skip';
   const workers = options.workers ?? 1;
@@ -445,6 +447,4 @@ async function contendWhileLockPasses(
   };
 }
 
-function iso(d: Date): string {
-  return d.toISOString();
-}
+const iso = (d: Date): string => d.toISOString();

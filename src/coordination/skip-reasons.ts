@@ -14,7 +14,17 @@ import type { Run } from '../store/runs.js';
 export interface SkipReason {
   kind: SkipKind;
   text: string;
+  /**
+   * This runner saw the fire's winner row (or its own): the skip adds nothing to whether the
+   * fire was attempted, so a job with `skips: tally` may count it instead of writing its row
+   * (store/skip-tallies.ts). Never set where the winner was only inferred — a lock holder still
+   * claiming may die before its row is written, and then this skip row is what says the fire was
+   * attempted (recovery.ts: a fire without rows is `missed`, and caught up).
+   */
+  sawWinner?: true;
 }
+
+const seen = (r: SkipReason): SkipReason => ({ ...r, sawWinner: true });
 
 const iso = (d: Date): string => d.toISOString();
 
@@ -24,24 +34,32 @@ export function paused(pause: Pause): SkipReason {
 
 /** Fan-out: this runner already runs a slot of this fire, and takes at most one per fire. */
 export function slotAlreadyTaken(slot: number | null): SkipReason {
-  return { kind: 'already-ran', text: `this runner already took worker slot ${slot} of this fire` };
+  return seen({
+    kind: 'already-ran',
+    text: `this runner already took worker slot ${slot} of this fire`,
+  });
 }
 
 /** This very fire has a winner (`winner` null: its row was not found, e.g. already pruned). */
 export function fireHasWinner(winner: Run | null): SkipReason {
   if (!winner) return { kind: 'already-ran', text: 'this fire already ran on another runner' };
-  return winner.status === 'running'
-    ? {
-        kind: 'taken',
-        text: `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`,
-      }
-    : { kind: 'already-ran', text: `this fire already ran on ${winner.host} (${winner.status})` };
+  return seen(
+    winner.status === 'running'
+      ? {
+          kind: 'taken',
+          text: `this fire is running on ${winner.host} (started ${iso(winner.startedAt)})`,
+        }
+      : { kind: 'already-ran', text: `this fire already ran on ${winner.host} (${winner.status})` },
+  );
 }
 
 /** The claim met the fire key: the fire was won elsewhere between our GET_LOCK and our INSERT. */
 export function claimedElsewhere(winner: Run | null): SkipReason {
-  const where = winner ? `on ${winner.host} (${winner.status})` : 'on another runner';
-  return { kind: 'already-ran', text: `this fire already ran ${where}` };
+  if (!winner) return { kind: 'already-ran', text: 'this fire already ran on another runner' };
+  return seen({
+    kind: 'already-ran',
+    text: `this fire already ran on ${winner.host} (${winner.status})`,
+  });
 }
 
 /** This runner still runs an earlier fire of the job (`overlap: skip`, or a queue that gave up). */
@@ -63,18 +81,19 @@ export function heldByRun(run: Run, scheduledAt: Date, trigger?: Trigger): SkipR
   if (run.trigger === 'rerun' || trigger === 'rerun') {
     const what = run.trigger === 'rerun' ? 'a re-run of' : 'a run of';
     if (delta === 0 && trigger === 'rerun') {
-      return {
+      return seen({
         kind: 'taken',
         text: `this fire is being run on ${run.host} (run ${run.id}, ${started})`,
-      };
+      });
     }
     return {
       kind: 'overlap',
       text: `${what} the fire ${iso(run.scheduledAt)} is running on ${run.host} (run ${run.id}, ${started})`,
     };
   }
+  // The holder's running row of this very fire: the winner row.
   if (delta === 0)
-    return { kind: 'taken', text: `this fire is running on ${run.host} (${started})` };
+    return seen({ kind: 'taken', text: `this fire is running on ${run.host} (${started})` });
   if (delta < 0) {
     return {
       kind: 'overlap',
@@ -128,5 +147,7 @@ export function allSlotsTaken(slots: readonly SkipReason[]): SkipReason {
   const keptOut = (s: SkipReason) => s.kind === 'overlap' || s.kind === 'behind';
   const kind: SkipKind = slots.every(keptOut) ? 'overlap' : 'taken';
   const each = slots.map((s, i) => `${i + 1}: ${s.text}`).join('; ');
-  return { kind, text: `all ${slots.length} worker slots are taken: ${each}` };
+  const all = { kind, text: `all ${slots.length} worker slots are taken: ${each}` };
+  // Every slot's winner seen: nothing here that the winner rows do not say.
+  return slots.every((s) => s.sawWinner) ? seen(all) : all;
 }

@@ -165,6 +165,7 @@ export class RetentionSchedule {
         {
           runs: result.runs,
           skips: result.skips,
+          skipTallies: result.skipTallies,
           outputChunks: result.outputChunks,
           notifications: result.notifications,
           actions: result.actions,

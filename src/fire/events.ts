@@ -53,7 +53,8 @@ export interface FireEventMap {
   };
   'fire:skipped': {
     fire: FireRef;
-    runId: number;
+    /** null: counted in the job's skip tally (`skips: tally`), no row. */
+    runId: number | null;
     kind: SkipKind;
     reason: string;
     contendMs: number | null;

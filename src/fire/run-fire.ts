@@ -41,7 +41,7 @@ import type { VerdictBacklog } from './verdict-backlog.js';
 
 export type FireOutcome =
   | { status: 'ran'; runId: number; result: JobResult; attempts: number; recorded: boolean }
-  | { status: 'skipped'; runId: number; kind: SkipKind; reason: string; contendMs: number }
+  | { status: 'skipped'; runId: number | null; kind: SkipKind; reason: string; contendMs: number }
   /** Not contended, or not to the end; the `fire:notAttempted` event said why. */
   | { status: 'not-attempted'; cause: NotAttemptedCause }
   /** The runner began to stop before this fire was contended: nothing was done or recorded. */
@@ -186,6 +186,7 @@ async function runFire(
         runningHere,
         queueUntil,
         workers: job.workers,
+        skips: job.skips,
         ...(job.notify ? { eventTargets: eventTargets(job.notify) } : {}),
         ...(o.waitSeconds != null ? { waitSeconds: o.waitSeconds } : {}),
         ...(o.pauseCheck != null ? { pauseCheck: o.pauseCheck } : {}),

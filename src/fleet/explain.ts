@@ -17,6 +17,7 @@ import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { restartedSince, runnersAtFire, type RunnerNow } from '../store/fire-reads.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
+import type { SkipTally } from '../store/skip-tallies.js';
 import { formatInstant, oneLine } from '../text.js';
 import { lastFireAtOrBefore } from '../schedule/dead-man.js';
 
@@ -81,6 +82,8 @@ export interface FireInput {
   pause: Pause | null;
   /** `latestOf`'s answer when the fire is the latest (NO_LATEST when it was given). */
   latest: LatestFire;
+  /** The job's skip tallies of the fire's hour (`skips: tally`). */
+  tallies?: SkipTally[];
 }
 
 export interface FireJudgement {
@@ -88,17 +91,23 @@ export interface FireJudgement {
   notes: string[];
   /** The runners that were there for the fire (or restarted since) and left no row, by host. */
   missing: MissingRunner[];
+  /** The hosts that tallied skips around the fire (its hour, between their first and last). */
+  tallied: string[];
 }
 
 /** Everything `baton explain` says about one fire. */
 export function judgeFire(input: FireInput): FireJudgement {
   const { name, job, fire, rows, runners, now } = input;
   const attemptHosts = new Set(rows.map((r) => r.host));
+  // A runner that tallied skips of the job around this fire most likely skipped it too: not
+  // judged as missing. Which fires its tally counted is not kept (docs/history.md).
+  const around = (input.tallies ?? []).filter((t) => t.firstFire <= fire && fire <= t.lastFire);
+  const tallied = [...new Set(around.map((t) => t.host))].filter((h) => !attemptHosts.has(h));
   const missing = [
     ...runnersAtFire(runners, fire),
     ...restartedSince(runners, fire, input.hostsBefore),
   ]
-    .filter((r) => !attemptHosts.has(r.host))
+    .filter((r) => !attemptHosts.has(r.host) && !tallied.includes(r.host))
     .sort((a, b) => a.host.localeCompare(b.host))
     .map((r) => judgeMissing(r, name, fire, now, input.goneAfterMs));
   const notAFire = rows.length === 0 && job ? notAFireOf(job, fire) : null;
@@ -107,7 +116,27 @@ export function judgeFire(input: FireInput): FireJudgement {
   if (input.latest.fromSchedule && rows.length === 0) {
     notes.unshift("the latest fire by the schedules file's schedule; no runner wrote a row for it");
   }
-  return { verdict, notes, missing };
+  if (input.tallies?.length) notes.push(tallyNote(input.tallies, fire, tallied));
+  return { verdict, notes, missing, tallied: tallied.sort() };
+}
+
+/** What the tallies of the fire's hour say, and what they cannot: which fire each skip was. */
+function tallyNote(tallies: SkipTally[], fire: Date, tallied: string[]): string {
+  const hour = new Date(Math.floor(fire.getTime() / 3_600_000) * 3_600_000);
+  const hosts = [...new Set(tallies.map((t) => t.host))].sort();
+  const each = hosts.map((h) => {
+    const mine = tallies.filter((t) => t.host === h);
+    const n = (x: number) => x.toLocaleString('en-US');
+    const kinds = mine.map((t) => `${t.kind} ${n(t.skips)}`).join(', ');
+    return `${h} ${n(mine.reduce((sum, t) => sum + t.skips, 0))} (${kinds})`;
+  });
+  const hhmm = (d: Date) => d.toISOString().slice(11, 16);
+  return (
+    `skips: tally — skips of this job counted in ${hhmm(hour)}–` +
+    `${hhmm(new Date(hour.getTime() + 3_600_000))} UTC: ${each.join('; ')}` +
+    (tallied.length ? `; ${tallied.join(', ')} most likely skipped this fire` : '') +
+    ' (a tally does not say which fires it counted)'
+  );
 }
 
 function scheduleOf(job: JobDefinition): Schedule | null {

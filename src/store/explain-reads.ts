@@ -8,6 +8,7 @@
  * registry or pauses table (a database from before migrations 0003 and 0004: nobody to name, no
  * pause), no history table. Any other error is thrown.
  */
+import { talliesOfFireHour, type SkipTally } from './skip-tallies.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { isMissingSchemaError, orEmpty } from '../errors.js';
 import { openConnection } from './connect.js';
@@ -55,6 +56,8 @@ export interface FireFacts<Latest> {
   hostsBefore: Set<string>;
   /** The history has rows of the job (true when `knownJob`, which is not asked). */
   known: boolean;
+  /** The job's skip tallies of the fire's hour (`skips: tally`; store/skip-tallies.ts). */
+  tallies: SkipTally[];
 }
 
 export async function readFireFacts<Latest extends { fire: Date | null }>(
@@ -70,6 +73,7 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
     rows: [],
     hostsBefore: new Set(),
     known: q.knownJob,
+    tallies: [],
   };
   let conn;
   try {
@@ -94,6 +98,9 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
         hostsBefore(conn, q.namespace, q.job, facts.fire),
         new Set<string>(),
       );
+      facts.tallies = await orEmpty(talliesOfFireHour(conn, q.namespace, q.job, facts.fire), []);
+      // A runner that tallied skips of the job before the fire took part in it, like one with rows.
+      for (const t of facts.tallies) if (t.firstFire < facts.fire) facts.hostsBefore.add(t.host);
     }
     facts.known ||=
       facts.rows.length > 0 || (await orEmpty(jobHasRows(conn, q.namespace, q.job), false));

@@ -200,6 +200,8 @@ export interface Skip {
   attempt: Attempt;
   reason: string;
   kind: SkipKind;
+  /** Counted in `baton_skip_tallies` instead of a row here (store/skip-tallies.ts). */
+  tally?: boolean;
 }
 
 /**

@@ -35,6 +35,7 @@ import { RUN_STATUSES, type RunStatus } from '../run-status.js';
 import { deleteActionsBefore } from './audit.js';
 import { deleteNoticesBefore } from './notifications.js';
 import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
+import { countTalliesBefore, deleteTalliesBefore } from './skip-tallies.js';
 
 /** Rows per DELETE: a few hundred milliseconds of work at most, even with large output tails. */
 export const DEFAULT_BATCH_SIZE = 500;
@@ -64,6 +65,8 @@ export interface PruneResult {
   runs: number;
   /** Skip rows deleted (or that would be). */
   skips: number;
+  /** Rows of `baton_skip_tallies` deleted with the skips' bound (or that would be). */
+  skipTallies: number;
   /** Output chunks deleted, with their runs or by `retention.output` (not counted by a dry run). */
   outputChunks: number;
   /** Finished notifications deleted with the runs' bound (not counted by a dry run). */
@@ -104,6 +107,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     dryRun,
     runs: 0,
     skips: 0,
+    skipTallies: 0,
     outputChunks: 0,
     notifications: 0,
     actions: 0,
@@ -149,6 +153,23 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     );
     result.actions += actions.rows;
     result.batches += told.batches + actions.batches;
+  }
+  if (result.skipsBefore && !options.signal?.aborted) {
+    // The tallies whose whole hour is before the skips' bound (store/skip-tallies.ts).
+    if (dryRun) {
+      result.skipTallies = await countTalliesBefore(db, namespace, result.skipsBefore);
+      result.batches += Math.ceil(result.skipTallies / batchSize);
+    } else {
+      const t = await deleteTalliesBefore(
+        db,
+        namespace,
+        result.skipsBefore,
+        batchSize,
+        options.signal,
+      );
+      result.skipTallies = t.rows;
+      result.batches += t.batches;
+    }
   }
   const outputBefore = before(retention.outputMs ?? null);
   if (outputBefore && !dryRun && !options.signal?.aborted) {

@@ -288,7 +288,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/coordination/fire-protocol.ts',
-        find: 'runId: await batches.skip.load({ attempt, reason: text, kind }),',
+        find: 'runId: await batches.skip.load(row),',
         replace: 'runId: 0,',
       },
     ],
@@ -296,6 +296,26 @@ export const MUTANTS: readonly Mutant[] = [
       {
         file: 'test/e2e/one-winner.test.ts',
         test: 'gives every fire exactly one winner and two skips',
+      },
+    ],
+  },
+  {
+    id: 'tally-without-winner-seen',
+    guarantee: 'visible',
+    what:
+      'A job with `skips: tally` counts every skip, also those that explain a fire without a ' +
+      'winner (overlap, paused, a holder still claiming): such a fire is left without rows.',
+    edits: [
+      {
+        file: 'src/coordination/fire-protocol.ts',
+        find: '...(tally && sawWinner ? { tally } : {})',
+        replace: '...(tally ? { tally } : {})',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/skip-tallies.test.ts',
+        test: 'counts the skips of fires with a winner, keeps every other skip as a row',
       },
     ],
   },

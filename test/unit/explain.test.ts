@@ -404,4 +404,42 @@ describe('the notes and the whole judgement of a fire', () => {
         '(alive: its attempt is not written yet)',
     );
   });
+
+  it('counts a runner whose skip tally spans the fire as having skipped it, and says what a tally cannot', () => {
+    const tally = (host: string, kind: string, skips: number, first: string, last: string) => ({
+      job: 'tick',
+      periodStart: at('2027-03-10T11:00:00Z'),
+      host,
+      kind,
+      skips,
+      firstFire: at(first),
+      lastFire: at(last),
+      lastReason: 'this fire is running on srv-01 (started …)',
+    });
+    const judged = judgeFire({
+      name: 'tick',
+      job: tickJob,
+      fire: FIRE,
+      rows: [row()],
+      runners: [runner('srv-01'), runner('srv-02'), runner('srv-03')],
+      hostsBefore: new Set(['srv-01', 'srv-02', 'srv-03']),
+      now: NOW,
+      goneAfterMs: 15_000,
+      pause: null,
+      latest: NO_LATEST,
+      tallies: [
+        tally('srv-02', 'taken', 1_204, '2027-03-10T11:00:00Z', '2027-03-10T11:59:59Z'),
+        tally('srv-02', 'already-ran', 3, '2027-03-10T11:10:00Z', '2027-03-10T11:20:00Z'),
+        // srv-03's tally ends before the fire: it is not taken to have skipped this one.
+        tally('srv-03', 'taken', 40, '2027-03-10T11:00:00Z', '2027-03-10T11:40:00Z'),
+      ],
+    });
+    expect(judged.tallied).toEqual(['srv-02']);
+    expect(judged.missing.map((m) => m.host)).toEqual(['srv-03']);
+    expect(judged.notes).toEqual([
+      'skips: tally — skips of this job counted in 11:00–12:00 UTC: srv-02 1,207 (taken 1,204, ' +
+        'already-ran 3); srv-03 40 (taken 40); srv-02 most likely skipped this fire (a tally ' +
+        'does not say which fires it counted)',
+    ]);
+  });
 });

@@ -102,6 +102,53 @@ jobs:
   });
 });
 
+describe('skips: rows | tally', () => {
+  it('defaults to rows, is inherited from defaults:, and a wrong value is named at its line', () => {
+    const config = parseConfig(
+      file,
+      `defaults:
+  skips: tally
+jobs:
+  tallied:
+    schedule: "* * * * * *"
+    command: ["true"]
+  rows:
+    schedule: "* * * * * *"
+    command: ["true"]
+    skips: rows
+`,
+    );
+    expect(config.jobs.map((j) => [j.name, j.skips])).toEqual([
+      ['tallied', 'tally'],
+      ['rows', 'rows'],
+    ]);
+    expect(
+      parseConfig(file, 'jobs:\n  j:\n    schedule: "@daily"\n    command: ["true"]\n').jobs[0]!
+        .skips,
+    ).toBe('rows');
+    let problems: string[] = [];
+    try {
+      parseConfig(
+        file,
+        `defaults:
+  skips: counted
+jobs:
+  x:
+    schedule: "0 3 * * *"
+    command: ["true"]
+    skips: [rows]
+`,
+      );
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems = err.problems.map((p) => `${p.line}:${p.path}: ${p.message}`).sort();
+    }
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^2:defaults\.skips: .*rows.*tally/);
+    expect(problems[1]).toMatch(/^7:jobs\.x\.skips: .*rows.*tally/);
+  });
+});
+
 describe('look-back after an outage', () => {
   const job = (catchUpMs: number | null) =>
     ({ name: 'settle', catchUpMs }) as unknown as JobDefinition;

@@ -43,67 +43,86 @@ describe('skip reasons', () => {
       skips.fireHasWinner(run({ status: 'done' })),
       'already-ran',
       'this fire already ran on b (done)',
+      true,
     ],
-    [skips.fireHasWinner(null), 'already-ran', 'this fire already ran on another runner'],
+    [skips.fireHasWinner(null), 'already-ran', 'this fire already ran on another runner', false],
     [
       skips.fireHasWinner(run({})),
       'taken',
       'this fire is running on b (started 2026-01-01T00:00:00.000Z)',
+      true,
     ],
     [
       skips.claimedElsewhere(run({ status: 'failed' })),
       'already-ran',
       'this fire already ran on b (failed)',
+      true,
     ],
-    [skips.claimedElsewhere(null), 'already-ran', 'this fire already ran on another runner'],
-    [skips.beingClaimed('b'), 'taken', "this fire is being claimed by b (it holds the job's lock)"],
+    [skips.claimedElsewhere(null), 'already-ran', 'this fire already ran on another runner', false],
+    [
+      skips.beingClaimed('b'),
+      'taken',
+      "this fire is being claimed by b (it holds the job's lock)",
+      false,
+    ],
     [
       skips.lockFreedMeanwhile(),
       'taken',
       'another run held the lock at this instant (it is free now)',
+      false,
     ],
     [
       skips.slotAlreadyTaken(2),
       'already-ran',
       'this runner already took worker slot 2 of this fire',
+      true,
     ],
     [
       skips.runningHere('a', EARLIER),
       'overlap',
       'an earlier run is still running on a (this runner; fire 2025-12-31T23:59:00.000Z)',
+      false,
     ],
     [
       skips.heldByRun(run({ scheduledAt: EARLIER }), T),
       'overlap',
       'an earlier run is still running on b (fire 2025-12-31T23:59:00.000Z, started 2026-01-01T00:00:00.000Z)',
+      false,
     ],
     [
       skips.heldByRun(run({ trigger: 'manual', scheduledAt: LATER }), T),
       'overlap',
       'a manual run is running on b (started 2026-01-01T00:00:00.000Z)',
+      false,
     ],
     [
       skips.heldByRun(run({ scheduledAt: LATER }), T),
       'behind',
       'a later fire (2026-01-01T00:01:00.000Z) is already running on b; this runner is behind (check its clock)',
+      false,
     ],
     [
       skips.heldByRun(run({}), T),
       'taken',
       'this fire is running on b (started 2026-01-01T00:00:00.000Z)',
+      true,
     ],
     [
       skips.heldByUnknown(12),
       'overlap',
       'the lock is held by connection 12, which has no running row for this job',
+      false,
     ],
     [
       skips.paused({ job: 'j', pausedBy: 'ops', pausedAt: T, reason: 'audit' }),
       'paused',
       'paused by ops at 2026-01-01T00:00:00.000Z: audit',
+      false,
     ],
-  ])('%o', (reason, kind, text) => {
-    expect(reason).toEqual({ kind, text });
+  ])('%o', (reason, kind, text, sawWinner) => {
+    // sawWinner: the skip may be tallied (`skips: tally`) — only where a winner row was seen,
+    // never where it was inferred (a holder still claiming may die before its row exists).
+    expect(reason).toEqual({ kind, text, ...(sawWinner ? { sawWinner: true } : {}) });
   });
 
   it('a queued fire that gave up is an overlap, whatever held the lock', () => {

@@ -27,6 +27,7 @@ import { action } from '../action.js';
 import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
 import { durationCell, pauseToJson, runToJson, table, winnerCell } from '../format.js';
+import { tallyToJson } from '../tally-view.js';
 import { parseFireTime, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
 
@@ -126,6 +127,9 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         attempts: rows.map(runToJson),
         missing: judged.missing.map((m) => m.host),
         missingRunners: judged.missing,
+        // `skips: tally`: the hour's tallies, and the runners among them not judged missing.
+        tallied: judged.tallied,
+        tallies: facts.tallies.map(tallyToJson),
         notes: judged.notes,
         pausedNow: pauseToJson(pause),
         actions: actions.map(actionToJson),
@@ -194,7 +198,9 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
         ? 'no attempt missing: no runner is registered in this namespace'
         : rows.length === 0
           ? 'no attempt missing: no registered runner was running at the fire'
-          : 'no attempt missing: every runner that was running at the fire left a row',
+          : judged.tallied.length > 0
+            ? 'no attempt missing: every runner that was running at the fire left a row or a tally'
+            : 'no attempt missing: every runner that was running at the fire left a row',
     );
   } else {
     out.push(`runners that left no attempt (${missing.length}):`);

@@ -13,6 +13,8 @@ import { actionsByRun, actionToJson } from '../audit-view.js';
 import { runToJson } from '../format.js';
 import { clip } from '../fit.js';
 import { groupFires, renderAttempts, renderFires } from '../history-view.js';
+import { readTallies, type SkipTally } from '../../store/skip-tallies.js';
+import { renderTallies, tallyToJson } from '../tally-view.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 import {
@@ -43,6 +45,7 @@ interface HistoryArgs extends Omit<CommonArgs, 'host'> {
   output?: string;
   watch?: string;
   namespace?: string;
+  tallies: boolean;
 }
 
 /** Moved to cli/options.ts (`baton audit` takes `--since` too); exported here as before. */
@@ -88,6 +91,13 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         choices: ['wide'],
         describe: 'wide: every row with every column (= --attempts)',
       })
+      .option('tallies', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'the skip tallies of jobs with `skips: tally` instead: a line per job, hour and runner ' +
+          '(--json: one object per row of baton_skip_tallies)',
+      })
       .option('watch', WATCH_OPTION)
       .option('json', { type: 'boolean', default: false, describe: 'one JSON array of rows' })
       .option('namespace', {
@@ -115,6 +125,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       let runs: Run[] = [];
       let pauses: Pause[] = [];
       let actions = new Map<number, AuditRecord[]>();
+      let tallies: SkipTally[] = [];
       let conn;
       try {
         conn = await openConnection(target, { create: false });
@@ -127,12 +138,35 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           ...(args.reasonKind != null ? { reasonKind: args.reasonKind } : {}),
           ...(since ? { since } : {}),
         };
+        // A filter not given may come as [] (a repeatable option): then it is no filter.
+        const given = (xs?: string[]) => (xs?.length ? xs : undefined);
+        const tallyFilter = {
+          ...(given(args.job) ? { jobs: args.job } : {}),
+          ...(given(hosts) ? { hosts } : {}),
+          ...(given(args.reasonKind) ? { kinds: args.reasonKind } : {}),
+          from: since ?? null,
+        };
+        if (args.tallies) {
+          tallies = await readTallies(conn, namespace, { ...tallyFilter, limit: args.limit });
+          return tallyFrame(tallies, args.json, `${namespaceLine(resolved)}\n`);
+        }
         runs =
           args.json || wide
             ? await listRuns(conn, filter)
             : groupFires(await listFireRows(conn, filter))
                 .slice(0, args.limit)
                 .flatMap((f) => f.rows);
+        // The tallies of the hours the fires shown span (the fire view only; never with a
+        // status filter that leaves skips out).
+        const oldest = runs.at(-1)?.scheduledAt;
+        if (!args.json && !wide && oldest && (!args.status || args.status.includes('skipped'))) {
+          const newest = runs[0]!.scheduledAt;
+          tallies = await readTallies(conn, namespace, {
+            ...tallyFilter,
+            from: oldest,
+            to: newest,
+          }).catch(() => []); // a database from before migration 0015
+        }
         // A database from before the pauses table (migration 0003) has none.
         pauses = await listPauses(conn, namespace).catch(() => []);
         actions = await actionsByRun(
@@ -182,7 +216,12 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       const fires = groupFires(runs);
       const width = terminalWidth();
       const fitted = `${clip(namespaceLine(resolved), width)}\n`;
-      return done(fitted + renderFires(fires, { now: new Date(), width, paint, zones, actions }));
+      const counted = tallies.length
+        ? `\nskip tallies (skips: tally; which fires each counted is not kept):\n${renderTallies(tallies)}`
+        : '';
+      return done(
+        fitted + renderFires(fires, { now: new Date(), width, paint, zones, actions }) + counted,
+      );
     };
 
     // The title names the view, never the options: a --database-url may carry a password.
@@ -194,6 +233,15 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
     return f.code;
   }),
 };
+
+/** `--tallies`: the lines, or the JSON array. */
+function tallyFrame(tallies: SkipTally[], json: boolean, header: string): Frame {
+  const stdout = json
+    ? `${JSON.stringify(tallies.map(tallyToJson), null, 2)}\n`
+    : header + renderTallies(tallies);
+  const stderr = !json && tallies.length === 0 ? 'no skip tallies matching the filter\n' : '';
+  return { stdout, stderr, code: ExitCode.Ok };
+}
 
 /** The most rows the fire view reads to fill `--limit` fires. */
 const MAX_FIRE_ROWS = 20_000;

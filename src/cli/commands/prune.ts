@@ -151,6 +151,7 @@ export function pruneToJson(r: PruneResult) {
     dryRun: r.dryRun,
     runs: r.runs,
     skips: r.skips,
+    skipTallies: r.skipTallies,
     outputChunks: r.outputChunks,
     notifications: r.notifications,
     actions: r.actions,
@@ -178,6 +179,7 @@ export function describePrune(r: PruneResult): string {
   }
   const kept = !r.runsBefore ? '; runs are kept' : !r.skipsBefore ? '; skips are kept' : '';
   const output = r.outputChunks > 0 ? `, with ${count(r.outputChunks, 'chunk')} of output` : '';
+  if (r.skipTallies > 0) parts.push(count(r.skipTallies, 'skip tally', 'skip tallies'));
   return (
     `${r.dryRun ? 'would delete' : 'deleted'} ${parts.join(' and ')}${output} in namespace ` +
     `"${r.namespace}" (${count(r.batches, 'batch', 'batches')})${kept}`

@@ -185,7 +185,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
           outcome.status === 'ran' ? outcome.result.status : `not run: ${outcome.reason}`;
         await setActionOutcome(pool, auditId, said, outcome.runId).catch(() => {});
       }
-      if (args.json && (outcome.status === 'skipped' || outcome.status === 'ran')) {
+      // (A manual run's skip always has its row: only scheduled fires are tallied.)
+      if (
+        args.json &&
+        (outcome.status === 'skipped' || outcome.status === 'ran') &&
+        outcome.runId
+      ) {
         await printRun(pool, outcome.runId, pause);
       }
       if (outcome.status === 'skipped') {
