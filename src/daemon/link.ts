@@ -46,6 +46,7 @@ import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
 import { DeadlinePool } from '../store/deadline.js';
 import type { RunnerEvents } from './events.js';
+import { SemiSyncSeries, watchSemiSync } from './semi-sync.js';
 
 /**
  * Reconnect pacing. Every fire between the server answering again and the runner's next attempt
@@ -113,6 +114,11 @@ export interface Failover {
   toGtid: string | null;
   /** When the old server's session was found lost (this host's clock). */
   lostAt: Date;
+  /**
+   * Since when semi-synchronous replication vouches that every commit on the old server up to
+   * the loss reached a replica (this host's clock; semi-sync.ts); null: it cannot.
+   */
+  settledSince: Date | null;
 }
 
 export class DatabaseLink {
@@ -135,6 +141,8 @@ export class DatabaseLink {
   private lostAt: Date | null = null;
   /** The last failover (see `onConnected`). */
   private lastFailover: Failover | null = null;
+  /** The semi-sync state of the current server, sampled with each heartbeat (semi-sync.ts). */
+  private readonly semiSync = new SemiSyncSeries();
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
 
@@ -270,16 +278,21 @@ export class DatabaseLink {
     if (lost) void this.endLostSession(lost);
     const first = !this.everConnectedOnce;
     this.everConnectedOnce = true;
+    const lostAt = this.lostAt ?? new Date();
     const failover: Failover | null =
       this.server != null && this.server !== facts.identity
         ? {
             from: this.server,
             to: facts.identity,
             toGtid: facts.gtidPosition,
-            lostAt: this.lostAt ?? new Date(),
+            lostAt,
+            settledSince: this.semiSync.vouchedSince(this.server, lostAt, semiSyncMaxAgeMs(this.o)),
           }
         : null;
     this.server = facts.identity;
+    const beatMs = this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    const current = () => this.session === lock && lock.usable;
+    await watchSemiSync(this.pool, facts.identity, this.semiSync, beatMs, current, this.o.signal);
     if (first) {
       log.debug(
         { server: facts.version, serverIdentity: facts.identity, gtid: facts.gtidPosition },
@@ -294,7 +307,7 @@ export class DatabaseLink {
     }
     if (facts.readOnly) this.noteReadOnly(true);
     lock.watch({
-      intervalMs: this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      intervalMs: beatMs,
       deadlineMs: this.o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS,
       onLost: (reason) => this.lost(lock, reason),
       onAlive: () => {
@@ -385,6 +398,12 @@ export class DatabaseLink {
   async closePool(): Promise<void> {
     await this.pool?.end().catch(() => {});
   }
+}
+
+/** How close to the loss the old server's last semi-sync sample must be (semi-sync.ts). */
+function semiSyncMaxAgeMs(o: LinkOptions): number {
+  const beat = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  return 3 * beat + (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
 }
 
 /**

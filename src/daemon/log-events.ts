@@ -102,12 +102,21 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
       'lock session lost',
     ),
   );
-  events.on('db:failover', (e) =>
-    log.error(
-      { fromServer: e.from, toServer: e.to, gtid: e.toGtid, lostAt: e.lostAt },
-      'the database failed over: reconnected to another server; fires up to the loss are in doubt',
-    ),
-  );
+  events.on('db:failover', (e) => {
+    const facts = { fromServer: e.from, toServer: e.to, gtid: e.toGtid, lostAt: e.lostAt };
+    if (e.settledSince) {
+      log.warn(
+        { ...facts, semiSyncSince: e.settledSince },
+        'the database failed over: reconnected to another server; semi-sync acknowledged ' +
+          'every commit on the old one up to the loss: no fire in doubt since then',
+      );
+    } else {
+      log.error(
+        facts,
+        'the database failed over: reconnected to another server; fires up to the loss are in doubt',
+      );
+    }
+  });
   events.on('db:readOnly', (e) => {
     if (e.readOnly) {
       log.error(

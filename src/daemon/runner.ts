@@ -55,6 +55,7 @@ import { healthOf, type RunnerGauges, type RunnerHealth } from './health.js';
 import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
 import { recover } from './recovery.js';
+import { failoverWindow } from './in-doubt.js';
 import { DEFAULT_REGISTRY_MS, Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
 import { repeat } from './repeat.js';
@@ -269,7 +270,7 @@ export class Runner {
         signal,
         events: this.events,
         log: this.log,
-        failover: failover && { ...failover, until: this.clock.toFleetTime(failover.lostAt) },
+        failover: failoverWindow(failover, (at) => this.clock.toFleetTime(at)),
       },
       this.clock.now(),
     );
