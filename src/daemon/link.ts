@@ -20,7 +20,10 @@
  * - **Another server** after a reconnect (a failover: a promoted replica behind the same name):
  *   told apart from a restart of the same server by the server's identity (`ServerFacts.identity`),
  *   reported (`db:failover`) and handed to `onConnected`, so that recovery treats the fires up to
- *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran.
+ *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran —
+ *   unless semi-sync vouched for the old server's commits (semi-sync.ts). Its fires are held
+ *   until the fleet is seen on the new server (fleet-watch.ts: a split brain, as far as it can
+ *   tell).
  * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
  *   a loss. The spawner and the watchdogs stop the runs when it lapses, so that a runner that
  *   stalls cannot leave its jobs running beyond the bound once its session is gone.
@@ -46,6 +49,7 @@ import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
 import { DeadlinePool } from '../store/deadline.js';
 import type { RunnerEvents } from './events.js';
+import { FleetWatch } from './fleet-watch.js';
 import { SemiSyncSeries, watchSemiSync } from './semi-sync.js';
 
 /**
@@ -89,6 +93,9 @@ export function reconnectDelayMs(attempt: number, random: () => number = Math.ra
 
 export interface LinkOptions {
   target: DatabaseTarget;
+  /** This runner's host id and namespace: its fleet in the registry (fleet-watch.ts). */
+  host: string;
+  namespace: () => string;
   log: Logger;
   events: RunnerEvents;
   /** This process's runs: a lost lock session aborts them all. */
@@ -145,8 +152,14 @@ export class DatabaseLink {
   private readonly semiSync = new SemiSyncSeries();
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
+  /** After a failover: is the fleet on this server too (fleet-watch.ts)? */
+  readonly fleet: FleetWatch;
 
   constructor(private readonly o: LinkOptions) {
+    this.fleet = new FleetWatch({
+      ...o,
+      pool: () => (this.usable ? this.pool : null),
+    });
     this.lease = new RunLease(
       (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
         (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS),
@@ -194,7 +207,8 @@ export class DatabaseLink {
   /** Handles on the database for one fire; null while there is no usable lock session. */
   fireContext(who: Omit<FireContext, 'pool' | 'lock'>): FireContext | null {
     const lock = this.session;
-    if (!lock?.usable || !this.pool) return null;
+    // Held after a failover until the fleet is seen on this server (fleet-watch.ts).
+    if (!lock?.usable || !this.pool || this.fleet.state !== 'with-fleet') return null;
     return { ...who, pool: this.pool, lock };
   }
 
@@ -304,6 +318,7 @@ export class DatabaseLink {
     if (failover) {
       this.lastFailover = failover;
       this.o.events.emit('db:failover', failover);
+      this.fleet.arrived(failover.from, failover.to, failover.lostAt);
     }
     if (facts.readOnly) this.noteReadOnly(true);
     lock.watch({

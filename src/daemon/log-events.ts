@@ -117,6 +117,13 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
       );
     }
   });
+  events.on('db:detached', (e) => {
+    if (e.detached) {
+      log.error({ reason: e.reason }, 'detached from the fleet: no fire runs on this server');
+    } else {
+      log.warn('the fleet is on this server after all: fires run again');
+    }
+  });
   events.on('db:readOnly', (e) => {
     if (e.readOnly) {
       log.error(

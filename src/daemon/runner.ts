@@ -123,6 +123,8 @@ export class Runner {
     this.clock = new FleetClock(() => this.link.lock, this.events, options.clockWarnMs);
     this.link = new DatabaseLink({
       target,
+      host,
+      namespace: () => this.loaded.config.namespace,
       log,
       events: this.events,
       runs: this.runs,
@@ -393,6 +395,7 @@ export class Runner {
     return {
       databaseUp: this.link.usable,
       readOnly: this.link.readOnly,
+      detached: this.link.fleet.state === 'detached',
       clockOffsetMs: this.clock.hostAheadMs,
       runningRuns: this.runs.size,
       jobsLoaded: this.loaded.jobs.size,

@@ -21,7 +21,7 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { queryFresh, type RunRow } from '../helpers/db.js';
 import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -36,6 +36,8 @@ const SETTLED =
   'commit on the old one up to the loss: no fire in doubt since then';
 const IN_DOUBT =
   'the database failed over: reconnected to another server; fires up to the loss are in doubt';
+
+const DETACHED = 'detached from the fleet: no fire runs on this server';
 
 const servers: PrivateServer[] = [];
 const runners: RunnerProcess[] = [];
@@ -65,8 +67,13 @@ async function statusVar(server: PrivateServer, name: string): Promise<string> {
   return String(row?.Value ?? '');
 }
 
+const metric = async (port: number, name: string) => {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[2];
+};
+
 describe('a failover on semi-synchronous replication, then a split brain', () => {
-  it('loses no winner row and puts nothing in doubt', async () => {
+  it('loses no winner row, puts nothing in doubt, and holds the fires of a runner left on the old primary', async () => {
     const [primary, replica] = await Promise.all([
       startPrivateServer({
         args: [
@@ -187,5 +194,55 @@ jobs:
         fire + PERIOD_MS,
       );
     }
+
+    // 2. The old primary comes back, writable, with the rows it had; ss-b's name points at it.
+    await primary!.start();
+    // (No replica follows it: its commits would wait out the semi-sync timeout first.)
+    await queryFresh(primary!.url, 'SET GLOBAL rpl_semi_sync_master_enabled = OFF');
+    proxyB.retarget({ host: '127.0.0.1', port: primary!.port });
+    proxyB.cutUpstream();
+    const splitAt = Date.now();
+    await runnerB.waitForLog(IN_DOUBT, (l) => l.toServer === 'server_id 1');
+    const detached = await runnerB.waitForLog(DETACHED, undefined, 20_000);
+    expect(detached.level, 'logged at error level').toBe(50);
+    const detachedAt = new Date(detached.time as string | number).getTime();
+    // Held from its arrival (no fire of its own ran there), detached after the grace.
+    expect(detachedAt - splitAt).toBeGreaterThanOrEqual(10_000);
+    expect(await metric(portB, 'baton_database_detached')).toBe('1');
+    expect(await metric(portA, 'baton_database_detached')).toBe('0');
+    expect(runnerA.lines.filter((l) => l.msg === DETACHED)).toEqual([]);
+
+    // baton status against the old primary: CRITICAL, the runner detached.
+    const onOld = `${primary!.url}/${DB}`;
+    const status = await baton(['status', '--namespace', 'semisync', '--database-url', onOld]);
+    expect(status.code, status.stdout + status.stderr).toBe(2);
+    expect(status.stdout).toContain('runner ss-b (pid');
+    expect(status.stdout).toContain('is detached from the fleet');
+    // Against the new primary, where the fleet is, nobody is detached.
+    const onNew = await baton(['status', '--namespace', 'semisync', '--database-url', onReplica]);
+    expect(onNew.stdout).not.toContain('detached');
+
+    // ss-a ran every fire since on the new primary; ss-b none on the old: nothing ran twice.
+    await sleep(PERIOD_MS);
+    const after = groundTruth(tickFile);
+    expect(
+      [...after].filter(([, n]) => n > 1),
+      'fires run twice',
+    ).toEqual([]);
+    const oldWinners = await queryFresh<RunRow>(
+      onOld,
+      'SELECT * FROM baton_runs WHERE winner = 1 AND scheduled_at > ?',
+      [new Date(killedAt)],
+    );
+    expect(oldWinners, 'winners on the old primary after its crash').toEqual([]);
+    const newRows = await queryFresh<RunRow>(
+      onReplica,
+      "SELECT * FROM baton_runs WHERE winner = 1 AND status = 'done' AND scheduled_at > ?",
+      [new Date(splitAt)],
+    );
+    expect(newRows.length, 'fires run on the new primary since the split').toBeGreaterThanOrEqual(
+      4,
+    );
+    expect(newRows.every((r) => r.host === 'ss-a')).toBe(true);
   }, 90_000);
 });
