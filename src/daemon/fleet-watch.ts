@@ -21,7 +21,7 @@
  * "before" to compare with) — nor one restarted while detached; a fleet of one; and a runner that
  * the others joined on the wrong server (they all hold nothing then: a whole fleet on the old
  * primary is no split brain through baton, but its history misses the new primary's). Only the
- * operator's fence closes these: docs/runbook.md, "The database fails over".
+ * operator's fence closes these: docs/runbook.md, "The database: maintenance, outages, failover".
  */
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
