@@ -4,15 +4,17 @@
  * reached a server the fleet has left — an old primary back and writable, found through a stale
  * DNS cache or a VIP that did not move for every host?
  *
- * The evidence is the runner registry of the server it reached. A member of the fleet (another
- * runner of the namespace, not stopped gracefully, seen within the hour) that has heartbeated on
- * this server since this runner lost its old session is here: the fleet is here. Until one is
- * seen the runner *holds* its fires (`holding`: the link gives no fire context, so nothing runs
- * and no claim is written); when none is seen for DETACH_GRACE_MS after it arrived, the runner is
- * *detached*: it goes on holding, tells it at error level (`db:detached`), in its registry row
- * (`baton status` against this server: critical `detached`) and in `baton_database_detached`. It
- * keeps looking, and lets go as soon as a member heartbeats here. A server on which
- * no other member is registered says nothing either way: the runner does not hold.
+ * The evidence is the runner registry, of both servers. While with the fleet, the runner looks
+ * every COMPANIONS_MS at who else is alive (heartbeated within DEFAULT_GONE_AFTER_MS) on its
+ * server: its *companions*. After a failover with companions, it *holds* its fires (`holding`:
+ * the link gives no fire context, so nothing runs and no claim is written) until another runner
+ * of the namespace (not stopped gracefully) has heartbeated on the server it reached since it lost
+ * its old session: the fleet is here. When none has for DETACH_GRACE_MS after it arrived, the
+ * runner is *detached*: it goes on holding, tells it at error level (`db:detached`), in its
+ * registry row (`baton status` against this server: critical `detached`) and in
+ * `baton_database_detached`. It keeps looking, and lets go as soon as another runner heartbeats
+ * here. Without companions (a fleet of one, or the others already gone) it does not hold: there
+ * is no fleet to lose.
  *
  * The rows such a runner still writes on that server (its registry row, the in-doubt and missed
  * rows of its recovery) cannot make anything run twice: they are on a server the fleet has left.
@@ -27,7 +29,7 @@ import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
-import { fleetPeers } from '../store/runners.js';
+import { DEFAULT_GONE_AFTER_MS, fleetPeers } from '../store/runners.js';
 import type { RunnerEvents } from './events.js';
 
 /**
@@ -36,6 +38,8 @@ import type { RunnerEvents } from './events.js';
  * second of the name moving; each heartbeats in the registry as it connects.
  */
 export const DETACH_GRACE_MS = 10_000;
+/** How often a runner with the fleet looks at who is alive with it. */
+const COMPANIONS_MS = 5_000;
 /**
  * How often a holding runner looks at the registry: often during the grace (a legitimate failover
  * holds a runner only until its peers' first heartbeats, which they write as they connect, so a
@@ -62,8 +66,27 @@ export class FleetWatch {
   /** Each failover starts a new watch; the older one stops. */
   private generation = 0;
   private readonly listeners: (() => void)[] = [];
+  /** The other runners alive on this runner's server at its last look (see the header). */
+  private companions: string[] = [];
 
-  constructor(private readonly o: FleetWatchOptions) {}
+  constructor(private readonly o: FleetWatchOptions) {
+    void (async () => {
+      while (!o.signal.aborted) {
+        const pool = this.stateNow === 'with-fleet' ? o.pool() : null;
+        const generation = this.generation;
+        if (pool) {
+          const peers = await fleetPeers(pool, o.namespace(), o.host).catch(() => null);
+          // A look that a failover overtook is about the old server: not kept.
+          if (peers && generation === this.generation && this.stateNow === 'with-fleet') {
+            this.companions = peers
+              .filter((p) => p.agoMs <= DEFAULT_GONE_AFTER_MS)
+              .map((p) => p.host);
+          }
+        }
+        await delay(COMPANIONS_MS, o.signal);
+      }
+    })();
+  }
 
   /** Calls `listener` when the runner turns detached or lets go (the registrar writes it). */
   whenChanged(listener: () => void): void {
@@ -85,6 +108,9 @@ export class FleetWatch {
    */
   arrived(from: string, server: string, lostAt: Date): void {
     const generation = ++this.generation;
+    // Without companions there is no fleet to lose (and a detached runner keeps its own).
+    const companions = this.companions;
+    if (companions.length === 0) return;
     if (this.stateNow === 'with-fleet') this.stateNow = 'holding';
     const arrivedAt = Date.now();
     void (async () => {
@@ -96,18 +122,22 @@ export class FleetWatch {
             if (generation !== this.generation) return;
             const sinceLoss = Date.now() - lostAt.getTime();
             const here = peers.filter((p) => p.agoMs <= sinceLoss);
-            if (peers.length === 0 || here.length > 0) {
+            if (here.length > 0) {
+              this.companions = here.map((p) => p.host);
               this.set('with-fleet', null);
               return;
             }
             if (Date.now() - arrivedAt >= DETACH_GRACE_MS && this.stateNow !== 'detached') {
-              const newest = Math.min(...peers.map((p) => p.agoMs));
+              const seen = peers.length > 0 ? Math.min(...peers.map((p) => p.agoMs)) : null;
               this.set(
                 'detached',
-                `after a failover from ${from}, no other runner of the fleet has heartbeated on ` +
-                  `this server (${server}) since; the last of them (${peers.map((p) => p.host).join(', ')}) ` +
-                  `${Math.round(newest / 1000)} s ago: the fleet has left it (an old primary back ` +
-                  'and writable?), so this runner holds its fires',
+                `after a failover from ${from}, none of the runners alive with it there ` +
+                  `(${companions.join(', ')}) has heartbeated on this server (${server}) since` +
+                  (seen != null
+                    ? ` (the last runner seen here: ${Math.round(seen / 1000)} s ago)`
+                    : '') +
+                  ': the fleet has left it (an old primary back and writable?), so this runner ' +
+                  'holds its fires',
               );
             }
           } catch (err) {
