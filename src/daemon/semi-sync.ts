@@ -71,6 +71,9 @@ export async function sampleSemiSync(db: Queryable, at = new Date()): Promise<Se
 
 const good = (s: SemiSyncSample) => s.enabled && s.afterSync && s.on;
 
+/** How much slower a server without semi-sync acknowledged is sampled (see `watchSemiSync`). */
+const IDLE_FACTOR = 10;
+
 /** The series of one server (see the header), fed with every sample in turn. */
 export class SemiSyncSeries {
   private server: string | null = null;
@@ -113,7 +116,9 @@ export class SemiSyncSeries {
 
 /**
  * Samples `server` through `db` now (awaited: the series covers every commit of the session
- * from its start) and then every `everyMs` while `current()` says the session is the link's.
+ * from its start) and then every `everyMs` while `current()` says the session is the link's —
+ * every IDLE_FACTOR × `everyMs` while the server is not semi-sync acknowledged (most servers:
+ * there is no series to keep, and the next good sample starts one whenever it comes).
  */
 export async function watchSemiSync(
   db: Queryable,
@@ -123,9 +128,11 @@ export async function watchSemiSync(
   current: () => boolean,
   signal: AbortSignal,
 ): Promise<void> {
+  let acknowledged = false;
   const once = () =>
     sampleSemiSync(db).then(
       (s) => {
+        acknowledged = good(s);
         if (current()) series.note(server, s);
       },
       () => {},
@@ -133,7 +140,7 @@ export async function watchSemiSync(
   await once();
   void (async () => {
     while (!signal.aborted && current()) {
-      await delay(everyMs, signal);
+      await delay(acknowledged ? everyMs : IDLE_FACTOR * everyMs, signal);
       if (!signal.aborted && current()) await once();
     }
   })();
