@@ -25,11 +25,15 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
   events.on('fire:skipped', (e) =>
     of(e.fire).info({ runId: e.runId, reason: e.reason }, 'fire skipped'),
   );
+  // A detached runner's fires find no fire context either (daemon/fleet-watch.ts).
+  let detached = false;
+  events.on('db:detached', (e) => (detached = e.detached));
   events.on('fire:notAttempted', (e) => {
     const fireLog = of(e.fire);
     const err = { err: e.error };
     switch (e.cause) {
       case 'no-session':
+        if (detached) return fireLog.warn('fire not run: held, detached from the fleet');
         return fireLog.warn('fire not run: no connection to the database to coordinate it');
       case 'session-lost':
         // The loss itself is logged once, as an error (`lock:lost`).

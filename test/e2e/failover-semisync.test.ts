@@ -224,6 +224,7 @@ jobs:
 
     // ss-a ran every fire since on the new primary; ss-b none on the old: nothing ran twice.
     await sleep(PERIOD_MS);
+    await runnerB.waitForLog('fire not run: held, detached from the fleet');
     const after = groundTruth(tickFile);
     expect(
       [...after].filter(([, n]) => n > 1),
