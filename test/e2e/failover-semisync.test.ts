@@ -16,11 +16,15 @@
  *    stays on the new primary. `ss-b` finds itself alone on a server the fleet has left: it holds
  *    its fires (none runs twice), logs it at error level, its metric says so, and `baton status`
  *    against the old primary is CRITICAL with the finding `detached`.
+ * 3. On the old primary, semi-sync on with no replica: the sampler reads the fallback (status
+ *    OFF, `Rpl_semi_sync_master_no_times` up), and nothing is vouched for.
  */
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import mysql from 'mysql2/promise';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sampleSemiSync, SemiSyncSeries } from '../../src/daemon/semi-sync.js';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { queryFresh, type RunRow } from '../helpers/db.js';
 import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
@@ -245,5 +249,26 @@ jobs:
       4,
     );
     expect(newRows.every((r) => r.host === 'ss-a')).toBe(true);
+
+    // 3. The fallback, read from a real server: semi-sync on the old primary again, with no
+    // replica to answer, so its next commit waits out the timeout and it goes on asynchronously.
+    // The sampler sees status OFF and the counter move, and the series vouches for nothing.
+    const conn = await mysql.createConnection(primary!.url);
+    try {
+      await conn.query('SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC');
+      await conn.query('SET GLOBAL rpl_semi_sync_master_timeout = 300');
+      await conn.query('SET GLOBAL rpl_semi_sync_master_enabled = ON');
+      const series = new SemiSyncSeries();
+      const before = await sampleSemiSync(conn);
+      series.note('server_id 1', before);
+      await conn.query(`CREATE TABLE IF NOT EXISTS ${DB}.fallback (id INT PRIMARY KEY)`);
+      const fellBack = await sampleSemiSync(conn);
+      series.note('server_id 1', fellBack);
+      expect(fellBack).toMatchObject({ enabled: true, afterSync: true, on: false });
+      expect(fellBack.noTimes).toBeGreaterThan(before.noTimes);
+      expect(series.vouchedSince('server_id 1', new Date(), 6_000)).toBeNull();
+    } finally {
+      await conn.end();
+    }
   }, 90_000);
 });
