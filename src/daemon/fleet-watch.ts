@@ -35,7 +35,9 @@ import type { RunnerEvents } from './events.js';
 /**
  * The wait for the fleet after a failover before a runner counts as detached: the others find
  * their sessions lost within a heartbeat window (4 s by default) and reconnect within about a
- * second of the name moving; each heartbeats in the registry as it connects.
+ * second of the name moving; each heartbeats in the registry as it connects. It counts only
+ * while this runner is connected and the server writable (a replica not yet promoted takes no
+ * heartbeat from anyone).
  */
 export const DETACH_GRACE_MS = 10_000;
 /** How often a runner with the fleet looks at who is alive with it. */
@@ -55,6 +57,8 @@ export interface FleetWatchOptions {
   namespace: () => string;
   /** The pool, while the lock session is up. */
   pool: () => Queryable | null;
+  /** The server is read-only: nobody can heartbeat there (the grace waits for it). */
+  readOnly: () => boolean;
   events: RunnerEvents;
   log: Logger;
   signal: AbortSignal;
@@ -112,7 +116,7 @@ export class FleetWatch {
     const companions = this.companions;
     if (companions.length === 0) return;
     if (this.stateNow === 'with-fleet') this.stateNow = 'holding';
-    const arrivedAt = Date.now();
+    let arrivedAt = Date.now();
     void (async () => {
       while (!this.o.signal.aborted && generation === this.generation) {
         const pool = this.o.pool();
@@ -121,6 +125,8 @@ export class FleetWatch {
             const peers = await fleetPeers(pool, this.o.namespace(), this.o.host);
             if (generation !== this.generation) return;
             const sinceLoss = Date.now() - lostAt.getTime();
+            // A promoted replica not yet writable takes no heartbeat: the grace starts after.
+            if (this.o.readOnly()) arrivedAt = Date.now();
             const here = peers.filter((p) => p.agoMs <= sinceLoss);
             if (here.length > 0) {
               this.companions = here.map((p) => p.host);
@@ -143,6 +149,9 @@ export class FleetWatch {
           } catch (err) {
             this.o.log.debug({ err: errorMessage(err) }, 'could not look for the fleet');
           }
+        } else {
+          // Not connected: the others cannot heartbeat here either.
+          arrivedAt = Date.now();
         }
         const detached = this.stateNow === 'detached';
         await delay(detached ? DETACHED_CHECK_MS : HOLDING_CHECK_MS, this.o.signal);

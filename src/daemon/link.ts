@@ -159,6 +159,7 @@ export class DatabaseLink {
     this.fleet = new FleetWatch({
       ...o,
       pool: () => (this.usable ? this.pool : null),
+      readOnly: () => this.readOnlyNow,
     });
     this.lease = new RunLease(
       (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
