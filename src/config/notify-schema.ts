@@ -16,6 +16,7 @@ export const NOTIFY_EVENTS = [
   'recovered',
   'no-success',
   'runner-gone',
+  'detached',
 ] as const;
 export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
 

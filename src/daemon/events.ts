@@ -25,7 +25,19 @@ export interface RunnerEventMap extends FireEventMap {
    * A reconnect reached another server than before (a failover, not a restart): the fires up to
    * the loss are in doubt (daemon/recovery.ts).
    */
-  'db:failover': { from: string; to: string; toGtid: string | null; lostAt: Date };
+  'db:failover': {
+    from: string;
+    to: string;
+    toGtid: string | null;
+    lostAt: Date;
+    /** Semi-sync vouched for the old server's commits since then (daemon/semi-sync.ts). */
+    settledSince: Date | null;
+  };
+  /**
+   * After a failover, no other runner heartbeated on this server: the fleet has left it, and this
+   * runner holds its fires (`detached`); or a runner of the fleet heartbeated here after all.
+   */
+  'db:detached': { detached: boolean; reason: string };
   /** The database turned read-only (a demoted primary) or writable again. */
   'db:readOnly': { readOnly: boolean };
   /** This host's clock crossed the warning threshold, off from the database's or back within. */

@@ -12,6 +12,8 @@ const LOOP_STUCK_MS = 10_000;
 export interface RunnerGauges {
   databaseUp: boolean;
   readOnly: boolean;
+  /** Held after a failover: the fleet has left this server (fleet-watch.ts). */
+  detached: boolean;
   /** This host's clock minus the database's, in ms; null until measured. */
   clockOffsetMs: number | null;
   runningRuns: number;
@@ -45,6 +47,8 @@ export async function healthOf(r: {
   const pool = r.link.anyPool;
   if (!r.link.usable) {
     problems.push(`no usable connection to the database: ${r.link.downReason}`);
+  } else if (r.link.fleet.state === 'detached') {
+    problems.push(`detached from the fleet: ${r.link.fleet.detachedReason ?? ''}`);
   } else if (r.link.readOnly) {
     problems.push('the database is read-only: no fire runs until it is writable');
   } else if (pool) {

@@ -11,6 +11,12 @@
  * the job says `onFailover: catchUp` (an idempotent batch), when it is caught up as any fire
  * nobody attempted.
  *
+ * With semi-synchronous replication acknowledged on the old server (semi-sync.ts: on, AFTER_SYNC,
+ * no fallback from the runner's first sample of that server to its last, shortly before the
+ * loss), every commit of that stretch reached a replica before it returned: only fires before its
+ * start (`settledSince`) can be in doubt — in practice none, as the stretch starts when the runner
+ * reached the server, before its first claim there.
+ *
  * What this cannot know: whether the fire really ran (only the old primary's binlog or the job's
  * own records can say), and a runner that first connects after the failover has no old server to
  * compare with — it relies on the in-doubt rows the runners that lived through it wrote first.
@@ -20,6 +26,7 @@ import { eventTargets } from '../config/notify-config.js';
 import type { Queryable } from '../store/deadline.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { firesWithRows } from '../store/fire-reads.js';
+import type { Failover } from './link.js';
 
 /** The failover as recovery needs it: the old server's loss, in database time. */
 export interface FailoverWindow {
@@ -27,6 +34,18 @@ export interface FailoverWindow {
   to: string;
   /** Fires up to this instant may have run on the old server. */
   until: Date;
+  /** From this instant on semi-sync vouches for the old server's commits (semi-sync.ts). */
+  settledSince: Date | null;
+}
+
+/** link.ts's failover in database time (`toFleet`: this host's clock to the database's). */
+export function failoverWindow(
+  f: Failover | null,
+  toFleet: (hostTime: Date) => Date,
+): FailoverWindow | null {
+  if (!f) return null;
+  const settledSince = f.settledSince && toFleet(f.settledSince);
+  return { from: f.from, to: f.to, until: toFleet(f.lostAt), settledSince };
 }
 
 export interface InDoubtScope {
@@ -49,7 +68,9 @@ export async function setAsideInDoubt(
 ): Promise<{ left: Date[]; inDoubt: number }> {
   if (!failover || job.onFailover === 'catchUp') return { left: fires, inDoubt: 0 };
   const until = failover.until;
-  const candidates = fires.filter((at) => at.getTime() <= until.getTime());
+  // With semi-sync acknowledged since `settledSince`, only fires before it can have lost rows.
+  const settled = failover.settledSince?.getTime() ?? Infinity;
+  const candidates = fires.filter((at) => at.getTime() <= until.getTime() && +at < settled);
   if (candidates.length === 0) return { left: fires, inDoubt: 0 };
   const seen = await firesWithRows(s.pool, s.namespace, job.name, from, until);
   const doubt = new Set(candidates.filter((at) => !seen.has(at.getTime())).map((at) => +at));

@@ -20,7 +20,10 @@
  * - **Another server** after a reconnect (a failover: a promoted replica behind the same name):
  *   told apart from a restart of the same server by the server's identity (`ServerFacts.identity`),
  *   reported (`db:failover`) and handed to `onConnected`, so that recovery treats the fires up to
- *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran.
+ *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran —
+ *   unless semi-sync vouched for the old server's commits (semi-sync.ts). Its fires are held
+ *   until the fleet is seen on the new server (fleet-watch.ts: a split brain, as far as it can
+ *   tell).
  * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
  *   a loss. The spawner and the watchdogs stop the runs when it lapses, so that a runner that
  *   stalls cannot leave its jobs running beyond the bound once its session is gone.
@@ -46,6 +49,8 @@ import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
 import { DeadlinePool } from '../store/deadline.js';
 import type { RunnerEvents } from './events.js';
+import { FleetWatch } from './fleet-watch.js';
+import { SemiSyncSeries, watchSemiSync } from './semi-sync.js';
 
 /**
  * Reconnect pacing. Every fire between the server answering again and the runner's next attempt
@@ -88,6 +93,9 @@ export function reconnectDelayMs(attempt: number, random: () => number = Math.ra
 
 export interface LinkOptions {
   target: DatabaseTarget;
+  /** This runner's host id and namespace: its fleet in the registry (fleet-watch.ts). */
+  host: string;
+  namespace: () => string;
   log: Logger;
   events: RunnerEvents;
   /** This process's runs: a lost lock session aborts them all. */
@@ -113,6 +121,11 @@ export interface Failover {
   toGtid: string | null;
   /** When the old server's session was found lost (this host's clock). */
   lostAt: Date;
+  /**
+   * Since when semi-synchronous replication vouches that every commit on the old server up to
+   * the loss reached a replica (this host's clock; semi-sync.ts); null: it cannot.
+   */
+  settledSince: Date | null;
 }
 
 export class DatabaseLink {
@@ -135,10 +148,19 @@ export class DatabaseLink {
   private lostAt: Date | null = null;
   /** The last failover (see `onConnected`). */
   private lastFailover: Failover | null = null;
+  /** The semi-sync state of the current server, sampled with each heartbeat (semi-sync.ts). */
+  private readonly semiSync = new SemiSyncSeries();
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
+  /** After a failover: is the fleet on this server too (fleet-watch.ts)? */
+  readonly fleet: FleetWatch;
 
   constructor(private readonly o: LinkOptions) {
+    this.fleet = new FleetWatch({
+      ...o,
+      pool: () => (this.usable ? this.pool : null),
+      readOnly: () => this.readOnlyNow,
+    });
     this.lease = new RunLease(
       (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
         (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS),
@@ -186,7 +208,8 @@ export class DatabaseLink {
   /** Handles on the database for one fire; null while there is no usable lock session. */
   fireContext(who: Omit<FireContext, 'pool' | 'lock'>): FireContext | null {
     const lock = this.session;
-    if (!lock?.usable || !this.pool) return null;
+    // Held after a failover until the fleet is seen on this server (fleet-watch.ts).
+    if (!lock?.usable || !this.pool || this.fleet.state !== 'with-fleet') return null;
     return { ...who, pool: this.pool, lock };
   }
 
@@ -270,16 +293,21 @@ export class DatabaseLink {
     if (lost) void this.endLostSession(lost);
     const first = !this.everConnectedOnce;
     this.everConnectedOnce = true;
+    const lostAt = this.lostAt ?? new Date();
     const failover: Failover | null =
       this.server != null && this.server !== facts.identity
         ? {
             from: this.server,
             to: facts.identity,
             toGtid: facts.gtidPosition,
-            lostAt: this.lostAt ?? new Date(),
+            lostAt,
+            settledSince: this.semiSync.vouchedSince(this.server, lostAt, semiSyncMaxAgeMs(this.o)),
           }
         : null;
     this.server = facts.identity;
+    const beatMs = this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    const current = () => this.session === lock && lock.usable;
+    await watchSemiSync(this.pool, facts.identity, this.semiSync, beatMs, current, this.o.signal);
     if (first) {
       log.debug(
         { server: facts.version, serverIdentity: facts.identity, gtid: facts.gtidPosition },
@@ -291,10 +319,11 @@ export class DatabaseLink {
     if (failover) {
       this.lastFailover = failover;
       this.o.events.emit('db:failover', failover);
+      this.fleet.arrived(failover.from, failover.to, failover.lostAt);
     }
     if (facts.readOnly) this.noteReadOnly(true);
     lock.watch({
-      intervalMs: this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+      intervalMs: beatMs,
       deadlineMs: this.o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS,
       onLost: (reason) => this.lost(lock, reason),
       onAlive: () => {
@@ -385,6 +414,12 @@ export class DatabaseLink {
   async closePool(): Promise<void> {
     await this.pool?.end().catch(() => {});
   }
+}
+
+/** How close to the loss the old server's last semi-sync sample must be (semi-sync.ts). */
+function semiSyncMaxAgeMs(o: LinkOptions): number {
+  const beat = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  return 3 * beat + (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
 }
 
 /**

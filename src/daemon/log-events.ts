@@ -25,11 +25,15 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
   events.on('fire:skipped', (e) =>
     of(e.fire).info({ runId: e.runId, reason: e.reason }, 'fire skipped'),
   );
+  // A detached runner's fires find no fire context either (daemon/fleet-watch.ts).
+  let detached = false;
+  events.on('db:detached', (e) => (detached = e.detached));
   events.on('fire:notAttempted', (e) => {
     const fireLog = of(e.fire);
     const err = { err: e.error };
     switch (e.cause) {
       case 'no-session':
+        if (detached) return fireLog.warn('fire not run: held, detached from the fleet');
         return fireLog.warn('fire not run: no connection to the database to coordinate it');
       case 'session-lost':
         // The loss itself is logged once, as an error (`lock:lost`).
@@ -102,12 +106,28 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
       'lock session lost',
     ),
   );
-  events.on('db:failover', (e) =>
-    log.error(
-      { fromServer: e.from, toServer: e.to, gtid: e.toGtid, lostAt: e.lostAt },
-      'the database failed over: reconnected to another server; fires up to the loss are in doubt',
-    ),
-  );
+  events.on('db:failover', (e) => {
+    const facts = { fromServer: e.from, toServer: e.to, gtid: e.toGtid, lostAt: e.lostAt };
+    if (e.settledSince) {
+      log.warn(
+        { ...facts, semiSyncSince: e.settledSince },
+        'the database failed over: reconnected to another server; semi-sync acknowledged ' +
+          'every commit on the old one up to the loss: no fire in doubt since then',
+      );
+    } else {
+      log.error(
+        facts,
+        'the database failed over: reconnected to another server; fires up to the loss are in doubt',
+      );
+    }
+  });
+  events.on('db:detached', (e) => {
+    if (e.detached) {
+      log.error({ reason: e.reason }, 'detached from the fleet: no fire runs on this server');
+    } else {
+      log.warn('the fleet is on this server after all: fires run again');
+    }
+  });
   events.on('db:readOnly', (e) => {
     if (e.readOnly) {
       log.error(

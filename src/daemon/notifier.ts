@@ -51,7 +51,7 @@ import { DEFAULT_GONE_AFTER_MS, listRunners, runnerState } from '../store/runner
 import { databaseNow } from '../store/fire-reads.js';
 
 export const NOTIFY_INTERVAL_MS = 1_000;
-/** How often the evaluations without a verdict (no-success, runner-gone) run. */
+/** How often the evaluations without a verdict (no-success, runner-gone, detached) run. */
 export const EVALUATE_INTERVAL_MS = 15_000;
 /** Rows decided and claimed per pass. */
 const BATCH = 50;
@@ -326,15 +326,31 @@ export class Notifier {
         });
       }
     }
-    const goneTargets = [
+    const targetsOf = (event: 'runner-gone' | 'detached') => [
       ...new Set(
-        config.jobs
-          .filter((j) => j.notify?.on.includes('runner-gone'))
-          .flatMap((j) => j.notify!.to),
+        config.jobs.filter((j) => j.notify?.on.includes(event)).flatMap((j) => j.notify!.to),
       ),
     ];
+    const [goneTargets, detachedTargets] = [targetsOf('runner-gone'), targetsOf('detached')];
+    const fleet = goneTargets.length + detachedTargets.length > 0 ? await listRunners(db, ns) : [];
+    if (detachedTargets.length > 0) {
+      // A runner that holds its fires, detached from the fleet (daemon/fleet-watch.ts): told by
+      // whoever delivers on its server — itself, on a server the rest of the fleet has left.
+      for (const r of fleet) {
+        if (!r.detached || runnerState(r, now, DEFAULT_GONE_AFTER_MS) !== 'alive') continue;
+        notices.push({
+          namespace: ns,
+          subject: r.host,
+          fire: r.startedAt,
+          event: 'detached',
+          targets: detachedTargets,
+          runId: null,
+          details: { host: r.host, reason: r.detached },
+        });
+      }
+    }
     if (goneTargets.length > 0) {
-      for (const r of await listRunners(db, ns)) {
+      for (const r of fleet) {
         if (runnerState(r, now, DEFAULT_GONE_AFTER_MS) !== 'gone') continue;
         // Runners not seen for a week are history, not news.
         if (now.getTime() - r.lastSeenAt.getTime() > 7 * 86_400_000) continue;
@@ -365,8 +381,8 @@ export function withheldVariables(config: Config): string[] {
 }
 
 function hasEvaluations(config: Config): boolean {
-  return config.jobs.some(
-    (j) => j.notify?.on.includes('no-success') || j.notify?.on.includes('runner-gone'),
+  return config.jobs.some((j) =>
+    (['no-success', 'runner-gone', 'detached'] as const).some((e) => j.notify?.on.includes(e)),
   );
 }
 

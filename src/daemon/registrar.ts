@@ -37,7 +37,10 @@ export interface RegistrarOptions {
 export class Registrar {
   private hostClashReported = false;
 
-  constructor(private readonly o: RegistrarOptions) {}
+  constructor(private readonly o: RegistrarOptions) {
+    // `baton status` against this server says so at once, not at the next heartbeat.
+    o.link.fleet.whenChanged(() => void this.register(false, false));
+  }
 
   private heartbeat(withSchedule = true): RunnerHeartbeat {
     const lock = this.o.link.lock;
@@ -50,6 +53,7 @@ export class Registrar {
       clockOffsetMs: this.o.clock.hostAheadMs,
       lockConnectionId: lock?.connectionId ?? null,
       dbServer: this.o.link.serverIdentity,
+      detached: this.o.link.fleet.detachedReason,
       schedule: withSchedule ? this.o.loadedJobs() : {},
     };
   }

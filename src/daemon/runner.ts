@@ -56,6 +56,7 @@ import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
 import { jobsWorthWarming } from './warm-policy.js';
 import { recover } from './recovery.js';
+import { failoverWindow } from './in-doubt.js';
 import { DEFAULT_REGISTRY_MS, Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
 import { repeat } from './repeat.js';
@@ -125,6 +126,8 @@ export class Runner {
     this.clock = new FleetClock(() => this.link.lock, this.events, options.clockWarnMs);
     this.link = new DatabaseLink({
       target,
+      host,
+      namespace: () => this.loaded.config.namespace,
       log,
       events: this.events,
       runs: this.runs,
@@ -273,7 +276,7 @@ export class Runner {
         signal,
         events: this.events,
         log: this.log,
-        failover: failover && { ...failover, until: this.clock.toFleetTime(failover.lostAt) },
+        failover: failoverWindow(failover, (at) => this.clock.toFleetTime(at)),
       },
       this.clock.now(),
     );
@@ -397,6 +400,7 @@ export class Runner {
     return {
       databaseUp: this.link.usable,
       readOnly: this.link.readOnly,
+      detached: this.link.fleet.state === 'detached',
       clockOffsetMs: this.clock.hostAheadMs,
       runningRuns: this.runs.size,
       jobsLoaded: this.loaded.jobs.size,

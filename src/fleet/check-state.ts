@@ -8,6 +8,7 @@ import { CheckExitCode, type CheckState } from '../exit-codes.js';
 export const WARNING_KINDS = [
   'no-runner',
   'runner-gone',
+  'detached',
   'clock-offset',
   'schedule-drift',
   'no-success',
@@ -19,9 +20,12 @@ export type WarningKind = (typeof WARNING_KINDS)[number];
 
 export type Severity = 'critical' | 'warning' | 'info';
 
-/** How much a finding weighs: jobs not run at all are critical, a deliberate pause is not. */
+/**
+ * How much a finding weighs: jobs not run at all are critical (and a runner detached from the
+ * fleet: a split brain), a deliberate pause is not.
+ */
 export function severityOf(kind: WarningKind, { warnPaused = false } = {}): Severity {
-  if (kind === 'no-runner' || kind === 'no-success') return 'critical';
+  if (kind === 'no-runner' || kind === 'no-success' || kind === 'detached') return 'critical';
   if (kind === 'paused') return warnPaused ? 'warning' : 'info';
   return 'warning';
 }

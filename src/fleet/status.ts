@@ -13,6 +13,8 @@
  * - `no-runner` (critical): no runner of the namespace is alive, so no job runs at all. Then
  *   the file's jobs that no live runner loaded are not drift each — that is this one finding;
  * - `runner-gone`: a runner stopped heartbeating without stopping;
+ * - `detached` (critical): a live runner holds its fires after a failover, as no other runner
+ *   heartbeats on this server: the fleet has left it (daemon/fleet-watch.ts) — a split brain;
  * - `clock-offset`: a live runner's clock is off the database's by more than the threshold (fires
  *   still run on database time, but the host's logs and its jobs' own clocks are off);
  * - `schedule-drift`: live runners loaded different definitions of a job, or a job only some of
@@ -29,7 +31,7 @@
  *   however old: the next success clears it. Not for a paused job, nor one disabled in the file;
  * - `paused` (informational; a warning with `warnPaused`): each paused job, since a pause is easy
  *   to forget.
- * `no-success` is critical; the others are warnings.
+ * `no-success` and `detached` are critical; the others are warnings.
  */
 import { formatDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
@@ -209,6 +211,10 @@ export function buildStatus(input: StatusInput): StatusReport {
   const warnings: Warning[] = [];
   if (liveRecords.length === 0) warnings.push(noRunnerWarning(input.namespace, runners, now));
   for (const r of runners.filter((x) => x.state === 'gone')) warnings.push(goneWarning(r, now));
+  for (const r of liveRecords.filter((x) => x.detached)) {
+    const message = `runner ${r.host} (pid ${r.pid}) is detached from the fleet: ${r.detached}`;
+    warnings.push({ kind: 'detached', message, hosts: [r.host] });
+  }
   for (const r of runners) {
     if (r.alive && r.clockOffsetMs != null && Math.abs(r.clockOffsetMs) > threshold) {
       warnings.push(clockWarning(r, threshold));

@@ -153,6 +153,12 @@ export class RunnerMetrics {
       g.readOnly ? 1 : 0,
     );
     gauge(
+      'baton_database_detached',
+      '1 while this runner holds its fires after a failover: no other runner heartbeats on its ' +
+        'server, which the fleet has left (a split brain).',
+      (g) => (g.detached ? 1 : 0),
+    );
+    gauge(
       'baton_clock_offset_seconds',
       "This host's clock minus the database's (fires run on database time either way).",
       (g) => (g.clockOffsetMs == null ? null : g.clockOffsetMs / 1000),

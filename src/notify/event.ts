@@ -31,7 +31,7 @@ export async function buildEvent(
 ): Promise<NotificationEvent> {
   const run = db && row.runId != null && row.event !== 'test' ? await findRun(db, row.runId) : null;
   const d = row.details ?? {};
-  const isJob = row.event !== 'runner-gone' && row.event !== 'test';
+  const isJob = !['runner-gone', 'detached', 'test'].includes(row.event);
   const event: NotificationEvent = {
     id: eventId(namespace, row),
     event: row.event,
@@ -84,6 +84,8 @@ function headline(e: NotificationEvent, run: Run | null, d: Record<string, unkno
     }
     case 'runner-gone':
       return `runner ${d.host ?? e.host ?? '?'} is gone: no heartbeat since ${minute(String(d.lastSeenAt ?? ''))}`;
+    case 'detached':
+      return `runner ${d.host ?? e.host ?? '?'} is detached from the fleet after a failover: it holds its fires`;
     case 'summary': {
       const n = e.count ?? 0;
       const since = typeof d.since === 'string' ? ` since ${minute(d.since)}` : '';

@@ -30,6 +30,7 @@ export type NoticeKind =
   | 'recovered'
   | 'no-success'
   | 'runner-gone'
+  | 'detached'
   | 'summary'
   | 'test';
 

@@ -41,6 +41,8 @@ export interface RunnerRecord {
   lockConnectionId: number | null;
   /** The database server of its lock session (migration 0013); null/absent: not said. */
   dbServer?: string | null;
+  /** Why it holds its fires, detached from the fleet (migration 0016); null: it is not. */
+  detached?: string | null;
   /** Job name → the definition the runner loaded (the `schedule` column, decoded). */
   jobs: ReadonlyMap<string, LoadedDefinition>;
 }
@@ -54,6 +56,8 @@ export interface RunnerHeartbeat {
   lockConnectionId: number | null;
   /** `ServerFacts.identity` of the server the lock session is on. */
   dbServer: string | null;
+  /** Why the runner holds its fires, detached from the fleet (daemon/fleet-watch.ts); or null. */
+  detached: string | null;
   schedule: Record<string, LoadedJob>;
 }
 
@@ -61,12 +65,12 @@ export interface RunnerHeartbeat {
 export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise<void> {
   await db.query(
     `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
-       stopped_at, clock_offset_ms, lock_connection_id, db_server, schedule)
-     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?, ?)
+       stopped_at, clock_offset_ms, lock_connection_id, db_server, detached, schedule)
+     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?, ?, ?)
      ON DUPLICATE KEY UPDATE pid = VALUES(pid), version = VALUES(version),
        started_at = VALUES(started_at), last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
        clock_offset_ms = VALUES(clock_offset_ms), lock_connection_id = VALUES(lock_connection_id),
-       db_server = VALUES(db_server), schedule = VALUES(schedule)`,
+       db_server = VALUES(db_server), detached = VALUES(detached), schedule = VALUES(schedule)`,
     [
       r.namespace,
       r.host,
@@ -75,6 +79,7 @@ export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise
       r.clockOffsetMs,
       r.lockConnectionId,
       r.dbServer,
+      r.detached,
       JSON.stringify(r.schedule),
     ],
   );
@@ -93,12 +98,13 @@ export async function heartbeatRunner(
   // The schedule (tens of KB for a thousand jobs) is sent only when it may have changed.
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?,
-       db_server = ? ${withSchedule ? ', schedule = ?' : ''}
+       db_server = ?, detached = ? ${withSchedule ? ', schedule = ?' : ''}
      WHERE namespace = ? AND host = ? AND pid = ?`,
     [
       r.clockOffsetMs,
       r.lockConnectionId,
       r.dbServer,
+      r.detached,
       ...(withSchedule ? [JSON.stringify(r.schedule)] : []),
       r.namespace,
       r.host,
@@ -179,6 +185,7 @@ export interface RunnerRow extends RowDataPacket {
   clock_offset_ms: number | null;
   lock_connection_id: number | null;
   db_server?: string | null;
+  detached?: string | null;
   schedule: string;
 }
 
@@ -186,7 +193,7 @@ export interface RunnerRow extends RowDataPacket {
 export async function listRunners(db: Queryable, namespace: string): Promise<RunnerRecord[]> {
   const [rows] = await db.query<RunnerRow[]>(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
-            lock_connection_id, db_server, schedule
+            lock_connection_id, db_server, detached, schedule
        FROM baton_runners WHERE namespace = ? ORDER BY host`,
     [namespace],
   );
@@ -205,6 +212,7 @@ export function toRunnerRecord(r: RunnerRow): RunnerRecord {
     clockOffsetMs: r.clock_offset_ms == null ? null : Number(r.clock_offset_ms),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
     dbServer: r.db_server ?? null,
+    detached: r.detached ?? null,
     jobs: loadedJobs({ schedule: parseJson(r.schedule), startedAt: r.started_at }),
   };
 }
@@ -259,4 +267,24 @@ export type RunnerState = 'alive' | 'stopped' | 'gone';
 export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): RunnerState {
   if (r.stoppedAt) return 'stopped';
   return now.getTime() - r.lastSeenAt.getTime() <= goneAfterMs ? 'alive' : 'gone';
+}
+
+/**
+ * The other runners of the namespace this server knows as members of the fleet: not stopped
+ * gracefully, seen within the last hour — each with how long ago it heartbeated (by the server's
+ * clock, so that no host clock enters the comparison). For daemon/fleet-watch.ts.
+ */
+export async function fleetPeers(
+  db: Queryable,
+  namespace: string,
+  host: string,
+): Promise<{ host: string; agoMs: number }[]> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT host, TIMESTAMPDIFF(MICROSECOND, last_seen_at, NOW(3)) DIV 1000 AS ago_ms
+       FROM baton_runners
+      WHERE namespace = ? AND host <> ? AND stopped_at IS NULL
+        AND last_seen_at > NOW(3) - INTERVAL 1 HOUR`,
+    [namespace, host],
+  );
+  return rows.map((r) => ({ host: String(r.host), agoMs: Number(r.ago_ms) }));
 }

@@ -150,4 +150,42 @@ jobs:
       await end();
     }
   });
+
+  it('tell a runner detached from the fleet once, and not one that is gone or with the fleet', async () => {
+    const held = parseConfig(
+      '/tmp/schedules.yaml',
+      `
+namespace: claims
+notify:
+  ops: {webhook: {url: "http://127.0.0.1:9/unused"}}
+jobs:
+  j:
+    schedule: "0 3 * * *"
+    command: ["true"]
+    notify: {to: [ops], on: [detached]}
+`,
+    );
+    const plant = (host: string, seenAgo: string, detached: string | null) =>
+      db.conn.query(
+        `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
+           stopped_at, detached, schedule)
+         VALUES ('claims', ?, 1, 'x', NOW(3) - INTERVAL 1 HOUR, NOW(3) - INTERVAL ${seenAgo}, NULL,
+           ?, '{}')`,
+        [host, detached],
+      );
+    const why = 'after a failover from server_id 2, none of the runners alive with it there …';
+    await plant('held-1', '1 SECOND', why);
+    await plant('held-gone', '1 MINUTE', why);
+    await plant('fleet-1', '1 SECOND', null);
+    const delivered: string[] = [];
+    const { notifiers, end } = deliverers(held, delivered);
+    try {
+      for (let round = 0; round < 3; round++) await Promise.all(notifiers.map((n) => n.pass()));
+      expect(delivered.filter((d) => d.startsWith('detached'))).toEqual([
+        expect.stringMatching(/^detached held-1 /),
+      ]);
+    } finally {
+      await end();
+    }
+  });
 });

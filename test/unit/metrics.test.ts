@@ -19,6 +19,7 @@ function setUp(jobs: { name: string; expectMs: number | null; expression: string
     gauges: () => ({
       databaseUp: false,
       readOnly: false,
+      detached: false,
       clockOffsetMs: null,
       runningRuns: 0,
       jobsLoaded: loaded.length,

@@ -38,6 +38,7 @@ const GAUGES = [
   'baton_scheduler_last_wake_timestamp_seconds',
   'baton_database_up',
   'baton_database_read_only',
+  'baton_database_detached',
   'baton_clock_offset_seconds',
   'baton_runs_running',
   'baton_jobs_loaded',
@@ -196,6 +197,7 @@ describe('the Prometheus rules', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(
       [
         'BatonClockOffset',
+        'BatonDatabaseDetached',
         'BatonDatabaseDown',
         'BatonDatabaseReadOnly',
         'BatonFiresMissed',

@@ -136,6 +136,27 @@ describe('runner states', () => {
     ]);
   });
 
+  it('a live runner detached from the fleet (split brain) is CRITICAL; a gone one is only gone', () => {
+    const why = 'after a failover from server_id 2, none of the runners alive with it there (a) …';
+    const report = status({
+      runners: [
+        runner('a', { lastSeenAt: ago(30_000) }),
+        runner('b', { detached: why }),
+        runner('c', { lastSeenAt: ago(30_000), detached: why }),
+      ],
+      history: fresh('tick'),
+    });
+    expect(report.warnings.filter((w) => w.kind === 'detached')).toEqual([
+      {
+        kind: 'detached',
+        message: `runner b (pid 100) is detached from the fleet: ${why}`,
+        hosts: ['b'],
+      },
+    ]);
+    expect(report.state).toBe('CRITICAL');
+    expect(status({ runners: [runner('b')], history: fresh('tick') }).state).toBe('OK');
+  });
+
   it('takes --gone-after as given', () => {
     const runners = [runner('a', { lastSeenAt: ago(4_000) })];
     const kinds = (goneAfterMs: number) =>

@@ -273,6 +273,8 @@ function label(w: Warning): string {
       return 'no runner alive';
     case 'runner-gone':
       return `runner ${host} gone`;
+    case 'detached':
+      return `runner ${host} detached from the fleet`;
     case 'clock-offset':
       return `clock of ${host} off`;
     case 'notify-failing':
