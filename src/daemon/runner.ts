@@ -2,6 +2,7 @@
  * The runner: one `baton start` process — the composition root. It builds the roles, wires them
  * together, and owns the lifecycle: start, reload, stop. Each role is a module of its own:
  *
+ *   runner-options.ts what a runner is given, and the defaults of its intervals
  *   link.ts        the pool and the lock session: connect, reconnect, loss, read-only
  *   loop.ts        the one timer: wakes at each instant by the fleet's clock
  *   dispatcher.ts  due fires → the fire pipeline (fire/run-fire.ts), one job's fires in turn
@@ -17,11 +18,6 @@
  * the link (a lost session aborts them), the pipeline (it adds and removes them) and the stop.
  */
 import type { Config } from '../config/schema.js';
-import type { DatabaseTarget } from '../config/database-url.js';
-import {
-  DEFAULT_HEARTBEAT_DEADLINE_MS,
-  DEFAULT_HEARTBEAT_MS,
-} from '../coordination/lock-session.js';
 import { eventTargets } from '../config/notify-config.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
@@ -43,7 +39,7 @@ import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher, type ManualStart } from './dispatcher.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
-import { DEFAULT_CLOCK_WARN_MS, FleetClock } from './fleet-clock.js';
+import { FleetClock } from './fleet-clock.js';
 import { DatabaseLink, type Failover } from './link.js';
 import {
   emptySchedule,
@@ -55,46 +51,17 @@ import { healthOf, type RunnerGauges, type RunnerHealth } from './health.js';
 import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
 import { jobsWorthWarming } from './warm-policy.js';
+import { RUNNER_DEFAULTS, type RunnerOptions } from './runner-options.js';
+
+export { RUNNER_DEFAULTS, type RunnerOptions };
 import { recover } from './recovery.js';
 import { failoverWindow } from './in-doubt.js';
-import { DEFAULT_REGISTRY_MS, Registrar } from './registrar.js';
+import { Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
 import { repeat } from './repeat.js';
 import { RetentionSchedule } from './retention.js';
 import { Notifier } from './notifier.js';
 import { deliverNotification } from '../notify/deliver.js';
-
-export interface RunnerOptions {
-  config: Config;
-  target: DatabaseTarget;
-  host: string;
-  log: Logger;
-  /** How long a graceful stop waits for running jobs before stopping them. */
-  graceMs: number;
-  /** Time between lock-session heartbeats. */
-  heartbeatMs?: number;
-  /** A heartbeat unanswered for this long means the lock session is lost. */
-  heartbeatDeadlineMs?: number;
-  /** Time between two looks for `running` rows whose runner is gone. */
-  reaperMs?: number;
-  /** Time between two registry heartbeats (`baton_runners.last_seen_at`). */
-  registryMs?: number;
-  /** A clock offset from the database beyond this is logged as a warning. */
-  clockWarnMs?: number;
-  /** The event map to report on (library mode subscribes before the runner exists). */
-  events?: RunnerEvents;
-}
-
-const DEFAULT_REAPER_MS = 10_000;
-
-/** The defaults of the intervals in RunnerOptions, each defined by the module it paces. */
-export const RUNNER_DEFAULTS = {
-  heartbeatMs: DEFAULT_HEARTBEAT_MS,
-  heartbeatDeadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
-  reaperMs: DEFAULT_REAPER_MS,
-  registryMs: DEFAULT_REGISTRY_MS,
-  clockWarnMs: DEFAULT_CLOCK_WARN_MS,
-} as const;
 
 export class Runner {
   /** What happens, as it happens: subscribe for counting (the metrics), never for control. */
@@ -244,7 +211,12 @@ export class Runner {
     // retried by the link); the reaper's tick writes what is left.
     void this.verdicts.write(this.link.anyPool);
     if (first) {
-      repeat(this.options.reaperMs ?? DEFAULT_REAPER_MS, () => this.reap(), signal, this.log);
+      repeat(
+        this.options.reaperMs ?? RUNNER_DEFAULTS.reaperMs,
+        () => this.reap(),
+        signal,
+        this.log,
+      );
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
       this.loop.replace(this.loaded.schedules, this.clock.now(), this.loaded.startDelay);
       for (const job of this.loaded.knownSince.keys()) {
@@ -254,7 +226,7 @@ export class Runner {
     }
     await this.registrar.register(first);
     if (first) {
-      const every = this.options.registryMs ?? DEFAULT_REGISTRY_MS;
+      const every = this.options.registryMs ?? RUNNER_DEFAULTS.registryMs;
       repeat(every, () => this.registrar.refresh(), signal, this.log);
     }
     const pool = this.link.anyPool;
