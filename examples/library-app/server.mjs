@@ -7,7 +7,8 @@
  *
  * Jobs:
  *   tick     every TICK_SCHEDULE (default every 2 s): records its fire in `app_ticks`
- *   report   not scheduled (enabled: false), for `baton run report`: records a row in `app_reports`
+ *   report   not scheduled (enabled: false), for `baton run report [--env PERIOD=…]`: records a
+ *            row in `app_reports`, with its PERIOD parameter
  *   slow     not scheduled: works SLOW_MS (default 60 s) unless its ctx.signal aborts, and records
  *            the abort (with its reason) in `app_aborts`
  *
@@ -34,7 +35,8 @@ async function ensureTables(db) {
   await db.query(`CREATE TABLE IF NOT EXISTS app_ticks (
     fire DATETIME(3) NOT NULL, host VARCHAR(64) NOT NULL, run_id BIGINT NOT NULL)`);
   await db.query(`CREATE TABLE IF NOT EXISTS app_reports (
-    run_id BIGINT NOT NULL, host VARCHAR(64) NOT NULL, at DATETIME(3) NOT NULL)`);
+    run_id BIGINT NOT NULL, host VARCHAR(64) NOT NULL, at DATETIME(3) NOT NULL,
+    period VARCHAR(32) NULL)`);
   await db.query(`CREATE TABLE IF NOT EXISTS app_aborts (
     run_id BIGINT NOT NULL, host VARCHAR(64) NOT NULL, reason TEXT, at DATETIME(3) NOT NULL)`);
 }
@@ -52,10 +54,11 @@ scheduler.job('tick', { schedule: env.TICK_SCHEDULE ?? '*/2 * * * * *' }, async 
 
 scheduler.job('report', { schedule: '0 0 1 1 *', enabled: false }, async (ctx) => {
   await ensureTables(ctx.db);
-  await ctx.db.query('INSERT INTO app_reports (run_id, host, at) VALUES (?, ?, NOW(3))', [
-    ctx.runId,
-    ctx.host,
-  ]);
+  // `baton run report --env PERIOD=2026-11` reaches the handler as ctx.params.
+  await ctx.db.query(
+    'INSERT INTO app_reports (run_id, host, at, period) VALUES (?, ?, NOW(3), ?)',
+    [ctx.runId, ctx.host, ctx.params.PERIOD ?? null],
+  );
 });
 
 scheduler.job('slow', { schedule: '0 0 1 1 *', enabled: false }, async (ctx) => {

@@ -4,10 +4,13 @@
  * not in the schedules file (or there is none) and a live runner of the namespace has it loaded:
  * a request row (store/run-requests.ts) is taken by one replica, which runs the job through its
  * lock like any manual run; the CLI follows the run's row to its verdict and exits as a foreground
- * `baton run` would (0 done; the job's failure; 75 running elsewhere). `--env`, `--fire` and
- * `--wait` are not carried over (the request names only the job).
+ * `baton run` would (0 done; the job's failure; 75 running elsewhere). `--env K=V` travels with
+ * the request (the handler's `ctx.params`; the run's row records them, secretEnv masked); `--fire`
+ * (a past fire) and `--wait` are refused for such a job, and so are arguments after `--`. A
+ * request no replica took in time is cancelled (a conditional UPDATE, the replicas' take's
+ * mirror): the CLI's "not run" is then true for good — no replica can run it later.
  */
-import { BatonError, JobFailedError, LockHeldError } from '../errors.js';
+import { BatonError, JobFailedError, LockHeldError, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { operatorName } from '../operator.js';
 import { recordAction, setActionOutcome } from '../store/audit.js';
@@ -15,14 +18,21 @@ import { openPool } from '../store/connect.js';
 import type { Queryable } from '../store/deadline.js';
 import { databaseNow } from '../store/fire-reads.js';
 import { findRun } from '../store/history-reads.js';
-import { findRunRequest, insertRunRequest } from '../store/run-requests.js';
+import {
+  cancelRunRequest,
+  findRunRequest,
+  insertRunRequest,
+  RUN_REQUEST_TTL_MS,
+} from '../store/run-requests.js';
 import { DEFAULT_GONE_AFTER_MS, listRunners, runnerState } from '../store/runners.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { runToJson } from './format.js';
 
 /** How long the CLI waits for a replica to take its request (they look once a second). */
-const TAKE_TIMEOUT_MS = 15_000;
+const TAKE_TIMEOUT_MS = RUN_REQUEST_TTL_MS;
 const POLL_MS = 200;
+/** How often the CLI checks that the replica running its run is alive. */
+const REPLICA_CHECK_MS = 5_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,6 +50,12 @@ export interface FleetRunArgs {
   host: string;
   json: boolean;
   reason?: string | undefined;
+  /** `--env K=V`, checked. */
+  env: Record<string, string>;
+  /** The words after `--` (refused: a handler takes none). */
+  args: readonly string[];
+  /** `--wait` seconds (refused when > 0). */
+  wait: number;
 }
 
 /**
@@ -53,6 +69,14 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
     // caller reports the job as it always did.
     const holders = await replicasWith(pool, a.namespace, a.job).catch(() => []);
     if (holders.length === 0) return null;
+    const refuse = (what: string) =>
+      new UsageError(
+        `${a.job} is run by the replicas that have it (library mode), not here: ${what}`,
+      );
+    if (a.args.length > 0) {
+      throw refuse('arguments after -- are for command jobs; pass values with --env K=V');
+    }
+    if (a.wait > 0) throw refuse('--wait is not available for it (75 means it is running)');
     const auditId = await recordAction(pool, {
       namespace: a.namespace,
       job: a.job,
@@ -67,6 +91,7 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
       namespace: a.namespace,
       job: a.job,
       requestedBy: operatorName(),
+      env: a.env,
     });
     if (!a.json) {
       process.stderr.write(
@@ -77,7 +102,21 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
     const deadline = Date.now() + TAKE_TIMEOUT_MS;
     let request = await findRunRequest(pool, id);
     while (request?.outcome == null) {
-      if (Date.now() > deadline) {
+      // Taken, but its replica never said what came of it (it died between the two): its run,
+      // if any, is reaped by the others; this CLI cannot follow what it cannot name.
+      if (Date.now() > deadline + TAKE_TIMEOUT_MS && request?.takenBy) {
+        await setActionOutcome(pool, auditId, `taken by ${request.takenBy}, no outcome`);
+        throw new BatonError(
+          'RUN_REQUEST_NO_OUTCOME',
+          `${a.job}: ${request.takenBy} took the request and never said whether it started the ` +
+            `run: see baton history ${a.job}`,
+          ExitCode.Unavailable,
+        );
+      }
+      if (
+        Date.now() > deadline &&
+        (await cancelRunRequest(pool, id, 'no replica took it in time'))
+      ) {
         await setActionOutcome(pool, auditId, 'not run: no replica took the request');
         throw new BatonError(
           'RUN_REQUEST_UNTAKEN',
@@ -105,9 +144,25 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
     if (!a.json)
       process.stderr.write(`baton: ${a.job} started on ${request.takenBy} (run ${runId})\n`);
     let run = await findRun(pool, runId);
+    let looked = Date.now();
     while (run == null || run.status === 'running') {
       await sleep(POLL_MS);
       run = await findRun(pool, runId);
+      // Every few seconds: is the replica running it still alive? A fleet whose last replica
+      // died has nobody to reap the run; this CLI must not wait for ever.
+      if (run?.status === 'running' && Date.now() - looked > REPLICA_CHECK_MS) {
+        looked = Date.now();
+        const host = run.host;
+        if (!(await replicasWith(pool, a.namespace, a.job)).some((r) => r.host === host)) {
+          await setActionOutcome(pool, auditId, `${host} is gone while running it`, runId);
+          throw new BatonError(
+            'RUN_REPLICA_GONE',
+            `${a.job}: ${host}, which was running it (run ${runId}), is gone; the run is ` +
+              'recorded lost when another replica notices',
+            ExitCode.Unavailable,
+          );
+        }
+      }
     }
     await setActionOutcome(pool, auditId, run.status, runId);
     if (a.json) process.stdout.write(`${JSON.stringify(runToJson(run), null, 2)}\n`);

@@ -15,7 +15,8 @@ import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { OutputWriter } from '../fire/output-writer.js';
 import type { RunLease } from '../execution/run-lease.js';
-import { startFire, type FireOutcome } from '../fire/run-fire.js';
+import { startFire, type FireOptions, type FireOutcome } from '../fire/run-fire.js';
+import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
@@ -117,7 +118,11 @@ export class Dispatcher {
    * job's chain like any fire, so it never contends beside a scheduled fire of the job on this
    * runner's session. Resolves once contended; the run goes on.
    */
-  async runNow(job: JobDefinition, scheduledAt: Date): Promise<ManualStart> {
+  async runNow(
+    job: JobDefinition,
+    scheduledAt: Date,
+    params: ManualParams = NO_PARAMS,
+  ): Promise<ManualStart> {
     // Behind a fire still contending here (a `queue` fire may wait until the next fire) the
     // request would hang that long: the job is busy now.
     if (this.contending.has(job.name)) {
@@ -127,7 +132,12 @@ export class Dispatcher {
         reason: `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`,
       };
     }
-    const started = await this.chain(job.name, () => this.fire(job, scheduledAt, 'manual', true));
+    const started = await this.chain(job.name, () =>
+      this.fire(withParams(job, params), scheduledAt, 'manual', true, {
+        given: params.env,
+        recorded: recordedParams(job, params),
+      }),
+    );
     if (!started) return { status: 'not-run', reason: 'the runner is stopping' };
     // Started: the run is among the local runs from the moment its contention settles.
     for (const run of this.o.runs) {
@@ -179,6 +189,7 @@ export class Dispatcher {
     scheduledAt: Date,
     trigger: Trigger,
     manual = false,
+    params?: FireOptions['params'],
   ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
     const { signal, events } = this.o;
     if (signal.aborted) return null;
@@ -202,6 +213,8 @@ export class Dispatcher {
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
         : {}),
       withholdEnv: connectionVariables(config),
+      // Parameters only where some were given: a plain manual run's row records none.
+      ...(params?.recorded ? { params } : {}),
       secrets: outputSecrets(config, job, this.o.target),
     });
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
@@ -235,3 +248,5 @@ export function shuffleWithinInstant(due: DueFire[]): DueFire[] {
   }
   return out;
 }
+
+const NO_PARAMS: ManualParams = { env: {}, args: [] };

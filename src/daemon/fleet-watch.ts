@@ -73,7 +73,19 @@ export class FleetWatch {
   /** The other runners alive on this runner's server at its last look (see the header). */
   private companions: string[] = [];
 
-  constructor(private readonly o: FleetWatchOptions) {
+  private watching = false;
+
+  constructor(private readonly o: FleetWatchOptions) {}
+
+  /**
+   * Starts looking at the companions every COMPANIONS_MS, until the runner stops: at the first
+   * connect, not at construction — a runner that never starts (its `--http` address refused)
+   * must not be kept alive by this loop.
+   */
+  start(): void {
+    if (this.watching) return;
+    this.watching = true;
+    const o = this.o;
     void (async () => {
       while (!o.signal.aborted) {
         const pool = this.stateNow === 'with-fleet' ? o.pool() : null;

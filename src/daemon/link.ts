@@ -305,6 +305,7 @@ export class DatabaseLink {
           }
         : null;
     this.server = facts.identity;
+    this.fleet.start();
     const beatMs = this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     const current = () => this.session === lock && lock.usable;
     await watchSemiSync(this.pool, facts.identity, this.semiSync, beatMs, current, this.o.signal);

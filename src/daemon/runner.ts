@@ -17,6 +17,7 @@
  * docs/design.md has the operator's version. The runs themselves (`LocalRuns`) are shared by
  * the link (a lost session aborts them), the pipeline (it adds and removes them) and the stop.
  */
+import { setMaxListeners } from 'node:events';
 import type { Config } from '../config/schema.js';
 import { eventTargets } from '../config/notify-config.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
@@ -26,6 +27,7 @@ import { ExitCode } from '../exit-codes.js';
 import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { manualInstant } from '../fire/manual-instant.js';
+import type { ManualParams } from '../fire/run-params.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
@@ -86,6 +88,10 @@ export class Runner {
   constructor(private readonly options: RunnerOptions) {
     const { log, target, host } = options;
     const signal = this.stopSignal.signal;
+    // Every background loop sleeps on this one signal (delay.ts adds a listener per sleep): the
+    // registry, reaper, notifier, kill and request watches, retention, and per connection the
+    // semi-sync sampler and the fleet watch — more than Node's 10 before it warns of a leak.
+    setMaxListeners(64, signal);
     this.events = options.events ?? runnerEvents(log);
     logEvents(this.events, log);
     this.verdicts = new VerdictBacklog(log);
@@ -408,10 +414,10 @@ export class Runner {
    * The write API's run now (src/http/write-api.ts): the job of the loaded file (disabled too,
    * as `baton run` takes it) through its lock, on this runner. null: no such job.
    */
-  runNow(job: string): Promise<ManualStart> | null {
+  runNow(job: string, params?: ManualParams): Promise<ManualStart> | null {
     const definition = this.loaded.config.jobs.find((j) => j.name === job);
     if (!definition) return null;
-    return this.dispatcher.runNow(definition, manualInstant(this.clock.now()));
+    return this.dispatcher.runNow(definition, manualInstant(this.clock.now()), params);
   }
 
   /** The pool, while this runner can coordinate: for the write API's pauses and audit rows. */

@@ -46,6 +46,7 @@ export type JobHandler = (ctx: JobContext) => unknown;
 const ERROR_MAX = 2_000;
 const handlers = new Map<string, JobHandler>();
 const pools = new Map<string, Pool>();
+let poolsClosed = false;
 /** Told when a handler ignored its signal past the grace (the scheduler logs it). */
 let onIgnored: ((job: string, runId: number, why: string) => void) | null = null;
 
@@ -59,12 +60,14 @@ export function useHandlers(
 ): void {
   handlers.clear();
   for (const [job, handler] of byJob ?? []) handlers.set(job, handler);
+  poolsClosed = false;
   onIgnored = ignored ?? null;
   setInProcessStart(byJob ? startInProcess : null);
 }
 
 /** Ends the pools behind `ctx.db` (the scheduler's stop, after its runs). */
 export async function closeInProcessPools(): Promise<void> {
+  poolsClosed = true;
   const all = [...pools.values()];
   pools.clear();
   await Promise.all(all.map((p) => p.end().catch(() => {})));
@@ -72,9 +75,13 @@ export async function closeInProcessPools(): Promise<void> {
 
 function poolFor(target: DatabaseTarget | null | undefined): Pool {
   if (!target) throw new Error('ctx.db is not available: no database for this job');
+  // A handler still going after the stop (it ignored its signal) gets no new pool to hold the
+  // process open with.
+  if (poolsClosed) throw new Error('ctx.db is not available: the scheduler has stopped');
   const key = JSON.stringify([target.display, target.database]);
   let pool = pools.get(key);
-  if (!pool) pools.set(key, (pool = openPool(target, 8)));
+  // The handler's queries are the application's work: they hold the process (keep-alive.ts).
+  if (!pool) pools.set(key, (pool = openPool(target, 8, { background: false })));
   return pool;
 }
 
@@ -129,7 +136,7 @@ function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOption
   let settle!: (result: JobResult) => void;
   const result = new Promise<JobResult>((resolve) => (settle = resolve));
   let over = false;
-  const end = (status: JobResult['status'], error: string | null) => {
+  const end = (status: JobResult['status'], error: string | null, mayStillRun = false) => {
     if (over) return;
     over = true;
     const outputTail = output.end();
@@ -142,6 +149,7 @@ function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOption
       error: masked,
       outputTail,
       endedAt: new Date(),
+      ...(mayStillRun ? { mayStillRun } : {}),
     });
   };
   void (async () => {
@@ -171,7 +179,7 @@ function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOption
           `${stopReason!.why}; the handler ignored ctx.signal for ${graceMs} ms and may still be ` +
           'running in this process (an in-process handler cannot be killed)';
         onIgnored?.(job.name, fire.runId, ignored);
-        end(stopReason!.status, ignored);
+        end(stopReason!.status, ignored, true);
       }, graceMs);
       try {
         return await result;

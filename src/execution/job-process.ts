@@ -69,6 +69,11 @@ export interface JobResult {
   outputTail: string;
   /** When the process ended (this host's clock). */
   endedAt: Date;
+  /**
+   * The job may still be running: an in-process handler (library mode) that ignored its abort
+   * past the grace. No retry may start beside it (fire/run-fire.ts).
+   */
+  mayStillRun?: boolean;
 }
 
 export interface RunningJob {

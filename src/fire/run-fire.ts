@@ -391,7 +391,8 @@ function outputSink(
 
 /** Whether a result is worth another attempt: the job's own failure, not a stop by the runner. */
 function retryable(result: JobResult): boolean {
-  return result.status === 'failed' || result.status === 'timeout';
+  // A handler that ignored its timeout may still be going: a retry would run the fire twice.
+  return !result.mayStillRun && (result.status === 'failed' || result.status === 'timeout');
 }
 
 async function attemptRuns(

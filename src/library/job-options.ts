@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import { parseConfig } from '../config/load.js';
+import { retentionTooShort } from '../config/retention.js';
 import type { Config, defaultsSchema, jobSchema } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
 
@@ -93,13 +94,37 @@ export function mergeConfigs(code: Config | null, file: Config | null): Config {
       });
     }
   }
+  if (code.retention && file.retention) {
+    problems.push({
+      file: file.file,
+      path: 'retention',
+      message: 'retention is given to the scheduler too: give it in one place',
+    });
+  }
+  const jobs = [...code.jobs, ...file.jobs];
+  const retention = code.retention ?? file.retention;
+  // Each half was checked alone: the bound must also keep every catch-up window of the other's
+  // jobs, or fires pruned after an outage would look unrun and run again.
+  for (const [key, ms] of [
+    ['runs', retention?.runsMs],
+    ['skips', retention?.skipsMs],
+  ] as const) {
+    const tooShort = ms == null ? null : retentionTooShort(ms, jobs);
+    if (tooShort) {
+      problems.push({
+        file: code.retention ? CODE_PLACE : file.file,
+        path: `retention.${key}`,
+        message: tooShort,
+      });
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     file: file.file,
     namespace: code.namespace,
-    jobs: [...code.jobs, ...file.jobs],
+    jobs,
     connections: { ...file.connections, ...code.connections },
-    retention: code.retention ?? file.retention,
+    retention,
     notifyTargets: { ...file.notifyTargets, ...code.notifyTargets },
   };
 }

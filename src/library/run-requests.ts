@@ -3,11 +3,13 @@
  * CLI cannot run a function that lives in an application, so it writes a request, and each
  * replica looks for the open requests of its jobs once a tick (RUN_REQUEST_WATCH_MS). The replica
  * that takes one (a conditional UPDATE: one wins) starts the job through its lock like any manual
- * run (`Runner.runNow`, the write API's path) and writes what came of it: the run's id, which the
+ * run (`Runner.runNow`, the write API's path), with the request's `--env` parameters (its
+ * `ctx.params`), and writes what came of it: the run's id, which the
  * CLI then follows to its verdict, or why it did not run (busy elsewhere, stopping). Polling for
  * the same reason as kill-watch.ts: the request comes from another host through the database.
  */
 import type { ManualStart } from '../daemon/dispatcher.js';
+import { parseEnvPairs, type ManualParams } from '../fire/run-params.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -23,7 +25,7 @@ export interface RunRequestWatch {
   namespace: string;
   host: string;
   jobs: () => readonly string[];
-  runNow: (job: string) => Promise<ManualStart> | null;
+  runNow: (job: string, params: ManualParams) => Promise<ManualStart> | null;
   log: Logger;
 }
 
@@ -41,7 +43,18 @@ async function look(o: RunRequestWatch): Promise<void> {
   for (const request of await openRunRequests(pool, o.namespace, o.jobs())) {
     if (!(await takeRunRequest(pool, request.id, o.host))) continue;
     o.log.info({ job: request.job, request: request.id }, 'running a job: baton run asked');
-    const { runId, outcome } = outcomeOf(await o.runNow(request.job));
+    let params: ManualParams;
+    try {
+      // Checked by the CLI already; again here, as anything with a grant can write a request.
+      params = {
+        env: parseEnvPairs(Object.entries(request.env).map(([k, v]) => `${k}=${v}`)),
+        args: [],
+      };
+    } catch (err) {
+      await settleRunRequest(pool, request.id, null, `not run: ${errorMessage(err)}`);
+      continue;
+    }
+    const { runId, outcome } = outcomeOf(await o.runNow(request.job, params));
     await settleRunRequest(pool, request.id, runId, outcome);
   }
 }

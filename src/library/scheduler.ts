@@ -81,15 +81,21 @@ const DEFAULT_GRACE_MS = 30_000;
 /** The scheduler started in this process, if any (one per process). */
 let active: { host: string; namespace: string } | null = null;
 
+/**
+ * A duration option in ms. Only `grace` may be 0 (stop without waiting); an interval or a
+ * deadline of 0 would spin or lose the lock session at every beat, and `baton start` refuses it.
+ */
 function ms(what: string, value: Duration | undefined): number | undefined {
   if (value == null) return undefined;
   const parsed = typeof value === 'number' ? value : parseDuration(value);
-  if (parsed == null || !Number.isFinite(parsed) || parsed < 0) {
+  const least = what === 'grace' ? 0 : Number.MIN_VALUE;
+  if (parsed == null || !Number.isFinite(parsed) || parsed < least) {
+    const expected = what === 'grace' ? 'a duration' : 'a duration above 0';
     throw new ConfigError([
       {
         file: CODE_PLACE,
         path: what,
-        message: `expected a duration, got ${JSON.stringify(value)}`,
+        message: `expected ${expected}, got ${JSON.stringify(value)}`,
       },
     ]);
   }
@@ -134,6 +140,7 @@ export class Scheduler {
   private runnerOptions: RunnerOptions | null = null;
   private readonly watch = new AbortController();
   private state: 'new' | 'started' | 'stopped' = 'new';
+  private stopping: Promise<void> | null = null;
   /** This scheduler as the process's one started scheduler (`active`). */
   private readonly identity: { host: string; namespace: string };
 
@@ -280,7 +287,7 @@ export class Scheduler {
         namespace: config.namespace,
         host: this.host,
         jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
-        runNow: (job) => runner.runNow(job),
+        runNow: (job, params) => runner.runNow(job, params),
         log: this.log,
       },
       this.watch.signal,
@@ -293,10 +300,13 @@ export class Scheduler {
    * everything. `force`: no wait.
    */
   async stop(o: { grace?: Duration; force?: boolean } = {}): Promise<void> {
+    // A second stop (a SIGTERM handler and the app's own shutdown) waits for the first.
+    if (this.stopping) return this.stopping;
     if (this.state !== 'started') return;
     const grace = ms('grace', o.grace);
     if (grace != null && this.runnerOptions) this.runnerOptions.graceMs = grace;
-    await holdWhile(this.release('scheduler.stop()', o.force === true));
+    this.stopping = holdWhile(this.release('scheduler.stop()', o.force === true));
+    return this.stopping;
   }
 
   private async release(reason: string, force: boolean): Promise<void> {

@@ -76,7 +76,11 @@ function backgroundSocket(conn: RawConnection): void {
 }
 
 /** The pool for everything that is not a named lock. Every new connection is set to UTC. */
-export function openPool(target: DatabaseTarget, size = 4): Pool {
+export function openPool(
+  target: DatabaseTarget,
+  size = 4,
+  { background = true }: { background?: boolean } = {},
+): Pool {
   const pool = mysql.createPool({
     ...options(target),
     connectionLimit: size,
@@ -85,7 +89,7 @@ export function openPool(target: DatabaseTarget, size = 4): Pool {
     enableKeepAlive: true,
   });
   pool.pool.on('connection', (conn) => {
-    backgroundSocket(conn as unknown as RawConnection);
+    if (background) backgroundSocket(conn as unknown as RawConnection);
     // Queued before any query the pool hands this connection out for.
     conn.query(SESSION_SETUP, () => {});
   });

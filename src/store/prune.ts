@@ -34,6 +34,7 @@ import { pruneLockName } from '../lock-names.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
 import { deleteActionsBefore } from './audit.js';
 import { deleteNoticesBefore } from './notifications.js';
+import { deleteRunRequestsBefore } from './run-requests.js';
 import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
 import { countTalliesBefore, deleteTalliesBefore } from './skip-tallies.js';
 
@@ -73,6 +74,8 @@ export interface PruneResult {
   notifications: number;
   /** Operators' actions (`baton_audit`) deleted with the runs' bound (not counted by a dry run). */
   actions: number;
+  /** Library mode's run requests (`baton_run_requests`) deleted with the runs' bound (the same). */
+  runRequests: number;
   /** DELETE statements run (or that would be). */
   batches: number;
   /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
@@ -111,6 +114,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     outputChunks: 0,
     notifications: 0,
     actions: 0,
+    runRequests: 0,
     batches: 0,
     runsBefore: before(retention.runsMs),
     skipsBefore: before(retention.skipsMs),
@@ -152,7 +156,15 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
       options.signal,
     );
     result.actions += actions.rows;
-    result.batches += told.batches + actions.batches;
+    const requests = await deleteRunRequestsBefore(
+      db,
+      namespace,
+      result.runsBefore,
+      batchSize,
+      options.signal,
+    );
+    result.runRequests += requests.rows;
+    result.batches += told.batches + actions.batches + requests.batches;
   }
   if (result.skipsBefore && !options.signal?.aborted) {
     // The tallies whose whole hour is before the skips' bound (store/skip-tallies.ts).

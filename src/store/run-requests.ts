@@ -4,10 +4,16 @@
  * UPDATE (one replica wins it), and records what came of it.
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { deleteInBatches } from './batch-delete.js';
 import type { Queryable } from './deadline.js';
 
-/** A request nobody took for this long is stale: no replica will run it any more. */
-export const RUN_REQUEST_TTL_MS = 60_000;
+/**
+ * How long the CLI waits for a replica to take its request; a request nobody took for this long
+ * is stale and taken by no replica (the CLI cancels it too: `cancelRunRequest`).
+ */
+export const RUN_REQUEST_TTL_MS = 15_000;
+/** `taken_by` of a request its CLI cancelled (no host is named ''). */
+const CANCELLED = '';
 
 export interface RunRequest {
   id: number;
@@ -19,14 +25,28 @@ export interface RunRequest {
 
 export async function insertRunRequest(
   db: Queryable,
-  r: { namespace: string; job: string; requestedBy: string },
+  r: { namespace: string; job: string; requestedBy: string; env: Record<string, string> },
 ): Promise<number> {
+  const env = Object.keys(r.env).length > 0 ? JSON.stringify(r.env) : null;
   const [res] = await db.query<ResultSetHeader>(
-    `INSERT INTO baton_run_requests (namespace, job, requested_at, requested_by)
-     VALUES (?, ?, NOW(3), ?)`,
-    [r.namespace, r.job, r.requestedBy],
+    `INSERT INTO baton_run_requests (namespace, job, requested_at, requested_by, env)
+     VALUES (?, ?, NOW(3), ?, ?)`,
+    [r.namespace, r.job, r.requestedBy, env],
   );
   return res.insertId;
+}
+
+/**
+ * Cancels a request no replica has taken (the CLI gave up waiting): true when cancelled, false
+ * when a replica took it first — then it runs, and the CLI follows it as if it had been in time.
+ */
+export async function cancelRunRequest(db: Queryable, id: number, why: string): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_run_requests SET taken_by = ?, taken_at = NOW(3), outcome = ?
+     WHERE id = ? AND taken_by IS NULL`,
+    [CANCELLED, `cancelled: ${why}`.slice(0, 512), id],
+  );
+  return res.affectedRows === 1;
 }
 
 /** The open (untaken, fresh) requests of `jobs`, oldest first. */
@@ -34,24 +54,31 @@ export async function openRunRequests(
   db: Queryable,
   namespace: string,
   jobs: readonly string[],
-): Promise<{ id: number; job: string }[]> {
+): Promise<{ id: number; job: string; env: Record<string, string> }[]> {
   if (jobs.length === 0) return [];
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, job FROM baton_run_requests
+    `SELECT id, job, env FROM baton_run_requests
      WHERE namespace = ? AND taken_by IS NULL AND job IN (?)
        AND requested_at > NOW(3) - INTERVAL ? MICROSECOND
      ORDER BY id LIMIT 20`,
     [namespace, jobs, RUN_REQUEST_TTL_MS * 1000],
   );
-  return rows.map((r) => ({ id: Number(r.id), job: String(r.job) }));
+  return rows.map((r) => ({
+    id: Number(r.id),
+    job: String(r.job),
+    env: r.env == null ? {} : (JSON.parse(String(r.env)) as Record<string, string>),
+  }));
 }
 
-/** Takes the request for `host`; false when another replica took it first. */
+/**
+ * Takes the request for `host`; false when another replica took it first, or the CLI cancelled
+ * it, or it went stale meanwhile (checked again here: the list was read a moment ago).
+ */
 export async function takeRunRequest(db: Queryable, id: number, host: string): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_run_requests SET taken_by = ?, taken_at = NOW(3)
-     WHERE id = ? AND taken_by IS NULL`,
-    [host, id],
+     WHERE id = ? AND taken_by IS NULL AND requested_at > NOW(3) - INTERVAL ? MICROSECOND`,
+    [host, id, RUN_REQUEST_TTL_MS * 1000],
   );
   return res.affectedRows === 1;
 }
@@ -83,4 +110,20 @@ export async function findRunRequest(db: Queryable, id: number): Promise<RunRequ
     runId: r.run_id == null ? null : Number(r.run_id),
     outcome: r.outcome == null ? null : String(r.outcome),
   };
+}
+
+/** Deletes requests made before `before` (retention's `runs` bound, store/prune.ts), in batches. */
+export function deleteRunRequestsBefore(
+  db: Queryable,
+  namespace: string,
+  before: Date,
+  batchSize: number,
+  signal?: AbortSignal,
+): Promise<{ rows: number; batches: number }> {
+  const batch = {
+    selectSql: 'SELECT id FROM baton_run_requests WHERE namespace = ? AND requested_at < ? LIMIT ?',
+    params: [namespace, before],
+    deleteSql: 'DELETE FROM baton_run_requests WHERE id IN (?)',
+  };
+  return deleteInBatches(db, batch, batchSize, signal);
 }

@@ -127,8 +127,10 @@ describe('the daemon', () => {
       'baton_notifications',
       'baton_pauses',
       'baton_run_output',
+      'baton_run_requests',
       'baton_runners',
       'baton_runs',
+      'baton_skip_tallies',
       'x',
     ]);
     const all = await runs(db);
@@ -250,8 +252,10 @@ describe('baton run', () => {
       'baton_notifications',
       'baton_pauses',
       'baton_run_output',
+      'baton_run_requests',
       'baton_runners',
       'baton_runs',
+      'baton_skip_tallies',
     ]);
     expect((await runs(db)).map((r) => r.host)).toEqual([HOST_SQL, HOST_SQL, HOST_SQL, HOST_SQL]);
   });

@@ -22,6 +22,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, libfaketime, ROOT, RunnerProcess } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import {
+  cancelRunRequest,
+  findRunRequest,
+  insertRunRequest,
+  openRunRequests,
+  takeRunRequest,
+} from '../../src/store/run-requests.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const APP = path.join(ROOT, 'examples/library-app/server.mjs');
@@ -151,15 +158,55 @@ describe('library mode: the example app as three replicas', () => {
     expect(counted).toBeGreaterThanOrEqual(ticks.length);
   });
 
-  it('baton run <job> from the CLI runs it on a replica, through the lock', async () => {
-    const run = await cli(['run', 'report']);
+  it('baton run <job> from the CLI runs it on a replica, through the lock, with its --env', async () => {
+    const run = await cli(['run', 'report', '--env', 'PERIOD=2026-11']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/report started on lib-[abc] \(run \d+\)/);
-    const reports = await db.query<{ host: string; run_id: number }>('SELECT * FROM app_reports');
+    const reports = await db.query<{ host: string; run_id: number; period: string | null }>(
+      'SELECT * FROM app_reports',
+    );
     expect(reports).toHaveLength(1);
+    expect(reports[0]!.period).toBe('2026-11');
     const [row] = await runsOf('report');
     expect(row).toMatchObject({ status: 'done', triggered_by: 'manual', host: reports[0]!.host });
     expect(row!.lock_connection_id).not.toBeNull();
+    const [recorded] = await db.query<{ params: string }>(
+      'SELECT params FROM baton_runs WHERE id = ?',
+      [row!.id],
+    );
+    expect(JSON.parse(recorded!.params)).toEqual({ env: { PERIOD: '2026-11' } });
+    // What a handler cannot take is refused before anything is asked.
+    const withArgs = await baton(
+      ['run', 'report', '--database-url', db.url, '--namespace', 'shop', '--', 'x'],
+      { timeoutMs: 60_000, cwd: os.tmpdir() },
+    );
+    expect(withArgs.code, withArgs.stderr).toBe(64);
+    expect(withArgs.stderr).toContain('arguments after -- are for command jobs');
+    expect(await runsOf('report')).toHaveLength(1);
+  });
+
+  it('a request the CLI gave up on is taken by no replica later, nor a stale one', async () => {
+    const ask = () =>
+      insertRunRequest(db.conn, { namespace: 'shop', job: 'nobody', requestedBy: 'op', env: {} });
+    const cancelled = await ask();
+    expect(await cancelRunRequest(db.conn, cancelled, 'no replica took it in time')).toBe(true);
+    expect(await takeRunRequest(db.conn, cancelled, 'lib-a')).toBe(false);
+    expect(await findRunRequest(db.conn, cancelled)).toMatchObject({
+      takenBy: '',
+      outcome: 'cancelled: no replica took it in time',
+    });
+    // Taken first: the CLI's cancel fails, and it follows the run instead.
+    const taken = await ask();
+    expect(await takeRunRequest(db.conn, taken, 'lib-a')).toBe(true);
+    expect(await cancelRunRequest(db.conn, taken, 'too late')).toBe(false);
+    // Older than the CLI waits: not listed, not taken.
+    const stale = await ask();
+    await db.query(
+      'UPDATE baton_run_requests SET requested_at = NOW(3) - INTERVAL 20 SECOND WHERE id = ?',
+      [stale],
+    );
+    expect((await openRunRequests(db.conn, 'shop', ['nobody'])).map((r) => r.id)).toEqual([]);
+    expect(await takeRunRequest(db.conn, stale, 'lib-a')).toBe(false);
   });
 
   it('a lost lock session aborts the handler through ctx.signal, and the row says so', async () => {
@@ -243,11 +290,12 @@ describe('library mode: a scheduler in this process', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-keepalive-'));
     const script = path.join(dir, 'app.mjs');
     // An app whose own work is a 3 s timer, with a job every second; it never stops the scheduler.
+    // Each in a namespace of its own: they must not win each other's fires.
     writeFileSync(
       script,
       `import { createScheduler } from ${JSON.stringify(path.join(ROOT, 'dist/index.js'))};
 const s = createScheduler({ databaseUrl: process.env.DATABASE_URL, host: process.env.HOST,
-  namespace: 'keepalive', log: undefined, ...JSON.parse(process.env.OPTIONS) });
+  namespace: process.env.HOST, log: undefined, ...JSON.parse(process.env.OPTIONS) });
 s.job('beat', { schedule: '* * * * * *' }, async () => {});
 await s.start();
 setTimeout(() => console.log('app work done'), 3000);
@@ -331,7 +379,12 @@ setTimeout(() => console.log('app work done'), 3000);
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
       seen.push(`polite: ${String((ctx.signal.reason as Error).message)}`);
     });
-    scheduler.job('stubborn', never, () => new Promise((resolve) => setTimeout(resolve, 9_000)));
+    // With retries: one that may still be running is not retried beside itself.
+    let stubbornCalls = 0;
+    scheduler.job('stubborn', { ...never, retries: 2, retryDelay: '100ms' }, () => {
+      stubbornCalls++;
+      return new Promise((resolve) => setTimeout(resolve, 9_000));
+    });
     // No timeout: only the kill stops it.
     scheduler.job(
       'deaf',
@@ -361,6 +414,7 @@ setTimeout(() => console.log('app work done'), 3000);
       expect(stubbornRow.error).toMatch(
         /the handler ignored ctx\.signal for 5000 ms and may still be running in this process \(an in-process handler cannot be killed\)/,
       );
+      expect(stubbornCalls).toBe(1);
 
       // baton kill from the CLI: the signal is aborted; past the grace the run ends `killed`
       // and says plainly that the handler could not be killed.

@@ -155,6 +155,7 @@ export function pruneToJson(r: PruneResult) {
     outputChunks: r.outputChunks,
     notifications: r.notifications,
     actions: r.actions,
+    runRequests: r.runRequests,
     batches: r.batches,
     runsBefore: r.runsBefore?.toISOString() ?? null,
     skipsBefore: r.skipsBefore?.toISOString() ?? null,

@@ -26,7 +26,13 @@ import {
 import { resolveConfig } from '../config-options.js';
 import { assertPastFire } from '../past-fires.js';
 import { describeRun, planRerun } from '../rerun-plan.js';
-import { argsAfterDashes, parseParams, recordedParams, withParams } from '../run-params.js';
+import {
+  argsAfterDashes,
+  parseEnvPairs,
+  parseParams,
+  recordedParams,
+  withParams,
+} from '../../fire/run-params.js';
 
 interface RunArgs extends CommonArgs {
   job: string;
@@ -99,6 +105,9 @@ export const runCommand: CommandModule<object, RunArgs> = {
         host: resolveHost(args),
         json: args.json,
         reason: args.reason,
+        env: parseEnvPairs(args.env ?? []),
+        args: argsAfterDashes(process.argv),
+        wait: args.wait,
       });
       if (code != null) return code;
     }

@@ -1,6 +1,7 @@
 /**
  * Manual parameters of `baton run`: `--env K=V` (repeatable) and `-- extra args`. They reach the
- * job as environment variables (a module job also gets them as `ctx.params`) and, for a command
+ * job as environment variables (a module job and a library-mode handler also get them as
+ * `ctx.params`) and, for a command
  * job, as arguments appended to its argv; the run's row records them (`baton_runs.params`) with
  * the values of the job's `secretEnv` masked, and the values of those are masked in its output.
  */
@@ -21,6 +22,19 @@ export function parseParams(
   envPairs: readonly string[],
   args: readonly string[],
 ): ManualParams {
+  const env = parseEnvPairs(envPairs);
+  if (args.length > 0 && job.target.kind !== 'command') {
+    const kind = job.target.kind === 'shell' ? 'a shell job (`shell: true`)' : 'a module job';
+    throw new UsageError(
+      `${job.name} is ${kind}: extra arguments after -- are for command jobs only` +
+        (job.target.kind === 'module' ? '; pass values with --env K=V (ctx.params)' : ''),
+    );
+  }
+  return { env, args: [...args] };
+}
+
+/** `--env K=V` pairs as variables, each name checked (by the CLI, before any job is known). */
+export function parseEnvPairs(envPairs: readonly string[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const pair of envPairs) {
     const eq = pair.indexOf('=');
@@ -36,14 +50,7 @@ export function parseParams(
     }
     env[name] = pair.slice(eq + 1);
   }
-  if (args.length > 0 && job.target.kind !== 'command') {
-    const kind = job.target.kind === 'shell' ? 'a shell job (`shell: true`)' : 'a module job';
-    throw new UsageError(
-      `${job.name} is ${kind}: extra arguments after -- are for command jobs only` +
-        (job.target.kind === 'module' ? '; pass values with --env K=V (ctx.params)' : ''),
-    );
-  }
-  return { env, args: [...args] };
+  return env;
 }
 
 /** Whether any parameter was given. */
