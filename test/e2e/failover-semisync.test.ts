@@ -19,7 +19,7 @@
  * 3. On the old primary, semi-sync on with no replica: the sampler reads the fallback (status
  *    OFF, `Rpl_semi_sync_master_no_times` up), and nothing is vouched for.
  */
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
@@ -27,13 +27,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sampleSemiSync, SemiSyncSeries } from '../../src/daemon/semi-sync.js';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { queryFresh, type RunRow } from '../helpers/db.js';
-import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
+import { freePort, type PrivateServer } from '../helpers/private-server.js';
+import { groundTruth, startReplicatedPair } from '../helpers/replication.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const DB = 'baton_semisync';
 const PERIOD_MS = 3_000;
-const BINLOG = ['--log-bin=mariadb-bin', '--binlog-format=ROW', '--log-slave-updates'];
 
 const SETTLED =
   'the database failed over: reconnected to another server; semi-sync acknowledged every ' +
@@ -53,16 +53,6 @@ afterAll(async () => {
   await Promise.all(servers.splice(0).map((s) => s.destroy()));
 });
 
-/** The fires the job's runs were given, by the ground-truth file: ISO instant → times run. */
-function groundTruth(file: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  if (!existsSync(file)) return counts;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line) counts.set(line, (counts.get(line) ?? 0) + 1);
-  }
-  return counts;
-}
-
 async function statusVar(server: PrivateServer, name: string): Promise<string> {
   const [row] = await queryFresh<{ Value: string }>(
     server.url,
@@ -78,27 +68,15 @@ const metric = async (port: number, name: string) => {
 
 describe('a failover on semi-synchronous replication, then a split brain', () => {
   it('loses no winner row, puts nothing in doubt, and holds the fires of a runner left on the old primary', async () => {
-    const [primary, replica] = await Promise.all([
-      startPrivateServer({
-        args: [
-          ...BINLOG,
-          '--server-id=1',
-          '--rpl-semi-sync-master-enabled=ON',
-          '--rpl-semi-sync-master-wait-point=AFTER_SYNC',
-          '--rpl-semi-sync-master-timeout=2000',
-        ],
-      }),
-      startPrivateServer({
-        args: [...BINLOG, '--server-id=2', '--rpl-semi-sync-slave-enabled=ON'],
-      }),
-    ]);
-    servers.push(primary!, replica!);
-    await queryFresh(
-      replica!.url,
-      `CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${primary!.port},
-         MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos`,
-    );
-    await queryFresh(replica!.url, 'START SLAVE');
+    const [primary, replica] = await startReplicatedPair({
+      primary: [
+        '--rpl-semi-sync-master-enabled=ON',
+        '--rpl-semi-sync-master-wait-point=AFTER_SYNC',
+        '--rpl-semi-sync-master-timeout=2000',
+      ],
+      replica: ['--rpl-semi-sync-slave-enabled=ON'],
+    });
+    servers.push(primary, replica);
     await waitFor(
       'the primary semi-sync acknowledged',
       async () =>

@@ -13,19 +13,19 @@
  * - `idem` (`onFailover: catchUp`): the lost fires are caught up, each exactly once more.
  * And a restart of the same server (same `server_id`) is a reconnect, not a failover.
  */
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { queryFresh, type RunRow } from '../helpers/db.js';
 import { freePort, startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
+import { groundTruth, startReplicatedPair } from '../helpers/replication.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const DB = 'baton_failover';
 const PERIOD_MS = 3_000;
-const BINLOG = ['--log-bin=mariadb-bin', '--binlog-format=ROW', '--log-slave-updates'];
 
 const servers: PrivateServer[] = [];
 const runners: RunnerProcess[] = [];
@@ -37,29 +37,10 @@ afterAll(async () => {
   await Promise.all(servers.splice(0).map((s) => s.destroy()));
 });
 
-/** The fires a job's runs were given, by the ground-truth file: ISO instant → times run. */
-function groundTruth(file: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  if (!existsSync(file)) return counts;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line) counts.set(line, (counts.get(line) ?? 0) + 1);
-  }
-  return counts;
-}
-
 describe('a database failover with rows lost to replication lag', () => {
   it('records the lost fires in doubt and runs none twice (onFailover: catchUp runs them once)', async () => {
-    const [primary, replica] = await Promise.all([
-      startPrivateServer({ args: [...BINLOG, '--server-id=1'] }),
-      startPrivateServer({ args: [...BINLOG, '--server-id=2'] }),
-    ]);
-    servers.push(primary!, replica!);
-    await queryFresh(
-      replica!.url,
-      `CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = ${primary!.port},
-         MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos`,
-    );
-    await queryFresh(replica!.url, 'START SLAVE');
+    const [primary, replica] = await startReplicatedPair();
+    servers.push(primary, replica);
     proxy = await startTcpProxy({ host: '127.0.0.1', port: primary!.port });
 
     const dir = mkdtempSync(join(tmpdir(), 'baton-failover-'));
