@@ -4,11 +4,11 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
-    // End-to-end files start real runner processes against the shared MariaDB and mostly wait
-    // for every-second fires: three files at a time keep a 2-core machine busy (load ~3–4) yet
-    // responsive enough for their schedules, and the suite inside its ~12-minute budget (two
-    // took 12–15 minutes once the suite passed 100 files).
-    maxWorkers: 3,
+    // End-to-end files start real runner processes against the shared MariaDB; two files at a
+    // time keeps a 2-core machine responsive enough for every-second schedules. Three took the
+    // suite from ~12 to ~9 minutes but, at load 3–4, failed a timing-sensitive network-faults
+    // case (a slow link's late contention) once in five runs: not worth a flaky suite.
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
