@@ -65,6 +65,8 @@ export interface RunRow {
   reason_kind: string | null;
   host: string;
   pid: number | null;
+  /** The winner's lock session (`SELECT *` reads it; a skip's is NULL). */
+  lock_connection_id?: number | null;
   started_at: Date;
   finished_at: Date | null;
   exit_code: number | null;

@@ -10,7 +10,10 @@
  *   - `lock-being-released`: the fire met the lock of an earlier run that had just ended (its
  *     verdict written, its RELEASE_LOCK on the way), so every runner skipped it ("this fire is
  *     being claimed by H", "another run held the lock at this instant"). An earlier run of the
- *     job must have ended within a second of the instant. Known: the fire is lost to the
+ *     job must have ended within a second of the instant. Or the lock is still held by the lock
+ *     session of an earlier run whose runner lost it ("held by connection N, which has no
+ *     running row": the server has not dropped that session yet): N must be that run's
+ *     `lock_connection_id`. Known: the fire is lost to the
  *     bookkeeping of a run that is over (issue 15 removes this, and then this kind);
  *   - `behind`: a later fire of the job was already running when this runner reached this one
  *     (its clock estimate, or its queue of fires, behind the fleet's) — the later run it names
@@ -51,7 +54,7 @@ export interface FireExpectations {
  */
 export function skipKindOf(
   reason: string,
-): 'taken' | 'claiming' | 'overlap' | 'behind' | 'paused' | 'other' {
+): 'taken' | 'claiming' | 'ghost' | 'overlap' | 'behind' | 'paused' | 'other' {
   const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
   if (slots) {
     const each = slots[1]!.split(/; (?=\d+: )/).map((s) => skipKindOf(s.replace(/^\d+: /, '')));
@@ -64,6 +67,8 @@ export function skipKindOf(
   if (/^this fire is being claimed by |^another run held the lock at this instant/.test(holder))
     return 'claiming';
   if (/^this fire (is running on|already ran on) /.test(holder)) return 'taken';
+  // No runner's session and no running row: a lost session the server has not let go yet.
+  if (/^the lock is held by connection \d+, which has no running row/.test(holder)) return 'ghost';
   if (/^a later fire \(\S+\) is already running on \S+; this runner is behind/.test(holder))
     return 'behind';
   return 'other';
@@ -101,7 +106,18 @@ export function expectOneWinnerPerFire(
         allowed: true,
       });
       if (as === 'overlap') expectNamedRunWasGoing(skip, winners, slackMs, what);
-      if (as === 'lock-being-released') {
+      if (as === 'lock-being-released' && skipKindOf(skip.reason ?? '') === 'ghost') {
+        // True only if that connection was the lock session of an earlier run of the job (a
+        // session its runner lost, whose lock the server still holds until it is KILLed).
+        const connection = Number(/held by connection (\d+)/.exec(skip.reason ?? '')?.[1]);
+        const lostSession = winners.some(
+          (w) =>
+            w.job === skip.job &&
+            w.scheduled_at < skip.scheduled_at &&
+            Number(w.lock_connection_id) === connection,
+        );
+        expect(lostSession, `${what}: connection ${connection} ran an earlier fire`).toBe(true);
+      } else if (as === 'lock-being-released') {
         const claimer = /this fire is being claimed by (\S+) /.exec(skip.reason ?? '')?.[1];
         const ended = winners.some(
           (w) =>
@@ -127,6 +143,7 @@ function holderOf(reason: string): string {
 const NO_WINNER_KIND: Record<ReturnType<typeof skipKindOf>, NoWinnerKind | null> = {
   overlap: 'overlap',
   claiming: 'lock-being-released',
+  ghost: 'lock-being-released',
   behind: 'behind',
   paused: 'paused',
   taken: null,
