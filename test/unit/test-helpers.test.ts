@@ -94,7 +94,7 @@ describe('skipKindOf, on the sentences baton writes', () => {
     ],
     [
       'waited in the queue until the runner is stopping; the lock is held by connection 7, which has no running row for this job',
-      'other',
+      'ghost',
     ],
     ['something new', 'other'],
   ])('%s → %s', (reason, kind) => {
