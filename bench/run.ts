@@ -193,7 +193,8 @@ async function runAll(args: Args): Promise<number> {
     for (const scenario of scenarios) {
       // A pressure variant is a scenario of its own in the results (it must not replace the
       // quiet figures in latest.json).
-      const recordName = args.pressure ? `${scenario.name}+${args.pressure}` : scenario.name;
+      const variant = scenario.variant?.() ?? null;
+      const recordName = [scenario.name, variant, args.pressure].filter(Boolean).join('+');
       const title = args.pressure
         ? `${scenario.title} — with --pressure ${args.pressure} (a disk writer with fsyncs beside it)`
         : scenario.title;

@@ -111,6 +111,12 @@ export interface Scenario {
   title: string;
   /** It has a `--pressure io` variant (recorded as `<name>+io`). */
   pressure?: boolean;
+  /**
+   * The variant its environment selects (e.g. fleet-scale's `BENCH_FLEET_SKIPS=tally`), if not
+   * the default: recorded as `<name>+<variant>`, so that it never replaces the default's figures
+   * in latest.json and `--compare` lines it up with the same variant only.
+   */
+  variant?: () => string | null;
   run(ctx: BenchContext): Promise<ScenarioResult>;
 }
 

@@ -243,7 +243,14 @@ export interface StartRunnersOptions {
   readyTimeoutMs?: number;
   /** Preload the probe (event-loop delay, time blocked in spawn()); read it with runner.probe(). */
   probe?: boolean;
+  /**
+   * Instead of `baton start` with `config`, an application in library mode with this many
+   * every-second jobs whose handlers return at once (b-library-runner.mjs), in `namespace`.
+   */
+  library?: { jobs: number; namespace: string; skips: 'rows' | 'tally' };
 }
+
+export const LIBRARY_RUNNER = path.join(ROOT, 'bench/lib/b-library-runner.mjs');
 
 const live = new Set<BenchRunner>();
 
@@ -253,19 +260,32 @@ export function spawnRunner(host: string, o: StartRunnersOptions): BenchRunner {
     // Diagnosis: `BENCH_RUNNER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'` profiles every
     // runner (flags NODE_OPTIONS does not allow).
     ...(process.env.BENCH_RUNNER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
-    BATON_BIN,
-    'start',
-    '--config',
-    o.config,
-    '--database-url',
-    o.databaseUrl,
-    '--host',
-    host,
-    ...(o.args ?? []),
+    ...(o.library
+      ? [LIBRARY_RUNNER]
+      : [
+          BATON_BIN,
+          'start',
+          '--config',
+          o.config,
+          '--database-url',
+          o.databaseUrl,
+          '--host',
+          host,
+          ...(o.args ?? []),
+        ]),
   ];
   const env = cleanEnv({
     ...(o.probe ? probeEnv() : {}),
     ...o.env,
+    ...(o.library
+      ? {
+          BENCH_DATABASE_URL: o.databaseUrl,
+          BENCH_HOST: host,
+          BENCH_NAMESPACE: o.library.namespace,
+          BENCH_LIBRARY_JOBS: String(o.library.jobs),
+          BENCH_LIBRARY_SKIPS: o.library.skips,
+        }
+      : {}),
     BATON_LOG_LEVEL: o.logLevel ?? 'info',
   });
   const child = spawn(process.execPath, argv, {

@@ -16,7 +16,9 @@
  * stamps `Date.now()`-like time when it is called), 20 fires each (quick: 5): an `.mjs` one, then
  * a `.ts` one (through tsx): what module jobs pay for a Node process and the module host. Their
  * runners keep a module host warm (src/execution/warm-hosts.ts): its memory, read from /proc
- * after the last fire, is the idle cost of a module job per runner.
+ * after the last fire, is the idle cost of a module job per runner — and that of its children:
+ * a `.ts` host of a CommonJS package scope (the temp folder here) has started esbuild's service
+ * ahead (src/execution/tsx-warm-up.ts), a process of its own.
  *
  * The floors are measured in the same run (ctx.floors(): SELECT 1, an autocommit INSERT, a spawn
  * of `true`) plus the stamp's own spawn-to-first-instruction time, and the lags are reported as
@@ -164,28 +166,61 @@ async function stopAll(runners: BenchRunner[]): Promise<void> {
   await Promise.all(runners.map((r) => r.stop('SIGTERM')));
 }
 
-/** The runners' warm module hosts (`module-host.js --warm`), RSS and PSS in MiB per runner. */
-async function warmHostMemory(runners: BenchRunner[]): Promise<{ rss: number; pss: number }> {
-  // A host taken by the last fire is replaced a moment later (warm-hosts.ts).
-  await new Promise((r) => setTimeout(r, 1_000));
-  const parents = new Set(runners.map((r) => r.pid));
-  let rss = 0;
-  let pss = 0;
+/** Memory of the warm hosts per runner, MiB: the hosts, and their child processes. */
+interface HostMemory {
+  rss: number;
+  pss: number;
+  /** The hosts' children: esbuild's service, started ahead by a tsx warm-up (tsx-warm-up.ts). */
+  childRss: number;
+  childPss: number;
+}
+
+/**
+ * The runners' warm module hosts (`module-host.js --warm`) and their children, RSS and PSS in
+ * MiB per runner.
+ */
+async function warmHostMemory(runners: BenchRunner[]): Promise<HostMemory> {
+  // A host taken by the last fire is replaced a moment later (warm-hosts.ts), and warms up.
+  await new Promise((r) => setTimeout(r, 2_000));
+  const runnerPids = new Set(runners.map((r) => r.pid));
+  const processes: { pid: number; ppid: number; argv: string[]; status: string }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (!argv.some((a) => a.endsWith('module-host.js')) || !argv.includes('--warm')) continue;
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
-      if (!parents.has(Number(/PPid:\s+(\d+)/.exec(status)?.[1]))) continue;
-      const rollup = readFileSync(`/proc/${entry}/smaps_rollup`, 'utf8');
-      rss += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-      pss += Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0);
+      const ppid = Number(/PPid:\s+(\d+)/.exec(status)?.[1]);
+      processes.push({ pid: Number(entry), ppid, argv, status });
     } catch {
       // gone meanwhile
     }
   }
-  return { rss: round(rss / 1024 / runners.length, 1), pss: round(pss / 1024 / runners.length, 1) };
+  const hosts = processes.filter(
+    (p) =>
+      runnerPids.has(p.ppid) &&
+      p.argv.some((a) => a.endsWith('module-host.js')) &&
+      p.argv.includes('--warm'),
+  );
+  const hostPids = new Set(hosts.map((h) => h.pid));
+  const children = processes.filter((p) => hostPids.has(p.ppid));
+  const sum = (list: typeof processes) => {
+    let rss = 0;
+    let pss = 0;
+    for (const p of list) {
+      try {
+        const rollup = readFileSync(`/proc/${p.pid}/smaps_rollup`, 'utf8');
+        rss += Number(/VmRSS:\s+(\d+)/.exec(p.status)?.[1] ?? 0);
+        pss += Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    const perRunner = (kib: number) => round(kib / 1024 / runners.length, 1);
+    return { rss: perRunner(rss), pss: perRunner(pss) };
+  };
+  const own = sum(hosts);
+  const kids = sum(children);
+  return { ...own, childRss: kids.rss, childPss: kids.pss };
 }
 
 const MODULE_SOURCE = `import { appendFileSync } from 'node:fs';
@@ -219,7 +254,7 @@ export default {
       offset.offsetMs,
     );
     const modStamps = path.join(stampDir, 'module-stamps.txt');
-    let modMemory = { rss: 0, pss: 0 };
+    let modMemory: HostMemory = { rss: 0, pss: 0, childRss: 0, childPss: 0 };
     const mod = await phase(
       ctx,
       'mod',
@@ -232,7 +267,7 @@ export default {
     );
 
     const tsStamps = path.join(stampDir, 'ts-module-stamps.txt');
-    let tsMemory = { rss: 0, pss: 0 };
+    let tsMemory: HostMemory = { rss: 0, pss: 0, childRss: 0, childPss: 0 };
     const ts = await phase(
       ctx,
       'mts',
@@ -303,6 +338,8 @@ export default {
       warm_host_pss_mib_per_runner: modMemory.pss,
       warm_ts_host_rss_mib_per_runner: tsMemory.rss,
       warm_ts_host_pss_mib_per_runner: tsMemory.pss,
+      warm_ts_host_children_rss_mib_per_runner: tsMemory.childRss,
+      warm_ts_host_children_pss_mib_per_runner: tsMemory.childPss,
       floor_rtt_p50_ms: round(floors.rtt.p50, 3),
       floor_commit_p50_ms: round(floors.commit.p50, 3),
       floor_spawn_p50_ms: round(floors.spawn.p50, 3),
@@ -330,7 +367,9 @@ export default {
       `Winners by host (command phase): ${JSON.stringify(cmd.winnersByHost)}.`,
       `Warm module hosts per runner after the last fire (idle cost of module jobs): .mjs ` +
         `${modMemory.rss} MiB RSS / ${modMemory.pss} MiB PSS, .ts (tsx) ${tsMemory.rss} MiB RSS / ` +
-        `${tsMemory.pss} MiB PSS (0: no warm host, a cold start per run).`,
+        `${tsMemory.pss} MiB PSS (0: no warm host, a cold start per run), and the .ts hosts' ` +
+        `children (esbuild's service, started by the warm-up of a CommonJS scope) ` +
+        `${tsMemory.childRss} MiB RSS / ${tsMemory.childPss} MiB PSS.`,
       `BullMQ's job scheduler on this machine (issue 7): p50 57 ms, p99 105 ms.`,
     ];
     return { figures, table, notes, checks };

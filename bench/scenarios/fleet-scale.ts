@@ -19,6 +19,10 @@
  *   per day; what `retention:` keeps (1d is its minimum) and the skip rows' share of it.
  *
  * Sizes and window: `BENCH_FLEET_SIZES=2,4,8,16` and `BENCH_FLEET_SECONDS=30` in the environment.
+ * `BENCH_FLEET_JOBS=handlers` runs library-mode applications (bench/lib/b-library-runner.mjs)
+ * instead of `baton start`, their jobs handlers that return at once: the fleet's coordination
+ * without a process per run, whose fork costs a 2-core VM 5–15 ms each (100 a second). Recorded
+ * as `fleet-scale+handlers`; the kind is the figure `kind`.
  * `BENCH_FLEET_SKIPS=tally` gives every job `skips: tally` (docs/history.md, "Skip tallies"): the
  * history is then `baton_runs` plus `baton_skip_tallies`, both measured (rows, bytes, per day).
  * On a 2-core machine 16 runners plus mariadbd saturate the CPU: the figures say so (load
@@ -68,6 +72,16 @@ interface SizeResult {
 }
 
 type SkipMode = 'rows' | 'tally';
+/** What the jobs are: `true` commands (a process per run), or library mode's handlers. */
+type JobKind = 'commands' | 'handlers';
+
+function jobKind(): JobKind {
+  const v = process.env.BENCH_FLEET_JOBS ?? 'commands';
+  if (v !== 'commands' && v !== 'handlers') {
+    throw new Error(`BENCH_FLEET_JOBS=${v}: expected commands or handlers`);
+  }
+  return v;
+}
 
 function skipMode(): SkipMode {
   const v = process.env.BENCH_FLEET_SKIPS ?? 'rows';
@@ -92,6 +106,7 @@ async function measureSize(
   n: number,
   seconds: number,
   skips: SkipMode,
+  kind: JobKind,
 ): Promise<SizeResult> {
   const db = await ctx.createDatabase(`n${n}`);
   const jobs: Record<string, object> = {};
@@ -114,6 +129,7 @@ async function measureSize(
     logLevel: 'warn',
     keepLines: false,
     readyTimeoutMs: 180_000,
+    ...(kind === 'handlers' ? { library: { jobs: JOBS, namespace: NAMESPACE, skips } } : {}),
   });
   await sleep(SETTLE_MS);
   const now = (await db.now()).getTime();
@@ -263,15 +279,20 @@ const gib = (bytes: number) => round(bytes / 2 ** 30, 2);
 export default {
   name: 'fleet-scale',
   title: `Fleet scale: 2–16 runners on one database, ${JOBS} jobs every second`,
+  variant: () =>
+    [jobKind() === 'handlers' ? 'handlers' : null, skipMode() === 'tally' ? 'tally' : null]
+      .filter(Boolean)
+      .join('+') || null,
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const sizes = envList('BENCH_FLEET_SIZES', ctx.quick ? [2, 4] : [2, 4, 8, 16]);
     const seconds = envList('BENCH_FLEET_SECONDS', [ctx.quick ? 6 : 30])[0]!;
     const skips = skipMode();
+    const kind = jobKind();
     const results: SizeResult[] = [];
-    for (const n of sizes) results.push(await measureSize(ctx, n, seconds, skips));
+    for (const n of sizes) results.push(await measureSize(ctx, n, seconds, skips, kind));
 
     const table: TableRow[] = [];
-    const figures: Record<string, Figure> = { jobs: JOBS, window_s: seconds, skips };
+    const figures: Record<string, Figure> = { jobs: JOBS, window_s: seconds, skips, kind };
     const checks: Check[] = [];
     const notes: string[] = [];
     const base = results[0]!;

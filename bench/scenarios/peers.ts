@@ -20,7 +20,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
 import { Queue } from 'bullmq';
@@ -28,25 +27,13 @@ import type { BenchContext, Check, Scenario, ScenarioResult, TableRow } from '..
 import { distFigures, distRow, percentiles, round, type Distribution } from '../lib/index.js';
 import { buildStamp, clockOffset, readStamps } from '../lib/stamp.js';
 import { lastMessages, skewedClockEnv, startProcs } from '../lib/b-procs.js';
+import { reachable } from '../lib/peers/harness.js';
 import type { BullFire, BullTask } from '../lib/b-bullmq-worker.js';
 import type { NaiveResult, NaiveTask } from '../lib/b-naive-runner.js';
 
 const REDIS = { host: '127.0.0.1', port: 6379 };
 const WORKERS = 3;
 const SKEW = '-1.5';
-
-function reachable(host: string, port: number, timeoutMs = 2_000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
 
 const list = (xs: unknown[]) => xs.slice(0, 5).join('; ') + (xs.length > 5 ? ' …' : '');
 
