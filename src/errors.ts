@@ -240,6 +240,11 @@ export function isDuplicateKeyError(err: unknown): boolean {
   return dbErrorCode(err) === 'ER_DUP_ENTRY';
 }
 
+/** `err` as an Error (a rejection may be anything), for a place that must hold one. */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);

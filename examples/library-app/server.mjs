@@ -65,11 +65,18 @@ scheduler.job('slow', { schedule: '0 0 1 1 *', enabled: false }, async (ctx) => 
   await ensureTables(ctx.db);
   ctx.log.info('slow: started');
   await new Promise((resolve, reject) => {
+    // Aborted already (say the lock session was lost while the tables were made): the signal's
+    // 'abort' event has been and will not come again.
+    if (ctx.signal.aborted) return reject(ctx.signal.reason);
     const timer = setTimeout(resolve, Number(env.SLOW_MS ?? 60_000));
-    ctx.signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(ctx.signal.reason);
-    });
+    ctx.signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(ctx.signal.reason);
+      },
+      { once: true },
+    );
   }).catch(async (reason) => {
     // A fresh connection: the pool's may be what was killed.
     await ctx.db.query(

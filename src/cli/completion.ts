@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { Arguments } from 'yargs';
 import { Parser } from 'yargs/helpers';
-import { DEFAULT_NAMESPACE } from '../config/schema.js';
+import { DEFAULT_NAMESPACE } from '../config/defaults.js';
 import { openConnection } from '../store/connect.js';
 import { withDeadline } from '../store/deadline.js';
 import { recentRuns } from '../store/history-reads.js';

@@ -5,7 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { loadConfig, type LoadOptions } from '../config/load.js';
-import { DEFAULT_NAMESPACE, namespaceSchema, type Config } from '../config/schema.js';
+import { DEFAULT_NAMESPACE } from '../config/defaults.js';
+import { namespaceSchema, type Config } from '../config/schema.js';
 import { UsageError } from '../errors.js';
 import { configPath, type CommonArgs } from './options.js';
 

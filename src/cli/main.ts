@@ -3,76 +3,50 @@
  * The `baton` command line: a yargs root and one file per command under ./commands. Handlers are
  * thin: they resolve options, call typed functions, and return an exit code (see ../exit-codes.ts).
  */
-import yargs, { type Argv } from 'yargs';
+import yargs, { type Argv, type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode } from '../exit-codes.js';
 import { version } from '../version.js';
 import { failUsage, noteOptions } from './usage.js';
 
+/** The commands a name on the command line loads: its module, and what it registers. */
+type CommandLoader = () => Promise<CommandModule<object, any>[]>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
 /**
- * The commands, in the order --help lists them. `baton start` is a daemon that lives for months:
- * it loads its own command only, not the others' modules (tables, cron wording, history views),
- * which an idle runner would carry for nothing — a runner's memory is mostly code. Any other
- * invocation (help, completion, a mistyped command) loads them all.
+ * The commands by the name they are invoked with, in the order --help lists them. Each module is
+ * imported only when it is wanted: `baton status` loads the status command and what it imports,
+ * not the other commands' modules (the SMTP client, the backfill's planner, the terminal views of
+ * history), which for a short command were half its start — some 0.35 s of CPU of every
+ * invocation (bench/README.md, "The command line's start") — and for `baton start`, a daemon
+ * that lives for months, memory it would carry for nothing. Any other invocation (help, --version,
+ * completion, a mistyped command, an option before the command) loads them all.
  */
+const COMMANDS: Record<string, CommandLoader> = {
+  start: async () => [(await import('./commands/start.js')).startCommand],
+  run: async () => [(await import('./commands/run.js')).runCommand],
+  backfill: async () => [(await import('./commands/backfill.js')).backfillCommand],
+  status: async () => [(await import('./commands/status.js')).statusCommand],
+  history: async () => [(await import('./commands/history.js')).historyCommand],
+  explain: async () => [(await import('./commands/explain.js')).explainCommand],
+  show: async () => [(await import('./commands/show.js')).showCommand],
+  logs: async () => [(await import('./commands/logs.js')).logsCommand],
+  list: async () => [(await import('./commands/list.js')).listCommand],
+  pause: async () => [(await import('./commands/pause.js')).pauseCommand],
+  resume: async () => [(await import('./commands/pause.js')).resumeCommand],
+  kill: async () => [(await import('./commands/kill.js')).killCommand],
+  audit: async () => [(await import('./commands/audit.js')).auditCommand],
+  validate: async () => [(await import('./commands/validate.js')).validateCommand],
+  migrate: async () => [(await import('./commands/migrate.js')).migrateCommand],
+  prune: async () => [(await import('./commands/prune.js')).pruneCommand],
+  notifications: async () => [(await import('./commands/notifications.js')).notificationsCommand],
+  notify: async () => [(await import('./commands/notifications.js')).notifyCommand],
+};
+
 async function withCommands(cli: Argv): Promise<Argv> {
-  if (process.argv[2] === 'start') {
-    return cli.command((await import('./commands/start.js')).startCommand);
-  }
-  const [
-    start,
-    run,
-    status,
-    history,
-    explain,
-    show,
-    logs,
-    list,
-    pause,
-    validate,
-    migrate,
-    prune,
-    notifications,
-    kill,
-    audit,
-    backfill,
-  ] = await Promise.all([
-    import('./commands/start.js'),
-    import('./commands/run.js'),
-    import('./commands/status.js'),
-    import('./commands/history.js'),
-    import('./commands/explain.js'),
-    import('./commands/show.js'),
-    import('./commands/logs.js'),
-    import('./commands/list.js'),
-    import('./commands/pause.js'),
-    import('./commands/validate.js'),
-    import('./commands/migrate.js'),
-    import('./commands/prune.js'),
-    import('./commands/notifications.js'),
-    import('./commands/kill.js'),
-    import('./commands/audit.js'),
-    import('./commands/backfill.js'),
-  ]);
-  return cli
-    .command(start.startCommand)
-    .command(run.runCommand)
-    .command(backfill.backfillCommand)
-    .command(status.statusCommand)
-    .command(history.historyCommand)
-    .command(explain.explainCommand)
-    .command(show.showCommand)
-    .command(logs.logsCommand)
-    .command(list.listCommand)
-    .command(pause.pauseCommand)
-    .command(pause.resumeCommand)
-    .command(kill.killCommand)
-    .command(audit.auditCommand)
-    .command(validate.validateCommand)
-    .command(migrate.migrateCommand)
-    .command(prune.pruneCommand)
-    .command(notifications.notificationsCommand)
-    .command(notifications.notifyCommand);
+  const named = Object.hasOwn(COMMANDS, process.argv[2] ?? '') ? process.argv[2]! : null;
+  const loaders = named ? [COMMANDS[named]!] : Object.values(COMMANDS);
+  const commands = (await Promise.all(loaders.map((load) => load()))).flat();
+  return commands.reduce((withCommand, command) => withCommand.command(command), cli);
 }
 
 // `baton history | head` closes stdout early: that is the reader's choice, not an error (a

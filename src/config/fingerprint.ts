@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { DEFAULT_OUTPUT_MAX_BYTES, type Config, type JobDefinition } from './schema.js';
+import { DEFAULT_OUTPUT_MAX_BYTES } from './defaults.js';
+import type { Config, JobDefinition } from './schema.js';
 
 export function jobFingerprint(job: JobDefinition, configFile: string): string {
   const base = path.dirname(configFile);

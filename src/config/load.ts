@@ -9,15 +9,17 @@ import type { z } from 'zod';
 import { ConfigError, errorMessage, type ConfigProblem } from '../errors.js';
 import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import { parseDatabaseUrl } from './database-url.js';
-import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
-import { retentionTooShort } from './retention.js';
-import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
-import { formatDuration } from './duration.js';
 import {
   DEFAULT_OUTPUT_MAX_BYTES,
   DEFAULT_NAMESPACE,
   DEFAULT_RETRY_DELAY_MS,
   DEFAULT_TIMEZONE,
+} from './defaults.js';
+import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
+import { retentionTooShort } from './retention.js';
+import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
+import { formatDuration } from './duration.js';
+import {
   fileSchema,
   jobNameSchema,
   type Config,

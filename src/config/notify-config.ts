@@ -13,12 +13,13 @@ import {
   DEFAULT_NOTIFY_EVENTS,
   DEFAULT_NOTIFY_TIMEOUT_MS,
   DEFAULT_THROTTLE_MS,
-  type JobNotify,
-  type NotifyEventName,
-  type NotifyTarget,
-  type RawJobNotify,
-  type RawTarget,
-  type SecretSource,
+} from './defaults.js';
+import type {
+  JobNotify,
+  NotifyTarget,
+  RawJobNotify,
+  RawTarget,
+  SecretSource,
 } from './notify-schema.js';
 import type { PathSegment, YamlSource } from './yaml-source.js';
 
@@ -212,13 +213,3 @@ export function buildJobNotify(
 }
 
 type RawFileNotify = { notify?: Record<string, unknown> };
-
-/** Targets per event: whom an event of the job is told to. */
-export type EventTargets = Partial<Record<NotifyEventName, readonly string[]>>;
-
-/** A job's `notify:` as the writers of events use it: the targets of each event it is told of. */
-export function eventTargets(notify: JobNotify | null): EventTargets {
-  const targets: EventTargets = {};
-  for (const event of notify?.on ?? []) targets[event] = notify!.to;
-  return targets;
-}

@@ -5,32 +5,8 @@
  * parses, an environment variable that is set) are notify-config.ts's.
  */
 import { z } from 'zod';
+import { NOTIFY_EVENTS, type NotifyEventName } from './defaults.js';
 import { duration, durationOrZero } from './value-schemas.js';
-
-/** The events a job may subscribe to (`summary` and `test` are baton's own). */
-export const NOTIFY_EVENTS = [
-  'failed',
-  'timeout',
-  'lost',
-  'missed',
-  'recovered',
-  'no-success',
-  'runner-gone',
-  'detached',
-] as const;
-export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
-
-/** What a job is told of when it says only `notify: {to: [...]}`: failures and recoveries. */
-export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
-  'failed',
-  'timeout',
-  'lost',
-  'recovered',
-];
-/** Failures after the first told one are summed up at most this often. */
-export const DEFAULT_THROTTLE_MS = 10 * 60_000;
-/** How long one delivery may take before it counts as timed out. */
-export const DEFAULT_NOTIFY_TIMEOUT_MS = 10_000;
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name');
 const targetName = z

@@ -53,9 +53,6 @@ const size = z.unknown().transform((value, ctx) => {
   return bytes;
 });
 
-/** What the history keeps of an attempt's output by default: a batch log, not a flood. */
-export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
-
 /** The most `output.max` may be: the tail is held in memory and handed over when a run ends. */
 export const OUTPUT_MAX_LIMIT = 64 * 1024 * 1024;
 
@@ -396,9 +393,5 @@ export interface Config {
   notifyTargets: Record<string, NotifyTarget>;
 }
 
-export const DEFAULT_NAMESPACE = 'default';
-export const DEFAULT_TIMEZONE = 'UTC';
-export const DEFAULT_RETRY_DELAY_MS = 10_000;
-
-export type { JobNotify, NotifyEventName, NotifyTarget, SecretSource } from './notify-schema.js';
-export { NOTIFY_EVENTS } from './notify-schema.js';
+export type { JobNotify, NotifyTarget, SecretSource } from './notify-schema.js';
+export type { NotifyEventName } from './defaults.js';

@@ -5,6 +5,7 @@
  *
  * One set per pool and namespace, for as long as the pool lives.
  */
+import { asError } from '../errors.js';
 import { Batcher, type BatchResult } from '../store/batcher.js';
 import type { Queryable } from '../store/deadline.js';
 import {
@@ -33,13 +34,22 @@ export interface HolderFacts {
   host: string | null;
 }
 
-export interface HolderAsk {
-  lockName: string;
+/** A fire's generation: which fire, and which re-run of it (default 0, the scheduled one). */
+export interface FireAsk {
   job: string;
   scheduledAt: Date;
-  /** The generation contended (a re-run's); default 0. */
   rerun?: number;
 }
+
+export interface HolderAsk extends FireAsk {
+  lockName: string;
+}
+
+/**
+ * Each of these batchers sends one statement at a time; what its fires ask for meanwhile goes in
+ * its next (store/batcher.ts): a runner behind its fires sends fewer, larger statements.
+ */
+const ONE_AT_A_TIME = [250, 1] as const;
 
 export class FireBatches {
   private static readonly byPool = new WeakMap<Queryable, Map<string, FireBatches>>();
@@ -58,82 +68,109 @@ export class FireBatches {
   ) {}
 
   /** The job's pause, if it is paused. */
-  readonly pause = new Batcher<string, Pause | null>(async (jobs) => {
-    const pauses = await findPauses(this.pool, this.namespace, unique(jobs));
-    return jobs.map((job) => ({ value: pauses.get(job) ?? null }));
-  });
+  readonly pause = new Batcher<string, Pause | null>(
+    async (jobs) => {
+      const pauses = await findPauses(this.pool, this.namespace, unique(jobs));
+      return jobs.map((job) => ({ value: pauses.get(job) ?? null }));
+    },
+    ...ONE_AT_A_TIME,
+  );
 
   /** The job's `running` rows whose lock session is gone. */
-  readonly orphans = new Batcher<string, OrphanRun[]>(async (jobs) => {
-    const orphans = await findOrphanRuns(this.pool, this.namespace, new Date(0), unique(jobs));
-    return jobs.map((job) => ({ value: orphans.filter((o) => o.job === job) }));
-  });
+  readonly orphans = new Batcher<string, OrphanRun[]>(
+    async (jobs) => {
+      const orphans = await findOrphanRuns(this.pool, this.namespace, new Date(0), unique(jobs));
+      return jobs.map((job) => ({ value: orphans.filter((o) => o.job === job) }));
+    },
+    ...ONE_AT_A_TIME,
+  );
 
   /** See HolderFacts. */
-  readonly holder = new Batcher<HolderAsk, HolderFacts>(async (asks) => {
-    const holders = await lockHolders(
-      this.pool,
-      asks.map((a) => a.lockName),
-    );
-    const ids = unique(holders.filter((h): h is number => h != null));
-    const [running, winners, hosts] = await Promise.all([
-      ids.length
-        ? runsOfLockSessions(this.pool, this.namespace, unique(asks.map((a) => a.job)), ids)
-        : [],
-      winnersOfFires(this.pool, this.namespace, asks),
-      ids.length ? hostsOfLockSessions(this.pool, this.namespace, ids) : new Map<number, string>(),
-    ]);
-    return asks.map((ask, i) => {
-      const holder = holders[i]!;
-      const latest = (runs: Run[]) =>
-        runs.reduce<Run | null>((a, r) => (!a || r.id > a.id ? r : a), null);
-      const firstSlot = (runs: Run[]) =>
-        runs.reduce<Run | null>((a, r) => (!a || r.workerSlot! < a.workerSlot! ? r : a), null);
-      return {
-        value: {
-          holder,
-          run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
-          winner: firstSlot(
-            winners.filter(
-              (r) =>
-                r.job === ask.job &&
-                r.scheduledAt.getTime() === ask.scheduledAt.getTime() &&
-                r.rerun === (ask.rerun ?? 0),
-            ),
-          ),
-          host: holder == null ? null : (hosts.get(holder) ?? null),
-        },
-      };
-    });
-  });
+  readonly holder = new Batcher<HolderAsk, HolderFacts>(
+    async (asks) => {
+      const holders = await lockHolders(
+        this.pool,
+        asks.map((a) => a.lockName),
+      );
+      const ids = unique(holders.filter((h): h is number => h != null));
+      const [running, winners, hosts] = await Promise.all([
+        ids.length
+          ? runsOfLockSessions(this.pool, this.namespace, unique(asks.map((a) => a.job)), ids)
+          : [],
+        winnersOfFires(this.pool, this.namespace, asks),
+        ids.length
+          ? hostsOfLockSessions(this.pool, this.namespace, ids)
+          : new Map<number, string>(),
+      ]);
+      return asks.map((ask, i) => {
+        const holder = holders[i]!;
+        const latest = (runs: Run[]) =>
+          runs.reduce<Run | null>((a, r) => (!a || r.id > a.id ? r : a), null);
+        return {
+          value: {
+            holder,
+            run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
+            winner: winnerOf(winners, ask),
+            host: holder == null ? null : (hosts.get(holder) ?? null),
+          },
+        };
+      });
+    },
+    ...ONE_AT_A_TIME,
+  );
+
+  /**
+   * The winner of a fire's generation (its first slot taken), if it was claimed: what a fire
+   * contended late looks up before it asks for the lock (fire-protocol.ts).
+   */
+  readonly winner = new Batcher<FireAsk, Run | null>(
+    async (asks) => {
+      const winners = await winnersOfFires(this.pool, this.namespace, asks);
+      return asks.map((ask) => ({ value: winnerOf(winners, ask) }));
+    },
+    ...ONE_AT_A_TIME,
+  );
 
   /** Inserts the winning row of a fire whose job's lock is held (see claimFires). */
-  readonly claim = new Batcher<Claim, ClaimResult>(async (claims) =>
-    (await claimFires(this.pool, claims)).map((value) => ({ value })),
+  readonly claim = new Batcher<Claim, ClaimResult>(
+    async (claims) => (await claimFires(this.pool, claims)).map((value) => ({ value })),
+    ...ONE_AT_A_TIME,
   );
 
   /**
    * Writes the skip row, its id; or adds a tallied skip to its tally (`tally`), null. One
    * statement for the rows and one for the tallies of a turn.
    */
-  readonly skip = new Batcher<Skip, number | null>(async (skips) => {
-    const rows = skips.filter((s) => !s.tally);
-    const tallied = skips.filter((s) => s.tally);
-    // Each statement answers its own skips: a failed tally does not fail the rows, nor back.
-    const [ids, counted] = await Promise.allSettled([
-      rows.length ? insertSkips(this.pool, rows) : [],
-      tallied.length ? tallySkips(this.pool, tallied) : null,
-    ]);
-    let next = 0;
-    return skips.map((s): BatchResult<number | null> => {
-      const done = s.tally ? counted : ids;
-      if (done.status === 'rejected') return { error: asError(done.reason) };
-      return { value: s.tally ? null : (ids as PromiseFulfilledResult<number[]>).value[next++]! };
-    });
-  });
+  readonly skip = new Batcher<Skip, number | null>(
+    async (skips) => {
+      const rows = skips.filter((s) => !s.tally);
+      const tallied = skips.filter((s) => s.tally);
+      // Each statement answers its own skips: a failed tally does not fail the rows, nor back.
+      const [ids, counted] = await Promise.allSettled([
+        rows.length ? insertSkips(this.pool, rows) : [],
+        tallied.length ? tallySkips(this.pool, tallied) : null,
+      ]);
+      let next = 0;
+      return skips.map((s): BatchResult<number | null> => {
+        const done = s.tally ? counted : ids;
+        if (done.status === 'rejected') return { error: asError(done.reason) };
+        return { value: s.tally ? null : (ids as PromiseFulfilledResult<number[]>).value[next++]! };
+      });
+    },
+    ...ONE_AT_A_TIME,
+  );
 }
 
-const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+/** Of `winners` (rows of several fires), the asked generation's first slot taken. */
+function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
+  let first: Run | null = null;
+  for (const r of winners) {
+    if (r.job !== ask.job || r.scheduledAt.getTime() !== ask.scheduledAt.getTime()) continue;
+    if (r.rerun !== (ask.rerun ?? 0)) continue;
+    if (!first || r.workerSlot! < first.workerSlot!) first = r;
+  }
+  return first;
+}
 
 function unique<T>(xs: readonly T[]): T[] {
   return [...new Set(xs)];

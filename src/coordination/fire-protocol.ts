@@ -16,14 +16,21 @@
  *    after a 30 ms job. So the lock holder claims the fire by inserting the winner row; a
  *    duplicate key means this fire already ran elsewhere: release the lock and record a skip.
  *
- * A stale fire — contended more than STALE_FIRE_MS after its planned start (its instant plus the
- * job's jitter delay, if any), by a runner that stalled or woke late — first looks up its winner, without the lock: one that has one is skipped as
- * already run, and the job's lock stays free for the runners on time and the job's next fire.
+ * Who asks first: each fire has a *first asker* (first-asker.ts), the runner that contends at the
+ * instant; the others contend a lead later (`afterLead`). They, and a stale fire — contended more
+ * than STALE_FIRE_MS after its planned start (its instant plus the job's jitter delay, if any),
+ * by a runner that stalled or woke late — first look up the fire's winner, without the lock: a
+ * fire that has one is skipped as taken or already run, and the job's lock stays free for the
+ * runners on time and the job's next fire. Neither changes who may win: a fire with no winner yet
+ * is contended as below.
  *
  * A lock met *passing* — its holder runs nothing: it is claiming this very fire, or giving the
  * lock back after a run that just ended or a fire the fire key refused it — is asked for again
  * for up to LOCK_PASSING_WAIT_MS, until the fire has a winner or the lock is free: a fire is not
  * left without a winner because every runner met a lock on its way back.
+ *
+ * The claim and the wait while the lock passes are in fire-claim.ts, the words of a contention
+ * (its context, options and answer) in contention.ts.
  *
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
@@ -45,79 +52,26 @@
  * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
  * slot ever runs twice.
  */
-import type { EventTargets } from '../config/notify-config.js';
-import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
-import { errorMessage } from '../errors.js';
-import type { Queryable } from '../store/deadline.js';
-import type { Pause } from '../store/pauses.js';
-import { abandonClaim, claimFires } from '../store/fire-claims.js';
 import { findAttemptWinner, findWinnerOnHost } from '../store/fire-reads.js';
-import type { OrphanRun } from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
-import type { SkipKind } from '../run-status.js';
 import { jobLockName } from '../lock-names.js';
+import {
+  quiet,
+  type ContendOptions,
+  type Contention,
+  type FireContext,
+  type NotWon,
+  type Prefetch,
+  type Won,
+} from './contention.js';
+import { claim, contendWhileLockPasses } from './fire-claim.js';
 import { FireBatches } from './fire-batches.js';
 import { describeHolder } from './lock-holder.js';
-import { declareLost, reapOrphanRuns } from './reaper.js';
-import type { LockSession } from './lock-session.js';
 import * as skips from './skip-reasons.js';
 import type { SkipReason } from './skip-reasons.js';
 
-/** What a runner needs to contend for fires: who it is, and its handles on the database. */
-export interface FireContext {
-  database: string;
-  namespace: string;
-  host: string;
-  pid: number;
-  pool: Queryable;
-  lock: LockSession;
-  /** Now by the database's clock (queue deadlines are database instants); default this host's. */
-  now?: () => Date;
-}
-
-export type Contention =
-  | { won: true; runId: number; lockName: string | null; slot: number }
-  | { won: false; runId: number | null; kind: SkipKind; reason: string }; // null: tallied
-
-type Won = Extract<Contention, { won: true }>;
-/** A slot or fire this runner could not have, and why (not recorded yet). */
-type NotWon = { won: false; skip: SkipReason };
-
-export interface ContendOptions {
-  /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
-  waitSeconds?: number;
-  /** The fire this runner is already running for the job, if it is; skips without GET_LOCK. */
-  runningHere?: Date | null;
-  /** Default `skip`. */
-  overlap?: OverlapPolicy;
-  /** `queue`: keep asking for the lock until this instant (the job's next fire). */
-  queueUntil?: Date | null;
-  /** Ends a queued wait early (the runner is stopping). */
-  signal?: AbortSignal;
-  /** Fan-out: how many runners may win this fire, one per worker slot. Default 1. */
-  workers?: number;
-  /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
-  pauseCheck?: boolean;
-  eventTargets?: EventTargets; // whom the job's events are told to (a dead earlier run's `lost`)
-  /** `tally`: a skip of a fire whose winner was seen is counted, not a row (scheduled fires). */
-  skips?: SkipRecord;
-}
-
-/**
- * Reads a fire needs that do not depend on holding the lock, started together with GET_LOCK so
- * that a winner waits one round trip, not three, before its row is written (fire lag).
- */
-interface Prefetch {
-  pause: Promise<Pause | null>;
-  /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
-  orphans: Promise<OrphanRun[]> | null;
-  targets?: EventTargets; // ContendOptions.eventTargets, for a dead earlier run's `lost`
-}
-
-/** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
-function quiet<T>(p: Promise<T>): Promise<T> {
-  return (p.catch(() => {}), p);
-}
+export type { ContendOptions, Contention, FireContext } from './contention.js';
+export { LOCK_PASSING_WAIT_MS } from './fire-claim.js';
 
 /**
  * How long a runner that found the lock taken waits before it looks up who holds it. Nothing
@@ -156,6 +110,16 @@ export async function contend(
 
   const overlap = options.overlap ?? 'skip';
   const workers = options.workers ?? 1;
+  if (workers === 1 && (options.afterLead || isStale(c, attempt))) {
+    // A fire contended after its first asker's lead (first-asker.ts) has most likely been won by
+    // it; one found this late (a runner thawed after a stall, a wake long behind) by a runner
+    // that was on time. Look before anything else: the look is one statement for all of a turn's
+    // such fires, where the lock, the pause and orphan reads and the holder's description would
+    // be several; and holding the job's lock while the fire key refuses this fire would make the
+    // runners on time skip the job's *next* fire, met at that very moment, and lose it.
+    const winner = await batches.winner.load(attempt);
+    if (winner) return skip(skips.fireHasWinner(winner));
+  }
   const prefetch: Prefetch = {
     pause: quiet(options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null)),
     orphans: overlap === 'skip' ? quiet(batches.orphans.load(attempt.job)) : null,
@@ -200,15 +164,6 @@ export async function contend(
     const pause = await prefetch.pause;
     if (pause) return skip(skips.paused(pause));
     return skip(gaveUp(skips.runningHere(c.host, options.runningHere)));
-  }
-
-  if (workers === 1 && isStale(c, attempt)) {
-    // A fire found this late (a runner thawed after a stall, a wake long behind) has most likely
-    // been run by a runner that was on time. Look before taking the job's lock: holding it while
-    // the fire key refuses this old fire would make the runners on time skip the job's *next*
-    // fire, met at that very moment ("being claimed by …"), and lose it.
-    const winner = await findAttemptWinner(c.pool, c.namespace, attempt);
-    if (winner) return skip(skips.fireHasWinner(winner));
   }
 
   if (workers > 1) {
@@ -320,131 +275,3 @@ async function acquire(
     await new Promise((r) => setTimeout(r, wait));
   }
 }
-
-/**
- * Step 2: the fire key, for the attempt's worker slot. With `lockName` null (overlap `allow`)
- * there is no lock to give back. A slot of this fire that already has a winner is not an error
- * but an answer: `{ won: false, skip }`, with the lock released.
- */
-async function claim(
-  c: FireContext,
-  attempt: Attempt,
-  lockName: string | null,
-  prefetch: Prefetch,
-): Promise<Won | NotWon> {
-  let claimed: number | 'taken';
-  try {
-    if (lockName) {
-      // The lock is ours, so any earlier run of the job that still says `running` is dead.
-      const scope = {
-        namespace: c.namespace,
-        job: attempt.job,
-        serverStartedBefore: new Date(0),
-        noticedBy: c.host,
-        occasion: "when it took the job's lock",
-        targetsOf: () => prefetch.targets,
-      };
-      if (prefetch.orphans) await declareLost(c.pool, await prefetch.orphans, scope);
-      else await reapOrphanRuns(c.pool, scope);
-    }
-    claimed = await claimWhenDue(c, attempt, lockName != null);
-  } catch (err) {
-    // The insert may have committed although its answer was lost (a timeout): leave no row
-    // `running` behind a lock that is about to be released.
-    await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err)).catch(() => {});
-    if (lockName) await c.lock.release(lockName);
-    throw err;
-  }
-  if (claimed !== 'taken') return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
-  if (lockName) await c.lock.release(lockName);
-  const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
-  return { won: false, skip: skips.claimedElsewhere(winner) };
-}
-
-/** How often a claim that came early (by the database's clock) asks again. */
-const EARLY_RETRY_MS = 5;
-/** Beyond this, "early" is not a clock error of milliseconds but a wrong fire: give up. */
-const EARLY_LIMIT_MS = 5_000;
-
-/**
- * Inserts the winner row as soon as the database's clock has reached the fire. Runners fire by
- * the database's clock already, so this waits at most the error of the offset estimate (a
- * millisecond or so); it turns "never before its instant" from an estimate into a guarantee.
- */
-async function claimWhenDue(
-  c: FireContext,
-  attempt: Attempt,
-  locked: boolean,
-): Promise<number | 'taken'> {
-  // Claims under their job's lock are batched. Lock-free ones (`allow`) race the other runners
-  // for the same fire keys: alone, each gets its answer without holding up a batch.
-  const claim = { attempt, lockConnectionId: c.lock.connectionId };
-  const batched = FireBatches.of(c.pool, c.namespace).claim;
-  const giveUpAt = Date.now() + EARLY_LIMIT_MS;
-  for (;;) {
-    const result = locked ? await batched.load(claim) : (await claimFires(c.pool, [claim]))[0]!;
-    if (result === 'taken') return result;
-    if (result !== 'early') return result.runId;
-    if (Date.now() > giveUpAt) {
-      throw new Error(
-        `the fire ${iso(attempt.scheduledAt)} is still in the future by the database's clock`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, EARLY_RETRY_MS));
-  }
-}
-
-/**
- * How long a fire whose job's lock is *passing* — its holder runs nothing: it is writing its claim
- * of this very fire, or giving the lock back after a run that just ended or after a fire the
- * fire key refused it — asks for the lock again before it gives up. Without it, a short job that
- * ends at the next fire's instant, or a runner on a slow link holding the lock while the fire key
- * refuses it a fire already run, leaves the next fire without any winner: every runner met the
- * lock.
- */
-export const LOCK_PASSING_WAIT_MS = 1_000;
-/**
- * The first wait before asking again; each next one is twice as long. Few looks per fire (five
- * in the second), each batched with the other fires' of the same turn (`FireBatches.holder`):
- * in a storm of fires, where most losers meet a winner still claiming, the looks must not
- * become a storm of their own.
- */
-const LOCK_PASSING_FIRST_POLL_MS = 50;
-
-/**
- * Asks for the lock again while it passes (see LOCK_PASSING_WAIT_MS): a winner of this fire
- * showing up ends the wait (the fire is taken), the lock coming free means this runner claims
- * the fire as usual, and a holder that turns out to run the job is an overlap.
- */
-async function contendWhileLockPasses(
-  c: FireContext,
-  lockName: string,
-  attempt: Attempt,
-  options: ContendOptions,
-  prefetch: Prefetch,
-): Promise<Won | NotWon> {
-  const deadline = performance.now() + LOCK_PASSING_WAIT_MS;
-  let last: SkipReason | null = null;
-  for (let wait = LOCK_PASSING_FIRST_POLL_MS; ; wait *= 2) {
-    const left = deadline - performance.now();
-    if (left <= 0 || options.signal?.aborted || !c.lock.usable) break;
-    await new Promise((r) => setTimeout(r, Math.min(wait, left)));
-    const holder = await describeHolder(c.pool, c.namespace, lockName, attempt);
-    last = holder.skip;
-    if (holder.passing == null) return { won: false, skip: holder.skip };
-    if (holder.passing === 'free' && (await c.lock.tryAcquire(lockName, 0))) {
-      const pause = await prefetch.pause;
-      if (pause) {
-        await c.lock.release(lockName);
-        return { won: false, skip: skips.paused(pause) };
-      }
-      return claim(c, attempt, lockName, prefetch);
-    }
-  }
-  return {
-    won: false,
-    skip: last ?? (await describeHolder(c.pool, c.namespace, lockName, attempt)).skip,
-  };
-}
-
-const iso = (d: Date): string => d.toISOString();

@@ -22,7 +22,8 @@ import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './events.js';
-import { holdWhile } from '../keep-alive.js';
+import { background, holdWhile } from '../keep-alive.js';
+import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -53,6 +54,10 @@ export interface DispatcherOptions {
   output: OutputWriter;
   events: RunnerEvents;
   signal: AbortSignal;
+  /** This runner's host id: whether it asks first for a fire (coordination/first-asker.ts). */
+  host: string;
+  /** The other live runners that run `job`, at the last look at the registry (fleet-watch.ts). */
+  companionsRunning?: (job: string) => readonly string[];
 }
 
 /**
@@ -84,9 +89,35 @@ export class Dispatcher {
         resumedAt: m.resumedAt,
       });
     }
-    // Fires of the same instant in an order of this runner's own: the runners then mostly
-    // contend for different jobs first, instead of all queueing on the same lock one by one.
-    for (const fire of shuffleWithinInstant(due)) this.dispatch(fire, 'schedule');
+    // Each fire's first asker contends at once, the others after its lead and looking for its
+    // winner first (coordination/first-asker.ts): an instant's fires are spread over the fleet.
+    const later: DueFire[] = [];
+    // Fires of the same instant in an order of this runner's own: runners that cannot tell who
+    // asks first (a fleet not seen yet) then mostly contend for different jobs first.
+    for (const fire of shuffleWithinInstant(due)) {
+      if (this.asksFirst(fire)) this.dispatch(fire, 'schedule');
+      else later.push(fire);
+    }
+    if (later.length > 0) {
+      background(
+        setTimeout(() => {
+          if (this.o.signal.aborted) return;
+          for (const fire of later) this.dispatch(fire, 'schedule', true);
+        }, FIRST_ASKER_LEAD_MS),
+      );
+    }
+  }
+
+  /**
+   * Whether this runner contends for `fire` at once: it is the fire's first asker among the
+   * runners that run the job, or the fire is one every runner should take at once — a fan-out
+   * job's (each of its slots has a winner of its own).
+   */
+  private asksFirst(fire: DueFire): boolean {
+    const job = this.o.loaded().jobs.get(fire.job);
+    if (!job || job.workers > 1 || !this.o.companionsRunning) return true;
+    const hosts = [this.o.host, ...this.o.companionsRunning(fire.job)];
+    return hosts.length === 1 || firstAsker(hosts, fire.job, fire.scheduledAt) === this.o.host;
   }
 
   /**
@@ -94,7 +125,7 @@ export class Dispatcher {
    * over, run included (null: the job is gone, or the runner stopped first) — the catch-up of
    * every missed fire waits for it before the next (daemon/catch-up.ts); the loop does not.
    */
-  dispatch(fire: DueFire, trigger: Trigger): Promise<FireOutcome | null> {
+  dispatch(fire: DueFire, trigger: Trigger, afterLead = false): Promise<FireOutcome | null> {
     const job = this.o.loaded().jobs.get(fire.job);
     if (!job) return Promise.resolve(null);
     if (fire.lateMs > LATE_WAKE_WARN_MS && trigger === 'schedule') {
@@ -104,7 +135,9 @@ export class Dispatcher {
         lateMs: fire.lateMs,
       });
     }
-    const contended = this.chain(job.name, () => this.fire(job, fire.scheduledAt, trigger));
+    const contended = this.chain(job.name, () =>
+      this.fire(job, fire.scheduledAt, trigger, false, undefined, afterLead),
+    );
     return contended.then(
       (started) => started?.outcome ?? null,
       () => null,
@@ -190,6 +223,7 @@ export class Dispatcher {
     trigger: Trigger,
     manual = false,
     params?: FireOptions['params'],
+    afterLead = false,
   ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
     const { signal, events } = this.o;
     if (signal.aborted) return null;
@@ -203,6 +237,7 @@ export class Dispatcher {
       schedule: manual ? null : (schedules.get(job.name) ?? null),
       // A paused job is skipped at its next fire on every runner (checked with the lock).
       pauseCheck: !manual,
+      ...(afterLead ? { afterLead } : {}),
       signal,
       places: this.places,
       verdicts: this.o.verdicts,

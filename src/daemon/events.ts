@@ -38,6 +38,11 @@ export interface RunnerEventMap extends FireEventMap {
    * runner holds its fires (`detached`); or a runner of the fleet heartbeated here after all.
    */
   'db:detached': { detached: boolean; reason: string };
+  /**
+   * The runners alive with this one changed, as the registry shows them (daemon/fleet-watch.ts):
+   * who shares the fires (coordination/first-asker.ts).
+   */
+  'fleet:companions': { hosts: string[] };
   /** The database turned read-only (a demoted primary) or writable again. */
   'db:readOnly': { readOnly: boolean };
   /** This host's clock crossed the warning threshold, off from the database's or back within. */

@@ -19,6 +19,9 @@
  * The rows such a runner still writes on that server (its registry row, the in-doubt and missed
  * rows of its recovery) cannot make anything run twice: they are on a server the fleet has left.
  *
+ * The same look tells which jobs each companion runs (the keys of its registered schedule, read
+ * again only when its digest changed): who may ask first for a fire (coordination/first-asker.ts).
+ *
  * What this cannot see: a runner that reaches the old primary at its first connect (it has no
  * "before" to compare with) — nor one restarted while detached; a fleet of one; and a runner that
  * the others joined on the wrong server (they all hold nothing then: a whole fleet on the old
@@ -29,7 +32,7 @@ import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
-import { DEFAULT_GONE_AFTER_MS, fleetPeers } from '../store/runners.js';
+import { DEFAULT_GONE_AFTER_MS, fleetPeers, jobsOfRunners } from '../store/runners.js';
 import type { RunnerEvents } from './events.js';
 
 /**
@@ -72,6 +75,8 @@ export class FleetWatch {
   private readonly listeners: (() => void)[] = [];
   /** The other runners alive on this runner's server at its last look (see the header). */
   private companions: string[] = [];
+  /** The jobs each of them registered, and the digest of its schedule they were read at. */
+  private companionJobs = new Map<string, { digest: string; jobs: ReadonlySet<string> }>();
 
   private watching = false;
 
@@ -91,17 +96,52 @@ export class FleetWatch {
         const pool = this.stateNow === 'with-fleet' ? o.pool() : null;
         const generation = this.generation;
         if (pool) {
-          const peers = await fleetPeers(pool, o.namespace(), o.host).catch(() => null);
+          const alive = await this.lookAtCompanions(pool).catch(() => null);
           // A look that a failover overtook is about the old server: not kept.
-          if (peers && generation === this.generation && this.stateNow === 'with-fleet') {
-            this.companions = peers
-              .filter((p) => p.agoMs <= DEFAULT_GONE_AFTER_MS)
-              .map((p) => p.host);
+          if (alive && generation === this.generation && this.stateNow === 'with-fleet') {
+            const hosts = alive.map((p) => p.host).sort();
+            if (hosts.join('\n') !== [...this.companionJobs.keys()].sort().join('\n')) {
+              o.events.emit('fleet:companions', { hosts });
+            }
+            this.companions = hosts;
+            this.companionJobs = new Map(alive.map((p) => [p.host, p.known]));
           }
         }
         await delay(COMPANIONS_MS, o.signal);
       }
     })();
+  }
+
+  /**
+   * The other runners alive with this one that run `job`, as the registry showed them at the
+   * last look (every COMPANIONS_MS): who may ask first for its fires (coordination/first-asker.ts).
+   */
+  companionsRunning(job: string): string[] {
+    const hosts: string[] = [];
+    for (const [host, { jobs }] of this.companionJobs) if (jobs.has(job)) hosts.push(host);
+    return hosts;
+  }
+
+  /** The companions alive now, with their jobs: read again only for a schedule that changed. */
+  private async lookAtCompanions(
+    pool: Queryable,
+  ): Promise<{ host: string; known: { digest: string; jobs: ReadonlySet<string> } }[]> {
+    const namespace = this.o.namespace();
+    const peers = await fleetPeers(pool, namespace, this.o.host);
+    const alive = peers.filter((p) => p.agoMs <= DEFAULT_GONE_AFTER_MS);
+    const stale = alive.filter((p) => this.companionJobs.get(p.host)?.digest !== p.scheduleDigest);
+    const fresh = await jobsOfRunners(
+      pool,
+      namespace,
+      stale.map((p) => p.host),
+    );
+    return alive.map((p) => {
+      const read = fresh.get(p.host);
+      const known = read
+        ? { digest: p.scheduleDigest, jobs: new Set(read) }
+        : (this.companionJobs.get(p.host) ?? { digest: '', jobs: new Set<string>() });
+      return { host: p.host, known };
+    });
   }
 
   /** Calls `listener` when the runner turns detached or lets go (the registrar writes it). */

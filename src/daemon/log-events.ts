@@ -128,6 +128,7 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
       log.warn('the fleet is on this server after all: fires run again');
     }
   });
+  events.on('fleet:companions', (e) => log.debug({ companions: e.hosts }, 'fleet: companions'));
   events.on('db:readOnly', (e) => {
     if (e.readOnly) {
       log.error(

@@ -18,7 +18,7 @@
  */
 import type { PoolConnection } from 'mysql2/promise';
 import { connectionVariables } from '../config/connections.js';
-import { DEFAULT_THROTTLE_MS } from '../config/notify-schema.js';
+import { DEFAULT_THROTTLE_MS } from '../config/defaults.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';

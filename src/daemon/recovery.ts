@@ -23,7 +23,7 @@ import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
-import { eventTargets } from '../config/notify-config.js';
+import { eventTargets } from '../config/event-targets.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import { catchUpAll, MAX_CATCH_UP_FIRES, type CatchUpWalks } from './catch-up.js';

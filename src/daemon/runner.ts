@@ -19,7 +19,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Config } from '../config/schema.js';
-import { eventTargets } from '../config/notify-config.js';
+import { eventTargets } from '../config/event-targets.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
@@ -32,8 +32,7 @@ import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
-import { warmHostsFor } from '../execution/job-process.js';
-import { stopModuleHosts } from '../execution/warm-hosts.js';
+import { stopModuleHosts, warmHostsFor } from '../execution/warm-hosts.js';
 import { connectionVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
@@ -134,6 +133,8 @@ export class Runner {
       output: new OutputWriter(log),
       events: this.events,
       signal,
+      host,
+      companionsRunning: (job) => this.link.fleet.companionsRunning(job),
     });
     this.loop = new SchedulerLoop(
       this.loaded.schedules,
@@ -321,7 +322,7 @@ export class Runner {
     this.loaded = loadSchedule(config, this.loaded, now);
     // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
-    warmHostsFor(warmed, connectionVariables(config));
+    warmHostsFor(warmed, connectionVariables(config), this.log);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }

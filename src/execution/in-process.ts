@@ -117,17 +117,26 @@ function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOption
   const handler = handlers.get(job.name);
   const controller = new AbortController();
   const output = runOutput(options);
-  const log: Logger = pino(
-    { base: { job: fire.job, runId: fire.runId, host: fire.host, attempt: fire.attempt } },
-    { write: output.write },
-  );
   const ctx = {
     ...fire,
     fire,
     params: fire.params ?? {},
-    log,
     signal: controller.signal,
   } as JobContext;
+  // Made when first used: a logger takes longer to build than a short handler takes to run, and
+  // a fire of many jobs calls its handlers one after another.
+  let log: Logger | undefined;
+  Object.defineProperty(ctx, 'log', {
+    get: () =>
+      (log ??= pino(
+        { base: { job: fire.job, runId: fire.runId, host: fire.host, attempt: fire.attempt } },
+        { write: output.write },
+      )),
+    // A handler may replace it (`ctx.log = ctx.log.child({...})`), as it could a plain property.
+    set: (replacement: Logger) => (log = replacement),
+    enumerable: true,
+    configurable: true,
+  });
   // Not enumerable: logging or spreading ctx must not serialise a pool (its config holds the
   // password), nor create one.
   Object.defineProperty(ctx, 'db', { get: () => poolFor(options.database), enumerable: false });

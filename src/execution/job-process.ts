@@ -43,6 +43,7 @@ import type { FinalStatus } from '../run-status.js';
 import { truncate } from '../text.js';
 import { TSX_MISSING, TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import { fireEnvironment, type FireInfo } from './job-context.js';
+import { inheritedEnvironment } from './job-environment.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import {
   spawnGroupChild,
@@ -57,7 +58,7 @@ import { OutputTail } from './output-tail.js';
 import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
-import { hostKind, takeModuleHost, warmModuleHosts, type WarmHost } from './warm-hosts.js';
+import { hostKind, takeModuleHost, type WarmHost } from './warm-hosts.js';
 
 export interface JobResult {
   /** `done` or `failed` by the job's own exit; the others when the runner stopped it. */
@@ -142,23 +143,6 @@ const LEASE_REFUSED = 'ELEASE';
 /** The history's `error` is one line for humans; the details are in the output tail. */
 const ERROR_MAX = 2_000;
 
-/**
- * The runner's environment minus its own settings: BATON_* configures the runner (and
- * BATON_DATABASE_URL carries the database password), so none of it reaches a job — a job that
- * prints its environment must not put the password into its output tail. The job's BATON_*
- * variables are the fire's (`fireEnvironment`); a job that needs a database gets its URL through
- * its own `env:`. CREDENTIALS_DIRECTORY (systemd's, which may hold the runner's `database-url`)
- * is the runner's too: a job is not pointed at it.
- */
-function inheritedEnvironment(withhold: ReadonlySet<string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (key === 'CREDENTIALS_DIRECTORY') continue;
-    if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;
-  }
-  return env;
-}
-
 function describeSpawnError(
   err: { code: string | undefined; message: string },
   file: string,
@@ -202,15 +186,6 @@ type InProcessStart = (job: JobDefinition, fire: FireInfo, options: StartOptions
 let inProcessStart: InProcessStart | null = null;
 export function setInProcessStart(start: InProcessStart | null): void {
   inProcessStart = start;
-}
-
-/**
- * Keeps a module host warm for each kind of module job in `jobs` (the daemon, at each load of its
- * schedule); `withholdEnv` as for startJob. Hosts warm before are replaced.
- */
-export function warmHostsFor(jobs: readonly JobDefinition[], withholdEnv: readonly string[]): void {
-  const kinds = jobs.map(hostKind).filter((kind) => kind != null);
-  warmModuleHosts(kinds, inheritedEnvironment(new Set(withholdEnv)));
 }
 
 /** A warm host for this run, if one waits (never for `tee` runs: one run per process). */

@@ -7,6 +7,10 @@
  * The error of a failed job is sent to the parent over the IPC channel, so the history row says
  * what went wrong without parsing the output.
  *
+ * Once the job has settled, the host exits at once, whatever the job left open (a timer, a socket),
+ * but for the file-system requests still in flight, which get up to FILE_REQUESTS_MS to land
+ * (file-requests.ts): tsx's cache writes among them, which an exit cut off in mid-write.
+ *
  * Two ways a job can end without settling are caught here, because both would otherwise look like
  * success: calling `process.exit()` in the middle of its work, and returning a promise that never
  * settles while nothing else keeps the process alive (Node then simply exits with code 0).
@@ -19,18 +23,28 @@
  * nothing of the job before its run: the module (and all it imports) is read when the run starts,
  * so a file changed on disk runs as changed. A warm host whose runner goes away before its run
  * came (the channel closes) exits at once.
+ *
+ * While it waits, a warm host also does what a run would otherwise do first: it makes the root
+ * logger (the run gets a child of it: pino() costs ~2 ms, a child a tenth of that), and, for a
+ * kind of TypeScript jobs (`--tsx-warm-up`), it warms tsx up (tsx-warm-up.ts) before it says it
+ * is warm — the runner logs what it did, at debug level.
  */
 import { pathToFileURL } from 'node:url';
 import mysql, { type ConnectionOptions, type Pool } from 'mysql2/promise';
 import { pino } from 'pino';
 import { fireFromEnvironment, type JobContext } from './job-context.js';
+import { fileRequestsSettled } from './file-requests.js';
+import { TSX_WARM_UP_FLAG, warmUpTsx, type WarmUpReport } from './tsx-warm-up.js';
 
 /** Child → runner. */
 export type HostMessage =
   | { kind: 'error'; message: string }
   | { kind: 'ready' }
-  /** A warm host has loaded all it loads before its run (warm-hosts.ts prefers such a host). */
-  | { kind: 'warm' };
+  /**
+   * A warm host has loaded all it loads before its run (warm-hosts.ts prefers such a host), and
+   * warmed tsx up when asked to.
+   */
+  | { kind: 'warm'; warmUp?: WarmUpReport };
 
 /**
  * Runner → child, in answer to `ready`: what the job may connect to (`ctx.db`). Sent over IPC,
@@ -53,6 +67,8 @@ export interface WarmRun {
 
 /** Started ahead of need (warm-hosts.ts): the run comes in the init message. */
 const WARM = process.argv.includes('--warm');
+/** A warm host for TypeScript jobs: it warms tsx up before it says it is warm. */
+const WARM_UP = process.argv.includes(TSX_WARM_UP_FLAG);
 
 /** How long the host waits for the runner's init message (it comes at once). */
 const INIT_TIMEOUT_MS = 5_000;
@@ -157,13 +173,13 @@ process.on('beforeExit', () => {
 
 /**
  * A warm host's wait for its run: no timeout (the runner sends it when a fire is won); the
- * channel is kept open by the listeners until then, and a runner gone before it closes it.
+ * channel is kept open by the listeners until then, and a runner gone before it closes it. It
+ * listens before it warms up: a fire that found no host done warming sends its run to one still
+ * at it, and that run must wait for the warm-up, not be missed.
  */
-function receiveRun(): Promise<InitMessage | null> {
-  if (!process.send || !process.connected) return Promise.resolve(null);
-  const warm: HostMessage = { kind: 'warm' };
-  process.send(warm);
-  return new Promise((resolve) => {
+async function receiveRun(): Promise<InitMessage | null> {
+  if (!process.send || !process.connected) return null;
+  const run = new Promise<InitMessage | null>((resolve) => {
     const onGone = () => realExit(0);
     process.once('disconnect', onGone);
     process.once('message', (msg: InitMessage) => {
@@ -171,6 +187,10 @@ function receiveRun(): Promise<InitMessage | null> {
       resolve(msg?.kind === 'init' && msg.run ? msg : null);
     });
   });
+  const warm: HostMessage = { kind: 'warm' };
+  if (WARM_UP) warm.warmUp = await warmUpTsx();
+  process.send(warm);
+  return run;
 }
 
 /** The run's environment replaces the host's (Node passes process.env on to its children). */
@@ -181,6 +201,8 @@ function becomeRun(run: WarmRun): void {
 }
 
 async function main(): Promise<number> {
+  // Before the wait, in a warm host: the run only binds its child (the lines are the same).
+  const rootLog = pino({ base: null });
   let init: InitMessage | null = null;
   if (WARM) {
     init = await receiveRun();
@@ -212,8 +234,11 @@ async function main(): Promise<number> {
 
   init ??= await receiveInit();
   const db = lazyPool(init);
-  const log = pino({
-    base: { job: fire.job, runId: fire.runId, host: fire.host, worker: fire.worker.slot },
+  const log = rootLog.child({
+    job: fire.job,
+    runId: fire.runId,
+    host: fire.host,
+    worker: fire.worker.slot,
   });
   const ctx = { ...fire, fire, log, signal: controller.signal } as JobContext;
   // Not enumerable: logging or spreading ctx must neither serialise the pool (its config holds
@@ -228,17 +253,27 @@ async function main(): Promise<number> {
   return 0;
 }
 
+/** How long a settled job's process waits at most for its file-system requests in flight. */
+const FILE_REQUESTS_MS = 50;
+
+/**
+ * Exits after a turn of the event loop and the file writes in flight (see the header). A job
+ * that resolved but left a timer or socket open must not keep the run "running".
+ */
+function exitSoon(code: number): void {
+  setImmediate(() => void fileRequestsSettled(FILE_REQUESTS_MS).then(() => realExit(code)));
+}
+
 main().then(
   (code) => {
     settled = true;
     process.exitCode = code;
-    // A job that resolved but left a timer or socket open must not keep the run "running".
-    setImmediate(() => realExit(code));
+    exitSoon(code);
   },
   (err: unknown) => {
     settled = true;
     if (err instanceof Error) report(err.message || err.name, err.stack ?? err.message);
     else report(`job threw: ${String(err)}`);
-    setImmediate(() => realExit(1));
+    exitSoon(1);
   },
 );

@@ -21,6 +21,11 @@
  * finds none waiting (more runs of one kind at once, a host that died, a kind beyond the cap, a
  * job whose `env:` sets a variable Node reads when it starts) starts cold, as before.
  *
+ * A host for TypeScript jobs also warms tsx up before it says it is warm (tsx-warm-up.ts): it
+ * imports baton's own `.ts` files, so that tsx's and Node's first use of their TypeScript paths is
+ * not the job's import. The runner logs each host's warm-up at debug level, and a failed one (the
+ * run then pays that first use) once per kind as a warning.
+ *
  * Staleness: a warm host has loaded only baton's own code and tsx, never the job's; the module is
  * imported when the run starts, so a file changed on disk runs as changed. What a host read when
  * it started is its environment and tsx's `tsconfig.json`: every (re)load of the schedule
@@ -34,10 +39,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
+import type { Logger } from '../log.js';
 import { TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import type { OutputStream } from './output-capture.js';
+import { inheritedEnvironment } from './job-environment.js';
 import { signalProcessGroup, type EarlyOutput } from './job-launch.js';
 import type { HostMessage } from './module-host.js';
+import { TSX_WARM_UP_FLAG, type WarmUpReport } from './tsx-warm-up.js';
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
 const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js', import.meta.url));
@@ -96,10 +104,14 @@ class Slot {
   private deaths = 0;
   private closed = false;
 
+  /** A failed warm-up was logged: once per kind, not at every host. */
+  private toldWarmUpFailed = false;
+
   constructor(
     readonly kind: HostKind,
     private readonly env: NodeJS.ProcessEnv,
     private readonly size: number,
+    private readonly log: Logger | undefined,
   ) {
     this.fill();
   }
@@ -148,7 +160,8 @@ class Slot {
     const args = [...(this.kind.loader ? ['--import', this.kind.loader] : []), MODULE_HOST];
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [...args, '--warm'], {
+      const warmUp = this.kind.loader ? [TSX_WARM_UP_FLAG] : [];
+      child = spawn(process.execPath, [...args, '--warm', ...warmUp], {
         cwd: this.kind.cwd,
         env: this.env,
         detached: true,
@@ -160,7 +173,9 @@ class Slot {
     }
     const host: Host = { child, earlier: [], bornAt: performance.now(), loaded: false };
     child.on('message', (msg: HostMessage) => {
-      if (msg?.kind === 'warm') host.loaded = true;
+      if (msg?.kind !== 'warm') return;
+      host.loaded = true;
+      this.tell(child.pid, msg.warmUp);
     });
     let kept = 0;
     const keep = (stream: OutputStream) => (bytes: Buffer) => {
@@ -177,6 +192,18 @@ class Slot {
     holdRunner(child, false);
     this.hosts.push(host);
     return true;
+  }
+
+  /** A host is warm: at debug level what it did (the e2e tests' proof), a failure once. */
+  private tell(hostPid: number | undefined, warmUp: WarmUpReport | undefined): void {
+    const { cwd } = this.kind;
+    this.log?.debug({ hostPid, cwd, tsx: this.kind.loader != null, warmUp }, 'module host warm');
+    if (warmUp?.error == null || this.toldWarmUpFailed) return;
+    this.toldWarmUpFailed = true;
+    this.log?.warn(
+      { cwd, error: warmUp.error },
+      "a warm module host could not warm tsx up: its .ts runs pay tsx's first use (they run)",
+    );
   }
 
   /** A waiting host died (or never started): another one, after a pause. */
@@ -212,12 +239,30 @@ function holdRunner(child: ChildProcess, hold: boolean): void {
 const slots = new Map<string, Slot>();
 
 /**
+ * Keeps a module host warm for each kind of module job in `jobs` (the daemon, at each load of its
+ * schedule), with the environment every job inherits (`withholdEnv`: see job-environment.ts).
+ * Hosts warm before are replaced.
+ */
+export function warmHostsFor(
+  jobs: readonly JobDefinition[],
+  withholdEnv: readonly string[],
+  log?: Logger,
+): void {
+  const kinds = jobs.map(hostKind).filter((kind) => kind != null);
+  warmModuleHosts(kinds, inheritedEnvironment(new Set(withholdEnv)), log);
+}
+
+/**
  * Keeps hosts warm for the module jobs whose kinds are `kinds` (one entry per job), with `env` as
  * their environment, replacing every host that was warm before (a (re)load of the schedule: see
  * the header): two per kind, at most MAX_HOSTS in all (the first round gives every kind one, in
  * the schedule's order).
  */
-export function warmModuleHosts(kinds: readonly HostKind[], env: NodeJS.ProcessEnv): void {
+export function warmModuleHosts(
+  kinds: readonly HostKind[],
+  env: NodeJS.ProcessEnv,
+  log?: Logger,
+): void {
   stopModuleHosts();
   const jobs = new Map<string, { kind: HostKind; size: number }>();
   for (const kind of kinds) jobs.set(keyOf(kind), jobs.get(keyOf(kind)) ?? { kind, size: 0 });
@@ -230,7 +275,7 @@ export function warmModuleHosts(kinds: readonly HostKind[], env: NodeJS.ProcessE
     }
   }
   for (const [key, { kind, size }] of jobs) {
-    if (size > 0) slots.set(key, new Slot(kind, env, size));
+    if (size > 0) slots.set(key, new Slot(kind, env, size, log));
   }
 }
 

@@ -16,83 +16,19 @@
  * where to keep a verdict the database cannot take yet.
  */
 import type { DatabaseTarget } from '../config/database-url.js';
-import { formatDuration } from '../config/duration.js';
-import { eventTargets } from '../config/notify-config.js';
-import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
-import { contend, type Contention, type FireContext } from '../coordination/fire-protocol.js';
+import { eventTargets } from '../config/event-targets.js';
+import type { JobDefinition } from '../config/schema.js';
+import { contend, type Contention } from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
-import type { FireInfo } from '../execution/job-context.js';
-import { startJob, type JobResult } from '../execution/job-process.js';
-import type { RunLease } from '../execution/run-lease.js';
-import type { SkipKind, Trigger } from '../run-status.js';
-import type { Schedule } from '../schedule/cron.js';
 import { plannedStart } from '../schedule/jitter.js';
-import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
-import type { RunParams } from '../store/runs.js';
-import type { FireEvents, FireRef, NotAttemptedCause } from './events.js';
-import type { Limiter } from './limiter.js';
-import { localOverlap, takesContentionPlace, LocalRuns, type LocalRun } from './local-runs.js';
-import { KILL_GRACE_MS, LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
-import type { OutputSink } from '../execution/job-launch.js';
-import { OutputLines } from './output-lines.js';
-import type { OutputWriter } from './output-writer.js';
-import type { VerdictBacklog } from './verdict-backlog.js';
+import type { FireRef, NotAttemptedCause } from './events.js';
+import type { FireOptions, FireOutcome } from './fire-types.js';
+import { localOverlap, takesContentionPlace, type LocalRun } from './local-runs.js';
+import { LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
+import { attemptAndRecord } from './winner-run.js';
 
-export type FireOutcome =
-  | { status: 'ran'; runId: number; result: JobResult; attempts: number; recorded: boolean }
-  | { status: 'skipped'; runId: number | null; kind: SkipKind; reason: string; contendMs: number }
-  /** Not contended, or not to the end; the `fire:notAttempted` event said why. */
-  | { status: 'not-attempted'; cause: NotAttemptedCause }
-  /** The runner began to stop before this fire was contended: nothing was done or recorded. */
-  | { status: 'stopped' };
-
-export interface FireOptions {
-  trigger: Trigger;
-  /**
-   * The lock session and pool to contend with, asked for when needed (a queued fire may wait
-   * across a reconnect); null while there is no usable lock session.
-   */
-  context: () => FireContext | null;
-  /** This process's runs: read by the overlap policy, and the run is added while it goes. */
-  runs: LocalRuns;
-  /** The job's overlap policy; without it a fire is contended like `skip` (manual runs). */
-  overlap?: OverlapPolicy;
-  /** The job's schedule: a queued fire waits at most until the next fire. */
-  schedule?: Schedule | null;
-  /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
-  waitSeconds?: number;
-  /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
-  pauseCheck?: boolean;
-  /** The runner is stopping: no new contention, a queued fire stops waiting. */
-  signal?: AbortSignal;
-  /** The runner's bound on contentions at once (a queued fire takes no place). */
-  places?: Limiter;
-  /** Where a verdict the database cannot take is kept; without it the error is thrown. */
-  verdicts?: VerdictBacklog;
-  events?: FireEvents;
-  /** Pass the job's output through to this process (foreground `baton run`; see job-launch.ts). */
-  tee?: boolean | 'stderr';
-  /**
-   * The database a module job gets as `ctx.db`, resolved when the fire is about to contend (a
-   * reload may have changed it); one that throws means the fire is not attempted.
-   */
-  database?: () => DatabaseTarget | null;
-  /** Environment variables no job inherits (the connections' URLs). */
-  withholdEnv?: readonly string[];
-  /** The runner's lease on its runs (execution/run-lease.ts): renewed by its heartbeats. */
-  lease?: RunLease;
-  /** Where the runs' whole output is written as it comes; without it only the tail is kept. */
-  output?: OutputWriter;
-  /** Masked as `***` in the kept output and tail (config/connections.ts: outputSecrets). */
-  secrets?: readonly string[];
-  /** The fire's generation to claim (a re-run, trigger `rerun`); default 0. */
-  rerun?: number;
-  /** Claim only while no generation of the fire has a `done` run (see Attempt.unlessDone). */
-  unlessDone?: boolean;
-  /** Manual parameters: given to the job (`ctx.params`), and as recorded on its row (masked). */
-  params?: { given: Record<string, string>; recorded: RunParams | null };
-}
+export type { FireOptions, FireOutcome } from './fire-types.js';
 
 /** A fire under way: `contended` settles once the run has started or the fire is over. */
 export interface FireHandle {
@@ -190,6 +126,7 @@ async function runFire(
         ...(job.notify ? { eventTargets: eventTargets(job.notify) } : {}),
         ...(o.waitSeconds != null ? { waitSeconds: o.waitSeconds } : {}),
         ...(o.pauseCheck != null ? { pauseCheck: o.pauseCheck } : {}),
+        ...(o.afterLead ? { afterLead: true } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });
     } catch (err) {
@@ -263,188 +200,5 @@ async function runFire(
     releasePlace();
     if (local) o.runs.delete(local);
     finished();
-  }
-}
-
-/** The winner's part: the attempts, the verdict, and the lock given back in `finally`. */
-async function attemptAndRecord(
-  c: FireContext,
-  job: JobDefinition,
-  ref: FireRef,
-  claim: Extract<Contention, { won: true }>,
-  control: RunControl,
-  onStarted: () => void,
-  database: DatabaseTarget | null,
-  o: FireOptions,
-): Promise<Extract<FireOutcome, { status: 'ran' }>> {
-  try {
-    const fire: FireInfo = {
-      job: job.name,
-      runId: claim.runId,
-      scheduledAt: ref.scheduledAt,
-      trigger: ref.trigger,
-      host: c.host,
-      attempt: 1,
-      worker: { slot: claim.slot, count: job.workers },
-      ...(o.params ? { params: o.params.given } : {}),
-    };
-    const { result, attempts } = await attemptRuns(c, job, fire, control, onStarted, database, o);
-    // From here on the run is bookkeeping only: the next fire may wait for it (local-runs.ts).
-    control.markProcessesEnded();
-    const outcome: RunOutcome = {
-      status: result.status,
-      exitCode: result.exitCode,
-      error: attempts > 1 && result.error ? `${result.error} (attempt ${attempts})` : result.error,
-      outputTail: result.outputTail,
-    };
-    if (job.notify) {
-      const scope = { namespace: c.namespace, subject: job.name, fire: ref.scheduledAt };
-      outcome.notices = {
-        scope: { ...scope, slot: claim.slot, rerun: o.rerun ?? 0 },
-        targets: eventTargets(job.notify),
-      };
-    }
-    // `finished_at` says when the run ended, in database time — not when the verdict reached the
-    // database, which can be much later (a lost run written after reconnecting, a verdict kept
-    // through a pool outage) or first by another runner.
-    const endedAt = c.lock.toDatabaseTime(result.endedAt);
-    if (endedAt) outcome.finishedAt = endedAt;
-    // A run that reads finished has all its output in (`baton logs --follow` stops there).
-    await o.output?.settle(claim.runId);
-    let recorded = false;
-    try {
-      recorded = await finishRun(c.pool, claim.runId, outcome);
-    } catch (err) {
-      if (!o.verdicts) throw err;
-      o.verdicts.keep(claim.runId, outcome);
-      o.events?.emit('verdict:kept', { fire: ref, runId: claim.runId, status: outcome.status });
-    }
-    return { status: 'ran', runId: claim.runId, result, attempts, recorded };
-  } catch (err) {
-    // The job could not be started or its verdict not written; leave no row `running` if the
-    // database still answers.
-    await finishRun(c.pool, claim.runId, {
-      status: 'failed',
-      exitCode: null,
-      error: `baton could not complete the run: ${errorMessage(err)}`,
-      outputTail: null,
-    }).catch(() => {});
-    throw err;
-  } finally {
-    o.output?.forget(claim.runId);
-    if (claim.lockName && c.lock.usable) await c.lock.release(claim.lockName).catch(() => {});
-  }
-}
-
-/**
- * Why the job must not be started now, if it must not: its lock session is gone, so its lock
- * keeps nobody out any more. (The runs' lease is the spawner's and the watchdogs' to enforce:
- * a runner that is checking is running, and its own lateness is no news about the session.)
- */
-function whyNotStart(c: FireContext): string | null {
-  if (c.lock.usable) return null;
-  return `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
-}
-
-function notStarted(why: string): JobResult {
-  return {
-    status: 'lost',
-    exitCode: null,
-    signal: null,
-    error: `lost: not started: ${why}`,
-    outputTail: '',
-    endedAt: new Date(),
-  };
-}
-
-/**
- * Where an attempt's output goes: the history (fire/output-writer.ts) and, with `output: {log:
- * true}`, the runner's log line by line (fire/output-lines.ts). None with `output: {max: 0}`.
- */
-function outputSink(
-  c: FireContext,
-  job: JobDefinition,
-  fire: FireInfo,
-  attempt: number,
-  o: FireOptions,
-): OutputSink | undefined {
-  if (!o.output || job.outputMaxBytes === 0) return undefined;
-  const stored = o.output.sink(
-    c.pool,
-    { runId: fire.runId, namespace: c.namespace, attempt },
-    job.outputMaxBytes,
-  );
-  if (!job.outputLog || !o.events) return stored;
-  const events = o.events;
-  const lines = new OutputLines();
-  const ref: FireRef = { job: fire.job, scheduledAt: fire.scheduledAt, trigger: fire.trigger };
-  return {
-    maxBytes: stored.maxBytes,
-    deliver(chunks, final) {
-      stored.deliver(chunks, final);
-      const out = [...lines.push(chunks), ...(final ? lines.end() : [])];
-      if (out.length > 0)
-        events.emit('run:output', { fire: ref, runId: fire.runId, attempt, lines: out });
-    },
-  };
-}
-
-/** Whether a result is worth another attempt: the job's own failure, not a stop by the runner. */
-function retryable(result: JobResult): boolean {
-  // A handler that ignored its timeout may still be going: a retry would run the fire twice.
-  return !result.mayStillRun && (result.status === 'failed' || result.status === 'timeout');
-}
-
-async function attemptRuns(
-  c: FireContext,
-  job: JobDefinition,
-  fire: FireInfo,
-  control: RunControl,
-  onStarted: () => void,
-  database: DatabaseTarget | null,
-  o: FireOptions,
-): Promise<{ result: JobResult; attempts: number }> {
-  for (let attempt = 1; ; attempt++) {
-    if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
-    // Checked right before each spawn, not only once the process exists: a session lost while
-    // the fire was being claimed, or before a retry, starts nothing.
-    const cannotStart = whyNotStart(c);
-    if (cannotStart) return { result: notStarted(cannotStart), attempts: attempt };
-    const run = startJob(
-      job,
-      { ...fire, attempt },
-      {
-        tee: o.tee ?? false,
-        database,
-        withholdEnv: o.withholdEnv ?? [],
-        lease: o.lease,
-        secrets: o.secrets,
-        output: outputSink(c, job, fire, attempt, o),
-      },
-    );
-    // The spawner reports the job's pid a moment later; the run is "started" with its pid known.
-    await run.started;
-    control.attach(run);
-    if (attempt === 1) onStarted();
-    // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly
-    // rather than through `control`, whose stop is for good.
-    const timer =
-      job.timeoutMs != null
-        ? setTimeout(() => {
-            const limit = formatDuration(job.timeoutMs!);
-            void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');
-          }, job.timeoutMs)
-        : undefined;
-    let result: JobResult;
-    try {
-      result = await run.result;
-    } finally {
-      clearTimeout(timer);
-    }
-    if (control.stopRequested || !retryable(result) || attempt > job.retries) {
-      return { result, attempts: attempt };
-    }
-    await control.waitBeforeRetry(job.retryDelayMs);
-    if (control.stopRequested) return { result: control.stoppedResult(result), attempts: attempt };
   }
 }

@@ -14,6 +14,8 @@ import { finishRun, type RunOutcome } from '../store/run-verdicts.js';
 
 export class VerdictBacklog {
   private readonly verdicts = new Map<number, RunOutcome>();
+  /** The write going on, which a second caller joins. */
+  private writing: Promise<void> | null = null;
 
   constructor(private readonly log: Logger) {}
 
@@ -21,9 +23,19 @@ export class VerdictBacklog {
     this.verdicts.set(runId, outcome);
   }
 
-  /** Writes the kept verdicts in order; stops at the first the database still refuses. */
-  async write(pool: Queryable | null): Promise<void> {
-    if (!pool) return;
+  /**
+   * Writes the kept verdicts in order; stops at the first the database still refuses. A call
+   * while a write is going joins it (a verdict kept meanwhile is written by it too): the
+   * reconnect, the reaper's tick and the stop each call this, and two writes of one backlog
+   * wrote every verdict twice, one statement each, which a stop over a slow link waited out.
+   */
+  write(pool: Queryable | null): Promise<void> {
+    if (!pool) return Promise.resolve();
+    this.writing ??= this.writeAll(pool).finally(() => (this.writing = null));
+    return this.writing;
+  }
+
+  private async writeAll(pool: Queryable): Promise<void> {
     for (const [runId, outcome] of this.verdicts) {
       try {
         const wrote = await finishRun(pool, runId, outcome);

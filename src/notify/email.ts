@@ -15,7 +15,6 @@
  * text of the server's words, never from nodemailer's message (which can carry the reply and,
  * for some failures, the address it connected to).
  */
-import nodemailer from 'nodemailer';
 import type { NotifyTarget } from '../config/schema.js';
 import { formatDuration } from '../config/duration.js';
 import { oneLine } from '../text.js';
@@ -131,6 +130,9 @@ export async function sendEmail(
   };
   const quiet = (): void => {};
   const timeout = target.timeoutMs;
+  // Imported on the first mail, not when the runner starts: most runners never send one, and
+  // nodemailer's 41 modules were a sixth of what `baton start` loaded.
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport({
     url: resolved.value,
     connectionTimeout: timeout,

@@ -3,7 +3,7 @@
  * only renders and sends; whether to send, how often, and the retries are the outbox's
  * (store/notifications.ts) and the deliverer's (daemon/notifier.ts).
  */
-import type { NotifyEventName } from '../config/schema.js';
+import type { NotifyEventName } from '../config/defaults.js';
 
 /** The events of a job, plus `summary` (failures folded by the throttle) and `test`. */
 export type NotificationKind = NotifyEventName | 'summary' | 'test';

@@ -3,12 +3,15 @@
  * the attempt count of a retry, and `lost` — with the read that finds the rows to declare lost.
  *
  * Every write here is conditional on the row still being `running`, so the first verdict
- * written stands: the runner's own, or a reaper's that found the runner gone.
+ * written stands: the runner's own, or a reaper's that found the runner gone. Verdicts that reach
+ * the pool in the same turn of the event loop go as one statement (store/batcher.ts).
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { asError, isLockConflictError } from '../errors.js';
 import { sessionLockSql } from '../lock-names.js';
 import type { FinalStatus } from '../run-status.js';
-import type { EventTargets } from '../config/notify-config.js';
+import type { EventTargets } from '../config/event-targets.js';
+import { Batcher, type BatchResult } from './batcher.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { enqueueNotices, followsFailure, type Notice, type NoticeScope } from './notifications.js';
 
@@ -55,7 +58,98 @@ export async function finishRun(db: Queryable, id: number, outcome: RunOutcome):
       return wrote;
     });
   }
-  return writeVerdict(db, id, outcome);
+  // `lost` may meet a reaper's `lost` (see writeVerdict): alone. Every other verdict is written
+  // with those that reach here in the same turn of the event loop, in one statement.
+  if (outcome.status === 'lost') return writeVerdict(db, id, outcome);
+  let batcher = verdictBatchers.get(db);
+  if (!batcher) {
+    batcher = new Batcher((verdicts) => writeVerdicts(db, verdicts), 250, 1);
+    verdictBatchers.set(db, batcher);
+  }
+  return batcher.load({ id, outcome });
+}
+
+/**
+ * One per pool: an instant's jobs end together (handlers in library mode, short commands), and
+ * their verdicts were a statement — a socket write, a parse, a commit — each.
+ */
+const verdictBatchers = new WeakMap<
+  Queryable,
+  Batcher<{ id: number; outcome: RunOutcome }, boolean>
+>();
+
+/**
+ * Writes several verdicts (none `lost`) in one UPDATE, each conditional on its row still being
+ * `running`. Which ones it wrote: all, when as many rows changed; else those whose row now has
+ * this verdict's status — nobody else writes a `done`, `failed`, `timeout`, `killed` or
+ * `interrupted` (a reaper writes only `lost`).
+ */
+async function writeVerdicts(
+  db: Queryable,
+  verdicts: readonly { id: number; outcome: RunOutcome }[],
+): Promise<BatchResult<boolean>[]> {
+  if (verdicts.length === 1) {
+    const [{ id, outcome }] = verdicts as [{ id: number; outcome: RunOutcome }];
+    return [{ value: await writeVerdict(db, id, outcome) }];
+  }
+  const row =
+    'SELECT ? AS id, ? AS status, CAST(? AS DATETIME(3)) AS finished_at, ? AS exit_code, ' +
+    '? AS error, ? AS output_tail';
+  let res: ResultSetHeader;
+  try {
+    [res] = await db.query<ResultSetHeader>(
+      `UPDATE baton_runs r
+       JOIN (${verdicts.map(() => row).join(' UNION ALL ')}) v ON v.id = r.id
+        SET r.status = v.status,
+            r.finished_at = GREATEST(r.started_at, COALESCE(v.finished_at, NOW(3))),
+            r.exit_code = v.exit_code, r.error = v.error, r.output_tail = v.output_tail
+      WHERE r.status = 'running'`,
+      verdicts.flatMap(({ id, outcome: o }) => [
+        id,
+        o.status,
+        o.finishedAt ?? null,
+        o.exitCode,
+        o.error,
+        o.outputTail,
+      ]),
+    );
+  } catch (err) {
+    // Its row locks met another writer's (a reaper marking one of the rows lost) in the other
+    // order: each verdict alone then, as before batching.
+    if (!isLockConflictError(err)) throw err;
+    return eachAlone(db, verdicts);
+  }
+  if (res.affectedRows === verdicts.length) return verdicts.map(() => ({ value: true }));
+  // The UPDATE committed; which of its rows it changed is read back. A read that fails fails
+  // only its own verdicts (each kept and written again later, which then changes nothing).
+  const statuses = async (ids: number[]) => {
+    const [rows] = await db.query<RowDataPacket[]>(
+      'SELECT id, status FROM baton_runs WHERE id IN (?)',
+      [ids],
+    );
+    return new Map(rows.map((r) => [Number(r.id), String(r.status)]));
+  };
+  const all = await statuses(verdicts.map((v) => v.id)).catch(() => null);
+  if (all) return verdicts.map(({ id, outcome }) => ({ value: all.get(id) === outcome.status }));
+  const settled = await Promise.allSettled(verdicts.map(({ id }) => statuses([id])));
+  return settled.map((s, i) =>
+    s.status === 'fulfilled'
+      ? { value: s.value.get(verdicts[i]!.id) === verdicts[i]!.outcome.status }
+      : { error: asError(s.reason) },
+  );
+}
+
+/** Each verdict in a statement of its own, each with its own answer (one failing fails one). */
+async function eachAlone(
+  db: Queryable,
+  verdicts: readonly { id: number; outcome: RunOutcome }[],
+): Promise<BatchResult<boolean>[]> {
+  const settled = await Promise.allSettled(
+    verdicts.map(({ id, outcome }) => writeVerdict(db, id, outcome)),
+  );
+  return settled.map((s) =>
+    s.status === 'fulfilled' ? { value: s.value } : { error: asError(s.reason) },
+  );
 }
 
 /** The rows of a verdict's events: its failure, or the recovery a success after failures is. */

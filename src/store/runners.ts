@@ -269,22 +269,66 @@ export function runnerState(r: RunnerRecord, now: Date, goneAfterMs: number): Ru
   return now.getTime() - r.lastSeenAt.getTime() <= goneAfterMs ? 'alive' : 'gone';
 }
 
+/** Another runner of the fleet, as fleet-watch.ts sees it. */
+export interface FleetPeer {
+  host: string;
+  /** How long ago it heartbeated, by the server's clock (no host clock enters it). */
+  agoMs: number;
+  /** A digest of the schedule it registered: its jobs are read again only when this changes. */
+  scheduleDigest: string;
+}
+
 /**
  * The other runners of the namespace this server knows as members of the fleet: not stopped
- * gracefully, seen within the last hour — each with how long ago it heartbeated (by the server's
- * clock, so that no host clock enters the comparison). For daemon/fleet-watch.ts.
+ * gracefully, seen within the last hour. For daemon/fleet-watch.ts.
  */
 export async function fleetPeers(
   db: Queryable,
   namespace: string,
   host: string,
-): Promise<{ host: string; agoMs: number }[]> {
+): Promise<FleetPeer[]> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT host, TIMESTAMPDIFF(MICROSECOND, last_seen_at, NOW(3)) DIV 1000 AS ago_ms
+    `SELECT host, TIMESTAMPDIFF(MICROSECOND, last_seen_at, NOW(3)) DIV 1000 AS ago_ms,
+            MD5(schedule) AS schedule_digest
        FROM baton_runners
       WHERE namespace = ? AND host <> ? AND stopped_at IS NULL
         AND last_seen_at > NOW(3) - INTERVAL 1 HOUR`,
     [namespace, host],
   );
-  return rows.map((r) => ({ host: String(r.host), agoMs: Number(r.ago_ms) }));
+  return rows.map((r) => ({
+    host: String(r.host),
+    agoMs: Number(r.ago_ms),
+    scheduleDigest: String(r.schedule_digest),
+  }));
+}
+
+/**
+ * The names of the jobs each of `hosts` runs: the keys of its `schedule` column (in either of its
+ * shapes: see loadedJobs) but those it registered disabled (`since` null), which it never
+ * contends for. Read only when a runner's schedule digest changed (daemon/fleet-watch.ts): a few
+ * dozen bytes a job, once per reload.
+ */
+export async function jobsOfRunners(
+  db: Queryable,
+  namespace: string,
+  hosts: readonly string[],
+): Promise<Map<string, string[]>> {
+  const jobs = new Map<string, string[]>();
+  if (hosts.length === 0) return jobs;
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT host, schedule FROM baton_runners WHERE namespace = ? AND host IN (?)`,
+    [namespace, hosts],
+  );
+  for (const r of rows) {
+    const schedule: unknown = typeof r.schedule === 'string' ? JSON.parse(r.schedule) : r.schedule;
+    const entries =
+      schedule != null && typeof schedule === 'object' ? Object.entries(schedule) : [];
+    const disabled = (entry: unknown) =>
+      entry != null && typeof entry === 'object' && (entry as { since?: unknown }).since === null;
+    jobs.set(
+      String(r.host),
+      entries.filter(([, entry]) => !disabled(entry)).map(([job]) => job),
+    );
+  }
+  return jobs;
 }

@@ -12,10 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockSession } from '../../src/coordination/lock-session.js';
 import { openPool } from '../../src/store/connect.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import { DeadlinePool } from '../../src/store/deadline.js';
+import { DeadlinePool, type Queryable } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { claimFires, insertSkips, type Claim } from '../../src/store/fire-claims.js';
 import type { Attempt } from '../../src/store/runs.js';
+import { finishRun, type RunOutcome } from '../../src/store/run-verdicts.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { nextGridInstant, plantRun, runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
@@ -294,6 +295,137 @@ describe('skip rows of many fires in one statement', () => {
   });
 });
 
+describe('verdicts of runs that end together', () => {
+  it("are written in one statement, each with its own values, none over a reaper's `lost`", async () => {
+    const at = new Date(Date.UTC(2026, 0, 2, 3, 4, 5));
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(
+        await plantRun(fleet.db, {
+          namespace: 'verdicts',
+          job: `v${i}`,
+          scheduledAt: at,
+          status: 'running',
+          startedAt: at,
+        }),
+      );
+    }
+    // A reaper declared the third one lost before its runner's verdict came.
+    await fleet.db.query(`UPDATE baton_runs SET status = 'lost', error = 'reaped' WHERE id = ?`, [
+      ids[2],
+    ]);
+    const ended = new Date(at.getTime() + 1_234);
+    const outcomes: RunOutcome[] = [
+      { status: 'done', exitCode: 0, error: null, outputTail: 'ok\n', finishedAt: ended },
+      { status: 'failed', exitCode: 3, error: 'exit 3', outputTail: 'boom' },
+      { status: 'done', exitCode: 0, error: null, outputTail: '' },
+      { status: 'timeout', exitCode: null, error: 'timeout: 1 s', outputTail: null },
+      // Said to have ended before it started (a clock estimate): never before started_at.
+      {
+        status: 'interrupted',
+        exitCode: null,
+        error: 'stopped',
+        outputTail: 'x',
+        finishedAt: new Date(at.getTime() - 5_000),
+      },
+    ];
+    const count = countStatements();
+    const recorded = await Promise.all(ids.map((id, i) => finishRun(pool, id, outcomes[i]!)));
+    count.stop();
+    expect(recorded).toEqual([true, true, false, true, true]);
+    // The UPDATE for all five, and the read that tells which of them it wrote.
+    expect(count.statements.filter((q) => /^\s*UPDATE baton_runs/.test(q))).toHaveLength(1);
+    expect(count.statements).toHaveLength(2);
+    const rows = new Map(
+      (
+        await fleet.db.query<{
+          id: number;
+          status: string;
+          finished_at: Date | null;
+          exit_code: number | null;
+          error: string | null;
+          output_tail: string | null;
+        }>(
+          'SELECT id, status, finished_at, exit_code, error, output_tail FROM baton_runs WHERE id IN (?)',
+          [ids],
+        )
+      ).map((r) => [r.id, r]),
+    );
+    expect(rows.get(ids[0]!)).toMatchObject({
+      status: 'done',
+      exit_code: 0,
+      error: null,
+      output_tail: 'ok\n',
+      finished_at: ended,
+    });
+    expect(rows.get(ids[1]!)).toMatchObject({
+      status: 'failed',
+      exit_code: 3,
+      error: 'exit 3',
+      output_tail: 'boom',
+    });
+    expect(rows.get(ids[1]!)!.finished_at).not.toBeNull();
+    expect(rows.get(ids[2]!)).toMatchObject({ status: 'lost', error: 'reaped' });
+    expect(rows.get(ids[3]!)).toMatchObject({
+      status: 'timeout',
+      exit_code: null,
+      output_tail: null,
+    });
+    expect(rows.get(ids[4]!)).toMatchObject({ status: 'interrupted', finished_at: at });
+
+    // One verdict alone: its own UPDATE, nothing more.
+    const lone = await plantRun(fleet.db, {
+      namespace: 'verdicts',
+      job: 'lone',
+      scheduledAt: at,
+      status: 'running',
+    });
+    const one = countStatements();
+    expect(
+      await finishRun(pool, lone, { status: 'done', exitCode: 0, error: null, outputTail: '' }),
+    ).toBe(true);
+    one.stop();
+    expect(one.statements).toHaveLength(1);
+  });
+
+  it('answer each by its own row when the read after the UPDATE fails', async () => {
+    const at = new Date(Date.UTC(2026, 0, 2, 3, 4, 6));
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push(
+        await plantRun(fleet.db, {
+          namespace: 'verdicts',
+          job: `w${i}`,
+          scheduledAt: at,
+          status: 'running',
+        }),
+      );
+    }
+    await fleet.db.query(`UPDATE baton_runs SET status = 'lost', error = 'reaped' WHERE id = ?`, [
+      ids[1],
+    ]);
+    // The real pool, but the read of the batch's statuses meets its deadline (once).
+    let failed = 0;
+    const flaky: Queryable = {
+      query: (sql, values) => {
+        if (/^SELECT id, status FROM baton_runs/.test(sql) && failed++ === 0) {
+          return Promise.reject(new Error('statement deadline: 10000 ms'));
+        }
+        return pool.query(sql, values);
+      },
+    };
+    const done: RunOutcome = { status: 'done', exitCode: 0, error: null, outputTail: '' };
+    const recorded = await Promise.all(ids.map((id) => finishRun(flaky, id, done)));
+    // Written, not written (the reaper's `lost` stays), written: not three failures.
+    expect(recorded).toEqual([true, false, true]);
+    const rows = await fleet.db.query<{ id: number; status: string }>(
+      'SELECT id, status FROM baton_runs WHERE id IN (?) ORDER BY id',
+      [ids],
+    );
+    expect(rows.map((r) => r.status)).toEqual(['done', 'lost', 'done']);
+  });
+});
+
 describe('an instant of 150 jobs on two runners', () => {
   it('runs each fire once, and costs about one statement per fire per runner, not six', async () => {
     const JOBS = 150;
@@ -354,13 +486,15 @@ describe('a fan-out fire whose first slot is busy', () => {
     // with its wait, would delay every runner that wins a later slot.
     const config = writeSchedule(
       'namespace: fanout\njobs:\n  spread:\n    schedule: "*/10 * * * * *"\n' +
-        '    command: ["sleep", "4"]\n    workers: 2\n',
+        '    command: ["sleep", "5"]\n    workers: 2\n',
     );
     const log = path.join(tmpdir(), `baton-statements-f-${randomBytes(4).toString('hex')}.log`);
     const [runner] = await fleet.start(['fan'], { config, env: statementLogEnv(log) });
-    // Slot 1 taken by a manual run shortly before an instant of the ten-second grid.
-    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 3_000);
-    await sleep(instant - now - 1_500);
+    // Slot 1 taken by a manual run shortly before an instant of the ten-second grid: 3 s before
+    // it, so that a CLI slow to start on a busy machine still holds it at the instant (a run is
+    // 5 s: the previous instant's, if the runner had one, is over by then).
+    const { instant, now } = await nextGridInstant(fleet.db, 10_000, 4_000);
+    await sleep(instant - now - 3_000);
     const manual = baton(['run', 'spread', '--config', config, '--database-url', fleet.db.url]);
     const fire = await waitFor('the runner won slot 2 of the instant', async () => {
       const rows = await fleet.db.query<{ winner: number; host: string }>(

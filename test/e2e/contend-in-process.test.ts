@@ -173,12 +173,45 @@ describe('two contenders in one process, racing for the same fires', () => {
       winners.set(at.getTime(), winner.host);
       expect(won.lockName).toBeNull();
       expect([alpha, beta].map((c) => c.lock.heldCount)).toEqual([0, 0]);
-      const third = await contend(late, attemptOf(late, 'free', at), options);
+      // On time by its own clock (as above): so the fire key, not a look-up, refuses it.
+      const third = await contend({ ...late, now: () => at }, attemptOf(late, 'free', at), options);
       expect(third).toMatchObject({
         won: false,
         reason: `this fire already ran on ${winner.host} (running)`,
       });
     }
     await expectHistory('free', winners);
+  });
+});
+
+describe("a runner that is not the fire's first asker (coordination/first-asker.ts)", () => {
+  it('finds the fire won and skips it without asking for the lock; an unwon fire it contends as usual', async () => {
+    // Its lock session is closed: any GET_LOCK would throw. Only the pool is usable.
+    const asideContext = await openContender('aside');
+    await asideContext.lock.close();
+    for (const at of pastInstants(3)) {
+      const onTime = (c: FireContext): FireContext => ({ ...c, now: () => at });
+      const won = await contend(onTime(alpha), attemptOf(alpha, 'lead', at));
+      expect(won.won, `alpha wins ${at.toISOString()}`).toBe(true);
+      const after = await contend(onTime(asideContext), attemptOf(asideContext, 'lead', at), {
+        afterLead: true,
+      });
+      expect(after).toMatchObject({ won: false, kind: 'taken' });
+      expect((after as { reason: string }).reason).toMatch(/^this fire is running on alpha /);
+      // Without the lead it would have asked for the lock, on a session that is closed.
+      await expect(
+        contend(onTime(asideContext), attemptOf(asideContext, 'lead', at)),
+      ).rejects.toThrow();
+      if (won.won) await alpha.lock.release(won.lockName!);
+    }
+    // A fire nobody won yet: the runner after the lead contends for it like any other, and wins.
+    const [unwon] = pastInstants(1).map((d) => new Date(d.getTime() - 60_000));
+    const taken = await contend({ ...beta, now: () => unwon! }, attemptOf(beta, 'lead', unwon!), {
+      afterLead: true,
+    });
+    expect(taken.won).toBe(true);
+    if (taken.won) await beta.lock.release(taken.lockName!);
+    const rows = (await runs(db, 'lead')).filter((r) => r.winner != null);
+    expect(rows.map((r) => r.host).sort()).toEqual(['alpha', 'alpha', 'alpha', 'beta']);
   });
 });

@@ -130,15 +130,43 @@ describe('a lock session lost while many fires wait for their turn', () => {
     await waitFor('every fire of the instant settled', () => settledLines().length === 200);
     // The situation: fires of the instant were still waiting on the session when it died.
     const notRun = settledLines().filter((l) => l.msg.startsWith('fire not run'));
-    expect(notRun.length, 'fires cut off by the loss').toBeGreaterThan(0);
+    const cutOff = notRun.filter(
+      (l) => l.msg === 'fire not run: the lock session was lost while it was contended',
+    );
+    expect(cutOff.length, 'fires cut off by the loss').toBeGreaterThan(0);
     // Fires behind the loss are "not run" (a warning, counted no-database), never an error of a
     // statement sent on the dead connection, and none waited out a statement's deadline.
     expect(runner!.lines.filter((l) => l.msg === 'fire not completed')).toEqual([]);
-    const lastCutOff = Math.max(...notRun.map((l) => Date.parse(String(l.time))));
+    // Each fire cut off was failed by the loss itself (its error is the session's), not by a
+    // deadline of its own statement. The others reached the session's step after the loss (their
+    // steps before it, on the pool, crossed the same frozen link) and found none: they sent
+    // nothing on it, and their time is the link's, not the session's.
     expect(
-      lastCutOff - Date.parse(String(lost.time)),
-      'from the loss to the last fire cut off (ms)',
-    ).toBeLessThan(LOCK_STATEMENT_DEADLINE_MS / 2);
-    expect(await runner!.stop('SIGTERM', 10_000)).toBe(0);
+      cutOff.filter((l) => !String(l.err).startsWith('the lock session is gone')),
+      'fires cut off otherwise than by the loss',
+    ).toEqual([]);
+    expect(
+      notRun.filter(
+        (l) =>
+          !cutOff.includes(l) &&
+          l.msg !== 'fire not run: no connection to the database to coordinate it',
+      ),
+      'fires not run for another reason',
+    ).toEqual([]);
+    // And by the clock: a statement sent before the freeze meets its deadline no sooner than
+    // the deadline less the heartbeat deadline (800 ms) after the loss; every fire was cut off
+    // before that (on a loaded 2-core machine, logging 200 fires takes up to about 1.5 s).
+    const after = (lines: typeof notRun) =>
+      Math.max(...lines.map((l) => Date.parse(String(l.time)))) - Date.parse(String(lost.time));
+    expect(after(cutOff), 'from the loss to the last fire cut off (ms)').toBeLessThan(
+      LOCK_STATEMENT_DEADLINE_MS - 800,
+    );
+    console.log(
+      `storm: ${cutOff.length} cut off (the last ${after(cutOff)} ms after the loss), ` +
+        `${notRun.length - cutOff.length} found no session (the last ${after(notRun)} ms after)`,
+    );
+    // The stop writes the runner's late verdicts first, one statement per run over this 200 ms
+    // link (verdict-backlog.ts): in some runs that took longer than 10 s (the default 40 s).
+    expect(await runner!.stop('SIGTERM')).toBe(0);
   });
 });

@@ -152,7 +152,10 @@ describe('baton run', () => {
 
   it('exits 75 with a skip row while a scheduled run holds the lock, and waits with --wait', async () => {
     const enabled = path.join(dir, 'enabled.yaml');
-    writeFileSync(enabled, readFileSync(config, 'utf8').replace('enabled: false', 'enabled: true'));
+    // busy alone: with the nightly jobs, a runner up at 03:00:00 UTC would run them too, and
+    // broken's newest row (baton history, below) would be that scheduled fire, not the manual run.
+    const busyOnly = readFileSync(config, 'utf8').split('\n  quick:\n')[0]!;
+    writeFileSync(enabled, `${busyOnly.replace('enabled: false', 'enabled: true')}\n`);
     // A 30 s job: the lock is certainly held while `baton run` tries. The runner's grace is 1 s,
     // so stopping it interrupts the job and frees the lock for the waiting manual run.
     const runner = startRunner({

@@ -4,6 +4,9 @@
  * a bare one without tsx. In each the installed `baton` runs, the SDK's types check, and a `.ts`
  * module job runs against MariaDB — or, without tsx, is refused with what to install.
  *
+ * A runner installed from it keeps warm hosts for an every-second `.ts` job, which warm tsx up
+ * with the files the package ships (tsx-warm-up/), read from node_modules.
+ *
  * The tarball is packed with `--ignore-scripts`: `prepack` would delete and rebuild dist/ while
  * other test files run from it; `npm test` has just built it. Dependencies come from npm's cache
  * (`--prefer-offline`) or the registry; the consumers get the repository's own versions of
@@ -149,6 +152,10 @@ describe('the tarball', () => {
     expect(files).toContain('dist/cli/main.js');
     expect(files).toContain('dist/cjs-types/index.d.ts');
     expect(files).toContain('src/store/migrations/0001_create_baton_runs.sql');
+    for (const scope of ['commonjs', 'module']) {
+      expect(files).toContain(`tsx-warm-up/${scope}/warm-up.ts`);
+      expect(files).toContain(`tsx-warm-up/${scope}/package.json`);
+    }
     expect(files.filter((f) => f.startsWith('test/') || f.includes('.test.'))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.map') || /^src\/.*\.ts$/.test(f))).toEqual([]);
     const manifest = JSON.parse(
@@ -269,12 +276,16 @@ describe('a runner whose tsx is uninstalled while it runs', () => {
       config: path.join(c.dir, 'every.yaml'),
       databaseUrl: db.url,
       host: 'package-gone',
+      args: ['--log-level', 'debug'],
     });
     try {
       await runner.ready();
       await waitFor('a run done with tsx', async () =>
         (await runs(db, 'hello')).find((r) => r.status === 'done'),
       );
+      // Its warm hosts warmed tsx up with the files the package ships, from node_modules.
+      const warm = runner.lines.find((l) => l.msg === 'module host warm');
+      expect(warm?.warmUp).toEqual({ imported: ['commonjs', 'module'], ms: expect.any(Number) });
       renameSync(tsx, `${tsx}.away`);
       const failed = await waitFor('a run failed without tsx', async () =>
         (await runs(db, 'hello')).find((r) => r.status === 'failed'),

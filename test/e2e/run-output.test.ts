@@ -12,8 +12,9 @@
  *   bound (their peak RSS, VmHWM, read from /proc), nor the database past `output.max`.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BATON_BIN,
@@ -40,6 +41,8 @@ const SPAWNER_RSS_BOUND = 160 * 1024 * 1024;
 
 let db: TestDatabase;
 const runners: RunnerProcess[] = [];
+/** Where the jobs run (the schedules file's folder). */
+let jobDir: string;
 
 /** Each job runs once: its first run leaves a marker, later fires of it exit at once. */
 const once = (name: string, script: string) =>
@@ -56,7 +59,13 @@ beforeAll(async () => {
         'numbered',
         `awk 'BEGIN { for (i = 1; i <= 10000; i++) { print "out " i; print "err " i > "/dev/stderr" } }'\nexit 3`,
       ),
-      'slow.sh': once('slow', 'for i in $(seq 1 20); do echo "slow $i"; sleep 0.3; done'),
+      // Its first line, then nothing until the test says go (slow.go): however late the
+      // follower comes on a loaded machine, the run is still going when it prints.
+      'slow.sh': once(
+        'slow',
+        'echo "slow 1"\nfor i in $(seq 1 600); do [ -e slow.go ] && break; sleep 0.1; done\n' +
+          'for i in $(seq 2 20); do echo "slow $i"; sleep 0.3; done',
+      ),
       'big.sh': once(
         'big',
         `awk 'BEGIN { for (i = 1; i <= 50000; i++) printf "line %06d\\n", i }'`,
@@ -83,6 +92,7 @@ beforeAll(async () => {
       'flood.sh': once('flood', `yes flooding-the-output | head -c ${FLOOD_BYTES}`),
     },
   );
+  jobDir = path.dirname(config);
   runners.push(...HOSTS.map((host) => startRunner({ config, databaseUrl: db.url, host })));
   await Promise.all(runners.map((r) => r.ready()));
 }, 60_000);
@@ -142,7 +152,8 @@ describe('baton logs', () => {
         firstLineWhileRunning = false;
         void db
           .query<{ status: string }>('SELECT status FROM baton_runs WHERE id = ?', [run.id])
-          .then(([row]) => (firstLineWhileRunning = row!.status === 'running'));
+          .then(([row]) => (firstLineWhileRunning = row!.status === 'running'))
+          .finally(() => writeFileSync(path.join(jobDir, 'slow.go'), ''));
       }
     });
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -184,10 +195,14 @@ describe('baton logs', () => {
     expect(doc.chunks.map((c) => c.seq)).toEqual(doc.chunks.map((_, i) => i));
     expect(doc.chunks.every((c) => c.droppedBefore === 0)).toBe(true);
 
-    // By job name: its latest run (the later fires of `numbered` exit at once, with no output).
+    // By job name: its latest run (the later fires of `numbered` exit at once, with no output;
+    // the latest may be that of a fire this very second, still running).
     const byJob = await logs(['numbered', '--namespace', 'output']);
     expect(byJob.code, byJob.stderr).toBe(0);
-    expect(byJob.stderr).toMatch(/of numbered on .* done \(exit code 0\)/);
+    expect(byJob.stderr).toMatch(
+      /of numbered on .* (done \(exit code 0\)|is still running \(--follow reads on)/,
+    );
+    expect(byJob.stderr).not.toMatch(/run \d+ of numbered on .* failed/);
   });
 
   it('keeps the head and the tail of a run over output.max, and says how much was dropped', async () => {

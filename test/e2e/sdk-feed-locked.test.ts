@@ -1,9 +1,9 @@
 /**
  * Seed 004, the counter race ("feed"), done right with `updateLocked` (SELECT … FOR UPDATE): 32
- * concurrent callers × 1,000 requests each on one hot row — food.count down by one and pet.power
- * up by one in the same transaction — end with the counts matching EXACTLY (food 0, power
- * 32,000). The naive read-modify-write, in the same harness, loses updates: the harness can see
- * the race. One process, a pool of 32 connections (see sdk-feed-optimistic.test.ts); 20–50 s.
+ * concurrent callers × 250 requests each (the seed's 1,000: BATON_TEST_FEED_REQUESTS=1000) on one
+ * hot row — food.count down by one and pet.power up by one in the same transaction — end with the
+ * counts matching EXACTLY (food 0, power 32 × the requests). The naive read-modify-write, in the same harness, loses updates: the harness can see
+ * the race. One process, a pool of 32 connections (see sdk-feed-optimistic.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { RowNotFoundError, updateLocked } from '../../src/sdk/index.js';

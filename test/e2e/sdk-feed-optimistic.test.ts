@@ -1,12 +1,12 @@
 /**
  * Seed 004, the counter race ("feed"), done right with `updateOptimistic`: 32 concurrent callers
- * × 1,000 requests each on one hot row — food.count down by one and pet.power up by one in the
- * same transaction — end with the counts matching EXACTLY (food 0, power 32,000, version
- * 32,000). Failure paths: the retry bound (OptimisticConflictError, nothing written), a missing
+ * × 250 requests each (the seed's 1,000 with BATON_TEST_FEED_REQUESTS=1000) on one hot row —
+ * food.count down by one and pet.power up by one in the same transaction — end with the counts
+ * matching EXACTLY (food 0, power and version 32 × the requests). Failure paths: the retry bound (OptimisticConflictError, nothing written), a missing
  * row, and a locked writer that bumps the version so an optimistic writer notices it.
  *
  * One process, a pool of 32 connections: the race is between database sessions, which the pool
- * gives; 32 processes would only add start-up time. The 32,000 requests take 35–60 s on the
+ * gives; 32 processes would only add start-up time. 32,000 requests took 35–75 s on the
  * shared 2-core test machine (every request is a commit on one row, and many optimistic attempts
  * lose the race: the reason to prefer updateLocked for a row this hot). The locked variant and the
  * naive baseline are in sdk-feed-locked.test.ts.

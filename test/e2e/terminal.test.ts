@@ -26,6 +26,8 @@ const HOSTS = ['srv-01', 'srv-02', LONG_HOST];
 
 const fleet = useFleet('terminal');
 let config = '';
+/** The instant of the planted fires nobody ran (beforeAll). */
+let hourAgo = new Date(0);
 
 /** The options every command of this file takes. */
 const on = () => ['--config', config, '--database-url', fleet.db.url];
@@ -43,6 +45,22 @@ function lines(output: string): string[] {
   return allLines(output).filter(
     (l) => !l.startsWith('baton: note: ') && !l.startsWith('namespace "'),
   );
+}
+
+/**
+ * New York's wall clock at `at` as LOCAL shows it, `22:30-05`: computed from the fire itself, so
+ * that it is EDT's `-04` from March to November and EST's `-05` the rest of the year.
+ */
+function newYorkClock(at: Date): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: 'America/New_York',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'longOffset', // GMT-05:00
+  }).formatToParts(at);
+  const part = (type: string) => parts.find((p) => p.type === type)!.value;
+  return `${part('hour')}:${part('minute')}${part('timeZoneName').slice(3, 6)}`;
 }
 
 /** Every line fits, the namespace line and the notes included. */
@@ -87,7 +105,7 @@ jobs:
   expectQuiet(runners);
   // Two outcomes the runners above do not produce in seconds: a fire nobody attempted, and one
   // every runner skipped because the job was paused.
-  const hourAgo = new Date(Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000);
+  hourAgo = new Date(Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000);
   await plantRun(fleet.db, {
     namespace: NAMESPACE,
     job: 'settle',
@@ -131,10 +149,18 @@ describe('baton history on an 80-column terminal', () => {
     );
     rows.forEach((line, i) => {
       const fire = all[i]!;
-      const at = fire.scheduled_at.toISOString().slice(5, 19).replace('T', ' ');
-      expect(line.startsWith(at), `${line} is the fire of ${fire.job} at ${at}`).toBe(true);
+      const iso = fire.scheduled_at.toISOString();
+      const at = iso.slice(5, 19).replace('T', ' ');
+      // The year shows when some fire is not in this year: fires of 31 December read just after
+      // midnight UTC on New Year's Day.
+      const dated = line.startsWith(at) || line.startsWith(`${iso.slice(0, 5)}${at}`);
+      expect(dated, `${line} is the fire of ${fire.job} at ${at}`).toBe(true);
       // Long names are cut, never wrapped.
       expect(line).toContain(fire.job === 'tick' ? ' tick ' : ' nightly-');
+      // The job's own clock (when LOCAL kept its place), New York's offset at that fire.
+      if (fire.job === LONG_JOB && / LOCAL /.test(head!)) {
+        expect(line).toContain(` ${newYorkClock(fire.scheduled_at)} `);
+      }
     });
     const tick = rows.filter((l) => / tick /.test(l));
     const long = rows.filter((l) => / nightly-/.test(l));
@@ -143,8 +169,6 @@ describe('baton history on an 80-column terminal', () => {
     for (const l of tick) expect(l).toMatch(/ done +\S+ +\S+ +skipped by 2$/);
     for (const l of long) {
       expect(l).toMatch(/nightly-\S*… +failed /);
-      // The job's own clock, New York's in December: UTC-5.
-      expect(l).toMatch(/ \d\d:\d\d-05 /);
       expect(l).toMatch(/skipped by 2$/);
     }
     // The long host, when it won, is cut too.
@@ -182,7 +206,10 @@ describe('baton history on an 80-column terminal', () => {
   it('a fire nobody ran: missed, or skipped by every runner with why', async () => {
     const missed = await runOnPty(['history', 'settle', ...on()]);
     expectFits(missed.output, 80);
-    expect(lines(missed.output)[1]).toMatch(/ settle +missed\s*$/);
+    // The planted fire's row, by its minute (a year may precede it): runners up at settle's own
+    // fire (03:00 in Paris, plus its jitter) ran that one too, and it is the newer row.
+    const planted = hourAgo.toISOString().slice(5, 16).replace('T', ' ');
+    expect(lines(missed.output).find((l) => l.includes(planted))).toMatch(/ settle +missed\s*$/);
     const skipped = await runOnPty(['history', 'old-report', ...on()]);
     expectFits(skipped.output, 80);
     expect(lines(skipped.output)[1]).toMatch(/ old-report +skipped +\(paused\) +skipped by 3$/);
@@ -222,8 +249,13 @@ describe('baton list on an 80-column terminal', () => {
     expect(row('tick')).toMatch(/^tick +\* \* \* \* \* \* /);
     // Schedules are never cut; names and zones are.
     expect(row('nightly-')).toMatch(/^nightly-\S*… +\*\/2 \* \* \* \* \* /);
-    expect(row('settle')).toMatch(/^settle +0 3 \* \* \* +Europe\/\S+ +\d\d-\d\d 0[12]:00:00 /);
-    expect(row('settle')).toMatch(/ \d+[smhd] +paused, jitter 5m$/);
+    // The seconds show only when some next fire has them: at hh:mm:59 the next tick and the next
+    // nightly fire are both on the minute. The year shows when a next fire is in another year.
+    expect(row('settle')).toMatch(
+      /^settle +0 3 \* \* \* +Europe\/\S+ +(\d{4}-)?\d\d-\d\d 0[12]:00(:00)? /,
+    );
+    // How soon: "now" when `list` ran in the second before the fire (02:00:00 UTC in winter).
+    expect(row('settle')).toMatch(/ (\d+[smhd]|now) +paused, jitter 5m$/);
     expect(row('old-report')).toMatch(/ \*\/15 9-17 \* \* 1-5 .*disabled$/);
 
     const plain = await runOnPty(['list', ...on()], { env: { NO_COLOR: '1' } });

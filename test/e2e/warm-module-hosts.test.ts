@@ -13,12 +13,20 @@
  *   third).
  * - A job that fires rarely (hourly) gets no warm host: it would hold memory all day for a
  *   start-up that is a rounding error of an hourly batch (src/daemon/warm-policy.ts).
+ * - `.ts` jobs in a CommonJS and in an ES module package scope run in hosts that had warmed tsx
+ *   up before the fire (src/execution/tsx-warm-up.ts: the host's own report, in the runner's
+ *   debug log, for the very pid that ran the job), and see what `tsx job.ts` gives a file
+ *   (`import.meta.url`, `__dirname`, `__filename`, `require`), their ctx and ctx.log's line as
+ *   before; tsx's disk cache keeps whole entries of the jobs' files (a host's exit no longer cuts
+ *   its writes off: the CommonJS job's was left empty); a `.ts` file changed on disk runs as
+ *   changed; warming writes nothing into the jobs' folders.
  * Real runner processes, /proc and the rows; no assertion on how fast anything is.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { writeSchedule } from '../helpers/cli.js';
+import { command, ROOT, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { dbNow, runs, type RunRow } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { alive, killGroup, parentOf, processGone } from '../helpers/procfs.js';
@@ -126,6 +134,66 @@ async function startOne(yaml: string, files: Record<string, string>) {
   const [runner] = await fleet.start(['w1'], { config });
   return { config, dir: path.dirname(config), runner: runner!, pid: runner!.child.pid! };
 }
+
+/**
+ * A `.ts` job that writes what tsx gave its file (read at the top level, and printed there when
+ * the file is run as `tsx job.ts`), its ctx and its process to `probe-<job>-<run id>.json`.
+ */
+function typedProbe(version: string): string {
+  return `import { readFileSync, writeFileSync } from 'node:fs';
+const where = {
+  url: import.meta.url,
+  dirname: typeof __dirname === 'undefined' ? null : __dirname,
+  filename: typeof __filename === 'undefined' ? null : __filename,
+  require: typeof require,
+};
+if (process.env.BATON_RUN_ID == null) console.log(JSON.stringify(where));
+interface Ctx {
+  job: string;
+  runId: number;
+  scheduledAt: Date;
+  fire: { worker: { slot: number } };
+  log: { info(msg: string): void };
+}
+export default async (ctx: Ctx): Promise<void> => {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  ctx.log.info('typed hello');
+  const probe = {
+    pid: process.pid,
+    pgid,
+    startedAt: performance.timeOrigin,
+    scheduledAt: ctx.scheduledAt.getTime(),
+    version: ${JSON.stringify(version)},
+    ctx: { job: ctx.job, runId: ctx.runId, slot: ctx.fire.worker.slot },
+    where,
+  };
+  writeFileSync('probe-' + ctx.job + '-' + ctx.runId + '.json', JSON.stringify(probe));
+};
+`;
+}
+
+interface TypedProbe {
+  pid: number;
+  pgid: number;
+  startedAt: number;
+  scheduledAt: number;
+  version: string;
+  ctx: { job: string; runId: number; slot: number };
+  where: { url: string; dirname: string | null; filename: string | null; require: string };
+}
+
+/** The runner's debug line of a host that said it was warm (warm-hosts.ts). */
+interface WarmLine {
+  time: string;
+  hostPid: number;
+  warmUp?: { imported: string[]; esbuild: boolean; error?: string };
+}
+
+const SCOPES = [
+  { job: 'cjs', type: 'commonjs' },
+  { job: 'esm', type: 'module' },
+] as const;
 
 describe('warm module hosts', () => {
   it('runs each module run in its own process, started before the fire, with its env and output', async () => {
@@ -238,6 +306,97 @@ jobs:
     });
     await runner.stop('SIGKILL');
     for (const host of left) await waitFor(`warm host ${host} gone`, () => processGone(host));
+  });
+
+  it('warms tsx up before the fire for .ts jobs in a CommonJS and an ES module scope, which run as tsx runs them', async () => {
+    const config = writeSchedule(`
+namespace: warm
+jobs:
+${SCOPES.map(({ job }) => `  ${job}:\n    schedule: "*/2 * * * * *"\n    module: ${job}/job.ts\n    cwd: ${job}\n`).join('')}`);
+    const dir = path.dirname(config);
+    for (const { job, type } of SCOPES) {
+      mkdirSync(path.join(dir, job));
+      writeFileSync(path.join(dir, job, 'package.json'), JSON.stringify({ type }));
+      writeFileSync(path.join(dir, job, 'job.ts'), typedProbe('v1'));
+    }
+    // tsx's disk cache (os.tmpdir()/tsx-<uid>) of this runner's jobs alone, to be looked at.
+    const tmp = path.join(dir, 'tmp');
+    mkdirSync(tmp);
+    const [runner] = (await fleet.start(['w1'], {
+      config,
+      args: ['--log-level', 'debug'],
+      env: { TMPDIR: tmp },
+    })) as [RunnerProcess];
+    for (const { job, type } of SCOPES) {
+      const folder = path.join(dir, job);
+      // What a user who tries the file with tsx sees.
+      const tsx = await command(path.join(ROOT, 'node_modules/.bin/tsx'), ['job.ts'], {
+        cwd: folder,
+      });
+      expect(tsx.code, tsx.stderr).toBe(0);
+      const where = JSON.parse(tsx.stdout) as TypedProbe['where'];
+      expect(where.url).toBe(pathToFileURL(path.join(folder, 'job.ts')).href);
+      expect(where.dirname).toBe(type === 'commonjs' ? folder : null);
+
+      // The first fire may come within a moment of the runner's start: judge the later ones.
+      const rows = (await finishedRuns(job, 3)).slice(1);
+      for (const row of rows) {
+        expect(row.status, `${job} ${row.id}: ${row.error}`).toBe('done');
+        const probe = JSON.parse(
+          readFileSync(path.join(folder, `probe-${job}-${row.id}.json`), 'utf8'),
+        ) as TypedProbe;
+        expect(probe.where).toEqual(where);
+        expect(probe.ctx).toEqual({ job, runId: row.id, slot: 1 });
+        expect(probe.pgid).toBe(probe.pid);
+        expect(probe.startedAt, job).toBeLessThan(probe.scheduledAt);
+        // ctx.log: the run's child of the host's root logger writes the lines it always did.
+        const line = (row.output_tail ?? '').split('\n').find((l) => l.includes('typed hello'))!;
+        expect(Object.keys(JSON.parse(line) as object)).toEqual([
+          'level',
+          'time',
+          'job',
+          'runId',
+          'host',
+          'worker',
+          'msg',
+        ]);
+        expect(JSON.parse(line)).toMatchObject({ job, runId: row.id, host: 'w1', worker: 1 });
+        // The process that ran the job had warmed tsx up for its scope before the fire.
+        const warm = runner.lines.find(
+          (l) => l.msg === 'module host warm' && l.hostPid === probe.pid,
+        ) as WarmLine | undefined;
+        expect(warm, `${job}: no warm-up reported by ${probe.pid}`).toBeDefined();
+        expect(warm!.warmUp).toEqual({ imported: ['commonjs', 'module'], ms: expect.any(Number) });
+        expect(Date.parse(warm!.time)).toBeLessThan(probe.scheduledAt);
+      }
+    }
+
+    // tsx's cache has whole entries (JSON) of the warm-up files and of both jobs, none cut off.
+    const [cacheDir] = readdirSync(tmp).filter((d) => d.startsWith('tsx-'));
+    const entries = readdirSync(path.join(tmp, cacheDir!)).map((f) =>
+      readFileSync(path.join(tmp, cacheDir!, f), 'utf8'),
+    );
+    for (const entry of entries) expect(() => JSON.parse(entry), entry).not.toThrow();
+    expect(entries.filter((e) => e.includes('typed hello'))).toHaveLength(SCOPES.length);
+
+    // Changed on disk: the next runs import the new file (tsx's cache is keyed by the source).
+    for (const { job } of SCOPES) writeFileSync(path.join(dir, job, 'job.ts'), typedProbe('v2'));
+    const changedAt = await dbNow(fleet.db);
+    for (const { job } of SCOPES) {
+      await waitFor(`a run of the changed ${job}/job.ts`, async () => {
+        const later = (await finishedRuns(job, 1)).filter(
+          (r) => r.scheduled_at.getTime() > changedAt.getTime() + 1000,
+        );
+        const probe = later[0] && readProbe(path.join(dir, job), job, later[0].id);
+        return (probe as unknown as TypedProbe | undefined)?.version === 'v2';
+      });
+    }
+    // Warming wrote nothing into the jobs' folders (its files are baton's own, read only).
+    for (const { job } of SCOPES) {
+      const files = readdirSync(path.join(dir, job)).filter((f) => !f.startsWith('probe-'));
+      expect(files.sort()).toEqual(['job.ts', 'package.json']);
+    }
+    expect(runner.errors()).toEqual([]);
   });
 
   it('keeps no warm host for a module job that fires rarely (it would start cold)', async () => {

@@ -25,7 +25,21 @@
  * - `expectCompleteFires`: every instant of the window is there, attempted by every runner.
  */
 import { expect } from 'vitest';
+import {
+  DEFAULT_HEARTBEAT_DEADLINE_MS,
+  DEFAULT_HEARTBEAT_MS,
+} from '../../src/coordination/lock-session.js';
+import { LEASE_MARGIN_MS } from '../../src/execution/run-lease.js';
+import { LOST_KILL_GRACE_MS } from '../../src/fire/run-control.js';
 import { byFire, type RunRow } from './db.js';
+
+/**
+ * docs/design.md, "Faults and what happens": a lock session dying under a live job may overlap
+ * the next run for at most heartbeat (1 s) + deadline (3 s) + the lease's margin (0.25 s) + the
+ * abort's kill grace (1 s) — also when the runner is stalled (the runs' lease).
+ */
+export const OVERLAP_BOUND_MS =
+  DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS + LEASE_MARGIN_MS + LOST_KILL_GRACE_MS;
 
 /** Why a fire may have no winner, besides a lone `missed` row. */
 export type NoWinnerKind = 'overlap' | 'lock-being-released' | 'behind' | 'paused';
@@ -177,10 +191,15 @@ function expectNamedRunWasGoing(
   // A manual run may be outside the rows the test looked at.
   if (fire == null && candidates.length === 0) return;
   expect(candidates.length, `${what}: the run it names is in the history`).toBeGreaterThan(0);
+  // A lost row's finished_at is when the loss was written (by its runner or a reaper), not when
+  // its process ended: that may live on for the overlap bound, and its runner — stalled, say —
+  // rightly skips its next fires until it has seen the process gone.
+  const end = (w: RunRow) =>
+    w.finished_at!.getTime() + (w.status === 'lost' ? OVERLAP_BOUND_MS : 0);
   const going = candidates.some(
     (w) =>
       w.started_at.getTime() <= skip.started_at.getTime() &&
-      (w.finished_at == null || w.finished_at.getTime() + slackMs >= decidedAt(skip)),
+      (w.finished_at == null || end(w) + slackMs >= decidedAt(skip)),
   );
   expect(going, `${what}: the run it names was still going when the fire was decided`).toBe(true);
 }

@@ -9,7 +9,7 @@ import type { Edit, Mutant } from './mutant.js';
  * the lock back too early need it there.
  */
 const PASS_HELD_LOCK: Edit = {
-  file: 'src/fire/run-fire.ts',
+  file: 'src/fire/winner-run.ts',
   find: 'await attemptRuns(c, job, fire, control, onStarted, database, o);',
   replace:
     'await attemptRuns(c, job, fire, control, onStarted, database, { ...o, heldLock: claim.lockName } as FireOptions);',
@@ -54,7 +54,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       PASS_HELD_LOCK,
       {
-        file: 'src/fire/run-fire.ts',
+        file: 'src/fire/winner-run.ts',
         find: "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');",
         replace:
           "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');\n" +
@@ -269,7 +269,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       PASS_HELD_LOCK,
       {
-        file: 'src/fire/run-fire.ts',
+        file: 'src/fire/winner-run.ts',
         find: '    await control.waitBeforeRetry(job.retryDelayMs);',
         replace:
           '    const held = (o as { heldLock?: string | null }).heldLock;\n' +
@@ -483,7 +483,7 @@ export const MUTANTS: readonly Mutant[] = [
     what: "Jobs inherit the runner's BATON_* settings, BATON_DATABASE_URL and its password with them.",
     edits: [
       {
-        file: 'src/execution/job-process.ts',
+        file: 'src/execution/job-environment.ts',
         find: "if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;",
         replace: 'if (!withhold.has(key)) env[key] = value;',
       },
@@ -501,7 +501,7 @@ export const MUTANTS: readonly Mutant[] = [
     what: "Jobs inherit the variables that hold their connections' URLs (`urlFromEnv`).",
     edits: [
       {
-        file: 'src/execution/job-process.ts',
+        file: 'src/execution/job-environment.ts',
         find: "if (!key.startsWith('BATON_') && !withhold.has(key)) env[key] = value;",
         replace: "if (!key.startsWith('BATON_')) env[key] = value;",
       },
@@ -631,7 +631,7 @@ export const MUTANTS: readonly Mutant[] = [
       'it was being claimed starts its job, which is only aborted once it runs.',
     edits: [
       {
-        file: 'src/fire/run-fire.ts',
+        file: 'src/fire/winner-run.ts',
         find: 'const cannotStart = whyNotStart(c);',
         replace: 'const cannotStart = (() => null)() as string | null;',
       },

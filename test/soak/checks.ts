@@ -15,23 +15,10 @@
  *                       reconnect
  */
 import type { JournalAttempt, JournalEntry } from '../helpers/ground-truth.js';
-import {
-  DEFAULT_HEARTBEAT_DEADLINE_MS,
-  DEFAULT_HEARTBEAT_MS,
-} from '../../src/coordination/lock-session.js';
-import { LEASE_MARGIN_MS } from '../../src/execution/run-lease.js';
-import { LOST_KILL_GRACE_MS } from '../../src/fire/run-control.js';
 import type { RunRow } from '../helpers/db.js';
+import { OVERLAP_BOUND_MS } from '../helpers/fires.js';
 import type { FaultRecord } from './faults.js';
 import { EVERY_SECOND_JOBS, JOB_PERIOD_MS, type LoggedLine } from './fleet.js';
-
-/**
- * docs/design.md, "Faults and what happens": a lock session dying under a live job may overlap
- * the next run for at most heartbeat (1 s) + deadline (3 s) + the lease's margin (0.25 s) + the
- * abort's kill grace (1 s) — also when the runner is stalled (the runs' lease).
- */
-export const OVERLAP_BOUND_MS =
-  DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS + LEASE_MARGIN_MS + LOST_KILL_GRACE_MS;
 
 /** How long a job's processes may live on after its end line (the shell's exit): 0.2 s. */
 const END_SLACK_MS = 200;

@@ -75,4 +75,60 @@ describe('Batcher', () => {
       /1 answers for 2 inputs/,
     );
   });
+
+  it('with maxInFlight 1, sends what is asked while a batch is out in the next one, together', async () => {
+    const batches: number[][] = [];
+    let answer!: () => void;
+    const batcher = new Batcher<number, number>(
+      async (inputs) => {
+        batches.push(inputs);
+        if (inputs[0] === 1) await new Promise<void>((r) => (answer = r));
+        return inputs.map((value) => ({ value }));
+      },
+      250,
+      1,
+    );
+    const first = batcher.load(1);
+    await new Promise((r) => setImmediate(r));
+    // Three turns while the first batch is out: one batch for them, once it is answered.
+    const later: Promise<number>[] = [];
+    for (const n of [2, 3, 4]) {
+      later.push(batcher.load(n));
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(batches).toEqual([[1]]);
+    answer();
+    expect(await Promise.all([first, ...later])).toEqual([1, 2, 3, 4]);
+    expect(batches).toEqual([[1], [2, 3, 4]]);
+  });
+
+  it('with maxInFlight 1, goes on after a batch whose statement failed', async () => {
+    let fail = true;
+    const batcher = new Batcher<number, number>(
+      async (inputs) => {
+        if (fail) throw new Error('the statement failed');
+        return inputs.map((value) => ({ value }));
+      },
+      250,
+      1,
+    );
+    await expect(batcher.load(1)).rejects.toThrow('the statement failed');
+    fail = false;
+    expect(await batcher.load(2)).toBe(2);
+  });
+
+  it('with maxInFlight 1, goes on after a batch answered with something that is not a result', async () => {
+    let broken = true;
+    const batcher = new Batcher<number, number>(
+      async (inputs) =>
+        broken
+          ? (inputs.map(() => undefined) as unknown as BatchResult<number>[])
+          : inputs.map((value) => ({ value })),
+      250,
+      1,
+    );
+    await expect(batcher.load(1)).rejects.toThrow('answer 0 of a batch is not a result');
+    broken = false;
+    expect(await batcher.load(2)).toBe(2);
+  });
 });

@@ -1,0 +1,39 @@
+/**
+ * What a schedules file means when it leaves a setting out, and the names of the events a job may
+ * be told of: plain values, no schema. The daemon imports these (and event-targets.ts) and never
+ * the schemas: its config is validated by the loader's worker thread (load-isolated.ts) and
+ * arrives as plain data, so a runner does not load zod — 14 MiB resident for as long as it lives,
+ * and a tenth of a second of CPU at every start (bench/README.md, "The command line's start").
+ */
+
+export const DEFAULT_NAMESPACE = 'default';
+export const DEFAULT_TIMEZONE = 'UTC';
+export const DEFAULT_RETRY_DELAY_MS = 10_000;
+
+/** What the history keeps of an attempt's output by default: a batch log, not a flood. */
+export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The events a job may subscribe to (`summary` and `test` are baton's own). */
+export const NOTIFY_EVENTS = [
+  'failed',
+  'timeout',
+  'lost',
+  'missed',
+  'recovered',
+  'no-success',
+  'runner-gone',
+  'detached',
+] as const;
+export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
+
+/** What a job is told of when it says only `notify: {to: [...]}`: failures and recoveries. */
+export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
+  'failed',
+  'timeout',
+  'lost',
+  'recovered',
+];
+/** Failures after the first told one are summed up at most this often. */
+export const DEFAULT_THROTTLE_MS = 10 * 60_000;
+/** How long one delivery may take before it counts as timed out. */
+export const DEFAULT_NOTIFY_TIMEOUT_MS = 10_000;

@@ -1,0 +1,74 @@
+/**
+ * The words of a contention (fire-protocol.ts tells the protocol whole): what a runner contends
+ * with (`FireContext`), what it is told to do (`ContendOptions`), and what it comes back with
+ * (`Contention`).
+ */
+import type { EventTargets } from '../config/event-targets.js';
+import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
+import type { Queryable } from '../store/deadline.js';
+import type { Pause } from '../store/pauses.js';
+import type { OrphanRun } from '../store/run-verdicts.js';
+import type { SkipKind } from '../run-status.js';
+import type { LockSession } from './lock-session.js';
+import type { SkipReason } from './skip-reasons.js';
+
+/** What a runner needs to contend for fires: who it is, and its handles on the database. */
+export interface FireContext {
+  database: string;
+  namespace: string;
+  host: string;
+  pid: number;
+  pool: Queryable;
+  lock: LockSession;
+  /** Now by the database's clock (queue deadlines are database instants); default this host's. */
+  now?: () => Date;
+}
+
+export type Contention =
+  | { won: true; runId: number; lockName: string | null; slot: number }
+  | { won: false; runId: number | null; kind: SkipKind; reason: string }; // null: tallied
+
+export type Won = Extract<Contention, { won: true }>;
+/** A slot or fire this runner could not have, and why (not recorded yet). */
+export type NotWon = { won: false; skip: SkipReason };
+
+export interface ContendOptions {
+  /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
+  waitSeconds?: number;
+  /** The fire this runner is already running for the job, if it is; skips without GET_LOCK. */
+  runningHere?: Date | null;
+  /** Default `skip`. */
+  overlap?: OverlapPolicy;
+  /** `queue`: keep asking for the lock until this instant (the job's next fire). */
+  queueUntil?: Date | null;
+  /** Ends a queued wait early (the runner is stopping). */
+  signal?: AbortSignal;
+  /** Fan-out: how many runners may win this fire, one per worker slot. Default 1. */
+  workers?: number;
+  /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
+  pauseCheck?: boolean;
+  eventTargets?: EventTargets; // whom the job's events are told to (a dead earlier run's `lost`)
+  /** `tally`: a skip of a fire whose winner was seen is counted, not a row (scheduled fires). */
+  skips?: SkipRecord;
+  /**
+   * This runner is not the fire's first asker and contends after its lead (first-asker.ts):
+   * the fire's winner is looked up first, and a fire that has one is skipped at once.
+   */
+  afterLead?: boolean;
+}
+
+/**
+ * Reads a fire needs that do not depend on holding the lock, started together with GET_LOCK so
+ * that a winner waits one round trip, not three, before its row is written (fire lag).
+ */
+export interface Prefetch {
+  pause: Promise<Pause | null>;
+  /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
+  orphans: Promise<OrphanRun[]> | null;
+  targets?: EventTargets; // ContendOptions.eventTargets, for a dead earlier run's `lost`
+}
+
+/** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
+export function quiet<T>(p: Promise<T>): Promise<T> {
+  return (p.catch(() => {}), p);
+}
