@@ -117,24 +117,30 @@ const CANNOT_RUN =
   "const message = process.argv[1]; process.stderr.write(message + '\\n'); " +
   "process.send({ kind: 'error', message }, () => process.exit(78));";
 /**
- * The watchdog (see the header). `$1` is the run's process group. `read` returns on "done" from
- * the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the form
- * every POSIX shell accepts (dash, Debian's /bin/sh, refuses `kill -TERM -- -PGID`).
+ * The watchdog (see the header). It is started before the run, so that no moment exists when the
+ * run lives and its watchdog does not (a runner killed between the two spawns — one spawn of a
+ * big Node process takes milliseconds — would leave the run behind). Its first line is the run's
+ * process group, written as soon as the run exists; end-of-file before it (the run never started,
+ * or the runner died before it could say) leaves nothing to stop. Then `read` returns on "done"
+ * from the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the
+ * form every POSIX shell accepts (dash, Debian's /bin/sh, refuses `kill -TERM -- -PGID`).
  */
-/** How both watchdogs stop the run: its process group `$1`, SIGTERM, SIGKILL a second later. */
+const READ_THE_RUN = 'IFS= read -r pgid || exit 0; case "$pgid" in ""|*[!0-9]*) exit 0 ;; esac; ';
+/** How both watchdogs stop the run: its process group `$pgid`, SIGTERM, SIGKILL a second later. */
 const STOP_THE_RUN =
-  'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0';
-const WATCHDOG_SCRIPT = 'read line; [ "$line" = done ] && exit 0; ' + STOP_THE_RUN;
+  'kill -s TERM -- "-$pgid" 2>/dev/null; sleep 1; kill -s KILL -- "-$pgid" 2>/dev/null; exit 0';
+const WATCHDOG_SCRIPT = READ_THE_RUN + 'read line; [ "$line" = done ] && exit 0; ' + STOP_THE_RUN;
 /**
- * The watchdog under a lease (bash: `read -t`). `$2` is the term of one renewal in seconds, `$3`
+ * The watchdog under a lease (bash: `read -t`). `$1` is the term of one renewal in seconds, `$2`
  * the first wait (what is left of the lease now; empty before its first renewal: wait without a
  * timeout until one comes). A read that times out (status > 128) is a lapse: it says `lapsed`
  * to the runner before it stops the run; end-of-file is the runner's death, as above.
  */
 const LEASED_WATCHDOG_SCRIPT =
-  't="$3"; while :; do ' +
+  READ_THE_RUN +
+  't="$2"; while :; do ' +
   'if [ -n "$t" ]; then IFS= read -r -t "$t" line; else IFS= read -r line; fi; rc=$?; ' +
-  'if [ $rc -eq 0 ]; then case "$line" in done) exit 0 ;; renew) t="$2" ;; revoke) break ;; esac; ' +
+  'if [ $rc -eq 0 ]; then case "$line" in done) exit 0 ;; renew) t="$1" ;; revoke) break ;; esac; ' +
   'continue; fi; [ $rc -gt 128 ] && echo lapsed; break; done; ' +
   STOP_THE_RUN;
 const BASH = ['/bin/bash', '/usr/bin/bash'].find((p) => existsSync(p)) ?? null;
@@ -302,16 +308,16 @@ function startHere(
   options: StartOptions,
   onHostError: (message: string) => void,
 ): Launch {
-  const watch = { dismiss: () => {} };
+  const watchdog = startWatchdog(options.lease);
   const run = spawnGroupChild(file, args, {
     ...where,
     tail: new OutputTail(options.tailBytes),
     output: options.output,
     secrets: options.secrets,
     tee: options.tee ?? false,
-    onExit: () => watch.dismiss(),
+    onExit: () => watchdog.dismiss(),
   });
-  return supervise(run, watch, options, onHostError, (child) =>
+  return supervise(run, watchdog, onHostError, (child) =>
     child.on('message', (msg: HostMessage) => {
       if (msg?.kind === 'ready') child.send(initMessage(options), () => {});
     }),
@@ -325,20 +331,21 @@ function startWarm(
   options: StartOptions,
   onHostError: (message: string) => void,
 ): Launch {
-  const watch = { dismiss: () => {} };
+  const watchdog = startWatchdog(options.lease);
   const launch = watchGroupChild(
     host.child,
     {
       tail: new OutputTail(options.tailBytes),
       output: options.output,
       secrets: options.secrets,
-      onExit: () => watch.dismiss(),
+      onExit: () => watchdog.dismiss(),
     },
     host.earlier,
   );
+  const supervised = supervise(launch, watchdog, onHostError, () => {});
   // A host that died before it could hear: its exit (watched now) ends the run.
   host.child.send(initMessage(options, run), () => {});
-  return supervise(launch, watch, options, onHostError, () => {});
+  return supervised;
 }
 
 /** What a module host is told: the database for `ctx.db`, and to a warm host its run. */
@@ -352,39 +359,44 @@ function initMessage(options: StartOptions, run?: WarmRun): InitMessage {
   };
 }
 
-/** The watchdog and the host's messages for a run started here (`watch`: its dismissal). */
+/** The watchdog and the host's messages for a run started here. */
 function supervise(
   run: GroupChild,
-  watch: { dismiss(): void },
-  options: StartOptions,
+  watchdog: Watchdog,
   onHostError: (message: string) => void,
   listen: (child: GroupChild['child']) => void,
 ): Launch {
-  let lapsedMs: number | undefined;
   const { child } = run;
   child.on('message', (msg: HostMessage) => {
     if (msg?.kind === 'error') onHostError(msg.message);
   });
   listen(child);
-  if (child.pid != null) {
-    watch.dismiss = startWatchdog(child.pid, options.lease, (ms) => (lapsedMs = ms)).dismiss;
-  }
+  if (child.pid != null) watchdog.guard(child.pid);
+  else watchdog.dismiss();
   // The watchdog's `lapsed` comes before the kill it announces, so it is in by the run's end.
   const ended = run.ended.then((end) =>
-    end.kind === 'exit' && lapsedMs != null ? { ...end, lapsedMs } : end,
+    end.kind === 'exit' && watchdog.lapsedMs != null
+      ? { ...end, lapsedMs: watchdog.lapsedMs }
+      : end,
   );
   return { ...run, pid: run.pid, ended };
 }
 
+/** A run's watchdog (see the header), started before the run. */
+interface Watchdog {
+  /** The run exists: the watchdog stops its process group `pgid` if the runner dies or stalls. */
+  guard(pgid: number): void;
+  /** The run ended, or never started: the watchdog exits and stops nothing. */
+  dismiss(): void;
+  /** How long the runner had been silent when the lease lapsed, if it did. */
+  readonly lapsedMs: number | undefined;
+}
+
 /**
- * Starts the watchdog for the process group `pgid`. It runs in a session of its own, so a Ctrl-C
+ * Starts a watchdog for a run about to be started. It runs in a session of its own, so a Ctrl-C
  * aimed at the runner's terminal does not take it down before the runner.
  */
-function startWatchdog(
-  pgid: number,
-  lease: RunLease | undefined,
-  onLapsed: (silentMs: number) => void,
-): { dismiss(): void } {
+function startWatchdog(lease: RunLease | undefined): Watchdog {
   const leased = lease != null && BASH != null;
   // Never 0: `read -t 0` only polls, and would spin on a pipe with data in it.
   const seconds = (ms: number) => (Math.max(ms, 1) / 1000).toFixed(3);
@@ -396,30 +408,44 @@ function startWatchdog(
         [seconds(lease.holderTermMs), remaining != null ? seconds(remaining) : ''],
       ]
     : ['/bin/sh', WATCHDOG_SCRIPT, []];
-  const dog = spawn(shell, ['-c', script, 'baton-watchdog', String(pgid), ...extra], {
+  const dog = spawn(shell, ['-c', script, 'baton-watchdog', ...extra], {
     detached: true,
     stdio: ['pipe', leased ? 'pipe' : 'ignore', 'ignore'],
   });
   dog.on('error', () => {}); // no shell: the run goes on, just without this safety net
   dog.stdin?.on('error', () => {});
+  let lapsedMs: number | undefined;
   let lastRenewal = performance.now();
   dog.stdout?.on('data', (d: Buffer) => {
-    if (d.toString().includes('lapsed')) onLapsed(performance.now() - lastRenewal);
+    if (d.toString().includes('lapsed')) lapsedMs = performance.now() - lastRenewal;
   });
-  const release = leased
-    ? lease.hold((ms) => {
-        if (ms > 0) lastRenewal = performance.now();
-        if (dog.stdin?.writable) dog.stdin.write(ms > 0 ? 'renew\n' : 'revoke\n');
-      })
-    : () => {};
+  let release = () => {};
+  let state: 'armed' | 'guarding' | 'dismissed' = 'armed';
   // The runner must not wait for its watchdogs when it exits.
   dog.unref();
   (dog.stdout as { unref?: () => void } | null)?.unref?.();
   (dog.stdin as { unref?: () => void } | null)?.unref?.();
   return {
+    guard(pgid) {
+      if (state !== 'armed') return;
+      state = 'guarding';
+      dog.stdin?.write(`${pgid}\n`);
+      if (leased) {
+        release = lease.hold((ms) => {
+          if (ms > 0) lastRenewal = performance.now();
+          if (dog.stdin?.writable) dog.stdin.write(ms > 0 ? 'renew\n' : 'revoke\n');
+        });
+      }
+    },
     dismiss() {
+      if (state === 'dismissed') return;
       release();
-      dog.stdin?.end('done\n');
+      // Before `guard`, end-of-file alone: the watchdog has no run to stop.
+      dog.stdin?.end(state === 'guarding' ? 'done\n' : undefined);
+      state = 'dismissed';
+    },
+    get lapsedMs() {
+      return lapsedMs;
     },
   };
 }

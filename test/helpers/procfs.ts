@@ -71,25 +71,19 @@ export function groupGone(pgid: number): boolean {
   return true;
 }
 
-/**
- * Waits for the watchdog of the run whose process group is `pgid` (job-process.ts: a `sh -c …
- * baton-watchdog PGID` started just after the run). A run's own first lines can come before its
- * watchdog exists on a busy machine; a test that kills the runner to see the watchdog act must
- * wait for it first.
- */
-export function watchdogOf(pgid: number): Promise<number> {
-  return waitFor(`the watchdog of process group ${pgid}`, () => {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      let argv: string[];
-      try {
-        argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      } catch {
-        continue;
-      }
-      const at = argv.indexOf('baton-watchdog');
-      if (at > 0 && argv[at + 1] === String(pgid)) return Number(entry);
+/** The run watchdogs (job-process.ts: `sh -c … baton-watchdog`) that `parent` started and that run. */
+export function watchdogsOf(parent: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(Number(entry));
+    if (!fields || Number(fields[1]) !== parent || fields[0] === 'Z') continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv.includes('baton-watchdog')) found.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
     }
-    return undefined;
-  });
+  }
+  return found;
 }
