@@ -46,8 +46,9 @@ export interface HolderAsk extends FireAsk {
 }
 
 /**
- * Each of these batchers sends one statement at a time; what its fires ask for meanwhile goes in
- * its next (store/batcher.ts): a runner behind its fires sends fewer, larger statements.
+ * Each of these batchers has one batch in flight at a time (up to 250 asks; a larger one, or the
+ * holder's look-ups, may take a few statements); what its fires ask for meanwhile goes in its
+ * next (store/batcher.ts): a runner behind its fires sends fewer, larger statements.
  */
 const ONE_AT_A_TIME = [250, 1] as const;
 

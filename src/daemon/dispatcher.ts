@@ -91,13 +91,10 @@ export class Dispatcher {
     }
     // Each fire's first asker contends at once, the others after its lead and looking for its
     // winner first (coordination/first-asker.ts): an instant's fires are spread over the fleet.
-    const later: DueFire[] = [];
     // Fires of the same instant in an order of this runner's own: runners that cannot tell who
     // asks first (a fleet not seen yet) then mostly contend for different jobs first.
-    for (const fire of shuffleWithinInstant(due)) {
-      if (this.asksFirst(fire)) this.dispatch(fire, 'schedule');
-      else later.push(fire);
-    }
+    const { now, later } = splitByLead(shuffleWithinInstant(due), (fire) => this.asksFirst(fire));
+    for (const fire of now) this.dispatch(fire, 'schedule');
     if (later.length > 0) {
       background(
         setTimeout(() => {
@@ -282,6 +279,30 @@ export function shuffleWithinInstant(due: DueFire[]): DueFire[] {
     start = end;
   }
   return out;
+}
+
+/**
+ * A wake's fires (oldest first) split into those this runner contends for at once and those after
+ * the first asker's lead, each in order. A job's fires keep their order in its chain: once one of
+ * them waits for the lead, its later ones (a late wake can hold several of one job) wait too, or
+ * the later fire would run first and the earlier one be skipped as overlapping it.
+ */
+export function splitByLead(
+  due: readonly DueFire[],
+  asksFirst: (fire: DueFire) => boolean,
+): { now: DueFire[]; later: DueFire[] } {
+  const now: DueFire[] = [];
+  const later: DueFire[] = [];
+  const waiting = new Set<string>();
+  for (const fire of due) {
+    if (!waiting.has(fire.job) && asksFirst(fire)) {
+      now.push(fire);
+    } else {
+      waiting.add(fire.job);
+      later.push(fire);
+    }
+  }
+  return { now, later };
 }
 
 const NO_PARAMS: ManualParams = { env: {}, args: [] };

@@ -20,22 +20,11 @@
  * was spawned ahead of need, and the run is handed to it here; from then on it is watched exactly
  * like a process spawned for the run (the same pid and process group, watchdog, lease, output).
  *
- * A run never outlives its runner. If the runner dies (even `kill -9`), its lock session dies with
- * it and another host may start the job's next fire, so the old run must stop too. Node has no
- * parent-death signal, and one would reach only the first process anyway; instead every run gets a
- * watchdog: a tiny `sh` holding a pipe from the runner. The kernel closes that pipe when the runner
- * dies, for whatever reason; the watchdog reads end-of-file and kills the run's process group
- * (SIGTERM, SIGKILL a second later). When the run ends normally the runner tells the watchdog
- * "done" and it exits without doing anything. The spawner does the same for all its runs at once,
- * with its IPC channel as the pipe.
- *
- * A runner that is alive but stalled closes no pipe, so each run also goes on under the runner's
- * lease (run-lease.ts): the watchdog hears every renewal as a line `renew` and stops the run when
- * none comes in time (or on `revoke`), telling the runner `lapsed` on its way. A `read` with a
- * timeout needs bash (dash has none); without bash the watchdog watches for the runner's death
- * only. The spawner keeps the lease of its runs itself.
+ * A run never outlives its runner: a run spawned here gets a watchdog of its own (watchdog.ts),
+ * started before it, which stops its process group when the runner dies or its lease lapses. The
+ * spawner does the same for all its runs at once, with its IPC channel as the pipe, and keeps the
+ * lease of its runs itself.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobDefinition } from '../config/schema.js';
@@ -59,6 +48,7 @@ import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
 import { hostKind, takeModuleHost, type WarmHost } from './warm-hosts.js';
+import { startWatchdog, type Watchdog } from './watchdog.js';
 
 export interface JobResult {
   /** `done` or `failed` by the job's own exit; the others when the runner stopped it. */
@@ -116,34 +106,6 @@ const MODULE_HOST = fileURLToPath(new URL('../../dist/execution/module-host.js',
 const CANNOT_RUN =
   "const message = process.argv[1]; process.stderr.write(message + '\\n'); " +
   "process.send({ kind: 'error', message }, () => process.exit(78));";
-/**
- * The watchdog (see the header). It is started before the run, so that no moment exists when the
- * run lives and its watchdog does not (a runner killed between the two spawns — one spawn of a
- * big Node process takes milliseconds — would leave the run behind). Its first line is the run's
- * process group, written as soon as the run exists; end-of-file before it (the run never started,
- * or the runner died before it could say) leaves nothing to stop. Then `read` returns on "done"
- * from the runner, or fails at end-of-file when the runner is gone. `kill -s SIG -- -PGID` is the
- * form every POSIX shell accepts (dash, Debian's /bin/sh, refuses `kill -TERM -- -PGID`).
- */
-const READ_THE_RUN = 'IFS= read -r pgid || exit 0; case "$pgid" in ""|*[!0-9]*) exit 0 ;; esac; ';
-/** How both watchdogs stop the run: its process group `$pgid`, SIGTERM, SIGKILL a second later. */
-const STOP_THE_RUN =
-  'kill -s TERM -- "-$pgid" 2>/dev/null; sleep 1; kill -s KILL -- "-$pgid" 2>/dev/null; exit 0';
-const WATCHDOG_SCRIPT = READ_THE_RUN + 'read line; [ "$line" = done ] && exit 0; ' + STOP_THE_RUN;
-/**
- * The watchdog under a lease (bash: `read -t`). `$1` is the term of one renewal in seconds, `$2`
- * the first wait (what is left of the lease now; empty before its first renewal: wait without a
- * timeout until one comes). A read that times out (status > 128) is a lapse: it says `lapsed`
- * to the runner before it stops the run; end-of-file is the runner's death, as above.
- */
-const LEASED_WATCHDOG_SCRIPT =
-  READ_THE_RUN +
-  't="$2"; while :; do ' +
-  'if [ -n "$t" ]; then IFS= read -r -t "$t" line; else IFS= read -r line; fi; rc=$?; ' +
-  'if [ $rc -eq 0 ]; then case "$line" in done) exit 0 ;; renew) t="$1" ;; revoke) break ;; esac; ' +
-  'continue; fi; [ $rc -gt 128 ] && echo lapsed; break; done; ' +
-  STOP_THE_RUN;
-const BASH = ['/bin/bash', '/usr/bin/bash'].find((p) => existsSync(p)) ?? null;
 /** The spawner's `spawn-error` code for a spawn refused under a lapsed lease. */
 const LEASE_REFUSED = 'ELEASE';
 /** The history's `error` is one line for humans; the details are in the output tail. */
@@ -308,16 +270,22 @@ function startHere(
   options: StartOptions,
   onHostError: (message: string) => void,
 ): Launch {
-  const watchdog = startWatchdog(options.lease);
-  const run = spawnGroupChild(file, args, {
-    ...where,
-    tail: new OutputTail(options.tailBytes),
-    output: options.output,
-    secrets: options.secrets,
-    tee: options.tee ?? false,
-    onExit: () => watchdog.dismiss(),
-  });
-  return supervise(run, watchdog, onHostError, (child) =>
+  const watchdog = startWatchdog();
+  let run: GroupChild;
+  try {
+    run = spawnGroupChild(file, args, {
+      ...where,
+      tail: new OutputTail(options.tailBytes),
+      output: options.output,
+      secrets: options.secrets,
+      tee: options.tee ?? false,
+      onExit: () => watchdog.dismiss(),
+    });
+  } catch (err) {
+    watchdog.dismiss(); // spawn() refused its arguments: no run, nothing to guard
+    throw err;
+  }
+  return supervise(run, watchdog, options.lease, onHostError, (child) =>
     child.on('message', (msg: HostMessage) => {
       if (msg?.kind === 'ready') child.send(initMessage(options), () => {});
     }),
@@ -331,7 +299,8 @@ function startWarm(
   options: StartOptions,
   onHostError: (message: string) => void,
 ): Launch {
-  const watchdog = startWatchdog(options.lease);
+  // Its watchdog was started with it, off the fire's path (warm-hosts.ts).
+  const { watchdog } = host;
   const launch = watchGroupChild(
     host.child,
     {
@@ -342,7 +311,7 @@ function startWarm(
     },
     host.earlier,
   );
-  const supervised = supervise(launch, watchdog, onHostError, () => {});
+  const supervised = supervise(launch, watchdog, options.lease, onHostError, () => {});
   // A host that died before it could hear: its exit (watched now) ends the run.
   host.child.send(initMessage(options, run), () => {});
   return supervised;
@@ -363,6 +332,7 @@ function initMessage(options: StartOptions, run?: WarmRun): InitMessage {
 function supervise(
   run: GroupChild,
   watchdog: Watchdog,
+  lease: RunLease | undefined,
   onHostError: (message: string) => void,
   listen: (child: GroupChild['child']) => void,
 ): Launch {
@@ -371,7 +341,7 @@ function supervise(
     if (msg?.kind === 'error') onHostError(msg.message);
   });
   listen(child);
-  if (child.pid != null) watchdog.guard(child.pid);
+  if (child.pid != null) watchdog.guard(child.pid, lease);
   else watchdog.dismiss();
   // The watchdog's `lapsed` comes before the kill it announces, so it is in by the run's end.
   const ended = run.ended.then((end) =>
@@ -380,72 +350,4 @@ function supervise(
       : end,
   );
   return { ...run, pid: run.pid, ended };
-}
-
-/** A run's watchdog (see the header), started before the run. */
-interface Watchdog {
-  /** The run exists: the watchdog stops its process group `pgid` if the runner dies or stalls. */
-  guard(pgid: number): void;
-  /** The run ended, or never started: the watchdog exits and stops nothing. */
-  dismiss(): void;
-  /** How long the runner had been silent when the lease lapsed, if it did. */
-  readonly lapsedMs: number | undefined;
-}
-
-/**
- * Starts a watchdog for a run about to be started. It runs in a session of its own, so a Ctrl-C
- * aimed at the runner's terminal does not take it down before the runner.
- */
-function startWatchdog(lease: RunLease | undefined): Watchdog {
-  const leased = lease != null && BASH != null;
-  // Never 0: `read -t 0` only polls, and would spin on a pipe with data in it.
-  const seconds = (ms: number) => (Math.max(ms, 1) / 1000).toFixed(3);
-  const remaining = lease?.remainingMs;
-  const [shell, script, extra] = leased
-    ? [
-        BASH!,
-        LEASED_WATCHDOG_SCRIPT,
-        [seconds(lease.holderTermMs), remaining != null ? seconds(remaining) : ''],
-      ]
-    : ['/bin/sh', WATCHDOG_SCRIPT, []];
-  const dog = spawn(shell, ['-c', script, 'baton-watchdog', ...extra], {
-    detached: true,
-    stdio: ['pipe', leased ? 'pipe' : 'ignore', 'ignore'],
-  });
-  dog.on('error', () => {}); // no shell: the run goes on, just without this safety net
-  dog.stdin?.on('error', () => {});
-  let lapsedMs: number | undefined;
-  let lastRenewal = performance.now();
-  dog.stdout?.on('data', (d: Buffer) => {
-    if (d.toString().includes('lapsed')) lapsedMs = performance.now() - lastRenewal;
-  });
-  let release = () => {};
-  let state: 'armed' | 'guarding' | 'dismissed' = 'armed';
-  // The runner must not wait for its watchdogs when it exits.
-  dog.unref();
-  (dog.stdout as { unref?: () => void } | null)?.unref?.();
-  (dog.stdin as { unref?: () => void } | null)?.unref?.();
-  return {
-    guard(pgid) {
-      if (state !== 'armed') return;
-      state = 'guarding';
-      dog.stdin?.write(`${pgid}\n`);
-      if (leased) {
-        release = lease.hold((ms) => {
-          if (ms > 0) lastRenewal = performance.now();
-          if (dog.stdin?.writable) dog.stdin.write(ms > 0 ? 'renew\n' : 'revoke\n');
-        });
-      }
-    },
-    dismiss() {
-      if (state === 'dismissed') return;
-      release();
-      // Before `guard`, end-of-file alone: the watchdog has no run to stop.
-      dog.stdin?.end(state === 'guarding' ? 'done\n' : undefined);
-      state = 'dismissed';
-    },
-    get lapsedMs() {
-      return lapsedMs;
-    },
-  };
 }

@@ -32,7 +32,7 @@ export interface RunOutcome {
   notices?: RunNotices;
 }
 
-/** What a run's events are about, and whom each is told to (config/notify-config.ts). */
+/** What a run's events are about, and whom each is told to (config/event-targets.ts). */
 export interface RunNotices {
   scope: NoticeScope;
   targets: EventTargets;

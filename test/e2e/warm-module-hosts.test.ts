@@ -29,7 +29,7 @@ import { describe, expect, it } from 'vitest';
 import { command, ROOT, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { dbNow, runs, type RunRow } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
-import { alive, killGroup, parentOf, processGone } from '../helpers/procfs.js';
+import { alive, killGroup, parentOf, processGone, watchdogsOf } from '../helpers/procfs.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('warm_hosts', { perTest: true });
@@ -282,8 +282,14 @@ jobs:
       const hosts = warmHosts(pid).filter((p) => p !== ran);
       return hosts.length === 2 ? hosts : undefined;
     });
+    // Each waiting host has its run's watchdog beside it already (watchdog.ts: a fire's path
+    // spawns none, and no run is ever without one); a killed host's watchdog exits, stopping
+    // nothing.
+    const dogs = watchdogsOf(pid);
+    expect(dogs.length, 'watchdogs beside the waiting hosts').toBeGreaterThanOrEqual(2);
     for (const host of waiting) killGroup(host);
     for (const host of waiting) await waitFor(`${host} gone`, () => processGone(host));
+    for (const dog of dogs) await waitFor(`watchdog ${dog} gone`, () => processGone(dog));
     const killedAt = await dbNow(fleet.db);
     const replaced = await waitFor('new warm hosts', () => {
       const hosts = warmHosts(pid).filter((p) => p !== ran && !waiting.includes(p));

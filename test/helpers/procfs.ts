@@ -71,7 +71,7 @@ export function groupGone(pgid: number): boolean {
   return true;
 }
 
-/** The run watchdogs (job-process.ts: `sh -c … baton-watchdog`) that `parent` started and that run. */
+/** The run watchdogs (watchdog.ts: `bash -c … baton-watchdog`) that `parent` started and that run. */
 export function watchdogsOf(parent: number): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {

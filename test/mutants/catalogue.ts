@@ -119,9 +119,9 @@ export const MUTANTS: readonly Mutant[] = [
       'it outlives a killed `baton run`.',
     edits: [
       {
-        file: 'src/execution/job-process.ts',
-        find: `'kill -s TERM -- "-$1" 2>/dev/null; sleep 1; kill -s KILL -- "-$1" 2>/dev/null; exit 0'`,
-        replace: `'kill -s TERM -- "-$1" 2>/dev/null; exit 0'`,
+        file: 'src/execution/watchdog.ts',
+        find: `'kill -s TERM -- "-$pgid" 2>/dev/null; sleep 1; kill -s KILL -- "-$pgid" 2>/dev/null; exit 0'`,
+        replace: `'kill -s TERM -- "-$pgid" 2>/dev/null; exit 0'`,
       },
     ],
     killers: [
@@ -611,9 +611,15 @@ export const MUTANTS: readonly Mutant[] = [
       "stalled runner's module job outlives the lock it ran under.",
     edits: [
       {
-        file: 'src/execution/job-process.ts',
-        find: 'const leased = lease != null && BASH != null;',
-        replace: 'const leased = lease != null && BASH != null && false;',
+        file: 'src/execution/watchdog.ts',
+        // No first wait, and a renewal sets none: only end-of-file stops the run.
+        find: "const first = remaining != null ? seconds(remaining) : '';",
+        replace: "const first = remaining != null ? '' : '';",
+      },
+      {
+        file: 'src/execution/watchdog.ts',
+        find: 'renew) t="$term" ;;',
+        replace: 'renew) t="" ;;',
       },
     ],
     killers: [

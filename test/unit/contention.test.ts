@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../src/fire/limiter.js';
-import { shuffleWithinInstant } from '../../src/daemon/dispatcher.js';
+import { shuffleWithinInstant, splitByLead } from '../../src/daemon/dispatcher.js';
 import type { DueFire } from '../../src/schedule/fire-schedule.js';
 
 describe('Limiter', () => {
@@ -61,5 +61,30 @@ describe('shuffleWithinInstant', () => {
     // Twenty shuffles of 50! orders: all different (a fixed order would give one).
     expect(orders.size).toBe(20);
     expect(due[0]!.job).toBe('a0'); // the input is left as it was
+  });
+});
+
+describe('splitByLead', () => {
+  const fire = (job: string, second: number): DueFire => ({
+    job,
+    scheduledAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)),
+    lateMs: 0,
+  });
+  const names = (fires: DueFire[]) => fires.map((f) => `${f.job}@${f.scheduledAt.getUTCSeconds()}`);
+
+  it("keeps a job's fires in order: after one waits for the lead, its later ones wait too", () => {
+    // A late wake holds two fires of `a`: this runner asks first for the later one only.
+    const due = [fire('a', 1), fire('b', 1), fire('a', 2), fire('b', 2)];
+    const firstFor = new Set(['a@2', 'b@1', 'b@2']);
+    const { now, later } = splitByLead(due, (f) => firstFor.has(names([f])[0]!));
+    expect(names(now)).toEqual(['b@1', 'b@2']);
+    expect(names(later)).toEqual(['a@1', 'a@2']);
+  });
+
+  it('contends at once for every fire it asks first for while none of its job waits', () => {
+    const due = [fire('a', 1), fire('a', 2), fire('b', 2)];
+    const { now, later } = splitByLead(due, (f) => f.job === 'a');
+    expect(names(now)).toEqual(['a@1', 'a@2']);
+    expect(names(later)).toEqual(['b@2']);
   });
 });
