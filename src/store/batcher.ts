@@ -17,9 +17,17 @@
  * sends few statements, in larger batches, instead of one per fire: the more it has to do, the
  * less each fire costs, where one statement per step per fire made being behind its own cause.
  */
+import { asError } from '../errors.js';
 
 /** What `run` gives back for one input: its value, or an error for that input alone. */
 export type BatchResult<Out> = { value: Out } | { error: Error };
+
+/** A settled promise as a batch's answer to one caller (a rejection as its error). */
+export function toBatchResult<Out>(settled: PromiseSettledResult<Out>): BatchResult<Out> {
+  return settled.status === 'fulfilled'
+    ? { value: settled.value }
+    : { error: asError(settled.reason) };
+}
 
 interface Pending<In, Out> {
   input: In;

@@ -7,11 +7,11 @@
  * the pool in the same turn of the event loop go as one statement (store/batcher.ts).
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { asError, isLockConflictError } from '../errors.js';
+import { isLockConflictError } from '../errors.js';
 import { sessionLockSql } from '../lock-names.js';
 import type { FinalStatus } from '../run-status.js';
 import type { EventTargets } from '../config/event-targets.js';
-import { Batcher, type BatchResult } from './batcher.js';
+import { Batcher, toBatchResult, type BatchResult } from './batcher.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { enqueueNotices, followsFailure, type Notice, type NoticeScope } from './notifications.js';
 
@@ -131,12 +131,10 @@ async function writeVerdicts(
   };
   const all = await statuses(verdicts.map((v) => v.id)).catch(() => null);
   if (all) return verdicts.map(({ id, outcome }) => ({ value: all.get(id) === outcome.status }));
-  const settled = await Promise.allSettled(verdicts.map(({ id }) => statuses([id])));
-  return settled.map((s, i) =>
-    s.status === 'fulfilled'
-      ? { value: s.value.get(verdicts[i]!.id) === verdicts[i]!.outcome.status }
-      : { error: asError(s.reason) },
+  const settled = await Promise.allSettled(
+    verdicts.map(({ id, outcome }) => statuses([id]).then((s) => s.get(id) === outcome.status)),
   );
+  return settled.map(toBatchResult);
 }
 
 /** Each verdict in a statement of its own, each with its own answer (one failing fails one). */
@@ -147,9 +145,7 @@ async function eachAlone(
   const settled = await Promise.allSettled(
     verdicts.map(({ id, outcome }) => writeVerdict(db, id, outcome)),
   );
-  return settled.map((s) =>
-    s.status === 'fulfilled' ? { value: s.value } : { error: asError(s.reason) },
-  );
+  return settled.map(toBatchResult);
 }
 
 /** The rows of a verdict's events: its failure, or the recovery a success after failures is. */
