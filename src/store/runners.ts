@@ -320,9 +320,10 @@ export async function jobsOfRunners(
     [namespace, hosts],
   );
   for (const r of rows) {
-    const schedule: unknown = typeof r.schedule === 'string' ? JSON.parse(r.schedule) : r.schedule;
-    const entries =
-      schedule != null && typeof schedule === 'object' ? Object.entries(schedule) : [];
+    // Unreadable JSON reads as no jobs, as for loadedJobs: one bad row must not fail the look.
+    const entries = Object.entries(
+      typeof r.schedule === 'string' ? parseJson(r.schedule) : (r.schedule ?? {}),
+    );
     const disabled = (entry: unknown) =>
       entry != null && typeof entry === 'object' && (entry as { since?: unknown }).since === null;
     jobs.set(
