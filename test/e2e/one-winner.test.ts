@@ -151,8 +151,26 @@ jobs:
       far!.waitForLog('fleet: companions', (l) => String(l.companions) === 'near'),
     ]);
     const farAsksFirst = (t: number) => firstAsker(['near', 'far'], 'short', new Date(t)) === 'far';
-    // From the next fire, for 14 s at least and until the far runner asked first for 5 of them.
-    // (Waiting for a later 14 s that has 5 took longer than the test's minute now and then.)
+    // The far runner's claims of fires it did not win: each one a fire it found the lock free
+    // for, stopped by the fire key alone (only a lock holder sends a claim, the winner row's
+    // INSERT). Its claims of fires before the window count too.
+    const lostToKey = async () => {
+      const claims = loggedStatements(statementLog, 0, Infinity).filter((sql) =>
+        /^INSERT INTO baton_runs \(namespace, job, scheduled_at, (rerun, )?winner, triggered_by, status, host, pid/.test(
+          sql,
+        ),
+      );
+      const farWins = (await runs(db, 'short')).filter((r) => r.host === 'far' && r.winner === 1);
+      return claims.length - farWins.length;
+    };
+    const alreadyRan = (rows: Awaited<ReturnType<typeof runs>>) =>
+      rows.filter((r) => r.host === 'far' && r.reason === 'this fire already ran on near (done)')
+        .length;
+    // From the next fire, for 14 s at least and until the far runner asked first for 5 of them;
+    // then on, fire by fire, until the situation the key is for happened 4 times. Under the full
+    // suite's load the near run sometimes still holds the lock when the far GET_LOCK arrives (a
+    // "lock held" skip, the lock doing the work): a fixed window saw 3 now and then. Bounded, so
+    // a key that never meets a free lock still fails here.
     const start = Math.ceil(((await dbNow(fleet.db)).getTime() + 1_000) / 2_000) * 2_000;
     let end = start + 14_000;
     const farFirsts = () =>
@@ -160,9 +178,20 @@ jobs:
         farAsksFirst,
       ).length;
     while (farFirsts() < 5) end += 2_000;
+    const latest = end + 30_000;
     const from = new Date(start);
+    await waitPast(new Date(end), 2, 2_000);
+    for (;;) {
+      const inWindow = (await runs(db, 'short')).filter(
+        (r) => r.scheduled_at >= from && r.scheduled_at.getTime() <= end,
+      );
+      if ((await lostToKey()) >= 4 && alreadyRan(inWindow) >= 4) break;
+      if (end >= latest) break; // the assertions below say what was missing
+      do end += 2_000;
+      while (!farAsksFirst(end) && end < latest);
+      await waitPast(new Date(end), 2, 2_000);
+    }
     const until = new Date(end);
-    await waitPast(until, 2, 2_000);
     expect(await Promise.all([near!.stop('SIGTERM'), far!.stop('SIGTERM')])).toEqual([0, 0]);
 
     const all = await runs(db, 'short');
@@ -173,22 +202,11 @@ jobs:
     expectHistoryMatchesJournal(rows, journal.attempts('short', { from, until }), 'short');
 
     // The situation the key is for: the far runner held the lock of fires the near runner had
-    // already run (its claims minus its wins), several times — and ran none of them. (Its claims
-    // of fires before the window count too: at least 4 of the window's 5 or more it asked first.)
-    const claims = loggedStatements(statementLog, 0, Infinity).filter((sql) =>
-      /^INSERT INTO baton_runs \(namespace, job, scheduled_at, (rerun, )?winner, triggered_by, status, host, pid/.test(
-        sql,
-      ),
+    // already run, several times — and ran none of them.
+    expect(await lostToKey(), 'claims the far runner lost to the fire key').toBeGreaterThanOrEqual(
+      4,
     );
-    const farWins = all.filter((r) => r.host === 'far' && r.winner === 1).length;
-    expect(
-      claims.length - farWins,
-      'claims the far runner lost to the fire key',
-    ).toBeGreaterThanOrEqual(4);
-    expect(
-      rows.filter((r) => r.host === 'far' && r.reason === 'this fire already ran on near (done)')
-        .length,
-    ).toBeGreaterThanOrEqual(4);
+    expect(alreadyRan(rows)).toBeGreaterThanOrEqual(4);
     expectQuiet([near!, far!]);
-  }, 120_000); // start-up, the companions' first look (5 s), and a window of 14–30 s
+  }, 150_000); // start-up, the companions' first look (5 s), and a window of 14–60 s
 });
