@@ -7,7 +7,7 @@ import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const DB = 'fault_helpers';
 
@@ -187,5 +187,32 @@ describe('tcp proxy', () => {
 
     px().thaw();
     await expect(query).rejects.toThrow();
+  });
+
+  it('a client that gives up while frozen: the server keeps its session (and locks) until the thaw', async () => {
+    const { conn } = await open(px().url(DB));
+    const [session] = await rows(conn, "SELECT CONNECTION_ID() AS id, GET_LOCK('held', 0) AS got");
+    const id = Number(session?.id);
+    expect(Number(session?.got)).toBe(1);
+
+    // Nothing in flight at the freeze, so nothing buffered in the proxy when the client's FIN
+    // comes (as a runner destroys a lock session whose heartbeat has gone unanswered).
+    px().freeze();
+    conn.destroy();
+    await sleep(500);
+    expect(await processIds(), 'the server still has the session').toContain(id);
+    const admin = await open(srv().url);
+    expect(await rows(admin.conn, "SELECT IS_USED_LOCK('held') AS holder")).toEqual([
+      { holder: id },
+    ]);
+
+    px().thaw();
+    await waitFor('the server to drop the session after the thaw', async () => {
+      return !(await processIds()).includes(id);
+    });
+    expect(await rows(admin.conn, "SELECT IS_USED_LOCK('held') AS holder")).toEqual([
+      { holder: null },
+    ]);
+    expect(px().connections).toBe(0);
   });
 });

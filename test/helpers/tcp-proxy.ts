@@ -13,7 +13,9 @@
  *
  * Limits: TCP keepalive probes are answered by the kernel, frozen or not, so a freeze is invisible
  * to keepalive; only application-level timeouts notice it. The server sees nothing either until
- * `cutUpstream()`, which stands for the server finally dropping the dead peer. Bytes the proxy
+ * `cutUpstream()`, which stands for the server finally dropping the dead peer, or the thaw: a
+ * client that closes its connection while frozen is closed on the server only then (and a server
+ * that closes one, on the client only then). Bytes the proxy
  * had already read at the instant of the freeze may still be delivered. And as the proxy accepts
  * every connection itself, a client connecting while the server is down is accepted and then
  * closed (mysql2: PROTOCOL_CONNECTION_LOST) rather than refused (ECONNREFUSED).
@@ -64,8 +66,10 @@ export interface TcpProxy {
 interface Pair {
   client: Socket;
   upstream: Socket | undefined;
-  /** The upstream was cut while frozen: reset the client on thaw. */
+  /** The upstream was cut, or closed, while frozen: reset the client on thaw. */
   cut: boolean;
+  /** The client closed while frozen: the server learns of it on thaw. */
+  clientGone: boolean;
 }
 
 export interface ProxyOptions {
@@ -127,19 +131,31 @@ export async function startTcpProxy(
     // Either side ending ends the pair; errors (ECONNRESET, ECONNREFUSED) end it the same way.
     // On a slow link the client learns of it only after what the server sent before it.
     const dropLater = () => (downMs > 0 ? setTimeout(() => drop(pair), downMs) : drop(pair));
-    upstream.on('close', dropLater);
-    upstream.on('error', dropLater);
+    // While frozen, the client hears nothing of it: reset on thaw, as after cutUpstream().
+    const upstreamGone = () => {
+      if (frozen) pair.cut = true;
+      else dropLater();
+    };
+    upstream.on('close', upstreamGone);
+    upstream.on('error', upstreamGone);
     pair.client.resume();
   };
 
   const server = createServer({ pauseOnConnect: true }, (client) => {
-    const pair: Pair = { client, upstream: undefined, cut: false };
+    const pair: Pair = { client, upstream: undefined, cut: false, clientGone: false };
     pairs.add(pair);
     client.setNoDelay(true);
     // On a slow link the server learns of it only after what the client sent before it.
     const dropLater = () => (upMs > 0 ? setTimeout(() => drop(pair), upMs) : drop(pair));
-    client.on('close', dropLater);
-    client.on('error', dropLater);
+    // While frozen, the server hears nothing of it until the thaw, as across a real partition.
+    // (A paused socket with nothing buffered still reads the client's FIN and closes: a runner
+    // that gives up on its session mid-freeze would otherwise end it on the server at once.)
+    const clientGone = () => {
+      if (frozen) pair.clientGone = true;
+      else dropLater();
+    };
+    client.on('close', clientGone);
+    client.on('error', clientGone);
     // Paused since accepted (pauseOnConnect); stays so until thawed.
     if (!frozen) connectUpstream(pair);
   });
@@ -184,7 +200,9 @@ export async function startTcpProxy(
     thaw() {
       frozen = false;
       for (const pair of [...pairs]) {
-        if (pair.cut) {
+        if (pair.clientGone) {
+          drop(pair);
+        } else if (pair.cut) {
           pair.client.resetAndDestroy();
           pairs.delete(pair);
         } else if (!pair.upstream) {
