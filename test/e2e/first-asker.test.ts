@@ -86,9 +86,10 @@ describe('the first asker of each fire', () => {
     const byFirstAsker = won.filter(
       (w) => w.host === firstAsker(HOSTS, w.job, w.scheduled_at),
     ).length;
-    // A first asker slower than the lead (a loaded machine) may be overtaken now and then;
-    // first come, first served would match it for about a third of the fires.
-    expect(byFirstAsker / won.length).toBeGreaterThan(0.8);
+    // A first asker slower than the lead (a loaded machine) may be overtaken now and then: 0.79
+    // of 72 under the full suite's load once. First come, first served would match it for about
+    // a third of the fires (sd 0.06 over 60 fires): 0.6 is far from both.
+    expect(byFirstAsker / won.length).toBeGreaterThan(0.6);
     const share = new Map(HOSTS.map((h) => [h, won.filter((w) => w.host === h).length]));
     for (const [host, n] of share) expect(n, `${host}'s fires`).toBeGreaterThan(won.length / 6);
 

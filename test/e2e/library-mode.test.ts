@@ -215,6 +215,12 @@ describe('library mode: the example app as three replicas', () => {
     const running = await waitFor('slow running', async () =>
       (await runsOf('slow')).find((r) => r.status === 'running'),
     );
+    // The row is running from its claim; the handler is called a moment later. A session lost
+    // in between is a run never started ('lost: not started', fire/winner-run.ts), with no
+    // handler to abort: kill the session once the handler has been called.
+    await replicas
+      .get(running.host)!
+      .waitForLog('fire won: running', (l) => Number(l.runId) === Number(running.id));
     await db.query('KILL ?', [running.lock_connection_id]);
     const killedAt = Date.now();
     const abort = await waitFor(
