@@ -57,8 +57,6 @@ export interface StartAfterLoss {
   run: string;
   /** ms between the 'lock session lost' line and the job's start. */
   afterLossMs: number;
-  /** A first attempt the runner logged 'fire won: running' for before the loss (spawned before). */
-  wonBeforeLoss: boolean;
 }
 
 export interface Verdicts {
@@ -73,7 +71,14 @@ export interface Verdicts {
   /** Fires of the window with rows but no winner, by the first words of their skip reasons. */
   noWinner: Record<string, number>;
   recovery: Recovery[];
+  /** Check 7: processes the runner started after it knew its lock session was lost. */
   startsAfterLoss: StartAfterLoss[];
+  /**
+   * Not a failure, listed: first attempts whose process the runner had started before the loss
+   * (its 'fire won: running' line came first), whose first instruction came after it — the OS
+   * had not run it yet. They are stopped with the run, and check 2 bounds any overlap.
+   */
+  startsRacingLoss: StartAfterLoss[];
 }
 
 export interface Evidence {
@@ -105,7 +110,7 @@ export function judge(e: Evidence): Verdicts {
     unaccounted,
     noWinner,
     recovery: recoveries(e.faults, e.attempts, e.rows, e.logs),
-    startsAfterLoss: startsAfterLoss(e.logs, e.attempts),
+    ...startsAfterLoss(e.logs, e.attempts),
   };
 }
 
@@ -329,15 +334,17 @@ function allBack(since: number, logs: Map<string, LoggedLine[]>): number | null 
 
 /**
  * A host's loss windows are from each 'lock session lost' line to that process's next 'lock
- * session reopened' (or its end): no attempt of that host may start inside one. `wonBeforeLoss`
- * tells a job whose process the runner already had (its 'fire won' line came first) from one
- * spawned after the runner knew; both count.
+ * session reopened' (or its end): no attempt of that host may start inside one. A first attempt
+ * whose 'fire won' line came before the loss was already a process when the runner learned of
+ * it: its late first instruction is the OS's, not a start the runner made (startsRacingLoss). A
+ * retry (attempt 2, …) is a new process whatever the first attempt's line says.
  */
 function startsAfterLoss(
   logs: Map<string, LoggedLine[]>,
   attempts: readonly JournalAttempt[],
-): StartAfterLoss[] {
-  const out: StartAfterLoss[] = [];
+): Pick<Verdicts, 'startsAfterLoss' | 'startsRacingLoss'> {
+  const after: StartAfterLoss[] = [];
+  const racing: StartAfterLoss[] = [];
   for (const [host, lines] of logs) {
     for (let i = 0; i < lines.length; i++) {
       const lost = lines[i]!;
@@ -355,17 +362,13 @@ function startsAfterLoss(
       for (const a of attempts) {
         if (a.host !== host || a.start <= lost.realTime || a.start >= until) continue;
         const won = lines.find((l) => l.msg === 'fire won: running' && Number(l.runId) === a.runId);
-        out.push({
-          host,
-          run: describe(a),
-          afterLossMs: a.start - lost.realTime,
-          // A retry (attempt 2, …) is a new process whatever the first attempt's line says.
-          wonBeforeLoss: a.attempt === 1 && won != null && lines.indexOf(won) < i,
-        });
+        const start = { host, run: describe(a), afterLossMs: a.start - lost.realTime };
+        const spawnedBefore = a.attempt === 1 && won != null && lines.indexOf(won) < i;
+        (spawnedBefore ? racing : after).push(start);
       }
     }
   }
-  return out;
+  return { startsAfterLoss: after, startsRacingLoss: racing };
 }
 
 /** The last line of the incarnation `line` belongs to: its end, as far as its log says. */

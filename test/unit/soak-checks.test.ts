@@ -160,8 +160,22 @@ describe('the soak checks', () => {
       line('lock session reopened', T + 2_500),
     ]);
     const v = judge(e);
-    expect(v.startsAfterLoss).toEqual([
-      expect.objectContaining({ host: 'r3', afterLossMs: 5, wonBeforeLoss: false }),
+    expect(v.startsAfterLoss).toEqual([expect.objectContaining({ host: 'r3', afterLossMs: 5 })]);
+    expect(v.startsRacingLoss).toEqual([]);
+  });
+
+  it('(7) a process started before the loss whose first instruction came after it: listed, not failed', () => {
+    const line = (msg: string, at: number, extra = {}): LoggedLine =>
+      ({ level: 30, msg, time: '', realTime: at, incarnation: 0, ...extra }) as LoggedLine;
+    const e = evidence(clean);
+    // The soak's seed 131 in CI: 'fire won' 10:15:01.0xx, the loss 51 ms before the job's start.
+    e.logs.set('r3', [
+      line('fire won: running', T + 1_990, { runId: 3 }),
+      line('lock session lost', T + 2_015),
+      line('lock session reopened', T + 2_500),
     ]);
+    const v = judge(e);
+    expect(v.startsAfterLoss).toEqual([]);
+    expect(v.startsRacingLoss).toEqual([expect.objectContaining({ host: 'r3', afterLossMs: 5 })]);
   });
 });
