@@ -13,6 +13,7 @@ import path from 'node:path';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NotifyTarget } from '../../src/config/schema.js';
+import { KILL_GRACE_MS } from '../../src/notify/command.js';
 import { deliverNotification } from '../../src/notify/deliver.js';
 import { eventDocument, slackText } from '../../src/notify/message.js';
 import type { DeliveryResult, NotificationEvent } from '../../src/notify/types.js';
@@ -344,17 +345,21 @@ describe('command', () => {
     });
   });
 
+  // The timeouts of the two tests below leave the shell time to start and write its child's pid
+  // on a loaded machine: 300 ms did not, once, in the full suite (no pid file).
+  const SETTLE_MS = 2_000;
+
   it('a command that hangs is stopped at its timeout, with what it started', async () => {
     const pidFile = path.join(dir, 'child.pid');
     const started = Date.now();
-    const r = await run(command(`sleep 30 & echo $! > "${pidFile}"; wait`, 500));
-    expect(Date.now() - started).toBeLessThan(2_000);
+    const r = await run(command(`sleep 30 & echo $! > "${pidFile}"; wait`, SETTLE_MS));
+    expect(Date.now() - started).toBeLessThan(SETTLE_MS + 1_500);
     expect(r).toEqual({
       ok: false,
       status: null,
       retryable: true,
       outcomeUnknown: true,
-      error: 'command "pager": timed out after 500ms, stopped',
+      error: 'command "pager": timed out after 2s, stopped',
     });
     const pid = Number(readFileSync(pidFile, 'utf8'));
     await waitFor('the background sleep to be gone', () => processGone(pid), {
@@ -365,15 +370,17 @@ describe('command', () => {
   it('what it started that ignores SIGTERM is killed 2 s later', async () => {
     const pidFile = path.join(dir, 'stubborn.pid');
     const started = Date.now();
-    const r = await run(command(`(trap '' TERM; sleep 30) & echo $! > "${pidFile}"; wait`, 300));
+    const r = await run(
+      command(`(trap '' TERM; sleep 30) & echo $! > "${pidFile}"; wait`, SETTLE_MS),
+    );
     expect(r).toMatchObject({ ok: false, retryable: true, outcomeUnknown: true });
     const pid = Number(readFileSync(pidFile, 'utf8'));
     // The shell died of the SIGTERM; its child did not, and holds on until the SIGKILL.
     expect(processGone(pid)).toBe(false);
-    await waitFor('the SIGKILL', () => processGone(pid), { timeoutMs: 4_000 });
+    await waitFor('the SIGKILL', () => processGone(pid), { timeoutMs: KILL_GRACE_MS + 2_000 });
     const took = Date.now() - started;
-    expect(took).toBeGreaterThanOrEqual(2_250);
-    expect(took).toBeLessThan(4_000);
+    expect(took).toBeGreaterThanOrEqual(SETTLE_MS + KILL_GRACE_MS - 50);
+    expect(took).toBeLessThan(SETTLE_MS + KILL_GRACE_MS + 1_700);
   });
 
   it('a command that cannot start is not retried', async () => {
