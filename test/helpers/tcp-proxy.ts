@@ -15,10 +15,10 @@
  * to keepalive; only application-level timeouts notice it. The server sees nothing either until
  * `cutUpstream()`, which stands for the server finally dropping the dead peer, or the thaw: a
  * client that closes its connection while frozen is closed on the server only then (and a server
- * that closes one, on the client only then). Bytes the proxy
- * had already read at the instant of the freeze may still be delivered. And as the proxy accepts
- * every connection itself, a client connecting while the server is down is accepted and then
- * closed (mysql2: PROTOCOL_CONNECTION_LOST) rather than refused (ECONNREFUSED).
+ * that closes one, on the client only then). Bytes the proxy had already read at the instant of
+ * the freeze may still be delivered. And as the proxy accepts every connection itself, a client
+ * connecting while the server is down is accepted and then closed (mysql2:
+ * PROTOCOL_CONNECTION_LOST) rather than refused (ECONNREFUSED).
  */
 import { connect, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';

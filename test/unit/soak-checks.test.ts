@@ -71,6 +71,10 @@ function evidence(attempts: JournalAttempt[], rows: SoakRow[] = attempts.map((a)
   return e;
 }
 
+/** A runner's log line at `at` (real time, ms). */
+const line = (msg: string, at: number, extra = {}): LoggedLine =>
+  ({ level: 30, msg, time: '', realTime: at, incarnation: 0, ...extra }) as LoggedLine;
+
 const clean = Array.from({ length: 5 }, (_, i) => attempt({ runId: i + 1, fire: T + i * 1000 }));
 
 /** Only tick's fires are judged here: the other jobs' instants have no rows. */
@@ -151,8 +155,6 @@ describe('the soak checks', () => {
   });
 
   it('(7) a start between "lock session lost" and the reconnect', () => {
-    const line = (msg: string, at: number, extra = {}): LoggedLine =>
-      ({ level: 30, msg, time: '', realTime: at, incarnation: 0, ...extra }) as LoggedLine;
     const e = evidence(clean);
     e.logs.set('r3', [
       line('lock session lost', T + 2_015),
@@ -165,10 +167,8 @@ describe('the soak checks', () => {
   });
 
   it('(7) a process started before the loss whose first instruction came after it: listed, not failed', () => {
-    const line = (msg: string, at: number, extra = {}): LoggedLine =>
-      ({ level: 30, msg, time: '', realTime: at, incarnation: 0, ...extra }) as LoggedLine;
     const e = evidence(clean);
-    // The soak's seed 131 in CI: 'fire won' 10:15:01.0xx, the loss 51 ms before the job's start.
+    // As seed 131 met in CI: 'fire won' (the process spawned), the loss, then its first instruction.
     e.logs.set('r3', [
       line('fire won: running', T + 1_990, { runId: 3 }),
       line('lock session lost', T + 2_015),
