@@ -5,10 +5,11 @@
  * The process gets its own process group, so that stopping a run stops everything it started
  * (`kill(-pgid)`), not just the first process. stdout and stderr go into a bounded tail, and
  * into the run's whole output when it is kept (output-capture.ts, handed on as it comes). The run
- * ends when its process exits: whatever it left behind in its group (`cmd &`) gets SIGTERM then —
- * the run is over and its lock about to be released, so nothing of it may keep running — and its
- * output is read until it closes, for at most OUTPUT_DRAIN_MS, because a leftover process may hold
- * stdout open and must not keep the run (and the job's lock) alive.
+ * ends when its process group is empty (process-group.ts says why): once its first process has
+ * exited, whatever it left behind (`cmd &`, a wrapper's child still cleaning up) gets SIGTERM, and
+ * SIGKILL after LEFTOVER_GRACE_MS, and the run is reported ended only when none of it is alive.
+ * Its output is then read until it closes, for at most OUTPUT_DRAIN_MS: a process that left the
+ * group (`setsid`) may hold stdout open and must not keep the run (and the job's lock) alive.
  *
  * Imports stay within node: and this folder: the spawner loads this file and must stay small.
  */
@@ -16,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { OutputCapture, type OutputChunk, type OutputStream } from './output-capture.js';
 import type { OutputTail } from './output-tail.js';
 import { SecretMask } from './secret-mask.js';
+import { endGroup, LEFTOVER_GRACE_MS, signalProcessGroup } from './process-group.js';
 
 /** How long to wait for a job's output to close after its process exited. */
 export const OUTPUT_DRAIN_MS = 1_000;
@@ -76,8 +78,8 @@ export interface GroupChildOptions {
   tee?: boolean | 'stderr';
   /** An IPC channel to the child (module jobs). */
   ipc?: boolean;
-  /** Called at the process's exit, before the drain. */
-  onExit?: () => void;
+  /** Called when the process group is empty (the run is over), before the drain. */
+  onGroupGone?: () => void;
 }
 
 export interface GroupChild extends Launch {
@@ -160,21 +162,26 @@ export function watchGroupChild(
       resolve({ kind: 'spawn-error', code: err.code, message: err.message });
     });
     child.once('exit', (code, signal) => {
-      const endedAt = new Date();
-      options.onExit?.();
-      signalGroup('SIGTERM');
-      const end = () => {
-        handRest();
-        resolve({ kind: 'exit', code, signal, endedAt, outputTail: tail.toString() });
-      };
-      const timer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        end();
-      }, OUTPUT_DRAIN_MS);
-      child.once('close', () => {
-        clearTimeout(timer);
-        end();
+      // Listened for now: the output may close while the rest of the group is waited for.
+      const closed = new Promise<void>((done) => child.once('close', done));
+      // The first process is gone, and maybe not the rest of the run (see the header).
+      const over = child.pid == null ? Promise.resolve() : endGroup(child.pid, LEFTOVER_GRACE_MS);
+      void over.then(() => {
+        const endedAt = new Date();
+        options.onGroupGone?.();
+        const end = () => {
+          handRest();
+          resolve({ kind: 'exit', code, signal, endedAt, outputTail: tail.toString() });
+        };
+        const timer = setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          end();
+        }, OUTPUT_DRAIN_MS);
+        void closed.then(() => {
+          clearTimeout(timer);
+          end();
+        });
       });
     });
   });
@@ -186,13 +193,4 @@ export function watchGroupChild(
     ended,
     signalGroup,
   };
-}
-
-/** Sends `signal` to the process group `pgid` (a job and all it started); gone is fine. */
-export function signalProcessGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // Already gone.
-  }
 }

@@ -279,7 +279,7 @@ function startHere(
       output: options.output,
       secrets: options.secrets,
       tee: options.tee ?? false,
-      onExit: () => watchdog.dismiss(),
+      onGroupGone: () => watchdog.dismiss(),
     });
   } catch (err) {
     watchdog.dismiss(); // spawn() refused its arguments: no run, nothing to guard
@@ -307,7 +307,7 @@ function startWarm(
       tail: new OutputTail(options.tailBytes),
       output: options.output,
       secrets: options.secrets,
-      onExit: () => watchdog.dismiss(),
+      onGroupGone: () => watchdog.dismiss(),
     },
     host.earlier,
   );

@@ -8,8 +8,8 @@
  *
  * When the spawner dies under live runs (killed, out of memory), their processes are orphans
  * nobody reads or waits for. The runner kills their process groups itself — it knows their
- * pids — SIGTERM, then SIGKILL a second later, and only then ends the runs as failed, so that no
- * job is still running when its lock is released. The next run starts a new spawner.
+ * pids — SIGTERM, then SIGKILL a second later, and ends each run as failed only once its group is
+ * empty, so that no job is still running when its lock is released. The next run starts a new spawner.
  *
  * The runs' lease (run-lease.ts): the spawner hears every renewal of the lease its runs were
  * launched under, so it can stop them when the runner itself cannot.
@@ -17,13 +17,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { fromWire } from './output-capture.js';
-import {
-  OUTPUT_DRAIN_MS,
-  signalProcessGroup,
-  type Launch,
-  type LaunchEnd,
-  type OutputSink,
-} from './job-launch.js';
+import { OUTPUT_DRAIN_MS, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
+import { endGroup, signalProcessGroup } from './process-group.js';
 import type { RunLease } from './run-lease.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
@@ -244,18 +239,12 @@ class SpawnerProcess {
     if (this.buried) return;
     this.buried = true;
     if (this.runs.size === 0) return;
-    const orphans = [...this.runs.keys()];
-    const pids = orphans.map((id) => this.runs.get(id)!.pid).filter((pid) => pid != null);
-    const signalAll = (signal: NodeJS.Signals) => {
-      for (const pid of pids) signalProcessGroup(pid, signal);
-    };
-    signalAll('SIGTERM');
-    setTimeout(() => {
-      signalAll('SIGKILL');
-      const endedAt = new Date();
-      const error = `baton's spawner process died (${how}); the run's processes were killed`;
-      for (const id of orphans) this.finish(id, { kind: 'lost', error, endedAt });
-    }, ORPHAN_KILL_MS);
+    const error = `baton's spawner process died (${how}); the run's processes were killed`;
+    for (const [id, run] of this.runs) {
+      // Each run ends when the last of its processes is gone (process-group.ts), not before.
+      const over = run.pid == null ? Promise.resolve() : endGroup(run.pid, ORPHAN_KILL_MS);
+      void over.then(() => this.finish(id, { kind: 'lost', error, endedAt: new Date() }));
+    }
   }
 }
 

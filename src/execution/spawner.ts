@@ -14,7 +14,8 @@
  * message}, `output` {chunks} while it runs (when asked for with `outputMax`), and at the end
  * `exit` {code, signal, outputTail, endedAt, lapsedMs}. Each run is started, tailed and ended by
  * job-launch.ts exactly as the runner does it for the jobs it spawns itself (own process group,
- * leftovers SIGTERMed at exit, output drained at most OUTPUT_DRAIN_MS). Messages arrive in order,
+ * over when the group is empty, output drained at most OUTPUT_DRAIN_MS). A run stays in `runs`
+ * until then, so a kill, a lapsed lease or the runner's death still reaches what it left behind. Messages arrive in order,
  * so a `kill` always finds the run its `spawn` started.
  *
  * The watchdog: a run never outlives its runner (job-process.ts says why). The kernel closes the
