@@ -140,8 +140,9 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/spawner-client.ts',
-        find: "      signalAll('SIGKILL');\n",
-        replace: '',
+        find: 'run.pid == null ? Promise.resolve() : endGroup(run.pid, ORPHAN_KILL_MS);',
+        replace:
+          "run.pid == null ? Promise.resolve(endGroup) : (signalProcessGroup(run.pid, 'SIGTERM'), Promise.resolve());",
       },
     ],
     killers: [
@@ -729,6 +730,32 @@ export const MUTANTS: readonly Mutant[] = [
       {
         file: 'test/e2e/failover.test.ts',
         test: 'records the lost fires in doubt and runs none twice (onFailover: catchUp runs them once)',
+      },
+    ],
+  },
+  {
+    id: 'run-ends-at-first-exit',
+    guarantee: 'no-overlap',
+    what:
+      "A run ends when its first process exits: the stop's SIGKILL is cancelled there and what " +
+      "the process left in its group gets SIGTERM only, so a wrapper's slow or SIGTERM-deaf child " +
+      'lives on beside the retry, the next run or after the runner.',
+    edits: [
+      {
+        file: 'src/execution/job-launch.ts',
+        find: 'child.pid == null ? Promise.resolve() : endGroup(child.pid, LEFTOVER_GRACE_MS);',
+        replace:
+          "child.pid == null || LEFTOVER_GRACE_MS < 0 ? Promise.resolve(endGroup) : (signalProcessGroup(child.pid, 'SIGTERM'), Promise.resolve());",
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/stopped-group.test.ts',
+        test: 'SIGKILLs a child that ignores SIGTERM at the grace, then retries',
+      },
+      {
+        file: 'test/e2e/stopped-group.test.ts',
+        test: "holds the lock until its slow child is gone: another host's baton run waits",
       },
     ],
   },
