@@ -63,7 +63,8 @@ export async function backfillAction(
   const from = instantField('from', body.from);
   const to = instantField('to', body.to);
   if (to < from) throw new ApiError(400, 'bad-request', 'the body: to: is before from');
-  // A command line cannot carry a NUL; said here rather than failing in spawn.
+  // The reason reaches the command by its environment, which cannot carry a NUL: said here
+  // rather than failing in spawn.
   if (r.reason?.includes('\0')) {
     throw new ApiError(400, 'bad-request', 'the body: reason: contains a NUL character');
   }
