@@ -35,3 +35,12 @@ export function actingOperator(env: NodeJS.ProcessEnv = process.env): {
   if (token) return { operator: token.slice(0, 255), via: 'api' };
   return { operator: operatorName(env), via: 'cli' };
 }
+
+/**
+ * The reason passed down with `BATON_AUDIT_TOKEN`: the write API's body's `reason`, free text
+ * that goes by the environment because on a command line the parser could take it for an option
+ * (`"--database-url=…"`) or strip its quotes. Null when none was given.
+ */
+export function passedReason(env: NodeJS.ProcessEnv = process.env): string | null {
+  return env.BATON_AUDIT_REASON?.trim() || null;
+}

@@ -6,9 +6,15 @@
  * backfill itself starts in the background and the answer is 202 with the fires it will look at.
  * Its progress is the history and the audit (`baton audit`, the backfill's `details`).
  *
+ * Nothing of the request reaches the child's argv where the command's parser could take it for
+ * an option: `from` and `to` go as the ISO form of the instants the API parsed, joined to their
+ * options; the reason — free text, `"--database-url=…"` is a reason like any other — goes by the
+ * environment (`BATON_AUDIT_REASON`), never argv; the job is one of the schedules file's names,
+ * which start with a letter or digit.
+ *
  * The child gets the runner's environment (its database URL, file or credential), the database
  * URL given on the command line through `BATON_DATABASE_URL` (never argv: `ps` shows argv), and
- * the token's name as `BATON_AUDIT_TOKEN`, so the audit says whose token asked.
+ * the token's name as `BATON_AUDIT_TOKEN`, so the audit says whose token asked, and why.
  */
 import { spawn } from 'node:child_process';
 import type { BackfillRequest, BackfillStart } from '../http/write-actions.js';
@@ -32,10 +38,8 @@ export function backfillStarter(o: BackfillChildOptions) {
     process.argv[1]!,
     'backfill',
     r.job,
-    '--from',
-    r.from,
-    '--to',
-    r.to,
+    `--from=${r.from.toISOString()}`,
+    `--to=${r.to.toISOString()}`,
     '--config',
     o.configFile,
     '--host',
@@ -44,15 +48,20 @@ export function backfillStarter(o: BackfillChildOptions) {
     '--json',
     ...(r.again ? ['--again'] : []),
     ...(r.yes ? ['--yes'] : []),
-    ...(r.reason ? ['--reason', r.reason] : []),
     ...(dryRun ? ['--dry-run'] : []),
   ];
-  const env = (r: BackfillRequest) => ({
-    ...process.env,
-    ...o.databaseEnv,
-    BATON_AUDIT_TOKEN: r.operator,
-    BATON_LOG_LEVEL: 'warn',
-  });
+  const env = (r: BackfillRequest) => {
+    const inherited: NodeJS.ProcessEnv = { ...process.env };
+    // Only this request's reason: never one the runner's own environment happened to carry.
+    delete inherited.BATON_AUDIT_REASON;
+    return {
+      ...inherited,
+      ...o.databaseEnv,
+      BATON_AUDIT_TOKEN: r.operator,
+      ...(r.reason ? { BATON_AUDIT_REASON: r.reason } : {}),
+      BATON_LOG_LEVEL: 'warn',
+    };
+  };
 
   return async (r: BackfillRequest): Promise<BackfillStart> => {
     const dry = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -83,8 +92,8 @@ export function backfillStarter(o: BackfillChildOptions) {
       o.log.info(
         {
           job: r.job,
-          from: r.from,
-          to: r.to,
+          from: r.from.toISOString(),
+          to: r.to.toISOString(),
           by: r.operator,
           exitCode: code,
           error: code ? errorOf(stderr) : null,

@@ -44,7 +44,7 @@ export async function reapOrphanRuns(
   return declareLost(db, orphans, scope, log);
 }
 
-/** Marks runs found orphaned `lost` (each once, whoever writes first). */
+/** Marks runs of `scope.namespace` found orphaned `lost` (each once, whoever writes first). */
 export async function declareLost(
   db: Queryable,
   orphans: readonly OrphanRun[],
@@ -69,7 +69,7 @@ export async function declareLost(
       },
       targets,
     };
-    if (await markLost(db, run.id, error, notices)) {
+    if (await markLost(db, scope.namespace, run.id, error, notices)) {
       reaped++;
       log?.warn({ job: run.job, runId: run.id, runnerHost: run.host }, 'run declared lost');
     }

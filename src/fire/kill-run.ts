@@ -12,7 +12,12 @@
  *   killed" — the job itself was stopped by its watchdog when the runner died;
  * - `pending`: the owner is alive but did not act in time (a stalled runner); the request stands
  *   and will be acted on when it does;
- * - `not-found`: no run has that id.
+ * - `not-found`: no run has that id (in the order's namespace, when it names one).
+ *
+ * An order for one namespace (the write API's: a runner acts for its own namespace only) is
+ * checked before anything happens — the run is read in that namespace, so another namespace's run
+ * is `not-found` and nothing is written — and again by every statement that changes the row
+ * (the request, a `lost` verdict), which names the namespace as well as the id.
  */
 import { declareLost, type ReapScope } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
@@ -32,6 +37,11 @@ const POLL_MS = 150;
 
 export interface KillOrder {
   runId: number;
+  /**
+   * The only namespace whose run this order may touch (the write API's runner's); null for any
+   * (`baton kill`, whose operator holds the database's credentials and so every namespace).
+   */
+  namespace: string | null;
   /** The OS user (src/operator.ts) or the API token's name. */
   operator: string;
   /** Where the order was given. */
@@ -61,7 +71,7 @@ export type KillOutcome =
 /** Gives the order and waits for what came of it (see the header). */
 export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutcome> {
   const since = await serverStartedBefore(db);
-  const read = () => readKillState(db, order.runId, since);
+  const read = () => readKillState(db, order.runId, order.namespace, since);
   let run = await read();
   if (!run) return { kind: 'not-found', runId: order.runId };
   const audit = (outcome: string | null) =>
@@ -100,7 +110,7 @@ export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutc
     await audit('its runner is gone: declared lost');
     return result('lost', await declareGone(db, run, order, read));
   }
-  const wrote = await requestKill(db, run.id, {
+  const wrote = await requestKill(db, run, {
     by: order.operator,
     reason: order.reason,
     graceMs: order.graceMs,
@@ -147,9 +157,10 @@ async function declareGone(
   order: KillOrder,
   read: () => Promise<KillState | null>,
 ): Promise<KillState> {
-  const { id, job, host, lockConnectionId, scheduledAt, slot } = run;
-  // `rerun` 0: which run of the fire a notification is about (issue 20's re-runs number theirs).
-  await declareLost(db, [{ id, job, host, lockConnectionId, scheduledAt, slot, rerun: 0 }], {
+  const { id, job, host, lockConnectionId, scheduledAt, slot, rerun } = run;
+  // The run's own generation: the outbox keys a `lost` by it, so a re-run's is not taken for
+  // (and dropped as a duplicate of) generation 0's.
+  await declareLost(db, [{ id, job, host, lockConnectionId, scheduledAt, slot, rerun }], {
     namespace: run.namespace,
     job,
     serverStartedBefore: new Date(0),

@@ -10,6 +10,7 @@
  */
 import type { ManualStart } from '../daemon/dispatcher.js';
 import { killRun } from '../fire/kill-run.js';
+import { parseFireTime } from '../instants.js';
 import { recordAction, setActionOutcome, type AuditAction } from '../store/audit.js';
 import type { Queryable } from '../store/deadline.js';
 import { findPause, pauseJob, resumeJob, type Pause } from '../store/pauses.js';
@@ -29,11 +30,12 @@ export interface WriteSubject {
   backfill?(request: BackfillRequest): Promise<BackfillStart>;
 }
 
-/** A backfill asked through the API: `baton backfill`'s options. */
+/** A backfill asked through the API: `baton backfill`'s options, checked. */
 export interface BackfillRequest {
   job: string;
-  from: string;
-  to: string;
+  /** Instants, parsed here: what reaches the command is their ISO form, never the body's text. */
+  from: Date;
+  to: Date;
   again: boolean;
   yes: boolean;
   reason: string | null;
@@ -48,7 +50,8 @@ export type BackfillStart =
 /**
  * POST /api/jobs/{job}/backfill: `baton backfill` started by this runner (202 with the fires it
  * will look at), after a dry run of the same command whose refusal is the answer: 400 for a bad
- * range or too many fires without `yes`, 409 when it cannot start now.
+ * range or too many fires without `yes`, 409 when it cannot start now. `from` and `to` are
+ * checked as instants here, before anything starts.
  */
 export async function backfillAction(
   s: WriteSubject,
@@ -57,12 +60,20 @@ export async function backfillAction(
   r: Who,
 ): Promise<ApiAnswer> {
   if (!s.jobs().includes(job)) throw unknownJob(job);
+  const from = instantField('from', body.from);
+  const to = instantField('to', body.to);
+  if (to < from) throw new ApiError(400, 'bad-request', 'the body: to: is before from');
+  // The reason reaches the command by its environment, which cannot carry a NUL: said here
+  // rather than failing in spawn.
+  if (r.reason?.includes('\0')) {
+    throw new ApiError(400, 'bad-request', 'the body: reason: contains a NUL character');
+  }
   if (!s.backfill) notInThisVersion('backfill');
   usablePool(s);
   const start = await s.backfill({
     job,
-    from: body.from,
-    to: body.to,
+    from,
+    to,
     again: body.again ?? false,
     yes: body.yes ?? false,
     reason: r.reason,
@@ -77,8 +88,8 @@ export async function backfillAction(
     status: 202,
     body: {
       job,
-      from: body.from,
-      to: body.to,
+      from: from.toISOString(),
+      to: to.toISOString(),
       fires: start.fires,
       toRun: start.toRun,
       host: s.host,
@@ -108,6 +119,23 @@ export interface ApiAnswer {
 export interface Who {
   operator: string;
   reason: string | null;
+}
+
+/**
+ * A body's instant (`baton backfill --from`'s forms), or a 400 naming the field. The value is not
+ * echoed: it is the operator's own, and the refusal is also logged.
+ */
+function instantField(field: 'from' | 'to', value: string): Date {
+  try {
+    return parseFireTime(value);
+  } catch {
+    throw new ApiError(
+      400,
+      'bad-request',
+      `the body: ${field}: not an ISO-8601 instant; expected e.g. 2026-11-30T03:00:00Z, ` +
+        '2026-11-30T04:00:00+01:00, or 2026-11-30 03:00:00.000 (UTC)',
+    );
+  }
 }
 
 function usablePool(s: WriteSubject): Queryable {
@@ -239,16 +267,20 @@ export async function killAction(
   r: Who,
 ): Promise<ApiAnswer> {
   const pool = usablePool(s);
+  const namespace = s.namespace();
+  // The order is for this runner's namespace only: killRun reads (and changes) the run in it, so
+  // another namespace's run is not found before anything is written.
   const outcome = await killRun(pool, {
     runId,
+    namespace,
     operator: r.operator,
     host: s.host,
     via: 'api',
     reason: r.reason,
     graceMs,
   });
-  if (outcome.kind === 'not-found' || outcome.run.namespace !== s.namespace()) {
-    throw new ApiError(404, 'not-found', `no run with id ${runId} in namespace "${s.namespace()}"`);
+  if (outcome.kind === 'not-found') {
+    throw new ApiError(404, 'not-found', `no run with id ${runId} in namespace "${namespace}"`);
   }
   const run = outcome.run;
   return {

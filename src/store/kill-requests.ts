@@ -6,7 +6,9 @@
  * (`readKillState`) until the verdict is in, or until it finds the owner gone.
  *
  * The request is conditional on the row still being `running`, like every change of a running
- * row (runs.ts): a run that finished meanwhile is not touched.
+ * row (runs.ts): a run that finished meanwhile is not touched. Every statement here names the
+ * run's namespace as well as its id: a run id is unique across namespaces, but an issuer acting
+ * for one namespace (the write API of a runner) must never read, nor change, another's run.
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { RunStatus } from '../run-status.js';
@@ -22,16 +24,28 @@ export interface KillRequest {
   graceMs: number;
 }
 
+/** A run named by its namespace and id (the statements ask for both). */
+export interface RunKey {
+  namespace: string;
+  id: number;
+}
+
 /**
- * Writes a kill request on a running run that has none yet. False when the row is not `running`
- * (or already has a request): the caller reads the row to say which.
+ * Writes a kill request on a running run of the namespace that has none yet. False when the row
+ * is not `running` (or already has a request): the caller reads the row to say which.
  */
-export async function requestKill(db: Queryable, runId: number, r: KillRequest): Promise<boolean> {
+export async function requestKill(db: Queryable, run: RunKey, r: KillRequest): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runs
         SET kill_requested_at = NOW(3), kill_requested_by = ?, kill_reason = ?, kill_grace_ms = ?
-      WHERE id = ? AND status = 'running' AND kill_requested_at IS NULL`,
-    [truncate(r.by, 255), r.reason == null ? null : truncate(r.reason, 512), r.graceMs, runId],
+      WHERE id = ? AND namespace = ? AND status = 'running' AND kill_requested_at IS NULL`,
+    [
+      truncate(r.by, 255),
+      r.reason == null ? null : truncate(r.reason, 512),
+      r.graceMs,
+      run.id,
+      run.namespace,
+    ],
   );
   return res.affectedRows === 1;
 }
@@ -69,6 +83,8 @@ export interface KillState {
   winner: boolean;
   /** The worker slot of a winner's row (1 for an ordinary job). */
   slot: number;
+  /** The fire's generation (0, or an operator's re-run): what a `lost` notification is about. */
+  rerun: number;
   host: string;
   lockConnectionId: number | null;
   finishedAt: Date | null;
@@ -83,21 +99,23 @@ export interface KillState {
 }
 
 /**
- * The row, or null when there is none with that id. `serverStartedBefore`: as the reaper's
- * (`serverStartedBefore` below), so that a connection id of an earlier server life is not
- * mistaken for a live session.
+ * The row, or null when there is none with that id — in `namespace` when one is given (the write
+ * API's), in any namespace when it is null (`baton kill`, whose operator holds the database's own
+ * credentials). `serverStartedBefore`: as the reaper's (`serverStartedBefore` below), so that a
+ * connection id of an earlier server life is not mistaken for a live session.
  */
 export async function readKillState(
   db: Queryable,
   runId: number,
+  namespace: string | null,
   serverStartedBefore: Date,
 ): Promise<KillState | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, namespace, job, scheduled_at, status, winner, host, lock_connection_id, finished_at, error,
-            kill_requested_at, kill_requested_by, kill_reason, kill_grace_ms,
+    `SELECT id, namespace, job, scheduled_at, status, winner, rerun, host, lock_connection_id,
+            finished_at, error, kill_requested_at, kill_requested_by, kill_reason, kill_grace_ms,
             (status = 'running' AND attempts > 0 AND ${RUNNER_GONE_SQL}) AS orphaned
-       FROM baton_runs WHERE id = ?`,
-    [serverStartedBefore, runId],
+       FROM baton_runs WHERE id = ?${namespace == null ? '' : ' AND namespace = ?'}`,
+    namespace == null ? [serverStartedBefore, runId] : [serverStartedBefore, runId, namespace],
   );
   const r = rows[0];
   if (!r) return null;
@@ -109,6 +127,7 @@ export async function readKillState(
     status: r.status as RunStatus,
     winner: r.winner != null && Number(r.winner) >= 1,
     slot: Number(r.winner ?? 1),
+    rerun: Number(r.rerun ?? 0),
     host: String(r.host),
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
     finishedAt: r.finished_at as Date | null,

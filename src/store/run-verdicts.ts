@@ -254,30 +254,38 @@ export async function findOrphanRuns(
 }
 
 /**
- * Declares a run lost (its runner vanished, or its lock session died under it). Conditional on
- * the row still being `running`: whoever writes first wins, nobody overwrites a verdict.
+ * Declares a run of `namespace` lost (its runner vanished, or its lock session died under it).
+ * Conditional on the row still being `running`: whoever writes first wins, nobody overwrites a
+ * verdict. The namespace is in the statement, so that a declarer acting for one namespace (a kill
+ * through the write API) can never touch another's run, whatever id it was handed.
  */
 export async function markLost(
   db: Queryable,
+  namespace: string,
   id: number,
   error: string,
   notices?: RunNotices,
 ): Promise<boolean> {
   if (notices && verdictEvents('lost', notices.targets)) {
     return inTransaction(db, async (tx) => {
-      const wrote = await writeLost(tx, id, error);
+      const wrote = await writeLost(tx, namespace, id, error);
       if (wrote) await enqueueNotices(tx, await runEvents(tx, id, 'lost', notices));
       return wrote;
     });
   }
-  return writeLost(db, id, error);
+  return writeLost(db, namespace, id, error);
 }
 
-async function writeLost(db: Queryable, id: number, error: string): Promise<boolean> {
+async function writeLost(
+  db: Queryable,
+  namespace: string,
+  id: number,
+  error: string,
+): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runs SET status = 'lost', finished_at = NOW(3), error = ?
-      WHERE id = ? AND status = 'running'`,
-    [error, id],
+      WHERE id = ? AND namespace = ? AND status = 'running'`,
+    [error, id, namespace],
   );
   return res.affectedRows === 1;
 }

@@ -6,14 +6,15 @@
  * - A job that ignores SIGTERM: gone only after the grace (SIGKILL), never retried.
  * - A finished run: said so, nothing changed; an unknown id: 64.
  * - A run of `baton run` in the foreground: killed the same way.
- * - A run whose runner was SIGKILLed: reported, and declared, `lost` — not left "being killed".
+ * - A run whose runner was SIGKILLed: reported, and declared, `lost` — not left "being killed";
+ *   a re-run's `lost` is its own generation's, told apart from generation 0's in the outbox.
  * - `pause` and `resume` are in the audit, with the operator (SUDO_USER) and the host.
  * Real runners, real process groups (/proc), real rows.
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type CliResult, type RunnerProcess } from '../helpers/cli.js';
-import type { RunRow } from '../helpers/db.js';
+import { createTestDatabase, plantRun, type RunRow } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { groupGone, killGroup, pidFile } from '../helpers/procfs.js';
 import { waitFor } from '../helpers/wait.js';
@@ -318,5 +319,59 @@ describe('baton kill', () => {
     expect(text.stdout).toMatch(/^AT \(UTC\)\s+ACTION\s+JOB\s+RUN\s+OPERATOR/m);
     expect(text.stdout).toMatch(/\bresume\s+stubborn\s+alice\s+cli\s+ops-1\s+done\b/);
     expectQuiet(runners);
+  });
+});
+
+describe('baton kill of re-runs whose runner is gone', () => {
+  it("declares each lost as its own generation: a re-run's notification is not dropped as generation 0's", async () => {
+    const db = await createTestDatabase('kill_gen');
+    try {
+      const genConfig = writeSchedule(`
+namespace: kill-gen
+notify:
+  ops: {webhook: {url: "http://127.0.0.1:9/hook"}}
+jobs:
+  gen:
+    schedule: "0 3 1 1 *"
+    command: ["true"]
+    notify: {to: [ops], on: [lost]}
+`);
+      expect((await baton(['migrate', '--database-url', db.url])).code).toBe(0);
+      // One fire, run twice (the scheduled run and an operator's re-run), each left `running`
+      // by a runner that is gone: no lock session holds the session lock its row names.
+      const fire = new Date('2026-01-01T03:00:00Z');
+      const ids: number[] = [];
+      for (const rerun of [0, 1]) {
+        ids.push(
+          await plantRun(db, {
+            namespace: 'kill-gen',
+            job: 'gen',
+            scheduledAt: fire,
+            trigger: rerun === 0 ? 'schedule' : 'rerun',
+            rerun,
+            status: 'running',
+            host: 'gone-host',
+            lockConnectionId: 999_999_999,
+          }),
+        );
+      }
+      for (const id of ids) {
+        const killed = await baton(
+          ['kill', String(id), '--config', genConfig, '--database-url', db.url],
+          AS_ALICE,
+        );
+        expect(killed.code, killed.stderr).toBe(0);
+        expect(killed.stdout).toContain('its runner is gone: declared lost');
+      }
+      const told = await db.query<{ run_id: number; rerun: number }>(
+        "SELECT run_id, rerun FROM baton_notifications WHERE event = 'lost' ORDER BY run_id",
+      );
+      expect(told.map((n) => [Number(n.run_id), Number(n.rerun)])).toEqual([
+        [ids[0], 0],
+        [ids[1], 1],
+      ]);
+    } finally {
+      await db.drop();
+    }
   });
 });

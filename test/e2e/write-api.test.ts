@@ -18,13 +18,15 @@
  * - A bad tokens file stops `start` with 64 naming file:line and not the token; no token is ever
  *   in a runner's log.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { freePort } from '../helpers/private-server.js';
+import { pidFile } from '../helpers/procfs.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('write_api');
@@ -34,7 +36,8 @@ const ALICE = 'alice-token-0123456789abcdef';
 const FLOOD = 'flood-token-0123456789abcdef';
 const CALM = 'calm-token-0123456789abcdef0';
 const PROBE = 'probe-token-0123456789abcdef';
-const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE];
+const STEER = 'steer-token-0123456789abcdef';
+const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE, STEER];
 
 function tokensFile(text: string): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-tokens-')), 'write-tokens');
@@ -44,6 +47,7 @@ function tokensFile(text: string): string {
 
 let runners: RunnerProcess[];
 let ports: number[];
+let tokens: string;
 
 beforeAll(async () => {
   const config = writeSchedule(`
@@ -61,8 +65,10 @@ jobs:
     command: ["true"]
 `);
   const file = tokensFile(
-    `# who may write\nalice:${ALICE}\n\nflood:${FLOOD}\ncalm:${CALM}\nprobe:${PROBE}\n`,
+    `# who may write\nalice:${ALICE}\n\nflood:${FLOOD}\ncalm:${CALM}\nprobe:${PROBE}\n` +
+      `steer:${STEER}\n`,
   );
+  tokens = file;
   ports = [await freePort(), await freePort()];
   runners = await Promise.all(
     ['api-a', 'api-b'].map((host, i) =>
@@ -424,5 +430,130 @@ describe('backfill through the API', () => {
     });
     expect(over.status).toBe(400);
     expect(over.body.error?.message).toContain('--yes');
+  });
+
+  it('takes a reason that looks like an option as the reason, never as an option: another database is untouched', async () => {
+    const other = await createTestDatabase('write_api_other');
+    try {
+      const steer = `--database-url=${other.url}`;
+      const tables = async () =>
+        Number(
+          (
+            await other.query<{ n: number }>(
+              'SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ?',
+              [other.name],
+            )
+          )[0]!.n,
+        );
+      const backfills = async () => (await auditRows()).filter((a) => a.action === 'backfill');
+      const before = (await backfills()).length;
+
+      const now = Date.now();
+      const from = new Date(now - 9 * 60_000).toISOString();
+      const to = new Date(now - 6 * 60_000).toISOString();
+      // A reason that reads as an option is recorded as the reason; the backfill runs here.
+      const asked = await post('/api/jobs/minutely/backfill', {
+        token: STEER,
+        body: { from, to, again: true, reason: steer },
+      });
+      expect(asked.status, JSON.stringify(asked.body)).toBe(202);
+      expect(asked.body).toMatchObject({ from, to });
+      const [done] = await waitFor(
+        'the backfill to end, audited in the fleet database',
+        async () => {
+          const rows = (await backfills()).slice(before);
+          return rows.length > 0 && rows.every((r) => r.outcome != null) ? rows : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      expect(done).toMatchObject({ operator: 'steer', via: 'api', reason: steer });
+      expect(done!.outcome).toMatch(/^completed: [1-9]\d* run, 0 failed/);
+      expect(await tables()).toBe(0);
+
+      // `from` and `to` that are no instants (one a steer as well): 400 naming the field, and
+      // nothing starts.
+      const badFrom = await post('/api/jobs/minutely/backfill', {
+        token: STEER,
+        body: { from: steer, to },
+      });
+      expect(badFrom.status).toBe(400);
+      expect(badFrom.body.error?.message).toMatch(/^the body: from: /);
+      // The refusal does not echo the value (it may carry a password, and it is logged).
+      expect(badFrom.body.error?.message).not.toContain(other.name);
+      const badTo = await post('/api/jobs/minutely/backfill', {
+        token: STEER,
+        body: { from, to: '--yes' },
+      });
+      expect(badTo.status).toBe(400);
+      expect(badTo.body.error?.message).toMatch(/^the body: to: not an ISO-8601 instant/);
+      const backwards = await post('/api/jobs/minutely/backfill', {
+        token: STEER,
+        body: { from: to, to: from },
+      });
+      expect(backwards.status).toBe(400);
+      expect(backwards.body.error?.message).toContain('to: is before from');
+      const nul = await post('/api/jobs/minutely/backfill', {
+        token: STEER,
+        body: { from, to, reason: 'a\u0000b' },
+      });
+      expect(nul.status).toBe(400);
+      expect(nul.body.error?.message).toContain('reason');
+      expect((await backfills()).length).toBe(before + 1);
+      expect(await tables()).toBe(0);
+    } finally {
+      await other.drop();
+    }
+  });
+});
+
+describe('namespaces sharing one database', () => {
+  it("refuses to kill another namespace's run: 404, and the run goes on untouched", async () => {
+    // A prod runner beside the staging runners (namespace api), on the same database.
+    const prodConfig = writeSchedule(`
+namespace: api-prod
+jobs:
+  ledger:
+    schedule: "0 0 1 1 *"
+    command: [sh, -c, 'echo $$ > ledger.pid; while [ ! -e release ]; do sleep 0.1; done; echo finished > ledger.done']
+`);
+    const dir = path.dirname(prodConfig);
+    const prodPort = await freePort();
+    const [prod] = await fleet.start(['api-prod'], {
+      config: prodConfig,
+      args: ['--http', `127.0.0.1:${prodPort}`, '--http-write-tokens-file', tokens],
+      env: { BATON_HTTP_TOKEN: READ },
+    });
+    const started = await post('/api/jobs/ledger/run', { token: STEER, port: prodPort });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    const runId = Number(started.body.runId);
+    const pid = await pidFile(dir, 'ledger.pid');
+
+    // The staging runner is asked, with a write token of its own: no such run in its namespace.
+    const asked = await post(`/api/runs/${runId}/kill`, {
+      token: STEER,
+      body: { grace: '1s', reason: 'wrong namespace' },
+    });
+    expect(asked.status, JSON.stringify(asked.body)).toBe(404);
+    expect(asked.body.error?.message).toBe(`no run with id ${runId} in namespace "api"`);
+    // Nothing was written on the run, nor audited; its process lives.
+    const [row] = await fleet.db.query<{ status: string; kill_requested_at: Date | null }>(
+      'SELECT status, kill_requested_at FROM baton_runs WHERE id = ?',
+      [runId],
+    );
+    expect(row).toEqual({ status: 'running', kill_requested_at: null });
+    expect((await auditRows()).filter((a) => a.action === 'kill')).toEqual([]);
+    expect(() => process.kill(pid, 0), 'the prod job after the refused kill').not.toThrow();
+
+    // It ends on its own, as it would have: done, by its own journal too.
+    writeFileSync(path.join(dir, 'release'), '');
+    await waitFor('the prod run done', async () => {
+      const [r] = await fleet.db.query<{ status: string }>(
+        'SELECT status FROM baton_runs WHERE id = ?',
+        [runId],
+      );
+      return r?.status === 'done';
+    });
+    expect(readFileSync(path.join(dir, 'ledger.done'), 'utf8')).toBe('finished\n');
+    expect(prod!.errors()).toEqual([]);
   });
 });

@@ -83,6 +83,8 @@ export interface PlantedRun {
   winner?: number | null;
   /** Default `schedule`. */
   trigger?: string;
+  /** The fire's generation; default 0 (the column's). */
+  rerun?: number;
   /** Default `done`. */
   status?: string;
   reason?: string | null;
@@ -110,6 +112,7 @@ const PLANTED_COLUMNS = {
   scheduledAt: 'scheduled_at',
   winner: 'winner',
   trigger: 'triggered_by',
+  rerun: 'rerun',
   status: 'status',
   reason: 'reason',
   reasonKind: 'reason_kind',

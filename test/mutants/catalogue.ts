@@ -759,4 +759,31 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'kill-namespace-checked-after',
+    guarantee: 'namespaces',
+    what:
+      "The write API's kill checks the run's namespace after the kill, as before issue 34: the " +
+      "order names no namespace, so another namespace's run is killed, then answered 404.",
+    edits: [
+      {
+        file: 'src/http/write-actions.ts',
+        find: '    runId,\n    namespace,\n    operator: r.operator,',
+        replace: '    runId,\n    namespace: null,\n    operator: r.operator,',
+      },
+      {
+        file: 'src/http/write-actions.ts',
+        find: "  if (outcome.kind === 'not-found') {\n    throw new ApiError(404, 'not-found', `no run",
+        replace:
+          "  if (outcome.kind === 'not-found' || outcome.run.namespace !== namespace) {\n" +
+          "    throw new ApiError(404, 'not-found', `no run",
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/write-api.test.ts',
+        test: "refuses to kill another namespace's run: 404, and the run goes on untouched",
+      },
+    ],
+  },
 ];

@@ -22,6 +22,8 @@ export const GUARANTEES = {
   'graceful-stop': 'A graceful stop leaves no row running and no lock held',
   retention: 'Retention never deletes a running row or the latest success',
   sdk: "The job SDK's claims hand each row to one worker, and give it back only after the bound",
+  namespaces:
+    "Namespaces sharing a server stay apart: an action for one never touches another's runs",
 } as const;
 
 export type Guarantee = keyof typeof GUARANTEES;

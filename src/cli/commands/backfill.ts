@@ -19,7 +19,7 @@ import type { CommandModule } from 'yargs';
 import type { JobDefinition } from '../../config/schema.js';
 import { BatonError, errorMessage, InterruptedError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { actingOperator } from '../../operator.js';
+import { actingOperator, passedReason } from '../../operator.js';
 import {
   listActions,
   recordAction,
@@ -174,7 +174,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
         job: job.name,
         ...actingOperator(),
         host,
-        reason: args.reason ?? null,
+        reason: args.reason ?? passedReason(),
       };
       const auditId = await recordAction(pool, { ...audit, action: 'backfill', details });
       if (resumeAfter)

@@ -87,7 +87,18 @@ export const killCommand: CommandModule<object, KillArgs> = {
     const outcome = await withAuditTable(target, async () => {
       const conn = await openConnection(target, { create: false });
       try {
-        const order = { runId, operator, host, via: 'cli' as const, reason, graceMs, targetsOf };
+        // Any namespace: the run id names one run in the whole database, whose credentials the
+        // operator holds.
+        const order = {
+          runId,
+          namespace: null,
+          operator,
+          host,
+          via: 'cli' as const,
+          reason,
+          graceMs,
+          targetsOf,
+        };
         return await killRun(conn, order);
       } finally {
         await conn.end().catch(() => {});
