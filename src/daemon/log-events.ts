@@ -5,8 +5,17 @@
 import type { FireRef } from '../fire/events.js';
 import type { Logger } from '../log.js';
 import type { RunnerEvents } from './events.js';
+import type { FleetState } from './fleet-watch.js';
 
-export function logEvents(events: RunnerEvents, log: Logger): void {
+/**
+ * `fleetState`: where the runner stands with its fleet (fleet-watch.ts) when a fire finds no
+ * context — held after a failover, or detached, it is connected and holds its fires on purpose.
+ */
+export function logEvents(
+  events: RunnerEvents,
+  log: Logger,
+  fleetState: () => FleetState = () => 'with-fleet',
+): void {
   // One child logger per fire, as every event of a fire carries the same FireRef (a child's
   // bindings are serialized when it is made: in a storm of fires, once each is enough).
   const children = new WeakMap<FireRef, Logger>();
@@ -25,16 +34,23 @@ export function logEvents(events: RunnerEvents, log: Logger): void {
   events.on('fire:skipped', (e) =>
     of(e.fire).info({ runId: e.runId, reason: e.reason }, 'fire skipped'),
   );
-  // A detached runner's fires find no fire context either (daemon/fleet-watch.ts).
-  let detached = false;
-  events.on('db:detached', (e) => (detached = e.detached));
   events.on('fire:notAttempted', (e) => {
     const fireLog = of(e.fire);
     const err = { err: e.error };
     switch (e.cause) {
       case 'no-session':
-        if (detached) return fireLog.warn('fire not run: held, detached from the fleet');
-        return fireLog.warn('fire not run: no connection to the database to coordinate it');
+        // A holding or detached runner's fires find no fire context either (fleet-watch.ts).
+        switch (fleetState()) {
+          case 'detached':
+            return fireLog.warn('fire not run: held, detached from the fleet');
+          case 'holding':
+            return fireLog.warn(
+              'fire not run: held after a failover until the fleet is seen on this server',
+            );
+          case 'with-fleet':
+            return fireLog.warn('fire not run: no connection to the database to coordinate it');
+        }
+        return;
       case 'session-lost':
         // The loss itself is logged once, as an error (`lock:lost`).
         return fireLog.warn(err, 'fire not run: the lock session was lost while it was contended');

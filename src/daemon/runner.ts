@@ -92,7 +92,7 @@ export class Runner {
     // semi-sync sampler and the fleet watch — more than Node's 10 before it warns of a leak.
     setMaxListeners(64, signal);
     this.events = options.events ?? runnerEvents(log);
-    logEvents(this.events, log);
+    logEvents(this.events, log, () => this.link.fleet.state);
     this.verdicts = new VerdictBacklog(log);
     this.loaded = emptySchedule(options.config);
     this.clock = new FleetClock(() => this.link.lock, this.events, options.clockWarnMs);

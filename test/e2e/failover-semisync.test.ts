@@ -42,6 +42,7 @@ const IN_DOUBT =
   'the database failed over: reconnected to another server; fires up to the loss are in doubt';
 
 const DETACHED = 'detached from the fleet: no fire runs on this server';
+const HELD = 'fire not run: held after a failover until the fleet is seen on this server';
 
 const servers: PrivateServer[] = [];
 const runners: RunnerProcess[] = [];
@@ -184,10 +185,19 @@ jobs:
     proxyB.retarget({ host: '127.0.0.1', port: primary!.port });
     proxyB.cutUpstream();
     const splitAt = Date.now();
-    await runnerB.waitForLog(IN_DOUBT, (l) => l.toServer === 'server_id 1');
+    const arrived = await runnerB.waitForLog(IN_DOUBT, (l) => l.toServer === 'server_id 1');
     const detached = await runnerB.waitForLog(DETACHED, undefined, 20_000);
     expect(detached.level, 'logged at error level').toBe(50);
     const detachedAt = new Date(detached.time as string | number).getTime();
+    // While it held, it was connected: its fires say they were held, not that it had no
+    // connection (issue 34).
+    const arrivedAt = new Date(arrived.time as string | number).getTime();
+    const whileHolding = runnerB.lines.filter((l) => {
+      const at = new Date(l.time as string | number).getTime();
+      return l.msg.startsWith('fire not run') && at >= arrivedAt && at < detachedAt;
+    });
+    expect(whileHolding.length, 'fires held during the grace').toBeGreaterThan(0);
+    expect(new Set(whileHolding.map((l) => l.msg))).toEqual(new Set([HELD]));
     // Held from its arrival (no fire of its own ran there), detached after the grace.
     expect(detachedAt - splitAt).toBeGreaterThanOrEqual(10_000);
     expect(await metric(portB, 'baton_database_detached')).toBe('1');
