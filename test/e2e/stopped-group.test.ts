@@ -58,7 +58,8 @@ function childScript(kind: ChildKind): string {
 
 /**
  * A wrapper script's work: a first attempt starts the child (of a scheduled fire, or of a manual run
- * where the job's environment says CHILD_ON=manual) and waits for it (only a
+ * where the job's environment says CHILD_ON=manual; with LEAVE_CHILD set it exits at once, leaving
+ * the child behind) and waits for it (only a
  * stop ends the child); any other run records itself and ends soon (it lives long enough
  * to be sampled).
  */
@@ -66,7 +67,8 @@ function wrapperWork(child: string): string {
   return [
     'echo "$BATON_JOB $BATON_RUN_ID ${BATON_ATTEMPT:-1} leader $$" >> "$J/pids"',
     `if [ "\${BATON_ATTEMPT:-1}" = 1 ] && [ "$BATON_TRIGGER" = "\${CHILD_ON:-schedule}" ]; then`,
-    `  bash '${child}' "$J" & wait`,
+    `  bash '${child}' "$J" &`,
+    '  [ -n "$LEAVE_CHILD" ] || wait',
     'else sleep 0.3; fi',
   ].join('\n');
 }
@@ -300,5 +302,37 @@ jobs:
     expect(sampler.alive(), 'processes alive after baton run exited').toEqual([]);
     const [row] = await runs(fleet.db, 'deaf');
     expect(row?.status).toBe('timeout');
+  });
+});
+
+describe('a job that exits by itself', () => {
+  it('is over only once what it left behind is gone (SIGTERM, then SIGKILL)', async () => {
+    const { config, journal } = wrapperSchedule(
+      (job) => `
+namespace: groups
+jobs:
+  leaves:
+    schedule: "0 0 1 1 *"${job('deaf', 'env: {CHILD_ON: manual, LEAVE_CHILD: "1"}')}
+`,
+    );
+    sampler = samplePids(journal);
+    const result = await baton([
+      'run',
+      'leaves',
+      '--config',
+      config,
+      '--database-url',
+      fleet.db.url,
+      '--host',
+      'srv-a',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(sampler.seen().filter((s) => s.role === 'child'), 'the child it left').toHaveLength(1);
+    expect(sampler.alive(), 'processes alive after baton run exited').toEqual([]);
+    const [row] = await runs(fleet.db, 'leaves');
+    expect(row?.status).toBe('done');
+    // The run's end is when its last process was gone, not when the wrapper exited.
+    const lastSeen = Math.max(...sampler.seen().map((s) => s.lastSeen));
+    expect(row!.finished_at!.getTime()).toBeGreaterThanOrEqual(lastSeen - 5);
   });
 });
