@@ -103,10 +103,12 @@ describe('notification targets configured through urlFromEnv and smtpFromEnv', (
   printenv:
     schedule: "* * * * * *"
     command: ["sh", "leak.sh"]
+    output: {log: true}
     notify: {to: [hook, echo], on: [failed]}
   modenv:
     schedule: "* * * * * *"
     module: leak.mjs
+    output: {log: true}
 `),
       {
         'leak.sh': ['env', ...LITERALS().map((l) => `echo '${l}'`), 'exit 1'].join('\n'),
@@ -155,6 +157,8 @@ export default async () => {
         receiver.requests.map((r) => r.body),
       ]),
     );
+    // Its output went to the runner's log too (`output: {log: true}`), masked.
+    expect(runner.lines.some((l) => l.job === 'printenv' && l.line === 'hook=***')).toBe(true);
     expectNoSecret('the runner log', JSON.stringify(runner.lines) + runner.stderr);
   });
 
