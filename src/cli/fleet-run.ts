@@ -125,7 +125,8 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
       throw refuse('arguments after -- are for command jobs; pass values with --env K=V');
     }
     if (a.wait > 0) throw refuse('--wait is not available for it (75 means it is running)');
-    const secret = Object.keys(a.env).filter((name) => secretNames(holders, a.job).has(name));
+    const secretEnv = secretNames(holders, a.job);
+    const secret = Object.keys(a.env).filter((name) => secretEnv.has(name));
     if (secret.length > 0) {
       throw refuse(
         `--env ${secret.join(', ')}: the job keeps ${secret.length === 1 ? 'it' : 'them'} ` +
@@ -172,8 +173,8 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
         const where = request?.takenBy ? ` by ${request.takenBy}` : '';
         await setActionOutcome(pool, auditId, `${interruptedBy()}: taken${where}`, request?.runId);
         throw new InterruptedError(
-          `${a.job}: ${interruptedBy()}; the request was taken${where}, which runs it ` +
-            `(baton history ${a.job}; baton kill ${a.job} stops it)`,
+          `${a.job}: ${interruptedBy()}; the request was already taken${where}: its run, if ` +
+            `any, goes on (baton history ${a.job}; baton kill ${a.job} stops it)`,
         );
       }
       // Taken, but its replica never said what came of it (it died between the two): its run,
