@@ -124,7 +124,7 @@ export default async () => {
 `,
       },
     );
-    [runner] = await fleet.start(['secrets-1'], { config, env: secretEnv() });
+    runner = (await fleet.start(['secrets-1'], { config, env: secretEnv() }))[0]!;
   });
 
   it('a command job that prints its environment and the secrets leaves none of them anywhere', async () => {
