@@ -8,9 +8,23 @@
  * the request (the handler's `ctx.params`; the run's row records them, secretEnv masked); `--fire`
  * (a past fire) and `--wait` are refused for such a job, and so are arguments after `--`. A
  * request no replica took in time is cancelled (a conditional UPDATE, the replicas' take's
- * mirror): the CLI's "not run" is then true for good — no replica can run it later.
+ * mirror): the CLI's "not run" is then true for good — no replica can run it later. So is a
+ * request whose CLI is interrupted (Ctrl-C, SIGTERM) before a replica took it: cancelled, exit
+ * 130; once a replica has taken it, the run goes on there and the CLI stops following it (130 too,
+ * saying where it runs; `baton kill` stops it). A second signal exits at once.
+ *
+ * A value for one of the job's `secretEnv` variables (the replicas publish their names in the
+ * registry) is refused before anything is written: the request travels through a table, and a
+ * secret would be kept there, in the binary log and in backups, in plain text.
  */
-import { BatonError, JobFailedError, LockHeldError, UsageError } from '../errors.js';
+import { delay } from '../delay.js';
+import {
+  BatonError,
+  InterruptedError,
+  JobFailedError,
+  LockHeldError,
+  UsageError,
+} from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { operatorName } from '../operator.js';
 import { recordAction, setActionOutcome } from '../store/audit.js';
@@ -34,7 +48,34 @@ const POLL_MS = 200;
 /** How often the CLI checks that the replica running its run is alive. */
 const REPLICA_CHECK_MS = 5_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Ctrl-C and SIGTERM while the CLI waits: `signal` aborts (its reason is the signal's name), and
+ * the waits below end at once. A second signal does not wait for the cancel: exit 130 now.
+ */
+function interruption(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const onSignal = (name: NodeJS.Signals) => {
+    if (controller.signal.aborted) process.exit(ExitCode.Interrupted);
+    controller.abort(name);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+/** The `--env` names the job keeps secret on any of its replicas (`secretEnv`). */
+function secretNames(
+  holders: { jobs: ReadonlyMap<string, { secretEnv?: readonly string[] }> }[],
+  job: string,
+): Set<string> {
+  return new Set(holders.flatMap((h) => [...(h.jobs.get(job)?.secretEnv ?? [])]));
+}
 
 async function replicasWith(pool: Queryable, namespace: string, job: string) {
   const now = await databaseNow(pool);
@@ -64,11 +105,18 @@ export interface FleetRunArgs {
  */
 export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
   const pool = openPool(a.target, 1);
+  const interrupt = interruption();
+  const sleep = (ms: number) => delay(ms, interrupt.signal);
+  const interruptedBy = () => `interrupted by ${String(interrupt.signal.reason)}`;
   try {
     // A database that cannot tell (unreachable, no registry yet) has no replica to ask: the
     // caller reports the job as it always did.
     const holders = await replicasWith(pool, a.namespace, a.job).catch(() => []);
-    if (holders.length === 0) return null;
+    if (holders.length === 0) {
+      if (interrupt.signal.aborted)
+        throw new InterruptedError(`${a.job} not run: ${interruptedBy()}`);
+      return null;
+    }
     const refuse = (what: string) =>
       new UsageError(
         `${a.job} is run by the replicas that have it (library mode), not here: ${what}`,
@@ -77,6 +125,17 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
       throw refuse('arguments after -- are for command jobs; pass values with --env K=V');
     }
     if (a.wait > 0) throw refuse('--wait is not available for it (75 means it is running)');
+    const secretEnv = secretNames(holders, a.job);
+    const secret = Object.keys(a.env).filter((name) => secretEnv.has(name));
+    if (secret.length > 0) {
+      throw refuse(
+        `--env ${secret.join(', ')}: the job keeps ${secret.length === 1 ? 'it' : 'them'} ` +
+          'secret (secretEnv), and a request travels through the database, where the value ' +
+          "would be stored in plain text; give the replicas the value in their own environment (or the job's env)",
+      );
+    }
+    if (interrupt.signal.aborted)
+      throw new InterruptedError(`${a.job} not run: ${interruptedBy()}`);
     const auditId = await recordAction(pool, {
       namespace: a.namespace,
       job: a.job,
@@ -102,6 +161,22 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
     const deadline = Date.now() + TAKE_TIMEOUT_MS;
     let request = await findRunRequest(pool, id);
     while (request?.outcome == null) {
+      if (interrupt.signal.aborted) {
+        // Not taken yet: cancelled for good. Taken: the replica runs it; said below.
+        if (await cancelRunRequest(pool, id, interruptedBy())) {
+          await setActionOutcome(pool, auditId, `not run: ${interruptedBy()}`);
+          throw new InterruptedError(
+            `${a.job} not run: ${interruptedBy()}; the request is cancelled, no replica will run it`,
+          );
+        }
+        request = await findRunRequest(pool, id);
+        const where = request?.takenBy ? ` by ${request.takenBy}` : '';
+        await setActionOutcome(pool, auditId, `${interruptedBy()}: taken${where}`, request?.runId);
+        throw new InterruptedError(
+          `${a.job}: ${interruptedBy()}; the request was already taken${where}: its run, if ` +
+            `any, goes on (baton history ${a.job}; baton kill ${a.job} stops it)`,
+        );
+      }
       // Taken, but its replica never said what came of it (it died between the two): its run,
       // if any, is reaped by the others; this CLI cannot follow what it cannot name.
       if (Date.now() > deadline + TAKE_TIMEOUT_MS && request?.takenBy) {
@@ -146,6 +221,13 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
     let run = await findRun(pool, runId);
     let looked = Date.now();
     while (run == null || run.status === 'running') {
+      if (interrupt.signal.aborted) {
+        await setActionOutcome(pool, auditId, `${interruptedBy()}: left running`, runId);
+        throw new InterruptedError(
+          `${a.job}: ${interruptedBy()}; run ${runId} goes on on ${request.takenBy} ` +
+            `(baton kill ${a.job} stops it)`,
+        );
+      }
       await sleep(POLL_MS);
       run = await findRun(pool, runId);
       // Every few seconds: is the replica running it still alive? A fleet whose last replica
@@ -172,6 +254,7 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
     if (!a.json) process.stderr.write(`baton: ${a.job} done on ${run.host} (run ${runId})\n`);
     return ExitCode.Ok;
   } finally {
+    interrupt.dispose();
     await pool.end().catch(() => {});
   }
 }

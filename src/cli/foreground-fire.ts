@@ -10,7 +10,7 @@
  * asks the caller to stop after it, a second one stops the run too. A fire still waiting for its
  * lock is cancelled either way: nothing has started.
  */
-import { connectionVariables, jobDatabase, outputSecrets } from '../config/connections.js';
+import { jobDatabase, outputSecrets, withheldVariables } from '../config/connections.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import {
@@ -133,7 +133,7 @@ export class ForegroundSession {
       context: () => context,
       runs: this.runs,
       database: () => database,
-      withholdEnv: connectionVariables(this.config),
+      withholdEnv: withheldVariables(this.config),
       secrets: outputSecrets(this.config, job, this.target),
       waitSeconds: f.waitSeconds,
       tee: f.tee,

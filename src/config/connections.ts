@@ -5,6 +5,7 @@
  */
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 import type { Config, JobDefinition } from './schema.js';
+import { targetOutputSecrets } from './target-secrets.js';
 
 export function jobDatabase(
   config: Config,
@@ -23,15 +24,29 @@ export function jobDatabase(
   return parseDatabaseUrl(url, `the URL of connection ${job.connection}`);
 }
 
-/** The environment variables that hold connection URLs: jobs do not inherit them. */
-export function connectionVariables(config: Config): string[] {
-  return Object.values(config.connections).flatMap((c) => (c.kind === 'env' ? [c.variable] : []));
+/**
+ * The variables of the runner's environment that hold a secret URL of the configuration: those
+ * of `connections:` (`urlFromEnv`) and of the notification targets (`urlFromEnv`,
+ * `smtpFromEnv`). No job, warm module host, `baton run` job or `command` target inherits them
+ * (execution/job-environment.ts): a job that prints its environment would put the database
+ * password, the webhook's token or the SMTP password into its kept output.
+ */
+export function withheldVariables(config: Config): string[] {
+  const connections = Object.values(config.connections).flatMap((c) =>
+    c.kind === 'env' ? [c.variable] : [],
+  );
+  const targets = Object.values(config.notifyTargets).flatMap((t) => {
+    const source = t.kind === 'webhook' ? t.url : t.kind === 'email' ? t.smtp : null;
+    return source?.kind === 'env' ? [source.variable] : [];
+  });
+  return [...new Set([...connections, ...targets])];
 }
 
 /**
  * What must not appear in a job's kept output (execution/secret-mask.ts): the password of baton's
- * own database, every connection's URL and password (as written and percent-decoded), and the
- * values of the job's `secretEnv` variables (its own `env:`, else the runner's environment).
+ * own database, every connection's URL and password (as written and percent-decoded), the
+ * secrets of every notification target (target-secrets.ts), and the values of the job's
+ * `secretEnv` variables (its own `env:`, else the runner's environment).
  */
 export function outputSecrets(
   config: Config,
@@ -59,6 +74,7 @@ export function outputSecrets(
       // Not a URL: masked whole above.
     }
   }
+  secrets.push(...targetOutputSecrets(config.notifyTargets, (name) => process.env[name]));
   for (const name of job.secretEnv) {
     const value = job.env[name] ?? process.env[name];
     if (value) secrets.push(value);

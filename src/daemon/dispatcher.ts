@@ -7,7 +7,7 @@
  * chain moves on once a fire's contention is settled — its run may go on, and the next fire of
  * the job then meets it through the overlap policy (fire/local-runs.ts).
  */
-import { connectionVariables, jobDatabase, outputSecrets } from '../config/connections.js';
+import { jobDatabase, outputSecrets, withheldVariables } from '../config/connections.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
@@ -244,7 +244,7 @@ export class Dispatcher {
       ...(job.target.kind === 'module' || job.target.kind === 'handler'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
         : {}),
-      withholdEnv: connectionVariables(config),
+      withholdEnv: withheldVariables(config),
       // Parameters only where some were given: a plain manual run's row records none.
       ...(params?.recorded ? { params } : {}),
       secrets: outputSecrets(config, job, this.o.target),

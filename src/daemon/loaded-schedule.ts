@@ -67,12 +67,18 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
   };
 }
 
-/** Every job of the file with its fingerprint and since when this runner runs it. */
+/**
+ * Every job of the file with its fingerprint, since when this runner runs it, and the names of its
+ * `secretEnv` variables where it has any (`baton run --env` asks a library-mode replica through
+ * the database, and sends no secret that way: cli/fleet-run.ts).
+ */
 export function registryView(loaded: LoadedSchedule): Record<string, LoadedJob> {
+  const secretEnv = new Map(loaded.config.jobs.map((j) => [j.name, j.secretEnv]));
   return Object.fromEntries(
-    Object.entries(loaded.fingerprints).map(([job, fp]) => [
-      job,
-      { fp, since: loaded.knownSince.get(job)?.toISOString() ?? null },
-    ]),
+    Object.entries(loaded.fingerprints).map(([job, fp]) => {
+      const secret = secretEnv.get(job) ?? [];
+      const since = loaded.knownSince.get(job)?.toISOString() ?? null;
+      return [job, { fp, since, ...(secret.length > 0 ? { secretEnv: [...secret] } : {}) }];
+    }),
   );
 }

@@ -17,7 +17,7 @@
  * the runner's fires.
  */
 import type { PoolConnection } from 'mysql2/promise';
-import { connectionVariables } from '../config/connections.js';
+import { withheldVariables } from '../config/connections.js';
 import { DEFAULT_THROTTLE_MS } from '../config/defaults.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
@@ -71,7 +71,12 @@ export function backoffMs(attempts: number): number {
 export type DeliverFn = (
   target: NotifyTarget,
   event: NotificationEvent,
-  options: { env: EnvLookup; signal?: AbortSignal; withholdEnv?: readonly string[] },
+  options: {
+    env: EnvLookup;
+    signal?: AbortSignal;
+    withholdEnv?: readonly string[];
+    targets?: Readonly<Record<string, NotifyTarget>>;
+  },
 ) => Promise<DeliveryResult>;
 
 export interface NotifierOptions {
@@ -280,6 +285,7 @@ export class Notifier {
         env,
         signal: this.stopSignal.signal,
         withholdEnv: withheldVariables(config),
+        targets: config.notifyTargets,
       });
       record = toRecord(result, row.attempts + 1);
       const log = { target: row.target, event: row.event, job: row.subject, eventId: event.id };
@@ -369,15 +375,6 @@ export class Notifier {
     const added = await enqueueNotices(db, notices);
     if (added > 0) this.o.log.info({ added }, 'notifications: fleet events recorded');
   }
-}
-
-/** What a command target must not inherit: the URLs of connections and of the other targets. */
-export function withheldVariables(config: Config): string[] {
-  const targets = Object.values(config.notifyTargets).flatMap((t) => {
-    const source = t.kind === 'webhook' ? t.url : t.kind === 'email' ? t.smtp : null;
-    return source?.kind === 'env' ? [source.variable] : [];
-  });
-  return [...new Set([...connectionVariables(config), ...targets])];
 }
 
 function hasEvaluations(config: Config): boolean {

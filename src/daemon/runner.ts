@@ -33,7 +33,7 @@ import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
 import { stopModuleHosts, warmHostsFor } from '../execution/warm-hosts.js';
-import { connectionVariables } from '../config/connections.js';
+import { withheldVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
@@ -322,7 +322,7 @@ export class Runner {
     this.loaded = loadSchedule(config, this.loaded, now);
     // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
-    warmHostsFor(warmed, connectionVariables(config), this.log);
+    warmHostsFor(warmed, withheldVariables(config), this.log);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }

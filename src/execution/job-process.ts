@@ -93,7 +93,8 @@ export interface StartOptions {
   database?: DatabaseTarget | null;
   /**
    * Variables of the runner's environment that no job inherits: those that hold the URLs of
-   * `connections:` (with their passwords). A job reaches its database through `ctx.db`.
+   * `connections:` (with their passwords) and of the notification targets (config/connections.ts:
+   * withheldVariables). A job reaches its database through `ctx.db`.
    */
   withholdEnv?: readonly string[];
   /** The runner's lease on its runs: a run whose lease lapses is stopped and recorded `lost`. */

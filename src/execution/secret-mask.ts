@@ -1,6 +1,7 @@
 /**
  * Masks secrets in a job's output before any of it is kept (the history's tail and whole output):
- * the runner's database password, the connections' URLs, the values of a job's `secretEnv`. Each
+ * the runner's database password, the connections' URLs, the notification targets' secrets, the
+ * values of a job's `secretEnv`. Each
  * occurrence becomes `***`, also when the output arrives cut in the middle of one: the end of a
  * chunk that is the start of a secret is held back until the next chunk (or the end of the
  * stream) shows whether it is one.

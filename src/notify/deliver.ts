@@ -2,7 +2,9 @@
  * One delivery of one event to one target: the outbox's deliverer (daemon/notifier.ts) and
  * `baton notify test` call this and record what it answers. It never throws: whatever goes
  * wrong becomes a DeliveryResult, an unexpected error a retryable one, its text redacted of the
- * target's secrets (its URL, the URL's password, its header values).
+ * target's secrets (its URL, the URL's password, its header values). Every failure is redacted
+ * of the other targets' secrets too (`targets`): a command target's stderr, which its error
+ * quotes, may echo anything — the event's output, a file, another target's URL.
  */
 import type { NotifyTarget } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
@@ -10,7 +12,7 @@ import { oneLine } from '../text.js';
 import { runCommand } from './command.js';
 import { sendEmail } from './email.js';
 import { failed } from './result.js';
-import { redact, resolveSecret, urlSecrets } from './secrets.js';
+import { redact, targetSecrets } from './secrets.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 import { sendWebhook } from './webhook.js';
 
@@ -24,9 +26,26 @@ export interface DeliverOptions {
    * none does): the `urlFromEnv` variables of connections and targets.
    */
   withholdEnv?: readonly string[];
+  /** Every target of the schedule: no failure message shows a secret of any of them. */
+  targets?: Readonly<Record<string, NotifyTarget>>;
 }
 
 export async function deliverNotification(
+  target: NotifyTarget,
+  event: NotificationEvent,
+  options: DeliverOptions,
+): Promise<DeliveryResult> {
+  const result = await deliverTo(target, event, options);
+  if (result.ok || !options.targets) return result;
+  try {
+    const secrets = Object.values(options.targets).flatMap((t) => targetSecrets(t, options.env));
+    return { ...result, error: redact(result.error, secrets) };
+  } catch {
+    return { ...result, error: `${target.kind} "${target.name}": not delivered` };
+  }
+}
+
+async function deliverTo(
   target: NotifyTarget,
   event: NotificationEvent,
   options: DeliverOptions,
@@ -60,20 +79,8 @@ export async function deliverNotification(
 function unexpected(target: NotifyTarget, err: unknown, env: EnvLookup): string {
   const who = `${String(target.kind)} "${String(target.name)}"`;
   try {
-    return `${who}: ${redact(oneLine(errorMessage(err), 300), secretsOf(target, env))}`;
+    return `${who}: ${redact(oneLine(errorMessage(err), 300), targetSecrets(target, env))}`;
   } catch {
     return `${who}: unexpected error (${err instanceof Error ? err.name : typeof err})`;
   }
-}
-
-/** What an unexpected error must not show of a target. */
-function secretsOf(target: NotifyTarget, env: EnvLookup): string[] {
-  const source =
-    target.kind === 'webhook' ? target.url : target.kind === 'email' ? target.smtp : null;
-  const secrets: string[] = target.kind === 'webhook' ? Object.values(target.headers) : [];
-  if (source) {
-    const resolved = resolveSecret(source, env);
-    if (resolved.ok) secrets.push(...urlSecrets(resolved.value));
-  }
-  return secrets;
 }

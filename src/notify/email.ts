@@ -20,7 +20,7 @@ import { formatDuration } from '../config/duration.js';
 import { oneLine } from '../text.js';
 import { emailMessage } from './message.js';
 import { failed } from './result.js';
-import { redact, resolveSecret, safeDecode, urlSecrets } from './secrets.js';
+import { redact, resolveSecret, smtpSecrets } from './secrets.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 
 export type EmailTarget = Extract<NotifyTarget, { kind: 'email' }>;
@@ -121,7 +121,7 @@ export async function sendEmail(
   }
   if (options.signal?.aborted) return failed(`${who}: not sent: the runner is stopping`, true);
 
-  const secrets = smtpSecrets(resolved.value, url);
+  const secrets = smtpSecrets(resolved.value);
   // Set when the whole message, its final dot included, has gone to the socket: nodemailer
   // logs that at info level with tnx 'message' (smtp-connection's _createSendStream).
   let messageSent = false;
@@ -162,16 +162,4 @@ export async function sendEmail(
   } finally {
     transport.close();
   }
-}
-
-/** The URL's secrets, plus the forms AUTH PLAIN and AUTH LOGIN send them in (base64). */
-function smtpSecrets(raw: string, url: URL): string[] {
-  const secrets = urlSecrets(raw);
-  const user = safeDecode(url.username);
-  const pass = safeDecode(url.password);
-  if (pass) {
-    const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
-    secrets.push(b64(pass), b64(`\0${user}\0${pass}`));
-  }
-  return secrets;
 }

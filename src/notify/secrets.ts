@@ -5,7 +5,7 @@
  * build their errors from fixed words, so `redact` is the second line of defence, for the text
  * of an unexpected error or of an SMTP server's reply.
  */
-import type { SecretSource } from '../config/schema.js';
+import type { NotifyTarget, SecretSource } from '../config/schema.js';
 import type { EnvLookup } from './types.js';
 
 /** Shorter strings are not redacted: hiding every `a` of a message hides nothing. */
@@ -21,6 +21,38 @@ export function resolveSecret(source: SecretSource, env: EnvLookup): Resolved {
     return { ok: false, error: `environment variable ${source.variable} is not set` };
   }
   return { ok: true, value };
+}
+
+/** What no error may show of a target: its URL's secrets (urlSecrets) and its header values. */
+export function targetSecrets(target: NotifyTarget, env: EnvLookup): string[] {
+  const source =
+    target.kind === 'webhook' ? target.url : target.kind === 'email' ? target.smtp : null;
+  const secrets: string[] = target.kind === 'webhook' ? Object.values(target.headers) : [];
+  if (source) {
+    const resolved = resolveSecret(source, env);
+    if (resolved.ok) {
+      secrets.push(...(target.kind === 'email' ? smtpSecrets : urlSecrets)(resolved.value));
+    }
+  }
+  return secrets;
+}
+
+/** An SMTP URL's secrets, plus the forms AUTH PLAIN and AUTH LOGIN send them in (base64). */
+export function smtpSecrets(raw: string): string[] {
+  const secrets = urlSecrets(raw);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return secrets;
+  }
+  const user = safeDecode(url.username);
+  const pass = safeDecode(url.password);
+  if (pass) {
+    const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
+    secrets.push(b64(pass), b64(`\0${user}\0${pass}`));
+  }
+  return secrets;
 }
 
 /**

@@ -2,6 +2,11 @@
  * `baton_run_requests`, the owner: library mode's `baton run <job>` (migration 0014 says why).
  * The CLI inserts; a replica lists the open requests of its jobs, takes one by a conditional
  * UPDATE (one replica wins it), and records what came of it.
+ *
+ * `env` (the `--env K=V` parameters) is needed only until the request is taken: the take, and a
+ * cancel, clear it in the same statement, so the parameters are not kept in plain text with the
+ * request until retention (they are on the run's row, `secretEnv` masked). Values of a job's
+ * `secretEnv` never get here: the CLI refuses them (cli/fleet-run.ts).
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { deleteInBatches } from './batch-delete.js';
@@ -42,7 +47,7 @@ export async function insertRunRequest(
  */
 export async function cancelRunRequest(db: Queryable, id: number, why: string): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
-    `UPDATE baton_run_requests SET taken_by = ?, taken_at = NOW(3), outcome = ?
+    `UPDATE baton_run_requests SET taken_by = ?, taken_at = NOW(3), outcome = ?, env = NULL
      WHERE id = ? AND taken_by IS NULL`,
     [CANCELLED, `cancelled: ${why}`.slice(0, 512), id],
   );
@@ -72,11 +77,12 @@ export async function openRunRequests(
 
 /**
  * Takes the request for `host`; false when another replica took it first, or the CLI cancelled
- * it, or it went stale meanwhile (checked again here: the list was read a moment ago).
+ * it, or it went stale meanwhile (checked again here: the list was read a moment ago). Its `env`
+ * is cleared by the take itself: the taker has it from `openRunRequests`.
  */
 export async function takeRunRequest(db: Queryable, id: number, host: string): Promise<boolean> {
   const [res] = await db.query<ResultSetHeader>(
-    `UPDATE baton_run_requests SET taken_by = ?, taken_at = NOW(3)
+    `UPDATE baton_run_requests SET taken_by = ?, taken_at = NOW(3), env = NULL
      WHERE id = ? AND taken_by IS NULL AND requested_at > NOW(3) - INTERVAL ? MICROSECOND`,
     [host, id, RUN_REQUEST_TTL_MS * 1000],
   );

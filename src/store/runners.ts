@@ -15,6 +15,8 @@ export interface LoadedJob {
   fp: string;
   /** When this runner loaded this definition (database time); null for a disabled job. */
   since: string | null;
+  /** The names of the job's `secretEnv` variables; absent when it has none. */
+  secretEnv?: string[];
 }
 
 /** One job as a registry row says its runner loaded it, decoded (see `loadedJobs`). */
@@ -26,6 +28,8 @@ export interface LoadedDefinition {
    * before the runner registered (`startedAt`), which is also the answer for rows that do not say.
    */
   since: Date;
+  /** The names of the job's `secretEnv` variables; absent when it has none (or does not say). */
+  secretEnv?: readonly string[];
 }
 
 export interface RunnerRecord {
@@ -228,8 +232,9 @@ function parseJson(text: string): Readonly<Record<string, unknown>> {
 
 /**
  * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
- * fingerprint}` (runners that do not say since when) and `{job: {fp, since}}` with `since` an
- * ISO instant (or a Date), null for a disabled job. Entries of any other shape are left out.
+ * fingerprint}` (runners that do not say since when) and `{job: {fp, since, secretEnv?}}` with
+ * `since` an ISO instant (or a Date), null for a disabled job. Entries of any other shape are
+ * left out.
  */
 export function loadedJobs(r: {
   schedule: Readonly<Record<string, unknown>>;
@@ -243,13 +248,20 @@ export function loadedJobs(r: {
       continue;
     }
     if (entry == null || typeof entry !== 'object') continue;
-    const { fp, since } = entry as { fp?: unknown; since?: unknown };
+    const { fp, since, secretEnv } = entry as {
+      fp?: unknown;
+      since?: unknown;
+      secretEnv?: unknown;
+    };
     if (typeof fp !== 'string') continue;
     const at =
       since instanceof Date ? since.getTime() : typeof since === 'string' ? Date.parse(since) : NaN;
     jobs.set(job, {
       fingerprint: fp,
       since: Number.isFinite(at) && at > start ? new Date(at) : r.startedAt,
+      ...(Array.isArray(secretEnv) && secretEnv.length > 0
+        ? { secretEnv: secretEnv.filter((n): n is string => typeof n === 'string') }
+        : {}),
     });
   }
   return jobs;

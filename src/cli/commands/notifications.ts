@@ -6,7 +6,7 @@
  */
 import os from 'node:os';
 import type { CommandModule } from 'yargs';
-import { connectionVariables } from '../../config/connections.js';
+import { withheldVariables } from '../../config/connections.js';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { deliverNotification } from '../../notify/deliver.js';
@@ -175,7 +175,8 @@ const notifyTestCommand: CommandModule<object, NotifyTestArgs> = {
     });
     const result = await deliverNotification(target, event, {
       env: (v) => process.env[v],
-      withholdEnv: connectionVariables(config),
+      withholdEnv: withheldVariables(config),
+      targets: config.notifyTargets,
     });
     if (args.json) {
       process.stdout.write(`${JSON.stringify({ target: name, eventId: event.id, ...result })}\n`);
