@@ -18,6 +18,7 @@
 import type { DatabaseTarget } from '../config/database-url.js';
 import { eventTargets } from '../config/event-targets.js';
 import type { JobDefinition } from '../config/schema.js';
+import { ClaimNotRecordedError } from '../coordination/fire-claim.js';
 import { contend, type Contention } from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
@@ -133,7 +134,19 @@ async function runFire(
       if (err instanceof ReadOnlyDatabaseError) notAttempted('read-only');
       // The session died while this fire was contended: like a fire that found no session.
       else if (!ctx.lock.usable) notAttempted('session-lost', errorMessage(err));
-      else notAttempted('error', errorMessage(err));
+      else {
+        notAttempted('error', errorMessage(err));
+        // Its lock session up, nothing else would ever record this fire: recorded `missed`
+        // once the database takes it. (A lost session's fires are the look-back's, after the
+        // reconnect: caught up, or missed.)
+        if (err instanceof ClaimNotRecordedError) {
+          o.verdicts?.keepUnrecordedFire({
+            ...err.claim,
+            reason: err.reason(ctx.host),
+            ...(job.notify ? { targets: eventTargets(job.notify) } : {}),
+          });
+        }
+      }
       throw err;
     }
     const contendMs = performance.now() - contendStart;
