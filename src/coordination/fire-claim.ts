@@ -78,7 +78,7 @@ export interface UnrecordedClaim {
  * contended, the lock held and given back, and the job not run. Nothing else records such a
  * fire — the lock session stayed up, so no look-back marks it `missed` — so the runner keeps
  * `claim` to write a `missed` row of kind `not-claimed` once the database answers
- * (fire/verdict-backlog.ts). The message is the cause's.
+ * (fire/verdict-backlog.ts). The message is the cause's; fire/run-fire.ts passes the cause on.
  */
 export class ClaimNotRecordedError extends Error {
   constructor(

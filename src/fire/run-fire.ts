@@ -130,7 +130,11 @@ async function runFire(
         ...(o.afterLead ? { afterLead: true } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });
-    } catch (err) {
+    } catch (thrown) {
+      // A claim not recorded carries what the backlog needs; what went wrong is its cause (a
+      // command maps that to its exit code).
+      const unrecorded = thrown instanceof ClaimNotRecordedError ? thrown : null;
+      const err = unrecorded ? unrecorded.cause : thrown;
       if (err instanceof ReadOnlyDatabaseError) notAttempted('read-only');
       // The session died while this fire was contended: like a fire that found no session.
       else if (!ctx.lock.usable) notAttempted('session-lost', errorMessage(err));
@@ -139,10 +143,10 @@ async function runFire(
         // Its lock session up, nothing else would ever record this fire: recorded `missed`
         // once the database takes it. (A lost session's fires are the look-back's, after the
         // reconnect: caught up, or missed.)
-        if (err instanceof ClaimNotRecordedError) {
+        if (unrecorded) {
           o.verdicts?.keepUnrecordedFire({
-            ...err.claim,
-            reason: err.reason(ctx.host),
+            ...unrecorded.claim,
+            reason: unrecorded.reason(ctx.host),
             ...(job.notify ? { targets: eventTargets(job.notify) } : {}),
           });
         }
