@@ -48,10 +48,18 @@ export const SKIP_KINDS = ['taken', 'already-ran', 'overlap', 'behind', 'paused'
 export type SkipKind = (typeof SKIP_KINDS)[number];
 
 /**
- * `baton_runs.reason_kind`: a skip's kind, or on a `missed` row `not-run` (nobody attempted the
- * fire) or `in-doubt` (the fire fell before a database failover and the new primary has no row
- * of it: it may have run on the old one, so it is not caught up; daemon/in-doubt.ts). NULL on the rows of runs, and on rows written before the column existed whose sentence
- * the migration could not classify.
+ * The kind of a `missed` row: `not-run` (nobody attempted the fire), `in-doubt` (the fire fell
+ * before a database failover and the new primary has no row of it: it may have run on the old
+ * one, so it is not caught up; daemon/in-doubt.ts) or `not-claimed` (a runner held the job's lock
+ * for the fire but could not write its claim — the database did not answer in time, or its clock
+ * had not reached the fire — so the job did not run; recorded late, fire/verdict-backlog.ts).
  */
-export const REASON_KINDS = [...SKIP_KINDS, 'not-run', 'in-doubt'] as const;
+export const MISSED_KINDS = ['not-run', 'in-doubt', 'not-claimed'] as const;
+export type MissedKind = (typeof MISSED_KINDS)[number];
+
+/**
+ * `baton_runs.reason_kind`: a skip's kind, or a `missed` row's. NULL on the rows of runs, and on
+ * rows written before the column existed whose sentence the migration could not classify.
+ */
+export const REASON_KINDS = [...SKIP_KINDS, ...MISSED_KINDS] as const;
 export type ReasonKind = (typeof REASON_KINDS)[number];

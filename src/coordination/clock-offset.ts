@@ -8,6 +8,14 @@
  * an operator) would otherwise corrupt both the round trip and the offset. Of the last few
  * samples the one with the shortest round trip is used, as NTP does.
  *
+ * That choice assumes the database's clock moves with the monotonic one. When it is stepped (NTP
+ * or an operator on the database host), the best sample is from before the step and would be kept
+ * for up to OFFSET_SAMPLES heartbeats, however old: a clock stepped back by more than a claim waits
+ * for it (5 s) had every fire of that span given up as "still in the future", with no row. So a
+ * sample that disagrees with the estimate by more than both samples' error bounds allow (half of
+ * each round trip, plus a millisecond for `NOW(3)`'s resolution) says the clock moved: the window
+ * restarts from it.
+ *
  * Pure: the clocks are injected (the system's by default), and the caller does the round trips.
  */
 
@@ -33,6 +41,9 @@ export interface OffsetSample {
 /** How many recent samples the offset is estimated from. */
 export const OFFSET_SAMPLES = 8;
 
+/** `NOW(3)` reads the server's clock to the millisecond, truncated: a sample's extra error. */
+const DATABASE_CLOCK_RESOLUTION_MS = 1;
+
 export class OffsetEstimator {
   private readonly samples: OffsetSample[] = [];
 
@@ -52,11 +63,25 @@ export class OffsetEstimator {
    */
   addSample(sentAt: number, receivedAt: number, dbNow: Date | undefined): void {
     if (!(dbNow instanceof Date)) return;
-    this.samples.push({
+    const sample = {
       offsetMs: dbNow.getTime() - (sentAt + receivedAt) / 2,
       roundTripMs: receivedAt - sentAt,
-    });
+    };
+    if (this.stepped(sample)) this.samples.length = 0;
+    this.samples.push(sample);
     if (this.samples.length > this.keep) this.samples.shift();
+  }
+
+  /**
+   * Whether `sample` and the current estimate cannot both be right about one clock: each is off
+   * the truth by at most half its round trip (and the clock's resolution), so a wider gap means
+   * the database's clock was stepped (or drifted that far) between them.
+   */
+  private stepped(sample: OffsetSample): boolean {
+    const best = this.best();
+    if (!best) return false;
+    const bound = (sample.roundTripMs + best.roundTripMs) / 2 + DATABASE_CLOCK_RESOLUTION_MS;
+    return Math.abs(sample.offsetMs - best.offsetMs) > bound;
   }
 
   /** The kept sample with the shortest round trip (the earliest of equals); null before one. */

@@ -5,6 +5,7 @@
  * nothing), which asks again until the fire has a winner or the lock is its own.
  */
 import { errorMessage } from '../errors.js';
+import { StatementTimeoutError } from '../store/deadline.js';
 import { abandonClaim, claimFires } from '../store/fire-claims.js';
 import { findAttemptWinner } from '../store/fire-reads.js';
 import type { Attempt } from '../store/runs.js';
@@ -45,14 +46,59 @@ export async function claim(
   } catch (err) {
     // The insert may have committed although its answer was lost (a timeout): leave no row
     // `running` behind a lock that is about to be released.
-    await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err)).catch(() => {});
+    const abandoned = await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err))
+      .then(() => true)
+      .catch(() => false);
     if (lockName) await c.lock.release(lockName);
-    throw err;
+    throw new ClaimNotRecordedError(
+      { attempt, lockConnectionId: c.lock.connectionId, abandoned, locked: lockName != null },
+      err,
+    );
   }
   if (claimed !== 'taken') return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
   if (lockName) await c.lock.release(lockName);
   const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
+}
+
+/** A claim that failed: enough to record the fire later, and to close a claim that committed. */
+export interface UnrecordedClaim {
+  /** The fire, with the worker slot that was claimed. */
+  attempt: Attempt;
+  lockConnectionId: number;
+  /** Whether `abandonClaim` got through (else it is to be done again before the row). */
+  abandoned: boolean;
+  /** Whether the runner held the job's lock for it (every overlap policy but `allow`). */
+  locked: boolean;
+}
+
+/**
+ * A claim that could not be written (the database did not answer within the deadline, it
+ * refused the insert, or its clock had not reached the fire after EARLY_LIMIT_MS): the fire was
+ * contended, the lock held and given back, and the job not run. Nothing else records such a
+ * fire — the lock session stayed up, so no look-back marks it `missed` — so the runner keeps
+ * `claim` to write a `missed` row of kind `not-claimed` once the database answers
+ * (fire/verdict-backlog.ts). The message is the cause's; fire/run-fire.ts passes the cause on.
+ */
+export class ClaimNotRecordedError extends Error {
+  constructor(
+    readonly claim: UnrecordedClaim,
+    cause: unknown,
+  ) {
+    super(errorMessage(cause), { cause });
+    this.name = 'ClaimNotRecordedError';
+  }
+
+  /** The `missed` row's reason: why the claim was not written, first (explain cuts it). */
+  reason(host: string): string {
+    const cause = this.cause;
+    const why =
+      cause instanceof StatementTimeoutError
+        ? `the database did not answer within ${cause.ms / 1000} s`
+        : this.message;
+    const held = this.claim.locked ? "held the job's lock" : 'contended it';
+    return `claim not recorded: ${why} (${host} ${held}; the job did not run)`;
+  }
 }
 
 /** How often a claim that came early (by the database's clock) asks again. */
@@ -81,7 +127,8 @@ async function claimWhenDue(
     if (result !== 'early') return result.runId;
     if (Date.now() > giveUpAt) {
       throw new Error(
-        `the fire ${iso(attempt.scheduledAt)} is still in the future by the database's clock`,
+        `the fire ${iso(attempt.scheduledAt)} is still in the future by the database's clock ` +
+          `after ${EARLY_LIMIT_MS / 1000} s`,
       );
     }
     await new Promise((r) => setTimeout(r, EARLY_RETRY_MS));

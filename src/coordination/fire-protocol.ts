@@ -32,6 +32,14 @@
  * The claim and the wait while the lock passes are in fire-claim.ts, the words of a contention
  * (its context, options and answer) in contention.ts.
  *
+ * A claim the database does not take — no answer within the statement deadline (a table lock, an
+ * ALTER, a backup's read lock), an error, or a fire still early by the database's clock after
+ * 5 s — is closed (a claim that committed unseen is marked failed), the lock given back, and the
+ * job not run. No look-back would record such a fire (the lock session stayed up), so the runner
+ * keeps it and writes a `missed` row of kind `not-claimed` once the database answers
+ * (fire/verdict-backlog.ts): in the fire key's `winner = 0` slot and only while the fire has no
+ * winner, so it never stands beside a winner nor beside another runner's `missed` row.
+ *
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
  *

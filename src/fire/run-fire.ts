@@ -18,6 +18,7 @@
 import type { DatabaseTarget } from '../config/database-url.js';
 import { eventTargets } from '../config/event-targets.js';
 import type { JobDefinition } from '../config/schema.js';
+import { ClaimNotRecordedError } from '../coordination/fire-claim.js';
 import { contend, type Contention } from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
@@ -129,11 +130,27 @@ async function runFire(
         ...(o.afterLead ? { afterLead: true } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });
-    } catch (err) {
+    } catch (thrown) {
+      // A claim not recorded carries what the backlog needs; what went wrong is its cause (a
+      // command maps that to its exit code).
+      const unrecorded = thrown instanceof ClaimNotRecordedError ? thrown : null;
+      const err = unrecorded ? unrecorded.cause : thrown;
       if (err instanceof ReadOnlyDatabaseError) notAttempted('read-only');
       // The session died while this fire was contended: like a fire that found no session.
       else if (!ctx.lock.usable) notAttempted('session-lost', errorMessage(err));
-      else notAttempted('error', errorMessage(err));
+      else {
+        notAttempted('error', errorMessage(err));
+        // Its lock session up, nothing else would ever record this fire: recorded `missed`
+        // once the database takes it. (A lost session's fires are the look-back's, after the
+        // reconnect: caught up, or missed.)
+        if (unrecorded) {
+          o.verdicts?.keepUnrecordedFire({
+            ...unrecorded.claim,
+            reason: unrecorded.reason(ctx.host),
+            ...(job.notify ? { targets: eventTargets(job.notify) } : {}),
+          });
+        }
+      }
       throw err;
     }
     const contendMs = performance.now() - contendStart;

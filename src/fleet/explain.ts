@@ -291,6 +291,9 @@ export function verdictOf(
         'it, so it may have run on the old primary; not caught up (onFailover: skip)' +
         (missed.reason ? ` (${oneLine(missed.reason.replace(/^in doubt: /, ''), 160)})` : ''),
     );
+  } else if (missed?.reasonKind === 'not-claimed') {
+    // A runner held the lock for it and could not record its claim: not "nobody attempted it".
+    parts.push(`nobody ran it: ${oneLine(missed.reason ?? 'claim not recorded', 160)}`);
   } else if (missed) {
     parts.push(`nobody ran it: missed${missed.reason ? ` (${oneLine(missed.reason, 160)})` : ''}`);
   } else if (skips.length > 0) {

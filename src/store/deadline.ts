@@ -13,7 +13,11 @@ import type { Connection, FieldPacket, Pool, PoolConnection, QueryValues } from 
  */
 export class StatementTimeoutError extends Error {
   readonly code = 'STATEMENT_TIMEOUT';
-  constructor(what: string, ms: number) {
+  constructor(
+    what: string,
+    /** The deadline it missed. */
+    readonly ms: number,
+  ) {
     super(`${what}: no answer from the database within ${ms} ms`);
     this.name = 'StatementTimeoutError';
   }

@@ -17,7 +17,7 @@ import type { EventTargets } from '../config/event-targets.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { enqueueNotices } from './notifications.js';
 import { winnersOfFires } from './fire-reads.js';
-import type { SkipKind } from '../run-status.js';
+import type { MissedKind, SkipKind } from '../run-status.js';
 import type { Attempt } from './runs.js';
 
 /** `baton_runs.reason` is VARCHAR(512). */
@@ -257,17 +257,22 @@ function fireKey(job: string, scheduledAt: Date, trigger: string): string {
   return `${job}\0${scheduledAt.getTime()}\0${trigger}`;
 }
 /**
- * Records that nobody attempted a fire (the fleet was down or cut off), with the kind `not-run`,
- * or that a fire is in doubt after a failover (`in-doubt`: daemon/in-doubt.ts).
- * The row takes the fire key's `winner = 0` slot: written once however many runners notice, and never in the way of a
- * winner (`winner = 1`). Returns whether this call wrote it.
+ * Records that nobody attempted a fire (the fleet was down or cut off), with the kind `not-run`;
+ * that a fire is in doubt after a failover (`in-doubt`: daemon/in-doubt.ts); or that a runner
+ * contended a fire but its claim could not be written (`not-claimed`: the database did not
+ * answer in time, or its clock had not reached the fire), written late from the runner's backlog
+ * (fire/verdict-backlog.ts).
+ * The row takes the fire key's `winner = 0` slot: written once however many runners notice, and
+ * never in the way of a winner (`winner = 1`). A `not-claimed` row is written only while the fire
+ * has no winner (another runner may have won it after this one gave up): it yields to the winner
+ * as to another runner's `missed` row. Returns whether this call wrote it.
  */
 export async function insertMissed(
   db: Queryable,
   attempt: Attempt,
   reason: string,
   targets?: EventTargets,
-  kind: 'not-run' | 'in-doubt' = 'not-run',
+  kind: MissedKind = 'not-run',
 ): Promise<boolean> {
   const told = targets?.missed ?? [];
   if (told.length === 0) return (await writeMissed(db, attempt, reason, kind)) != null;
@@ -281,30 +286,41 @@ export async function insertMissed(
   });
 }
 
-/** The `missed` row; its id, or null when another runner wrote it first. */
+/** The `missed` row; its id, or null when another runner wrote it first (or won the fire). */
 async function writeMissed(
   db: Queryable,
   attempt: Attempt,
   reason: string,
-  kind: 'not-run' | 'in-doubt',
+  kind: MissedKind,
 ): Promise<number | null> {
+  const a = attempt;
+  // A winner already there wins: the fire ran (or runs) after all. One that comes later meets a
+  // `missed` row the way it would meet the look-back's.
+  const unlessWon =
+    kind === 'not-claimed'
+      ? `WHERE NOT EXISTS (SELECT 1 FROM baton_runs AS w
+          WHERE w.namespace = ? AND w.job = ? AND w.scheduled_at = ? AND w.rerun = ?
+            AND w.winner >= 1)`
+      : '';
   try {
     const [res] = await db.query<ResultSetHeader>(
-      `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, reason,
-         reason_kind, host, pid, started_at, finished_at)
-       VALUES (?, ?, ?, 0, ?, 'missed', ?, ?, ?, ?, NOW(3), NOW(3))`,
+      `INSERT INTO baton_runs (namespace, job, scheduled_at, rerun, winner, triggered_by, status,
+         reason, reason_kind, host, pid, started_at, finished_at)
+       SELECT ?, ?, ?, ?, 0, ?, 'missed', ?, ?, ?, ?, NOW(3), NOW(3) FROM DUAL ${unlessWon}`,
       [
-        attempt.namespace,
-        attempt.job,
-        attempt.scheduledAt,
-        attempt.trigger,
+        a.namespace,
+        a.job,
+        a.scheduledAt,
+        a.rerun ?? 0,
+        a.trigger,
         truncate(reason, REASON_MAX),
         kind,
-        attempt.host,
-        attempt.pid,
+        a.host,
+        a.pid,
+        ...(unlessWon ? [a.namespace, a.job, a.scheduledAt, a.rerun ?? 0] : []),
       ],
     );
-    return res.insertId;
+    return res.affectedRows === 1 ? res.insertId : null;
   } catch (err) {
     // Another runner recorded it first. (Not `ON DUPLICATE KEY UPDATE id = id`: mysql2 connects
     // with CLIENT_FOUND_ROWS, so that no-op update reports one affected row, like an insert.)

@@ -54,7 +54,10 @@
  *                          caller names it): insertSkips (fire-claims.ts)
  *                          ← coordination/fire-protocol.ts, through FireBatches.skip.
  *   (insert) ──▶ missed    winner 0, `reason_kind` 'not-run': insertMissed (fire-claims.ts)
- *                          ← daemon/runner.ts, in its look-back after (re)connecting.
+ *                          ← daemon/recovery.ts, in its look-back after (re)connecting;
+ *                          'in-doubt' ← daemon/in-doubt.ts after a failover; 'not-claimed' (only
+ *                          while the fire has no winner) ← fire/verdict-backlog.ts, for a fire
+ *                          whose claim the database did not take.
  *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention.ts, `baton prune`;
  *                          never a `running` row.
  *

@@ -16,12 +16,13 @@
  *    has one winner.
  * 3. No run before its instant by the database's clock, even when the runners' estimate of it is
  *    wrong: the database server's own clock is stepped back 2 s (NTP on the database host). A
- *    runner estimates that clock from its best (shortest round trip) recent heartbeat, so it can
- *    keep the estimate from before the step for several seconds — for certain here, as the link
- *    also gets 50 ms slower each way at the step. Meanwhile the runners contend for fires 2 s
- *    before the server says they are due; the claim waits for the server's clock, and every
- *    winner still starts at or after its instant. The test checks that the runners really came
- *    early (skip rows written before the instant by the server's clock).
+ *    runner estimates that clock from its heartbeats, and learns of the step only at the first
+ *    one after it (the link also gets 50 ms slower each way at the step, so that sample is no
+ *    better than the ones before); the step comes 300 ms before an instant, so the runners
+ *    contend for that fire 2 s before the server says it is due. The claim waits for the
+ *    server's clock, and every winner still starts at or after its instant. The test checks that
+ *    the runners really came early (skip rows written before the instant by the server's clock),
+ *    stepping back again where a heartbeat came first.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, startRunner, type RunnerProcess } from '../helpers/cli.js';
@@ -244,12 +245,32 @@ describe("the database server's clock stepped back 2 s under running runners", (
         (await db!.query("SELECT id FROM baton_runs WHERE winner = 1 AND status = 'done'"))
           .length >= 3,
     );
-    const now = (await db!.query<{ now: Date }>('SELECT NOW(3) AS now'))[0]!.now.getTime();
-    await sleep(1_000 - (now % 1_000) + 300);
-    server!.stepClock(-2);
-    proxy!.setLatency({ upMs: 50, downMs: 50 });
-    const stepped = (await db!.query<{ now: Date }>('SELECT NOW(3) AS now'))[0]!.now;
-    // Eight seconds of the server's new time: the runners' estimate catches up meanwhile.
+    // The step, 300 ms before an instant by the server's clock before it (the runners' estimate),
+    // so that they contend for that instant before their next heartbeat tells them of the step
+    // (clock-offset.ts follows a step at the first sample after it). A heartbeat that comes in
+    // between (or a runner slow to wake) puts that fire on time: then the server steps back again
+    // (2 s more each time), until a loser's skip row shows that both runners came early.
+    const nowMs = async () => (await dbNow(db!)).getTime();
+    const earlyRows = async () =>
+      db!.query('SELECT id FROM baton_runs WHERE winner IS NULL AND started_at < scheduled_at');
+    let stepped!: Date;
+    for (let step = 1; step <= 8; step++) {
+      const now = await nowMs();
+      const instant = Math.ceil((now + 400) / 1_000) * 1_000;
+      await sleep(instant - now - 300);
+      server!.stepClock(-2 * step);
+      proxy!.setLatency({ upMs: 50, downMs: 50 });
+      stepped = await dbNow(db!);
+      await waitFor(
+        'both runners recorded the instant after the step',
+        async () =>
+          (await db!.query('SELECT id FROM baton_runs WHERE scheduled_at = ?', [new Date(instant)]))
+            .length >= 2,
+        { timeoutMs: 20_000 },
+      );
+      if ((await earlyRows()).length > 0) break;
+    }
+    // Eight seconds of the server's new time: the runners' estimate caught up meanwhile.
     await waitFor(
       'fires past the step done',
       async () =>

@@ -326,6 +326,22 @@ describe('the verdict', () => {
       attempts: 0,
     });
     expect(verdictOf([missed], [], FIRE, NOW)).toBe('nobody ran it: missed (no runner was up)');
+    // A runner held the lock for it but its claim was not written (recorded late).
+    const notClaimed = row({
+      winner: false,
+      status: 'missed',
+      reasonKind: 'not-claimed',
+      reason:
+        "claim not recorded: the database did not answer within 10 s (srv-01 held the job's " +
+        'lock; the job did not run)',
+      attempts: 0,
+    });
+    expect(
+      verdictOf([notClaimed, skip('b', 'this fire is being claimed by srv-01')], [], FIRE, NOW),
+    ).toBe(
+      'nobody ran it: claim not recorded: the database did not answer within 10 s (srv-01 held ' +
+        "the job's lock; the job did not run)",
+    );
     const paused = 'paused by ops at 2027-03-10T11:00:00.000Z';
     expect(verdictOf([skip('a', paused), skip('b', paused)], [], FIRE, NOW)).toBe(
       `nobody ran it: 2 runners skipped it (${paused})`,
