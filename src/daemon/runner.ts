@@ -231,6 +231,7 @@ export class Runner {
       }
       this.loop.arm();
     }
+    if (first) this.warnOfLockTtl();
     await this.registrar.register(first);
     if (first) {
       const every = this.options.registryMs ?? RUNNER_DEFAULTS.registryMs;
@@ -262,6 +263,25 @@ export class Runner {
   }
 
   /** The reaper's tick: verdicts a pool hiccup left unwritten, then runs whose runner is gone. */
+  /**
+   * On a server that releases a named lock under its holder after a while (TiDB's max-txn-ttl,
+   * coordination/lock-probe.ts), a run longer than that is no longer excluded: the next fire's
+   * winner may start beside it. Named once at start, with what to do.
+   */
+  private warnOfLockTtl(): void {
+    const ttlMs = this.link.locks?.lockTtlMs;
+    if (ttlMs == null) return;
+    const jobs = [...this.loaded.jobs.values()]
+      .filter((j) => j.timeoutMs == null || j.timeoutMs >= ttlMs)
+      .map((j) => j.name);
+    if (jobs.length === 0) return;
+    this.log.warn(
+      { jobs, lockTtlMs: ttlMs },
+      'database server releases locks held longer than lockTtlMs: a run of these jobs (no ' +
+        'timeout, or one at least as long) may overlap the next; give them a shorter timeout',
+    );
+  }
+
   private async reap(): Promise<void> {
     const pool = this.readPool;
     if (this.stopping || !pool) return;
