@@ -1,0 +1,151 @@
+/**
+ * Where baton may run (issue 34): the capability probe at every connect
+ * (src/coordination/lock-probe.ts) refuses a server whose named locks exclude no one and says
+ * what is degraded where they exclude but cannot name their holder. The engines are stand-ins
+ * (test/helpers/stand-in-server.ts): mysql2 serving the protocol and answering as TiDB, ProxySQL
+ * and OceanBase document — none of them, nor MySQL 8 or Vitess, could be installed here. The real
+ * MariaDB passes the probe in every other test of the suite; here it must too, with no warning.
+ */
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseDatabaseUrl } from '../../src/config/database-url.js';
+import { probeLocks } from '../../src/coordination/lock-probe.js';
+import { UnsupportedServerError } from '../../src/store/server-check.js';
+import { openConnection } from '../../src/store/connect.js';
+import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
+import {
+  ENGINES,
+  startStandIn,
+  type Engine,
+  type StandInServer,
+} from '../helpers/stand-in-server.js';
+
+let server: StandInServer | null = null;
+afterEach(async () => {
+  await server?.close();
+  server = null;
+});
+
+async function standIn(engine: Engine): Promise<StandInServer> {
+  server = await startStandIn(engine);
+  return server;
+}
+
+/** The probe in this process, with a connection of its own as session A. */
+async function probe(url: string) {
+  const target = parseDatabaseUrl(url);
+  const a = await openConnection(target);
+  try {
+    return await probeLocks(a, target);
+  } finally {
+    a.destroy();
+  }
+}
+
+function expectRefused(result: CliResult, message: RegExp): void {
+  expect(result.code, result.stderr).toBe(78);
+  expect(result.stderr).toMatch(message);
+  expect(result.stderr).toMatch(/Where baton may run/);
+  expect(result.stderr).not.toMatch(/\n\s+at |internal error/);
+  expect(result.stdout).not.toContain('runner started');
+  expect(result.stdout).not.toContain('fire won');
+}
+
+describe('an engine whose named locks exclude no one is refused, exit 78', () => {
+  const cases: [string, Engine, RegExp][] = [
+    [
+      'TiDB < 6.1, no-op lock functions (GET_LOCK always 1)',
+      ENGINES.tidbNoop,
+      /gave one named lock to two sessions at once/,
+    ],
+    [
+      'TiDB < 6.1 without tidb_enable_noop_functions (GET_LOCK an error)',
+      ENGINES.tidbNoopOff,
+      /refused GET_LOCK \(function GET_LOCK has only noop implementation/,
+    ],
+    ['OceanBase < 4.2 (no GET_LOCK)', ENGINES.oceanbase, /refused GET_LOCK \(FUNCTION GET_LOCK/],
+  ];
+
+  for (const [name, engine, message] of cases) {
+    it(`${name}: \`baton start\` and \`baton run\` refuse, run nothing, write nothing`, async () => {
+      const srv = await standIn(engine);
+      const config = writeSchedule(`
+namespace: probe
+jobs:
+  x:
+    schedule: "* * * * * *"
+    command: ["sh", "-c", "touch ran"]
+`);
+      const common = ['--config', config, '--database-url', `${srv.url}/baton`, '--host', 'p'];
+      expectRefused(await baton(['start', ...common]), message);
+      expectRefused(await baton(['run', 'x', ...common]), message);
+      expect(existsSync(config.replace(/schedules\.yaml$/, 'ran')), 'the job ran').toBe(false);
+      // Refused before the migrations: nothing was created there.
+      expect(srv.statements.filter((s) => /^\s*(CREATE|INSERT|ALTER)/i.test(s))).toEqual([]);
+    });
+  }
+
+  it('library mode: start() rejects with the same refusal', async () => {
+    const srv = await standIn(ENGINES.tidbNoop);
+    const { createScheduler } = await import('../../src/index.js');
+    const scheduler = createScheduler({
+      databaseUrl: `${srv.url}/baton`,
+      host: 'lib',
+      namespace: 'probe',
+      log: (await import('../../src/log.js')).createLogger({ level: 'silent' }),
+      keepAlive: false,
+    });
+    scheduler.job('x', { schedule: '* * * * * *' }, () => {});
+    const refused = await scheduler.start().then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(UnsupportedServerError);
+    expect((refused as UnsupportedServerError).exitCode).toBe(78);
+    expect(String(refused)).toMatch(/gave one named lock to two sessions at once/);
+    await scheduler.stop();
+  });
+});
+
+describe('an engine whose locks exclude but cannot name their holder: warned, what is degraded', () => {
+  it('TiDB 6.1+: IS_USED_LOCK answers 1, a refusal waits 1 s, a lock expires after max-txn-ttl', async () => {
+    const srv = await standIn(ENGINES.tidb);
+    const locks = await probe(`${srv.url}/baton`);
+    expect(locks.holderNamed).toBe(false);
+    expect(locks.lockTtlMs).toBe(60 * 60 * 1000);
+    expect(locks.refusalMs).toBeGreaterThanOrEqual(ENGINES.tidb.refusalDelayMs);
+    expect(locks.warnings).toEqual([
+      expect.stringMatching(
+        /IS_USED_LOCK from another session answers 1, not the holder's.*reaper/,
+      ),
+      expect.stringMatching(/GET_LOCK\(name, 0\) took \d+ ms to refuse a held lock/),
+    ]);
+    // The probe's lock was given back: nothing of it stays on the server.
+    expect(srv.statements.at(-1)).toMatch(/^SELECT RELEASE_LOCK\('baton-probe:/);
+  });
+
+  it("MySQL behind ProxySQL: CONNECTION_ID() is the proxy's, IS_USED_LOCK the backend's", async () => {
+    const srv = await standIn(ENGINES.proxysql);
+    const locks = await probe(`${srv.url}/baton`);
+    expect(locks).toMatchObject({ holderNamed: false, lockTtlMs: null });
+    expect(locks.warnings).toEqual([
+      expect.stringMatching(/not the holder's CONNECTION_ID\(\) \d+ \(.*ProxySQL/),
+    ]);
+  });
+
+  it('MySQL (stand-in) and the real MariaDB pass with no warning', async () => {
+    const srv = await standIn(ENGINES.mysql);
+    expect(await probe(`${srv.url}/baton`)).toMatchObject({ holderNamed: true, warnings: [] });
+    const db = await createTestDatabase('lock_probe');
+    try {
+      const real = await probe(db.url);
+      expect(real).toMatchObject({ holderNamed: true, lockTtlMs: null });
+      expect(real.engine).toMatch(/MariaDB/);
+      // No slowness warning asserted away: on a busy machine the refusal may take long.
+      expect(real.warnings.filter((w) => !/took \d+ ms/.test(w))).toEqual([]);
+    } finally {
+      await db.drop();
+    }
+  });
+});
