@@ -14,9 +14,9 @@
  * - B gets the lock too, or `GET_LOCK` fails: locks exclude no one here. Refused (exit 78): every
  *   runner would run every fire.
  * - The holder is not named: baton still coordinates (the locks exclude), but what reads the
- *   holder by its connection id is degraded — the reaper, which tells a live run from an orphan
- *   by the session lock's holder, the registry's "alive", and the skip reasons' holder. A warning
- *   says so.
+ *   holder by its connection id is degraded. The reaper falls back to the registry's heartbeats
+ *   (store/run-verdicts.ts, RUNNER_GONE_SQL); the registry's "alive", the host-clash check, the
+ *   skip reasons' holder and the ending of a lost session do not. A warning says so.
  * - B's answer took a second or more (TiDB's clamp): every lost contention costs that long on the
  *   lock session. A warning says so.
  * - The engine can release a held lock under its holder (TiDB's `max-txn-ttl`): `lockTtlMs`; the
@@ -124,9 +124,11 @@ function judge(
     warnings.push(
       `IS_USED_LOCK from another session answers ${String(holder)}, not the holder's ` +
         `CONNECTION_ID() ${holderId} (TiDB 6.1+, or a proxy such as ProxySQL that answers ` +
-        'CONNECTION_ID() itself): the locks still exclude, but the reaper cannot tell a live ' +
-        'run from an orphan by its session lock (rows of live runs may be marked lost), the ' +
-        "registry may show live runners as gone, and skips cannot name the lock's holder",
+        'CONNECTION_ID() itself). The locks still exclude; degraded: the reaper judges a run ' +
+        "by its runner's registry heartbeat (gone after 15 s without one, not at once), the " +
+        'registry and `baton status` may show live runners as gone and miss a host clash, ' +
+        "skips do not name the lock's holder, and a lost lock session is left to its idle " +
+        'timeout (60 s) instead of being ended by its runner',
     );
   }
   if (refusalMs >= SLOW_REFUSAL_MS) {

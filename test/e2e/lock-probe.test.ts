@@ -2,15 +2,19 @@
  * Where baton may run (issue 34): the capability probe at every connect
  * (src/coordination/lock-probe.ts) refuses a server whose named locks exclude no one and says
  * what is degraded where they exclude but cannot name their holder. The engines are stand-ins
- * (test/helpers/stand-in-server.ts): mysql2 serving the protocol and answering as TiDB, ProxySQL
- * and OceanBase document — none of them, nor MySQL 8 or Vitess, could be installed here. The real
+ * (test/helpers/stand-in-server.ts): mysql2 serving the protocol and answering as TiDB, ProxySQL,
+ * Vitess and OceanBase document — none of them, nor MySQL 8 or Vitess, could be installed here. The real
  * MariaDB passes the probe in every other test of the suite; here it must too, with no warning.
  */
 import { existsSync } from 'node:fs';
+import mysql from 'mysql2/promise';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { probeLocks } from '../../src/coordination/lock-probe.js';
 import { UnsupportedServerError } from '../../src/store/server-check.js';
+import { migrateDatabase } from '../../src/store/migrate.js';
+import { findOrphanRuns } from '../../src/store/run-verdicts.js';
+import { sessionLockName } from '../../src/lock-names.js';
 import { openConnection } from '../../src/store/connect.js';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -65,6 +69,7 @@ describe('an engine whose named locks exclude no one is refused, exit 78', () =>
       /refused GET_LOCK \(function GET_LOCK has only noop implementation/,
     ],
     ['OceanBase < 4.2 (no GET_LOCK)', ENGINES.oceanbase, /refused GET_LOCK \(FUNCTION GET_LOCK/],
+    ['Vitess (lock functions only FROM dual)', ENGINES.vitess, /refused GET_LOCK \(get_lock is/],
   ];
 
   for (const [name, engine, message] of cases) {
@@ -145,6 +150,50 @@ describe('an engine whose locks exclude but cannot name their holder: warned, wh
       // No slowness warning asserted away: on a busy machine the refusal may take long.
       expect(real.warnings.filter((w) => !/took \d+ ms/.test(w))).toEqual([]);
     } finally {
+      await db.drop();
+    }
+  });
+});
+
+describe('the reaper where IS_USED_LOCK cannot name the holder (real MariaDB)', () => {
+  it('falls back to the registry heartbeat: a live run is not reaped, a silent or freed one is', async () => {
+    // What a runner behind ProxySQL leaves: its session lock is named after the id the proxy
+    // answered, and held by a backend connection with another id.
+    const db = await createTestDatabase('reaper_fallback');
+    const holder = await mysql.createConnection({ uri: db.url });
+    try {
+      await migrateDatabase(parseDatabaseUrl(db.url));
+      const proxyId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
+      const [[took]] = await holder.query<mysql.RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
+        sessionLockName(proxyId),
+      ]);
+      expect(took?.got).toBe(1);
+      await db.conn.query(
+        `INSERT INTO baton_runs (namespace, job, scheduled_at, winner, triggered_by, status, host,
+           pid, lock_connection_id, started_at, attempts)
+         VALUES ('probe', 'j', NOW(3), 1, 'schedule', 'running', 'h1', 1, ?, NOW(3), 1)`,
+        [proxyId],
+      );
+      await db.conn.query(
+        `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
+           lock_connection_id, schedule)
+         VALUES ('probe', 'h1', 1, 'x', NOW(3), NOW(3), ?, '{}')`,
+        [proxyId],
+      );
+      const orphans = () => findOrphanRuns(db.conn, 'probe', new Date(0));
+      expect(await orphans(), 'a live run taken for an orphan').toEqual([]);
+      // Its runner stops heartbeating: gone.
+      await db.conn.query(
+        `UPDATE baton_runners SET last_seen_at = NOW(3) - INTERVAL 1 MINUTE WHERE host = 'h1'`,
+      );
+      expect((await orphans()).map((o) => o.host)).toEqual(['h1']);
+      // Heartbeating again, but its session lock is free: gone, whatever the registry says.
+      await db.conn.query(`UPDATE baton_runners SET last_seen_at = NOW(3) WHERE host = 'h1'`);
+      expect(await orphans()).toEqual([]);
+      await holder.query('SELECT RELEASE_LOCK(?)', [sessionLockName(proxyId)]);
+      expect((await orphans()).map((o) => o.host)).toEqual(['h1']);
+    } finally {
+      await holder.end();
       await db.drop();
     }
   });

@@ -69,6 +69,16 @@ export const ENGINES = {
   },
   /** MySQL behind ProxySQL: CONNECTION_ID() is the proxy's session id, not the backend's. */
   proxysql: { ...MYSQL, connectionIdOffset: 100_000 },
+  /**
+   * Vitess (PlanetScale): lock functions only in `SELECT … FROM dual`, which baton's statements
+   * are not; the error text is a stand-in's, the restriction Vitess's documented one.
+   */
+  vitess: {
+    ...MYSQL,
+    version: '8.0.30-Vitess',
+    versionComment: 'Version: 19.0.4 (Git revision 0d3bd5e) branch HEAD',
+    getLockError: { code: 1105, message: 'get_lock is allowed only with dual' },
+  },
   /** OceanBase before 4.2: no GET_LOCK. */
   oceanbase: {
     ...MYSQL,
