@@ -142,3 +142,16 @@ function judge(
   const lockTtlMs = /tidb/i.test(engine) ? TIDB_LOCK_TTL_MS : null;
   return { engine, holderNamed, refusalMs, lockTtlMs, warnings };
 }
+
+/**
+ * The jobs a run of which may outlive its lock where a lock can expire under its holder after
+ * `lockTtlMs`: no timeout, or one at least that long.
+ */
+export function jobsOutlivingLocks(
+  jobs: Iterable<{ name: string; timeoutMs: number | null }>,
+  lockTtlMs: number,
+): string[] {
+  return [...jobs]
+    .filter((j) => j.timeoutMs == null || j.timeoutMs >= lockTtlMs)
+    .map((j) => j.name);
+}

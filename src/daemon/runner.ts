@@ -20,6 +20,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Config } from '../config/schema.js';
 import { eventTargets } from '../config/event-targets.js';
+import { jobsOutlivingLocks } from '../coordination/lock-probe.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
@@ -271,9 +272,7 @@ export class Runner {
   private warnOfLockTtl(): void {
     const ttlMs = this.link.locks?.lockTtlMs;
     if (ttlMs == null) return;
-    const jobs = [...this.loaded.jobs.values()]
-      .filter((j) => j.timeoutMs == null || j.timeoutMs >= ttlMs)
-      .map((j) => j.name);
+    const jobs = jobsOutlivingLocks(this.loaded.jobs.values(), ttlMs);
     if (jobs.length === 0) return;
     this.log.warn(
       { jobs, lockTtlMs: ttlMs },

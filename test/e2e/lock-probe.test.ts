@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import mysql from 'mysql2/promise';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import { probeLocks } from '../../src/coordination/lock-probe.js';
+import { jobsOutlivingLocks, probeLocks } from '../../src/coordination/lock-probe.js';
 import { UnsupportedServerError } from '../../src/store/server-check.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { findOrphanRuns } from '../../src/store/run-verdicts.js';
@@ -126,6 +126,13 @@ describe('an engine whose locks exclude but cannot name their holder: warned, wh
       ),
       expect.stringMatching(/GET_LOCK\(name, 0\) took \d+ ms to refuse a held lock/),
     ]);
+    // The jobs the runner names at start: no timeout, or one the lock would not outlast.
+    const jobs = [
+      { name: 'no-timeout', timeoutMs: null },
+      { name: 'an-hour', timeoutMs: 60 * 60 * 1000 },
+      { name: 'ten-minutes', timeoutMs: 10 * 60 * 1000 },
+    ];
+    expect(jobsOutlivingLocks(jobs, locks.lockTtlMs!)).toEqual(['no-timeout', 'an-hour']);
     // The probe's lock was given back: nothing of it stays on the server.
     expect(srv.statements.at(-1)).toMatch(/^SELECT RELEASE_LOCK\('baton-probe:/);
   });
