@@ -1,10 +1,12 @@
 /**
  * Where baton may run (issue 34): the capability probe at every connect
  * (src/coordination/lock-probe.ts) refuses a server whose named locks exclude no one and says
- * what is degraded where they exclude but cannot name their holder. The engines are stand-ins
- * (test/helpers/stand-in-server.ts): mysql2 serving the protocol and answering as TiDB, ProxySQL,
- * Vitess and OceanBase document — none of them, nor MySQL 8 or Vitess, could be installed here. The real
- * MariaDB passes the probe in every other test of the suite; here it must too, with no warning.
+ * what is degraded where they exclude but cannot name their holder. The engines are stand-ins —
+ * none of TiDB, ProxySQL, Vitess, OceanBase or MySQL 8 could be installed here:
+ * test/helpers/stand-in-server.ts (mysql2 serving the protocol, answering the start-up check as
+ * each engine documents) and test/helpers/proxysql-stand-in.ts (a proxy in front of the real
+ * MariaDB that answers CONNECTION_ID() itself, for runners that run). The real MariaDB passes
+ * the probe in every other test of the suite; here it must too, with no warning.
  */
 import { existsSync } from 'node:fs';
 import mysql from 'mysql2/promise';
@@ -17,7 +19,10 @@ import { findOrphanRuns } from '../../src/store/run-verdicts.js';
 import { sessionLockName } from '../../src/lock-names.js';
 import { openConnection } from '../../src/store/connect.js';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
-import { createTestDatabase } from '../helpers/db.js';
+import { createTestDatabase, sharedServerAddress } from '../helpers/db.js';
+import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { startProxySqlStandIn } from '../helpers/proxysql-stand-in.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   ENGINES,
   startStandIn,
@@ -202,6 +207,89 @@ describe('the reaper where IS_USED_LOCK cannot name the holder (real MariaDB)', 
     } finally {
       await holder.end();
       await db.drop();
+    }
+  });
+});
+
+describe('runners behind a ProxySQL stand-in (CONNECTION_ID() answered by the proxy)', () => {
+  const fleet = useFleet('probe_proxysql');
+
+  it('warn of what is degraded, and run every fire once: no live run is marked lost', async () => {
+    const proxy = await startProxySqlStandIn(sharedServerAddress());
+    try {
+      // Each run lasts across several reaper passes (every 300 ms): before the registry
+      // fallback, the first pass took each live run for an orphan and marked it lost.
+      const config = writeSchedule(`
+namespace: proxied
+jobs:
+  slow:
+    schedule: "*/3 * * * * *"
+    command: ["sleep", "1.5"]
+`);
+      const runners = await fleet.start(['p1', 'p2'], {
+        config,
+        databaseUrl: proxy.url(fleet.db.name),
+        args: ['--reaper-interval', '300ms'],
+      });
+      for (const r of runners) {
+        const warned = await r.waitForLog('database server: coordination degraded');
+        expect(String(warned.warning)).toMatch(
+          /not the holder's CONNECTION_ID\(\) 2\d{9} .*ProxySQL/,
+        );
+      }
+      const finished = async () =>
+        fleet.db.query<{ status: string; n: number }>(
+          `SELECT status, COUNT(*) AS n FROM baton_runs WHERE namespace = 'proxied' AND winner = 1 AND status <> 'running'
+            GROUP BY status`,
+        );
+      await waitFor(
+        'three finished runs',
+        async () => (await finished()).reduce((sum, r) => sum + Number(r.n), 0) >= 3 || undefined,
+        { timeoutMs: 30_000 },
+      );
+      expect((await finished()).filter((r) => r.status !== 'done')).toEqual([]);
+      const winners = await fleet.db.query<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM baton_runs WHERE namespace = 'proxied' AND winner = 1
+          GROUP BY scheduled_at HAVING n > 1`,
+      );
+      expect(winners).toEqual([]);
+      await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+      expectQuiet(runners);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('on TiDB, names at start the jobs whose timeout could outlive a lock (max-txn-ttl)', async () => {
+    // The engine's name is what the rule hangs on: the proxy answers VERSION() as TiDB does.
+    const proxy = await startProxySqlStandIn(sharedServerAddress(), {
+      version: '8.0.11-TiDB-v7.5.0',
+    });
+    try {
+      const config = writeSchedule(`
+namespace: tidb
+jobs:
+  unbounded:
+    schedule: "0 3 * * *"
+    command: ["true"]
+  hours:
+    schedule: "0 4 * * *"
+    command: ["true"]
+    timeout: 2h
+  bounded:
+    schedule: "0 5 * * *"
+    command: ["true"]
+    timeout: 50m
+`);
+      const [runner] = await fleet.start(['t1'], { config, databaseUrl: proxy.url(fleet.db.name) });
+      const line = await runner!.waitForLog(
+        'database server releases locks held longer than lockTtlMs: a run of these jobs (no ' +
+          'timeout, or one at least as long) may overlap the next; give them a shorter timeout',
+      );
+      expect(line).toMatchObject({ jobs: ['unbounded', 'hours'], lockTtlMs: 3_600_000 });
+      await runner!.stop('SIGTERM');
+    } finally {
+      await proxy.close();
     }
   });
 });
