@@ -89,7 +89,9 @@ export async function probeLocks(a: Connection, target: DatabaseTarget): Promise
       }
       return judge(engine, Number(self?.id), other?.holder, refusalMs);
     } finally {
-      b.destroy();
+      // Ended, not dropped: a dropped connection is an "Aborted connection" in the server's log
+      // at every runner start.
+      await b.end().catch(() => b.destroy());
     }
   } finally {
     await a.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => {});
