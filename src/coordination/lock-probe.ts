@@ -127,7 +127,8 @@ function judge(
       `IS_USED_LOCK from another session answers ${String(holder)}, not the holder's ` +
         `CONNECTION_ID() ${holderId} (TiDB 6.1+, or a proxy such as ProxySQL that answers ` +
         'CONNECTION_ID() itself). The locks still exclude; degraded: the reaper judges a run ' +
-        "by its runner's registry heartbeat (gone after 15 s without one, not at once), the " +
+        "by its runner's registry heartbeat (gone after 15 s without one, not at once; a " +
+        "`baton run`'s run, which has no registry row, may be marked lost while it runs), the " +
         'registry and `baton status` may show live runners as gone and miss a host clash, ' +
         "skips do not name the lock's holder, and a lost lock session is left to its idle " +
         'timeout (60 s) instead of being ended by its runner',
@@ -147,13 +148,18 @@ function judge(
 
 /**
  * The jobs a run of which may outlive its lock where a lock can expire under its holder after
- * `lockTtlMs`: no timeout, or one at least that long.
+ * `lockTtlMs`: no timeout, or attempts that together may hold the lock that long (retries keep
+ * the job's lock: every attempt at its timeout, and the waits between them).
  */
 export function jobsOutlivingLocks(
-  jobs: Iterable<{ name: string; timeoutMs: number | null }>,
+  jobs: Iterable<{ name: string; timeoutMs: number | null; retries: number; retryDelayMs: number }>,
   lockTtlMs: number,
 ): string[] {
   return [...jobs]
-    .filter((j) => j.timeoutMs == null || j.timeoutMs >= lockTtlMs)
+    .filter(
+      (j) =>
+        j.timeoutMs == null ||
+        j.timeoutMs * (j.retries + 1) + j.retryDelayMs * j.retries >= lockTtlMs,
+    )
     .map((j) => j.name);
 }

@@ -263,7 +263,6 @@ export class Runner {
     );
   }
 
-  /** The reaper's tick: verdicts a pool hiccup left unwritten, then runs whose runner is gone. */
   /**
    * On a server that releases a named lock under its holder after a while (TiDB's max-txn-ttl,
    * coordination/lock-probe.ts), a run longer than that is no longer excluded: the next fire's
@@ -277,10 +276,11 @@ export class Runner {
     this.log.warn(
       { jobs, lockTtlMs: ttlMs },
       'database server releases locks held longer than lockTtlMs: a run of these jobs (no ' +
-        'timeout, or one at least as long) may overlap the next; give them a shorter timeout',
+        'timeout, or attempts at least as long) may overlap the next; give them a shorter timeout',
     );
   }
 
+  /** The reaper's tick: verdicts a pool hiccup left unwritten, then runs whose runner is gone. */
   private async reap(): Promise<void> {
     const pool = this.readPool;
     if (this.stopping || !pool) return;

@@ -132,12 +132,19 @@ describe('an engine whose locks exclude but cannot name their holder: warned, wh
       expect.stringMatching(/GET_LOCK\(name, 0\) took \d+ ms to refuse a held lock/),
     ]);
     // The jobs the runner names at start: no timeout, or one the lock would not outlast.
+    const minutes = (n: number) => n * 60 * 1000;
     const jobs = [
-      { name: 'no-timeout', timeoutMs: null },
-      { name: 'an-hour', timeoutMs: 60 * 60 * 1000 },
-      { name: 'ten-minutes', timeoutMs: 10 * 60 * 1000 },
+      { name: 'no-timeout', timeoutMs: null, retries: 0, retryDelayMs: 0 },
+      { name: 'an-hour', timeoutMs: minutes(60), retries: 0, retryDelayMs: 0 },
+      { name: 'ten-minutes', timeoutMs: minutes(10), retries: 0, retryDelayMs: 0 },
+      // Retries keep the lock: 3 × 19 min + 2 × 2 min = 61 min under one lock.
+      { name: 'retried', timeoutMs: minutes(19), retries: 2, retryDelayMs: minutes(2) },
     ];
-    expect(jobsOutlivingLocks(jobs, locks.lockTtlMs!)).toEqual(['no-timeout', 'an-hour']);
+    expect(jobsOutlivingLocks(jobs, locks.lockTtlMs!)).toEqual([
+      'no-timeout',
+      'an-hour',
+      'retried',
+    ]);
     // The probe's lock was given back: nothing of it stays on the server.
     expect(srv.statements.at(-1)).toMatch(/^SELECT RELEASE_LOCK\('baton-probe:/);
   });
@@ -284,7 +291,7 @@ jobs:
       const [runner] = await fleet.start(['t1'], { config, databaseUrl: proxy.url(fleet.db.name) });
       const line = await runner!.waitForLog(
         'database server releases locks held longer than lockTtlMs: a run of these jobs (no ' +
-          'timeout, or one at least as long) may overlap the next; give them a shorter timeout',
+          'timeout, or attempts at least as long) may overlap the next; give them a shorter timeout',
       );
       expect(line).toMatchObject({ jobs: ['unbounded', 'hours'], lockTtlMs: 3_600_000 });
       await runner!.stop('SIGTERM');
