@@ -21,6 +21,7 @@ import {
 import { DURATION_HINT, parseDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
 import { UsageError } from '../errors.js';
+import { checkHostName } from '../host-name.js';
 import { closest } from '../text.js';
 
 export const DEFAULT_CONFIG = './schedules.yaml';
@@ -119,9 +120,10 @@ export function databaseNamed(args: CommonArgs): boolean {
 }
 
 export function resolveHost(args: CommonArgs): string {
-  const host = args.host ?? process.env.BATON_HOST ?? os.hostname();
-  if (!host || host.length > 255) throw new UsageError('--host must be 1 to 255 characters');
-  return host;
+  if (args.host != null) return checkHostName(args.host, '--host');
+  const env = process.env.BATON_HOST;
+  if (env != null) return checkHostName(env, 'BATON_HOST');
+  return checkHostName(os.hostname(), "the machine's host name (give --host)");
 }
 
 export function findJob(config: Config, name: string) {

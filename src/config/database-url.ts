@@ -49,7 +49,19 @@ export function parseDatabaseUrl(url: string, what = '--database-url'): Database
   if (parsed.protocol !== 'mysql:' && parsed.protocol !== 'mariadb:') {
     throw new UsageError(`${what} must start with mysql:// (got ${display})`);
   }
-  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  const decode = (part: string, which: string): string => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      // A '%' not followed by two hex digits (a password typed as is): the driver's URIError
+      // would be reported as a bug in baton, and echoing the part would print the password.
+      throw new UsageError(
+        `${what}: the ${which} contains a '%' that is not a percent-encoded character: ` +
+          'percent-encode special characters of the password (% is %25)',
+      );
+    }
+  };
+  const database = decode(parsed.pathname.replace(/^\//, ''), 'database name');
   if (!DATABASE_NAME.test(database)) {
     throw new UsageError(
       `${what} must name a database made of letters, digits, '_', '$' or '-' (got ${display})`,
@@ -57,8 +69,8 @@ export function parseDatabaseUrl(url: string, what = '--database-url'): Database
   }
   const socketPath = parsed.searchParams.get('socket');
   const connection: ConnectionOptions = {
-    user: decodeURIComponent(parsed.username) || 'root',
-    password: decodeURIComponent(parsed.password),
+    user: decode(parsed.username, 'user name') || 'root',
+    password: decode(parsed.password, 'password'),
     ...(socketPath
       ? { socketPath }
       : { host: parsed.hostname || '127.0.0.1', port: Number(parsed.port || 3306) }),

@@ -1,7 +1,8 @@
 /**
  * Everything between "we have a database URL" and "we may contend for fires", for the daemon and
- * for `baton run` alike: the schema is current (migrations), the fire key is intact, the server
- * can coordinate at all (not a Galera node), and the lock session is open.
+ * for `baton run` alike: the server can coordinate at all (not a Galera node, and its named locks
+ * exclude: lock-probe.ts), the schema is current (migrations), the fire key is intact, and the
+ * lock session is open.
  */
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { Queryable } from '../store/deadline.js';
@@ -12,6 +13,7 @@ import {
   probeServer,
   type ServerFacts,
 } from '../store/server-check.js';
+import { probeLocks, type LockCapability } from './lock-probe.js';
 import { LockSession } from './lock-session.js';
 
 /**
@@ -23,6 +25,8 @@ export const STATEMENT_DEADLINE_MS = 10_000;
 export interface Coordination {
   lock: LockSession;
   facts: ServerFacts;
+  /** What the server's named locks can do (lock-probe.ts); what is degraded is in `warnings`. */
+  locks: LockCapability;
   /** Migrations applied on the way (normally none: `baton migrate` ran before). */
   applied: string[];
 }
@@ -33,13 +37,15 @@ export async function openCoordination(
   idleTimeoutSeconds?: number,
 ): Promise<Coordination> {
   let facts: ServerFacts | undefined;
+  let locks: LockCapability | undefined;
   const { applied } = await migrateDatabase(target, {
     check: async (conn) => {
       facts = await probeServer(conn);
       assertCoordinationPossible(facts);
+      locks = await probeLocks(conn, target);
     },
   });
   await assertFireKey(pool);
   const lock = await LockSession.open(target, idleTimeoutSeconds);
-  return { lock, facts: facts!, applied };
+  return { lock, facts: facts!, locks: locks!, applied };
 }

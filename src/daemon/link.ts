@@ -33,6 +33,7 @@
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import type { DatabaseTarget } from '../config/database-url.js';
+import type { LockCapability } from '../coordination/lock-probe.js';
 import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
@@ -148,6 +149,8 @@ export class DatabaseLink {
   private lostAt: Date | null = null;
   /** The last failover (see `onConnected`). */
   private lastFailover: Failover | null = null;
+  /** What the current server's named locks can do (coordination/lock-probe.ts). */
+  private lockCapability: LockCapability | null = null;
   /** The semi-sync state of the current server, sampled with each heartbeat (semi-sync.ts). */
   private readonly semiSync = new SemiSyncSeries();
   /** The lease this runner's runs go on under (see the header). */
@@ -192,6 +195,11 @@ export class DatabaseLink {
   /** Which server the runner talks (or last talked) to: `ServerFacts.identity`. */
   get serverIdentity(): string | null {
     return this.server;
+  }
+
+  /** What the connected server's named locks can do; null before the first connect. */
+  get locks(): LockCapability | null {
+    return this.lockCapability;
   }
 
   get serverStartedBefore(): Date {
@@ -271,12 +279,20 @@ export class DatabaseLink {
   private async open(tries: { attempts: number; downMs: number }): Promise<void> {
     const { target, log } = this.o;
     this.pool ??= new DeadlinePool(openPool(target), STATEMENT_DEADLINE_MS);
-    const { lock, facts, applied } = await openCoordination(
+    const { lock, facts, locks, applied } = await openCoordination(
       target,
       this.pool,
       lockSessionIdleTimeoutSeconds(this.o),
     );
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    // Told at the first connect, and again when a reconnect finds a server that differs.
+    const told = this.lockCapability?.warnings.join('\n').replace(/\d+/g, 'N');
+    this.lockCapability = locks;
+    if (locks.warnings.join('\n').replace(/\d+/g, 'N') !== told) {
+      for (const warning of locks.warnings) {
+        log.warn({ server: locks.engine, warning }, 'database server: coordination degraded');
+      }
+    }
     const serverStartedBefore = await lock.serverStartedBefore().catch((err: unknown) => {
       void lock.close();
       throw err;

@@ -22,6 +22,7 @@ import { DEFAULT_THROTTLE_MS } from '../config/defaults.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
+import { hostWith } from '../host-name.js';
 import { notifyLockName } from '../lock-names.js';
 import type { Logger } from '../log.js';
 import { buildEvent } from '../notify/event.js';
@@ -104,7 +105,8 @@ export class Notifier {
   private readonly claimant: string;
 
   constructor(private readonly o: NotifierOptions) {
-    this.claimant = `${o.host}#${process.pid}#${Math.random().toString(36).slice(2, 8)}`;
+    // claimed_by is as wide as a host name: the host gives way, the pid and token stay whole.
+    this.claimant = hostWith(o.host, `#${process.pid}#${Math.random().toString(36).slice(2, 8)}`);
   }
 
   start(): void {

@@ -20,6 +20,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Config } from '../config/schema.js';
 import { eventTargets } from '../config/event-targets.js';
+import { jobsOutlivingLocks } from '../coordination/lock-probe.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
@@ -231,6 +232,7 @@ export class Runner {
       }
       this.loop.arm();
     }
+    if (first) this.warnOfLockTtl();
     await this.registrar.register(first);
     if (first) {
       const every = this.options.registryMs ?? RUNNER_DEFAULTS.registryMs;
@@ -258,6 +260,23 @@ export class Runner {
         failover: failoverWindow(failover, (at) => this.clock.toFleetTime(at)),
       },
       this.clock.now(),
+    );
+  }
+
+  /**
+   * On a server that releases a named lock under its holder after a while (TiDB's max-txn-ttl,
+   * coordination/lock-probe.ts), a run longer than that is no longer excluded: the next fire's
+   * winner may start beside it. Named once at start, with what to do.
+   */
+  private warnOfLockTtl(): void {
+    const ttlMs = this.link.locks?.lockTtlMs;
+    if (ttlMs == null) return;
+    const jobs = jobsOutlivingLocks(this.loaded.jobs.values(), ttlMs);
+    if (jobs.length === 0) return;
+    this.log.warn(
+      { jobs, lockTtlMs: ttlMs },
+      'database server releases locks held longer than lockTtlMs: a run of these jobs (no ' +
+        'timeout, or attempts at least as long) may overlap the next; give them a shorter timeout',
     );
   }
 

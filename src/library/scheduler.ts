@@ -31,6 +31,7 @@ import { runnerEvents, type RunnerEvents } from '../daemon/events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
 import { BatonError, ConfigError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
+import { checkHostName } from '../host-name.js';
 import { closeInProcessPools, useHandlers, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
 import { holdWhile, keepProcessAlive } from '../keep-alive.js';
@@ -146,7 +147,10 @@ export class Scheduler {
   private readonly identity: { host: string; namespace: string };
 
   constructor(private readonly options: SchedulerOptions) {
-    this.host = options.host ?? os.hostname();
+    this.host =
+      options.host != null
+        ? checkHostName(options.host, 'host')
+        : checkHostName(os.hostname(), "the machine's host name (give `host`)");
     this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
     this.identity = { host: this.host, namespace: this.namespace };
     this.target = databaseTarget(options);

@@ -13,6 +13,7 @@ import type { FinalStatus } from '../run-status.js';
 import type { EventTargets } from '../config/event-targets.js';
 import { Batcher, toBatchResult, type BatchResult } from './batcher.js';
 import { inTransaction, type Queryable } from './deadline.js';
+import { OWNER_ALIVE_SECONDS } from './runners.js';
 import { enqueueNotices, followsFailure, type Notice, type NoticeScope } from './notifications.js';
 
 export interface RunOutcome {
@@ -213,12 +214,27 @@ export interface OrphanRun {
   rerun: number;
 }
 
+const SESSION_LOCK = sessionLockSql('lock_connection_id');
+
 /**
  * The test of `findOrphanRuns` on a `running` row, with one parameter: the server's start (see
  * there). Shared with store/kill-requests.ts, which asks it of one row.
+ *
+ * A session lock held, but not by the connection the row names, is what an engine shows whose
+ * `IS_USED_LOCK` cannot name the holder (TiDB 6.1+ answers 1; behind ProxySQL `CONNECTION_ID()`
+ * is the proxy's, the holder the backend's: coordination/lock-probe.ts). There the runner's
+ * registry heartbeat decides instead: gone once its row (same host, same session) is stopped or
+ * silent. On MySQL and MariaDB that case does not arise (a session lock is taken only by the
+ * connection it names; an id of an earlier server life is caught by `started_at`).
  */
 export const RUNNER_GONE_SQL = `(lock_connection_id IS NULL OR started_at < ?
-  OR NOT (IS_USED_LOCK(${sessionLockSql('lock_connection_id')}) <=> lock_connection_id))`;
+  OR IS_USED_LOCK(${SESSION_LOCK}) IS NULL
+  OR (NOT (IS_USED_LOCK(${SESSION_LOCK}) <=> lock_connection_id) AND NOT EXISTS (
+    SELECT 1 FROM baton_runners registry
+     WHERE registry.namespace = baton_runs.namespace AND registry.host = baton_runs.host
+       AND registry.lock_connection_id = baton_runs.lock_connection_id
+       AND registry.stopped_at IS NULL
+       AND registry.last_seen_at > NOW(3) - INTERVAL ${OWNER_ALIVE_SECONDS} SECOND)))`;
 
 /**
  * `running` rows of the namespace whose lock session is gone: its session lock is not held by the

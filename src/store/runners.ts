@@ -161,7 +161,7 @@ export async function hostsOfLockSessions(
 }
 
 /** A row refreshed this recently belongs to a live runner (three default heartbeats). */
-const OWNER_ALIVE_SECONDS = 15;
+export const OWNER_ALIVE_SECONDS = 15;
 
 /** A graceful stop: the runner is not gone, it was stopped. */
 export async function markRunnerStopped(

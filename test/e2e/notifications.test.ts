@@ -224,6 +224,24 @@ jobs:
   });
 });
 
+describe('a runner with the longest host name allowed', () => {
+  it('delivers its notifications: the outbox claim fits (issue 34, item 6)', async () => {
+    // 255 characters, the limit of --host: the claimant `host#pid#token` used to overflow
+    // claimed_by VARCHAR(255), so that every pass failed and nothing was ever delivered.
+    receiver = await WebhookReceiver.start();
+    const host = `${'long-host-'.repeat(25)}12345`;
+    expect(host).toHaveLength(255);
+    await fleet.start([host], { config: flakySchedule('0s'), env: envFor(receiver) });
+    await waitFor(
+      'a failed fire told',
+      () => bodies(receiver!.accepted(), 'failed').length >= 1 || undefined,
+      { timeoutMs: 20_000 },
+    );
+    const told = bodies(receiver.accepted(), 'failed')[0]!;
+    expect(told).toMatchObject({ event: 'failed', job: 'flaky', host });
+  });
+});
+
 describe('delivery through faults', () => {
   it('loses nothing while the receiver is down, then slow; repeats carry the same id', async () => {
     receiver = await WebhookReceiver.start();

@@ -221,5 +221,15 @@ jobs:
     expect(bad.code).toBe(64);
     expect(bad.stderr).toContain('is not a valid URL');
     expect(bad.stderr).not.toContain(PASSWORD);
+    // A '%' not percent-encoded (issue 34): a usage error too, not an internal error (70).
+    const percent = await baton([
+      'history',
+      '--database-url',
+      `mysql://batch:50%off-${PASSWORD}@127.0.0.1:3306/baton`,
+    ]);
+    expect(percent.code, percent.stderr).toBe(64);
+    expect(percent.stderr).toContain("--database-url: the password contains a '%'");
+    expect(percent.stderr).not.toContain(PASSWORD);
+    expect(percent.stderr).not.toMatch(/internal error|\n\s+at /);
   });
 });
