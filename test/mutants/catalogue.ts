@@ -24,9 +24,10 @@ export const MUTANTS: readonly Mutant[] = [
       'asks for uniqueness): only the lock is left.',
     edits: [
       {
-        file: 'src/store/migrations/0001_create_baton_runs.sql',
-        find: 'UNIQUE KEY baton_runs_fire',
-        replace: 'KEY baton_runs_fire',
+        // Where the key lives now: 0012 drops 0001's and makes it again, with `rerun`.
+        file: 'src/store/migrations/0012_add_baton_runs_rerun_params.sql',
+        find: 'ADD UNIQUE KEY baton_runs_fire',
+        replace: 'ADD KEY baton_runs_fire',
       },
       {
         file: 'src/store/server-check.ts',

@@ -11,7 +11,10 @@
  *   npm run mutants -- --tests-from REV  judge by REV's tests, whole killer files (was it a hole?)
  *
  * First a control run: the killers on an unmutated copy must all pass (and exist), or a "killed"
- * mutant would prove nothing. A mutant counts as killed when one of its killers has a failing
+ * mutant would prove nothing. Before its killers run, each mutant must change what runs
+ * (effect.ts: the schema its migrations build, the JavaScript its code compiles to); one that
+ * does not is "no effect", which fails the run as a survivor does: it cannot be killed, and its
+ * guarantee has no mutant. A mutant counts as killed when one of its killers has a failing
  * test — the first failure is printed, to check that it failed for the reason meant — and it
  * survives when they all pass. Nothing in this tree is touched but vitest's cache
  * (node_modules/.vite), which the copies reach through their link to node_modules. Ctrl-C stops
@@ -34,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { MUTANTS } from './catalogue.js';
 import { applyEdits, catalogueTable } from './apply.js';
+import { editsWithoutEffect } from './effect.js';
 import type { Killer, Mutant } from './mutant.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -46,7 +50,7 @@ let testsFrom: string | null = null;
 
 interface Verdict {
   mutant: Mutant;
-  result: 'killed' | 'survived' | 'error';
+  result: 'killed' | 'survived' | 'no-effect' | 'error';
   by?: Killer;
   detail: string;
   seconds: number;
@@ -108,7 +112,7 @@ async function main(): Promise<number> {
           const v = await tryMutant(base, m, keep);
           verdicts.push(v);
           log(
-            `${v.result.toUpperCase().padEnd(8)} ${m.id}` +
+            `${v.result.toUpperCase().padEnd(9)} ${m.id}` +
               (v.by ? ` by ${v.by.file} › ${v.by.test}` : '') +
               ` (${v.seconds} s): ${v.detail}`,
           );
@@ -176,6 +180,8 @@ async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<V
   });
   let dir: string;
   try {
+    const without = await editsWithoutEffect(ROOT, mutant.edits);
+    if (without.length > 0) return verdict('no-effect', without.join('; '));
     dir = await prepare(base, mutant.id, mutant.edits);
   } catch (err) {
     return verdict('error', (err as Error).message);

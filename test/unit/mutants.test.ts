@@ -1,14 +1,16 @@
 /**
  * The guarantee mutants' catalogue stays true to the code on every `npm test` (running the mutants
  * themselves is `npm run mutants`, which takes long): each mutant still applies — every text it
- * mutates occurs exactly once — each killer names a test that exists, every guarantee has a
- * mutant, and test/README.md lists the catalogue as it is.
+ * mutates occurs exactly once — and changes what runs (effect.ts; a schema mutant on the real
+ * database server), each killer names a test that exists, every guarantee has a mutant, and
+ * test/README.md lists the catalogue as it is.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyEdits, catalogueTable } from '../mutants/apply.js';
 import { MUTANTS } from '../mutants/catalogue.js';
+import { editsWithoutEffect } from '../mutants/effect.js';
 import { GUARANTEES } from '../mutants/mutant.js';
 import { ROOT } from '../helpers/cli.js';
 
@@ -27,6 +29,10 @@ describe('the mutant catalogue', () => {
     const mutated = applyEdits(m.edits, read);
     expect(mutated.length).toBeGreaterThan(0);
     for (const { file, text } of mutated) expect(text, file).not.toBe(read(file));
+  });
+
+  it.each(MUTANTS.map((m) => [m.id, m] as const))('%s changes what runs', async (_, m) => {
+    expect(await editsWithoutEffect(ROOT, m.edits)).toEqual([]);
   });
 
   it.each(MUTANTS.map((m) => [m.id, m] as const))('%s names killers that exist', (_, m) => {
@@ -69,5 +75,51 @@ describe('applyEdits', () => {
     expect(() => applyEdits([{ file: 'a.ts', find: 'one', replace: '' }], from)).toThrow(
       /occurs 2 times/,
     );
+  });
+});
+
+describe('editsWithoutEffect', () => {
+  it("flags the fire key made plain in 0001, which 0012 makes again (issue 34's no-op mutant)", async () => {
+    const problems = await editsWithoutEffect(ROOT, [
+      {
+        file: 'src/store/migrations/0001_create_baton_runs.sql',
+        find: 'UNIQUE KEY baton_runs_fire',
+        replace: 'KEY baton_runs_fire',
+      },
+      {
+        file: 'src/store/server-check.ts',
+        find: "Key_name = 'baton_runs_fire' AND Non_unique = 0",
+        replace: "Key_name = 'baton_runs_fire'",
+      },
+    ]);
+    // The start-up check's edit has an effect; the migration's alone does not.
+    expect(problems).toEqual([
+      'src/store/migrations/0001_create_baton_runs.sql: the migrations build the same schema ' +
+        'with the edit as without it (a later migration undoes it?)',
+    ]);
+  });
+
+  it('passes a migration edit that changes the schema', async () => {
+    const edit = {
+      file: 'src/store/migrations/0001_create_baton_runs.sql',
+      find: 'KEY baton_runs_scheduled (namespace, scheduled_at),',
+      replace: '',
+    };
+    expect(await editsWithoutEffect(ROOT, [edit])).toEqual([]);
+  });
+
+  it('flags code edits of a comment or of types only, and passes one of code', async () => {
+    const file = 'src/store/server-check.ts';
+    const comment = { file, find: 'as a unique key', replace: 'as a key' };
+    const types = {
+      file,
+      find: 'assertFireKey(db: Queryable)',
+      replace: 'assertFireKey(db: Queryable | never)',
+    };
+    const code = { file, find: ' AND Non_unique = 0', replace: '' };
+    const same = `${file}: the edit compiles to the same JavaScript`;
+    expect(await editsWithoutEffect(ROOT, [comment])).toEqual([same]);
+    expect(await editsWithoutEffect(ROOT, [types])).toEqual([same]);
+    expect(await editsWithoutEffect(ROOT, [comment, code])).toEqual([]);
   });
 });
