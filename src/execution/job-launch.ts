@@ -5,11 +5,12 @@
  * The process gets its own process group, so that stopping a run stops everything it started
  * (`kill(-pgid)`), not just the first process. stdout and stderr go into a bounded tail, and
  * into the run's whole output when it is kept (output-capture.ts, handed on as it comes). The run
- * ends when its process group is empty (process-group.ts says why): once its first process has
- * exited, whatever it left behind (`cmd &`, a wrapper's child still cleaning up) gets SIGTERM, and
- * SIGKILL after LEFTOVER_GRACE_MS, and the run is reported ended only when none of it is alive.
- * Its output is then read until it closes, for at most OUTPUT_DRAIN_MS: a process that left the
- * group (`setsid`) may hold stdout open and must not keep the run (and the job's lock) alive.
+ * ends when its process group is empty (process-group.ts says why): `leaderExited` tells when its
+ * first process has exited — what it left behind (`cmd &`, a wrapper's child still cleaning up) is
+ * then the run's owner's to stop (job-process.ts) — and `ended` comes only when none of the group
+ * is alive. Its output is then read until it closes, for at most OUTPUT_DRAIN_MS: a process that
+ * left the group (`setsid`) may hold stdout open and must not keep the run (and the job's lock)
+ * alive. Watching signals nothing: who stops what stays with the owner of the run.
  *
  * Imports stay within node: and this folder: the spawner loads this file and must stay small.
  */
@@ -17,7 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { OutputCapture, type OutputChunk, type OutputStream } from './output-capture.js';
 import type { OutputTail } from './output-tail.js';
 import { SecretMask } from './secret-mask.js';
-import { endGroup, LEFTOVER_GRACE_MS, signalProcessGroup } from './process-group.js';
+import { signalProcessGroup, whenGroupGone } from './process-group.js';
 
 /** How long to wait for a job's output to close after its process exited. */
 export const OUTPUT_DRAIN_MS = 1_000;
@@ -58,6 +59,9 @@ export interface Launch {
   readonly pid: number | undefined;
   /** Settles when the process exists or could not be started. */
   readonly started: Promise<void>;
+  /** Settles when the first process has exited (or never started); its group may live on. */
+  readonly leaderExited: Promise<void>;
+  /** Settles when no process of the run is alive any more. */
   readonly ended: Promise<LaunchEnd>;
   /** Sends `signal` to the process group (nothing when it is gone). */
   signalGroup(signal: NodeJS.Signals): void;
@@ -154,18 +158,22 @@ export function watchGroupChild(
   const signalGroup = (signal: NodeJS.Signals) => {
     if (child.pid != null) signalProcessGroup(child.pid, signal);
   };
+  let leaderGone!: () => void;
+  const leaderExited = new Promise<void>((resolve) => (leaderGone = resolve));
   const ended = new Promise<LaunchEnd>((resolve) => {
     child.on('error', (err: NodeJS.ErrnoException) => {
       // spawn failed (ENOENT, EACCES): there is no process and 'close' may never come.
       if (child.pid != null) return; // a later error (a failed kill): the exit still comes
       clearInterval(flusher);
+      leaderGone();
       resolve({ kind: 'spawn-error', code: err.code, message: err.message });
     });
     child.once('exit', (code, signal) => {
       // Listened for now: the output may close while the rest of the group is waited for.
       const closed = new Promise<void>((done) => child.once('close', done));
+      leaderGone();
       // The first process is gone, and maybe not the rest of the run (see the header).
-      const over = child.pid == null ? Promise.resolve() : endGroup(child.pid, LEFTOVER_GRACE_MS);
+      const over = child.pid == null ? Promise.resolve() : whenGroupGone(child.pid);
       void over.then(() => {
         const endedAt = new Date();
         options.onGroupGone?.();
@@ -190,6 +198,7 @@ export function watchGroupChild(
     pid: child.pid,
     // spawn() is synchronous: the process exists now, or its 'error' is on its way.
     started: Promise.resolve(),
+    leaderExited,
     ended,
     signalGroup,
   };

@@ -44,6 +44,7 @@ import {
 } from './job-launch.js';
 import type { HostMessage, InitMessage, WarmRun } from './module-host.js';
 import { OutputTail } from './output-tail.js';
+import { LEFTOVER_GRACE_MS } from './process-group.js';
 import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
@@ -72,7 +73,7 @@ export interface RunningJob {
   readonly result: Promise<JobResult>;
   /**
    * Asks the run to stop: SIGTERM to its process group, SIGKILL after `graceMs`. Resolves when
-   * the process has exited. `why` becomes the run's error and `status` its status (the first
+   * no process of the group is alive any more. `why` becomes the run's error and `status` its status (the first
    * stop request wins: a timeout that is then interrupted stays a timeout).
    */
   stop(why: string, graceMs: number, status: StopStatus): Promise<JobResult>;
@@ -240,22 +241,35 @@ export function startJob(
     };
   }
 
+  // The run is over when its process group is empty (process-group.ts), and stopping what is
+  // left of it is decided here, where stops are known. The group is sent SIGTERM once: by the
+  // first stop, or — when the first process exits by itself — for what it left behind, which then
+  // gets SIGKILL after LEFTOVER_GRACE_MS. A stop's SIGKILL comes at its own grace, from when it
+  // was asked for, whether or not the first process has exited meanwhile: a second SIGTERM at that
+  // exit would read as "force quit" to many programs, and a 5 s SIGKILL would cut a longer grace.
+  let terminated = false;
+  const kills: NodeJS.Timeout[] = [];
+  const killAfter = (ms: number) => kills.push(setTimeout(() => launch.signalGroup('SIGKILL'), ms));
+  void launch.leaderExited.then(() => {
+    if (terminated) return;
+    terminated = true;
+    launch.signalGroup('SIGTERM');
+    killAfter(LEFTOVER_GRACE_MS);
+  });
   const result = launch.ended.then(verdict);
+  void result.then(() => kills.forEach(clearTimeout));
   return {
     get pid() {
       return launch.pid;
     },
     started: launch.started,
     result,
-    async stop(why, graceMs, status) {
+    stop(why, graceMs, status) {
       stopReason ??= { why, status };
-      launch.signalGroup('SIGTERM');
-      const timer = setTimeout(() => launch.signalGroup('SIGKILL'), graceMs);
-      try {
-        return await result;
-      } finally {
-        clearTimeout(timer);
-      }
+      if (!terminated) launch.signalGroup('SIGTERM');
+      terminated = true;
+      killAfter(graceMs);
+      return result;
     },
   };
 }

@@ -6,22 +6,28 @@
  * the whole group at once: the wrapper dies at once, its child may take seconds to clean up, or
  * ignore SIGTERM altogether. Were the run over at the wrapper's exit, its lock would be released
  * (or its retry started) beside that child: two runs of one job at once. So whoever watches a run
- * (job-launch.ts) waits here until nothing of the group runs, SIGTERMs what is left when the first
- * process has exited, and SIGKILLs it after a grace; until then the watchdog, the spawner and the
- * lease keep covering it, and no verdict is written.
+ * (job-launch.ts) waits here until nothing of the group runs; until then the watchdog, the
+ * spawner and the lease keep covering it, and no verdict is written. What is left when the first
+ * process exits is stopped by the run's owner (job-process.ts: SIGTERM, SIGKILL after
+ * LEFTOVER_GRACE_MS, or a stop's own grace when one is under way).
  *
  * "Nothing runs" means no member of the group is alive: a zombie is not. A process whose parent
  * has died is reparented to init (or a subreaper), and an init that does not reap — some container
  * inits, this project's CI VM's — leaves it a zombie for good; `kill(-pgid, 0)` counts it, so on
- * Linux a group it finds is confirmed in /proc. A process that leaves the group on purpose
- * (`setsid`, a double-forking daemon) is out of any group's reach; baton does not follow it.
+ * Linux a group it still finds is looked up in /proc, at most every ZOMBIE_LOOK_MS (the look
+ * reads every process's stat file). A process that leaves the group on purpose (`setsid`, a
+ * double-forking daemon) is out of any group's reach; baton does not follow it. One that cannot be
+ * killed (stuck in the kernel, a setuid member this user may not signal) keeps the run — and its
+ * job's lock — until it is gone: that is the safe side.
  *
  * Imports stay within node: the spawner loads this file and must stay small.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** How often a group that outlived its first process is looked at. */
+/** How often a group that outlived its first process is asked about (`kill(-pgid, 0)`). */
 export const GROUP_POLL_MS = 50;
+/** How often, at most, /proc is read for a group whose members may all be zombies. */
+const ZOMBIE_LOOK_MS = 250;
 /**
  * How long what a run left behind gets between SIGTERM and SIGKILL once its first process has
  * exited by itself (a stop's SIGKILL comes at the stop's own grace: job-process.ts).
@@ -37,15 +43,15 @@ export function signalProcessGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** Whether any process of the group `pgid` is alive (not a zombie: see the header). */
-export function groupAlive(pgid: number): boolean {
+/** Whether kill(2) finds a member of the group `pgid` (zombies included). */
+function groupFound(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
+    return true;
   } catch (err) {
     // EPERM: a member this user may not signal (a setuid program) is still a member.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  return process.platform !== 'linux' || !onlyZombiesIn(pgid);
 }
 
 /**
@@ -54,6 +60,7 @@ export function groupAlive(pgid: number): boolean {
  * has a member, and the next look asks again.
  */
 function onlyZombiesIn(pgid: number): boolean {
+  if (process.platform !== 'linux') return false;
   let seen = false;
   let entries: string[];
   try {
@@ -78,26 +85,32 @@ function onlyZombiesIn(pgid: number): boolean {
   return seen;
 }
 
-/**
- * Resolves once no process of the group `pgid` is alive. What is left is SIGTERMed now and
- * SIGKILLed after `graceMs`; `leftovers` says whether there was anything to stop.
- */
-export function endGroup(pgid: number, graceMs: number): Promise<{ leftovers: boolean }> {
-  if (!groupAlive(pgid)) return Promise.resolve({ leftovers: false });
-  signalProcessGroup(pgid, 'SIGTERM');
-  const startedAt = performance.now();
-  let killed = false;
+/** Resolves once no process of the group `pgid` is alive (see the header); signals nothing. */
+export function whenGroupGone(pgid: number): Promise<void> {
+  if (!groupFound(pgid)) return Promise.resolve();
+  let lookedAt = -Infinity;
+  const gone = () => {
+    if (!groupFound(pgid)) return true;
+    if (performance.now() - lookedAt < ZOMBIE_LOOK_MS) return false;
+    lookedAt = performance.now();
+    return onlyZombiesIn(pgid);
+  };
+  if (gone()) return Promise.resolve();
   return new Promise((resolve) => {
-    const look = setInterval(() => {
-      if (!groupAlive(pgid)) {
-        clearInterval(look);
-        resolve({ leftovers: true });
-        return;
-      }
-      if (!killed && performance.now() - startedAt >= graceMs) {
-        killed = true;
-        signalProcessGroup(pgid, 'SIGKILL');
-      }
+    const poll = setInterval(() => {
+      if (!gone()) return;
+      clearInterval(poll);
+      resolve();
     }, GROUP_POLL_MS);
   });
+}
+
+/**
+ * Stops the group `pgid` — SIGTERM now, SIGKILL after `graceMs` — and resolves once none of it is
+ * alive. For a group nobody else is stopping (a dead spawner's orphans: spawner-client.ts).
+ */
+export function endGroup(pgid: number, graceMs: number): Promise<void> {
+  signalProcessGroup(pgid, 'SIGTERM');
+  const kill = setTimeout(() => signalProcessGroup(pgid, 'SIGKILL'), graceMs);
+  return whenGroupGone(pgid).finally(() => clearTimeout(kill));
 }

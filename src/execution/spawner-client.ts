@@ -56,6 +56,7 @@ interface PendingRun {
   pid: number | undefined;
   output: OutputSink | undefined;
   started(pid: number | undefined): void;
+  leaderExited(): void;
   ended(end: LaunchEnd): void;
 }
 
@@ -110,8 +111,10 @@ class SpawnerProcess {
     if (req.lease) this.followLease(req.lease);
     const id = this.nextId++;
     let resolveStarted!: () => void;
+    let resolveLeaderExited!: () => void;
     let resolveEnded!: (end: LaunchEnd) => void;
     const started = new Promise<void>((resolve) => (resolveStarted = resolve));
+    const leaderExited = new Promise<void>((resolve) => (resolveLeaderExited = resolve));
     const ended = new Promise<LaunchEnd>((resolve) => (resolveEnded = resolve));
     const run: PendingRun = {
       pid: undefined,
@@ -120,8 +123,10 @@ class SpawnerProcess {
         run.pid = pid;
         resolveStarted();
       },
+      leaderExited: resolveLeaderExited,
       ended(end) {
         resolveStarted();
+        resolveLeaderExited();
         resolveEnded(end);
       },
     };
@@ -149,6 +154,7 @@ class SpawnerProcess {
         return run.pid;
       },
       started,
+      leaderExited,
       ended,
       signalGroup: (signal) => {
         if (!this.runs.has(id)) return;
@@ -190,6 +196,9 @@ class SpawnerProcess {
     switch (msg.kind) {
       case 'started':
         run.started(msg.pid);
+        return;
+      case 'leader-exit':
+        run.leaderExited();
         return;
       case 'output':
         run.output?.deliver(fromWire(msg.chunks), msg.final);

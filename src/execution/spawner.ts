@@ -11,8 +11,10 @@
  *
  * The protocol (IPC, JSON): the runner sends `spawn` {id, file, args, cwd, env}, `kill`
  * {id, signal} and `lease` {ms}; the spawner answers `started` {pid} or `spawn-error` {code,
- * message}, `output` {chunks} while it runs (when asked for with `outputMax`), and at the end
- * `exit` {code, signal, outputTail, endedAt, lapsedMs}. Each run is started, tailed and ended by
+ * message}, `output` {chunks} while it runs (when asked for with `outputMax`), `leader-exit` when
+ * its first process has exited (what it left behind is the runner's to stop: job-process.ts), and
+ * at the end — when none of its process group is alive — `exit` {code, signal, outputTail,
+ * endedAt, lapsedMs}. Each run is started, tailed and ended by
  * job-launch.ts exactly as the runner does it for the jobs it spawns itself (own process group,
  * over when the group is empty, output drained at most OUTPUT_DRAIN_MS). A run stays in `runs`
  * until then, so a kill, a lapsed lease or the runner's death still reaches what it left behind. Messages arrive in order,
@@ -66,6 +68,8 @@ export type SpawnerRequest =
 /** Spawner → runner. */
 export type SpawnerReport =
   | { kind: 'started'; id: number; pid: number }
+  /** The run's first process has exited; its group may live on until `exit`. */
+  | { kind: 'leader-exit'; id: number }
   | { kind: 'spawn-error'; id: number; code: string | undefined; message: string }
   /** Output of a run, in order; always before its `exit`. */
   | { kind: 'output'; id: number; chunks: WireChunk[]; final: boolean }
@@ -169,6 +173,9 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
   }
   runs.set(id, run);
   if (run.pid != null) report({ kind: 'started', id, pid: run.pid });
+  void run.leaderExited.then(() => {
+    if (runs.has(id)) report({ kind: 'leader-exit', id });
+  });
   void run.ended.then((end) => {
     runs.delete(id);
     const lapsedMs = lapsed.get(id);

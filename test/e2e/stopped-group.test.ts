@@ -45,6 +45,11 @@ const CHILD = {
     `trap 'echo "$BATON_RUN_ID" >> "$1/cleaning"; ` +
     `while [ ! -e "$1/let-go" ]; do sleep 0.05; done; exit 0' TERM`,
   deaf: `trap '' TERM`,
+  // Cleans up for 6 s, then says how long its cleanup really took (a second SIGTERM to the group
+  // would end its `sleep` early; a SIGKILL, the line).
+  patient:
+    `trap 't0=$(date +%s%3N); sleep 6; ` +
+    `echo "$BATON_RUN_ID $(( $(date +%s%3N) - t0 ))" >> "$1/cleaned"; exit 0' TERM`,
 } as const;
 type ChildKind = keyof typeof CHILD;
 
@@ -85,7 +90,11 @@ function wrapperSchedule(yaml: (job: (child: ChildKind, settings?: string) => st
           `\n    command: ${command(child)}${settings ? `\n    ${settings.trim().split('\n').join('\n    ')}` : ''}`,
       );
     },
-    { 'slow.sh': childScript('slow'), 'deaf.sh': childScript('deaf') },
+    {
+      'slow.sh': childScript('slow'),
+      'deaf.sh': childScript('deaf'),
+      'patient.sh': childScript('patient'),
+    },
   );
 }
 
@@ -305,6 +314,40 @@ jobs:
   });
 });
 
+describe("a stop whose grace is longer than the leftovers' 5 s", () => {
+  it("baton kill --grace 12s: the wrapper's child cleans up undisturbed, one SIGTERM, no SIGKILL", async () => {
+    const { config, journal } = wrapperSchedule(
+      (job) => `
+namespace: groups
+jobs:
+  patient:
+    schedule: "*/2 * * * * *"${job('patient')}
+`,
+    );
+    sampler = samplePids(journal);
+    const [runner] = await fleet.start(['srv-a'], { config });
+    const child = await waitFor(
+      "the patient job's child",
+      () => sampler!.seen().find((s) => s.role === 'child'),
+      { timeoutMs: 20_000, intervalMs: 20 },
+    );
+    const runId = Number(child.attempt.split('/')[0]);
+    const kill = await baton(
+      ['kill', String(runId), '--grace', '12s', '--database-url', fleet.db.url],
+      { timeoutMs: 30_000 },
+    );
+    expect(kill.code, kill.stdout + kill.stderr).toBe(0);
+    const cleaned = readFileSync(path.join(journal.dir, 'cleaned'), 'utf8').trim().split(' ');
+    expect(Number(cleaned[0])).toBe(runId);
+    // Its 6 s cleanup ran whole: no second SIGTERM cut its sleep short, no SIGKILL at 5 s.
+    expect(Number(cleaned[1])).toBeGreaterThanOrEqual(5_900);
+    const [row] = await fleet.db.query<RunRow>('SELECT * FROM baton_runs WHERE id = ?', [runId]);
+    expect(row?.status).toBe('killed');
+    expect(await runner!.stop('SIGTERM')).toBe(0);
+    expect(sampler.alive(), 'processes alive after baton start exited').toEqual([]);
+  });
+});
+
 describe('a job that exits by itself', () => {
   it('is over only once what it left behind is gone (SIGTERM, then SIGKILL)', async () => {
     const { config, journal } = wrapperSchedule(
@@ -327,7 +370,10 @@ jobs:
       'srv-a',
     ]);
     expect(result.code, result.stderr).toBe(0);
-    expect(sampler.seen().filter((s) => s.role === 'child'), 'the child it left').toHaveLength(1);
+    expect(
+      sampler.seen().filter((s) => s.role === 'child'),
+      'the child it left',
+    ).toHaveLength(1);
     expect(sampler.alive(), 'processes alive after baton run exited').toEqual([]);
     const [row] = await runs(fleet.db, 'leaves');
     expect(row?.status).toBe('done');

@@ -744,9 +744,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/job-launch.ts',
-        find: 'child.pid == null ? Promise.resolve() : endGroup(child.pid, LEFTOVER_GRACE_MS);',
-        replace:
-          "child.pid == null || LEFTOVER_GRACE_MS < 0 ? Promise.resolve(endGroup) : (signalProcessGroup(child.pid, 'SIGTERM'), Promise.resolve());",
+        find: 'child.pid == null ? Promise.resolve() : whenGroupGone(child.pid);',
+        replace: 'child.pid == null ? Promise.resolve() : Promise.resolve(whenGroupGone);',
       },
     ],
     killers: [
