@@ -2,15 +2,16 @@
  * Starting a job's process and seeing it end, the same way wherever it is started: in the runner
  * (module jobs, `baton run`) or in the spawner (spawner.ts, the daemon's command jobs).
  *
- * The process gets its own process group, so that stopping a run stops everything it started
- * (`kill(-pgid)`), not just the first process. stdout and stderr go into a bounded tail, and
- * into the run's whole output when it is kept (output-capture.ts, handed on as it comes). The run
- * ends when its process group is empty (process-group.ts says why): `leaderExited` tells when its
- * first process has exited — what it left behind (`cmd &`, a wrapper's child still cleaning up) is
- * then the run's owner's to stop (job-process.ts) — and `ended` comes only when none of the group
- * is alive. Its output is then read until it closes, for at most OUTPUT_DRAIN_MS: a process that
- * left the group (`setsid`) may hold stdout open and must not keep the run (and the job's lock)
- * alive. Watching signals nothing: who stops what stays with the owner of the run.
+ * The process gets a session of its own (`detached`), so that stopping a run stops everything it
+ * started (run-processes.ts), not just the first process. stdout and stderr go into a bounded
+ * tail, and into the run's whole output when it is kept (output-capture.ts, handed on as it
+ * comes). The run ends when none of its processes is alive (run-processes.ts says why):
+ * `leaderExited` tells when its first process has exited — what that left behind (`cmd &`, a
+ * wrapper's child still cleaning up) is then the run's owner's to stop (job-process.ts) — and
+ * `ended` comes only when nothing of the run is alive. Its output is then read until it closes,
+ * for at most OUTPUT_DRAIN_MS: a process that left the run (`setsid`) may hold stdout open and
+ * must not keep the run (and the job's lock) alive. Watching signals nothing: who stops what
+ * stays with the owner of the run.
  *
  * Imports stay within node: and this folder: the spawner loads this file and must stay small.
  */
@@ -18,7 +19,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { OutputCapture, type OutputChunk, type OutputStream } from './output-capture.js';
 import type { OutputTail } from './output-tail.js';
 import { SecretMask } from './secret-mask.js';
-import { signalProcessGroup, whenGroupGone } from './process-group.js';
+import { signalRun, whenRunGone } from './run-processes.js';
 
 /** How long to wait for a job's output to close after its process exited. */
 export const OUTPUT_DRAIN_MS = 1_000;
@@ -55,16 +56,16 @@ export type LaunchEnd =
 
 /** A job's process as the runner sees it, wherever it was spawned. */
 export interface Launch {
-  /** The process (and process group) id, once `started` has settled; undefined without one. */
+  /** The first process's id (and its session's), once `started` has settled; undefined without one. */
   readonly pid: number | undefined;
   /** Settles when the process exists or could not be started. */
   readonly started: Promise<void>;
-  /** Settles when the first process has exited (or never started); its group may live on. */
+  /** Settles when the first process has exited (or never started); the run may live on. */
   readonly leaderExited: Promise<void>;
   /** Settles when no process of the run is alive any more. */
   readonly ended: Promise<LaunchEnd>;
-  /** Sends `signal` to the process group (nothing when it is gone). */
-  signalGroup(signal: NodeJS.Signals): void;
+  /** Sends `signal` to every process of the run (run-processes.ts; nothing when it is gone). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export interface GroupChildOptions {
@@ -155,8 +156,8 @@ export function watchGroupChild(
     if (whole) hand(whole.finish(), true);
   };
 
-  const signalGroup = (signal: NodeJS.Signals) => {
-    if (child.pid != null) signalProcessGroup(child.pid, signal);
+  const signal = (sig: NodeJS.Signals) => {
+    if (child.pid != null) signalRun(child.pid, sig);
   };
   let leaderGone!: () => void;
   const leaderExited = new Promise<void>((resolve) => (leaderGone = resolve));
@@ -173,7 +174,7 @@ export function watchGroupChild(
       const closed = new Promise<void>((done) => child.once('close', done));
       leaderGone();
       // The first process is gone, and maybe not the rest of the run (see the header).
-      const over = child.pid == null ? Promise.resolve() : whenGroupGone(child.pid);
+      const over = child.pid == null ? Promise.resolve() : whenRunGone(child.pid);
       void over.then(() => {
         const endedAt = new Date();
         options.onGroupGone?.();
@@ -200,6 +201,6 @@ export function watchGroupChild(
     started: Promise.resolve(),
     leaderExited,
     ended,
-    signalGroup,
+    signal,
   };
 }

@@ -2,8 +2,8 @@
  * Runs one job in a child process and reports how it ended.
  *
  * Command jobs are spawned from their argv (no shell unless `shell: true`); module jobs run in
- * `module-host.js` (through tsx for TypeScript files). The child gets its own process group so
- * that stopping a run stops everything it started (`kill(-pgid)`), not just the first process.
+ * `module-host.js` (through tsx for TypeScript files). The child gets a session of its own so
+ * that stopping a run stops everything it started (run-processes.ts), not just the first process.
  * stdout and stderr are kept as a bounded tail for the history; with `tee` they are also passed
  * through to this process (`baton run` in the foreground). job-launch.ts starts the process and
  * sees it end, wherever it runs.
@@ -44,7 +44,7 @@ import {
 } from './job-launch.js';
 import type { HostMessage, InitMessage, WarmRun } from './module-host.js';
 import { OutputTail } from './output-tail.js';
-import { LEFTOVER_GRACE_MS } from './process-group.js';
+import { LEFTOVER_GRACE_MS } from './run-processes.js';
 import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
 import { launchInSpawner } from './spawner-client.js';
@@ -66,13 +66,13 @@ export interface JobResult {
 }
 
 export interface RunningJob {
-  /** The job's process (and process group) id, once `started` has settled. */
+  /** The job's first process's id (and its session's), once `started` has settled. */
   readonly pid: number | undefined;
   /** Settles when the process exists or could not be started (the spawner answers later). */
   readonly started: Promise<void>;
   readonly result: Promise<JobResult>;
   /**
-   * Asks the run to stop: SIGTERM to its process group, SIGKILL after `graceMs`. Resolves when
+   * Asks the run to stop: SIGTERM to all its processes, SIGKILL after `graceMs`. Resolves when
    * no process of the group is alive any more. `why` becomes the run's error and `status` its status (the first
    * stop request wins: a timeout that is then interrupted stays a timeout).
    */
@@ -241,7 +241,7 @@ export function startJob(
     };
   }
 
-  // The run is over when its process group is empty (process-group.ts), and stopping what is
+  // The run is over when none of its processes is alive (run-processes.ts), and stopping what is
   // left of it is decided here, where stops are known. The group is sent SIGTERM once: by the
   // first stop, or — when the first process exits by itself — for what it left behind, which then
   // gets SIGKILL after LEFTOVER_GRACE_MS. A stop's SIGKILL comes at its own grace, from when it
@@ -249,11 +249,11 @@ export function startJob(
   // exit would read as "force quit" to many programs, and a 5 s SIGKILL would cut a longer grace.
   let terminated = false;
   const kills: NodeJS.Timeout[] = [];
-  const killAfter = (ms: number) => kills.push(setTimeout(() => launch.signalGroup('SIGKILL'), ms));
+  const killAfter = (ms: number) => kills.push(setTimeout(() => launch.signal('SIGKILL'), ms));
   void launch.leaderExited.then(() => {
     if (terminated) return;
     terminated = true;
-    launch.signalGroup('SIGTERM');
+    launch.signal('SIGTERM');
     killAfter(LEFTOVER_GRACE_MS);
   });
   const result = launch.ended.then(verdict);
@@ -266,7 +266,7 @@ export function startJob(
     result,
     stop(why, graceMs, status) {
       stopReason ??= { why, status };
-      if (!terminated) launch.signalGroup('SIGTERM');
+      if (!terminated) launch.signal('SIGTERM');
       terminated = true;
       killAfter(graceMs);
       return result;

@@ -7,9 +7,9 @@
  * exit too (no run left: at once).
  *
  * When the spawner dies under live runs (killed, out of memory), their processes are orphans
- * nobody reads or waits for. The runner kills their process groups itself — it knows their
- * pids — SIGTERM, then SIGKILL a second later, and ends each run as failed only once its group is
- * empty, so that no job is still running when its lock is released. The next run starts a new spawner.
+ * nobody reads or waits for. The runner kills them itself — it knows their pids — SIGTERM, then
+ * SIGKILL a second later, and ends each run as failed only once none of its processes is alive,
+ * so that no job is still running when its lock is released. The next run starts a new spawner.
  *
  * The runs' lease (run-lease.ts): the spawner hears every renewal of the lease its runs were
  * launched under, so it can stop them when the runner itself cannot.
@@ -18,7 +18,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { fromWire } from './output-capture.js';
 import { OUTPUT_DRAIN_MS, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
-import { endGroup, signalProcessGroup } from './process-group.js';
+import { endRun, signalRun } from './run-processes.js';
 import type { RunLease } from './run-lease.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
@@ -156,13 +156,13 @@ class SpawnerProcess {
       started,
       leaderExited,
       ended,
-      signalGroup: (signal) => {
+      signal: (signal) => {
         if (!this.runs.has(id)) return;
         // With its pid known the runner signals the group itself (as when the spawner died): a
         // spawner that is stopped or stuck in a spawn() must not keep a timeout, a lost lock
         // session or a stop from reaching the run. Before that, the kill follows the spawn.
         if (run.pid == null) this.send({ kind: 'kill', id, signal });
-        else signalProcessGroup(run.pid, signal);
+        else signalRun(run.pid, signal);
         if (signal !== 'SIGKILL') return;
         // The end of a killed run is the spawner's to report; one that does not is wedged.
         const unreported = setTimeout(() => {
@@ -250,8 +250,8 @@ class SpawnerProcess {
     if (this.runs.size === 0) return;
     const error = `baton's spawner process died (${how}); the run's processes were killed`;
     for (const [id, run] of this.runs) {
-      // Each run ends when the last of its processes is gone (process-group.ts), not before.
-      const over = run.pid == null ? Promise.resolve() : endGroup(run.pid, ORPHAN_KILL_MS);
+      // Each run ends when the last of its processes is gone (run-processes.ts), not before.
+      const over = run.pid == null ? Promise.resolve() : endRun(run.pid, ORPHAN_KILL_MS);
       void over.then(() => this.finish(id, { kind: 'lost', error, endedAt: new Date() }));
     }
   }

@@ -12,17 +12,17 @@
  * The protocol (IPC, JSON): the runner sends `spawn` {id, file, args, cwd, env}, `kill`
  * {id, signal} and `lease` {ms}; the spawner answers `started` {pid} or `spawn-error` {code,
  * message}, `output` {chunks} while it runs (when asked for with `outputMax`), `leader-exit` when
- * its first process has exited (what it left behind is the runner's to stop: job-process.ts), and
- * at the end — when none of its process group is alive — `exit` {code, signal, outputTail,
- * endedAt, lapsedMs}. Each run is started, tailed and ended by
- * job-launch.ts exactly as the runner does it for the jobs it spawns itself (own process group,
- * over when the group is empty, output drained at most OUTPUT_DRAIN_MS). A run stays in `runs`
- * until then, so a kill, a lapsed lease or the runner's death still reaches what it left behind. Messages arrive in order,
- * so a `kill` always finds the run its `spawn` started.
+ * its first process has exited (what that left behind is the runner's to stop: job-process.ts),
+ * and at the end, when none of its processes is alive (run-processes.ts), `exit` {code, signal,
+ * outputTail, endedAt, lapsedMs}. Each run is started, tailed and ended by job-launch.ts exactly
+ * as the runner does it for the jobs it spawns itself (a session of its own, output drained at
+ * most OUTPUT_DRAIN_MS). A run stays in `runs` until its end, so a kill, a lapsed lease or the
+ * runner's death still reaches what it left behind. Messages arrive in order, so a `kill` always
+ * finds the run its `spawn` started.
  *
  * The watchdog: a run never outlives its runner (job-process.ts says why). The kernel closes the
- * IPC channel when the runner dies, however it dies (`kill -9` too); the spawner then SIGTERMs the
- * process group of every live run, SIGKILLs them a second later, and exits. It lives in a session
+ * IPC channel when the runner dies, however it dies (`kill -9` too); the spawner then SIGTERMs
+ * every process of every live run, SIGKILLs them a second later, and exits. It lives in a session
  * of its own (the runner starts it detached), so a Ctrl-C at the runner's terminal does not take
  * it down before the runner. The other way round — the spawner dies under live runs — is the
  * runner's to notice (spawner-client.ts).
@@ -117,11 +117,11 @@ function stopUnderLapsedLease(): void {
   const stopping = [...runs].filter(([id]) => !lapsed.has(id));
   for (const [id, run] of stopping) {
     lapsed.set(id, silentMs);
-    run.signalGroup('SIGTERM');
+    run.signal('SIGTERM');
   }
   if (stopping.length === 0) return;
   setTimeout(() => {
-    for (const [id, run] of stopping) if (runs.has(id)) run.signalGroup('SIGKILL');
+    for (const [id, run] of stopping) if (runs.has(id)) run.signal('SIGKILL');
   }, ORPHAN_KILL_MS);
 }
 
@@ -198,11 +198,11 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
 
 /** The runner died: its runs go with it (see the header). */
 function killOrphans(): void {
-  const groups = [...runs.values()];
-  for (const run of groups) run.signalGroup('SIGTERM');
-  if (groups.length === 0) process.exit(0);
+  const orphans = [...runs.values()];
+  for (const run of orphans) run.signal('SIGTERM');
+  if (orphans.length === 0) process.exit(0);
   setTimeout(() => {
-    for (const run of groups) run.signalGroup('SIGKILL');
+    for (const run of orphans) run.signal('SIGKILL');
     process.exit(0);
   }, ORPHAN_KILL_MS);
 }
@@ -213,7 +213,7 @@ if (!process.send || !process.connected) {
 }
 process.on('message', (req: SpawnerRequest) => {
   if (req?.kind === 'spawn') start(req);
-  else if (req?.kind === 'kill') runs.get(req.id)?.signalGroup(req.signal);
+  else if (req?.kind === 'kill') runs.get(req.id)?.signal(req.signal);
   else if (req?.kind === 'lease') renewLease(req.ms);
 });
 process.once('disconnect', killOrphans);

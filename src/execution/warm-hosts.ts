@@ -47,7 +47,7 @@ import { TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import type { OutputStream } from './output-capture.js';
 import { inheritedEnvironment } from './job-environment.js';
 import type { EarlyOutput } from './job-launch.js';
-import { signalProcessGroup } from './process-group.js';
+import { signalRun } from './run-processes.js';
 import type { HostMessage } from './module-host.js';
 import { TSX_WARM_UP_FLAG, type WarmUpReport } from './tsx-warm-up.js';
 import { startWatchdog, type Watchdog } from './watchdog.js';
@@ -146,7 +146,7 @@ class Slot {
     this.closed = true;
     clearTimeout(this.timer);
     for (const host of this.hosts.splice(0)) {
-      if (host.child.pid != null) signalProcessGroup(host.child.pid, 'SIGKILL');
+      if (host.child.pid != null) signalRun(host.child.pid, 'SIGKILL');
       host.watchdog.dismiss();
     }
   }

@@ -45,12 +45,16 @@ export interface Watchdog {
 const READ_THE_RUN =
   'IFS=" " read -r pgid term t || exit 0; case "$pgid" in ""|*[!0-9]*) exit 0 ;; esac; ';
 /**
- * How the watchdog stops the run: its process group, SIGTERM, SIGKILL a second later. `kill -s
- * SIG -- -PGID` is the form every POSIX shell accepts (dash, Debian's /bin/sh, refuses `kill -TERM
- * -- -PGID`).
+ * How the watchdog stops the run: SIGTERM, SIGKILL a second later, to its process group and to
+ * every process of its session (the run's processes: run-processes.ts; the run was started as a
+ * session of its own, numbered like its group), which reaches what moved into a group of its own
+ * (GNU `timeout`, `set -m`). `pkill -s` (procps) does the session; without it, the group alone.
+ * `kill -s SIG -- -PGID` is the form every POSIX shell accepts (dash, Debian's /bin/sh, refuses
+ * `kill -TERM -- -PGID`).
  */
 const STOP_THE_RUN =
-  'kill -s TERM -- "-$pgid" 2>/dev/null; sleep 1; kill -s KILL -- "-$pgid" 2>/dev/null; exit 0';
+  'kill -s TERM -- "-$pgid" 2>/dev/null; pkill -TERM -s "$pgid" 2>/dev/null; sleep 1; ' +
+  'kill -s KILL -- "-$pgid" 2>/dev/null; pkill -KILL -s "$pgid" 2>/dev/null; exit 0';
 /** Without bash: `done`, or end-of-file when the runner is gone. */
 const PLAIN_SCRIPT = READ_THE_RUN + 'read line; [ "$line" = done ] && exit 0; ' + STOP_THE_RUN;
 /**

@@ -64,7 +64,8 @@ function childScript(kind: ChildKind): string {
 /**
  * A wrapper script's work: a first attempt starts the child (of a scheduled fire, or of a manual run
  * where the job's environment says CHILD_ON=manual; with LEAVE_CHILD set it exits at once, leaving
- * the child behind) and waits for it (only a
+ * the child behind; with VIA_TIMEOUT set the child runs under GNU `timeout`, which moves it into a
+ * process group of its own) and waits for it (only a
  * stop ends the child); any other run records itself and ends soon (it lives long enough
  * to be sampled).
  */
@@ -72,7 +73,7 @@ function wrapperWork(child: string): string {
   return [
     'echo "$BATON_JOB $BATON_RUN_ID ${BATON_ATTEMPT:-1} leader $$" >> "$J/pids"',
     `if [ "\${BATON_ATTEMPT:-1}" = 1 ] && [ "$BATON_TRIGGER" = "\${CHILD_ON:-schedule}" ]; then`,
-    `  bash '${child}' "$J" &`,
+    `  \${VIA_TIMEOUT:+timeout 100} bash '${child}' "$J" &`,
     '  [ -n "$LEAVE_CHILD" ] || wait',
     'else sleep 0.3; fi',
   ].join('\n');
@@ -162,7 +163,14 @@ let sampler: ReturnType<typeof samplePids> | undefined;
 afterEach(() => {
   sampler?.stop();
   // A failed test may leave children behind: they must not outlive it.
-  for (const s of sampler?.alive() ?? []) killGroup(s.pid);
+  for (const s of sampler?.alive() ?? []) {
+    killGroup(s.pid);
+    try {
+      process.kill(s.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
   sampler = undefined;
 });
 
@@ -259,6 +267,43 @@ jobs:
     expectNoOverlapInJournal(journal.attempts('deaf'), 'deaf');
     expect(sampler.alive(), 'processes alive after their runners exited').toEqual([]);
     expectBoundedLifetimes(journal, ['deaf']);
+  });
+});
+
+describe('a child in a process group of its own (GNU timeout, set -m)', () => {
+  it('is still part of its run: SIGKILLed at the grace before the retry, gone with the runners', async () => {
+    const { config, journal } = wrapperSchedule(
+      (job) => `
+namespace: groups
+jobs:
+  timed:
+    schedule: "*/5 * * * * *"${job('deaf', 'timeout: 1s\nretries: 1\nretryDelay: 100ms\nenv: {VIA_TIMEOUT: "1"}')}
+`,
+    );
+    sampler = samplePids(journal);
+    const runners = await fleet.start(['srv-a', 'srv-b'], { config });
+    await waitFor(
+      "the timed run's verdict, after its retry",
+      async () =>
+        (await runs(fleet.db, 'timed')).find(
+          (r) =>
+            r.winner === 1 &&
+            (r as RunRow & { attempts: number }).attempts === 2 &&
+            r.finished_at != null,
+        ),
+      { timeoutMs: 40_000, intervalMs: 50 },
+    );
+    for (const runner of runners) expect(await runner.stop('SIGTERM')).toBe(0);
+    sampler.stop();
+
+    const child = sampler.seen().find((s) => s.role === 'child');
+    expect(child, 'the child under timeout').toBeDefined();
+    // The case under test: the child is not in its run's first process group.
+    expect([...sampler.orphaned], 'a wrapper gone, its child alive').not.toEqual([]);
+    expect(sampler.together, 'two attempts of one job alive at once').toEqual([]);
+    expectNoOverlapInJournal(journal.attempts('timed'), 'timed');
+    expect(sampler.alive(), 'processes alive after their runners exited').toEqual([]);
+    expectBoundedLifetimes(journal, ['timed']);
   });
 });
 

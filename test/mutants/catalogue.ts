@@ -79,7 +79,7 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/spawner.ts',
-        find: "for (const run of groups) run.signalGroup('SIGKILL');",
+        find: "for (const run of orphans) run.signal('SIGKILL');",
         replace: '',
       },
     ],
@@ -121,8 +121,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/watchdog.ts',
-        find: `'kill -s TERM -- "-$pgid" 2>/dev/null; sleep 1; kill -s KILL -- "-$pgid" 2>/dev/null; exit 0'`,
-        replace: `'kill -s TERM -- "-$pgid" 2>/dev/null; exit 0'`,
+        find: `'kill -s KILL -- "-$pgid" 2>/dev/null; pkill -KILL -s "$pgid" 2>/dev/null; exit 0'`,
+        replace: `'exit 0'`,
       },
     ],
     killers: [
@@ -141,9 +141,9 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/spawner-client.ts',
-        find: 'run.pid == null ? Promise.resolve() : endGroup(run.pid, ORPHAN_KILL_MS);',
+        find: 'run.pid == null ? Promise.resolve() : endRun(run.pid, ORPHAN_KILL_MS);',
         replace:
-          "run.pid == null ? Promise.resolve(endGroup) : (signalProcessGroup(run.pid, 'SIGTERM'), Promise.resolve());",
+          "run.pid == null ? Promise.resolve(endRun) : (signalRun(run.pid, 'SIGTERM'), Promise.resolve());",
       },
     ],
     killers: [
@@ -744,8 +744,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/job-launch.ts',
-        find: 'child.pid == null ? Promise.resolve() : whenGroupGone(child.pid);',
-        replace: 'child.pid == null ? Promise.resolve() : Promise.resolve(whenGroupGone);',
+        find: 'child.pid == null ? Promise.resolve() : whenRunGone(child.pid);',
+        replace: 'child.pid == null ? Promise.resolve() : Promise.resolve(whenRunGone);',
       },
     ],
     killers: [
