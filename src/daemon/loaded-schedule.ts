@@ -9,6 +9,7 @@ import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { NO_DELAY, type StartDelay } from '../schedule/fire-schedule.js';
 import { jitterDelayMs } from '../schedule/jitter.js';
+import { upcomingInstants } from '../schedule/upcoming.js';
 import type { LoadedJob } from '../store/runners.js';
 import type { Loaded } from './dispatcher.js';
 
@@ -67,12 +68,18 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
   };
 }
 
-/** Every job of the file with its fingerprint and since when this runner runs it. */
-export function registryView(loaded: LoadedSchedule): Record<string, LoadedJob> {
+/**
+ * Every job of the file with its fingerprint and since when this runner runs it, and each enabled
+ * job's next fires counted from `anchor` (schedule/upcoming.ts).
+ */
+export function registryView(loaded: LoadedSchedule, anchor: Date): Record<string, LoadedJob> {
+  const after = anchor.toISOString();
   return Object.fromEntries(
-    Object.entries(loaded.fingerprints).map(([job, fp]) => [
-      job,
-      { fp, since: loaded.knownSince.get(job)?.toISOString() ?? null },
-    ]),
+    Object.entries(loaded.fingerprints).map(([job, fp]) => {
+      const schedule = loaded.schedules.get(job);
+      const entry: LoadedJob = { fp, since: loaded.knownSince.get(job)?.toISOString() ?? null };
+      if (schedule) entry.next = { after, at: upcomingInstants(schedule, anchor) };
+      return [job, entry];
+    }),
   );
 }

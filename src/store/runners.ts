@@ -15,6 +15,19 @@ export interface LoadedJob {
   fp: string;
   /** When this runner loaded this definition (database time); null for a disabled job. */
   since: string | null;
+  /** Its next fires as this runner computes them (enabled jobs; rows of older runners: none). */
+  next?: UpcomingFires;
+}
+
+/**
+ * A job's first few fires after an anchor, as one runner computed them (schedule/upcoming.ts):
+ * runners that count from the same anchor must list the same instants.
+ */
+export interface UpcomingFires {
+  /** The anchor, ISO: the start of the UTC hour the runner counted from. */
+  after: string;
+  /** The instants, ISO, in order. */
+  at: string[];
 }
 
 /** One job as a registry row says its runner loaded it, decoded (see `loadedJobs`). */
@@ -26,6 +39,8 @@ export interface LoadedDefinition {
    * before the runner registered (`startedAt`), which is also the answer for rows that do not say.
    */
   since: Date;
+  /** The job's next fires as the runner computed them; absent when the row does not say. */
+  next?: UpcomingFires;
 }
 
 export interface RunnerRecord {
@@ -229,7 +244,8 @@ function parseJson(text: string): Readonly<Record<string, unknown>> {
 /**
  * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
  * fingerprint}` (runners that do not say since when) and `{job: {fp, since}}` with `since` an
- * ISO instant (or a Date), null for a disabled job. Entries of any other shape are left out.
+ * ISO instant (or a Date), null for a disabled job, and `next` its next fires (UpcomingFires).
+ * Entries of any other shape are left out.
  */
 export function loadedJobs(r: {
   schedule: Readonly<Record<string, unknown>>;
@@ -243,16 +259,27 @@ export function loadedJobs(r: {
       continue;
     }
     if (entry == null || typeof entry !== 'object') continue;
-    const { fp, since } = entry as { fp?: unknown; since?: unknown };
+    const { fp, since, next } = entry as { fp?: unknown; since?: unknown; next?: unknown };
     if (typeof fp !== 'string') continue;
     const at =
       since instanceof Date ? since.getTime() : typeof since === 'string' ? Date.parse(since) : NaN;
+    const upcoming = upcomingFires(next);
     jobs.set(job, {
       fingerprint: fp,
       since: Number.isFinite(at) && at > start ? new Date(at) : r.startedAt,
+      ...(upcoming && { next: upcoming }),
     });
   }
   return jobs;
+}
+
+/** A registered `next` (see UpcomingFires), or null when it is not of that shape. */
+function upcomingFires(value: unknown): UpcomingFires | null {
+  if (value == null || typeof value !== 'object') return null;
+  const { after, at } = value as { after?: unknown; at?: unknown };
+  if (typeof after !== 'string' || !Array.isArray(at)) return null;
+  if (!at.every((x): x is string => typeof x === 'string')) return null;
+  return { after, at };
 }
 
 /** The registry heartbeat is every 5 s; three missed ones make a runner gone. */
