@@ -296,12 +296,15 @@ export class DatabaseLink {
       await lock.close();
       return;
     }
-    // A failover: before this runner contends for anything on the new server, no run id that
-    // the old primary may have handed out can be handed out again (store/failovers.ts). Until
-    // that is done the runner is not connected, and tries again like any connect.
-    if (this.server != null && this.server !== facts.identity) {
+    // Another server than the last session's: a failover (a promoted replica behind the name).
+    const failedOverFrom =
+      this.server != null && this.server !== facts.identity ? this.server : null;
+    // Before this runner contends for anything on the new server, no run id that the old primary
+    // may have handed out can be handed out again (store/failovers.ts). Until that is done the
+    // runner is not connected, and tries again like any connect.
+    if (failedOverFrom != null) {
       try {
-        await this.moveRunIdsPast(lock, this.server, facts);
+        await this.moveRunIdsPast(lock, failedOverFrom, facts);
       } catch (err) {
         await lock.close();
         throw err;
@@ -316,13 +319,17 @@ export class DatabaseLink {
     this.everConnectedOnce = true;
     const lostAt = this.lostAt ?? new Date();
     const failover: Failover | null =
-      this.server != null && this.server !== facts.identity
+      failedOverFrom != null
         ? {
-            from: this.server,
+            from: failedOverFrom,
             to: facts.identity,
             toGtid: facts.gtidPosition,
             lostAt,
-            settledSince: this.semiSync.vouchedSince(this.server, lostAt, semiSyncMaxAgeMs(this.o)),
+            settledSince: this.semiSync.vouchedSince(
+              failedOverFrom,
+              lostAt,
+              semiSyncMaxAgeMs(this.o),
+            ),
           }
         : null;
     this.server = facts.identity;
