@@ -110,7 +110,8 @@ export async function heartbeatRunner(
   r: RunnerHeartbeat,
   { withSchedule = true }: { withSchedule?: boolean } = {},
 ): Promise<boolean> {
-  // The schedule (tens of KB for a thousand jobs) is sent only when it may have changed.
+  // The schedule (some 200 KB for a thousand jobs, with their next fires) is sent only when it
+  // may have changed: at a reload, and when the hour its next fires count from changes.
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?,
        db_server = ?, detached = ? ${withSchedule ? ', schedule = ?' : ''}
