@@ -4,6 +4,7 @@
  * from the file at start and at each reload, and swapped whole: the loop never sees one part
  * without another.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -70,16 +71,35 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
 
 /**
  * Every job of the file with its fingerprint and since when this runner runs it, and each enabled
- * job's next fires counted from `anchor` (schedule/upcoming.ts).
+ * job's next fires counted from `anchor` (schedule/upcoming.ts). Counting is croner's work, about
+ * 0.1 ms an expression (1,000 daily jobs of distinct expressions: 130 ms on the 2-core VM), so jobs
+ * that share an expression and zone share one count, and the loop gets its turn every
+ * COUNTS_PER_TURN counts: the fires of the hour's first seconds are not held up by it.
  */
-export function registryView(loaded: LoadedSchedule, anchor: Date): Record<string, LoadedJob> {
+export async function registryView(
+  loaded: LoadedSchedule,
+  anchor: Date,
+): Promise<Record<string, LoadedJob>> {
   const after = anchor.toISOString();
-  return Object.fromEntries(
-    Object.entries(loaded.fingerprints).map(([job, fp]) => {
-      const schedule = loaded.schedules.get(job);
-      const entry: LoadedJob = { fp, since: loaded.knownSince.get(job)?.toISOString() ?? null };
-      if (schedule) entry.next = { after, at: upcomingInstants(schedule, anchor) };
-      return [job, entry];
-    }),
-  );
+  const counted = new Map<string, string[]>();
+  const view: Record<string, LoadedJob> = {};
+  for (const [job, fp] of Object.entries(loaded.fingerprints)) {
+    const entry: LoadedJob = { fp, since: loaded.knownSince.get(job)?.toISOString() ?? null };
+    const schedule = loaded.schedules.get(job);
+    if (schedule) {
+      const key = JSON.stringify([schedule.timezone, schedule.expression]);
+      let at = counted.get(key);
+      if (!at) {
+        at = upcomingInstants(schedule, anchor);
+        counted.set(key, at);
+        if (counted.size % COUNTS_PER_TURN === 0) await yieldToLoop();
+      }
+      entry.next = { after, at };
+    }
+    view[job] = entry;
+  }
+  return view;
 }
+
+/** Counts of next fires between two turns of the event loop (see registryView): ~5 ms. */
+const COUNTS_PER_TURN = 50;

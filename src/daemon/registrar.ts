@@ -36,7 +36,7 @@ export interface RegistrarOptions {
    * Every job of the loaded file with its fingerprint and since when this runner runs it, and its
    * next fires counted from `anchor` (schedule/upcoming.ts).
    */
-  loadedJobs: (anchor: Date) => Record<string, LoadedJob>;
+  loadedJobs: (anchor: Date) => Promise<Record<string, LoadedJob>>;
 }
 
 export class Registrar {
@@ -49,10 +49,11 @@ export class Registrar {
     o.link.fleet.whenChanged(() => void this.register(false, false));
   }
 
-  private heartbeat(withSchedule = true): RunnerHeartbeat {
-    const lock = this.o.link.lock;
+  private async heartbeat(withSchedule = true): Promise<RunnerHeartbeat> {
     const anchor = upcomingAnchor(this.o.clock.now());
+    const schedule = withSchedule ? await this.o.loadedJobs(anchor) : {};
     if (withSchedule) this.writtenAnchor = anchor.getTime();
+    const lock = this.o.link.lock;
     return {
       namespace: this.o.namespace(),
       host: this.o.host,
@@ -63,7 +64,7 @@ export class Registrar {
       lockConnectionId: lock?.connectionId ?? null,
       dbServer: this.o.link.serverIdentity,
       detached: this.o.link.fleet.detachedReason,
-      schedule: withSchedule ? this.o.loadedJobs(anchor) : {},
+      schedule,
     };
   }
 
@@ -76,16 +77,16 @@ export class Registrar {
       if (fresh) {
         const owner = await registryOwner(pool, namespace, this.o.host);
         if (owner?.alive && owner.pid !== process.pid) this.reportHostClash(owner.pid);
-        await registerRunner(pool, this.heartbeat());
+        await registerRunner(pool, await this.heartbeat());
         return;
       }
-      if (await heartbeatRunner(pool, this.heartbeat(withSchedule), { withSchedule })) return;
+      if (await heartbeatRunner(pool, await this.heartbeat(withSchedule), { withSchedule })) return;
       const owner = await registryOwner(pool, namespace, this.o.host);
       if (owner?.alive) {
         this.reportHostClash(owner.pid);
         return;
       }
-      await registerRunner(pool, this.heartbeat());
+      await registerRunner(pool, await this.heartbeat());
     } catch (err) {
       this.writtenAnchor = null;
       this.o.log.warn({ err: errorMessage(err) }, 'could not register in baton_runners');

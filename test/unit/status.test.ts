@@ -29,6 +29,7 @@ import {
 } from '../../src/fleet/status.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
 import { upcomingAnchor, upcomingInstants } from '../../src/schedule/upcoming.js';
+import { emptySchedule, loadSchedule, registryView } from '../../src/daemon/loaded-schedule.js';
 import type { JobHistoryFacts, RunningRun } from '../../src/store/fleet-reads.js';
 import type { Pause } from '../../src/store/pauses.js';
 import { loadedJobs, type RunnerRecord } from '../../src/store/runners.js';
@@ -471,6 +472,31 @@ describe('schedule drift by the next fires runners compute (time-zone data)', ()
       '2027-03-10T14:00:00.000Z',
       '2027-03-10T15:00:00.000Z',
     ]);
+  });
+
+  it('a runner registers them for its enabled jobs, the same for jobs of one expression', async () => {
+    const file = config(`
+namespace: ns
+jobs:
+  kolkata:
+    schedule: "30 * * * *"
+    timezone: Asia/Kolkata
+    command: ["true"]
+  twin:
+    schedule: "30 * * * *"
+    timezone: Asia/Kolkata
+    command: ["true", "twin"]
+  off:
+    schedule: "30 * * * *"
+    enabled: false
+    command: ["true"]
+`);
+    const loaded = loadSchedule(file, emptySchedule(file), NOW);
+    const view = await registryView(loaded, upcomingAnchor(NOW));
+    const fires = ['13:00', '14:00', '15:00'].map((t) => `2027-03-10T${t}:00.000Z`);
+    expect(view.kolkata!.next).toEqual({ after, at: fires });
+    expect(view.twin!.next).toEqual({ after, at: fires });
+    expect(view.off).toEqual({ fp: expect.any(String), since: null });
   });
 
   it('decodes next fires from the registry row, and leaves out any other shape', () => {
