@@ -41,6 +41,14 @@ export function migrationLockName(database: string): string {
   return `${PREFIX}migrate:${hash('migrate', database)}`;
 }
 
+/**
+ * The lock under which a runner that reached a promoted server moves the run ids past the old
+ * primary's (store/failovers.ts): the first of the fleet moves them, the others find it done.
+ */
+export function failoverLockName(database: string): string {
+  return `${PREFIX}failover:${hash('failover', database)}`;
+}
+
 /** The lock that lets one runner of the fleet at a time prune a namespace's history. */
 export function pruneLockName(database: string, namespace: string): string {
   return `${PREFIX}prune:${hash('prune', database, namespace)}`;

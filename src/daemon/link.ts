@@ -21,7 +21,9 @@
  *   told apart from a restart of the same server by the server's identity (`ServerFacts.identity`),
  *   reported (`db:failover`) and handed to `onConnected`, so that recovery treats the fires up to
  *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran —
- *   unless semi-sync vouched for the old server's commits (semi-sync.ts). Its fires are held
+ *   unless semi-sync vouched for the old server's commits (semi-sync.ts). Before anything else
+ *   there, the run ids move past every id the old primary can have handed out (once for the
+ *   fleet: store/failovers.ts), so that a run id never names two runs. Its fires are held
  *   until the fleet is seen on the new server (fleet-watch.ts: a split brain, as far as it can
  *   tell).
  * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
@@ -48,6 +50,9 @@ import { RunLease } from '../execution/run-lease.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
+import { moveRunIds, runIdsMovedWithin } from '../store/failovers.js';
+import type { ServerFacts } from '../store/server-check.js';
+import { failoverLockName } from '../lock-names.js';
 import { DeadlinePool } from '../store/deadline.js';
 import type { RunnerEvents } from './events.js';
 import { FleetWatch } from './fleet-watch.js';
@@ -73,6 +78,11 @@ const RECONNECT_LOG_EVERY_MS = 30_000;
  * LOST_KILL_GRACE_MS; their verdicts may wait on the pool's deadline).
  */
 const LOST_SESSION_WAIT_MS = 15_000;
+/**
+ * How long a runner that reached a promoted server waits for another that is moving the run ids
+ * (two statements and a transaction: milliseconds).
+ */
+const FAILOVER_LOCK_WAIT_SECONDS = 10;
 
 /**
  * The wait before reconnect attempt `attempt + 1` (0: after the first failure): "equal jitter",
@@ -302,6 +312,20 @@ export class DatabaseLink {
       await lock.close();
       return;
     }
+    // Another server than the last session's: a failover (a promoted replica behind the name).
+    const failedOverFrom =
+      this.server != null && this.server !== facts.identity ? this.server : null;
+    // Before this runner contends for anything on the new server, no run id that the old primary
+    // may have handed out can be handed out again (store/failovers.ts). Until that is done the
+    // runner is not connected, and tries again like any connect.
+    if (failedOverFrom != null) {
+      try {
+        await this.moveRunIdsPast(lock, failedOverFrom, facts);
+      } catch (err) {
+        await lock.close();
+        throw err;
+      }
+    }
     this.serverStarted = serverStartedBefore;
     this.session = lock;
     const lost = this.lostSession;
@@ -311,13 +335,17 @@ export class DatabaseLink {
     this.everConnectedOnce = true;
     const lostAt = this.lostAt ?? new Date();
     const failover: Failover | null =
-      this.server != null && this.server !== facts.identity
+      failedOverFrom != null
         ? {
-            from: this.server,
+            from: failedOverFrom,
             to: facts.identity,
             toGtid: facts.gtidPosition,
             lostAt,
-            settledSince: this.semiSync.vouchedSince(this.server, lostAt, semiSyncMaxAgeMs(this.o)),
+            settledSince: this.semiSync.vouchedSince(
+              failedOverFrom,
+              lostAt,
+              semiSyncMaxAgeMs(this.o),
+            ),
           }
         : null;
     this.server = facts.identity;
@@ -349,6 +377,47 @@ export class DatabaseLink {
       onReadOnly: (readOnly) => this.noteReadOnly(readOnly),
     });
     await this.o.onConnected(first, this.lastFailover);
+  }
+
+  /**
+   * Moves the run ids on the server reached by a failover from `from` past every id the old
+   * primary can have handed out — unless another runner did since this one lost its session.
+   * Under a named lock, so that the fleet's runners, arriving together, move them once.
+   */
+  private async moveRunIdsPast(lock: LockSession, from: string, facts: ServerFacts): Promise<void> {
+    const { log } = this.o;
+    if (facts.readOnly) {
+      throw new Error(
+        `the database failed over to ${facts.identity}, which is still read-only: waiting until ` +
+          "it is writable (the run ids must move past the old primary's before any fire)",
+      );
+    }
+    const name = failoverLockName(this.o.target.database);
+    if (!(await lock.tryAcquire(name, FAILOVER_LOCK_WAIT_SECONDS))) {
+      throw new Error(
+        `the database failed over to ${facts.identity}: another runner held the failover lock ` +
+          `for ${FAILOVER_LOCK_WAIT_SECONDS} s`,
+      );
+    }
+    try {
+      const pool = this.pool!;
+      const sinceLossMs = Date.now() - (this.lostAt?.getTime() ?? Date.now());
+      if (await runIdsMovedWithin(pool, facts.identity, sinceLossMs)) {
+        log.debug({ toServer: facts.identity }, 'run ids already moved by another runner');
+        return;
+      }
+      const { before, floor } = await moveRunIds(pool, {
+        server: facts.identity,
+        fromServer: from,
+        host: this.o.host,
+      });
+      log.info(
+        { fromServer: from, toServer: facts.identity, highestRunId: before, runIdsAbove: floor },
+        "run ids moved past the old primary's: no run id is handed out twice",
+      );
+    } finally {
+      await lock.release(name).catch(() => {});
+    }
   }
 
   /**

@@ -4,11 +4,13 @@
  * from the file at start and at each reload, and swapped whole: the loop never sees one part
  * without another.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { NO_DELAY, type StartDelay } from '../schedule/fire-schedule.js';
 import { jitterDelayMs } from '../schedule/jitter.js';
+import { upcomingInstants } from '../schedule/upcoming.js';
 import type { LoadedJob } from '../store/runners.js';
 import type { Loaded } from './dispatcher.js';
 
@@ -68,17 +70,44 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
 }
 
 /**
- * Every job of the file with its fingerprint, since when this runner runs it, and the names of its
+ * Every job of the file with its fingerprint and since when this runner runs it, the names of its
  * `secretEnv` variables where it has any (`baton run --env` asks a library-mode replica through
- * the database, and sends no secret that way: cli/fleet-run.ts).
+ * the database, and sends no secret that way: cli/fleet-run.ts), and each enabled job's next
+ * fires counted from `anchor` (schedule/upcoming.ts). Counting is croner's work, about
+ * 0.1 ms an expression (1,000 daily jobs of distinct expressions: 130 ms on the 2-core VM), so jobs
+ * that share an expression and zone share one count, and the loop gets its turn every
+ * COUNTS_PER_TURN counts: the fires of the hour's first seconds are not held up by it.
  */
-export function registryView(loaded: LoadedSchedule): Record<string, LoadedJob> {
+export async function registryView(
+  loaded: LoadedSchedule,
+  anchor: Date,
+): Promise<Record<string, LoadedJob>> {
+  const after = anchor.toISOString();
   const secretEnv = new Map(loaded.config.jobs.map((j) => [j.name, j.secretEnv]));
-  return Object.fromEntries(
-    Object.entries(loaded.fingerprints).map(([job, fp]) => {
-      const secret = secretEnv.get(job) ?? [];
-      const since = loaded.knownSince.get(job)?.toISOString() ?? null;
-      return [job, { fp, since, ...(secret.length > 0 ? { secretEnv: [...secret] } : {}) }];
-    }),
-  );
+  const counted = new Map<string, string[]>();
+  const view: Record<string, LoadedJob> = {};
+  for (const [job, fp] of Object.entries(loaded.fingerprints)) {
+    const secret = secretEnv.get(job) ?? [];
+    const entry: LoadedJob = {
+      fp,
+      since: loaded.knownSince.get(job)?.toISOString() ?? null,
+      ...(secret.length > 0 ? { secretEnv: [...secret] } : {}),
+    };
+    const schedule = loaded.schedules.get(job);
+    if (schedule) {
+      const key = JSON.stringify([schedule.timezone, schedule.expression]);
+      let at = counted.get(key);
+      if (!at) {
+        at = upcomingInstants(schedule, anchor);
+        counted.set(key, at);
+        if (counted.size % COUNTS_PER_TURN === 0) await yieldToLoop();
+      }
+      entry.next = { after, at };
+    }
+    view[job] = entry;
+  }
+  return view;
 }
+
+/** Counts of next fires between two turns of the event loop (see registryView): ~5 ms. */
+const COUNTS_PER_TURN = 50;

@@ -1,7 +1,8 @@
 /**
  * The runner's row in `baton_runners`: registered when it connects, refreshed every
  * `registryMs` (with the clock check, which shares the tick), rewritten with the schedule on a
- * reload, and marked stopped when it stops. `baton status` and the dashboard read it.
+ * reload and when the hour its next fires are counted from changes, and marked stopped when it
+ * stops. `baton status` and the dashboard read it.
  *
  * A row that another live process took over means two runners share one host id — history could
  * not tell them apart — so that is reported, not fought over: the row is taken back only when
@@ -18,6 +19,7 @@ import {
   type LoadedJob,
   type RunnerHeartbeat,
 } from '../store/runners.js';
+import { upcomingAnchor } from '../schedule/upcoming.js';
 import { version } from '../version.js';
 import type { FleetClock } from './fleet-clock.js';
 import type { DatabaseLink } from './link.js';
@@ -30,19 +32,27 @@ export interface RegistrarOptions {
   link: DatabaseLink;
   clock: FleetClock;
   log: Logger;
-  /** Every job of the loaded file with its fingerprint and since when this runner runs it. */
-  loadedJobs: () => Record<string, LoadedJob>;
+  /**
+   * Every job of the loaded file with its fingerprint and since when this runner runs it, and its
+   * next fires counted from `anchor` (schedule/upcoming.ts).
+   */
+  loadedJobs: (anchor: Date) => Promise<Record<string, LoadedJob>>;
 }
 
 export class Registrar {
   private hostClashReported = false;
+  /** The anchor of the next fires the row has (ms); null: not written yet, or the write failed. */
+  private writtenAnchor: number | null = null;
 
   constructor(private readonly o: RegistrarOptions) {
     // `baton status` against this server says so at once, not at the next heartbeat.
     o.link.fleet.whenChanged(() => void this.register(false, false));
   }
 
-  private heartbeat(withSchedule = true): RunnerHeartbeat {
+  private async heartbeat(withSchedule = true): Promise<RunnerHeartbeat> {
+    const anchor = upcomingAnchor(this.o.clock.now());
+    const schedule = withSchedule ? await this.o.loadedJobs(anchor) : {};
+    if (withSchedule) this.writtenAnchor = anchor.getTime();
     const lock = this.o.link.lock;
     return {
       namespace: this.o.namespace(),
@@ -54,7 +64,7 @@ export class Registrar {
       lockConnectionId: lock?.connectionId ?? null,
       dbServer: this.o.link.serverIdentity,
       detached: this.o.link.fleet.detachedReason,
-      schedule: withSchedule ? this.o.loadedJobs() : {},
+      schedule,
     };
   }
 
@@ -67,17 +77,18 @@ export class Registrar {
       if (fresh) {
         const owner = await registryOwner(pool, namespace, this.o.host);
         if (owner?.alive && owner.pid !== process.pid) this.reportHostClash(owner.pid);
-        await registerRunner(pool, this.heartbeat());
+        await registerRunner(pool, await this.heartbeat());
         return;
       }
-      if (await heartbeatRunner(pool, this.heartbeat(withSchedule), { withSchedule })) return;
+      if (await heartbeatRunner(pool, await this.heartbeat(withSchedule), { withSchedule })) return;
       const owner = await registryOwner(pool, namespace, this.o.host);
       if (owner?.alive) {
         this.reportHostClash(owner.pid);
         return;
       }
-      await registerRunner(pool, this.heartbeat());
+      await registerRunner(pool, await this.heartbeat());
     } catch (err) {
+      this.writtenAnchor = null;
       this.o.log.warn({ err: errorMessage(err) }, 'could not register in baton_runners');
     }
   }
@@ -86,8 +97,10 @@ export class Registrar {
   async refresh(): Promise<void> {
     this.o.clock.check();
     if (!this.o.link.usable) return;
-    // The schedule only changes on reload, which registers it at once.
-    await this.register(false, false);
+    // The schedule only changes on reload, which registers it at once; its next fires are
+    // counted again from each new hour, so that the runners count from the same anchor.
+    const anchor = upcomingAnchor(this.o.clock.now()).getTime();
+    await this.register(false, anchor !== this.writtenAnchor);
   }
 
   /** The row says the runner stopped (best effort: the database may be gone). */

@@ -115,7 +115,7 @@ export class Runner {
       link: this.link,
       clock: this.clock,
       log,
-      loadedJobs: () => registryView(this.loaded),
+      loadedJobs: (anchor) => registryView(this.loaded, anchor),
     });
     this.dispatcher = new Dispatcher({
       target,

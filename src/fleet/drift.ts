@@ -2,7 +2,8 @@
  * Schedule drift, the `schedule-drift` warnings of `baton status` (see status.ts): whether the
  * live runners agree on each job's definition — by the fingerprints they registered
  * (`baton_runners.schedule`, decoded in store/runners.ts) — and, with the local schedules file,
- * whether they run what it says. Pure.
+ * whether they run what it says; and whether runners with one definition compute the same next
+ * fires from it (`instantsDrift`: their Node versions may carry different time-zone data). Pure.
  */
 import { jobFingerprint } from '../config/fingerprint.js';
 import type { Config } from '../config/schema.js';
@@ -52,6 +53,9 @@ export function driftWarnings(
         hosts,
       });
 
+    const instants = instantsDrift(job, live);
+    if (instants) warn(instants);
+
     if (byPrint.size === 0) {
       // Only in the local file (names come from the file or from some runner).
       if (local?.job.enabled) {
@@ -93,4 +97,44 @@ export function driftWarnings(
     warn(what, parts);
   }
   return warnings;
+}
+
+/**
+ * Where live runners that loaded one definition of `job` compute different next fires from the
+ * same anchor (schedule/upcoming.ts): the words of a drift warning, naming the runners and the
+ * first fire that differs; null when they agree. Each of them would win a fire of its own. Only
+ * lists counted from the same hour compare (for a registry tick after the hour turned, a runner
+ * may still show the last hour's), and rows of runners that register none are left out.
+ */
+export function instantsDrift(job: string, live: RunnerRecord[]): string | null {
+  // By definition and anchor: runners with different definitions differ for that reason.
+  const groups = new Map<string, { after: string; runners: { host: string; at: string[] }[] }>();
+  for (const r of live) {
+    const loaded = r.jobs.get(job);
+    if (!loaded?.next) continue;
+    const key = `${loaded.fingerprint} ${loaded.next.after}`;
+    const group = groups.get(key) ?? { after: loaded.next.after, runners: [] };
+    group.runners.push({ host: r.host, at: loaded.next.at });
+    groups.set(key, group);
+  }
+  for (const key of [...groups.keys()].sort()) {
+    const { after, runners } = groups.get(key)!;
+    const count = Math.max(...runners.map((r) => r.at.length));
+    for (let i = 0; i < count; i++) {
+      const hostsBy = new Map<string, string[]>();
+      for (const { host, at } of runners) {
+        const instant = at[i] ?? 'none';
+        hostsBy.set(instant, [...(hostsBy.get(instant) ?? []), host]);
+      }
+      if (hostsBy.size < 2) continue;
+      const parts = [...hostsBy.keys()]
+        .sort()
+        .map((instant) => `${instant} on ${hostsBy.get(instant)!.sort().join(', ')}`);
+      return (
+        'the runners compute different fires from one definition of it (different time-zone ' +
+        `data?): fire ${i + 1} after ${after} is ${parts.join('; ')}`
+      );
+    }
+  }
+  return null;
 }

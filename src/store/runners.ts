@@ -17,6 +17,19 @@ export interface LoadedJob {
   since: string | null;
   /** The names of the job's `secretEnv` variables; absent when it has none. */
   secretEnv?: string[];
+  /** Its next fires as this runner computes them (enabled jobs; rows of older runners: none). */
+  next?: UpcomingFires;
+}
+
+/**
+ * A job's first few fires after an anchor, as one runner computed them (schedule/upcoming.ts):
+ * runners that count from the same anchor must list the same instants.
+ */
+export interface UpcomingFires {
+  /** The anchor, ISO: the start of the UTC hour the runner counted from. */
+  after: string;
+  /** The instants, ISO, in order. */
+  at: string[];
 }
 
 /** One job as a registry row says its runner loaded it, decoded (see `loadedJobs`). */
@@ -30,6 +43,8 @@ export interface LoadedDefinition {
   since: Date;
   /** The names of the job's `secretEnv` variables; absent when it has none (or does not say). */
   secretEnv?: readonly string[];
+  /** The job's next fires as the runner computed them; absent when the row does not say. */
+  next?: UpcomingFires;
 }
 
 export interface RunnerRecord {
@@ -99,7 +114,8 @@ export async function heartbeatRunner(
   r: RunnerHeartbeat,
   { withSchedule = true }: { withSchedule?: boolean } = {},
 ): Promise<boolean> {
-  // The schedule (tens of KB for a thousand jobs) is sent only when it may have changed.
+  // The schedule (some 200 KB for a thousand jobs, with their next fires) is sent only when it
+  // may have changed: at a reload, and when the hour its next fires count from changes.
   const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_runners SET last_seen_at = NOW(3), clock_offset_ms = ?, lock_connection_id = ?,
        db_server = ?, detached = ? ${withSchedule ? ', schedule = ?' : ''}
@@ -232,9 +248,10 @@ function parseJson(text: string): Readonly<Record<string, unknown>> {
 
 /**
  * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
- * fingerprint}` (runners that do not say since when) and `{job: {fp, since, secretEnv?}}` with
- * `since` an ISO instant (or a Date), null for a disabled job. Entries of any other shape are
- * left out.
+ * fingerprint}` (runners that do not say since when) and `{job: {fp, since, next?, secretEnv?}}`
+ * with `since` an ISO instant (or a Date), null for a disabled job, `next` its next fires
+ * (UpcomingFires) and `secretEnv` the names of its secret variables. Entries of any other shape
+ * are left out.
  */
 export function loadedJobs(r: {
   schedule: Readonly<Record<string, unknown>>;
@@ -248,23 +265,35 @@ export function loadedJobs(r: {
       continue;
     }
     if (entry == null || typeof entry !== 'object') continue;
-    const { fp, since, secretEnv } = entry as {
+    const { fp, since, next, secretEnv } = entry as {
       fp?: unknown;
       since?: unknown;
+      next?: unknown;
       secretEnv?: unknown;
     };
     if (typeof fp !== 'string') continue;
     const at =
       since instanceof Date ? since.getTime() : typeof since === 'string' ? Date.parse(since) : NaN;
+    const upcoming = upcomingFires(next);
     jobs.set(job, {
       fingerprint: fp,
       since: Number.isFinite(at) && at > start ? new Date(at) : r.startedAt,
       ...(Array.isArray(secretEnv) && secretEnv.length > 0
         ? { secretEnv: secretEnv.filter((n): n is string => typeof n === 'string') }
         : {}),
+      ...(upcoming && { next: upcoming }),
     });
   }
   return jobs;
+}
+
+/** A registered `next` (see UpcomingFires), or null when it is not of that shape. */
+function upcomingFires(value: unknown): UpcomingFires | null {
+  if (value == null || typeof value !== 'object') return null;
+  const { after, at } = value as { after?: unknown; at?: unknown };
+  if (typeof after !== 'string' || !Array.isArray(at)) return null;
+  if (!at.every((x): x is string => typeof x === 'string')) return null;
+  return { after, at };
 }
 
 /** The registry heartbeat is every 5 s; three missed ones make a runner gone. */

@@ -11,6 +11,9 @@
  *   recorded `missed` with the kind `in-doubt`, and `baton explain` says so; the fires of the
  *   outage itself (after the old primary died) are caught up as usual;
  * - `idem` (`onFailover: catchUp`): the lost fires are caught up, each exactly once more.
+ * - Run ids name one run only: every row written on the new primary has a higher id than any the
+ *   old primary handed out, those of the lost rows included (read from the old primary's data,
+ *   restarted at the end alone); the first runner there moved them, once for the fleet.
  * And a restart of the same server (same `server_id`) is a reconnect, not a failover.
  */
 import { mkdtempSync } from 'node:fs';
@@ -89,6 +92,15 @@ jobs:
 
     // The replica stops following: the next fires' rows exist on the primary only.
     await queryFresh(replica!.url, 'STOP SLAVE');
+    // The highest run id the future primary has: its AUTO_INCREMENT would go on from there.
+    const replicatedTop = Number(
+      (
+        await queryFresh<{ top: number }>(
+          `${replica!.url}/${DB}`,
+          'SELECT MAX(id) AS top FROM baton_runs',
+        )
+      )[0]!.top,
+    );
     // The newest fire of each job the replica (the future primary) has any row of.
     const replicated = new Map(
       (
@@ -235,6 +247,46 @@ jobs:
       { host: 'fo-a', db_server: 'server_id 2' },
       { host: 'fo-b', db_server: 'server_id 2' },
     ]);
+
+    // Run ids: the old primary's data, as it was at the kill (restarted alone: no runner reaches
+    // it), holds every id it handed out, those of the rows the new primary lacks too.
+    await primary!.start();
+    const oldTop = Number(
+      (
+        await queryFresh<{ top: number }>(
+          `${primary!.url}/${DB}`,
+          'SELECT MAX(id) AS top FROM baton_runs',
+        )
+      )[0]!.top,
+    );
+    expect(oldTop, 'ids handed out on the old primary only').toBeGreaterThan(replicatedTop);
+    const newIds = (
+      await queryFresh<{ id: number }>(
+        onReplica,
+        'SELECT id FROM baton_runs WHERE id > ? ORDER BY id',
+        [replicatedTop],
+      )
+    ).map((r) => Number(r.id));
+    expect(newIds.length, 'rows written on the new primary').toBeGreaterThan(0);
+    expect(
+      newIds.filter((id) => id <= oldTop),
+      `ids on the new primary that the old one handed out (up to ${oldTop})`,
+    ).toEqual([]);
+    // Moved once for the fleet (by whichever runner came first), before any row was written.
+    const moves = await queryFresh<Record<string, unknown>>(
+      onReplica,
+      'SELECT server, from_server, host, runs_id_before, runs_id_floor FROM baton_failovers',
+    );
+    expect(moves).toEqual([
+      {
+        server: 'server_id 2',
+        from_server: 'server_id 1',
+        host: expect.stringMatching(/^fo-[ab]$/),
+        runs_id_before: replicatedTop,
+        runs_id_floor: replicatedTop + 1_000_000_000,
+      },
+    ]);
+    expect(newIds[0]).toBeGreaterThan(replicatedTop + 1_000_000_000);
   }, 60_000);
 
   it('is not what a restart of the same server is', async () => {
@@ -272,6 +324,10 @@ jobs:
         `${server.url}/baton_restart`,
         "SELECT id FROM baton_runs WHERE reason_kind = 'in-doubt'",
       ),
+    ).toEqual([]);
+    // Nor are the run ids moved: the server kept every row it handed out an id for.
+    expect(
+      await queryFresh(`${server.url}/baton_restart`, 'SELECT * FROM baton_failovers'),
     ).toEqual([]);
   }, 30_000);
 });

@@ -123,6 +123,7 @@ describe('the daemon', () => {
     // Nothing was dropped, nothing was injected.
     expect(await tablesOf()).toEqual([
       'baton_audit',
+      'baton_failovers',
       'baton_migrations',
       'baton_notifications',
       'baton_pauses',
@@ -248,6 +249,7 @@ describe('baton run', () => {
 
     expect(await tablesOf()).toEqual([
       'baton_audit',
+      'baton_failovers',
       'baton_migrations',
       'baton_notifications',
       'baton_pauses',

@@ -10,6 +10,9 @@
  * - A runner started with a changed definition of one job (and a job of its own): schedule-drift
  *   naming the job and both hosts, exit 1; read with a third schedules file, the drift also names
  *   "this file" beside the hosts, and a job of that file no live runner loaded is drift too.
+ * - Two runners of one definition whose registered next fires differ (one row altered as a
+ *   runner with other time-zone data would write it): schedule-drift naming both runners and
+ *   the first fire that differs, exit 1.
  * - A runner killed with SIGKILL: runner-gone for it once it missed its heartbeats (made short
  *   with `start --registry-interval 1s` and `status --gone-after 3s`), exit 1.
  * - The dead-man's switch: a job that keeps failing (`false`, `expect: 3s`) and a job that never
@@ -305,6 +308,63 @@ ${extra}`;
     expect(agreed.json.warnings).toEqual([]);
     expect(agreed.code).toBe(0);
     await d1!.stop('SIGTERM');
+    expectQuiet([d1!, d2!]);
+  });
+
+  it('runners computing other fires from one definition (other time-zone data): schedule-drift naming both and the first fire that differs', async () => {
+    const config = writeSchedule(`
+namespace: fleet
+jobs:
+  report:
+    schedule: "30 * * * *"
+    timezone: Asia/Kolkata
+    command: ["true"]
+`);
+    const db = fleet.db;
+    const [d1, d2] = await fleet.start(['srv-01', 'srv-02'], { config });
+    type Registered = Record<string, { fp: string; next?: { after: string; at: string[] } }>;
+    const rowOf = async (host: string) => {
+      const [row] = await db.query<{ schedule: string }>(
+        "SELECT schedule FROM baton_runners WHERE namespace = 'fleet' AND host = ?",
+        [host],
+      );
+      return JSON.parse(row!.schedule) as Registered;
+    };
+    // Both runners registered the job's next fires: :30 in Kolkata (+05:30), on the UTC hour.
+    const first = (await rowOf('srv-01')).report!.next!;
+    expect(first.at).toHaveLength(3);
+    for (const at of first.at) expect(at).toMatch(/T\d\d:00:00\.000Z$/);
+    expect((await status(db, ['--config', config])).code).toBe(0);
+
+    // srv-02's row as a runner whose time-zone data gave Kolkata +06:00 would write it: its fires
+    // half an hour earlier, the definition the same. Written again (and status asked again) if
+    // a runner counted from a new hour meanwhile (its registry tick rewrites the row).
+    const earlier = (iso: string) => new Date(Date.parse(iso) - 1_800_000).toISOString();
+    const s = await waitFor('status read the altered row', async () => {
+      const mine = await rowOf('srv-01');
+      const theirs = await rowOf('srv-02');
+      const { after, at } = mine.report!.next!;
+      theirs.report!.next = { after, at: at.map(earlier) };
+      await db.query(
+        "UPDATE baton_runners SET schedule = ? WHERE namespace = 'fleet' AND host = 'srv-02'",
+        [JSON.stringify(theirs)],
+      );
+      const read = await status(db, ['--config', config]);
+      const still = (await rowOf('srv-02')).report!.next!;
+      const same = still.after === after && (await rowOf('srv-01')).report!.next!.after === after;
+      return same ? { read, after, at } : null;
+    });
+    expect(s.read.code).toBe(1);
+    expect(kinds(s.read.json)).toEqual([['schedule-drift', 'report', ['srv-01', 'srv-02']]]);
+    expect(s.read.json.warnings[0]!.message).toBe(
+      'schedule drift for job "report": the runners compute different fires from one ' +
+        `definition of it (different time-zone data?): fire 1 after ${s.after} is ` +
+        `${earlier(s.at[0]!)} on srv-02; ${s.at[0]} on srv-01`,
+    );
+    const text = await statusText(db, ['--config', config]);
+    expect(text.code).toBe(1);
+    expect(text.first).toMatch(/^WARNING/);
+    await Promise.all([d1!.stop('SIGTERM'), d2!.stop('SIGTERM')]);
     expectQuiet([d1!, d2!]);
   });
 

@@ -28,6 +28,8 @@ import {
   type StatusInput,
 } from '../../src/fleet/status.js';
 import { parseSchedule } from '../../src/schedule/cron.js';
+import { upcomingAnchor, upcomingInstants } from '../../src/schedule/upcoming.js';
+import { emptySchedule, loadSchedule, registryView } from '../../src/daemon/loaded-schedule.js';
 import type { JobHistoryFacts, RunningRun } from '../../src/store/fleet-reads.js';
 import type { Pause } from '../../src/store/pauses.js';
 import { loadedJobs, type RunnerRecord } from '../../src/store/runners.js';
@@ -387,6 +389,128 @@ describe('schedule drift', () => {
       history: fresh('tick'),
     });
     expect(report.warnings.map((w) => w.kind)).toEqual(['runner-gone']);
+  });
+});
+
+describe('schedule drift by the next fires runners compute (time-zone data)', () => {
+  const after = '2027-03-10T12:00:00.000Z';
+  const next = (...at: string[]) => ({ after, at });
+  const loaded = (fp: string, upcoming?: { after: string; at: string[] }) => ({
+    tick: { fp, since: ago(60_000).toISOString(), ...(upcoming && { next: upcoming }) },
+  });
+  const agreed = next('2027-03-10T13:00:00.000Z', '2027-03-10T14:00:00.000Z');
+
+  it('is silent when runners with one definition list the same fires', () => {
+    expect(
+      driftWarnings([
+        runner('a', { schedule: loaded('x', agreed) }),
+        runner('b', { schedule: loaded('x', agreed) }),
+      ]),
+    ).toEqual([]);
+  });
+
+  it('names the runners and the first fire that differs, though the definitions are equal', () => {
+    const warnings = driftWarnings([
+      runner('srv-01', { schedule: loaded('x', agreed) }),
+      runner('srv-02', {
+        schedule: loaded('x', next('2027-03-10T13:00:00.000Z', '2027-03-10T15:00:00.000Z')),
+      }),
+      runner('srv-03', { schedule: loaded('x', agreed) }),
+    ]);
+    expect(warnings).toEqual([
+      {
+        kind: 'schedule-drift',
+        message:
+          'schedule drift for job "tick": the runners compute different fires from one ' +
+          'definition of it (different time-zone data?): fire 2 after 2027-03-10T12:00:00.000Z ' +
+          'is 2027-03-10T14:00:00.000Z on srv-01, srv-03; 2027-03-10T15:00:00.000Z on srv-02',
+        job: 'tick',
+        hosts: ['srv-01', 'srv-02', 'srv-03'],
+      },
+    ]);
+  });
+
+  it('a list that ends early differs at its end ("none")', () => {
+    const [warning] = driftWarnings([
+      runner('a', { schedule: loaded('x', agreed) }),
+      runner('b', { schedule: loaded('x', next('2027-03-10T13:00:00.000Z')) }),
+    ]);
+    expect(warning!.message).toMatch(
+      /fire 2 after \S+ is 2027-03-10T14:00:00.000Z on a; none on b$/,
+    );
+  });
+
+  it('compares only lists from one anchor and one definition, and rows that have them', () => {
+    const lastHour = { after: '2027-03-10T11:00:00.000Z', at: ['2027-03-10T12:00:00.000Z'] };
+    expect(
+      driftWarnings([
+        runner('a', { schedule: loaded('x', agreed) }),
+        // A runner whose registry tick has not seen the hour turn yet.
+        runner('b', { schedule: loaded('x', lastHour) }),
+        // An older runner: no next fires.
+        runner('c', { schedule: loaded('x') }),
+        runner('d', { schedule: { tick: 'x' } }),
+      ]),
+    ).toEqual([]);
+    // Two definitions are one warning, of the definitions, not of their fires too.
+    const differ = driftWarnings([
+      runner('a', { schedule: loaded('x', agreed) }),
+      runner('b', { schedule: loaded('y', next('2027-03-10T12:30:00.000Z')) }),
+    ]);
+    expect(differ.map((w) => w.message)).toEqual([
+      'schedule drift for job "tick": the runners loaded different definitions of it: ' +
+        'definition x on a; definition y on b',
+    ]);
+  });
+
+  it("a runner counts them from the start of the UTC hour, in the job's zone", () => {
+    const anchor = upcomingAnchor(new Date('2027-03-10T12:34:56.789Z'));
+    expect(anchor.toISOString()).toBe(after);
+    // :30 in Kolkata (+05:30) is :00 UTC; strictly after the anchor.
+    expect(upcomingInstants(parseSchedule('30 * * * *', 'Asia/Kolkata'), anchor)).toEqual([
+      '2027-03-10T13:00:00.000Z',
+      '2027-03-10T14:00:00.000Z',
+      '2027-03-10T15:00:00.000Z',
+    ]);
+  });
+
+  it('a runner registers them for its enabled jobs, the same for jobs of one expression', async () => {
+    const file = config(`
+namespace: ns
+jobs:
+  kolkata:
+    schedule: "30 * * * *"
+    timezone: Asia/Kolkata
+    command: ["true"]
+  twin:
+    schedule: "30 * * * *"
+    timezone: Asia/Kolkata
+    command: ["true", "twin"]
+  off:
+    schedule: "30 * * * *"
+    enabled: false
+    command: ["true"]
+`);
+    const loaded = loadSchedule(file, emptySchedule(file), NOW);
+    const view = await registryView(loaded, upcomingAnchor(NOW));
+    const fires = ['13:00', '14:00', '15:00'].map((t) => `2027-03-10T${t}:00.000Z`);
+    expect(view.kolkata!.next).toEqual({ after, at: fires });
+    expect(view.twin!.next).toEqual({ after, at: fires });
+    expect(view.off).toEqual({ fp: expect.any(String), since: null });
+  });
+
+  it('decodes next fires from the registry row, and leaves out any other shape', () => {
+    const jobs = loadedJobs({
+      startedAt: ago(60_000),
+      schedule: {
+        good: { fp: 'f', next: agreed },
+        noAfter: { fp: 'f', next: { at: ['2027-03-10T13:00:00.000Z'] } },
+        notStrings: { fp: 'f', next: { after, at: [1, 2] } },
+      },
+    });
+    expect(jobs.get('good')!.next).toEqual(agreed);
+    expect(jobs.get('noAfter')!.next).toBeUndefined();
+    expect(jobs.get('notStrings')!.next).toBeUndefined();
   });
 });
 
