@@ -5,7 +5,7 @@
  */
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 import type { Config, JobDefinition } from './schema.js';
-import { targetOutputSecrets } from './target-secrets.js';
+import { allTargetSecrets } from './target-secrets.js';
 
 export function jobDatabase(
   config: Config,
@@ -74,7 +74,7 @@ export function outputSecrets(
       // Not a URL: masked whole above.
     }
   }
-  secrets.push(...targetOutputSecrets(config.notifyTargets, (name) => process.env[name]));
+  secrets.push(...allTargetSecrets(config.notifyTargets, (name) => process.env[name], 'output'));
   for (const name of job.secretEnv) {
     const value = job.env[name] ?? process.env[name];
     if (value) secrets.push(value);

@@ -12,7 +12,8 @@ import { oneLine } from '../text.js';
 import { runCommand } from './command.js';
 import { sendEmail } from './email.js';
 import { failed } from './result.js';
-import { redact, targetSecrets } from './secrets.js';
+import { allTargetSecrets, targetSecrets } from '../config/target-secrets.js';
+import { redact } from './secrets.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 import { sendWebhook } from './webhook.js';
 
@@ -38,7 +39,7 @@ export async function deliverNotification(
   const result = await deliverTo(target, event, options);
   if (result.ok || !options.targets) return result;
   try {
-    const secrets = Object.values(options.targets).flatMap((t) => targetSecrets(t, options.env));
+    const secrets = allTargetSecrets(options.targets, options.env, 'errors');
     return { ...result, error: redact(result.error, secrets) };
   } catch {
     return { ...result, error: `${target.kind} "${target.name}": not delivered` };
@@ -79,7 +80,7 @@ async function deliverTo(
 function unexpected(target: NotifyTarget, err: unknown, env: EnvLookup): string {
   const who = `${String(target.kind)} "${String(target.name)}"`;
   try {
-    return `${who}: ${redact(oneLine(errorMessage(err), 300), targetSecrets(target, env))}`;
+    return `${who}: ${redact(oneLine(errorMessage(err), 300), targetSecrets(target, env, 'errors'))}`;
   } catch {
     return `${who}: unexpected error (${err instanceof Error ? err.name : typeof err})`;
   }

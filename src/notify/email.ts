@@ -20,7 +20,8 @@ import { formatDuration } from '../config/duration.js';
 import { oneLine } from '../text.js';
 import { emailMessage } from './message.js';
 import { failed } from './result.js';
-import { redact, resolveSecret, smtpSecrets } from './secrets.js';
+import { smtpSecrets } from '../config/target-secrets.js';
+import { redact, resolveSecret } from './secrets.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 
 export type EmailTarget = Extract<NotifyTarget, { kind: 'email' }>;
@@ -121,7 +122,7 @@ export async function sendEmail(
   }
   if (options.signal?.aborted) return failed(`${who}: not sent: the runner is stopping`, true);
 
-  const secrets = smtpSecrets(resolved.value);
+  const secrets = smtpSecrets(resolved.value, 'errors');
   // Set when the whole message, its final dot included, has gone to the socket: nodemailer
   // logs that at info level with tnx 'message' (smtp-connection's _createSendStream).
   let messageSent = false;

@@ -20,7 +20,8 @@ import { formatDuration } from '../config/duration.js';
 import type { NotifyTarget } from '../config/schema.js';
 import { version } from '../version.js';
 import { eventDocument, slackText } from './message.js';
-import { redact, resolveSecret, urlSecrets } from './secrets.js';
+import { headerSecrets, urlSecrets } from '../config/target-secrets.js';
+import { redact, resolveSecret } from './secrets.js';
 import { failed } from './result.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 
@@ -117,7 +118,10 @@ export async function sendWebhook(
   const result = await post(url, headers, body, target.timeoutMs, options.signal);
   if (result.ok) return result;
   // Built from fixed words; redacted all the same, so that a later change cannot leak the URL.
-  const secrets = [...urlSecrets(resolved.value), ...Object.values(target.headers)];
+  const secrets = [
+    ...urlSecrets(resolved.value, 'errors'),
+    ...headerSecrets(target.headers, 'errors'),
+  ];
   return { ...result, error: `${who}: ${redact(result.error, secrets)}` };
 }
 
