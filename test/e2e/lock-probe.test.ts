@@ -118,6 +118,9 @@ jobs:
   });
 });
 
+/** The probe's warning of a slow refusal, which a busy machine can cause on any engine. */
+const SLOW = /took \d+ ms to refuse a held lock/;
+
 describe('an engine whose locks exclude but cannot name their holder: warned, what is degraded', () => {
   it('TiDB 6.1+: IS_USED_LOCK answers 1, a refusal waits 1 s, a lock expires after max-txn-ttl', async () => {
     const srv = await standIn(ENGINES.tidb);
@@ -153,21 +156,23 @@ describe('an engine whose locks exclude but cannot name their holder: warned, wh
     const srv = await standIn(ENGINES.proxysql);
     const locks = await probe(`${srv.url}/baton`);
     expect(locks).toMatchObject({ holderNamed: false, lockTtlMs: null });
-    expect(locks.warnings).toEqual([
+    // A slow refusal's warning is left aside: on a busy machine any refusal may take long.
+    expect(locks.warnings.filter((w) => !SLOW.test(w))).toEqual([
       expect.stringMatching(/not the holder's CONNECTION_ID\(\) \d+ \(.*ProxySQL/),
     ]);
   });
 
   it('MySQL (stand-in) and the real MariaDB pass with no warning', async () => {
     const srv = await standIn(ENGINES.mysql);
-    expect(await probe(`${srv.url}/baton`)).toMatchObject({ holderNamed: true, warnings: [] });
+    const mysql8 = await probe(`${srv.url}/baton`);
+    expect(mysql8.holderNamed).toBe(true);
+    expect(mysql8.warnings.filter((w) => !SLOW.test(w))).toEqual([]);
     const db = await createTestDatabase('lock_probe');
     try {
       const real = await probe(db.url);
       expect(real).toMatchObject({ holderNamed: true, lockTtlMs: null });
       expect(real.engine).toMatch(/MariaDB/);
-      // No slowness warning asserted away: on a busy machine the refusal may take long.
-      expect(real.warnings.filter((w) => !/took \d+ ms/.test(w))).toEqual([]);
+      expect(real.warnings.filter((w) => !SLOW.test(w))).toEqual([]);
     } finally {
       await db.drop();
     }
