@@ -203,13 +203,15 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
             progress.fire({ ...line, action: 'skip', reason: 'run by the interrupted backfill' });
             continue;
           }
-          const result = await backfillOne(session, job, at, again, (runId) =>
+          // Recorded once the run has ended, with its outcome, as `baton run --fire` says it.
+          const result = await backfillOne(session, job, at, again, (runId, status) =>
             recordAction(pool, {
               ...audit,
               action: 'rerun',
               fire: at,
               runId,
               details: { backfill: auditId, again },
+              outcome: status,
             }),
           );
           progress.fire({ ...line, ...result });
@@ -303,7 +305,7 @@ async function backfillOne(
   job: JobDefinition,
   at: Date,
   again: boolean,
-  audit: (runId: number) => Promise<number>,
+  audit: (runId: number, status: string) => Promise<number>,
 ): Promise<Result> {
   const blockedUntil = Date.now() + BLOCKED_MS;
   for (;;) {
@@ -326,7 +328,7 @@ async function backfillOne(
       tee: false,
     });
     if (outcome.status === 'ran') {
-      await audit(outcome.runId);
+      await audit(outcome.runId, outcome.result.status);
       return {
         action: 'run',
         rerun: plan.rerun,
