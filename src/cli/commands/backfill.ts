@@ -22,7 +22,7 @@ import type { CommandModule } from 'yargs';
 import type { JobDefinition } from '../../config/schema.js';
 import { BatonError, errorMessage, InterruptedError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { actingOperator, passedReason } from '../../operator.js';
+import { actingOperator, checkedReason, passedReason } from '../../operator.js';
 import {
   listActions,
   recordAction,
@@ -127,6 +127,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
     const from = parseRangeEnd('--from', args.from);
     const to = parseRangeEnd('--to', args.to);
     if (to < from) throw new UsageError(`--to ${args.to} is before --from ${args.from}`);
+    const reason = checkedReason(args.reason) ?? passedReason();
     const again = args.again;
     const target = resolveDatabase(args);
     const host = resolveHost(args);
@@ -179,7 +180,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
         job: job.name,
         ...actingOperator(),
         host,
-        reason: args.reason ?? passedReason(),
+        reason,
       };
       const auditId = await recordAction(pool, { ...audit, action: 'backfill', details });
       if (resumeAfter)
