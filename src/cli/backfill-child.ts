@@ -121,7 +121,10 @@ export class BackfillChildren {
       new Promise<void>((resolve) => (this.forced = resolve)),
     ]);
     graceOver.abort();
-    if (this.exits.size === 0) return;
+    if (this.exits.size === 0) {
+      this.o.log.info('backfills stopped');
+      return;
+    }
     this.o.log.warn({ backfills: this.exits.size }, 'stopping the runs of backfills');
     // The second SIGTERM: `baton backfill` stops the run it was letting finish.
     this.signalAll('SIGTERM');
@@ -130,6 +133,7 @@ export class BackfillChildren {
     stopOver.abort();
     this.signalAll('SIGKILL');
     await this.allExited();
+    this.o.log.info('backfills stopped');
   }
 
   /** A second signal to the runner: the backfills' grace is over now. */
@@ -142,6 +146,9 @@ export class BackfillChildren {
   private spawnOwned(argv: string[], env: NodeJS.ProcessEnv, stdout: 'pipe' | 'ignore') {
     const child = spawn(process.execPath, argv, {
       env,
+      // Its own process group: only the runner signals it (a Ctrl-C at the runner's terminal
+      // would otherwise reach it too, and count as a second signal).
+      detached: true,
       // The IPC channel is the child's life line: it closes when the runner dies, however.
       stdio: ['ignore', stdout, 'pipe', 'ipc'],
     });
