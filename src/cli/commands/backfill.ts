@@ -11,12 +11,14 @@
  * that fire.
  *
  * Ctrl-C (SIGINT, or SIGTERM) lets the fire that is running finish and record its verdict, then
- * stops (exit 130); no further fire starts; a second one interrupts that run too. Started by a
- * runner for its write API (cli/backfill-child.ts), it has an IPC channel to that runner: when the
- * channel closes (the runner died) it stops as on a second signal — its run recorded
- * `interrupted`, no further fire — and exits: a backfill never outlives the runner that owns it. A fire whose job is running elsewhere
- * (a scheduled run holds the lock) is tried again for up to BLOCKED_MS, then the backfill stops
- * (exit 75). Exit 1 when some fire's run failed (the others still ran), 0 otherwise.
+ * stops (exit 130); no further fire starts; a second one interrupts that run too. A fire whose job
+ * is running elsewhere (a scheduled run holds the lock) is tried again for up to BLOCKED_MS, then
+ * the backfill stops (exit 75). Exit 1 when some fire's run failed (the others still ran), 0
+ * otherwise.
+ *
+ * Started by a runner for its write API (cli/backfill-child.ts), it has an IPC channel to that
+ * runner: when the channel closes (the runner died) it stops as on a second signal — its run
+ * recorded `interrupted`, no further fire — and exits: a backfill never outlives its runner.
  */
 import type { CommandModule } from 'yargs';
 import type { JobDefinition } from '../../config/schema.js';
