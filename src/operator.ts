@@ -5,6 +5,24 @@
  * the API token's name instead (http/auth.ts).
  */
 import os from 'node:os';
+import { UsageError } from './errors.js';
+
+/** Why an action was taken: `baton_audit.reason`, `baton_pauses.reason` and a kill's are VARCHAR(512). */
+export const REASON_MAX = 512;
+
+/**
+ * An operator's `--reason`, trimmed (empty: none). Longer than REASON_MAX is refused before
+ * anything is written, never cut: the audit keeps what was said, or nothing is done.
+ */
+export function checkedReason(value: unknown): string | null {
+  const reason = value != null ? String(value).trim() || null : null;
+  if (reason != null && reason.length > REASON_MAX) {
+    throw new UsageError(
+      `--reason is ${reason.length} characters long, more than ${REASON_MAX}: say it shorter`,
+    );
+  }
+  return reason;
+}
 
 /** The operator's name, as the audit records it. */
 export function operatorName(env: NodeJS.ProcessEnv = process.env): string {

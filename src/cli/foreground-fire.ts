@@ -7,8 +7,9 @@
  * watched from the first run on, like a runner's: a lost session aborts the run it no longer
  * protects. Signals: in `stop` mode (`baton run`) SIGINT or SIGTERM stops the run at once
  * (`interrupted`); in `finish` mode (`baton backfill`) the first one lets the run going finish and
- * asks the caller to stop after it, a second one stops the run too. A fire still waiting for its
- * lock is cancelled either way: nothing has started.
+ * asks the caller to stop after it, a second one stops the run too. No fire starts after a stop
+ * was asked: one still waiting for its lock is cancelled, and one that won its lock anyway (the
+ * request came as it was taken) is stopped at once — only a run going at the request may finish.
  */
 import { jobDatabase, outputSecrets, withheldVariables } from '../config/connections.js';
 import type { Config, JobDefinition } from '../config/schema.js';
@@ -56,8 +57,10 @@ export class ForegroundSession {
   /** Kill requests (`baton kill` from any host) on this session's runs, looked for once one runs. */
   private readonly killWatch = new AbortController();
   private signals = 0;
-  /** The first signal received, if any. */
-  interruptedBy: NodeJS.Signals | null = null;
+  /** Aborted at the first stop request: no fire contends after it. */
+  private readonly noNewFires = new AbortController();
+  /** What asked to stop first (a signal's name, or why), if anything did. */
+  interruptedBy: string | null = null;
   /** Called on the first signal in `finish` mode (to say what happens): is a run going on? */
   onFinishRequested: ((running: boolean) => void) | null = null;
 
@@ -99,9 +102,20 @@ export class ForegroundSession {
     return this.interruptedBy != null;
   }
 
-  private readonly onSignal = (signal: NodeJS.Signals) => {
-    this.interruptedBy ??= signal;
-    this.signals++;
+  private readonly onSignal = (signal: NodeJS.Signals) => this.requestStop(signal, false);
+
+  /**
+   * Stop as on a second signal, whatever the mode: the run going is stopped (`interrupted by
+   * <cause>`) and no fire starts. For a backfill whose runner is gone (commands/backfill.ts).
+   */
+  stopNow(cause: string): void {
+    this.requestStop(cause, true);
+  }
+
+  private requestStop(cause: string, now: boolean): void {
+    this.interruptedBy ??= cause;
+    this.signals = now ? Math.max(this.signals, 1) + 1 : this.signals + 1;
+    this.noNewFires.abort();
     if (this.mode === 'finish' && this.signals === 1) this.onFinishRequested?.(this.runs.size > 0);
     if (this.runs.size === 0) {
       // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
@@ -111,8 +125,8 @@ export class ForegroundSession {
     }
     if (this.mode === 'finish' && this.signals === 1) return;
     for (const run of this.runs)
-      run.control.stop(`interrupted by ${signal}`, KILL_GRACE_MS, 'interrupted');
-  };
+      run.control.stop(`interrupted by ${cause}`, KILL_GRACE_MS, 'interrupted');
+  }
 
   /** Runs one fire to its end; throws InterruptedError when a signal cancelled its lock wait. */
   async run(f: ForegroundFire): Promise<FireOutcome> {
@@ -128,7 +142,9 @@ export class ForegroundSession {
     const database =
       job.target.kind === 'module' ? jobDatabase(this.config, job, this.target) : null;
     let started = false;
+    if (this.stopRequested) throw this.notRun(job);
     const fire = startFire(job, f.at, {
+      signal: this.noNewFires.signal,
       trigger: f.trigger,
       context: () => context,
       runs: this.runs,
@@ -146,20 +162,28 @@ export class ForegroundSession {
     void fire.contended.then(() => {
       if (this.runs.size === 0) return;
       started = true;
-      if (this.interruptedBy && (this.mode === 'stop' || this.signals > 1)) {
+      // The stop was asked before this run started (while its lock was being taken): it is not
+      // the run going that `finish` lets end, so it is stopped at once.
+      if (this.interruptedBy) {
         for (const run of this.runs)
           run.control.stop(`interrupted by ${this.interruptedBy}`, 0, 'interrupted');
       }
       this.watch();
     });
-    return fire.outcome.catch((err: unknown) => {
-      if (this.interruptedBy && !started) {
-        throw new InterruptedError(
-          `${job.name} not run: interrupted by ${this.interruptedBy} while waiting for the lock`,
-        );
-      }
+    const outcome = await fire.outcome.catch((err: unknown) => {
+      if (this.interruptedBy && !started) throw this.notRun(job);
       throw err;
     });
+    // Cut off by the stop before it contended: nothing started.
+    if (outcome.status === 'stopped') throw this.notRun(job);
+    return outcome;
+  }
+
+  private notRun(job: JobDefinition): InterruptedError {
+    return new InterruptedError(
+      `${job.name} not run: interrupted by ${this.interruptedBy ?? 'a signal'} while waiting ` +
+        'for the lock',
+    );
   }
 
   /**

@@ -176,8 +176,8 @@ const inheritableShape = {
     .int('retries must be a whole number')
     .min(0, 'retries must be 0 or more')
     .max(100, 'retries must be at most 100'),
-  /** Pause between a failure and its retry. Default 10s. */
-  retryDelay: duration,
+  /** Pause between a failure and its retry. Default 10s; `0s`: retry at once. */
+  retryDelay: durationOrZero,
   /**
    * After start-up or a database outage, run the latest fire of this window that nobody ran, or
    * every one of them (`{window, fires: all}`), once fleet-wide with `trigger = catchup`.

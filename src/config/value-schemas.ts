@@ -23,8 +23,8 @@ export const duration = z.unknown().transform((value, ctx) => {
 });
 
 /**
- * A duration where `0s` is allowed too (`jitter:`, `throttle:`), so that one job can turn off what
- * it would inherit from `defaults:`.
+ * A duration where `0s` is allowed too (`jitter:`, `throttle:`, `retryDelay:`), so that one job
+ * can turn off what it would inherit from `defaults:` (for `retryDelay`: retry at once).
  */
 export const durationOrZero = z.unknown().transform((value, ctx) => {
   const ms = typeof value === 'string' ? parseDuration(value) : null;

@@ -11,6 +11,14 @@ import type { RunParams } from '../store/runs.js';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/**
+ * The most the parameters of one run may take, as the JSON the row (`baton_runs.params`), the
+ * audit (`baton_audit.details`) and a library-mode request (`baton_run_requests.env`) record:
+ * those are TEXT columns (64 KiB), and the audit's details carry more than the parameters. Bulk
+ * data belongs in a file the job reads, not on a command line.
+ */
+export const PARAMS_MAX_BYTES = 32 * 1024;
+
 export interface ManualParams {
   env: Record<string, string>;
   args: string[];
@@ -30,7 +38,25 @@ export function parseParams(
         (job.target.kind === 'module' ? '; pass values with --env K=V (ctx.params)' : ''),
     );
   }
+  checkParamsSize(env, args);
   return { env, args: [...args] };
+}
+
+/**
+ * Refuses parameters too large to be recorded (PARAMS_MAX_BYTES), before anything is written or
+ * run, naming what was given; the values are not echoed.
+ */
+export function checkParamsSize(env: Record<string, string>, args: readonly string[]): void {
+  const bytes = Buffer.byteLength(JSON.stringify({ env, args }), 'utf8');
+  if (bytes <= PARAMS_MAX_BYTES) return;
+  const given = [
+    ...(Object.keys(env).length > 0 ? ['--env'] : []),
+    ...(args.length > 0 ? ['the arguments after --'] : []),
+  ].join(' and ');
+  throw new UsageError(
+    `${given}: ${bytes} bytes as recorded, more than ${PARAMS_MAX_BYTES} (32 KiB): pass large ` +
+      'values in a file the job reads',
+  );
 }
 
 /** `--env K=V` pairs as variables, each name checked (by the CLI, before any job is known). */

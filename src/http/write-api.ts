@@ -21,6 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { parseDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
+import { REASON_MAX } from '../operator.js';
 import type { Logger } from '../log.js';
 import { namedToken, presentedCredential, sameSecret } from './auth.js';
 import { RateLimiter } from './rate-limit.js';
@@ -40,9 +41,6 @@ import type { WriteToken } from './write-tokens.js';
 
 /** Bodies are a reason and a few parameters: 16 KiB is plenty, and bounds what a request costs. */
 export const BODY_LIMIT = 16 * 1024;
-
-/** `baton_audit.reason` is VARCHAR(512). */
-const REASON_MAX = 512;
 
 const reasonBody = z
   .object({ reason: z.string().max(REASON_MAX, `longer than ${REASON_MAX} characters`).optional() })

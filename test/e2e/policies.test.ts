@@ -23,7 +23,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
-import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
 import { byFire, dbNow, lockIsFree, runs, type RunRow } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
@@ -216,6 +216,21 @@ jobs:
 });
 
 describe('retries', () => {
+  it('retryDelay: 0s retries at once: the second attempt runs on the same row and is the verdict', async () => {
+    const config = writeSchedule(`
+namespace: retries
+jobs:
+  again:
+    schedule: "0 3 * * *"
+    command: ["sh", "-c", "[ \\"$BATON_ATTEMPT\\" -ge 2 ] || exit 1"]
+    retries: 1
+    retryDelay: 0s
+`);
+    const ran = await baton(['run', 'again', '--config', config, '--database-url', fleet.db.url]);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(await rowsOf('again')).toMatchObject([{ status: 'done', attempts: 2, exit_code: 0 }]);
+  });
+
   it('retries on the same row while holding the lock: one winner, done, attempts = 3; a hopeless job ends failed at its last attempt', async () => {
     // `flaky` journals each attempt (ground-truth.ts), then fails unless it is the third.
     const { config, journal } = writeJournaledSchedule(

@@ -113,4 +113,60 @@ describe('manual parameters', () => {
     expect(bad.code).toBe(64);
     expect(bad.stderr).toContain('expected NAME=VALUE');
   });
+
+  const count = async (table: string) =>
+    Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))[0]!.n);
+  const written = async () => ({
+    runs: await count('baton_runs'),
+    audit: await count('baton_audit'),
+    pauses: await count('baton_pauses'),
+  });
+
+  it('refuses parameters too large to record with 64 naming --env or the arguments and the limit; nothing is written', async () => {
+    const before = await written();
+    const huge = 'x'.repeat(70_000);
+
+    const env = await run('report', ['--env', `MODE=${huge}`]);
+    expect(env.code, env.stderr).toBe(64);
+    expect(env.stderr).toMatch(/--env: \d+ bytes as recorded, more than 32768/);
+    const args = await run('report', ['--fire', fireIso, '--again', '--', huge]);
+    expect(args.code, args.stderr).toBe(64);
+    expect(args.stderr).toContain('the arguments after --:');
+    // A job of no schedules file here (a library replica's) is refused the same, before asking.
+    const fleet = await run('elsewhere', ['--env', `MODE=${huge}`]);
+    expect(fleet.code, fleet.stderr).toBe(64);
+    expect(fleet.stderr).toContain('--env:');
+    for (const r of [env, args, fleet]) expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(await written()).toEqual(before);
+  });
+
+  it('one rule for --reason: over 512 characters is 64 naming it and the limit, by every command; nothing is written', async () => {
+    const before = await written();
+    const long = 'why '.repeat(130);
+    const where = ['--config', config, '--database-url', db.url];
+    const reasons = [
+      await run('report', ['--reason', long]),
+      await run('report', ['--fire', fireIso, '--again', '--reason', long]),
+      await baton([
+        'backfill',
+        'report',
+        '--from',
+        fireIso,
+        '--to',
+        fireIso,
+        ...where,
+        '--reason',
+        long,
+      ]),
+      await baton(['kill', '1', ...where, '--reason', long]),
+      await baton(['pause', 'report', ...where, '--reason', long]),
+    ];
+    for (const r of reasons) {
+      expect(r.code, r.stderr).toBe(64);
+      expect(r.stderr).toContain(
+        `--reason is ${long.trim().length} characters long, more than 512`,
+      );
+    }
+    expect(await written()).toEqual(before);
+  });
 });

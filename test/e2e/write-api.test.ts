@@ -415,6 +415,12 @@ describe('backfill through the API', () => {
       { timeoutMs: 30_000 },
     );
     expect(new Set(ran.map((r) => r.scheduled_at.getTime())).size).toBe(fires);
+    // Each fire's audit row says what came of its run (as `baton run --fire`'s does).
+    const reruns = await waitFor('the audit rows of the fires', async () => {
+      const rows = (await auditRows()).filter((a) => a.action === 'rerun' && a.job === 'minutely');
+      return rows.length >= fires ? rows : undefined;
+    });
+    expect(reruns.map((a) => a.outcome)).toEqual(reruns.map(() => 'done'));
     const audit = (await auditRows()).filter((a) => a.action === 'backfill');
     expect(audit).toEqual([
       expect.objectContaining({

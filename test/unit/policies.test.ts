@@ -75,6 +75,22 @@ jobs:
     });
   });
 
+  it('take retryDelay: 0s as "retry at once", also over a default', () => {
+    const config = parseConfig(
+      file,
+      `defaults:
+  retryDelay: 1m
+jobs:
+  eager:
+    schedule: "0 3 * * *"
+    command: ["false"]
+    retries: 3
+    retryDelay: 0s
+`,
+    );
+    expect(config.jobs[0]).toMatchObject({ retries: 3, retryDelayMs: 0 });
+  });
+
   it('are validated together, each problem at its line', () => {
     let problems: string[] = [];
     try {

@@ -11,15 +11,20 @@
  * that fire.
  *
  * Ctrl-C (SIGINT, or SIGTERM) lets the fire that is running finish and record its verdict, then
- * stops (exit 130); a second one interrupts that run too. A fire whose job is running elsewhere
- * (a scheduled run holds the lock) is tried again for up to BLOCKED_MS, then the backfill stops
- * (exit 75). Exit 1 when some fire's run failed (the others still ran), 0 otherwise.
+ * stops (exit 130); no further fire starts; a second one interrupts that run too. A fire whose job
+ * is running elsewhere (a scheduled run holds the lock) is tried again for up to BLOCKED_MS, then
+ * the backfill stops (exit 75). Exit 1 when some fire's run failed (the others still ran), 0
+ * otherwise.
+ *
+ * Started by a runner for its write API (cli/backfill-child.ts), it has an IPC channel to that
+ * runner: when the channel closes (the runner died) it stops as on a second signal — its run
+ * recorded `interrupted`, no further fire — and exits: a backfill never outlives its runner.
  */
 import type { CommandModule } from 'yargs';
 import type { JobDefinition } from '../../config/schema.js';
 import { BatonError, errorMessage, InterruptedError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { actingOperator, passedReason } from '../../operator.js';
+import { actingOperator, checkedReason, passedReason } from '../../operator.js';
 import {
   listActions,
   recordAction,
@@ -118,16 +123,19 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
         describe: 'one JSON object per fire on stdout (also whenever stderr is not a terminal)',
       }) as never,
   handler: action(async (args: BackfillArgs) => {
+    const owner = new OwningRunner();
     const config = resolveConfig(args);
     const job = findJob(config, args.job);
     const from = parseRangeEnd('--from', args.from);
     const to = parseRangeEnd('--to', args.to);
     if (to < from) throw new UsageError(`--to ${args.to} is before --from ${args.from}`);
+    const reason = checkedReason(args.reason) ?? passedReason();
     const again = args.again;
     const target = resolveDatabase(args);
     const host = resolveHost(args);
     const session = await ForegroundSession.open(config, target, host, 'finish');
     const { pool } = session;
+    owner.follow(session);
     try {
       const now = await session.lock.now();
       if (to > now) {
@@ -174,7 +182,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
         job: job.name,
         ...actingOperator(),
         host,
-        reason: args.reason ?? passedReason(),
+        reason,
       };
       const auditId = await recordAction(pool, { ...audit, action: 'backfill', details });
       if (resumeAfter)
@@ -198,13 +206,15 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
             progress.fire({ ...line, action: 'skip', reason: 'run by the interrupted backfill' });
             continue;
           }
-          const result = await backfillOne(session, job, at, again, (runId) =>
+          // Recorded once the run has ended, with its outcome, as `baton run --fire` says it.
+          const result = await backfillOne(session, job, at, again, (runId, status) =>
             recordAction(pool, {
               ...audit,
               action: 'rerun',
               fire: at,
               runId,
               details: { backfill: auditId, again },
+              outcome: status,
             }),
           );
           progress.fire({ ...line, ...result });
@@ -235,10 +245,48 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
       progress.done({ outcome, ...counts, fires: fires.length, auditId });
       return code;
     } finally {
+      owner.close();
       await session.close();
     }
   }),
 };
+
+/**
+ * The runner that started this backfill for its write API, if one did: its IPC channel closes
+ * when it dies, and the backfill then stops as on a second signal (see the header). A process
+ * without the channel (an operator's `baton backfill`) has nothing to follow.
+ */
+class OwningRunner {
+  private gone = false;
+  private session: ForegroundSession | null = null;
+
+  constructor() {
+    if (!process.connected) return;
+    process.once('disconnect', this.onGone);
+    // The channel is only watched: it must not keep this process alive once the backfill is done.
+    process.channel?.unref();
+  }
+
+  private readonly onGone = () => {
+    this.gone = true;
+    // Its stderr was a pipe to the runner: what is written there now goes nowhere.
+    process.stderr.on('error', () => {});
+    this.session?.stopNow(WHY_RUNNER_GONE);
+  };
+
+  /** The session to stop when the runner goes (at once if it has gone already). */
+  follow(session: ForegroundSession): void {
+    this.session = session;
+    if (this.gone) session.stopNow(WHY_RUNNER_GONE);
+  }
+
+  close(): void {
+    process.off('disconnect', this.onGone);
+    this.session = null;
+  }
+}
+
+const WHY_RUNNER_GONE = 'the end of the runner that started it';
 
 function parseRangeEnd(option: string, value: string): Date {
   try {
@@ -260,7 +308,7 @@ async function backfillOne(
   job: JobDefinition,
   at: Date,
   again: boolean,
-  audit: (runId: number) => Promise<number>,
+  audit: (runId: number, status: string) => Promise<number>,
 ): Promise<Result> {
   const blockedUntil = Date.now() + BLOCKED_MS;
   for (;;) {
@@ -283,7 +331,7 @@ async function backfillOne(
       tee: false,
     });
     if (outcome.status === 'ran') {
-      await audit(outcome.runId);
+      await audit(outcome.runId, outcome.result.status);
       return {
         action: 'run',
         rerun: plan.rerun,

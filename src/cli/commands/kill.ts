@@ -14,7 +14,7 @@ import type { CommandModule } from 'yargs';
 import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { killRun, type KillOutcome } from '../../fire/kill-run.js';
-import { operatorName } from '../../operator.js';
+import { checkedReason, operatorName } from '../../operator.js';
 import { openConnection } from '../../store/connect.js';
 import { formatInstant } from '../../text.js';
 import { formatDuration } from '../../config/duration.js';
@@ -38,7 +38,6 @@ interface KillArgs extends CommonArgs {
   json: boolean;
 }
 
-const REASON_MAX = 512;
 /** A grace beyond this is a typo (`10m` for `10s`): the command would wait that long too. */
 const GRACE_MAX_MS = 3_600_000;
 
@@ -67,10 +66,7 @@ export const killCommand: CommandModule<object, KillArgs> = {
       }) as never,
   handler: action(async (args: KillArgs) => {
     const runId = parseRunId(args.runId);
-    const reason = args.reason != null ? String(args.reason).trim() || null : null;
-    if (reason != null && reason.length > REASON_MAX) {
-      throw new UsageError(`--reason is longer than ${REASON_MAX} characters`);
-    }
+    const reason = checkedReason(args.reason);
     const graceMs = durationOption('grace', String(args.grace));
     if (graceMs > GRACE_MAX_MS) throw new UsageError(`--grace "${args.grace}": at most 1h`);
     const host = resolveHost(args);

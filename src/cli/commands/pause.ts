@@ -29,7 +29,7 @@ import {
   resumeJob,
   type Pause,
 } from '../../store/pauses.js';
-import { operatorName } from '../../operator.js';
+import { checkedReason, operatorName } from '../../operator.js';
 import { recordAction } from '../../store/audit.js';
 import { action } from '../action.js';
 import { pauseToJson } from '../format.js';
@@ -50,9 +50,6 @@ interface PauseArgs extends CommonArgs {
   json: boolean;
 }
 
-/** `baton_pauses.reason` is VARCHAR(512). */
-const REASON_MAX = 512;
-
 const namespaceOption = {
   type: 'string',
   describe: "namespace of the job (env BATON_NAMESPACE; default the schedules file's)",
@@ -61,15 +58,6 @@ const namespaceOption = {
 const jsonOption = { type: 'boolean', default: false, describe: 'print one JSON object' } as const;
 
 type Connection = Awaited<ReturnType<typeof openConnection>>;
-
-/** `--reason`, trimmed (empty: none), at most REASON_MAX characters. */
-function checkReason(value: unknown): string | null {
-  const reason = value != null ? String(value).trim() || null : null;
-  if (reason != null && reason.length > REASON_MAX) {
-    throw new UsageError(`--reason is longer than ${REASON_MAX} characters`);
-  }
-  return reason;
-}
 
 function checkJobName(name: string): void {
   const check = jobNameSchema.safeParse(name);
@@ -132,7 +120,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
   handler: action(async (args: PauseArgs) => {
     const name = String(args.job);
     checkJobName(name);
-    const reason = checkReason(args.reason);
+    const reason = checkedReason(args.reason);
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
     const operator = operatorName();
@@ -199,7 +187,7 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
   handler: action(async (args: PauseArgs) => {
     const name = String(args.job);
     checkJobName(name);
-    const reason = checkReason(args.reason);
+    const reason = checkedReason(args.reason);
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
     const target = resolveDatabase(args);

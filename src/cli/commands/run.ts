@@ -3,7 +3,7 @@ import type { CommandModule } from 'yargs';
 import { errorMessage, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { manualInstant } from '../../fire/manual-instant.js';
-import { operatorName } from '../../operator.js';
+import { checkedReason, operatorName } from '../../operator.js';
 import { recordAction, setActionOutcome } from '../../store/audit.js';
 import { winnersOfFire } from '../../store/fire-reads.js';
 import { findRun } from '../../store/history-reads.js';
@@ -28,6 +28,7 @@ import { assertPastFire } from '../past-fires.js';
 import { describeRun, planRerun } from '../rerun-plan.js';
 import {
   argsAfterDashes,
+  checkParamsSize,
   parseEnvPairs,
   parseParams,
   recordedParams,
@@ -95,6 +96,9 @@ export const runCommand: CommandModule<object, RunArgs> = {
       throw new UsageError('--wait must be a number of seconds >= 0');
     }
     if (args.again && args.fire == null) throw new UsageError('--again needs --fire <instant>');
+    const reason = checkedReason(args.reason);
+    // Checked here for a library replica's job too (cli/fleet-run.ts): nothing is written yet.
+    checkParamsSize(parseEnvPairs(args.env ?? []), argsAfterDashes(process.argv));
     // A job of no schedules file here may be a library-mode replica's (cli/fleet-run.ts).
     const file = existsSync(configPath(args)) ? resolveConfig(args) : null;
     if (!file?.jobs.some((j) => j.name === args.job) && args.fire == null) {
@@ -104,7 +108,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         target: resolveDatabase(args),
         host: resolveHost(args),
         json: args.json,
-        reason: args.reason,
+        ...(reason != null ? { reason } : {}),
         env: parseEnvPairs(args.env ?? []),
         args: argsAfterDashes(process.argv),
         wait: args.wait,
@@ -136,7 +140,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         operator: operatorName(),
         via: 'cli' as const,
         host,
-        reason: args.reason ?? null,
+        reason,
       };
       let at: Date;
       let rerun = 0;

@@ -15,7 +15,7 @@ import {
 } from '../../http/write-tokens.js';
 import { version } from '../../version.js';
 import { action } from '../action.js';
-import { backfillStarter } from '../backfill-child.js';
+import { BackfillChildren } from '../backfill-child.js';
 import {
   configPath,
   durationOption,
@@ -152,6 +152,18 @@ export const startCommand: CommandModule<object, StartArgs> = {
       clockWarnMs,
     });
     metrics?.observe(runner.events);
+    // The write API's backfills are this runner's children: they stop with it (backfill-child.ts).
+    const backfills = new BackfillChildren({
+      configFile: runner.loadedConfig.file,
+      host,
+      // The URL the runner was given reaches the child by its environment, never argv.
+      databaseArgs:
+        args.databaseUrl == null && args.databaseUrlFile != null
+          ? ['--database-url-file', args.databaseUrlFile]
+          : [],
+      databaseEnv: args.databaseUrl != null ? { BATON_DATABASE_URL: args.databaseUrl } : {},
+      log,
+    });
 
     // Signals are handled from the first moment (those that came earlier are replayed below): a
     // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains
@@ -161,11 +173,15 @@ export const startCommand: CommandModule<object, StartArgs> = {
       const onSignal = (signal: NodeJS.Signals) => {
         if (stopping) {
           log.warn({ signal }, 'second signal: stopping running jobs now');
+          backfills.stopNow();
           void runner.stop(signal, true);
           return;
         }
         log.info({ signal }, 'stopping');
-        stopping = runner.stop(signal).finally(resolve);
+        // The backfills within the same grace as the runner's own runs.
+        stopping = Promise.all([runner.stop(signal), backfills.stop(args.grace * 1000)])
+          .then(() => {})
+          .finally(resolve);
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
@@ -193,18 +209,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
                 jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
                 pool: () => runner.writePool,
                 runNow: (job: string) => runner.runNow(job),
-                backfill: backfillStarter({
-                  configFile: runner.loadedConfig.file,
-                  host,
-                  // The URL the runner was given reaches the child by its environment, never argv.
-                  databaseArgs:
-                    args.databaseUrl == null && args.databaseUrlFile != null
-                      ? ['--database-url-file', args.databaseUrlFile]
-                      : [],
-                  databaseEnv:
-                    args.databaseUrl != null ? { BATON_DATABASE_URL: args.databaseUrl } : {},
-                  log,
-                }),
+                backfill: backfills.start,
               },
               dashboardSource: () => ({
                 pool: runner.readPool,
@@ -220,7 +225,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
     try {
       await runner.start();
     } catch (err) {
-      await runner.stop('start-up failed', true);
+      await Promise.all([runner.stop('start-up failed', true), backfills.stop(0)]);
       await endpoint?.close();
       throw err;
     }
