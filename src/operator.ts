@@ -57,8 +57,10 @@ export function actingOperator(env: NodeJS.ProcessEnv = process.env): {
 /**
  * The reason passed down with `BATON_AUDIT_TOKEN`: the write API's body's `reason`, free text
  * that goes by the environment because on a command line the parser could take it for an option
- * (`"--database-url=…"`) or strip its quotes. Null when none was given.
+ * (`"--database-url=…"`) or strip its quotes. Null when none was given, and outside a command the
+ * write API started (no token): a stray variable in an operator's shell is not their reason.
  */
 export function passedReason(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (!env.BATON_AUDIT_TOKEN?.trim()) return null;
   return env.BATON_AUDIT_REASON?.trim() || null;
 }

@@ -7,6 +7,7 @@ import { OutputTail } from '../../src/execution/output-tail.js';
 import { parseDatabaseUrl, redactUrl } from '../../src/config/database-url.js';
 import { describeSchedule } from '../../src/schedule/describe.js';
 import { closest, editDistance } from '../../src/text.js';
+import { actingOperator, passedReason } from '../../src/operator.js';
 
 describe('lock names', () => {
   it('stay within 64 characters, are ASCII, and differ by database, namespace and exact job name', () => {
@@ -140,5 +141,18 @@ describe('did-you-mean', () => {
     expect(closest('ab', ['xy'])).toBeUndefined();
     expect(closest('ab', ['ax'])).toBe('ax');
     expect(closest('x', [])).toBeUndefined();
+  });
+});
+
+describe('what the write API passes down to the commands it starts', () => {
+  it("takes the reason from the environment only with the API's token", () => {
+    const reason = { BATON_AUDIT_REASON: ' nightly repair ' };
+    expect(passedReason({ ...reason, BATON_AUDIT_TOKEN: 'ops-bot' })).toBe('nightly repair');
+    // A stray variable in an operator's shell is not their reason.
+    expect(passedReason(reason)).toBeNull();
+    expect(actingOperator({ BATON_AUDIT_TOKEN: 'ops-bot' })).toEqual({
+      operator: 'ops-bot',
+      via: 'api',
+    });
   });
 });
