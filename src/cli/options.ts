@@ -179,6 +179,3 @@ export function parseRunId(value: unknown): number {
   if (!Number.isSafeInteger(id)) throw new UsageError(`run id "${raw}": no such run`);
   return id;
 }
-
-// Fire times and `--from`, shared with the write API (src/instants.ts).
-export { parseFireTime, parseFrom, utcMs, type WallClock } from '../instants.js';

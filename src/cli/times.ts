@@ -3,7 +3,7 @@
  * and the short forms the 80-column views use (`12-03 11:45` when every instant shown is this
  * year and on a whole minute).
  */
-import { utcMs } from './options.js';
+import { utcMs } from '../instants.js';
 
 const localFormats = new Map<string, Intl.DateTimeFormat>();
 

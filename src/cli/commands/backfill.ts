@@ -40,12 +40,12 @@ import { progressFor, type FireLine, type Progress } from '../backfill-progress.
 import { ForegroundSession } from '../foreground-fire.js';
 import {
   findJob,
-  parseFireTime,
   resolveDatabase,
   resolveHost,
   withCommonOptions,
   type CommonArgs,
 } from '../options.js';
+import { parseFireTime } from '../../instants.js';
 import { resolveConfig } from '../config-options.js';
 import { firesBetween } from '../past-fires.js';
 import { describePlan, describeRun, planRerun } from '../rerun-plan.js';

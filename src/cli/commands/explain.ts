@@ -28,7 +28,8 @@ import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
 import { durationCell, pauseToJson, runToJson, table, winnerCell } from '../format.js';
 import { tallyToJson } from '../tally-view.js';
-import { parseFireTime, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { parseFireTime } from '../../instants.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
 
 interface ExplainArgs extends CommonArgs {

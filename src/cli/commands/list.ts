@@ -15,13 +15,8 @@ import { pauseToJson, table } from '../format.js';
 import { fitTable, type Cell, type Column } from '../fit.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { formatLocal, instantForm, isUtc, relative, shortInstant, shortLocal } from '../times.js';
-import {
-  parseFrom,
-  databaseNamed,
-  resolveDatabase,
-  withCommonOptions,
-  type CommonArgs,
-} from '../options.js';
+import { databaseNamed, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import { parseFrom } from '../../instants.js';
 import { resolveConfig } from '../config-options.js';
 
 interface ListArgs extends CommonArgs {

@@ -16,13 +16,13 @@ import { pauseToJson, runToJson } from '../format.js';
 import {
   configPath,
   findJob,
-  parseFireTime,
   REPEATABLE,
   resolveDatabase,
   resolveHost,
   withCommonOptions,
   type CommonArgs,
 } from '../options.js';
+import { parseFireTime } from '../../instants.js';
 import { resolveConfig } from '../config-options.js';
 import { assertPastFire } from '../past-fires.js';
 import { describeRun, planRerun } from '../rerun-plan.js';
