@@ -21,7 +21,7 @@
  * like a process spawned for the run (the same pid and process group, watchdog, lease, output).
  *
  * A run never outlives its runner: a run spawned here gets a watchdog of its own (watchdog.ts),
- * started before it, which stops its process group when the runner dies or its lease lapses. The
+ * started before it, which stops all its processes when the runner dies or its lease lapses. The
  * spawner does the same for all its runs at once, with its IPC channel as the pipe, and keeps the
  * lease of its runs itself.
  */

@@ -30,7 +30,7 @@ import type { RunLease } from './run-lease.js';
 
 /** A run's watchdog (see the header). */
 export interface Watchdog {
-  /** The run exists: stop its process group `pgid` if the runner dies, or stalls past `lease`. */
+  /** The run exists: stop it (its session `pgid`) if the runner dies, or stalls past `lease`. */
   guard(pgid: number, lease: RunLease | undefined): void;
   /** The run ended, or never started: the watchdog exits and stops nothing. */
   dismiss(): void;
