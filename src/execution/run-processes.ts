@@ -95,40 +95,58 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /**
+ * The last read of /proc, and when it was made. Reads are shared: in a storm of runs ending at
+ * once (500 jobs on one second), a read per run — a thousand stat files each — would hold up the
+ * spawner's and the runner's event loops for seconds.
+ */
+let lastRead: { at: number; procs: ProcStat[] | null } | null = null;
+
+/** The process table, read again unless the last read is younger than `maxAgeMs`. */
+function procTable(maxAgeMs: number): ProcStat[] | null {
+  const now = performance.now();
+  if (lastRead == null || now - lastRead.at >= maxAgeMs) lastRead = { at: now, procs: readProc() };
+  return lastRead.procs;
+}
+
+/**
  * Sends `signal` to every process of the run whose session is `sid` (its first process's pid):
- * its first group, and every other group of the session (see the header). Gone is fine.
+ * its first group, and every other group of the session (see the header). Gone is fine. A SIGTERM
+ * goes by a read of /proc up to RUN_POLL_MS old (a group made since gets the SIGKILL that follows
+ * it); a SIGKILL by a fresh one.
  */
 export function signalRun(sid: number, signal: NodeJS.Signals): void {
   signalGroup(sid, signal);
   const groups = new Set<number>();
-  for (const p of readProc() ?? []) if (p.sid === sid && p.pgid !== sid) groups.add(p.pgid);
+  const procs = procTable(signal === 'SIGKILL' ? 0 : RUN_POLL_MS) ?? [];
+  for (const p of procs) if (p.sid === sid && p.pgid !== sid) groups.add(p.pgid);
   for (const pgid of groups) signalGroup(pgid, signal);
 }
 
-/** The runs being waited for, by session, and when each was last looked for in /proc. */
-const waiting = new Map<number, { done: () => void; lookedAt: number }>();
+/** The runs being waited for, by session, and when /proc last said they live. */
+const waiting = new Map<number, { done: () => void; seenAt: number }>();
 let poll: NodeJS.Timeout | undefined;
 let lookSoon = false;
 
-/** Ends the waits of the runs nothing of which is alive any more. */
+/**
+ * Ends the waits of the runs nothing of which is alive any more. A run whose first group still
+ * has a live-looking member needs no /proc read unless PROC_LOOK_MS passed; the others share one
+ * read, made after every wait it decides (an older one may not show a run that started after it).
+ */
 function look(): void {
   lookSoon = false;
   const now = performance.now();
-  // A first group with a live-looking member needs no /proc read, unless it was long ago.
   const unsure = [...waiting].filter(
-    ([sid, w]) => !groupFound(sid) || now - w.lookedAt >= PROC_LOOK_MS,
+    ([sid, w]) => !groupFound(sid) || now - w.seenAt >= PROC_LOOK_MS,
   );
   if (unsure.length > 0) {
-    const proc = readProc();
+    const procs = procTable(0);
     const alive = new Set<number>();
-    if (proc) for (const p of proc) if (p.alive) alive.add(p.sid);
+    if (procs) for (const p of procs) if (p.alive) alive.add(p.sid);
     for (const [sid, w] of unsure) {
-      w.lookedAt = now;
-      const gone = proc ? !alive.has(sid) : !groupFound(sid);
-      if (gone) {
-        waiting.delete(sid);
-        w.done();
-      }
+      w.seenAt = now;
+      if (procs ? alive.has(sid) : groupFound(sid)) continue;
+      waiting.delete(sid);
+      w.done();
     }
   }
   if (waiting.size === 0) {
@@ -141,7 +159,8 @@ function look(): void {
 
 /**
  * Resolves once no process of the run whose session is `sid` is alive (see the header); signals
- * nothing. Waits asked for in the same turn of the event loop share their first look.
+ * nothing. The first look comes at once unless /proc was read less than RUN_POLL_MS ago; then
+ * with the next poll, together with every other run that ended meanwhile.
  */
 export function whenRunGone(sid: number): Promise<void> {
   return new Promise((resolve) => {
@@ -152,8 +171,11 @@ export function whenRunGone(sid: number): Promise<void> {
           resolve();
         }
       : resolve;
-    waiting.set(sid, { done, lookedAt: -Infinity });
-    if (!lookSoon) {
+    const now = performance.now();
+    waiting.set(sid, { done, seenAt: -Infinity });
+    const readRecently = lastRead != null && now - lastRead.at < RUN_POLL_MS;
+    if (readRecently) poll ??= setInterval(look, RUN_POLL_MS);
+    else if (!lookSoon) {
       lookSoon = true;
       setImmediate(look);
     }
