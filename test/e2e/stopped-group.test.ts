@@ -163,6 +163,35 @@ function samplePids(j: Journal) {
   };
 }
 
+/** `baton run JOB` of the schedules file `config` from `host`, with `extra` options. */
+function runFrom(
+  host: string,
+  config: string,
+  job: string,
+  extra: string[] = [],
+  timeoutMs?: number,
+) {
+  return baton(
+    ['run', job, ...extra, '--config', config, '--database-url', fleet.db.url, '--host', host],
+    timeoutMs != null ? { timeoutMs } : {},
+  );
+}
+
+/** The winner row of `job`'s first fire once it has its verdict, after its retry. */
+function verdictAfterRetry(job: string): Promise<RunRow> {
+  return waitFor(
+    `${job}'s verdict, after its retry`,
+    async () =>
+      (await runs(fleet.db, job)).find(
+        (r) =>
+          r.winner === 1 &&
+          (r as RunRow & { attempts: number }).attempts === 2 &&
+          r.finished_at != null,
+      ),
+    { timeoutMs: 40_000, intervalMs: 50 },
+  );
+}
+
 let sampler: ReturnType<typeof samplePids> | undefined;
 afterEach(() => {
   sampler?.stop();
@@ -211,21 +240,7 @@ jobs:
     });
     // Another host waits for the job's lock: it may run only once that child is gone (here:
     // SIGKILLed at the stop's grace, since the test lets it go only after the manual run).
-    const manual = await baton(
-      [
-        'run',
-        'slow',
-        '--wait',
-        '30',
-        '--config',
-        config,
-        '--database-url',
-        fleet.db.url,
-        '--host',
-        'srv-c',
-      ],
-      { timeoutMs: 45_000 },
-    );
+    const manual = await runFrom('srv-c', config, 'slow', ['--wait', '30'], 45_000);
     writeFileSync(path.join(journal.dir, 'let-go'), '');
     for (const runner of runners) expect(await runner.stop('SIGTERM')).toBe(0);
     sampler.stop();
@@ -251,17 +266,7 @@ jobs:
     );
     sampler = samplePids(journal);
     const runners = await fleet.start(['srv-a', 'srv-b'], { config });
-    const verdict = await waitFor(
-      "the deaf run's verdict, after its retry",
-      async () =>
-        (await runs(fleet.db, 'deaf')).find(
-          (r) =>
-            r.winner === 1 &&
-            (r as RunRow & { attempts: number }).attempts === 2 &&
-            r.finished_at != null,
-        ),
-      { timeoutMs: 40_000, intervalMs: 50 },
-    );
+    const verdict = await verdictAfterRetry('deaf');
     for (const runner of runners) expect(await runner.stop('SIGTERM')).toBe(0);
     sampler.stop();
 
@@ -286,17 +291,7 @@ jobs:
     );
     sampler = samplePids(journal);
     const runners = await fleet.start(['srv-a', 'srv-b'], { config });
-    await waitFor(
-      "the timed run's verdict, after its retry",
-      async () =>
-        (await runs(fleet.db, 'timed')).find(
-          (r) =>
-            r.winner === 1 &&
-            (r as RunRow & { attempts: number }).attempts === 2 &&
-            r.finished_at != null,
-        ),
-      { timeoutMs: 40_000, intervalMs: 50 },
-    );
+    await verdictAfterRetry('timed');
     for (const runner of runners) expect(await runner.stop('SIGTERM')).toBe(0);
     sampler.stop();
 
@@ -345,16 +340,7 @@ jobs:
 `,
     );
     sampler = samplePids(journal);
-    const result = await baton([
-      'run',
-      'deaf',
-      '--config',
-      config,
-      '--database-url',
-      fleet.db.url,
-      '--host',
-      'srv-a',
-    ]);
+    const result = await runFrom('srv-a', config, 'deaf');
     expect(result.code, result.stderr).toBe(1);
     expect(sampler.seen().some((s) => s.role === 'child')).toBe(true);
     expect(sampler.alive(), 'processes alive after baton run exited').toEqual([]);
@@ -408,16 +394,7 @@ jobs:
 `,
     );
     sampler = samplePids(journal);
-    const result = await baton([
-      'run',
-      'leaves',
-      '--config',
-      config,
-      '--database-url',
-      fleet.db.url,
-      '--host',
-      'srv-a',
-    ]);
+    const result = await runFrom('srv-a', config, 'leaves');
     expect(result.code, result.stderr).toBe(0);
     expect(
       sampler.seen().filter((s) => s.role === 'child'),
