@@ -7,9 +7,10 @@
  * watched from the first run on, like a runner's: a lost session aborts the run it no longer
  * protects. Signals: in `stop` mode (`baton run`) SIGINT or SIGTERM stops the run at once
  * (`interrupted`); in `finish` mode (`baton backfill`) the first one lets the run going finish and
- * asks the caller to stop after it, a second one stops the run too. No fire starts after a stop
- * was asked: one still waiting for its lock is cancelled, and one that won its lock anyway (the
- * request came as it was taken) is stopped at once — only a run going at the request may finish.
+ * asks the caller to stop after it, a second one stops the run too. No job starts after a stop
+ * was asked: a fire still waiting for its lock is cancelled, and one that won its lock anyway (the
+ * request came as it was taken) is recorded `interrupted`, not started. A job spawned before the
+ * request is the run going, even if its pid had not been reported yet when the signal came.
  */
 import { jobDatabase, outputSecrets, withheldVariables } from '../config/connections.js';
 import type { Config, JobDefinition } from '../config/schema.js';
@@ -158,15 +159,19 @@ export class ForegroundSession {
       ...(f.rerun ? { rerun: f.rerun } : {}),
       ...(f.unlessDone ? { unlessDone: true } : {}),
       ...(f.params ? { params: f.params } : {}),
+      interruptBeforeStart: () =>
+        this.interruptedBy ? `interrupted by ${this.interruptedBy} while the lock was taken` : null,
     });
     void fire.contended.then(() => {
       if (this.runs.size === 0) return;
       started = true;
-      // The stop was asked before this run started (while its lock was being taken): it is not
-      // the run going that `finish` lets end, so it is stopped at once.
+      // The signal came after the job was spawned but before the spawner reported its pid (the
+      // run was not in `runs` yet): it is the run going, and the stop applies to it as to one.
       if (this.interruptedBy) {
-        for (const run of this.runs)
-          run.control.stop(`interrupted by ${this.interruptedBy}`, 0, 'interrupted');
+        if (this.mode === 'stop' || this.signals > 1) {
+          for (const run of this.runs)
+            run.control.stop(`interrupted by ${this.interruptedBy}`, KILL_GRACE_MS, 'interrupted');
+        } else this.onFinishRequested?.(true);
       }
       this.watch();
     });

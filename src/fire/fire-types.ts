@@ -72,4 +72,10 @@ export interface FireOptions {
   unlessDone?: boolean;
   /** Manual parameters: given to the job (`ctx.params`), and as recorded on its row (masked). */
   params?: { given: Record<string, string>; recorded: RunParams | null };
+  /**
+   * Asked right before the job's first process is spawned, after the claim: a reason not to
+   * start it after all (an operator's Ctrl-C that came while the lock was being taken), and the
+   * run is recorded `interrupted`, not started. Null to start it.
+   */
+  interruptBeforeStart?: () => string | null;
 }

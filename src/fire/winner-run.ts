@@ -94,17 +94,21 @@ export async function attemptAndRecord(
  * keeps nobody out any more. (The runs' lease is the spawner's and the watchdogs' to enforce:
  * a runner that is checking is running, and its own lateness is no news about the session.)
  */
-function whyNotStart(c: FireContext): string | null {
-  if (c.lock.usable) return null;
-  return `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
+function whyNotStart(c: FireContext, o: FireOptions, attempt: number): JobResult | null {
+  if (!c.lock.usable) {
+    const why = `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
+    return notStarted('lost', why);
+  }
+  const interrupted = attempt === 1 ? (o.interruptBeforeStart?.() ?? null) : null;
+  return interrupted ? notStarted('interrupted', interrupted) : null;
 }
 
-function notStarted(why: string): JobResult {
+function notStarted(status: 'lost' | 'interrupted', why: string): JobResult {
   return {
-    status: 'lost',
+    status,
     exitCode: null,
     signal: null,
-    error: `lost: not started: ${why}`,
+    error: `${status}: not started: ${why}`,
     outputTail: '',
     endedAt: new Date(),
   };
@@ -161,8 +165,8 @@ async function attemptRuns(
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
     // Checked right before each spawn, not only once the process exists: a session lost while
     // the fire was being claimed, or before a retry, starts nothing.
-    const cannotStart = whyNotStart(c);
-    if (cannotStart) return { result: notStarted(cannotStart), attempts: attempt };
+    const cannotStart = whyNotStart(c, o, attempt);
+    if (cannotStart) return { result: cannotStart, attempts: attempt };
     const run = startJob(
       job,
       { ...fire, attempt },

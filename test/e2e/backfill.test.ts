@@ -5,7 +5,7 @@
  * BATON_SCHEDULED_AT and BATON_TRIGGER to a file.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baton, BATON_BIN, writeSchedule } from '../helpers/cli.js';
@@ -100,7 +100,10 @@ jobs:
     expect(await exited, err).toBe(130);
     const first = parseLines(out);
     const done = first.filter((l) => l.action === 'run');
-    expect(done.every((l) => l.status === 'done')).toBe(true);
+    expect(
+      done.every((l) => l.status === 'done'),
+      JSON.stringify(first),
+    ).toBe(true);
     expect(done.length).toBe(reported + 1);
     expect(done.length).toBeLessThan(FIRES);
     expect(first.at(-1)?.summary?.outcome).toBe('interrupted by SIGINT');
@@ -151,5 +154,49 @@ jobs:
     expect(reruns).toHaveLength(FIRES);
     expect(reruns.every((r) => r.outcome === 'done')).toBe(true);
     expectQuiet(runners);
+  });
+  // The job signals the backfill itself as its first act: the SIGINT comes while the spawner's
+  // report of the job's pid may still be on its way. The job was started before the request, so
+  // it is the run going, and the first Ctrl-C lets it finish.
+  it('lets a job started just before the first Ctrl-C finish, even before its pid is reported', async () => {
+    const config = writeSchedule(
+      `
+namespace: bf-early
+jobs:
+  tick:
+    schedule: "0 0 * * * *"
+    command: ["sh", "job.sh"]
+`,
+      {
+        'job.sh':
+          'kill -INT "$(cat cli.pid)"\necho "start $BATON_SCHEDULED_AT" >> ran.txt\nsleep 0.3\necho end >> ran.txt\n',
+      },
+    );
+    const dir = path.dirname(config);
+    const now = (await dbNow(fleet.db)).getTime();
+    const from = new Date(Math.floor(now / 3_600_000) * 3_600_000 - 5 * 3_600_000);
+    const to = new Date(from.getTime() + 2 * 3_600_000);
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('BATON_')),
+    );
+    const args = ['backfill', 'tick', '--from', from.toISOString(), '--to', to.toISOString()];
+    const child = spawn(
+      process.execPath,
+      [BATON_BIN, ...args, '--config', config, '--database-url', fleet.db.url, '--json'],
+      { env, cwd: dir },
+    );
+    writeFileSync(path.join(dir, 'cli.pid'), String(child.pid));
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, err).toBe(130);
+    const runs = parseLines(out).filter((l) => l.action === 'run');
+    expect(runs.map((l) => l.status)).toEqual(['done']);
+    expect(readFileSync(path.join(dir, 'ran.txt'), 'utf8')).toBe(
+      `start ${from.toISOString()}\nend\n`,
+    );
+    expect(err).toContain('stopping after the fire that is running');
   });
 });
