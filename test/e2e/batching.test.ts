@@ -27,8 +27,7 @@ import { sleep, waitFor } from '../helpers/wait.js';
 const fleet = useFleet('batching');
 let pool: DeadlinePool;
 
-beforeAll(async () => {
-  await migrateDatabase(parseDatabaseUrl(fleet.db.url));
+beforeAll(() => {
   pool = new DeadlinePool(openPool(parseDatabaseUrl(fleet.db.url)), 10_000);
 });
 afterAll(async () => {

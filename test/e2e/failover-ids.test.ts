@@ -15,7 +15,6 @@ import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { openPool } from '../../src/store/connect.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { moveRunIds, RUN_ID_GAP, runIdsMovedWithin } from '../../src/store/failovers.js';
-import { migrateDatabase } from '../../src/store/migrate.js';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
 
 const USER = `baton_ids_${randomBytes(3).toString('hex')}`;
@@ -24,8 +23,7 @@ let db: TestDatabase;
 let pool: DeadlinePool;
 
 beforeAll(async () => {
-  db = await createTestDatabase('failover_ids');
-  await migrateDatabase(parseDatabaseUrl(db.url));
+  db = await createTestDatabase('failover_ids', { migrated: true });
   await db.query('CREATE USER ?@? IDENTIFIED BY ?', [USER, '%', PASSWORD]);
   await db.query('GRANT SELECT, INSERT, UPDATE ON ??.* TO ?@?', [db.name, USER, '%']);
   const url = new URL(db.url);

@@ -18,7 +18,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
-import { byFire, dbNow, runs, type RunRow } from '../helpers/db.js';
+import { byFire, createTestDatabase, dbNow, runs, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
@@ -242,15 +242,23 @@ jobs:
     command: ["true"]
 `);
     // A database nobody has started baton on: a clear 69 that says what to do.
-    const unmigrated = await cli(config, 'pause', 'tick');
-    expect(unmigrated.code).toBe(69);
-    expect(unmigrated.stderr).toContain('run `baton migrate`');
-    expect((await cli(config, 'resume', 'tick')).code).toBe(69);
-    // `list` still works without the pauses table: nothing is paused there.
-    const listed = json<ListJson>(await cli(config, 'list', '--json'));
-    expect(listed.jobs[0]).toMatchObject({ name: 'tick', paused: false });
+    const empty = await createTestDatabase('pause_cli_empty');
+    try {
+      const bare = (...args: string[]) =>
+        baton([...args, '--config', config, '--database-url', empty.url]);
+      const unmigrated = await bare('pause', 'tick');
+      expect(unmigrated.code).toBe(69);
+      expect(unmigrated.stderr).toContain('run `baton migrate`');
+      expect((await bare('resume', 'tick')).code).toBe(69);
+      // `list` still works without the pauses table: nothing is paused there.
+      const listed = json<ListJson>(await bare('list', '--json'));
+      expect(listed.jobs[0]).toMatchObject({ name: 'tick', paused: false });
+      expect(await empty.query('SHOW TABLES')).toEqual([]);
+    } finally {
+      await empty.drop();
+    }
 
-    expect((await cli(config, 'migrate')).code).toBe(0);
+    // The fleet's database is migrated (as `baton migrate` leaves it).
     const badName = await cli(config, 'pause', 'no such job');
     expect(badName.code).toBe(64);
     expect(badName.stderr).toContain('job name may contain only');

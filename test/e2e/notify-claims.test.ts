@@ -12,7 +12,6 @@ import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { Notifier } from '../../src/daemon/notifier.js';
 import { openPool } from '../../src/store/connect.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
-import { migrateDatabase } from '../../src/store/migrate.js';
 import { enqueueNotices } from '../../src/store/notifications.js';
 import { pruneHistory } from '../../src/store/prune.js';
 import { recordAction } from '../../src/store/audit.js';
@@ -21,8 +20,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
-  db = await createTestDatabase('notify_claims');
-  await migrateDatabase(parseDatabaseUrl(db.url));
+  db = await createTestDatabase('notify_claims', { migrated: true });
 });
 afterAll(() => db?.drop());
 

@@ -4,8 +4,6 @@
  * rows planted through the store's own writes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import { migrateDatabase } from '../../src/store/migrate.js';
 import { pruneHistory } from '../../src/store/prune.js';
 import { insertOutput } from '../../src/store/run-output.js';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
@@ -14,8 +12,7 @@ let db: TestDatabase;
 const DAY = 86_400_000;
 
 beforeAll(async () => {
-  db = await createTestDatabase('output_retention');
-  await migrateDatabase(parseDatabaseUrl(db.url));
+  db = await createTestDatabase('output_retention', { migrated: true });
 });
 afterAll(() => db?.drop());
 

@@ -22,7 +22,7 @@ const FIRE = new Date(
 const fireIso = FIRE.toISOString();
 
 beforeAll(async () => {
-  db = await createTestDatabase('rerun');
+  db = await createTestDatabase('rerun', { migrated: true });
   config = writeSchedule(
     `
 namespace: ops
@@ -36,8 +36,6 @@ jobs:
 `,
   );
   dir = path.dirname(config);
-  // Migrations, and the namespace's history, before the first planted row.
-  await baton(['migrate', '--database-url', db.url]);
 });
 afterAll(async () => {
   await db.drop();

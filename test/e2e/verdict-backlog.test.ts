@@ -9,17 +9,14 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { VerdictBacklog, type UnrecordedFire } from '../../src/fire/verdict-backlog.js';
 import type { Logger } from '../../src/log.js';
-import { migrateDatabase } from '../../src/store/migrate.js';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await createTestDatabase('verdict_backlog');
-  await migrateDatabase(parseDatabaseUrl(db.url));
+  db = await createTestDatabase('verdict_backlog', { migrated: true });
 });
 
 afterAll(async () => {

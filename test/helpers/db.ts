@@ -2,9 +2,15 @@
  * A database of its own for each test file, on the shared MariaDB (or BATON_TEST_DATABASE_URL's
  * server), dropped at the end. Named locks are server-wide; baton scopes lock names by database,
  * so files running in parallel never block each other.
+ *
+ * A database asked for `migrated` is a copy of the schema template (one database per set of
+ * migrations, migrated once by global-setup.ts), not a migration of its own: copying the tables
+ * takes a fraction of the time baton's 17 migrations do, and tests that make a database per test
+ * pay it per test. test/unit/test-helpers.test.ts proves the copy equals a migration.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import mysql, { type Connection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
 
 const SERVER_URL = process.env.BATON_TEST_SERVER_URL ?? 'mysql://root@127.0.0.1:3306';
 
@@ -24,17 +30,34 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+export interface TestDatabaseOptions {
+  /** The server; default the shared one. */
+  serverUrl?: string;
+  /**
+   * Created with baton's current schema (as `baton migrate` leaves it), so that nothing migrates
+   * it at start; default false: an empty database, which the first runner or CLI migrates.
+   */
+  migrated?: boolean;
+}
+
 export async function createTestDatabase(
   label: string,
-  serverUrl = SERVER_URL,
+  serverUrlOrOptions: string | TestDatabaseOptions = {},
 ): Promise<TestDatabase> {
+  const options =
+    typeof serverUrlOrOptions === 'string' ? { serverUrl: serverUrlOrOptions } : serverUrlOrOptions;
+  const serverUrl = options.serverUrl ?? SERVER_URL;
   const name = `baton_t_${label.replace(/\W/g, '_')}_${randomBytes(4).toString('hex')}`.slice(
     0,
     64,
   );
   const admin = await mysql.createConnection({ uri: serverUrl });
-  await admin.query('CREATE DATABASE ??', [name]);
-  await admin.end();
+  try {
+    await admin.query('CREATE DATABASE ??', [name]);
+    if (options.migrated) await copySchema(admin, await schemaTemplate(admin), name);
+  } finally {
+    await admin.end();
+  }
   const url = `${serverUrl.replace(/\/$/, '')}/${name}`;
   const conn = await mysql.createConnection({ uri: url, timezone: 'Z' });
   await conn.query("SET time_zone = '+00:00'");
@@ -51,6 +74,61 @@ export async function createTestDatabase(
       await conn.end();
     },
   };
+}
+
+/**
+ * The template's name: one per set of migrations (their checksums), so that a template left on
+ * the server by a run of other code is never copied by this one.
+ */
+export function schemaTemplateName(): string {
+  const sums = loadMigrations().map((m) => `${m.name}:${m.checksum}`);
+  return `baton_template_${createHash('sha256').update(sums.join('\n')).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The migrated template on the server of `admin`, brought up to date (baton's own migration, under
+ * its server-wide lock: vitest workers and a global setup may ask at once). A no-op read of the
+ * ledger once it is current.
+ */
+async function schemaTemplate(admin: Connection): Promise<string> {
+  const template = schemaTemplateName();
+  if (!migratedTemplates.has(template)) {
+    await admin.query('CREATE DATABASE IF NOT EXISTS ??', [template]);
+    await admin.query('USE ??', [template]);
+    await migrate(admin, template);
+    migratedTemplates.add(template);
+  }
+  return template;
+}
+const migratedTemplates = new Set<string>();
+
+/** Migrates the template once for a whole test run (global-setup.ts), on the shared server. */
+export async function prepareSchemaTemplate(): Promise<void> {
+  const admin = await mysql.createConnection({ uri: SERVER_URL });
+  try {
+    await schemaTemplate(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * Copies every table of `from` into `to` (CREATE TABLE … LIKE keeps columns, keys, defaults and
+ * options; baton's schema has no foreign keys, triggers or views) and the migration ledger's rows,
+ * the only rows a migrated schema has.
+ */
+async function copySchema(admin: Connection, from: string, to: string): Promise<void> {
+  const [tables] = await admin.query<RowDataPacket[]>(
+    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
+    [from],
+  );
+  for (const { name } of tables) {
+    await admin.query('CREATE TABLE ??.?? LIKE ??.??', [to, name, from, name]);
+  }
+  await admin.query('INSERT INTO ??.baton_migrations SELECT * FROM ??.baton_migrations', [
+    to,
+    from,
+  ]);
 }
 
 /** A row of baton_runs as the tests read it. */

@@ -1,7 +1,8 @@
 /**
  * The common set-up of an end-to-end file: a database of its own on the shared server, and the
  * runner processes its tests start — all killed (if a test left them running) and the database
- * dropped afterwards, per file or per test.
+ * dropped afterwards, per file or per test. The database is migrated (a copy of the schema
+ * template, db.ts) unless `migrated: false` asks for an empty one, as a fresh install has.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { startRunner, type RunnerProcess, type StartRunnerOptions } from './cli.js';
@@ -17,11 +18,11 @@ export interface Fleet {
   ): Promise<RunnerProcess[]>;
 }
 
-export function useFleet(label: string, { perTest = false } = {}): Fleet {
+export function useFleet(label: string, { perTest = false, migrated = true } = {}): Fleet {
   let db: TestDatabase | undefined;
   const runners: RunnerProcess[] = [];
   (perTest ? beforeEach : beforeAll)(async () => {
-    db = await createTestDatabase(label);
+    db = await createTestDatabase(label, { migrated });
   });
   (perTest ? afterEach : afterAll)(async () => {
     await Promise.all(runners.splice(0).map((r) => r.stop('SIGKILL')));

@@ -9,7 +9,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { RunRow } from '../helpers/db.js';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { createTestDatabase, type RunRow, type TestDatabase } from '../helpers/db.js';
 import {
   expectCompleteFires,
   expectNoOverlapInHistory,
@@ -334,5 +335,38 @@ describe('waitFor', () => {
         { timeoutMs: 30, intervalMs: 5 },
       ),
     ).rejects.toThrow(/timed out after 30 ms waiting for the impossible: Error: still broken/);
+  });
+});
+
+describe('a migrated test database', () => {
+  // A copy that drifted from a migration (a lost index, a default, a column's type) would let
+  // every test that copies it pass against a schema baton never makes.
+  it('has the schema and ledger a migration of its own gives', async () => {
+    const copy = await createTestDatabase('tmpl_copy', { migrated: true });
+    const fresh = await createTestDatabase('tmpl_fresh');
+    try {
+      await migrate(fresh.conn as never, fresh.name);
+      const schema = async (db: TestDatabase) => {
+        const tables = await db.query<{ name: string }>(
+          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1',
+          [db.name],
+        );
+        const out: Record<string, string> = {};
+        for (const { name } of tables) {
+          const [row] = await db.query<Record<string, string>>('SHOW CREATE TABLE ??', [name]);
+          out[name] = row!['Create Table']!.replace(/ AUTO_INCREMENT=\d+/, '');
+        }
+        return out;
+      };
+      const copied = await schema(copy);
+      expect(Object.keys(copied)).toContain('baton_runs');
+      expect(copied).toEqual(await schema(fresh));
+      const ledger = (db: TestDatabase) =>
+        db.query('SELECT version, name, checksum FROM baton_migrations ORDER BY version');
+      expect(await ledger(copy)).toEqual(await ledger(fresh));
+      expect(await ledger(copy)).toHaveLength(loadMigrations().length);
+    } finally {
+      await Promise.all([copy.drop(), fresh.drop()]);
+    }
   });
 });
