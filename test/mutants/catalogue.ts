@@ -640,8 +640,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/winner-run.ts',
-        find: 'const cannotStart = whyNotStart(c);',
-        replace: 'const cannotStart = (() => null)() as string | null;',
+        find: 'if (!c.lock.usable) {',
+        replace: 'if ((() => false)()) {',
       },
     ],
     killers: [
