@@ -20,7 +20,7 @@ import { LockSession } from './lock-session.js';
  * Deadline of the statements on the pool (history, claims) for runners and `baton run` alike;
  * longer than a heartbeat window, it guards against a partition that leaves a statement hanging.
  */
-export const STATEMENT_DEADLINE_MS = 10_000;
+export const POOL_STATEMENT_DEADLINE_MS = 10_000;
 
 export interface Coordination {
   lock: LockSession;

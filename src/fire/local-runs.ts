@@ -35,6 +35,9 @@ export interface LocalRun {
 export class LocalRuns {
   private readonly runs = new Set<LocalRun>();
 
+  /** `lostKillGraceMs`: the grace of the runs `abortAll` stops (the runner's timings). */
+  constructor(private readonly lostKillGraceMs = LOST_KILL_GRACE_MS) {}
+
   get size(): number {
     return this.runs.size;
   }
@@ -56,7 +59,7 @@ export class LocalRuns {
    * out, so each is stopped at once, with the short grace, and recorded `lost` with `why`.
    */
   abortAll(why: string): void {
-    for (const run of this.runs) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');
+    for (const run of this.runs) run.control.stop(why, this.lostKillGraceMs, 'lost');
   }
 
   /** The job's run of the latest fire, if this process runs the job now. */

@@ -183,7 +183,7 @@ async function runFire(
         control.stop(
           `lost: the runner's lock session ended while the run was being claimed ` +
             `(${ctx.lock.lossReason ?? 'replaced'})`,
-          LOST_KILL_GRACE_MS,
+          o.timings?.lostKillGraceMs ?? LOST_KILL_GRACE_MS,
           'lost',
         );
       }
