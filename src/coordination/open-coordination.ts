@@ -35,6 +35,7 @@ export async function openCoordination(
   target: DatabaseTarget,
   pool: Queryable,
   idleTimeoutSeconds?: number,
+  lockStatementDeadlineMs?: number,
 ): Promise<Coordination> {
   let facts: ServerFacts | undefined;
   let locks: LockCapability | undefined;
@@ -46,6 +47,6 @@ export async function openCoordination(
     },
   });
   await assertFireKey(pool);
-  const lock = await LockSession.open(target, idleTimeoutSeconds);
+  const lock = await LockSession.open(target, idleTimeoutSeconds, lockStatementDeadlineMs);
   return { lock, facts: facts!, locks: locks!, applied };
 }

@@ -14,7 +14,7 @@ import type { FireContext } from '../coordination/fire-protocol.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { OutputWriter } from '../fire/output-writer.js';
-import type { RunTimings } from '../fire/run-control.js';
+import type { RunTimings } from '../fire/run-timings.js';
 import type { RunLease } from '../execution/run-lease.js';
 import { startFire, type FireOptions, type FireOutcome } from '../fire/run-fire.js';
 import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';

@@ -41,6 +41,7 @@ import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
   LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
+  LOCK_STATEMENT_DEADLINE_MS,
   type LockSession,
 } from '../coordination/lock-session.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
@@ -99,6 +100,8 @@ export interface LinkTimings {
   lostSessionWaitMs: number;
   /** POOL_STATEMENT_DEADLINE_MS (coordination/open-coordination.ts): each pool statement. */
   poolStatementDeadlineMs: number;
+  /** LOCK_STATEMENT_DEADLINE_MS (coordination/lock-session.ts): each lock-session statement. */
+  lockStatementDeadlineMs: number;
 }
 
 export const LINK_TIMINGS: Readonly<LinkTimings> = {
@@ -109,6 +112,7 @@ export const LINK_TIMINGS: Readonly<LinkTimings> = {
   reconnectLogEveryMs: RECONNECT_LOG_EVERY_MS,
   lostSessionWaitMs: LOST_SESSION_WAIT_MS,
   poolStatementDeadlineMs: POOL_STATEMENT_DEADLINE_MS,
+  lockStatementDeadlineMs: LOCK_STATEMENT_DEADLINE_MS,
 };
 
 /**
@@ -327,6 +331,7 @@ export class DatabaseLink {
       target,
       this.pool,
       lockSessionIdleTimeoutSeconds(this.t),
+      this.t.lockStatementDeadlineMs,
     );
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     // Told at the first connect, and again when a reconnect finds a server that differs.

@@ -25,6 +25,7 @@ import { errorMessage } from '../errors.js';
 import { hostWith } from '../host-name.js';
 import { notifyLockName } from '../lock-names.js';
 import type { Logger } from '../log.js';
+import { NOTIFY_COMMAND_KILL_GRACE_MS } from '../notify/command.js';
 import { buildEvent } from '../notify/event.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from '../notify/types.js';
 import { expectation } from '../schedule/dead-man.js';
@@ -81,6 +82,8 @@ export interface NotifierTimings {
   backoffMaxMs: number;
   /** DEFAULT_GONE_AFTER_MS: a runner not heartbeated this long is gone (`runner-gone`). */
   goneAfterMs: number;
+  /** NOTIFY_COMMAND_KILL_GRACE_MS (notify/command.ts): a command target's SIGTERM → SIGKILL. */
+  commandKillGraceMs: number;
 }
 
 export const NOTIFIER_TIMINGS: Readonly<NotifierTimings> = {
@@ -91,6 +94,7 @@ export const NOTIFIER_TIMINGS: Readonly<NotifierTimings> = {
   backoffFirstMs: BACKOFF_FIRST_MS,
   backoffMaxMs: BACKOFF_MAX_MS,
   goneAfterMs: DEFAULT_GONE_AFTER_MS,
+  commandKillGraceMs: NOTIFY_COMMAND_KILL_GRACE_MS,
 };
 
 /** 1 s, 2 s, 4 s, … at most 5 min between tries, ±20 %. */
@@ -110,6 +114,7 @@ export type DeliverFn = (
     signal?: AbortSignal;
     withholdEnv?: readonly string[];
     targets?: Readonly<Record<string, NotifyTarget>>;
+    killGraceMs?: number;
   },
 ) => Promise<DeliveryResult>;
 
@@ -324,6 +329,7 @@ export class Notifier {
         signal: this.stopSignal.signal,
         withholdEnv: withheldVariables(config),
         targets: config.notifyTargets,
+        killGraceMs: this.t.commandKillGraceMs,
       });
       record = toRecord(result, row.attempts + 1, this.t);
       const log = { target: row.target, event: row.event, job: row.subject, eventId: event.id };

@@ -138,7 +138,7 @@ export class Runner {
       runs: this.runs,
       verdicts: this.verdicts,
       lease: this.link.lease,
-      output: new OutputWriter(log),
+      output: new OutputWriter(log, timings.runs.outputFlushMs),
       events: this.events,
       signal,
       host,
@@ -406,7 +406,12 @@ export class Runner {
   // API alone.
 
   health(): Promise<RunnerHealth> {
-    return healthOf({ stopping: this.stopping, loop: this.loop, link: this.link });
+    return healthOf({
+      stopping: this.stopping,
+      loop: this.loop,
+      link: this.link,
+      timings: this.timings.health,
+    });
   }
 
   gauges(): RunnerGauges {

@@ -12,10 +12,11 @@
 import { PROTOCOL_TIMINGS, type ProtocolTimings } from '../coordination/fire-protocol.js';
 import { REAPER_TIMINGS, type ReaperTimings } from '../coordination/reaper.js';
 import { UsageError } from '../errors.js';
-import { RUN_TIMINGS, type RunTimings } from '../fire/run-control.js';
+import { RUN_TIMINGS, type RunTimings } from '../fire/run-timings.js';
 import { DISPATCHER_TIMINGS, type DispatcherTimings } from './dispatcher.js';
 import { CLOCK_TIMINGS, type ClockTimings } from './fleet-clock.js';
 import { FLEET_WATCH_TIMINGS, type FleetWatchTimings } from './fleet-watch.js';
+import { HEALTH_TIMINGS, type HealthTimings } from './health.js';
 import { LINK_TIMINGS, type LinkTimings } from './link.js';
 import { NOTIFIER_TIMINGS, type NotifierTimings } from './notifier.js';
 import { RECOVERY_TIMINGS, type RecoveryTimings } from './recovery.js';
@@ -45,6 +46,8 @@ export interface Timings {
   notifier: NotifierTimings;
   /** Pruning by `retention:`. */
   retention: RetentionTimings;
+  /** `/healthz`: when the loop counts as stuck. */
+  health: HealthTimings;
 }
 
 /** Some of the timings: any group, any key of it. */
@@ -63,6 +66,7 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
   recovery: RECOVERY_TIMINGS,
   notifier: NOTIFIER_TIMINGS,
   retention: RETENTION_TIMINGS,
+  health: HEALTH_TIMINGS,
 });
 
 /**

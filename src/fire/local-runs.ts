@@ -88,6 +88,8 @@ export interface LocalOverlapContext {
   now: () => Date;
   /** The runner is stopping: a queued fire stops waiting. */
   signal?: AbortSignal;
+  /** BOOKKEEPING_WAIT_MAX_MS unless the runner set another (its `runs.bookkeepingWaitMaxMs`). */
+  bookkeepingWaitMaxMs?: number;
 }
 
 /**
@@ -111,7 +113,7 @@ export async function localOverlap(
     // for that write instead, until the job's next fire at most, and then contends as usual.
     if (local?.control.processesEnded) {
       const next = c.schedule?.nextAfter(scheduledAt) ?? null;
-      const cap = new Date(c.now().getTime() + BOOKKEEPING_WAIT_MAX_MS);
+      const cap = new Date(c.now().getTime() + (c.bookkeepingWaitMaxMs ?? BOOKKEEPING_WAIT_MAX_MS));
       await waitForRun(local, next && next < cap ? next : cap, c);
       local = c.runs.latest(job);
     }

@@ -13,22 +13,6 @@ export const LOST_KILL_GRACE_MS = 1_000;
 /** How often a process with runs looks for `baton kill` requests on them (fire/kill-watch.ts). */
 export const KILL_WATCH_MS = 1_000;
 
-/** How a runner's runs are stopped and watched; the runner sets them (daemon/timings.ts). */
-export interface RunTimings {
-  /** KILL_GRACE_MS: SIGTERM → SIGKILL of a run stopped by a timeout or a shutdown. */
-  killGraceMs: number;
-  /** LOST_KILL_GRACE_MS: the same for a run whose lock session is gone. */
-  lostKillGraceMs: number;
-  /** KILL_WATCH_MS: how often kill requests are looked for. */
-  killWatchMs: number;
-}
-
-export const RUN_TIMINGS: Readonly<RunTimings> = {
-  killGraceMs: KILL_GRACE_MS,
-  lostKillGraceMs: LOST_KILL_GRACE_MS,
-  killWatchMs: KILL_WATCH_MS,
-};
-
 /**
  * A handle on a run that may span several attempts: stopping it stops the current attempt and
  * every retry that would have followed.

@@ -72,6 +72,9 @@ async function runFire(
     schedule: o.schedule ?? null,
     now: () => c!.now?.() ?? new Date(),
     ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.timings?.bookkeepingWaitMaxMs
+      ? { bookkeepingWaitMaxMs: o.timings.bookkeepingWaitMaxMs }
+      : {}),
   });
   if (stopping()) return { status: 'stopped' };
   let database: DatabaseTarget | null;

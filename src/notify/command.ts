@@ -35,6 +35,8 @@ export interface CommandOptions {
   signal?: AbortSignal | undefined;
   /** Variables of the runner not to pass on (those holding `connections:` URLs, say). */
   withholdEnv?: readonly string[] | undefined;
+  /** NOTIFY_COMMAND_KILL_GRACE_MS unless the runner set another (its notifier's timings). */
+  killGraceMs?: number | undefined;
 }
 
 /** The runner's environment without BATON_* (its settings) and the withheld variables. */
@@ -97,7 +99,10 @@ export function runCommand(
       if (stopped) return;
       stopped = why;
       signalGroup('SIGTERM');
-      killTimer = setTimeout(() => signalGroup('SIGKILL'), NOTIFY_COMMAND_KILL_GRACE_MS);
+      killTimer = setTimeout(
+        () => signalGroup('SIGKILL'),
+        options.killGraceMs ?? NOTIFY_COMMAND_KILL_GRACE_MS,
+      );
       killTimer.unref();
     };
     const timer = setTimeout(() => stop('timeout'), target.timeoutMs);

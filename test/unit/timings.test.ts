@@ -29,7 +29,16 @@ describe('resolveTimings', () => {
     expect(t.dispatcher.firstAskerLeadMs).toBe(50);
     expect(t.protocol).toMatchObject({ describeDelayMs: 20, staleFireMs: 250 });
     expect(t.protocol.lockPassingWaitMs).toBe(1_000);
-    expect(t.runs).toEqual({ killGraceMs: 5_000, lostKillGraceMs: 1_000, killWatchMs: 1_000 });
+    expect(t.runs).toEqual({
+      killGraceMs: 5_000,
+      lostKillGraceMs: 1_000,
+      killWatchMs: 1_000,
+      outputFlushMs: 250,
+      bookkeepingWaitMaxMs: 10_000,
+    });
+    expect(t.link.lockStatementDeadlineMs).toBe(3_000);
+    expect(t.notifier.commandKillGraceMs).toBe(2_000);
+    expect(t.health.loopStuckMs).toBe(10_000);
     expect(t.recovery.missedSettleMs).toBe(5_000);
   });
 
