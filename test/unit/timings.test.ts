@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { runnerTimings } from '../../src/daemon/runner-options.js';
 import { DEFAULT_TIMINGS, resolveTimings } from '../../src/daemon/timings.js';
+import { ConfigError } from '../../src/errors.js';
+import { createScheduler } from '../../src/library/scheduler.js';
 
 describe('resolveTimings', () => {
   it('defaults to the values the modules had as constants', () => {
@@ -98,5 +100,24 @@ describe('runnerTimings', () => {
     expect(t.registrar.refreshMs).toBe(900);
     expect(t.clock.warnMs).toBe(250);
     expect(runnerTimings({})).toEqual(DEFAULT_TIMINGS);
+  });
+});
+
+describe("library mode's timings option", () => {
+  it('is checked at createScheduler, as a configuration problem at `timings`', () => {
+    const bad = () =>
+      createScheduler({
+        databaseUrl: 'mysql://root@127.0.0.1:9/x',
+        host: 'lib-1',
+        timings: { notifier: { evaluateMs: 500, every: 1 } } as never,
+      });
+    expect(bad).toThrow(ConfigError);
+    expect(bad).toThrow(/timings.*timings\.notifier\.every: unknown key/s);
+    const good = createScheduler({
+      databaseUrl: 'mysql://root@127.0.0.1:9/x',
+      host: 'lib-1',
+      timings: { notifier: { evaluateMs: 500 } },
+    });
+    expect(good.host).toBe('lib-1');
   });
 });
