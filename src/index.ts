@@ -13,6 +13,7 @@ export * from './sdk/index.js';
 // Library mode: the scheduler inside an application (docs/library-mode.md).
 export { createScheduler, Scheduler } from './library/scheduler.js';
 export type { Duration, SchedulerOptions } from './library/scheduler.js';
+export type { PartialTimings, Timings } from './daemon/timings.js';
 export type { CodeSettings, JobDefaults, JobOptions } from './library/job-options.js';
 export type { JobHandler } from './execution/in-process.js';
 export type { RunnerEventMap, RunnerEvents } from './daemon/events.js';

@@ -20,7 +20,7 @@ import {
   DEFAULT_HEARTBEAT_MS,
   type LockSession,
 } from '../coordination/lock-session.js';
-import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
+import { openCoordination, POOL_STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
 import { InterruptedError } from '../errors.js';
 import { RunLease } from '../execution/run-lease.js';
 import { watchKillRequests } from '../fire/kill-watch.js';
@@ -86,7 +86,7 @@ export class ForegroundSession {
     host: string,
     mode: SignalMode,
   ): Promise<ForegroundSession> {
-    const pool = new DeadlinePool(openPool(target, 2), STATEMENT_DEADLINE_MS);
+    const pool = new DeadlinePool(openPool(target, 2), POOL_STATEMENT_DEADLINE_MS);
     const { lock } = await openCoordination(target, pool).catch(async (err: unknown) => {
       await pool.end().catch(() => {});
       throw err;

@@ -22,6 +22,30 @@ export interface FireContext {
   lock: LockSession;
   /** Now by the database's clock (queue deadlines are database instants); default this host's. */
   now?: () => Date;
+  /** The protocol's windows (`PROTOCOL_TIMINGS` in fire-protocol.ts when not given). */
+  timings?: ProtocolTimings;
+}
+
+/**
+ * The protocol's short windows, each explained where it is used: fire-protocol.ts (describe
+ * delay, stale fire, queue poll) and fire-claim.ts (the lock passing, the early claim). The
+ * runner sets them (daemon/timings.ts); `baton run` and the CLI's fires take the defaults.
+ */
+export interface ProtocolTimings {
+  /** DESCRIBE_DELAY_MS: a busy lock's holder is looked up this long after. */
+  describeDelayMs: number;
+  /** STALE_FIRE_MS: a fire contended this late looks its winner up first. */
+  staleFireMs: number;
+  /** QUEUE_POLL_MS: a queued fire (or `run --wait` on a fan-out job) asks again this often. */
+  queuePollMs: number;
+  /** LOCK_PASSING_WAIT_MS: how long a passing lock is asked for again. */
+  lockPassingWaitMs: number;
+  /** LOCK_PASSING_FIRST_POLL_MS: the first of those waits (each next one doubles). */
+  lockPassingFirstPollMs: number;
+  /** EARLY_CLAIM_RETRY_MS: a claim early by the database's clock asks again this often… */
+  earlyClaimRetryMs: number;
+  /** EARLY_CLAIM_LIMIT_MS: …for at most this long. */
+  earlyClaimLimitMs: number;
 }
 
 export type Contention =

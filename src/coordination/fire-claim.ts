@@ -74,7 +74,7 @@ export interface UnrecordedClaim {
 
 /**
  * A claim that could not be written (the database did not answer within the deadline, it
- * refused the insert, or its clock had not reached the fire after EARLY_LIMIT_MS): the fire was
+ * refused the insert, or its clock had not reached the fire after EARLY_CLAIM_LIMIT_MS): the fire was
  * contended, the lock held and given back, and the job not run. Nothing else records such a
  * fire — the lock session stayed up, so no look-back marks it `missed` — so the runner keeps
  * `claim` to write a `missed` row of kind `not-claimed` once the database answers
@@ -102,9 +102,9 @@ export class ClaimNotRecordedError extends Error {
 }
 
 /** How often a claim that came early (by the database's clock) asks again. */
-const EARLY_RETRY_MS = 5;
+export const EARLY_CLAIM_RETRY_MS = 5;
 /** Beyond this, "early" is not a clock error of milliseconds but a wrong fire: give up. */
-const EARLY_LIMIT_MS = 5_000;
+export const EARLY_CLAIM_LIMIT_MS = 5_000;
 
 /**
  * Inserts the winner row as soon as the database's clock has reached the fire. Runners fire by
@@ -120,7 +120,9 @@ async function claimWhenDue(
   // for the same fire keys: alone, each gets its answer without holding up a batch.
   const claim = { attempt, lockConnectionId: c.lock.connectionId };
   const batched = FireBatches.of(c.pool, c.namespace).claim;
-  const giveUpAt = Date.now() + EARLY_LIMIT_MS;
+  const limitMs = c.timings?.earlyClaimLimitMs ?? EARLY_CLAIM_LIMIT_MS;
+  const retryMs = c.timings?.earlyClaimRetryMs ?? EARLY_CLAIM_RETRY_MS;
+  const giveUpAt = Date.now() + limitMs;
   for (;;) {
     const result = locked ? await batched.load(claim) : (await claimFires(c.pool, [claim]))[0]!;
     if (result === 'taken') return result;
@@ -128,10 +130,10 @@ async function claimWhenDue(
     if (Date.now() > giveUpAt) {
       throw new Error(
         `the fire ${iso(attempt.scheduledAt)} is still in the future by the database's clock ` +
-          `after ${EARLY_LIMIT_MS / 1000} s`,
+          `after ${limitMs / 1000} s`,
       );
     }
-    await new Promise((r) => setTimeout(r, EARLY_RETRY_MS));
+    await new Promise((r) => setTimeout(r, retryMs));
   }
 }
 
@@ -150,7 +152,7 @@ export const LOCK_PASSING_WAIT_MS = 1_000;
  * in a storm of fires, where most losers meet a winner still claiming, the looks must not
  * become a storm of their own.
  */
-const LOCK_PASSING_FIRST_POLL_MS = 50;
+export const LOCK_PASSING_FIRST_POLL_MS = 50;
 
 /**
  * Asks for the lock again while it passes (see LOCK_PASSING_WAIT_MS): a winner of this fire
@@ -164,9 +166,9 @@ export async function contendWhileLockPasses(
   options: ContendOptions,
   prefetch: Prefetch,
 ): Promise<Won | NotWon> {
-  const deadline = performance.now() + LOCK_PASSING_WAIT_MS;
+  const deadline = performance.now() + (c.timings?.lockPassingWaitMs ?? LOCK_PASSING_WAIT_MS);
   let last: SkipReason | null = null;
-  for (let wait = LOCK_PASSING_FIRST_POLL_MS; ; wait *= 2) {
+  for (let wait = c.timings?.lockPassingFirstPollMs ?? LOCK_PASSING_FIRST_POLL_MS; ; wait *= 2) {
     const left = deadline - performance.now();
     if (left <= 0 || options.signal?.aborted || !c.lock.usable) break;
     await new Promise((r) => setTimeout(r, Math.min(wait, left)));

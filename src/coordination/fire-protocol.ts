@@ -70,16 +70,24 @@ import {
   type FireContext,
   type NotWon,
   type Prefetch,
+  type ProtocolTimings,
   type Won,
 } from './contention.js';
-import { claim, contendWhileLockPasses } from './fire-claim.js';
+import {
+  claim,
+  contendWhileLockPasses,
+  EARLY_CLAIM_LIMIT_MS,
+  EARLY_CLAIM_RETRY_MS,
+  LOCK_PASSING_FIRST_POLL_MS,
+  LOCK_PASSING_WAIT_MS,
+} from './fire-claim.js';
 import { FireBatches } from './fire-batches.js';
 import { describeHolder } from './lock-holder.js';
 import * as skips from './skip-reasons.js';
 import type { SkipReason } from './skip-reasons.js';
 
-export type { ContendOptions, Contention, FireContext } from './contention.js';
-export { LOCK_PASSING_WAIT_MS } from './fire-claim.js';
+export type { ContendOptions, Contention, FireContext, ProtocolTimings } from './contention.js';
+export { LOCK_PASSING_WAIT_MS };
 
 /**
  * How long a runner that found the lock taken waits before it looks up who holds it. Nothing
@@ -97,11 +105,24 @@ export const STALE_FIRE_MS = 250;
 function isStale(c: FireContext, attempt: Attempt): boolean {
   if (attempt.trigger === 'manual' || attempt.trigger === 'rerun') return false;
   const now = c.now?.().getTime() ?? Date.now();
-  return now - (attempt.startAt ?? attempt.scheduledAt).getTime() > STALE_FIRE_MS;
+  return now - (attempt.startAt ?? attempt.scheduledAt).getTime() > timingsOf(c).staleFireMs;
 }
 
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
 export const QUEUE_POLL_MS = 250;
+
+/** The protocol's windows by default: the constants above and in fire-claim.ts. */
+export const PROTOCOL_TIMINGS: Readonly<ProtocolTimings> = {
+  describeDelayMs: DESCRIBE_DELAY_MS,
+  staleFireMs: STALE_FIRE_MS,
+  queuePollMs: QUEUE_POLL_MS,
+  lockPassingWaitMs: LOCK_PASSING_WAIT_MS,
+  lockPassingFirstPollMs: LOCK_PASSING_FIRST_POLL_MS,
+  earlyClaimRetryMs: EARLY_CLAIM_RETRY_MS,
+  earlyClaimLimitMs: EARLY_CLAIM_LIMIT_MS,
+};
+
+const timingsOf = (c: FireContext): Readonly<ProtocolTimings> => c.timings ?? PROTOCOL_TIMINGS;
 
 export async function contend(
   c: FireContext,
@@ -183,7 +204,7 @@ export async function contend(
       for (;;) {
         const won = await contendSlots(c, attempt, once, workers, gaveUp, prefetch);
         if (won.won || Date.now() >= deadline) return won.won ? won : skip(won.skip);
-        await new Promise((r) => setTimeout(r, QUEUE_POLL_MS));
+        await new Promise((r) => setTimeout(r, timingsOf(c).queuePollMs));
       }
     }
   }
@@ -238,7 +259,7 @@ async function contendSlots(
     // nor one cut off by a stop.
     const queued = options.overlap === 'queue' && options.queueUntil != null;
     if (!queued && !options.signal?.aborted) {
-      await new Promise((r) => setTimeout(r, DESCRIBE_DELAY_MS));
+      await new Promise((r) => setTimeout(r, timingsOf(c).describeDelayMs));
     }
     const named = await Promise.all(
       held.map((h) => describeHolder(c.pool, c.namespace, h.lockName, h.attempt)),
@@ -278,7 +299,7 @@ async function acquire(
     if (until == null || options.signal?.aborted) return 'busy';
     if (await findAttemptWinner(c.pool, c.namespace, attempt)) return 'taken';
     const now = c.now?.().getTime() ?? Date.now();
-    const wait = Math.min(QUEUE_POLL_MS, until - now);
+    const wait = Math.min(timingsOf(c).queuePollMs, until - now);
     if (wait <= 0) return 'busy';
     await new Promise((r) => setTimeout(r, wait));
   }

@@ -106,6 +106,8 @@ export class LockSession {
     private readonly conn: Connection,
     /** `CONNECTION_ID()` of this session, recorded on winning rows so a reaper can check them. */
     readonly connectionId: number,
+    /** Each statement's deadline (LOCK_STATEMENT_DEADLINE_MS unless the runner set another). */
+    private readonly statementDeadlineMs: number,
   ) {
     conn.on('error', (err: Error) => this.lose(`the connection failed: ${err.message}`));
     conn.on('end', () => this.lose('the server closed the connection'));
@@ -119,6 +121,7 @@ export class LockSession {
   static async open(
     target: DatabaseTarget,
     idleTimeoutSeconds = LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
+    statementDeadlineMs = LOCK_STATEMENT_DEADLINE_MS,
   ): Promise<LockSession> {
     const conn = await openConnection(target);
     try {
@@ -131,7 +134,7 @@ export class LockSession {
         sessionLockName(id),
       ]);
       if (self?.got !== 1) throw new Error(`could not take the session lock of connection ${id}`);
-      const session = new LockSession(conn, id);
+      const session = new LockSession(conn, id, statementDeadlineMs);
       const [[token]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
         session.tokenLockName,
       ]);
@@ -246,7 +249,7 @@ export class LockSession {
   private async query<T>(
     sql: string,
     values: QueryValues,
-    deadlineMs = LOCK_STATEMENT_DEADLINE_MS,
+    deadlineMs = this.statementDeadlineMs,
   ): Promise<T> {
     try {
       // The deadline starts when the statement is handed to the driver: time spent waiting for
@@ -299,7 +302,7 @@ export class LockSession {
     const [row] = await this.query<RowDataPacket[]>(
       sql,
       [name, waitSeconds],
-      LOCK_STATEMENT_DEADLINE_MS + waitSeconds * 1000,
+      this.statementDeadlineMs + waitSeconds * 1000,
     );
     const [result] = await this.settleAcquired([name], [row?.got]);
     if ('error' in result!) throw result.error;
@@ -437,11 +440,11 @@ export class LockSession {
     if (!this.broken) {
       await withDeadline(
         this.conn.query('SELECT RELEASE_ALL_LOCKS()'),
-        LOCK_STATEMENT_DEADLINE_MS,
+        this.statementDeadlineMs,
         'release',
         () => {},
       ).catch(() => {});
-      await withDeadline(this.conn.end(), LOCK_STATEMENT_DEADLINE_MS, 'close', () => {}).catch(
+      await withDeadline(this.conn.end(), this.statementDeadlineMs, 'close', () => {}).catch(
         () => {},
       );
     }

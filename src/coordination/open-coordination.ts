@@ -20,7 +20,7 @@ import { LockSession } from './lock-session.js';
  * Deadline of the statements on the pool (history, claims) for runners and `baton run` alike;
  * longer than a heartbeat window, it guards against a partition that leaves a statement hanging.
  */
-export const STATEMENT_DEADLINE_MS = 10_000;
+export const POOL_STATEMENT_DEADLINE_MS = 10_000;
 
 export interface Coordination {
   lock: LockSession;
@@ -35,6 +35,7 @@ export async function openCoordination(
   target: DatabaseTarget,
   pool: Queryable,
   idleTimeoutSeconds?: number,
+  lockStatementDeadlineMs?: number,
 ): Promise<Coordination> {
   let facts: ServerFacts | undefined;
   let locks: LockCapability | undefined;
@@ -46,6 +47,6 @@ export async function openCoordination(
     },
   });
   await assertFireKey(pool);
-  const lock = await LockSession.open(target, idleTimeoutSeconds);
+  const lock = await LockSession.open(target, idleTimeoutSeconds, lockStatementDeadlineMs);
   return { lock, facts: facts!, locks: locks!, applied };
 }

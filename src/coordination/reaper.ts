@@ -16,6 +16,17 @@ import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
 import { findOrphanRuns, markLost, type OrphanRun } from '../store/run-verdicts.js';
 
+/** Time between two looks for `running` rows whose runner is gone (the runner's reaper tick). */
+export const DEFAULT_REAPER_MS = 10_000;
+
+/** The reaper's pace; the runner sets it (daemon/timings.ts, `baton start --reaper-interval`). */
+export interface ReaperTimings {
+  /** DEFAULT_REAPER_MS. */
+  intervalMs: number;
+}
+
+export const REAPER_TIMINGS: Readonly<ReaperTimings> = { intervalMs: DEFAULT_REAPER_MS };
+
 export interface ReapScope {
   namespace: string;
   /** Only this job's rows (a winner about to claim); all jobs of the namespace otherwise. */

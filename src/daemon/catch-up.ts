@@ -39,6 +39,22 @@ const WINNER_POLL_MS = 500;
  */
 const NO_WINNER_AFTER_MS = 5_000;
 
+/** A catch-up walk's pace (the runner's `recovery` timings, recovery.ts). */
+export interface CatchUpTimings {
+  /** RETRY_DELAY_MS: the pause before a catch-up fire not attempted is tried again. */
+  catchUpRetryMs: number;
+  /** WINNER_POLL_MS: how often a lost fire's winner is looked at. */
+  winnerPollMs: number;
+  /** NO_WINNER_AFTER_MS: a lost fire with no winning row after this long has none. */
+  noWinnerAfterMs: number;
+}
+
+export const CATCH_UP_TIMINGS: Readonly<CatchUpTimings> = {
+  catchUpRetryMs: RETRY_DELAY_MS,
+  winnerPollMs: WINNER_POLL_MS,
+  noWinnerAfterMs: NO_WINNER_AFTER_MS,
+};
+
 export interface CatchUpContext {
   pool: Queryable;
   namespace: string;
@@ -51,6 +67,8 @@ export interface CatchUpContext {
   missed: (job: string, count: number) => void;
   signal: AbortSignal;
   log: Logger;
+  /** CATCH_UP_TIMINGS when not given. */
+  timings?: CatchUpTimings | undefined;
 }
 
 /**
@@ -101,7 +119,7 @@ export async function catchUpAll(
       // A fire not attempted while the runner can still coordinate (a statement that failed) is
       // tried again a few times; with the database gone, the recovery after the reconnect walks.
       for (let retry = 1; outcome?.status === 'not-attempted' && retry <= RETRIES; retry++) {
-        await delay(RETRY_DELAY_MS, c.signal);
+        await delay((c.timings ?? CATCH_UP_TIMINGS).catchUpRetryMs, c.signal);
         if (!going()) return;
         outcome = await c.dispatch({ job: job.name, scheduledAt: at, lateMs: 0 });
       }
@@ -131,10 +149,11 @@ async function untilOver(
   const since = Date.now();
   for (;;) {
     const winner = await findWinner(c.pool, c.namespace, job, at);
-    if (winner ? winner.status !== 'running' : Date.now() - since > NO_WINNER_AFTER_MS) {
+    const t = c.timings ?? CATCH_UP_TIMINGS;
+    if (winner ? winner.status !== 'running' : Date.now() - since > t.noWinnerAfterMs) {
       return true;
     }
-    await delay(WINNER_POLL_MS, c.signal);
+    await delay(t.winnerPollMs, c.signal);
     if (!going()) return false;
   }
 }

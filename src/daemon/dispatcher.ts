@@ -14,6 +14,7 @@ import type { FireContext } from '../coordination/fire-protocol.js';
 import { Limiter } from '../fire/limiter.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { OutputWriter } from '../fire/output-writer.js';
+import type { RunTimings } from '../fire/run-timings.js';
 import type { RunLease } from '../execution/run-lease.js';
 import { startFire, type FireOptions, type FireOutcome } from '../fire/run-fire.js';
 import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';
@@ -33,6 +34,19 @@ import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js'
 const MAX_CONTENTIONS = 1_000;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
+
+/** The dispatcher's windows; the runner sets them (timings.ts). */
+export interface DispatcherTimings {
+  /** FIRST_ASKER_LEAD_MS (coordination/first-asker.ts): the others contend this much later. */
+  firstAskerLeadMs: number;
+  /** LATE_WAKE_WARN_MS: a wake this late emits `loop:lateWake`. */
+  lateWakeWarnMs: number;
+}
+
+export const DISPATCHER_TIMINGS: Readonly<DispatcherTimings> = {
+  firstAskerLeadMs: FIRST_ASKER_LEAD_MS,
+  lateWakeWarnMs: LATE_WAKE_WARN_MS,
+};
 
 /** The loaded schedule, as the dispatcher reads it at each fire (a reload replaces it). */
 export interface Loaded {
@@ -58,6 +72,10 @@ export interface DispatcherOptions {
   host: string;
   /** The other live runners that run `job`, at the last look at the registry (fleet-watch.ts). */
   companionsRunning?: (job: string) => readonly string[];
+  /** DISPATCHER_TIMINGS when not given. */
+  timings?: DispatcherTimings;
+  /** How the runs are stopped (fire/run-control.ts: RUN_TIMINGS when not given). */
+  runTimings?: RunTimings;
 }
 
 /**
@@ -78,7 +96,11 @@ export class Dispatcher {
   /** Every fire not yet finished, contended or running. */
   private readonly inflight = new Set<Promise<unknown>>();
 
-  constructor(private readonly o: DispatcherOptions) {}
+  private readonly t: DispatcherTimings;
+
+  constructor(private readonly o: DispatcherOptions) {
+    this.t = o.timings ?? DISPATCHER_TIMINGS;
+  }
 
   /** One wake's fires: the late ones reported, the due ones dispatched. */
   dispatchWake({ due, missed }: Wake): void {
@@ -100,7 +122,7 @@ export class Dispatcher {
         setTimeout(() => {
           if (this.o.signal.aborted) return;
           for (const fire of later) this.dispatch(fire, 'schedule', true);
-        }, FIRST_ASKER_LEAD_MS),
+        }, this.t.firstAskerLeadMs),
       );
     }
   }
@@ -125,7 +147,7 @@ export class Dispatcher {
   dispatch(fire: DueFire, trigger: Trigger, afterLead = false): Promise<FireOutcome | null> {
     const job = this.o.loaded().jobs.get(fire.job);
     if (!job) return Promise.resolve(null);
-    if (fire.lateMs > LATE_WAKE_WARN_MS && trigger === 'schedule') {
+    if (fire.lateMs > this.t.lateWakeWarnMs && trigger === 'schedule') {
       this.o.events.emit('loop:lateWake', {
         job: job.name,
         scheduledAt: fire.scheduledAt,
@@ -248,6 +270,7 @@ export class Dispatcher {
       // Parameters only where some were given: a plain manual run's row records none.
       ...(params?.recorded ? { params } : {}),
       secrets: outputSecrets(config, job, this.o.target),
+      ...(this.o.runTimings ? { timings: this.o.runTimings } : {}),
     });
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.

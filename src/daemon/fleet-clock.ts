@@ -11,6 +11,14 @@ import type { RunnerEvents } from './events.js';
 
 export const DEFAULT_CLOCK_WARN_MS = 1_000;
 
+/** The clock check's threshold; the runner sets it (timings.ts, `baton start --clock-warn`). */
+export interface ClockTimings {
+  /** DEFAULT_CLOCK_WARN_MS: an offset from the database beyond this is a warning. */
+  warnMs: number;
+}
+
+export const CLOCK_TIMINGS: Readonly<ClockTimings> = { warnMs: DEFAULT_CLOCK_WARN_MS };
+
 export class FleetClock {
   /** The database's clock minus this host's; kept across reconnects. */
   private offsetMs = 0;

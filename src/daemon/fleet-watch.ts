@@ -53,6 +53,27 @@ const COMPANIONS_MS = 5_000;
 const HOLDING_CHECK_MS = 200;
 const DETACHED_CHECK_MS = 2_000;
 
+/** The fleet watch's pace; the runner sets it (timings.ts), these are the defaults. */
+export interface FleetWatchTimings {
+  /** COMPANIONS_MS: how often a runner with the fleet looks at who is alive with it. */
+  companionsMs: number;
+  /** DEFAULT_GONE_AFTER_MS: a runner not heartbeated for this long is no companion. */
+  goneAfterMs: number;
+  /** DETACH_GRACE_MS: the wait for the fleet after a failover before a runner is detached. */
+  detachGraceMs: number;
+  /** HOLDING_CHECK_MS and DETACHED_CHECK_MS: the looks while holding, and once detached. */
+  holdingCheckMs: number;
+  detachedCheckMs: number;
+}
+
+export const FLEET_WATCH_TIMINGS: Readonly<FleetWatchTimings> = {
+  companionsMs: COMPANIONS_MS,
+  goneAfterMs: DEFAULT_GONE_AFTER_MS,
+  detachGraceMs: DETACH_GRACE_MS,
+  holdingCheckMs: HOLDING_CHECK_MS,
+  detachedCheckMs: DETACHED_CHECK_MS,
+};
+
 export type FleetState = 'with-fleet' | 'holding' | 'detached';
 
 export interface FleetWatchOptions {
@@ -65,6 +86,8 @@ export interface FleetWatchOptions {
   events: RunnerEvents;
   log: Logger;
   signal: AbortSignal;
+  /** FLEET_WATCH_TIMINGS when not given. */
+  timings?: FleetWatchTimings | undefined;
 }
 
 export class FleetWatch {
@@ -80,7 +103,11 @@ export class FleetWatch {
 
   private watching = false;
 
-  constructor(private readonly o: FleetWatchOptions) {}
+  private readonly t: FleetWatchTimings;
+
+  constructor(private readonly o: FleetWatchOptions) {
+    this.t = o.timings ?? FLEET_WATCH_TIMINGS;
+  }
 
   /**
    * Starts looking at the companions every COMPANIONS_MS, until the runner stops: at the first
@@ -107,7 +134,7 @@ export class FleetWatch {
             this.companionJobs = new Map(alive.map((p) => [p.host, p.known]));
           }
         }
-        await delay(COMPANIONS_MS, o.signal);
+        await delay(this.t.companionsMs, o.signal);
       }
     })();
   }
@@ -128,7 +155,7 @@ export class FleetWatch {
   ): Promise<{ host: string; known: { digest: string; jobs: ReadonlySet<string> } }[]> {
     const namespace = this.o.namespace();
     const peers = await fleetPeers(pool, namespace, this.o.host);
-    const alive = peers.filter((p) => p.agoMs <= DEFAULT_GONE_AFTER_MS);
+    const alive = peers.filter((p) => p.agoMs <= this.t.goneAfterMs);
     const stale = alive.filter((p) => this.companionJobs.get(p.host)?.digest !== p.scheduleDigest);
     const fresh = await jobsOfRunners(
       pool,
@@ -185,7 +212,7 @@ export class FleetWatch {
               this.set('with-fleet', null);
               return;
             }
-            if (Date.now() - arrivedAt >= DETACH_GRACE_MS && this.stateNow !== 'detached') {
+            if (Date.now() - arrivedAt >= this.t.detachGraceMs && this.stateNow !== 'detached') {
               const seen = peers.length > 0 ? Math.min(...peers.map((p) => p.agoMs)) : null;
               this.set(
                 'detached',
@@ -206,7 +233,7 @@ export class FleetWatch {
           arrivedAt = Date.now();
         }
         const detached = this.stateNow === 'detached';
-        await delay(detached ? DETACHED_CHECK_MS : HOLDING_CHECK_MS, this.o.signal);
+        await delay(detached ? this.t.detachedCheckMs : this.t.holdingCheckMs, this.o.signal);
       }
     })();
   }

@@ -8,6 +8,14 @@ import type { SchedulerLoop } from './loop.js';
 /** The loop wakes at least every MAX_SLEEP_MS; this much later than planned means it is stuck. */
 const LOOP_STUCK_MS = 10_000;
 
+/** `/healthz`'s threshold; the runner sets it (timings.ts). */
+export interface HealthTimings {
+  /** LOOP_STUCK_MS: a loop's wake overdue by more than this is a problem. */
+  loopStuckMs: number;
+}
+
+export const HEALTH_TIMINGS: Readonly<HealthTimings> = { loopStuckMs: LOOP_STUCK_MS };
+
 /** What the metrics' gauges read at each scrape. */
 export interface RunnerGauges {
   databaseUp: boolean;
@@ -37,11 +45,12 @@ export async function healthOf(r: {
   stopping: boolean;
   loop: SchedulerLoop;
   link: DatabaseLink;
+  timings?: HealthTimings;
 }): Promise<RunnerHealth> {
   const problems: string[] = [];
   if (r.stopping) problems.push('the runner is stopping');
   const overdueMs = r.loop.overdueMs;
-  if (overdueMs > LOOP_STUCK_MS) {
+  if (overdueMs > (r.timings ?? HEALTH_TIMINGS).loopStuckMs) {
     problems.push(`the scheduler loop is stuck: its wake is ${Math.round(overdueMs)} ms overdue`);
   }
   const pool = r.link.anyPool;

@@ -36,11 +36,12 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { LockCapability } from '../coordination/lock-probe.js';
-import { openCoordination, STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
+import { openCoordination, POOL_STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
   LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
+  LOCK_STATEMENT_DEADLINE_MS,
   type LockSession,
 } from '../coordination/lock-session.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
@@ -55,7 +56,7 @@ import type { ServerFacts } from '../store/server-check.js';
 import { failoverLockName } from '../lock-names.js';
 import { DeadlinePool } from '../store/deadline.js';
 import type { RunnerEvents } from './events.js';
-import { FleetWatch } from './fleet-watch.js';
+import { FleetWatch, type FleetWatchTimings } from './fleet-watch.js';
 import { SemiSyncSeries, watchSemiSync } from './semi-sync.js';
 
 /**
@@ -84,6 +85,36 @@ const LOST_SESSION_WAIT_MS = 15_000;
  */
 const FAILOVER_LOCK_WAIT_SECONDS = 10;
 
+/** The link's pace; the runner sets it (timings.ts), these are the defaults. */
+export interface LinkTimings {
+  /** Time between lock-session heartbeats (`baton start --heartbeat`). */
+  heartbeatMs: number;
+  /** A heartbeat unanswered this long means the session is lost (`--heartbeat-deadline`). */
+  heartbeatDeadlineMs: number;
+  /** RECONNECT_FIRST_MS and RECONNECT_MAX_MS: the reconnect's back-off (reconnectDelayMs). */
+  reconnectFirstMs: number;
+  reconnectMaxMs: number;
+  /** RECONNECT_LOG_EVERY_MS: a long outage is logged at warn level at most this often. */
+  reconnectLogEveryMs: number;
+  /** LOST_SESSION_WAIT_MS: a lost session's aborted runs are waited for at most this long. */
+  lostSessionWaitMs: number;
+  /** POOL_STATEMENT_DEADLINE_MS (coordination/open-coordination.ts): each pool statement. */
+  poolStatementDeadlineMs: number;
+  /** LOCK_STATEMENT_DEADLINE_MS (coordination/lock-session.ts): each lock-session statement. */
+  lockStatementDeadlineMs: number;
+}
+
+export const LINK_TIMINGS: Readonly<LinkTimings> = {
+  heartbeatMs: DEFAULT_HEARTBEAT_MS,
+  heartbeatDeadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
+  reconnectFirstMs: RECONNECT_FIRST_MS,
+  reconnectMaxMs: RECONNECT_MAX_MS,
+  reconnectLogEveryMs: RECONNECT_LOG_EVERY_MS,
+  lostSessionWaitMs: LOST_SESSION_WAIT_MS,
+  poolStatementDeadlineMs: POOL_STATEMENT_DEADLINE_MS,
+  lockStatementDeadlineMs: LOCK_STATEMENT_DEADLINE_MS,
+};
+
 /**
  * The wait before reconnect attempt `attempt + 1` (0: after the first failure): "equal jitter",
  * a random point in the upper half of the doubling, capped base — [100, 200] ms, then [200, 400],
@@ -97,8 +128,12 @@ const FAILOVER_LOCK_WAIT_SECONDS = 10;
  * fleet's attempts over half the interval — and a few attempts in, their phases are scattered
  * across the whole of it.
  */
-export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(RECONNECT_FIRST_MS * 2 ** Math.min(attempt, 20), RECONNECT_MAX_MS);
+export function reconnectDelayMs(
+  attempt: number,
+  random: () => number = Math.random,
+  t: Pick<LinkTimings, 'reconnectFirstMs' | 'reconnectMaxMs'> = LINK_TIMINGS,
+): number {
+  const base = Math.min(t.reconnectFirstMs * 2 ** Math.min(attempt, 20), t.reconnectMaxMs);
   return Math.round(base / 2 + random() * (base / 2));
 }
 
@@ -113,8 +148,10 @@ export interface LinkOptions {
   runs: LocalRuns;
   /** The runner stopping: no reconnect, no more waiting. */
   signal: AbortSignal;
-  heartbeatMs?: number | undefined;
-  heartbeatDeadlineMs?: number | undefined;
+  /** LINK_TIMINGS when not given. */
+  timings?: LinkTimings;
+  /** The fleet watch's pace (fleet-watch.ts: FLEET_WATCH_TIMINGS when not given). */
+  fleetTimings?: FleetWatchTimings;
   /**
    * Called after each connect, before the link counts as up (`first`: the runner's first;
    * `failover`: the last failover this runner lived through, from the connect that reached the
@@ -168,16 +205,17 @@ export class DatabaseLink {
   /** After a failover: is the fleet on this server too (fleet-watch.ts)? */
   readonly fleet: FleetWatch;
 
+  private readonly t: LinkTimings;
+
   constructor(private readonly o: LinkOptions) {
+    this.t = o.timings ?? LINK_TIMINGS;
     this.fleet = new FleetWatch({
       ...o,
       pool: () => (this.usable ? this.pool : null),
       readOnly: () => this.readOnlyNow,
+      timings: o.fleetTimings,
     });
-    this.lease = new RunLease(
-      (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
-        (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS),
-    );
+    this.lease = new RunLease(this.t.heartbeatMs + this.t.heartbeatDeadlineMs);
   }
 
   /** True while the lock session is up: fires can be coordinated. */
@@ -253,7 +291,7 @@ export class DatabaseLink {
         } catch (err) {
           if (signal.aborted) return false;
           if (firstStart && !isTransientDbError(err)) throw err;
-          const retryInMs = reconnectDelayMs(attempt);
+          const retryInMs = reconnectDelayMs(attempt, Math.random, this.t);
           // A warn line for the first failure, for a different error (digits aside: ports,
           // connection ids), and every RECONNECT_LOG_EVERY_MS of a long outage; the attempts in
           // between at debug level — at ~1.5 attempts a second, a warn each would flood the
@@ -261,7 +299,7 @@ export class DatabaseLink {
           const message = errorMessage(err);
           const kind = message.replace(/\d+/g, 'N');
           const now = performance.now();
-          const loud = kind !== lastError || now - warnedAt >= RECONNECT_LOG_EVERY_MS;
+          const loud = kind !== lastError || now - warnedAt >= this.t.reconnectLogEveryMs;
           lastError = kind;
           if (loud) warnedAt = now;
           log[loud ? 'warn' : 'debug'](
@@ -288,11 +326,12 @@ export class DatabaseLink {
   /** `attempts`, `downMs`: of this connect so far, for the "reopened" line. */
   private async open(tries: { attempts: number; downMs: number }): Promise<void> {
     const { target, log } = this.o;
-    this.pool ??= new DeadlinePool(openPool(target), STATEMENT_DEADLINE_MS);
+    this.pool ??= new DeadlinePool(openPool(target), this.t.poolStatementDeadlineMs);
     const { lock, facts, locks, applied } = await openCoordination(
       target,
       this.pool,
-      lockSessionIdleTimeoutSeconds(this.o),
+      lockSessionIdleTimeoutSeconds(this.t),
+      this.t.lockStatementDeadlineMs,
     );
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     // Told at the first connect, and again when a reconnect finds a server that differs.
@@ -344,13 +383,13 @@ export class DatabaseLink {
             settledSince: this.semiSync.vouchedSince(
               failedOverFrom,
               lostAt,
-              semiSyncMaxAgeMs(this.o),
+              semiSyncMaxAgeMs(this.t),
             ),
           }
         : null;
     this.server = facts.identity;
     this.fleet.start();
-    const beatMs = this.o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    const beatMs = this.t.heartbeatMs;
     const current = () => this.session === lock && lock.usable;
     await watchSemiSync(this.pool, facts.identity, this.semiSync, beatMs, current, this.o.signal);
     if (first) {
@@ -369,7 +408,7 @@ export class DatabaseLink {
     if (facts.readOnly) this.noteReadOnly(true);
     lock.watch({
       intervalMs: beatMs,
-      deadlineMs: this.o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS,
+      deadlineMs: this.t.heartbeatDeadlineMs,
       onLost: (reason) => this.lost(lock, reason),
       onAlive: () => {
         if (lock === this.session) this.lease.renew();
@@ -472,7 +511,9 @@ export class DatabaseLink {
    */
   private async endLostSession(lost: NonNullable<DatabaseLink['lostSession']>): Promise<void> {
     const { log } = this.o;
-    await Promise.race([lost.runsOver, delay(LOST_SESSION_WAIT_MS, this.o.signal)]).catch(() => {});
+    await Promise.race([lost.runsOver, delay(this.t.lostSessionWaitMs, this.o.signal)]).catch(
+      () => {},
+    );
     const pool = this.pool;
     if (!pool || this.o.signal.aborted) return;
     try {
@@ -503,9 +544,8 @@ export class DatabaseLink {
 }
 
 /** How close to the loss the old server's last semi-sync sample must be (semi-sync.ts). */
-function semiSyncMaxAgeMs(o: LinkOptions): number {
-  const beat = o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-  return 3 * beat + (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
+function semiSyncMaxAgeMs(t: LinkTimings): number {
+  return 3 * t.heartbeatMs + t.heartbeatDeadlineMs;
 }
 
 /**
@@ -513,9 +553,7 @@ function semiSyncMaxAgeMs(o: LinkOptions): number {
  * heartbeats are configured to be slow — the server must never end a session that is merely
  * between two heartbeats.
  */
-function lockSessionIdleTimeoutSeconds(o: LinkOptions): number {
-  const window =
-    (o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) +
-    (o.heartbeatDeadlineMs ?? DEFAULT_HEARTBEAT_DEADLINE_MS);
+function lockSessionIdleTimeoutSeconds(t: LinkTimings): number {
+  const window = t.heartbeatMs + t.heartbeatDeadlineMs;
   return Math.max(LOCK_SESSION_IDLE_TIMEOUT_SECONDS, Math.ceil((10 * window) / 1000));
 }

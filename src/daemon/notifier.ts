@@ -18,13 +18,14 @@
  */
 import type { PoolConnection } from 'mysql2/promise';
 import { withheldVariables } from '../config/connections.js';
-import { DEFAULT_THROTTLE_MS } from '../config/defaults.js';
+import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from '../config/defaults.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
 import { hostWith } from '../host-name.js';
 import { notifyLockName } from '../lock-names.js';
 import type { Logger } from '../log.js';
+import { NOTIFY_COMMAND_KILL_GRACE_MS } from '../notify/command.js';
 import { buildEvent } from '../notify/event.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from '../notify/types.js';
 import { expectation } from '../schedule/dead-man.js';
@@ -61,11 +62,47 @@ const CLAIM_MARGIN_MS = 5_000;
 /** Tries before a row is given up (with the backoff below: about two hours). */
 export const MAX_ATTEMPTS = 25;
 /** Each statement on the lock's connection. */
-const STATEMENT_DEADLINE_MS = 10_000;
+const NOTIFY_STATEMENT_DEADLINE_MS = 10_000;
+/** The first retry's wait; each next one doubles, up to BACKOFF_MAX_MS. */
+const BACKOFF_FIRST_MS = 1_000;
+const BACKOFF_MAX_MS = 300_000;
+
+/** The notifier's pace; the runner sets it (timings.ts), these are the defaults. */
+export interface NotifierTimings {
+  /** NOTIFY_INTERVAL_MS: the probe for due rows. */
+  passMs: number;
+  /** EVALUATE_INTERVAL_MS: the evaluations without a verdict (no-success, runner-gone, …). */
+  evaluateMs: number;
+  /** CLAIM_MARGIN_MS: a claim outlives its delivery's timeout by this much. */
+  claimMarginMs: number;
+  /** NOTIFY_STATEMENT_DEADLINE_MS: each statement on the notify lock's connection. */
+  statementDeadlineMs: number;
+  /** BACKOFF_FIRST_MS and BACKOFF_MAX_MS: a failed delivery's retries (see backoffMs). */
+  backoffFirstMs: number;
+  backoffMaxMs: number;
+  /** DEFAULT_GONE_AFTER_MS: a runner not heartbeated this long is gone (`runner-gone`). */
+  goneAfterMs: number;
+  /** NOTIFY_COMMAND_KILL_GRACE_MS (notify/command.ts): a command target's SIGTERM → SIGKILL. */
+  commandKillGraceMs: number;
+}
+
+export const NOTIFIER_TIMINGS: Readonly<NotifierTimings> = {
+  passMs: NOTIFY_INTERVAL_MS,
+  evaluateMs: EVALUATE_INTERVAL_MS,
+  claimMarginMs: CLAIM_MARGIN_MS,
+  statementDeadlineMs: NOTIFY_STATEMENT_DEADLINE_MS,
+  backoffFirstMs: BACKOFF_FIRST_MS,
+  backoffMaxMs: BACKOFF_MAX_MS,
+  goneAfterMs: DEFAULT_GONE_AFTER_MS,
+  commandKillGraceMs: NOTIFY_COMMAND_KILL_GRACE_MS,
+};
 
 /** 1 s, 2 s, 4 s, … at most 5 min between tries, ±20 %. */
-export function backoffMs(attempts: number): number {
-  const base = Math.min(1_000 * 2 ** Math.max(0, attempts - 1), 300_000);
+export function backoffMs(
+  attempts: number,
+  t: Pick<NotifierTimings, 'backoffFirstMs' | 'backoffMaxMs'> = NOTIFIER_TIMINGS,
+): number {
+  const base = Math.min(t.backoffFirstMs * 2 ** Math.max(0, attempts - 1), t.backoffMaxMs);
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
@@ -77,6 +114,7 @@ export type DeliverFn = (
     signal?: AbortSignal;
     withholdEnv?: readonly string[];
     targets?: Readonly<Record<string, NotifyTarget>>;
+    killGraceMs?: number;
   },
 ) => Promise<DeliveryResult>;
 
@@ -93,8 +131,8 @@ export interface NotifierOptions {
   /** Each delivery's outcome, for the metrics. */
   onDelivery?: (target: string, outcome: DeliveryRecord['outcome']) => void;
   env?: EnvLookup;
-  intervalMs?: number;
-  evaluateEveryMs?: number;
+  /** NOTIFIER_TIMINGS, or some of them replaced. */
+  timings?: Partial<NotifierTimings>;
 }
 
 export class Notifier {
@@ -103,8 +141,10 @@ export class Notifier {
   private lastEvaluation = 0;
   /** Distinguishes this process's claims from any other's, even on the same host. */
   private readonly claimant: string;
+  private readonly t: NotifierTimings;
 
   constructor(private readonly o: NotifierOptions) {
+    this.t = { ...NOTIFIER_TIMINGS, ...o.timings };
     // claimed_by is as wide as a host name: the host gives way, the pid and token stay whole.
     this.claimant = hostWith(o.host, `#${process.pid}#${Math.random().toString(36).slice(2, 8)}`);
   }
@@ -126,7 +166,7 @@ export class Notifier {
       } catch (err) {
         this.o.log.warn({ err: errorMessage(err) }, 'notifications: pass failed, trying again');
       }
-      await delay(this.o.intervalMs ?? NOTIFY_INTERVAL_MS, signal).catch(() => {});
+      await delay(this.t.passMs, signal).catch(() => {});
     }
   }
 
@@ -137,8 +177,7 @@ export class Notifier {
     const targets = Object.keys(config.notifyTargets);
     if (!pool || targets.length === 0) return 0;
     const evaluate =
-      Date.now() - this.lastEvaluation >= (this.o.evaluateEveryMs ?? EVALUATE_INTERVAL_MS) &&
-      hasEvaluations(config);
+      Date.now() - this.lastEvaluation >= this.t.evaluateMs && hasEvaluations(config);
     if (!evaluate && !(await anythingDue(pool, this.o.namespace, targets))) return 0;
     const claimed = await this.underLock(pool, async (db) => {
       if (evaluate) {
@@ -165,7 +204,8 @@ export class Notifier {
   ): Promise<T | null> {
     const conn: PoolConnection = await pool.pool.getConnection();
     const db: Queryable = {
-      query: (sql, values) => queryWithDeadline(conn, sql, values ?? [], STATEMENT_DEADLINE_MS),
+      query: (sql, values) =>
+        queryWithDeadline(conn, sql, values ?? [], this.t.statementDeadlineMs),
     };
     const lock = notifyLockName(this.o.database, this.o.namespace);
     let clean = false;
@@ -258,7 +298,8 @@ export class Notifier {
       deliver.push(row);
     }
     const claimMs = (row: NoticeRow) =>
-      (config.notifyTargets[row.target]?.timeoutMs ?? 10_000) + CLAIM_MARGIN_MS;
+      (config.notifyTargets[row.target]?.timeoutMs ?? DEFAULT_NOTIFY_TIMEOUT_MS) +
+      this.t.claimMarginMs;
     const longest = Math.max(0, ...deliver.map(claimMs)) * Math.max(1, deliver.length);
     const ids = await claimNotices(
       db,
@@ -278,7 +319,7 @@ export class Notifier {
         outcome: 'retry',
         responseStatus: null,
         error: `target "${row.target}" is not in this runner's schedule (any more)`,
-        retryInMs: backoffMs(row.attempts + 1),
+        retryInMs: backoffMs(row.attempts + 1, this.t),
       };
     } else {
       const event = await buildEvent(pool, this.o.namespace, row);
@@ -288,8 +329,9 @@ export class Notifier {
         signal: this.stopSignal.signal,
         withholdEnv: withheldVariables(config),
         targets: config.notifyTargets,
+        killGraceMs: this.t.commandKillGraceMs,
       });
-      record = toRecord(result, row.attempts + 1);
+      record = toRecord(result, row.attempts + 1, this.t);
       const log = { target: row.target, event: row.event, job: row.subject, eventId: event.id };
       if (result.ok) this.o.log.info(log, 'notification sent');
       else this.o.log.warn({ ...log, error: result.error }, 'notification not delivered');
@@ -345,7 +387,7 @@ export class Notifier {
       // A runner that holds its fires, detached from the fleet (daemon/fleet-watch.ts): told by
       // whoever delivers on its server — itself, on a server the rest of the fleet has left.
       for (const r of fleet) {
-        if (!r.detached || runnerState(r, now, DEFAULT_GONE_AFTER_MS) !== 'alive') continue;
+        if (!r.detached || runnerState(r, now, this.t.goneAfterMs) !== 'alive') continue;
         notices.push({
           namespace: ns,
           subject: r.host,
@@ -359,7 +401,7 @@ export class Notifier {
     }
     if (goneTargets.length > 0) {
       for (const r of fleet) {
-        if (runnerState(r, now, DEFAULT_GONE_AFTER_MS) !== 'gone') continue;
+        if (runnerState(r, now, this.t.goneAfterMs) !== 'gone') continue;
         // Runners not seen for a week are history, not news.
         if (now.getTime() - r.lastSeenAt.getTime() > 7 * 86_400_000) continue;
         notices.push({
@@ -393,7 +435,11 @@ function safeSchedule(expression: string, timezone: string) {
   }
 }
 
-function toRecord(result: DeliveryResult, attempts: number): DeliveryRecord {
+function toRecord(
+  result: DeliveryResult,
+  attempts: number,
+  t: Pick<NotifierTimings, 'backoffFirstMs' | 'backoffMaxMs'>,
+): DeliveryRecord {
   if (result.ok) return { outcome: 'sent', responseStatus: result.status };
   const unknown = result.outcomeUnknown ? ' (outcome unknown: it may have been received)' : '';
   if (!result.retryable || attempts >= MAX_ATTEMPTS) {
@@ -403,6 +449,6 @@ function toRecord(result: DeliveryResult, attempts: number): DeliveryRecord {
     outcome: 'retry',
     responseStatus: result.status,
     error: result.error + unknown,
-    retryInMs: backoffMs(attempts),
+    retryInMs: backoffMs(attempts, t),
   };
 }

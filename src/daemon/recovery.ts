@@ -26,12 +26,29 @@ import type { Queryable } from '../store/deadline.js';
 import { eventTargets } from '../config/event-targets.js';
 import { insertMissed } from '../store/fire-claims.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
-import { catchUpAll, MAX_CATCH_UP_FIRES, type CatchUpWalks } from './catch-up.js';
+import {
+  CATCH_UP_TIMINGS,
+  catchUpAll,
+  MAX_CATCH_UP_FIRES,
+  type CatchUpTimings,
+  type CatchUpWalks,
+} from './catch-up.js';
 import { setAsideInDoubt, type FailoverWindow } from './in-doubt.js';
 import type { RunnerEvents } from './events.js';
 
 /** Runners contending the most recent fires have written their rows by then. */
 export const MISSED_SETTLE_MS = 5_000;
+
+/** Recovery's pace, its catch-up walks' included; the runner sets it (timings.ts). */
+export interface RecoveryTimings extends CatchUpTimings {
+  /** MISSED_SETTLE_MS: the wait before fires nobody attempted are recorded `missed`. */
+  missedSettleMs: number;
+}
+
+export const RECOVERY_TIMINGS: Readonly<RecoveryTimings> = {
+  missedSettleMs: MISSED_SETTLE_MS,
+  ...CATCH_UP_TIMINGS,
+};
 
 export interface RecoveryContext {
   pool: Queryable;
@@ -55,6 +72,8 @@ export interface RecoveryContext {
   log: Logger;
   /** The runner's last failover (to this server, or before it): its fires in doubt. */
   failover?: FailoverWindow | null;
+  /** RECOVERY_TIMINGS when not given. */
+  timings?: RecoveryTimings;
 }
 
 export async function recover(c: RecoveryContext, now: Date): Promise<void> {
@@ -97,7 +116,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       }
       plans.push({ job, fires, from, caughtUp: new Set(caughtUp.map((at) => at.getTime())) });
     }
-    await delay(MISSED_SETTLE_MS, c.signal);
+    await delay((c.timings ?? RECOVERY_TIMINGS).missedSettleMs, c.signal);
     if (c.signal.aborted || !c.coordinated()) return;
     for (const { job, fires, from, caughtUp } of plans) {
       const seen = await firesWithRows(pool, namespace, job.name, from, now);
@@ -143,6 +162,7 @@ function walk(c: RecoveryContext, job: JobDefinition, fires: Date[], next: Date 
         missed: (name, count) => c.events.emit('fires:missed', { job: name, count }),
         signal: c.signal,
         log: c.log,
+        timings: c.timings,
       },
       job,
       fires,

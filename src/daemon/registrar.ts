@@ -26,6 +26,14 @@ import type { DatabaseLink } from './link.js';
 
 export const DEFAULT_REGISTRY_MS = 5_000;
 
+/** The registry's pace; the runner sets it (timings.ts, `baton start --registry-interval`). */
+export interface RegistrarTimings {
+  /** DEFAULT_REGISTRY_MS: time between two refreshes of the runner's row (its heartbeat). */
+  refreshMs: number;
+}
+
+export const REGISTRAR_TIMINGS: Readonly<RegistrarTimings> = { refreshMs: DEFAULT_REGISTRY_MS };
+
 export interface RegistrarOptions {
   host: string;
   namespace: () => string;

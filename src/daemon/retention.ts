@@ -28,11 +28,33 @@ export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
 /** The first prune after start (or after `retention:` changes): once the runner has settled. */
 export const FIRST_PRUNE_DELAY_MS = 5_000;
 /** Each batch statement's deadline on the borrowed connection (a batch takes milliseconds). */
-const STATEMENT_DEADLINE_MS = 30_000;
+const PRUNE_STATEMENT_DEADLINE_MS = 30_000;
 /** How long a stop waits for the batch in flight before it destroys the connection under it. */
 const STOP_WAIT_MS = 1_000;
 /** Between two DELETEs: the fleet's own writes go first. */
 const PAUSE_BETWEEN_BATCHES_MS = 20;
+
+/** Retention's pace; the runner sets it (timings.ts), these are the defaults. */
+export interface RetentionTimings {
+  /** DEFAULT_RETENTION_INTERVAL_MS: time between two prunes. */
+  intervalMs: number;
+  /** FIRST_PRUNE_DELAY_MS: the first prune after start, or after `retention:` changed. */
+  firstPruneDelayMs: number;
+  /** PRUNE_STATEMENT_DEADLINE_MS: each batch statement. */
+  statementDeadlineMs: number;
+  /** STOP_WAIT_MS: a stop waits this long for the batch in flight. */
+  stopWaitMs: number;
+  /** PAUSE_BETWEEN_BATCHES_MS: between two DELETEs. */
+  batchPauseMs: number;
+}
+
+export const RETENTION_TIMINGS: Readonly<RetentionTimings> = {
+  intervalMs: DEFAULT_RETENTION_INTERVAL_MS,
+  firstPruneDelayMs: FIRST_PRUNE_DELAY_MS,
+  statementDeadlineMs: PRUNE_STATEMENT_DEADLINE_MS,
+  stopWaitMs: STOP_WAIT_MS,
+  batchPauseMs: PAUSE_BETWEEN_BATCHES_MS,
+};
 
 export interface RetentionScheduleOptions {
   /** The runner's pool while it can coordinate; null while it cannot (then nothing is pruned). */
@@ -42,8 +64,8 @@ export interface RetentionScheduleOptions {
   /** null: nothing to prune (until `update` gives a retention). */
   retention: Retention | null;
   log: Logger;
-  intervalMs?: number;
-  firstDelayMs?: number;
+  /** RETENTION_TIMINGS, or some of them replaced. */
+  timings?: Partial<RetentionTimings>;
 }
 
 export class RetentionSchedule {
@@ -55,13 +77,11 @@ export class RetentionSchedule {
   /** The connection of the prune in flight. */
   private conn: PoolConnection | undefined;
   private readonly stopSignal = new AbortController();
-  private readonly intervalMs: number;
-  private readonly firstDelayMs: number;
+  private readonly t: RetentionTimings;
 
   constructor(private readonly options: RetentionScheduleOptions) {
     this.retention = options.retention;
-    this.intervalMs = options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
-    this.firstDelayMs = options.firstDelayMs ?? FIRST_PRUNE_DELAY_MS;
+    this.t = { ...RETENTION_TIMINGS, ...options.timings };
   }
 
   start(): void {
@@ -92,14 +112,17 @@ export class RetentionSchedule {
     clearTimeout(this.timer);
     if (!this.running) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.running, new Promise((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
+    await Promise.race([
+      this.running,
+      new Promise((r) => (timer = setTimeout(r, this.t.stopWaitMs))),
+    ]);
     clearTimeout(timer);
     this.conn?.destroy();
     await this.running;
   }
 
   private dueSoon(): void {
-    this.schedule(Date.now() + this.firstDelayMs);
+    this.schedule(Date.now() + this.t.firstPruneDelayMs);
   }
 
   private schedule(at: number): void {
@@ -120,17 +143,17 @@ export class RetentionSchedule {
     if (this.dueAt == null || this.stopSignal.signal.aborted) return;
     if (Date.now() < this.dueAt) return this.arm();
     // Due while the previous prune still runs (a reload meanwhile): after it, not beside it.
-    if (this.running) return this.schedule(Date.now() + this.firstDelayMs);
+    if (this.running) return this.schedule(Date.now() + this.t.firstPruneDelayMs);
     const retention = this.retention;
     this.dueAt = null;
     if (!retention) return;
     const pool = this.options.pool();
     // Not connected (yet): look again soon rather than in an hour.
-    if (!pool) return this.schedule(Date.now() + this.firstDelayMs);
+    if (!pool) return this.schedule(Date.now() + this.t.firstPruneDelayMs);
     this.running = this.prune(pool, retention).finally(() => {
       this.running = null;
       // Unless a reload already asked for a prune soon, or took the retention away.
-      if (this.dueAt == null && this.retention) this.schedule(Date.now() + this.intervalMs);
+      if (this.dueAt == null && this.retention) this.schedule(Date.now() + this.t.intervalMs);
     });
   }
 
@@ -142,12 +165,12 @@ export class RetentionSchedule {
     try {
       conn = await pool.pool.getConnection();
       this.conn = conn;
-      const db = deadlineQueryable(conn);
+      const db = deadlineQueryable(conn, this.t.statementDeadlineMs);
       const pruned = await withPruneLock(db, { database, namespace }, () =>
         pruneHistory(db, {
           namespace,
           retention,
-          pauseMs: PAUSE_BETWEEN_BATCHES_MS,
+          pauseMs: this.t.batchPauseMs,
           signal: this.stopSignal.signal,
         }),
       );
@@ -178,7 +201,7 @@ export class RetentionSchedule {
       );
     } catch (err) {
       log.warn(
-        { err: errorMessage(err), retryInMs: this.intervalMs },
+        { err: errorMessage(err), retryInMs: this.t.intervalMs },
         'history not pruned: trying again at the next interval',
       );
     } finally {
@@ -204,10 +227,10 @@ function giveBack(conn: PoolConnection | undefined, reusable: boolean): void {
 }
 
 /** A borrowed connection whose every statement has a deadline (it is destroyed on a miss). */
-function deadlineQueryable(conn: PoolConnection): Queryable {
+function deadlineQueryable(conn: PoolConnection, deadlineMs: number): Queryable {
   return {
     query: <T>(sql: string, values?: QueryValues) =>
-      queryWithDeadline<T>(conn, sql, values ?? [], STATEMENT_DEADLINE_MS),
+      queryWithDeadline<T>(conn, sql, values ?? [], deadlineMs),
   };
 }
 

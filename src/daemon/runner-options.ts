@@ -1,18 +1,14 @@
 /**
  * What a runner is given (daemon/runner.ts): its schedule, its database, its name, and the
- * intervals that pace it, with their defaults — each defined by the module it paces. `baton
- * start`'s flags and library mode's options are these.
+ * timings that pace it (timings.ts: every group with its defaults, each defined by the module it
+ * paces). `baton start`'s flags and library mode's options are these.
  */
 import type { Config } from '../config/schema.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import {
-  DEFAULT_HEARTBEAT_DEADLINE_MS,
-  DEFAULT_HEARTBEAT_MS,
-} from '../coordination/lock-session.js';
 import type { Logger } from '../log.js';
 import type { RunnerEvents } from './events.js';
-import { DEFAULT_CLOCK_WARN_MS } from './fleet-clock.js';
-import { DEFAULT_REGISTRY_MS } from './registrar.js';
+import { DEFAULT_TIMINGS, mergeTimings, resolveTimings, type PartialTimings } from './timings.js';
+import type { Timings } from './timings.js';
 
 export interface RunnerOptions {
   config: Config;
@@ -21,27 +17,46 @@ export interface RunnerOptions {
   log: Logger;
   /** How long a graceful stop waits for running jobs before stopping them. */
   graceMs: number;
-  /** Time between lock-session heartbeats. */
+  /**
+   * Any of the runner's timings (timings.ts), the defaults for the rest. The flat options below
+   * are shorthands for five of them and win over the same key given here.
+   */
+  timings?: PartialTimings;
+  /** Time between lock-session heartbeats: `timings.link.heartbeatMs`. */
   heartbeatMs?: number;
-  /** A heartbeat unanswered for this long means the lock session is lost. */
+  /** A heartbeat unanswered for this long means the lock session is lost: `link.heartbeatDeadlineMs`. */
   heartbeatDeadlineMs?: number;
-  /** Time between two looks for `running` rows whose runner is gone. */
+  /** Time between two looks for `running` rows whose runner is gone: `reaper.intervalMs`. */
   reaperMs?: number;
-  /** Time between two registry heartbeats (`baton_runners.last_seen_at`). */
+  /** Time between two registry heartbeats (`baton_runners.last_seen_at`): `registrar.refreshMs`. */
   registryMs?: number;
-  /** A clock offset from the database beyond this is logged as a warning. */
+  /** A clock offset from the database beyond this is logged as a warning: `clock.warnMs`. */
   clockWarnMs?: number;
   /** The event map to report on (library mode subscribes before the runner exists). */
   events?: RunnerEvents;
 }
 
-const DEFAULT_REAPER_MS = 10_000;
-
-/** The defaults of the intervals in RunnerOptions, each defined by the module it paces. */
+/** The defaults of the flat interval options in RunnerOptions (from DEFAULT_TIMINGS). */
 export const RUNNER_DEFAULTS = {
-  heartbeatMs: DEFAULT_HEARTBEAT_MS,
-  heartbeatDeadlineMs: DEFAULT_HEARTBEAT_DEADLINE_MS,
-  reaperMs: DEFAULT_REAPER_MS,
-  registryMs: DEFAULT_REGISTRY_MS,
-  clockWarnMs: DEFAULT_CLOCK_WARN_MS,
+  heartbeatMs: DEFAULT_TIMINGS.link.heartbeatMs,
+  heartbeatDeadlineMs: DEFAULT_TIMINGS.link.heartbeatDeadlineMs,
+  reaperMs: DEFAULT_TIMINGS.reaper.intervalMs,
+  registryMs: DEFAULT_TIMINGS.registrar.refreshMs,
+  clockWarnMs: DEFAULT_TIMINGS.clock.warnMs,
 } as const;
+
+/** The runner's timings: `timings`, with the flat shorthands laid over it, over the defaults. */
+export function runnerTimings(
+  o: Omit<RunnerOptions, 'config' | 'target' | 'host' | 'log' | 'graceMs'>,
+): Timings {
+  const defined = <T extends object>(v: T) =>
+    Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined)) as Partial<T>;
+  return resolveTimings(
+    mergeTimings(o.timings ?? {}, {
+      link: defined({ heartbeatMs: o.heartbeatMs, heartbeatDeadlineMs: o.heartbeatDeadlineMs }),
+      reaper: defined({ intervalMs: o.reaperMs }),
+      registrar: defined({ refreshMs: o.registryMs }),
+      clock: defined({ warnMs: o.clockWarnMs }),
+    }),
+  );
+}

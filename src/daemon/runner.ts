@@ -2,7 +2,9 @@
  * The runner: one `baton start` process — the composition root. It builds the roles, wires them
  * together, and owns the lifecycle: start, reload, stop. Each role is a module of its own:
  *
- *   runner-options.ts what a runner is given, and the defaults of its intervals
+ *   runner-options.ts what a runner is given
+ *   timings.ts     every interval, deadline and back-off, by component: resolved here once and
+ *                  handed to each component it paces
  *   link.ts        the pool and the lock session: connect, reconnect, loss, read-only
  *   loop.ts        the one timer: wakes at each instant by the fleet's clock
  *   dispatcher.ts  due fires → the fire pipeline (fire/run-fire.ts), one job's fires in turn
@@ -29,7 +31,6 @@ import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { manualInstant } from '../fire/manual-instant.js';
 import type { ManualParams } from '../fire/run-params.js';
-import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import { prepareSpawner } from '../execution/spawner-client.js';
@@ -53,7 +54,8 @@ import { healthOf, type RunnerGauges, type RunnerHealth } from './health.js';
 import { logEvents } from './log-events.js';
 import { SchedulerLoop } from './loop.js';
 import { jobsWorthWarming } from './warm-policy.js';
-import { RUNNER_DEFAULTS, type RunnerOptions } from './runner-options.js';
+import { RUNNER_DEFAULTS, runnerTimings, type RunnerOptions } from './runner-options.js';
+import type { Timings } from './timings.js';
 
 export { RUNNER_DEFAULTS, type RunnerOptions };
 import { recover } from './recovery.js';
@@ -69,7 +71,9 @@ export class Runner {
   /** What happens, as it happens: subscribe for counting (the metrics), never for control. */
   readonly events: RunnerEvents;
   private readonly stopSignal = new AbortController();
-  private readonly runs = new LocalRuns();
+  private readonly runs: LocalRuns;
+  /** Resolved once; each group goes to the component it paces. */
+  readonly timings: Timings;
   private readonly verdicts: VerdictBacklog;
   private readonly clock: FleetClock;
   private readonly link: DatabaseLink;
@@ -88,6 +92,8 @@ export class Runner {
   constructor(private readonly options: RunnerOptions) {
     const { log, target, host } = options;
     const signal = this.stopSignal.signal;
+    const timings = (this.timings = runnerTimings(options));
+    this.runs = new LocalRuns(timings.runs.lostKillGraceMs);
     // Every background loop sleeps on this one signal (delay.ts adds a listener per sleep): the
     // registry, reaper, notifier, kill and request watches, retention, and per connection the
     // semi-sync sampler and the fleet watch — more than Node's 10 before it warns of a leak.
@@ -96,7 +102,7 @@ export class Runner {
     logEvents(this.events, log, () => this.link.fleet.state);
     this.verdicts = new VerdictBacklog(log);
     this.loaded = emptySchedule(options.config);
-    this.clock = new FleetClock(() => this.link.lock, this.events, options.clockWarnMs);
+    this.clock = new FleetClock(() => this.link.lock, this.events, timings.clock.warnMs);
     this.link = new DatabaseLink({
       target,
       host,
@@ -105,8 +111,8 @@ export class Runner {
       events: this.events,
       runs: this.runs,
       signal,
-      heartbeatMs: options.heartbeatMs,
-      heartbeatDeadlineMs: options.heartbeatDeadlineMs,
+      timings: timings.link,
+      fleetTimings: timings.fleetWatch,
       onConnected: (first, failover) => this.connected(first, failover),
     });
     this.registrar = new Registrar({
@@ -127,15 +133,18 @@ export class Runner {
           host,
           pid: process.pid,
           now: () => this.clock.now(),
+          timings: timings.protocol,
         }),
       runs: this.runs,
       verdicts: this.verdicts,
       lease: this.link.lease,
-      output: new OutputWriter(log),
+      output: new OutputWriter(log, timings.runs.outputFlushMs),
       events: this.events,
       signal,
       host,
       companionsRunning: (job) => this.link.fleet.companionsRunning(job),
+      timings: timings.dispatcher,
+      runTimings: timings.runs,
     });
     this.loop = new SchedulerLoop(
       this.loaded.schedules,
@@ -169,7 +178,15 @@ export class Runner {
     // Kill requests on this runner's runs (`baton kill` from any host, fire/kill-watch.ts): also
     // through a graceful stop (a run waited for may be killed), until the last run has ended.
     const kills = new AbortController();
-    watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, kills.signal);
+    watchKillRequests(
+      {
+        pool: () => this.readPool,
+        runs: this.runs,
+        log: this.log,
+        everyMs: this.timings.runs.killWatchMs,
+      },
+      kills.signal,
+    );
     this.releasers.add('stop watching for kills', () => kills.abort());
     this.releasers.add('stop the warm module hosts', () => stopModuleHosts());
 
@@ -182,6 +199,7 @@ export class Runner {
       namespace: config.namespace,
       retention: config.retention,
       log: this.log,
+      timings: this.timings.retention,
     });
     this.retention.start();
     this.notifier = new Notifier({
@@ -193,6 +211,7 @@ export class Runner {
       deliver: deliverNotification,
       log: this.log,
       onDelivery: (target, outcome) => this.events.emit('notify:delivery', { target, outcome }),
+      timings: this.timings.notifier,
     });
     this.notifier.start();
     const connected = await this.link.connect(true);
@@ -219,12 +238,7 @@ export class Runner {
     // retried by the link); the reaper's tick writes what is left.
     void this.verdicts.write(this.link.anyPool);
     if (first) {
-      repeat(
-        this.options.reaperMs ?? RUNNER_DEFAULTS.reaperMs,
-        () => this.reap(),
-        signal,
-        this.log,
-      );
+      repeat(this.timings.reaper.intervalMs, () => this.reap(), signal, this.log);
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
       this.loop.replace(this.loaded.schedules, this.clock.now(), this.loaded.startDelay);
       for (const job of this.loaded.knownSince.keys()) {
@@ -235,7 +249,7 @@ export class Runner {
     if (first) this.warnOfLockTtl();
     await this.registrar.register(first);
     if (first) {
-      const every = this.options.registryMs ?? RUNNER_DEFAULTS.registryMs;
+      const every = this.timings.registrar.refreshMs;
       repeat(every, () => this.registrar.refresh(), signal, this.log);
     }
     const pool = this.link.anyPool;
@@ -258,6 +272,7 @@ export class Runner {
         events: this.events,
         log: this.log,
         failover: failoverWindow(failover, (at) => this.clock.toFleetTime(at)),
+        timings: this.timings.recovery,
       },
       this.clock.now(),
     );
@@ -377,7 +392,7 @@ export class Runner {
     for (const run of this.runs) {
       this.log.warn({ job: run.job }, 'stopping a running job');
       const why = `interrupted: the runner stopped (${reason})`;
-      run.control.stop(why, force ? 0 : KILL_GRACE_MS, 'interrupted');
+      run.control.stop(why, force ? 0 : this.timings.runs.killGraceMs, 'interrupted');
     }
     await this.dispatcher.finished();
     if (!first) return;
@@ -391,7 +406,12 @@ export class Runner {
   // API alone.
 
   health(): Promise<RunnerHealth> {
-    return healthOf({ stopping: this.stopping, loop: this.loop, link: this.link });
+    return healthOf({
+      stopping: this.stopping,
+      loop: this.loop,
+      link: this.link,
+      timings: this.timings.health,
+    });
   }
 
   gauges(): RunnerGauges {

@@ -15,6 +15,7 @@ import type { FireEvents, NotAttemptedCause } from './events.js';
 import type { Limiter } from './limiter.js';
 import type { LocalRuns } from './local-runs.js';
 import type { OutputWriter } from './output-writer.js';
+import type { RunTimings } from './run-timings.js';
 import type { VerdictBacklog } from './verdict-backlog.js';
 
 export type FireOutcome =
@@ -64,6 +65,8 @@ export interface FireOptions {
   lease?: RunLease;
   /** Where the runs' whole output is written as it comes; without it only the tail is kept. */
   output?: OutputWriter;
+  /** How runs are stopped (RUN_TIMINGS in fire/run-control.ts when not given). */
+  timings?: Pick<RunTimings, 'killGraceMs' | 'lostKillGraceMs' | 'bookkeepingWaitMaxMs'>;
   /** Masked as `***` in the kept output and tail (config/connections.ts: outputSecrets). */
   secrets?: readonly string[];
   /** The fire's generation to claim (a re-run, trigger `rerun`); default 0. */

@@ -16,9 +16,9 @@ import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
 import { findKillRequests, type KillRequest } from '../store/kill-requests.js';
 import type { LocalRuns } from './local-runs.js';
+import { KILL_WATCH_MS } from './run-control.js';
 
-/** How often the owner looks for kill requests while it has runs. */
-export const KILL_WATCH_MS = 1_000;
+export { KILL_WATCH_MS };
 
 /** The run's `error`: "killed by alice: stuck on a lock" (who asked, and why when they said). */
 export function killedReason(r: Pick<KillRequest, 'by' | 'reason'>): string {
@@ -30,6 +30,8 @@ export interface KillWatchOptions {
   pool: () => Queryable | null;
   runs: LocalRuns;
   log?: Logger;
+  /** The pace of the looks; KILL_WATCH_MS by default. */
+  everyMs?: number;
 }
 
 /** One look: stops the runs of `runs` that have a kill request. Returns how many it stopped. */
@@ -71,7 +73,7 @@ export async function actOnKillRequests(o: KillWatchOptions): Promise<number> {
 export function watchKillRequests(o: KillWatchOptions, signal: AbortSignal): void {
   void (async () => {
     for (;;) {
-      await delay(KILL_WATCH_MS, signal);
+      await delay(o.everyMs ?? KILL_WATCH_MS, signal);
       if (signal.aborted) return;
       await actOnKillRequests(o).catch((err: unknown) =>
         o.log?.warn({ err: errorMessage(err) }, 'could not look for kill requests'),

@@ -35,6 +35,9 @@ export interface LocalRun {
 export class LocalRuns {
   private readonly runs = new Set<LocalRun>();
 
+  /** `lostKillGraceMs`: the grace of the runs `abortAll` stops (the runner's timings). */
+  constructor(private readonly lostKillGraceMs = LOST_KILL_GRACE_MS) {}
+
   get size(): number {
     return this.runs.size;
   }
@@ -56,7 +59,7 @@ export class LocalRuns {
    * out, so each is stopped at once, with the short grace, and recorded `lost` with `why`.
    */
   abortAll(why: string): void {
-    for (const run of this.runs) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');
+    for (const run of this.runs) run.control.stop(why, this.lostKillGraceMs, 'lost');
   }
 
   /** The job's run of the latest fire, if this process runs the job now. */
@@ -85,6 +88,8 @@ export interface LocalOverlapContext {
   now: () => Date;
   /** The runner is stopping: a queued fire stops waiting. */
   signal?: AbortSignal;
+  /** BOOKKEEPING_WAIT_MAX_MS unless the runner set another (its `runs.bookkeepingWaitMaxMs`). */
+  bookkeepingWaitMaxMs?: number;
 }
 
 /**
@@ -108,7 +113,7 @@ export async function localOverlap(
     // for that write instead, until the job's next fire at most, and then contends as usual.
     if (local?.control.processesEnded) {
       const next = c.schedule?.nextAfter(scheduledAt) ?? null;
-      const cap = new Date(c.now().getTime() + BOOKKEEPING_WAIT_MAX_MS);
+      const cap = new Date(c.now().getTime() + (c.bookkeepingWaitMaxMs ?? BOOKKEEPING_WAIT_MAX_MS));
       await waitForRun(local, next && next < cap ? next : cap, c);
       local = c.runs.latest(job);
     }

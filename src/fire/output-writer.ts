@@ -36,7 +36,11 @@ export class OutputWriter {
   /** Failed writes in a row of the oldest pending batch. */
   private failures = 0;
 
-  constructor(private readonly log?: Logger) {}
+  constructor(
+    private readonly log?: Logger,
+    /** FLUSH_MS unless the runner set another (its `runs.outputFlushMs`). */
+    private readonly flushMs = FLUSH_MS,
+  ) {}
 
   /** Where one attempt of run `runId` hands its output. */
   sink(
@@ -92,7 +96,7 @@ export class OutputWriter {
     }
     this.nextSeq.set(runId, seq);
     if (!this.timer) {
-      this.timer = setTimeout(() => void this.flush(), FLUSH_MS);
+      this.timer = setTimeout(() => void this.flush(), this.flushMs);
       this.timer.unref();
     }
   }
@@ -141,7 +145,7 @@ export class OutputWriter {
       this.log?.warn({ chunks: from }, 'job output dropped: too much waiting to be written');
     this.pending = rows.slice(from);
     if (this.pending.length > 0 && !this.timer) {
-      this.timer = setTimeout(() => void this.flush(), FLUSH_MS * 4);
+      this.timer = setTimeout(() => void this.flush(), this.flushMs * 4);
       this.timer.unref();
     }
   }

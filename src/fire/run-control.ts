@@ -10,6 +10,8 @@ export const KILL_GRACE_MS = 5_000;
  * others out, and someone else may be starting the job (docs/design.md bounds the overlap).
  */
 export const LOST_KILL_GRACE_MS = 1_000;
+/** How often a process with runs looks for `baton kill` requests on them (fire/kill-watch.ts). */
+export const KILL_WATCH_MS = 1_000;
 
 /**
  * A handle on a run that may span several attempts: stopping it stops the current attempt and

@@ -72,6 +72,9 @@ async function runFire(
     schedule: o.schedule ?? null,
     now: () => c!.now?.() ?? new Date(),
     ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.timings?.bookkeepingWaitMaxMs
+      ? { bookkeepingWaitMaxMs: o.timings.bookkeepingWaitMaxMs }
+      : {}),
   });
   if (stopping()) return { status: 'stopped' };
   let database: DatabaseTarget | null;
@@ -183,7 +186,7 @@ async function runFire(
         control.stop(
           `lost: the runner's lock session ended while the run was being claimed ` +
             `(${ctx.lock.lossReason ?? 'replaced'})`,
-          LOST_KILL_GRACE_MS,
+          o.timings?.lostKillGraceMs ?? LOST_KILL_GRACE_MS,
           'lost',
         );
       }

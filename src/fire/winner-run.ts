@@ -161,6 +161,7 @@ async function attemptRuns(
   database: DatabaseTarget | null,
   o: FireOptions,
 ): Promise<{ result: JobResult; attempts: number }> {
+  const killGraceMs = o.timings?.killGraceMs ?? KILL_GRACE_MS;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
     // Checked right before each spawn, not only once the process exists: a session lost while
@@ -189,7 +190,7 @@ async function attemptRuns(
       job.timeoutMs != null
         ? setTimeout(() => {
             const limit = formatDuration(job.timeoutMs!);
-            void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');
+            void run.stop(`timeout: the run took longer than ${limit}`, killGraceMs, 'timeout');
           }, job.timeoutMs)
         : undefined;
     let result: JobResult;

@@ -29,7 +29,8 @@ import type { Config } from '../config/schema.js';
 import type { ManualStart } from '../daemon/dispatcher.js';
 import { runnerEvents, type RunnerEvents } from '../daemon/events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
-import { BatonError, ConfigError } from '../errors.js';
+import { resolveTimings, type PartialTimings } from '../daemon/timings.js';
+import { BatonError, ConfigError, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { checkHostName } from '../host-name.js';
 import { closeInProcessPools, useHandlers, type JobHandler } from '../execution/in-process.js';
@@ -76,6 +77,12 @@ export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'
   registryInterval?: Duration;
   /** Time between looks for runs whose runner is gone, as `baton start --reaper-interval`. */
   reaperInterval?: Duration;
+  /**
+   * Any of the runner's timings in milliseconds, by component (`Timings` in
+   * daemon/timings.ts), the defaults for the rest; the four options above win over the same
+   * key here. Meant for tests that need short cadences, e.g. `{notifier: {evaluateMs: 500}}`.
+   */
+  timings?: PartialTimings;
 }
 
 const DEFAULT_GRACE_MS = 30_000;
@@ -172,6 +179,12 @@ export class Scheduler {
     ] as const) {
       ms(key, options[key]);
     }
+    try {
+      resolveTimings(options.timings);
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      throw new ConfigError([{ file: CODE_PLACE, path: 'timings', message: err.message }]);
+    }
     this.events = runnerEvents(this.log);
     const metrics = runnerMetrics(
       { host: this.host, namespace: this.namespace, version },
@@ -266,6 +279,7 @@ export class Scheduler {
       log: this.log,
       graceMs: ms('grace', this.options.grace) ?? DEFAULT_GRACE_MS,
       events: this.events,
+      ...(this.options.timings ? { timings: this.options.timings } : {}),
     };
     const set = (
       key: 'heartbeatMs' | 'heartbeatDeadlineMs' | 'registryMs' | 'reaperMs',

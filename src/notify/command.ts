@@ -5,9 +5,9 @@
  * which is the configuration's fault and would fail the same way every time.
  *
  * The program runs in a process group of its own so that a timeout stops all of it (a shell
- * script and what it started): SIGTERM to the group, SIGKILL after KILL_GRACE_MS. A program
- * stopped that way may have delivered already (`outcomeUnknown`); a retry gives it the same
- * BATON_EVENT_ID.
+ * script and what it started): SIGTERM to the group, SIGKILL after
+ * NOTIFY_COMMAND_KILL_GRACE_MS. A program stopped that way may have delivered already
+ * (`outcomeUnknown`); a retry gives it the same BATON_EVENT_ID.
  *
  * Its environment is the runner's minus the runner's own settings, for the reason a job's is
  * (execution/job-process.ts): BATON_DATABASE_URL holds the database password, and a command
@@ -24,7 +24,7 @@ import type { DeliveryResult, NotificationEvent } from './types.js';
 export type CommandTarget = Extract<NotifyTarget, { kind: 'command' }>;
 
 /** SIGTERM → SIGKILL, for a command that overstays its timeout. */
-export const KILL_GRACE_MS = 2_000;
+export const NOTIFY_COMMAND_KILL_GRACE_MS = 2_000;
 /** How much of stderr is kept, and how much of its end goes into the error. */
 const STDERR_KEEP = 4_096;
 const STDERR_IN_ERROR = 200;
@@ -35,6 +35,8 @@ export interface CommandOptions {
   signal?: AbortSignal | undefined;
   /** Variables of the runner not to pass on (those holding `connections:` URLs, say). */
   withholdEnv?: readonly string[] | undefined;
+  /** NOTIFY_COMMAND_KILL_GRACE_MS unless the runner set another (its notifier's timings). */
+  killGraceMs?: number | undefined;
 }
 
 /** The runner's environment without BATON_* (its settings) and the withheld variables. */
@@ -97,7 +99,10 @@ export function runCommand(
       if (stopped) return;
       stopped = why;
       signalGroup('SIGTERM');
-      killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
+      killTimer = setTimeout(
+        () => signalGroup('SIGKILL'),
+        options.killGraceMs ?? NOTIFY_COMMAND_KILL_GRACE_MS,
+      );
       killTimer.unref();
     };
     const timer = setTimeout(() => stop('timeout'), target.timeoutMs);

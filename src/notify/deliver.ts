@@ -29,6 +29,8 @@ export interface DeliverOptions {
   withholdEnv?: readonly string[];
   /** Every target of the schedule: no failure message shows a secret of any of them. */
   targets?: Readonly<Record<string, NotifyTarget>>;
+  /** A `command` target's SIGTERM → SIGKILL (NOTIFY_COMMAND_KILL_GRACE_MS when not given). */
+  killGraceMs?: number;
 }
 
 export async function deliverNotification(

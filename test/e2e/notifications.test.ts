@@ -10,6 +10,11 @@
  *   same event id.
  * - `kill -9` of the runner that is delivering: another runner delivers it.
  * - The dead-man's switch with every runner stopped past `expect`: one `no-success`.
+ * - `baton start --timings` (hidden, for tests): a bad key is 64 before anything starts; a short
+ *   evaluation and gone-after tell `runner-gone` seconds after a kill -9, not half a minute.
+ *
+ * The runners run with short notifier cadences (QUICK, through --timings): nothing here waits
+ * for the 15 s evaluation or a back-off grown to seconds, only for the events themselves.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -24,6 +29,23 @@ import { sleep, waitFor } from '../helpers/wait.js';
 import { WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
 
 const fleet = useFleet('notifications', { perTest: true });
+/** The notifier's pass for due rows (1 s by default). */
+const PASS_MS = 200;
+/**
+ * Short cadences: a pass every PASS_MS, the evaluations without a verdict every 500 ms (15 s),
+ * retries from 250 ms doubling up to 2 s (1 s up to 5 min) — so that a receiver down for 15 s
+ * still costs fewer tries than MAX_ATTEMPTS (25) — and a claim that lapses 1 s after its
+ * delivery's timeout (5 s).
+ */
+const QUICK = {
+  notifier: {
+    passMs: PASS_MS,
+    evaluateMs: 500,
+    backoffFirstMs: 250,
+    backoffMaxMs: 2_000,
+    claimMarginMs: 1_000,
+  },
+};
 const SECRET = 'hook-s3cr3t-7f3a9c';
 let receiver: WebhookReceiver | null = null;
 
@@ -113,7 +135,7 @@ describe('notifications from a fleet of three', () => {
     const smtp = await smtpServer();
     const config = flakySchedule('0s', '', '[ops, mail]');
     const env = { ...envFor(receiver), SMTP_URL: `smtp://relay:${SECRET}@127.0.0.1:${smtp.port}` };
-    const runners = await fleet.start(['n1', 'n2', 'n3'], { config, env });
+    const runners = await fleet.start(['n1', 'n2', 'n3'], { config, env, timings: QUICK });
     await waitFor('three failed fires', async () => (await failedFires('flaky')).length >= 3, {
       timeoutMs: 20_000,
     });
@@ -123,7 +145,7 @@ describe('notifications from a fleet of three', () => {
       () => bodies(receiver!.accepted(), 'recovered').length >= 1 || undefined,
       { timeoutMs: 15_000 },
     );
-    await sleep(2_500); // anything further would be a repeat
+    await sleep(5 * PASS_MS); // anything further would be a repeat (five passes of each runner)
     const fires = await failedFires('flaky');
     const told = bodies(receiver.accepted(), 'failed');
     expect(told.map((b) => b.fire).sort()).toEqual(fires);
@@ -191,7 +213,7 @@ jobs:
     command: [sh, -c, 'test -f ok || exit 1']
     notify: {to: [ops], throttle: 4s}
 `);
-    await fleet.start(['t1', 't2'], { config, env: envFor(receiver) });
+    await fleet.start(['t1', 't2'], { config, env: envFor(receiver), timings: QUICK });
     await waitFor(
       'a first summary',
       () => bodies(receiver!.accepted(), 'summary').length >= 2 || undefined,
@@ -231,7 +253,11 @@ describe('a runner with the longest host name allowed', () => {
     receiver = await WebhookReceiver.start();
     const host = `${'long-host-'.repeat(25)}12345`;
     expect(host).toHaveLength(255);
-    await fleet.start([host], { config: flakySchedule('0s'), env: envFor(receiver) });
+    await fleet.start([host], {
+      config: flakySchedule('0s'),
+      env: envFor(receiver),
+      timings: QUICK,
+    });
     await waitFor(
       'a failed fire told',
       () => bodies(receiver!.accepted(), 'failed').length >= 1 || undefined,
@@ -246,15 +272,15 @@ describe('delivery through faults', () => {
   it('loses nothing while the receiver is down, then slow; repeats carry the same id', async () => {
     receiver = await WebhookReceiver.start();
     await receiver.down();
-    const downAt = Date.now();
     const config = flakySchedule('0s');
     const http = await freePort();
     await fleet.start(['f1'], {
       config,
       env: envFor(receiver),
+      timings: QUICK,
       args: ['--http', `127.0.0.1:${http}`],
     });
-    await fleet.start(['f2'], { config, env: envFor(receiver) });
+    await fleet.start(['f2'], { config, env: envFor(receiver), timings: QUICK });
     await waitFor(
       'a retry recorded',
       async () => (await notices()).some((n) => n.attempts >= 2 && n.status === 'pending'),
@@ -276,13 +302,22 @@ describe('delivery through faults', () => {
     // The newest may not have been tried yet; one that was says why it waits.
     const tried = listed.notifications.find((n) => n.attempts > 0);
     expect(tried?.lastError).toMatch(/refused|connect/i);
-    // Down for 15 s in all; meanwhile the metrics show how long the oldest one has waited.
-    await sleep(Math.max(0, 15_000 - (Date.now() - downAt)));
-    const metrics = parseMetrics(await (await fetch(`http://127.0.0.1:${http}/metrics`)).text());
-    const age = metrics.find(
-      (m) => m.name === 'baton_notifications_oldest_pending_seconds' && m.labels.target === 'ops',
+    // Down for a while; meanwhile the metrics show how long the oldest one has waited (the
+    // row's age: real time, whatever the cadences).
+    await waitFor(
+      'the oldest pending row over 8 s old in the metrics',
+      async () => {
+        const metrics = parseMetrics(
+          await (await fetch(`http://127.0.0.1:${http}/metrics`)).text(),
+        );
+        const age = metrics.find(
+          (m) =>
+            m.name === 'baton_notifications_oldest_pending_seconds' && m.labels.target === 'ops',
+        );
+        return (age?.value ?? 0) > 8;
+      },
+      { timeoutMs: 20_000, intervalMs: 250 },
     );
-    expect(age?.value).toBeGreaterThan(8);
     receiver.mode = 'slow';
     receiver.slowMs = 4_000; // past the target's 2 s timeout: received, the answer never seen
     await receiver.up();
@@ -327,7 +362,11 @@ jobs:
     command: [sh, -c, 'test -f done && exit 0; touch done; exit 4']
     notify: {to: [ops], on: [failed]}
 `);
-    const runners = await fleet.start(['k1', 'k2', 'k3'], { config, env: envFor(receiver) });
+    const runners = await fleet.start(['k1', 'k2', 'k3'], {
+      config,
+      env: envFor(receiver),
+      timings: QUICK,
+    });
     const first = await waitFor('the delivery to arrive', () => receiver!.requests[0], {
       timeoutMs: 15_000,
     });
@@ -365,7 +404,11 @@ jobs:
     command: [sh, -c, 'test ! -f broken']
     notify: {to: [ops], on: [no-success]}
 `);
-    const [a, b] = await fleet.start(['d1', 'd2'], { config, env: envFor(receiver) });
+    const [a, b] = await fleet.start(['d1', 'd2'], {
+      config,
+      env: envFor(receiver),
+      timings: QUICK,
+    });
     await waitFor(
       'a success',
       async () =>
@@ -375,11 +418,70 @@ jobs:
     // Back, but failing: no success resets the switch before it is judged.
     writeFileSync(path.join(path.dirname(config), 'broken'), '');
     await sleep(4_000);
-    await fleet.start(['d3'], { config, env: envFor(receiver) });
+    await fleet.start(['d3'], { config, env: envFor(receiver), timings: QUICK });
     await waitFor('no-success told', () => bodies(receiver!.accepted(), 'no-success')[0], {
       timeoutMs: 20_000,
     });
     await sleep(3_000);
     expect(bodies(receiver.accepted(), 'no-success')).toHaveLength(1);
+  });
+});
+
+describe('baton start --timings (for tests: test/README.md)', () => {
+  it('refuses a bad key with 64, naming it, before anything starts', async () => {
+    const config = flakySchedule('0s');
+    const env = { HOOK_URL: 'http://127.0.0.1:9/', SMTP_URL: 'smtp://127.0.0.1:9' };
+    // A database that refuses: a runner that started would wait for it, not exit.
+    const args = ['start', '--config', config, '--database-url', 'mysql://root@127.0.0.1:9/x'];
+    const bad = await baton([...args, '--timings', '{"notifier":{"evaluateMs":500,"everyMs":1}}'], {
+      env,
+      timeoutMs: 15_000,
+    });
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toContain('timings.notifier.everyMs: unknown key');
+    expect(bad.stdout).not.toContain('runner');
+    const zero = await baton([...args, '--timings', '{"fleetWatch":{"companionsMs":0}}'], { env });
+    expect(zero.code).toBe(64);
+    expect(zero.stderr).toContain('timings.fleetWatch.companionsMs: must be a positive');
+    const notJson = await baton([...args, '--timings', 'notifier.evaluateMs=500'], { env });
+    expect(notJson.code).toBe(64);
+    expect(notJson.stderr).toContain('--timings: not JSON');
+  });
+
+  it('a short evaluation and gone-after take effect: runner-gone seconds after a kill -9', async () => {
+    receiver = await WebhookReceiver.start();
+    const config = writeSchedule(`
+namespace: notify
+notify:
+  ops: {webhook: {urlFromEnv: HOOK_URL}}
+jobs:
+  quiet:
+    schedule: "0 0 1 1 *"
+    command: [sh, -c, 'true']
+    notify: {to: [ops], on: [runner-gone]}
+`);
+    // With the defaults this takes 15 s of silence (gone-after), then up to 15 s more for the
+    // next evaluation: well past the bound below.
+    const timings = {
+      notifier: { ...QUICK.notifier, goneAfterMs: 2_000 },
+      registrar: { refreshMs: 500 },
+    };
+    const [watcher, victim] = await fleet.start(['w1', 'v1'], {
+      config,
+      env: envFor(receiver),
+      timings,
+    });
+    expect(watcher).toBeTruthy();
+    await victim!.stop('SIGKILL');
+    const killedAt = Date.now();
+    const told = await waitFor(
+      'runner-gone told',
+      () => bodies(receiver!.accepted(), 'runner-gone')[0],
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    expect(Date.now() - killedAt).toBeLessThan(8_000);
+    expect(told).toMatchObject({ event: 'runner-gone', host: 'v1' });
+    await sleep(4 * 500); // four more evaluations: still told once
+    expect(bodies(receiver.accepted(), 'runner-gone')).toHaveLength(1);
   });
 });

@@ -375,8 +375,7 @@ describe('RetentionSchedule (the daemon side)', () => {
       namespace: ns,
       retention: { runsMs: 30 * DAY * 1_000, skipsMs: 30 * DAY * 1_000 },
       log,
-      intervalMs: 300,
-      firstDelayMs: 100,
+      timings: { intervalMs: 300, firstPruneDelayMs: 100 },
     });
     try {
       const [[held]] = await other.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
@@ -427,8 +426,7 @@ describe('RetentionSchedule (the daemon side)', () => {
       namespace: 'ret6',
       retention: { runsMs: null, skipsMs: 30 * DAY * 1_000 },
       log,
-      intervalMs: 200,
-      firstDelayMs: 50,
+      timings: { intervalMs: 200, firstPruneDelayMs: 50 },
     });
     try {
       schedule.start();

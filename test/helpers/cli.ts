@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { PartialTimings } from '../../src/daemon/timings.js';
 import { FatalWait, waitFor } from './wait.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -164,6 +165,11 @@ export interface StartRunnerOptions {
   /** The CLI to start (default: this repository's build) and its working directory. */
   bin?: string;
   cwd?: string;
+  /**
+   * Short cadences for this runner: any of its timings (src/daemon/timings.ts), passed as the
+   * hidden `baton start --timings <json>` (test/README.md).
+   */
+  timings?: PartialTimings;
 }
 
 const LIBFAKETIME_CANDIDATES = [
@@ -189,6 +195,7 @@ export function startRunner(o: StartRunnerOptions): RunnerProcess {
     o.databaseUrl,
     '--host',
     o.host,
+    ...(o.timings ? ['--timings', JSON.stringify(o.timings)] : []),
     ...(o.args ?? []),
   ];
   const env = cleanEnv({ ...o.env, BATON_LOG_LEVEL: 'debug' });

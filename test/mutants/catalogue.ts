@@ -56,9 +56,9 @@ export const MUTANTS: readonly Mutant[] = [
       PASS_HELD_LOCK,
       {
         file: 'src/fire/winner-run.ts',
-        find: "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');",
+        find: "void run.stop(`timeout: the run took longer than ${limit}`, killGraceMs, 'timeout');",
         replace:
-          "void run.stop(`timeout: the run took longer than ${limit}`, KILL_GRACE_MS, 'timeout');\n" +
+          "void run.stop(`timeout: the run took longer than ${limit}`, killGraceMs, 'timeout');\n" +
           '            const held = (o as { heldLock?: string | null }).heldLock;\n' +
           '            if (held) void c.lock.release(held);',
       },
@@ -379,9 +379,9 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/local-runs.ts',
-        find: "for (const run of this.runs) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
+        find: "for (const run of this.runs) run.control.stop(why, this.lostKillGraceMs, 'lost');",
         replace:
-          "for (const run of [...this.runs].slice(this.runs.size)) run.control.stop(why, LOST_KILL_GRACE_MS, 'lost');",
+          "for (const run of [...this.runs].slice(this.runs.size)) run.control.stop(why, this.lostKillGraceMs, 'lost');",
       },
     ],
     killers: [

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NotifyTarget } from '../../src/config/schema.js';
-import { KILL_GRACE_MS } from '../../src/notify/command.js';
+import { NOTIFY_COMMAND_KILL_GRACE_MS } from '../../src/notify/command.js';
 import { deliverNotification } from '../../src/notify/deliver.js';
 import { eventDocument, slackText } from '../../src/notify/message.js';
 import type { DeliveryResult, NotificationEvent } from '../../src/notify/types.js';
@@ -377,10 +377,12 @@ describe('command', () => {
     const pid = Number(readFileSync(pidFile, 'utf8'));
     // The shell died of the SIGTERM; its child did not, and holds on until the SIGKILL.
     expect(processGone(pid)).toBe(false);
-    await waitFor('the SIGKILL', () => processGone(pid), { timeoutMs: KILL_GRACE_MS + 2_000 });
+    await waitFor('the SIGKILL', () => processGone(pid), {
+      timeoutMs: NOTIFY_COMMAND_KILL_GRACE_MS + 2_000,
+    });
     const took = Date.now() - started;
-    expect(took).toBeGreaterThanOrEqual(SETTLE_MS + KILL_GRACE_MS - 50);
-    expect(took).toBeLessThan(SETTLE_MS + KILL_GRACE_MS + 1_700);
+    expect(took).toBeGreaterThanOrEqual(SETTLE_MS + NOTIFY_COMMAND_KILL_GRACE_MS - 50);
+    expect(took).toBeLessThan(SETTLE_MS + NOTIFY_COMMAND_KILL_GRACE_MS + 1_700);
   });
 
   it('a command that cannot start is not retried', async () => {

@@ -3,6 +3,8 @@ import path from 'node:path';
 import type { CommandModule } from 'yargs';
 import { loadConfigIsolated } from '../../config/load-isolated.js';
 import { Runner, RUNNER_DEFAULTS } from '../../daemon/runner.js';
+import { runnerTimings } from '../../daemon/runner-options.js';
+import { resolveTimings, type PartialTimings } from '../../daemon/timings.js';
 import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { createLogger, type Logger } from '../../log.js';
@@ -31,11 +33,12 @@ const HANDLED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 interface StartArgs extends CommonArgs {
   grace: number;
   logLevel?: string;
-  heartbeat: string;
-  heartbeatDeadline: string;
-  reaperInterval: string;
-  registryInterval: string;
-  clockWarn: string;
+  heartbeat?: string;
+  heartbeatDeadline?: string;
+  reaperInterval?: string;
+  registryInterval?: string;
+  clockWarn?: string;
+  timings?: string;
   http?: string;
   httpToken?: string;
   httpWriteTokensFile?: string;
@@ -57,31 +60,34 @@ export const startCommand: CommandModule<object, StartArgs> = {
       })
       .option('heartbeat', {
         type: 'string',
-        default: `${RUNNER_DEFAULTS.heartbeatMs}ms`,
+        defaultDescription: `${RUNNER_DEFAULTS.heartbeatMs}ms`,
         describe: 'how often the lock session is checked',
       })
       .option('heartbeat-deadline', {
         type: 'string',
-        default: `${RUNNER_DEFAULTS.heartbeatDeadlineMs}ms`,
+        defaultDescription: `${RUNNER_DEFAULTS.heartbeatDeadlineMs}ms`,
         describe: 'a check unanswered this long means the lock session is lost (runs are aborted)',
       })
       .option('reaper-interval', {
         type: 'string',
-        default: `${RUNNER_DEFAULTS.reaperMs}ms`,
+        defaultDescription: `${RUNNER_DEFAULTS.reaperMs}ms`,
         describe: 'how often running rows of vanished runners are looked for and marked lost',
       })
       .option('registry-interval', {
         type: 'string',
-        default: `${RUNNER_DEFAULTS.registryMs}ms`,
+        defaultDescription: `${RUNNER_DEFAULTS.registryMs}ms`,
         describe:
           'how often this runner refreshes its row in the runner registry; "baton status" ' +
           'calls a runner gone after three missed refreshes (its --gone-after, default 15s)',
       })
       .option('clock-warn', {
         type: 'string',
-        default: `${RUNNER_DEFAULTS.clockWarnMs}ms`,
+        defaultDescription: `${RUNNER_DEFAULTS.clockWarnMs}ms`,
         describe: "warn when this host's clock is off from the database's by more than this",
       })
+      // For the tests only (test/README.md), not in --help: any of the runner's timings
+      // (daemon/timings.ts) as JSON, e.g. '{"notifier":{"evaluateMs":500}}'.
+      .option('timings', { type: 'string', hidden: true })
       .option('http', {
         type: 'string',
         describe:
@@ -112,11 +118,17 @@ export const startCommand: CommandModule<object, StartArgs> = {
     const config = await loadConfigIsolated(configPath(args));
     const target = resolveDatabase(args);
     const host = resolveHost(args);
-    const heartbeatMs = durationOption('heartbeat', args.heartbeat);
-    const heartbeatDeadlineMs = durationOption('heartbeat-deadline', args.heartbeatDeadline);
-    const reaperMs = durationOption('reaper-interval', args.reaperInterval);
-    const registryMs = durationOption('registry-interval', args.registryInterval);
-    const clockWarnMs = durationOption('clock-warn', args.clockWarn);
+    // A flag not given leaves its timing to --timings, then to the default (timings.ts).
+    const flag = (name: string, value: string | undefined) =>
+      value == null ? undefined : durationOption(name, value);
+    const heartbeatMs = flag('heartbeat', args.heartbeat);
+    const heartbeatDeadlineMs = flag('heartbeat-deadline', args.heartbeatDeadline);
+    const reaperMs = flag('reaper-interval', args.reaperInterval);
+    const registryMs = flag('registry-interval', args.registryInterval);
+    const clockWarnMs = flag('clock-warn', args.clockWarn);
+    const timings = timingsOption(args.timings);
+    // Refused here, with the flags, before anything is started.
+    runnerTimings({ timings, heartbeatMs, heartbeatDeadlineMs, reaperMs, registryMs, clockWarnMs });
     if (args.grace < 0 || !Number.isFinite(args.grace)) {
       throw new UsageError('--grace must be a number of seconds >= 0');
     }
@@ -145,6 +157,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
       host,
       log,
       graceMs: args.grace * 1000,
+      timings,
       heartbeatMs,
       heartbeatDeadlineMs,
       reaperMs,
@@ -294,4 +307,17 @@ async function reload(runner: Runner, file: string, log: Logger): Promise<void> 
     // The same message `baton start` and `baton validate` print for this file.
     log.error({ file, error: errorMessage(err) }, 'reload refused: the old schedule stays');
   }
+}
+
+/** `--timings <json>`: an object of timing groups (daemon/timings.ts), checked by resolveTimings. */
+function timingsOption(value: string | undefined): PartialTimings | undefined {
+  if (value == null) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (err) {
+    throw new UsageError(`--timings: not JSON (${errorMessage(err)})`);
+  }
+  resolveTimings(parsed);
+  return parsed as PartialTimings;
 }
