@@ -32,8 +32,9 @@ import type { ManualParams } from '../fire/run-params.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
-import { prepareSpawner } from '../execution/spawner-client.js';
-import { stopModuleHosts, warmHostsFor } from '../execution/warm-hosts.js';
+import type { Launchers } from '../execution/job-process.js';
+import { Spawner } from '../execution/spawner-client.js';
+import { WarmHosts } from '../execution/warm-hosts.js';
 import { withheldVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
@@ -70,6 +71,11 @@ export class Runner {
   readonly events: RunnerEvents;
   private readonly stopSignal = new AbortController();
   private readonly runs = new LocalRuns();
+  /** This runner's spawner and warm module hosts: its jobs' processes come from them. */
+  private readonly launchers: Required<Launchers> = {
+    spawner: new Spawner(),
+    warmHosts: new WarmHosts(),
+  };
   private readonly verdicts: VerdictBacklog;
   private readonly clock: FleetClock;
   private readonly link: DatabaseLink;
@@ -132,6 +138,7 @@ export class Runner {
       verdicts: this.verdicts,
       lease: this.link.lease,
       output: new OutputWriter(log),
+      launchers: this.launchers,
       events: this.events,
       signal,
       host,
@@ -171,7 +178,8 @@ export class Runner {
     const kills = new AbortController();
     watchKillRequests({ pool: () => this.readPool, runs: this.runs, log: this.log }, kills.signal);
     this.releasers.add('stop watching for kills', () => kills.abort());
-    this.releasers.add('stop the warm module hosts', () => stopModuleHosts());
+    this.releasers.add('stop the warm module hosts', () => this.launchers.warmHosts.stop());
+    this.releasers.add('let the spawner go', () => this.launchers.spawner.close());
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();
@@ -199,7 +207,7 @@ export class Runner {
     if (!connected) return false;
     // The first command run should not wait for the spawner to boot (execution/spawner.ts).
     if (config.jobs.some((j) => j.target.kind === 'command' || j.target.kind === 'shell'))
-      prepareSpawner();
+      this.launchers.spawner.prepare();
     this.log.info(
       {
         namespace: config.namespace,
@@ -341,7 +349,7 @@ export class Runner {
     this.loaded = loadSchedule(config, this.loaded, now);
     // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
-    warmHostsFor(warmed, withheldVariables(config), this.log);
+    this.launchers.warmHosts.warmFor(warmed, withheldVariables(config), this.log);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }
