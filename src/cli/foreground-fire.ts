@@ -23,6 +23,7 @@ import {
 import { openCoordination, POOL_STATEMENT_DEADLINE_MS } from '../coordination/open-coordination.js';
 import { InterruptedError } from '../errors.js';
 import { RunLease } from '../execution/run-lease.js';
+import { Spawner } from '../execution/spawner-client.js';
 import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { OutputWriter } from '../fire/output-writer.js';
@@ -60,6 +61,8 @@ export class ForegroundSession {
   private signals = 0;
   /** Aborted at the first stop request: no fire contends after it. */
   private readonly noNewFires = new AbortController();
+  /** The session's spawner (it warms no module host: each fire is one run). */
+  private readonly launchers = { spawner: new Spawner() };
   /** What asked to stop first (a signal's name, or why), if anything did. */
   interruptedBy: string | null = null;
   /** Called on the first signal in `finish` mode (to say what happens): is a run going on? */
@@ -156,6 +159,7 @@ export class ForegroundSession {
       tee: f.tee,
       lease: this.lease,
       output: new OutputWriter(),
+      launchers: this.launchers,
       ...(f.rerun ? { rerun: f.rerun } : {}),
       ...(f.unlessDone ? { unlessDone: true } : {}),
       ...(f.params ? { params: f.params } : {}),
@@ -212,6 +216,9 @@ export class ForegroundSession {
   }
 
   async close(): Promise<void> {
+    // Before the lock goes: a run still going (it never is, unless the command failed) is stopped
+    // by its spawner's exit, as at a runner's death.
+    this.launchers.spawner.close();
     this.killWatch.abort();
     process.off('SIGINT', this.onSignal);
     process.off('SIGTERM', this.onSignal);

@@ -16,6 +16,7 @@ import type { LocalRuns } from '../fire/local-runs.js';
 import type { OutputWriter } from '../fire/output-writer.js';
 import type { RunTimings } from '../fire/run-timings.js';
 import type { RunLease } from '../execution/run-lease.js';
+import type { Launchers } from '../execution/job-process.js';
 import { startFire, type FireOptions, type FireOutcome } from '../fire/run-fire.js';
 import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
@@ -66,6 +67,8 @@ export interface DispatcherOptions {
   lease: RunLease;
   /** Where the runs' output is written as it comes (fire/output-writer.ts). */
   output: OutputWriter;
+  /** Where the jobs' processes come from: this runner's spawner and warm hosts. */
+  launchers: Launchers;
   events: RunnerEvents;
   signal: AbortSignal;
   /** This runner's host id: whether it asks first for a fire (coordination/first-asker.ts). */
@@ -262,6 +265,7 @@ export class Dispatcher {
       verdicts: this.o.verdicts,
       lease: this.o.lease,
       output: this.o.output,
+      launchers: this.o.launchers,
       events,
       ...(job.target.kind === 'module' || job.target.kind === 'handler'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }

@@ -33,8 +33,9 @@ import { manualInstant } from '../fire/manual-instant.js';
 import type { ManualParams } from '../fire/run-params.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
-import { prepareSpawner } from '../execution/spawner-client.js';
-import { stopModuleHosts, warmHostsFor } from '../execution/warm-hosts.js';
+import type { Launchers } from '../execution/job-process.js';
+import { Spawner } from '../execution/spawner-client.js';
+import { WarmHosts } from '../execution/warm-hosts.js';
 import { withheldVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
@@ -74,6 +75,11 @@ export class Runner {
   private readonly runs: LocalRuns;
   /** Resolved once; each group goes to the component it paces. */
   readonly timings: Timings;
+  /** This runner's spawner and warm module hosts: its jobs' processes come from them. */
+  private readonly launchers: Required<Launchers> = {
+    spawner: new Spawner(),
+    warmHosts: new WarmHosts(),
+  };
   private readonly verdicts: VerdictBacklog;
   private readonly clock: FleetClock;
   private readonly link: DatabaseLink;
@@ -139,6 +145,7 @@ export class Runner {
       verdicts: this.verdicts,
       lease: this.link.lease,
       output: new OutputWriter(log, timings.runs.outputFlushMs),
+      launchers: this.launchers,
       events: this.events,
       signal,
       host,
@@ -188,7 +195,8 @@ export class Runner {
       kills.signal,
     );
     this.releasers.add('stop watching for kills', () => kills.abort());
-    this.releasers.add('stop the warm module hosts', () => stopModuleHosts());
+    this.releasers.add('stop the warm module hosts', () => this.launchers.warmHosts.stop());
+    this.releasers.add('let the spawner go', () => this.launchers.spawner.close());
 
     this.applyConfig(config, this.clock.now());
     this.loop.arm();
@@ -218,7 +226,7 @@ export class Runner {
     if (!connected) return false;
     // The first command run should not wait for the spawner to boot (execution/spawner.ts).
     if (config.jobs.some((j) => j.target.kind === 'command' || j.target.kind === 'shell'))
-      prepareSpawner();
+      this.launchers.spawner.prepare();
     this.log.info(
       {
         namespace: config.namespace,
@@ -356,7 +364,7 @@ export class Runner {
     this.loaded = loadSchedule(config, this.loaded, now);
     // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
-    warmHostsFor(warmed, withheldVariables(config), this.log);
+    this.launchers.warmHosts.warmFor(warmed, withheldVariables(config), this.log);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
   }

@@ -47,8 +47,8 @@ import { OutputTail } from './output-tail.js';
 import { LEFTOVER_GRACE_MS } from './run-processes.js';
 import { maskText } from './secret-mask.js';
 import { lapsedLeaseReason, type RunLease } from './run-lease.js';
-import { launchInSpawner } from './spawner-client.js';
-import { hostKind, takeModuleHost, type WarmHost } from './warm-hosts.js';
+import type { Spawner } from './spawner-client.js';
+import { hostKind, type WarmHost, type WarmHosts } from './warm-hosts.js';
 import { startWatchdog, type Watchdog } from './watchdog.js';
 
 export interface JobResult {
@@ -100,6 +100,17 @@ export interface StartOptions {
   withholdEnv?: readonly string[];
   /** The runner's lease on its runs: a run whose lease lapses is stopped and recorded `lost`. */
   lease?: RunLease | undefined;
+  /** Where the process comes from: the root's spawner and warm hosts. */
+  launchers: Launchers;
+}
+
+/**
+ * What a composition root (a runner, a foreground session) owns to start its jobs' processes:
+ * its spawner, and the module hosts it keeps warm (none for a root that warms none).
+ */
+export interface Launchers {
+  spawner: Spawner;
+  warmHosts?: WarmHosts;
 }
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
@@ -162,14 +173,10 @@ export function setInProcessStart(start: InProcessStart | null): void {
 function warmHostFor(job: JobDefinition, options: StartOptions): WarmHost | null {
   const kind = options.tee ? null : hostKind(job);
   // A directory gone since the load: the cold start's spawn names it.
-  return kind && existsSync(kind.cwd) ? takeModuleHost(kind) : null;
+  return kind && existsSync(kind.cwd) ? (options.launchers.warmHosts?.take(kind) ?? null) : null;
 }
 
-export function startJob(
-  job: JobDefinition,
-  fire: FireInfo,
-  options: StartOptions = {},
-): RunningJob {
+export function startJob(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
   if (job.target.kind === 'handler' && inProcessStart) return inProcessStart(job, fire, options);
   const { file, args } = commandLine(job);
   const isModule = job.target.kind === 'module';
@@ -189,7 +196,7 @@ export function startJob(
     ? startWarm(warm, { env: env as Record<string, string>, cwd: job.cwd }, options, onHostError)
     : isModule || options.tee
       ? startHere(file, args, { cwd: job.cwd, env, ipc: isModule }, options, onHostError)
-      : launchInSpawner({
+      : options.launchers.spawner.launch({
           file,
           args,
           cwd: job.cwd,

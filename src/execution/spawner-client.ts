@@ -1,6 +1,7 @@
 /**
- * The runner's side of the spawner (spawner.ts): one spawner per runner, started on the first run
- * that needs it, and a `Launch` per run that looks like a process spawned here.
+ * The runner's side of the spawner (spawner.ts): one spawner per runner (`Spawner`, owned by the
+ * runner), started on the first run that needs it, and a `Launch` per run that looks like a
+ * process spawned here.
  *
  * The spawner never keeps the runner alive: while it has no run, its process and channel are
  * unref'd, and a runner that exits closes the channel — which the spawner takes as its cue to
@@ -175,6 +176,11 @@ class SpawnerProcess {
     };
   }
 
+  /** Closes the channel: the spawner exits (see Spawner.close). */
+  close(): void {
+    if (this.child.connected) this.child.disconnect();
+  }
+
   /** From now on the spawner hears every renewal of `lease`, starting with what is left of it. */
   private followLease(lease: RunLease): void {
     if (this.lease?.of === lease) return;
@@ -257,18 +263,34 @@ class SpawnerProcess {
   }
 }
 
-let current: SpawnerProcess | null = null;
-
 /**
- * Starts the spawner now if there is none alive. A runner calls it at start, so that its first
- * run does not wait for Node to boot the spawner (some 50 ms); without it, the first run does.
+ * A root's spawner (a runner's, a foreground session's: each has its own, so that several runners
+ * in one process — library mode, the in-process tests — each keep their own runs and lease): one
+ * process, started by `prepare` or by the first run that needs one, and again after one died.
  */
-export function prepareSpawner(): SpawnerProcess {
-  if (!current?.alive) current = new SpawnerProcess();
-  return current;
-}
+export class Spawner {
+  private process: SpawnerProcess | null = null;
 
-/** Starts a job's process through this runner's spawner. */
-export function launchInSpawner(req: SpawnRequest): Launch {
-  return prepareSpawner().launch(req);
+  /**
+   * Starts the spawner now if there is none alive. A runner calls it at start, so that its first
+   * run does not wait for Node to boot the spawner (some 50 ms); without it, the first run does.
+   */
+  prepare(): SpawnerProcess {
+    if (!this.process?.alive) this.process = new SpawnerProcess();
+    return this.process;
+  }
+
+  /** Starts a job's process through this spawner. */
+  launch(req: SpawnRequest): Launch {
+    return this.prepare().launch(req);
+  }
+
+  /**
+   * Lets the spawner go (the root stops): its channel is closed, so it exits — at once with no
+   * run left, and a run still going is stopped as at a runner's death (spawner.ts).
+   */
+  close(): void {
+    this.process?.close();
+    this.process = null;
+  }
 }

@@ -246,56 +246,54 @@ function holdRunner(child: ChildProcess, hold: boolean): void {
   }
 }
 
-const slots = new Map<string, Slot>();
-
 /**
- * Keeps a module host warm for each kind of module job in `jobs` (the daemon, at each load of its
- * schedule), with the environment every job inherits (`withholdEnv`: see job-environment.ts).
- * Hosts warm before are replaced.
+ * One root's warm hosts (a runner's; a foreground session warms none): a slot per kind of module
+ * job, replaced at each load of the schedule.
  */
-export function warmHostsFor(
-  jobs: readonly JobDefinition[],
-  withholdEnv: readonly string[],
-  log?: Logger,
-): void {
-  const kinds = jobs.map(hostKind).filter((kind) => kind != null);
-  warmModuleHosts(kinds, inheritedEnvironment(new Set(withholdEnv)), log);
-}
+export class WarmHosts {
+  private readonly slots = new Map<string, Slot>();
 
-/**
- * Keeps hosts warm for the module jobs whose kinds are `kinds` (one entry per job), with `env` as
- * their environment, replacing every host that was warm before (a (re)load of the schedule: see
- * the header): two per kind, at most MAX_HOSTS in all (the first round gives every kind one, in
- * the schedule's order).
- */
-export function warmModuleHosts(
-  kinds: readonly HostKind[],
-  env: NodeJS.ProcessEnv,
-  log?: Logger,
-): void {
-  stopModuleHosts();
-  const jobs = new Map<string, { kind: HostKind; size: number }>();
-  for (const kind of kinds) jobs.set(keyOf(kind), jobs.get(keyOf(kind)) ?? { kind, size: 0 });
-  let left = MAX_HOSTS;
-  for (let round = 1; round <= PER_KIND_MAX; round++) {
-    for (const entry of jobs.values()) {
-      if (left === 0) continue;
-      entry.size++;
-      left--;
+  /**
+   * Keeps a module host warm for each kind of module job in `jobs` (the daemon, at each load of
+   * its schedule), with the environment every job inherits (`withholdEnv`: see
+   * job-environment.ts). Hosts warm before are replaced.
+   */
+  warmFor(jobs: readonly JobDefinition[], withholdEnv: readonly string[], log?: Logger): void {
+    const kinds = jobs.map(hostKind).filter((kind) => kind != null);
+    this.warm(kinds, inheritedEnvironment(new Set(withholdEnv)), log);
+  }
+
+  /**
+   * Keeps hosts warm for the module jobs whose kinds are `kinds` (one entry per job), with `env`
+   * as their environment, replacing every host that was warm before (a (re)load of the schedule:
+   * see the header): two per kind, at most MAX_HOSTS in all (the first round gives every kind
+   * one, in the schedule's order).
+   */
+  warm(kinds: readonly HostKind[], env: NodeJS.ProcessEnv, log?: Logger): void {
+    this.stop();
+    const jobs = new Map<string, { kind: HostKind; size: number }>();
+    for (const kind of kinds) jobs.set(keyOf(kind), jobs.get(keyOf(kind)) ?? { kind, size: 0 });
+    let left = MAX_HOSTS;
+    for (let round = 1; round <= PER_KIND_MAX; round++) {
+      for (const entry of jobs.values()) {
+        if (left === 0) continue;
+        entry.size++;
+        left--;
+      }
+    }
+    for (const [key, { kind, size }] of jobs) {
+      if (size > 0) this.slots.set(key, new Slot(kind, env, size, log));
     }
   }
-  for (const [key, { kind, size }] of jobs) {
-    if (size > 0) slots.set(key, new Slot(kind, env, size, log));
+
+  /** A warm host of this kind for a run, or null (the run starts cold). */
+  take(kind: HostKind): WarmHost | null {
+    return this.slots.get(keyOf(kind))?.take() ?? null;
   }
-}
 
-/** A warm host of this kind for a run, or null (the run starts cold). */
-export function takeModuleHost(kind: HostKind): WarmHost | null {
-  return slots.get(keyOf(kind))?.take() ?? null;
-}
-
-/** Kills every waiting host; none is started until the next warmModuleHosts. */
-export function stopModuleHosts(): void {
-  for (const slot of slots.values()) slot.close();
-  slots.clear();
+  /** Kills every waiting host; none is started until the next `warm`. */
+  stop(): void {
+    for (const slot of this.slots.values()) slot.close();
+    this.slots.clear();
+  }
 }

@@ -6,7 +6,7 @@
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { OverlapPolicy } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
-import type { JobResult } from '../execution/job-process.js';
+import type { JobResult, Launchers } from '../execution/job-process.js';
 import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
@@ -81,4 +81,6 @@ export interface FireOptions {
    * run is recorded `interrupted`, not started. Null to start it.
    */
   interruptBeforeStart?: () => string | null;
+  /** Where the job's process comes from: the root's spawner and warm hosts. */
+  launchers: Launchers;
 }

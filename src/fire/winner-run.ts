@@ -178,6 +178,7 @@ async function attemptRuns(
         lease: o.lease,
         secrets: o.secrets,
         output: outputSink(c, job, fire, attempt, o),
+        launchers: o.launchers,
       },
     );
     // The spawner reports the job's pid a moment later; the run is "started" with its pid known.

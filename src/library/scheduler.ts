@@ -17,7 +17,7 @@
  * within the grace, aborts the rest through `ctx.signal`, and leaves nothing behind (no timer, no
  * socket, no child process), so a process that stops its scheduler and its server exits on its
  * own. One scheduler runs per process: a second `start()` is refused, because the in-process
- * handlers, the spawner and the warm module hosts are the process's.
+ * handlers are the process's (the spawner and the warm module hosts are each runner's own).
  */
 import os from 'node:os';
 import type { Registry } from 'prom-client';

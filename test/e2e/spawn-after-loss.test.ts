@@ -20,6 +20,7 @@ import { parseDatabaseUrl, type DatabaseTarget } from '../../src/config/database
 import { parseConfig } from '../../src/config/load.js';
 import type { FireContext } from '../../src/coordination/fire-protocol.js';
 import { openCoordination } from '../../src/coordination/open-coordination.js';
+import { Spawner } from '../../src/execution/spawner-client.js';
 import { LocalRuns } from '../../src/fire/local-runs.js';
 import { startFire } from '../../src/fire/run-fire.js';
 import { jobLockName } from '../../src/lock-names.js';
@@ -39,7 +40,11 @@ beforeAll(async () => {
   pool = new DeadlinePool(openPool(target, 2), 10_000);
 });
 
+/** The spawner a runner would own (the job must never reach it). */
+const spawner = new Spawner();
+
 afterAll(async () => {
+  spawner.close();
   await pool?.end().catch(() => {});
   await db?.drop();
 });
@@ -98,6 +103,7 @@ jobs:
         trigger: 'manual',
         context: () => ctx,
         runs: new LocalRuns(),
+        launchers: { spawner },
       });
       const outcome = await fire.outcome;
       // A job that had been started would have written it by now, SIGTERM or not.

@@ -14,13 +14,18 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import type { JobDefinition } from '../../src/config/schema.js';
 import type { FireInfo } from '../../src/execution/job-context.js';
 import { startJob } from '../../src/execution/job-process.js';
+import { Spawner } from '../../src/execution/spawner-client.js';
 import { parentOf, pidFile, processGone } from '../helpers/procfs.js';
 import { waitFor } from '../helpers/wait.js';
+
+/** This file's spawner, as a runner owns one. */
+const launchers = { spawner: new Spawner() };
+afterAll(() => launchers.spawner.close());
 
 let dir: string;
 beforeEach(() => {
@@ -81,9 +86,10 @@ describe('a command job through the spawner', () => {
       );
     const options = { withholdEnv: ['SPAWNER_TEST_SECRET_URL'] };
 
-    const viaSpawner = await startJob(write('spawner'), FIRE, options).result;
+    const viaSpawner = await startJob(write('spawner'), FIRE, { ...options, launchers }).result;
     // `tee` runs are spawned by this process: the reference.
-    const direct = await startJob(write('direct'), FIRE, { ...options, tee: true }).result;
+    const direct = await startJob(write('direct'), FIRE, { ...options, tee: true, launchers })
+      .result;
     expect(viaSpawner).toMatchObject({ status: 'done', exitCode: 0, error: null });
     expect(direct).toMatchObject({ status: 'done', exitCode: 0, error: null });
 
@@ -125,7 +131,7 @@ describe('a command job through the spawner', () => {
     ];
     for (const { job, error } of cases) {
       for (const tee of [false, true]) {
-        const run = startJob(job, FIRE, { tee });
+        const run = startJob(job, FIRE, { tee, launchers });
         await run.started;
         expect(run.pid, `${error} (tee ${tee})`).toBeUndefined();
         expect(await run.result, `${error} (tee ${tee})`).toMatchObject({
@@ -143,7 +149,7 @@ describe('a command job through the spawner', () => {
     const result = await startJob(
       job('    command: ["sh", "-c", "seq 1 5000; echo oops >&2; exit 3"]\n'),
       FIRE,
-      { tailBytes: 64 },
+      { tailBytes: 64, launchers },
     ).result;
     expect(result).toMatchObject({ status: 'failed', exitCode: 3, error: 'exited with code 3' });
     expect(result.outputTail.startsWith('…')).toBe(true);
@@ -152,7 +158,7 @@ describe('a command job through the spawner', () => {
   });
 
   it('stops the whole process group; the first stop decides the status', async () => {
-    const run = startJob(job(LONG_JOB), FIRE);
+    const run = startJob(job(LONG_JOB), FIRE, { launchers });
     await run.started;
     const jobPid = await pidFile(dir, 'job.pid');
     const childPid = await pidFile(dir, 'child.pid');
@@ -172,7 +178,7 @@ describe('a command job through the spawner', () => {
 
 describe('the spawner killed under a live run', () => {
   it('kills the run’s group, fails the run saying so, and starts a new spawner for the next', async () => {
-    const run = startJob(job(LONG_JOB), FIRE);
+    const run = startJob(job(LONG_JOB), FIRE, { launchers });
     await run.started;
     const jobPid = await pidFile(dir, 'job.pid');
     const childPid = await pidFile(dir, 'child.pid');
@@ -193,10 +199,29 @@ describe('the spawner killed under a live run', () => {
     const next = await startJob(
       job('    command: ["sh", "-c", "echo $PPID > next.pid; echo fine"]\n'),
       FIRE,
+      { launchers },
     ).result;
     expect(next).toMatchObject({ status: 'done', exitCode: 0, outputTail: 'fine\n' });
     const nextSpawner = await pidFile(dir, 'next.pid');
     expect(nextSpawner).not.toBe(spawnerPid);
     expect(parentOf(nextSpawner)).toBe(process.pid);
+  });
+});
+
+describe('a spawner per root', () => {
+  // Two runners in one process (library mode, the in-process tests) must not share a spawner: a
+  // lease one of them revokes would stop the other's runs.
+  it('gives each Spawner its own process, and one that is closed exits', async () => {
+    const other = { spawner: new Spawner() };
+    const command = '    command: ["sh", "-c", "echo $PPID > $BATON_RUN_ID.pid"]\n';
+    const mine = await startJob(job(command), { ...FIRE, runId: 1 }, { launchers }).result;
+    const theirs = await startJob(job(command), { ...FIRE, runId: 2 }, { launchers: other }).result;
+    expect([mine.status, theirs.status]).toEqual(['done', 'done']);
+    const [a, b] = [await pidFile(dir, '1.pid'), await pidFile(dir, '2.pid')];
+    expect(a).not.toBe(b);
+    expect([parentOf(a), parentOf(b)]).toEqual([process.pid, process.pid]);
+    other.spawner.close();
+    await waitFor('the closed spawner to exit', () => processGone(b));
+    expect(processGone(a)).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * A job's run policies, each proven with real runner processes against a real server:
+ * A job's run policies, each proven with runners in the test process (in-process-fleet.ts; the jobs
+ * are real processes) against a real server:
  *
  * - `timeout`: a run that outlasts its limit is stopped (its whole process group is gone), its
  *   row says `timeout` and names the limit, and the job's lock is free again before the next fire.
@@ -23,18 +24,19 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
-import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { baton, writeSchedule } from '../helpers/cli.js';
 import { byFire, dbNow, lockIsFree, runs, type RunRow } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
-import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { expectQuiet } from '../helpers/fleet.js';
 import {
   expectHistoryMatchesJournal,
   expectNoOverlapInJournal,
   writeJournaledSchedule,
 } from '../helpers/ground-truth.js';
+import { useInProcessFleet, type InProcessRunner } from '../helpers/in-process-fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
-const fleet = useFleet('policies', { perTest: true });
+const fleet = useInProcessFleet('policies', { perTest: true });
 
 /** A history row with the `attempts` column (added by migration 2). */
 type Row = RunRow & { attempts: number };
@@ -70,7 +72,7 @@ function groupAlive(pgid: number): boolean {
 }
 
 /** The job's pid as the winner logged it ('fire won: running'). */
-function jobPidOf(runners: RunnerProcess[], runId: number): number {
+function jobPidOf(runners: InProcessRunner[], runId: number): number {
   for (const r of runners) {
     const line = r.lines.find((l) => l.msg === 'fire won: running' && l.runId === runId);
     if (line) return Number(line.jobPid);
@@ -184,7 +186,7 @@ jobs:
     );
     expect(groupAlive(jobPidOf(runners, stubborn.id))).toBe(false);
 
-    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
+    await Promise.all(runners.map((r) => r.stop()));
     for (const job of ['slow', 'slow-retried', 'stubborn']) {
       const rows = await rowsOf(job);
       expectOneWinnerPerFire(rows, job, { noWinner: ['overlap'] });
@@ -264,7 +266,7 @@ jobs:
       { timeoutMs: 20_000, intervalMs: 100 },
     );
     // A stop waits for the runs (and their retries) in progress: no row stays `running`.
-    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
+    await Promise.all(runners.map((r) => r.stop()));
     expectQuiet(runners);
 
     const rows = await rowsOf('flaky');
@@ -405,7 +407,7 @@ jobs:
       { timeoutMs: 30_000, intervalMs: 100 },
     );
     const until = await dbNow(fleet.db);
-    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
+    await Promise.all(runners.map((r) => r.stop()));
     expectQuiet(runners);
 
     const parallel = (await rowsOf('parallel')).filter((r) => r.scheduled_at > from);
@@ -471,7 +473,7 @@ jobs:
       },
       { timeoutMs: 40_000, intervalMs: 100 },
     );
-    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0, 0]);
+    await Promise.all(runners.map((r) => r.stop()));
     expectQuiet(runners);
 
     const rows = await rowsOf('queued');
