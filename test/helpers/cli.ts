@@ -108,7 +108,10 @@ export class RunnerProcess {
     this.exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
   }
 
-  /** Resolves with the first log line matching `msg` (and `where`, if given). */
+  /**
+   * Resolves with the first log line matching `msg` (and `where`, if given). A wait that times out
+   * says what the runner logged last: a flake is diagnosed from the failure, not by a rerun.
+   */
   waitForLog(
     msg: string,
     where: (l: LogLine) => boolean = () => true,
@@ -124,7 +127,18 @@ export class RunnerProcess {
         return line;
       },
       { timeoutMs },
-    );
+    ).catch((err: unknown) => {
+      if (err instanceof Error) err.message += `\n${this.host} last logged:\n${this.tail()}`;
+      throw err;
+    });
+  }
+
+  /** The last `n` log lines, one JSON line each, for a failure's message. */
+  tail(n = 15): string {
+    return this.lines
+      .slice(-n)
+      .map((l) => JSON.stringify(l))
+      .join('\n');
   }
 
   /** Log lines at error level or above (pino: 50 = error, 60 = fatal). */
