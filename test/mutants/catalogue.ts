@@ -65,7 +65,7 @@ export const MUTANTS: readonly Mutant[] = [
     ],
     killers: [
       {
-        file: 'test/e2e/policies.test.ts',
+        file: 'test/in-process/policies.test.ts',
         test: 'stops the run, records `timeout` with the limit',
       },
     ],
@@ -248,7 +248,7 @@ export const MUTANTS: readonly Mutant[] = [
         replace: 'return { runningHere: null, queueUntil: null };',
       },
     ],
-    killers: [{ file: 'test/e2e/overlap.test.ts', test: 'skips its own later fires' }],
+    killers: [{ file: 'test/in-process/overlap.test.ts', test: 'skips its own later fires' }],
   },
   {
     id: 'job-lock-not-taken',
@@ -262,7 +262,7 @@ export const MUTANTS: readonly Mutant[] = [
           "const got = (await Promise.resolve('acquired')) as 'acquired' | 'busy' | 'taken';",
       },
     ],
-    killers: [{ file: 'test/e2e/overlap.test.ts', test: 'never overlaps two runs' }],
+    killers: [{ file: 'test/in-process/overlap.test.ts', test: 'never overlaps two runs' }],
   },
   {
     id: 'retry-releases-lock',
@@ -280,7 +280,7 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
     killers: [
-      { file: 'test/e2e/policies.test.ts', test: 'retries on the same row while holding the lock' },
+      { file: 'test/in-process/policies.test.ts', test: 'retries on the same row while holding the lock' },
     ],
   },
   {

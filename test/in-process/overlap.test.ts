@@ -8,7 +8,8 @@ import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { byFire, lockIsFree, runs } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
-import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { expectQuiet } from '../helpers/fleet.js';
+import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 import {
   expectHistoryMatchesJournal,
   expectNoOverlapInJournal,
@@ -16,7 +17,7 @@ import {
 } from '../helpers/ground-truth.js';
 import { waitFor } from '../helpers/wait.js';
 
-const fleet = useFleet('overlap', { perTest: true });
+const fleet = useInProcessFleet('overlap', { perTest: true });
 
 describe('one runner, a 4 s job every 3 s', () => {
   it('skips its own later fires and leaves the lock free after the run', async () => {
@@ -69,7 +70,7 @@ jobs:
       expect(s.reason_kind).toBe('overlap');
     }
 
-    expect(await runners[0]!.stop('SIGTERM')).toBe(0);
+    await runners[0]!.stop();
     expect(await lockIsFree(fleet.db, lock)).toBe(true);
   });
 });
@@ -95,7 +96,7 @@ jobs:
       { timeoutMs: 30_000 },
     );
     // A stop waits for the running job (it is shorter than the grace): no row stays `running`.
-    expect(await Promise.all(runners.map((r) => r.stop('SIGTERM')))).toEqual([0, 0, 0]);
+    await Promise.all(runners.map((r) => r.stop()));
 
     const rows = await runs(db, 'long');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
