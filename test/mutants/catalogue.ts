@@ -667,7 +667,7 @@ export const MUTANTS: readonly Mutant[] = [
     ],
     killers: [
       {
-        file: 'test/e2e/verdict-pending.test.ts',
+        file: 'test/in-process/verdict-pending.test.ts',
         test: 'has a winner: the run is over, only its bookkeeping was pending',
       },
     ],

@@ -10,7 +10,8 @@
  * COMMITTED so that no other row or gap is locked) and holds it past the next fire's instant —
  * as a server whose writes wait for a slow disk holds the verdict's UPDATE. The next fire must
  * still have its winner: the runner whose run is over but for its verdict waits for the write
- * (bounded by the job's next fire), and then contends as usual. Three runners, real processes.
+ * (bounded by the job's next fire), and then contends as usual. Three runners in the test
+ * process, their jobs real processes.
  * The real storm (500 jobs and an fsync writer) is a bench scenario; its figures are in
  * bench/README.md.
  */
@@ -19,10 +20,10 @@ import { describe, expect, it } from 'vitest';
 import { writeSchedule } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
-import { useFleet } from '../helpers/fleet.js';
+import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
-const fleet = useFleet('verdict_pending');
+const fleet = useInProcessFleet('verdict_pending');
 /** How long after the next fire's instant the verdict is held back. */
 const HELD_PAST_NEXT_FIRE_MS = 600;
 
@@ -63,7 +64,7 @@ jobs:
         await holder.commit();
         await sleep(2_000);
       }
-      for (const r of runners) expect(await r.stop('SIGTERM')).toBe(0);
+      for (const r of runners) await r.stop();
       const rows = await runs(fleet.db, 'tick');
       const heldFires = rows.filter((r) => held.includes(r.id));
       expect(heldFires.map((r) => r.status)).toEqual(['done', 'done', 'done']);
