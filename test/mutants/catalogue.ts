@@ -280,7 +280,10 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
     killers: [
-      { file: 'test/in-process/policies.test.ts', test: 'retries on the same row while holding the lock' },
+      {
+        file: 'test/in-process/policies.test.ts',
+        test: 'retries on the same row while holding the lock',
+      },
     ],
   },
   {
