@@ -50,6 +50,9 @@ export interface Timings {
   health: HealthTimings;
 }
 
+/** The longest delay a Node timer takes as given (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** Some of the timings: any group, any key of it. */
 export type PartialTimings = { [G in keyof Timings]?: Partial<Timings[G]> };
 
@@ -76,14 +79,16 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
  */
 export function resolveTimings(partial: unknown = {}): Timings {
   const problems: string[] = [];
-  const resolved = {} as Record<string, Record<string, number>>;
+  // Without a prototype, and looked up as own properties only: a key such as `__proto__`,
+  // `constructor` or `toString` is an unknown key, never a way into Object's own methods.
+  const resolved = Object.create(null) as Record<string, Record<string, number>>;
   const given = isRecord(partial) ? partial : null;
   if (!given) problems.push(`timings: must be an object of groups, got ${describe(partial)}`);
   for (const [group, defaults] of Object.entries(DEFAULT_TIMINGS)) {
-    resolved[group] = { ...(defaults as unknown as Record<string, number>) };
+    resolved[group] = Object.assign(Object.create(null) as Record<string, number>, defaults);
   }
   for (const [group, values] of Object.entries(given ?? {})) {
-    const into = resolved[group];
+    const into = Object.hasOwn(resolved, group) ? resolved[group] : undefined;
     if (!into) {
       problems.push(
         `timings.${group}: unknown group (known: ${Object.keys(DEFAULT_TIMINGS).join(', ')})`,
@@ -96,7 +101,7 @@ export function resolveTimings(partial: unknown = {}): Timings {
       continue;
     }
     for (const [key, value] of Object.entries(values)) {
-      if (!(key in into)) {
+      if (!Object.hasOwn(into, key)) {
         problems.push(
           `timings.${group}.${key}: unknown key (known: ${Object.keys(into).join(', ')})`,
         );
@@ -107,13 +112,22 @@ export function resolveTimings(partial: unknown = {}): Timings {
           `timings.${group}.${key}: must be a positive finite number of milliseconds, got ` +
             describe(value),
         );
+      } else if (value > MAX_TIMER_MS) {
+        // Node runs a longer timer after 1 ms: an interval meant to be long would spin.
+        problems.push(
+          `timings.${group}.${key}: at most ${MAX_TIMER_MS} ms (a timer's limit), got ${value}`,
+        );
       } else {
         into[key] = value;
       }
     }
   }
   if (problems.length > 0) throw new UsageError(`bad timings:\n  ${problems.join('\n  ')}`);
-  return resolved as unknown as Timings;
+  // Plain objects again for the components (a null-prototype object prints oddly and has no
+  // hasOwnProperty): only own, known keys were copied in.
+  const out: Record<string, Record<string, number>> = {};
+  for (const [group, values] of Object.entries(resolved)) out[group] = { ...values };
+  return out as unknown as Timings;
 }
 
 /** `b` laid over `a`, group by group (neither is changed). */

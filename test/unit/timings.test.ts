@@ -81,6 +81,33 @@ describe('resolveTimings', () => {
     expect(() => resolveTimings([])).toThrow(/timings: must be an object of groups/);
     expect(() => resolveTimings(null)).toThrow(/timings: must be an object of groups/);
   });
+
+  // JSON.parse makes `__proto__` an own key: a lookup through the prototype chain would accept
+  // Object's own members as groups and keys, and write into Object.prototype for every object.
+  it("refuses Object's own members as groups or keys, and changes no prototype", () => {
+    const before = Object.prototype.toString;
+    for (const json of [
+      '{"__proto__":{"toString":1}}',
+      '{"constructor":{"assign":1}}',
+      '{"constructor":{"length":1}}',
+      '{"link":{"toString":5}}',
+      '{"link":{"__proto__":{"heartbeatMs":1}}}',
+    ]) {
+      expect(() => resolveTimings(JSON.parse(json)), json).toThrow(/unknown (group|key)/);
+    }
+    expect(Object.prototype.toString).toBe(before);
+    expect(typeof Object.assign).toBe('function');
+    expect(({} as Record<string, unknown>).heartbeatMs).toBeUndefined();
+  });
+
+  it('refuses a delay longer than a Node timer can take', () => {
+    expect(() => resolveTimings({ reaper: { intervalMs: 1e10 } })).toThrow(
+      /timings\.reaper\.intervalMs: at most 2147483647 ms/,
+    );
+    expect(resolveTimings({ reaper: { intervalMs: 2_147_483_647 } }).reaper.intervalMs).toBe(
+      2_147_483_647,
+    );
+  });
 });
 
 describe('runnerTimings', () => {
