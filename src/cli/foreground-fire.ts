@@ -61,6 +61,9 @@ export class ForegroundSession {
   private signals = 0;
   /** Aborted at the first stop request: no fire contends after it. */
   private readonly noNewFires = new AbortController();
+  /** Fires contending for their lock, and fires whose job is being spawned (not in `runs` yet). */
+  private contending = 0;
+  private starting = 0;
   /** The session's spawner (it warms no module host: each fire is one run). */
   private readonly launchers = { spawner: new Spawner() };
   /** What asked to stop first (a signal's name, or why), if anything did. */
@@ -120,11 +123,16 @@ export class ForegroundSession {
     this.interruptedBy ??= cause;
     this.signals = now ? Math.max(this.signals, 1) + 1 : this.signals + 1;
     this.noNewFires.abort();
-    if (this.mode === 'finish' && this.signals === 1) this.onFinishRequested?.(this.runs.size > 0);
-    if (this.runs.size === 0) {
+    // A job spawned whose pid is not reported yet is a run going too (it joins `runs` then, and
+    // the stop reaches it in run()'s `contended` handler).
+    const going = this.runs.size + this.starting;
+    if (this.mode === 'finish' && this.signals === 1) this.onFinishRequested?.(going > 0);
+    if (going === 0) {
       // Still waiting for the lock (`--wait`): cancel the wait on the server, so that the lock
-      // is not taken after all once this process has given up.
-      void this.lock.interruptQuery(this.target).catch(() => {});
+      // is not taken after all once this process has given up. Only then: between fires, or once
+      // a job is being spawned, the statement on the lock session may be its heartbeat, and a
+      // killed heartbeat loses the session.
+      if (this.contending > 0) void this.lock.interruptQuery(this.target).catch(() => {});
       return;
     }
     if (this.mode === 'finish' && this.signals === 1) return;
@@ -147,6 +155,9 @@ export class ForegroundSession {
       job.target.kind === 'module' ? jobDatabase(this.config, job, this.target) : null;
     let started = false;
     if (this.stopRequested) throw this.notRun(job);
+    // Where this fire is: contending for its lock, then spawning its job, then a run in `runs`.
+    let stage: 'contending' | 'starting' | 'settled' = 'contending';
+    this.contending++;
     const fire = startFire(job, f.at, {
       signal: this.noNewFires.signal,
       trigger: f.trigger,
@@ -163,19 +174,26 @@ export class ForegroundSession {
       ...(f.rerun ? { rerun: f.rerun } : {}),
       ...(f.unlessDone ? { unlessDone: true } : {}),
       ...(f.params ? { params: f.params } : {}),
-      interruptBeforeStart: () =>
-        this.interruptedBy ? `interrupted by ${this.interruptedBy} while the lock was taken` : null,
+      interruptBeforeStart: () => {
+        if (this.interruptedBy) return `${this.interruptedBy} came while the lock was being taken`;
+        this.contending--;
+        this.starting++;
+        stage = 'starting';
+        return null;
+      },
     });
     void fire.contended.then(() => {
+      if (stage === 'contending') this.contending--;
+      if (stage === 'starting') this.starting--;
+      stage = 'settled';
       if (this.runs.size === 0) return;
       started = true;
       // The signal came after the job was spawned but before the spawner reported its pid (the
-      // run was not in `runs` yet): it is the run going, and the stop applies to it as to one.
-      if (this.interruptedBy) {
-        if (this.mode === 'stop' || this.signals > 1) {
-          for (const run of this.runs)
-            run.control.stop(`interrupted by ${this.interruptedBy}`, KILL_GRACE_MS, 'interrupted');
-        } else this.onFinishRequested?.(true);
+      // run was not in `runs` yet): it is the run going (requestStop counted it so), and a stop
+      // that stops runs stops it too.
+      if (this.interruptedBy && (this.mode === 'stop' || this.signals > 1)) {
+        for (const run of this.runs)
+          run.control.stop(`interrupted by ${this.interruptedBy}`, KILL_GRACE_MS, 'interrupted');
       }
       this.watch();
     });
@@ -216,8 +234,8 @@ export class ForegroundSession {
   }
 
   async close(): Promise<void> {
-    // Before the lock goes: a run still going (it never is, unless the command failed) is stopped
-    // by its spawner's exit, as at a runner's death.
+    // A run still going (it never is, unless the command failed) is stopped by its spawner as at
+    // a runner's death; this does not wait for that, as a process exiting would not either.
     this.launchers.spawner.close();
     this.killWatch.abort();
     process.off('SIGINT', this.onSignal);

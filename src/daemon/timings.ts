@@ -3,8 +3,10 @@
  * grouped by the component it paces. Each group's type and defaults are defined by that
  * component's module (next to the reasons for its values); this module only puts them together.
  * The runner (runner.ts) is given a partial object, resolved here once, and hands each group to
- * the component it paces through its constructor or options — nothing reads a timing from a
- * module constant at run time any more, so a test can build runners with short cadences.
+ * the component it paces through its constructor or options — no timing of these groups is read
+ * from a module constant at run time, so a test can build runners with short cadences. (The
+ * spawner's and the warm hosts' delays, the loop's timer slack and the lease's margin are still
+ * constants: they live in other processes or are facts, not cadences.)
  *
  * `baton start`'s flags (--heartbeat, --reaper-interval, …) set their keys; the hidden
  * `--timings <json>` (for tests, test/README.md) and library mode's `timings` option set any.

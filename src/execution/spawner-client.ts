@@ -178,6 +178,8 @@ class SpawnerProcess {
 
   /** Closes the channel: the spawner exits (see Spawner.close). */
   close(): void {
+    // A run still going ends as at a runner's death, and its error says who let the spawner go.
+    this.killedBecause ??= 'its runner let it go';
     if (this.child.connected) this.child.disconnect();
   }
 

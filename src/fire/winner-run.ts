@@ -1,6 +1,7 @@
 /**
  * The winner's part of a fire (run-fire.ts has the whole): the job's attempts — each in its own
- * process, checked right before it starts that the lock session still vouches for it, again on
+ * process, checked right before it starts that the lock session still vouches for it (and, for
+ * an operator's foreground fire, that no Ctrl-C came while the lock was taken), again on
  * failure while `retries` allow — then the verdict, written while the job's lock is still held,
  * and the lock given back in `finally`.
  */
@@ -90,9 +91,11 @@ export async function attemptAndRecord(
 }
 
 /**
- * Why the job must not be started now, if it must not: its lock session is gone, so its lock
- * keeps nobody out any more. (The runs' lease is the spawner's and the watchdogs' to enforce:
- * a runner that is checking is running, and its own lateness is no news about the session.)
+ * Why the job must not be started now, if it must not, as the run's result: its lock session is
+ * gone, so its lock keeps nobody out any more (`lost`); or, before the first attempt, the fire's
+ * owner was asked to stop while the lock was being taken (`interrupted`: interruptBeforeStart).
+ * (The runs' lease is the spawner's and the watchdogs' to enforce: a runner that is checking is
+ * running, and its own lateness is no news about the session.)
  */
 function whyNotStart(c: FireContext, o: FireOptions, attempt: number): JobResult | null {
   if (!c.lock.usable) {

@@ -197,6 +197,8 @@ jobs:
     expect(readFileSync(path.join(dir, 'ran.txt'), 'utf8')).toBe(
       `start ${from.toISOString()}\nend\n`,
     );
+    // Said once, and right: not "stopping" (no run) and then that a run goes on.
+    expect(err.match(/stopping/g), err).toHaveLength(1);
     expect(err).toContain('stopping after the fire that is running');
   });
 });

@@ -127,3 +127,64 @@ jobs:
     }
   });
 });
+
+// An operator's foreground fire (`baton backfill`, `baton run`) whose Ctrl-C came while its lock
+// was being taken: the fire is claimed, but its job must not start (foreground-fire.ts).
+describe('a fire whose owner was asked to stop while it was claimed', () => {
+  it('does not start the job: the row is interrupted, "not started", and the lock is free', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-spawn-interrupted-'));
+    const marker = path.join(dir, 'started');
+    const config = parseConfig(
+      path.join(dir, 'schedules.yaml'),
+      `
+namespace: ${NAMESPACE}
+jobs:
+  asked:
+    schedule: "0 0 1 1 *"
+    command: ["sh", "-c", "echo started > ${marker}"]
+`,
+    );
+    const job = config.jobs.find((j) => j.name === 'asked')!;
+    const { lock } = await openCoordination(target, pool);
+    const ctx: FireContext = {
+      database: target.database,
+      namespace: NAMESPACE,
+      host: 'alpha',
+      pid: process.pid,
+      pool,
+      lock,
+    };
+    let asked = 0;
+    try {
+      const fire = startFire(job, new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000), {
+        trigger: 'manual',
+        context: () => ctx,
+        runs: new LocalRuns(),
+        launchers: { spawner },
+        interruptBeforeStart: () => {
+          asked++;
+          return 'SIGINT came while the lock was being taken';
+        },
+      });
+      const outcome = await fire.outcome;
+      expect(asked).toBe(1);
+      expect(outcome.status).toBe('ran');
+      if (outcome.status !== 'ran') return;
+      expect(outcome.result).toMatchObject({
+        status: 'interrupted',
+        error: 'interrupted: not started: SIGINT came while the lock was being taken',
+      });
+      const [row] = await runs(db, 'asked');
+      expect(row).toMatchObject({ status: 'interrupted', host: 'alpha', winner: 1 });
+      const [free] = await db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [
+        jobLockName(db.name, NAMESPACE, 'asked'),
+      ]);
+      expect(Number(free!.free)).toBe(1);
+      // Nothing was spawned: the job would have written its marker at once.
+      await sleep(300);
+      expect(existsSync(marker), 'the job was started after the stop was asked').toBe(false);
+    } finally {
+      await lock.close();
+    }
+  });
+});

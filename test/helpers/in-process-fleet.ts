@@ -35,6 +35,14 @@ export interface InProcessRunnerOptions {
 /** One runner of the fleet, and what it logged. */
 export class InProcessRunner {
   readonly lines: LogLine[] = [];
+  /**
+   * What a runner process would have printed to stderr: the warnings Node emitted in this process
+   * while the runner lived (a MaxListenersExceededWarning, a TimeoutOverflowWarning, …), which
+   * are the process's, so every runner of the test sees them. expectQuiet (fleet.ts) reads it.
+   */
+  stderr = '';
+  private readonly onWarning = (warning: Error) =>
+    (this.stderr += `${warning.name}: ${warning.message}\n`);
   readonly runner: Runner;
   private stopped: Promise<void> | null = null;
   /** Why start() failed, if it did: a wait for a log line ends with it. */
@@ -66,6 +74,7 @@ export class InProcessRunner {
 
   /** Connects and starts the loop; resolves once the runner has said `runner started`. */
   async start(): Promise<void> {
+    process.on('warning', this.onWarning);
     const started = await this.runner.start().catch((err: unknown) => {
       this.failed = err instanceof Error ? err.message : String(err);
       throw err;
@@ -99,7 +108,14 @@ export class InProcessRunner {
         return this.lines.find((l) => l.msg === msg && where(l));
       },
       { timeoutMs },
-    );
+    ).catch((err: unknown) => {
+      // As a runner process's wait says (cli.ts): what the runner logged last.
+      if (err instanceof Error) {
+        const tail = this.lines.slice(-15).map((l) => JSON.stringify(l));
+        err.message += `\n${this.host} last logged:\n${tail.join('\n')}`;
+      }
+      throw err;
+    });
   }
 
   /** Log lines at error level or above (pino: 50 = error, 60 = fatal). */
@@ -109,7 +125,9 @@ export class InProcessRunner {
 
   /** As SIGTERM does to `baton start` (`force`: a second one); once, however often asked. */
   stop(force = false): Promise<void> {
-    this.stopped ??= this.runner.stop(force ? 'forced by the test' : 'stopped by the test', force);
+    this.stopped ??= this.runner
+      .stop(force ? 'forced by the test' : 'stopped by the test', force)
+      .finally(() => process.off('warning', this.onWarning));
     return this.stopped;
   }
 }
@@ -154,13 +172,4 @@ export function useInProcessFleet(
       return started;
     },
   };
-}
-
-/** No runner logged an error. */
-export function expectNoErrors(runners: readonly InProcessRunner[]): void {
-  for (const runner of runners) {
-    if (runner.errors().length > 0) {
-      throw new Error(`${runner.host} logged errors: ${JSON.stringify(runner.errors())}`);
-    }
-  }
 }

@@ -440,7 +440,8 @@ jobs:
     // because the earlier run is still running.
     const serial = await rowsOf('serial');
     // A 3 s run of an every-second job ends just after an instant: that fire may meet its lock
-    // on its way back.
+    // on its way back, and asks again until it has a winner (LOCK_PASSING_WAIT_MS): no fire is
+    // left without one for that.
     expectOneWinnerPerFire(serial, 'serial', { noWinner: ['overlap'] });
     expectNoOverlapInHistory(serial, 'serial');
     const skips = serial.filter((r) => r.winner === null);
