@@ -20,6 +20,8 @@ import { rowsRead } from '../helpers/query-cost.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('metrics-history');
+/** The runner's pool statement deadline in the frozen-server test (default 10 s). */
+const STATEMENT_DEADLINE_MS = 4_000;
 
 describe('the read behind the per-job timestamps', () => {
   it('reads two index entries per job and status on a long history, in batches', async () => {
@@ -98,6 +100,11 @@ describe('a scrape while the database does not answer', () => {
       databaseUrl: `${server.url}/test`,
       host: 'frozen-a',
       args: ['--http', `127.0.0.1:${port}`, '--heartbeat-deadline', '60s'],
+      // The read's statement deadline (the pool's, default 10 s) is what the test waits out
+      // after the frozen scrapes: 4 s is still past the 2 s a scrape waits for a read (and past
+      // the 3.5 s bound on the frozen scrape below), so the scrapes end on their own wait, as
+      // with the default, and the read fails later, in the background.
+      timings: { link: { poolStatementDeadlineMs: STATEMENT_DEADLINE_MS } },
     });
     await runner.ready();
     const conn = await mysql.createConnection({ uri: `${server.url}/test`, timezone: 'Z' });
@@ -136,7 +143,7 @@ describe('a scrape while the database does not answer', () => {
     expect(again.ms).toBeLessThan(3_500);
     expect(again.success).toBe(frozen.success);
 
-    // The read's statement deadline (10 s) passes: the runner says so, and keeps the values.
+    // The read's statement deadline (4 s) passes: the runner says so, and keeps the values.
     await runner.waitForLog('metrics: could not read the history; serving the last values');
 
     process.kill(server.pid!, 'SIGCONT');
