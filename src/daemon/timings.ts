@@ -14,6 +14,7 @@
 import { PROTOCOL_TIMINGS, type ProtocolTimings } from '../coordination/fire-protocol.js';
 import { REAPER_TIMINGS, type ReaperTimings } from '../coordination/reaper.js';
 import { UsageError } from '../errors.js';
+import { METRICS_TIMINGS, type MetricsTimings } from '../http/metrics-timings.js';
 import { RUN_TIMINGS, type RunTimings } from '../fire/run-timings.js';
 import { DISPATCHER_TIMINGS, type DispatcherTimings } from './dispatcher.js';
 import { CLOCK_TIMINGS, type ClockTimings } from './fleet-clock.js';
@@ -50,6 +51,8 @@ export interface Timings {
   retention: RetentionTimings;
   /** `/healthz`: when the loop counts as stuck. */
   health: HealthTimings;
+  /** `/metrics`: how long a read of the history is shared, and a scrape's wait for one. */
+  metrics: MetricsTimings;
 }
 
 /** The longest delay a Node timer takes as given (2^31 - 1 ms, about 24.8 days). */
@@ -72,6 +75,7 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
   notifier: NOTIFIER_TIMINGS,
   retention: RETENTION_TIMINGS,
   health: HEALTH_TIMINGS,
+  metrics: METRICS_TIMINGS,
 });
 
 /**

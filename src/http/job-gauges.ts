@@ -17,11 +17,7 @@ import { FINAL_STATUSES, type FinalStatus } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { latestOutcomes, type JobOutcomes } from '../store/outcome-reads.js';
-
-/** Scrapes within this long of a read share it. */
-export const OUTCOMES_REUSE_MS = 5_000;
-/** A scrape waits this long for a read in progress, then serves the last values. */
-export const SCRAPE_WAIT_MS = 2_000;
+import { METRICS_TIMINGS, type MetricsTimings } from './metrics-timings.js';
 
 /** What the gauges need of one loaded job. */
 export interface JobWindow {
@@ -41,6 +37,8 @@ export interface JobGaugeSource {
   now(): Date;
   /** A read of the history failed (the last values are served meanwhile). */
   onReadError?(err: unknown): void;
+  /** The reads' pace, asked at scrape time; METRICS_TIMINGS when absent. */
+  timings?(): MetricsTimings;
 }
 
 const FAILURES: readonly FinalStatus[] = ['failed', 'timeout', 'lost'];
@@ -118,16 +116,18 @@ export class ScrapeCache<T> {
     private value: T,
     private readonly readPool: () => Queryable | null,
     private readonly onReadError?: (err: unknown) => void,
+    private readonly timings: () => MetricsTimings = () => METRICS_TIMINGS,
   ) {}
 
   async current(read: (pool: Queryable) => Promise<T>): Promise<T> {
-    if (!this.reading && performance.now() - this.readAt >= OUTCOMES_REUSE_MS) {
+    const t = this.timings();
+    if (!this.reading && performance.now() - this.readAt >= t.readReuseMs) {
       const pool = this.readPool();
       if (pool) this.reading = this.read(pool, read);
     }
     if (this.reading) {
       const waited = new AbortController();
-      await Promise.race([this.reading, delay(SCRAPE_WAIT_MS, waited.signal)]);
+      await Promise.race([this.reading, delay(t.scrapeWaitMs, waited.signal)]);
       waited.abort();
     }
     return this.value;
@@ -155,6 +155,7 @@ class OutcomeCache {
       new Map(),
       () => source.readPool(),
       source.onReadError?.bind(source),
+      () => source.timings?.() ?? METRICS_TIMINGS,
     );
   }
 

@@ -9,6 +9,7 @@ import type { RunnerEvents } from '../daemon/events.js';
 import type { Queryable } from '../store/deadline.js';
 import { outboxState, type OutboxState } from '../store/notification-reads.js';
 import { ScrapeCache } from './job-gauges.js';
+import { METRICS_TIMINGS, type MetricsTimings } from './metrics-timings.js';
 
 export interface NotifyGaugeSource {
   /** The targets of the loaded schedule (a reload changes them). */
@@ -16,6 +17,7 @@ export interface NotifyGaugeSource {
   namespace(): string;
   readPool(): Queryable | null;
   onReadError?(err: unknown): void;
+  timings?(): MetricsTimings;
 }
 
 const OUTCOMES = ['sent', 'retry', 'failed'] as const;
@@ -32,7 +34,12 @@ export function registerNotifyGauges(
     failedRecently: new Map(),
     retrying: new Map(),
   };
-  const cache = new ScrapeCache<OutboxState>(empty, () => source.readPool(), source.onReadError);
+  const cache = new ScrapeCache<OutboxState>(
+    empty,
+    () => source.readPool(),
+    source.onReadError,
+    () => source.timings?.() ?? METRICS_TIMINGS,
+  );
   const read = () =>
     cache.current((pool) =>
       outboxState(pool, source.namespace(), new Date(Date.now() - RECENT_FAILURE_WINDOW_MS)),

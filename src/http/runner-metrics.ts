@@ -20,6 +20,7 @@ export function runnerMetrics(
     notifyTargets: () => Object.keys(runner().loadedConfig.notifyTargets),
     readPool: () => runner().readPool,
     now: () => runner().databaseNow(),
+    timings: () => runner().timings.metrics,
     onReadError: (err) =>
       log.warn(
         { err: errorMessage(err) },

@@ -13,7 +13,22 @@ import { startPrivateServer, type PrivateServer } from '../helpers/private-serve
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['walk-a', 'walk-b', 'walk-c'];
-const PERIOD_MS = 5_000;
+/** The job's fire interval (every 4 s; 60 is a multiple, so the fires are multiples of it). */
+const PERIOD_MS = 4_000;
+/**
+ * recovery.missedSettleMs (default 5 s): the wait before each runner's missed-row pass, which the
+ * test waits out to show it recorded nothing. The walk's own fires are left out of that pass by
+ * the runner that plans them, whatever the settle.
+ */
+const MISSED_SETTLE_MS = 1_500;
+/**
+ * The runners reconnect within 0.3 s of the restart (default back-off: up to 1 s; proven by
+ * test/e2e/reconnect.test.ts): the walk starts at once and keeps its room before the next fire.
+ */
+const TIMINGS = {
+  link: { reconnectMaxMs: 300 },
+  recovery: { missedSettleMs: MISSED_SETTLE_MS },
+};
 
 let server: PrivateServer | undefined;
 const runners: RunnerProcess[] = [];
@@ -45,11 +60,13 @@ describe('catchUp with fires: all', () => {
 namespace: walk
 jobs:
   hourly-import:
-    schedule: "*/5 * * * * *"
+    schedule: "*/4 * * * * *"
     command: ["sh", "-c", "echo fire=$BATON_SCHEDULED_AT; sleep 0.4"]
     catchUp: {window: 1m, fires: all}
 `);
-    runners.push(...HOSTS.map((host) => startRunner({ config, databaseUrl: url, host })));
+    runners.push(
+      ...HOSTS.map((host) => startRunner({ config, databaseUrl: url, host, timings: TIMINGS })),
+    );
     await Promise.all(runners.map((r) => r.ready()));
     await waitFor(
       'a complete fire before the outage',
@@ -65,7 +82,8 @@ jobs:
     );
 
     // Down from 1.5 s after one fire to 0.3 s after the third one from there: those three
-    // fires find no database; the walk then has more than 4 s before the next regular fire.
+    // fires find no database; the walk then has more than 3 s (the interval less 0.3 s and the
+    // reconnect) before the next regular fire, for three runs of 0.4 s one after another.
     await untilAfterFire(1_500);
     const stoppedAt = Date.now();
     await server.stop();
@@ -93,8 +111,9 @@ jobs:
       },
       { timeoutMs: 40_000, intervalMs: 250 },
     );
-    // The missed-row pass of every runner (5 s after its reconnect) is over too.
-    await sleep(Math.max(0, startedAt + 8_000 - Date.now()));
+    // The missed-row pass of every runner (MISSED_SETTLE_MS after its reconnect, which comes
+    // within 0.5 s of the restart) is over too, with room for a loaded machine.
+    await sleep(Math.max(0, startedAt + MISSED_SETTLE_MS + 2_500 - Date.now()));
     rows = await query<RunRow>(url, 'SELECT * FROM baton_runs ORDER BY scheduled_at, id');
 
     expectOneWinnerPerFire(rows, 'hourly-import', { noWinner: ['lock-being-released'] });

@@ -34,6 +34,15 @@ import { sleep, waitFor } from '../helpers/wait.js';
 
 const DB = 'baton_semisync';
 const PERIOD_MS = 3_000;
+/**
+ * fleetWatch.detachGraceMs for the runners (default 10 s): how long a runner that failed over
+ * waits for the fleet before it counts as detached. In part 1 the peers reconnect together and
+ * heartbeat as they connect, within about a second of each other, well inside it; in part 2 it is
+ * longer than a fire interval, so that the runner left on the old primary holds at least one fire
+ * before it is detached (asserted).
+ */
+const DETACH_GRACE_MS = 4_500;
+const TIMINGS = { fleetWatch: { detachGraceMs: DETACH_GRACE_MS } };
 
 const SETTLED =
   'the database failed over: reconnected to another server; semi-sync acknowledged every ' +
@@ -104,12 +113,14 @@ jobs:
       databaseUrl: proxyA.url(DB),
       host: 'ss-a',
       args: ['--http', `127.0.0.1:${portA}`],
+      timings: TIMINGS,
     });
     const runnerB = startRunner({
       config,
       databaseUrl: proxyB.url(DB),
       host: 'ss-b',
       args: ['--http', `127.0.0.1:${portB}`],
+      timings: TIMINGS,
     });
     runners.push(runnerA, runnerB);
     await Promise.all(runners.map((r) => r.ready()));
@@ -141,14 +152,31 @@ jobs:
       p.retarget({ host: '127.0.0.1', port: replica!.port });
       p.thaw();
     }
+    const thawedAt = Date.now();
     for (const r of runners) {
       const line = await r.waitForLog(SETTLED);
       expect(line, r.host).toMatchObject({ fromServer: 'server_id 1', toServer: 'server_id 2' });
     }
     expect(runners.flatMap((r) => r.lines).filter((l) => l.msg === IN_DOUBT)).toEqual([]);
-    await sleep(3_500);
-
     const onReplica = `${replica!.url}/${DB}`;
+    // The recoveries are over: the fire of the failover window (T + 3) has a finished winner,
+    // whatever its trigger (asserted below), and a regular fire after the thaw ran, which comes
+    // after every runner's look-back (in-doubt rows are written at the reconnect, before it).
+    await waitFor(
+      'T + 3 decided and a regular fire after the thaw done',
+      async () => {
+        const done = await queryFresh<{ at: Date; triggered_by: string }>(
+          onReplica,
+          "SELECT scheduled_at AS at, triggered_by FROM baton_runs WHERE winner = 1 AND status = 'done'",
+        );
+        return (
+          done.some((r) => r.at.getTime() === fire + PERIOD_MS) &&
+          done.some((r) => r.triggered_by === 'schedule' && r.at.getTime() > thawedAt)
+        );
+      },
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+
     const rows = await queryFresh<RunRow>(onReplica, 'SELECT * FROM baton_runs ORDER BY id');
     expect(rows.filter((r) => r.reason_kind === 'in-doubt')).toEqual([]);
     const truth = groundTruth(tickFile);
@@ -199,7 +227,7 @@ jobs:
     expect(whileHolding.length, 'fires held during the grace').toBeGreaterThan(0);
     expect(new Set(whileHolding.map((l) => l.msg))).toEqual(new Set([HELD]));
     // Held from its arrival (no fire of its own ran there), detached after the grace.
-    expect(detachedAt - splitAt).toBeGreaterThanOrEqual(10_000);
+    expect(detachedAt - splitAt).toBeGreaterThanOrEqual(DETACH_GRACE_MS);
     expect(await metric(portB, 'baton_database_detached')).toBe('1');
     expect(await metric(portA, 'baton_database_detached')).toBe('0');
     expect(runnerA.lines.filter((l) => l.msg === DETACHED)).toEqual([]);
@@ -215,28 +243,42 @@ jobs:
     expect(onNew.stdout).not.toContain('detached');
 
     // ss-a ran every fire since on the new primary; ss-b none on the old: nothing ran twice.
-    await sleep(PERIOD_MS);
-    await runnerB.waitForLog('fire not run: held, detached from the fleet');
-    const after = groundTruth(tickFile);
-    expect(
-      [...after].filter(([, n]) => n > 1),
-      'fires run twice',
-    ).toEqual([]);
+    const heldDetached = await runnerB.waitForLog('fire not run: held, detached from the fleet');
+    // Every fire from the split up to the held one, each done, on ss-a: two or more (the grace
+    // spans 4.5 s of them; with the default 10 s this asked for four fires in all).
+    const heldAt = Date.parse(String(heldDetached.scheduledAt));
+    const sinceSplit: number[] = [];
+    for (let at = Math.ceil(splitAt / PERIOD_MS) * PERIOD_MS; at <= heldAt; at += PERIOD_MS) {
+      sinceSplit.push(at);
+    }
+    expect(sinceSplit.length, 'fires from the split to the first held one').toBeGreaterThanOrEqual(
+      2,
+    );
     const oldWinners = await queryFresh<RunRow>(
       onOld,
       'SELECT * FROM baton_runs WHERE winner = 1 AND scheduled_at > ?',
       [new Date(killedAt)],
     );
     expect(oldWinners, 'winners on the old primary after its crash').toEqual([]);
-    const newRows = await queryFresh<RunRow>(
-      onReplica,
-      "SELECT * FROM baton_runs WHERE winner = 1 AND status = 'done' AND scheduled_at > ?",
-      [new Date(splitAt)],
-    );
-    expect(newRows.length, 'fires run on the new primary since the split').toBeGreaterThanOrEqual(
-      4,
+    const newRows = await waitFor(
+      'every fire since the split done on the new primary',
+      async () => {
+        const rows = await queryFresh<RunRow>(
+          onReplica,
+          "SELECT * FROM baton_runs WHERE winner = 1 AND status = 'done' AND scheduled_at > ?",
+          [new Date(splitAt)],
+        );
+        const done = new Set(rows.map((r) => r.scheduled_at.getTime()));
+        return sinceSplit.every((at) => done.has(at)) ? rows : null;
+      },
     );
     expect(newRows.every((r) => r.host === 'ss-a')).toBe(true);
+    // (Read once ss-a's run of the held fire is over: had ss-b run it too, the file says so.)
+    const after = groundTruth(tickFile);
+    expect(
+      [...after].filter(([, n]) => n > 1),
+      'fires run twice',
+    ).toEqual([]);
 
     // 3. The fallback, read from a real server: semi-sync on the old primary again, with no
     // replica to answer, so its next commit waits out the timeout and it goes on asynchronously.

@@ -135,6 +135,7 @@ jobs:
     await queryFresh(replica!.url, 'SET GLOBAL read_only = 0');
     await sleep(fire + PERIOD_MS + 300 - Date.now());
     proxy.retarget({ host: '127.0.0.1', port: replica!.port });
+    const movedAt = Date.now();
     for (const r of runners) {
       await r.waitForLog(
         'the database failed over: reconnected to another server; fires up to the loss are in doubt',
@@ -144,11 +145,25 @@ jobs:
       String(l.msg).startsWith('the database failed over'),
     )!;
     expect(failoverLine).toMatchObject({ fromServer: 'server_id 1', toServer: 'server_id 2' });
-    // The in-doubt rows are written at the reconnect and the catch-ups start at once (a walk runs
-    // its fires one after another, each a short `echo`): 3.5 s is ample for both runners'.
-    await sleep(3_500);
-
     const onReplica = `${replica!.url}/${DB}`;
+    // The in-doubt rows are written at the reconnect and the catch-ups start at once; a walk runs
+    // its fires one after another and stops at the job's next regular fire. So once a regular
+    // fire of each job after the move is done, both runners' recoveries are over (it waited a
+    // fixed 3.5 s before, which ended later than this).
+    await waitFor(
+      'a regular fire of each job done after the move',
+      async () =>
+        (
+          await queryFresh<{ job: string }>(
+            onReplica,
+            `SELECT DISTINCT job FROM baton_runs WHERE winner = 1 AND status = 'done'
+               AND triggered_by = 'schedule' AND scheduled_at > ?`,
+            [new Date(movedAt)],
+          )
+        ).length === 2,
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+
     const rows = await queryFresh<RunRow>(
       onReplica,
       'SELECT * FROM baton_runs ORDER BY scheduled_at, id',

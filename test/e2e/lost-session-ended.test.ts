@@ -51,14 +51,18 @@ jobs:
     command: ${j.yaml({ work: 'sleep 30' })}
 `,
     );
-    const a = startRunner({ config, databaseUrl: proxy.url(db.name), host: 'a' });
+    // A stop waits at most 1 s for a running job (default --grace 30): the last run, a `sleep 30`
+    // started after the KILL, is stopped and recorded `interrupted` at the end instead of being
+    // waited out — the test is over by then.
+    const args = ['--grace', '1'];
+    const a = startRunner({ config, databaseUrl: proxy.url(db.name), host: 'a', args });
     runners.push(a);
     await a.ready();
     const first = await waitFor('a to run long', () => journal.attempts('long')[0], {
       timeoutMs: 20_000,
       intervalMs: 20,
     });
-    const b = startRunner({ config, databaseUrl: db.url, host: 'b' });
+    const b = startRunner({ config, databaseUrl: db.url, host: 'b', args });
     runners.push(b);
     await b.ready();
     const [row] = await db.query<{ lock_connection_id: number }>(

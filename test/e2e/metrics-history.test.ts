@@ -20,6 +20,14 @@ import { rowsRead } from '../helpers/query-cost.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('metrics-history');
+/** The runner's pool statement deadline in the frozen-server test (default 10 s). */
+const STATEMENT_DEADLINE_MS = 4_000;
+/**
+ * How long scrapes share a read of the history (metrics.readReuseMs, default 5 s): the test waits
+ * it out twice so that the next scrape starts a read. A scrape's wait for a read (2 s) is the
+ * default, which the test asserts.
+ */
+const READ_REUSE_MS = 1_000;
 
 describe('the read behind the per-job timestamps', () => {
   it('reads two index entries per job and status on a long history, in batches', async () => {
@@ -98,6 +106,14 @@ describe('a scrape while the database does not answer', () => {
       databaseUrl: `${server.url}/test`,
       host: 'frozen-a',
       args: ['--http', `127.0.0.1:${port}`, '--heartbeat-deadline', '60s'],
+      // The read's statement deadline (the pool's, default 10 s) is what the test waits out
+      // after the frozen scrapes: 4 s is still past the 2 s a scrape waits for a read (and past
+      // the 3.5 s bound on the frozen scrape below), so the scrapes end on their own wait, as
+      // with the default, and the read fails later, in the background.
+      timings: {
+        link: { poolStatementDeadlineMs: STATEMENT_DEADLINE_MS },
+        metrics: { readReuseMs: READ_REUSE_MS },
+      },
     });
     await runner.ready();
     const conn = await mysql.createConnection({ uri: `${server.url}/test`, timezone: 'Z' });
@@ -123,8 +139,8 @@ describe('a scrape while the database does not answer', () => {
     expect(before.success).toBe(finished.getTime() / 1000);
 
     process.kill(server.pid!, 'SIGSTOP');
-    // Past the 5 s a read is shared: the next scrape starts a read that gets no answer.
-    await sleep(5_500);
+    // Past the 1 s a read is shared: the next scrape starts a read that gets no answer.
+    await sleep(READ_REUSE_MS + 500);
     const frozen = await scrape();
     expect(frozen.status).toBe(200);
     // It waited for the read (the 2 s), not longer.
@@ -136,12 +152,14 @@ describe('a scrape while the database does not answer', () => {
     expect(again.ms).toBeLessThan(3_500);
     expect(again.success).toBe(frozen.success);
 
-    // The read's statement deadline (10 s) passes: the runner says so, and keeps the values.
+    // The read's statement deadline (4 s) passes: the runner says so, and keeps the values.
     await runner.waitForLog('metrics: could not read the history; serving the last values');
 
     process.kill(server.pid!, 'SIGCONT');
     await server.stop();
-    await sleep(5_500);
+    // Past the 1 s a read is shared again (counted from the failed read's end): this scrape
+    // would start a read, and the server is gone.
+    await sleep(READ_REUSE_MS + 500);
     const stopped = await scrape();
     expect(stopped.status).toBe(200);
     expect(stopped.ms).toBeLessThan(3_500);

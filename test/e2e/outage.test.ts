@@ -28,8 +28,27 @@ import { sleep, waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['out-a', 'out-b', 'out-c'];
 const NOT_RUN = 'fire not run: no connection to the database to coordinate it';
-/** recovery.ts MISSED_SETTLE_MS, plus room for a loaded machine. */
-const MISSED_SETTLE_MS = 5_000;
+/** The outage test's fire interval (its jobs' schedule, every 2 s). */
+const EVERY_MS = 2_000;
+/**
+ * recovery.missedSettleMs for the runners (default 5 s): the wait before a reconnected runner
+ * records the fires nobody attempted. What it waits for (the rows of fires being contended at
+ * the reconnect) is written within a few hundred ms; the outage test restarts the server between
+ * fires, so no fire is contended then at all.
+ */
+const MISSED_SETTLE_MS = 1_500;
+/** Room after the settle for the look-back's writes on a loaded machine. */
+const SETTLE_ROOM_MS = 2_000;
+/**
+ * Short cadences for the runners: the look-back's settle above, and a reconnect back-off of at
+ * most 0.3 s (default 1 s), so that all three are back well before the next fire after the
+ * restart. The default back-off is proven by test/e2e/reconnect.test.ts and by the late runner
+ * below, which keeps it.
+ */
+const TIMINGS = {
+  link: { reconnectMaxMs: 300 },
+  recovery: { missedSettleMs: MISSED_SETTLE_MS },
+};
 
 let server: PrivateServer | undefined;
 const runners: RunnerProcess[] = [];
@@ -62,43 +81,54 @@ describe('the database stops for longer than a fire interval, then comes back', 
 namespace: outage
 jobs:
   caught:
-    schedule: "*/5 * * * * *"
+    schedule: "*/2 * * * * *"
     command: ["true"]
     catchUp: 1m
   plain:
-    schedule: "*/5 * * * * *"
+    schedule: "*/2 * * * * *"
     command: ["sh", "-c", "echo ok"]
 `);
-    runners.push(...HOSTS.map((host) => startRunner({ config, databaseUrl: url, host })));
+    runners.push(
+      ...HOSTS.map((host) => startRunner({ config, databaseUrl: url, host, timings: TIMINGS })),
+    );
     await Promise.all(runners.map((r) => r.ready()));
 
     // Two complete fires of both jobs (a winner done and every runner's row) before the outage,
-    // the latest fire among them, and the next one still more than 2 s away: stop the server
+    // the latest fire among them (T0), and the next one still more than 1 s away: stop the server
     // between fires, so that no contention is in flight when it goes.
-    await waitFor(
+    const t0 = await waitFor(
       'two complete fires of each job, the latest one just finished',
       async () => {
-        const rows = await query<{ job: string; n: number; latest: number; fresh: number }>(
+        const rows = await query<{
+          job: string;
+          n: number;
+          latest: number;
+          fresh: number;
+          at: Date;
+        }>(
           url,
           `SELECT f.job, COUNT(*) AS n,
                   MAX(f.scheduled_at) = (SELECT MAX(scheduled_at) FROM baton_runs) AS latest,
-                  MAX(f.scheduled_at) > NOW(3) - INTERVAL 3 SECOND AS fresh
+                  MAX(f.scheduled_at) > NOW(3) - INTERVAL 1 SECOND AS fresh,
+                  MAX(f.scheduled_at) AS at
              FROM (SELECT job, scheduled_at FROM baton_runs GROUP BY job, scheduled_at
                    HAVING COUNT(*) = 3 AND SUM(winner = 1 AND status = 'done') = 1) f
             GROUP BY f.job`,
         );
-        return (
+        const ready =
           rows.length === 2 &&
-          rows.every((r) => Number(r.n) >= 2 && Number(r.latest) === 1 && Number(r.fresh) === 1)
-        );
+          rows.every((r) => Number(r.n) >= 2 && Number(r.latest) === 1 && Number(r.fresh) === 1);
+        return ready ? rows[0]!.at.getTime() : null;
       },
       { timeoutMs: 40_000, intervalMs: 100 },
     );
     const stoppedAt = Date.now();
     await server.stop();
-    // 12 s down: two or three fires of each job fall inside. The runners keep trying every
-    // 0.5–1 s and are back within about a second of the restart (test/e2e/reconnect.test.ts).
-    await sleep(12_000);
+    // Down until 2.25 intervals after T0 (4.5 s): exactly two fires of each job fall inside
+    // (T0 + 2 s and T0 + 4 s, 0.5 s before the restart), and the restart lies halfway
+    // between two fires. The runners keep trying every 0.15–0.3 s (TIMINGS) and are back well
+    // before the next fire (T0 + 6 s), so that no fire is contended while they reconnect.
+    await sleep(t0 + 2.25 * EVERY_MS - Date.now());
     for (const r of runners) expect(r.child.exitCode, `${r.host} exited`).toBeNull();
     await server.start();
 
@@ -111,7 +141,7 @@ jobs:
     await waitFor(
       'recovery passes done and a normal fire after the reconnect',
       async () => {
-        if (Date.now() < reopenedAt + MISSED_SETTLE_MS + 3_000) return false;
+        if (Date.now() < reopenedAt + MISSED_SETTLE_MS + SETTLE_ROOM_MS) return false;
         const rows = await query<{ job: string }>(
           url,
           `SELECT job FROM baton_runs WHERE triggered_by = 'schedule' AND scheduled_at > ?
@@ -143,7 +173,8 @@ jobs:
       expect(logs(r, 'runner started'), r.host).toHaveLength(1);
       expect(logs(r, 'lock session lost'), r.host).toHaveLength(1);
       expect(logs(r, 'database unavailable: reconnecting').length, r.host).toBeGreaterThan(0);
-      // A 12 s outage with one kind of error: a warn line or two, not one per attempt.
+      // A 4–5 s outage with one kind of error, tried every 0.15–0.3 s (more than ten attempts):
+      // a warn line or two, not one per attempt.
       const reconnecting = logs(r, 'database unavailable: reconnecting');
       expect(reconnecting.filter((l) => l.level === 40).length, r.host).toBeLessThanOrEqual(3);
       expect(logs(r, 'lock session reopened'), r.host).toHaveLength(1);
@@ -164,8 +195,8 @@ jobs:
 
       // One winner per fire, ever (manual, scheduled and catch-up alike), or one `missed` row.
       expectOneWinnerPerFire(rows, job, { noWinner: ['overlap', 'lock-being-released'] });
-      // No fire vanished: every 5 s instant from the first to the last has rows.
-      for (let at = first; at <= last; at += 5_000) {
+      // No fire vanished: every 2 s instant from the first to the last has rows.
+      for (let at = first; at <= last; at += EVERY_MS) {
         expect(fires.has(at), `${job}: no row at all for ${iso(at)}`).toBe(true);
       }
 
@@ -174,7 +205,7 @@ jobs:
       // outage is what this test is about.)
       const blind = instants.filter(
         (at) =>
-          at > stoppedAt - 5_000 &&
+          at > stoppedAt - EVERY_MS &&
           !fires.get(at)!.some((r) => r.triggered_by === 'schedule' && r.status !== 'missed'),
       );
       expect(blind.length, `${job}: fires nobody attempted`).toBeGreaterThanOrEqual(2);
@@ -231,7 +262,7 @@ jobs:
       // Missed rows: one per blind fire not caught up, each written by one runner although all
       // three looked (the runners' counts add up to the rows).
       const missedAll = rows.filter((r) => r.status === 'missed');
-      const missed = missedAll.filter((r) => r.scheduled_at.getTime() > stoppedAt - 5_000);
+      const missed = missedAll.filter((r) => r.scheduled_at.getTime() > stoppedAt - EVERY_MS);
       expect(missed.map((r) => iso(r.scheduled_at.getTime()))).toEqual(
         blind.filter((at) => at !== caughtUp).map(iso),
       );
@@ -302,7 +333,14 @@ namespace: late
 jobs:
   tick: { schedule: "* * * * * *", command: ["true"] }
 `);
-    const runner = startRunner({ config, databaseUrl: url, host: 'late' });
+    // The default reconnect back-off (its first wait is checked below); only the settle before
+    // the missed rows are written is short (a single runner: nobody else contends its fires).
+    const runner = startRunner({
+      config,
+      databaseUrl: url,
+      host: 'late',
+      timings: { recovery: { missedSettleMs: MISSED_SETTLE_MS } },
+    });
     runners.push(runner);
     // Refused attempts and a fire it did not run; still alive.
     await waitFor(

@@ -31,6 +31,8 @@ import { killGroup, pidFile, processGone, watchdogsOf } from '../helpers/procfs.
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('runner_death', { perTest: true });
+/** The kill -9 test's --reaper-interval. */
+const REAPER_MS = 500;
 
 async function runRow(id: number): Promise<RunRow & { lock_connection_id: number | null }> {
   const [row] = await fleet.db.query<RunRow & { lock_connection_id: number | null }>(
@@ -73,9 +75,15 @@ jobs:
 `);
     const dir = path.dirname(config);
     const db = fleet.db;
+    // The reapers look every 0.5 s (default 10 s): the dead runner's row is found at once, and
+    // the live run below must survive more of their rounds than before (four, was two of 2 s).
+    // At the end the survivors stop their run (which ignores SIGTERM) after the 1 s grace and
+    // SIGKILL it 0.5 s later (runs.killGraceMs, default 5 s): how a stop ends a run is proven
+    // by the graceful-stop tests below, with the defaults.
     const runners = await fleet.start(['a', 'b', 'c'], {
       config,
-      args: ['--reaper-interval', '2s', '--grace', '1'],
+      args: ['--reaper-interval', `${REAPER_MS}ms`, '--grace', '1'],
+      timings: { runs: { killGraceMs: 500 } },
     });
 
     const { runner: victim, line } = await firstWin(runners);
@@ -110,7 +118,7 @@ jobs:
       .toEqual({ job: true, grandchild: true, gone: true });
     if (!gone) killGroup(jobPid); // leave nothing behind for the next test
 
-    // A survivor's reaper (every 2 s) finds the row's lock session gone.
+    // A survivor's reaper (every 0.5 s) finds the row's lock session gone.
     const survivors = runners.filter((r) => r !== victim);
     const lost = await waitFor(
       'the row to be declared lost',
@@ -118,7 +126,7 @@ jobs:
         const row = await runRow(runId);
         return row.status === 'lost' ? row : undefined;
       },
-      { timeoutMs: 2 * 2_000 + 6_000, intervalMs: 100 },
+      { timeoutMs: 2 * REAPER_MS + 6_000, intervalMs: 100 },
     );
     expect(lost.finished_at).not.toBeNull();
     expect(lost.error).toMatch(
@@ -146,14 +154,16 @@ jobs:
       { timeoutMs: 15_000, intervalMs: 100 },
     );
     expect(survivors.map((s) => s.host)).toContain(later.host);
-    // The reapers (every 2 s) take only the dead runner's row: the survivor's 30 s run, alive,
-    // is still `running` after two of their rounds.
+    // The reapers (every 0.5 s) take only the dead runner's row: the survivor's 30 s run, alive,
+    // is still `running` after four of their rounds (each of the two survivors').
     expect(later.status).toBe('running');
-    await sleep(2 * 2_000 + 500);
-    expect((await runRow(later.id)).status, 'the live run after two reaper rounds').toBe('running');
+    await sleep(4 * REAPER_MS + 500);
+    expect((await runRow(later.id)).status, 'the live run after four reaper rounds').toBe(
+      'running',
+    );
 
-    // The survivors stop cleanly (the later run is stopped after the 1 s grace): no row is left
-    // running, and the victim's run stays lost.
+    // The survivors stop cleanly (the later run is stopped after the 1 s grace, and killed 0.5 s
+    // on): no row is left running, and the victim's run stays lost.
     expect(await Promise.all(survivors.map((s) => s.stop('SIGTERM')))).toEqual([0, 0]);
     const rows = await runs(db, 'long');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);

@@ -42,6 +42,7 @@ describe('resolveTimings', () => {
     expect(t.notifier.commandKillGraceMs).toBe(2_000);
     expect(t.health.loopStuckMs).toBe(10_000);
     expect(t.recovery.missedSettleMs).toBe(5_000);
+    expect(t.metrics).toEqual({ readReuseMs: 5_000, scrapeWaitMs: 2_000 });
   });
 
   it('lays a partial object over the defaults, key by key, without changing them', () => {
