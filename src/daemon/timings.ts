@@ -14,7 +14,7 @@
 import { PROTOCOL_TIMINGS, type ProtocolTimings } from '../coordination/fire-protocol.js';
 import { REAPER_TIMINGS, type ReaperTimings } from '../coordination/reaper.js';
 import { UsageError } from '../errors.js';
-import { METRICS_TIMINGS, type MetricsTimings } from '../http/metrics-timings.js';
+import { METRICS_TIMINGS, type MetricsTimings } from './metrics-timings.js';
 import { RUN_TIMINGS, type RunTimings } from '../fire/run-timings.js';
 import { DISPATCHER_TIMINGS, type DispatcherTimings } from './dispatcher.js';
 import { CLOCK_TIMINGS, type ClockTimings } from './fleet-clock.js';

@@ -17,7 +17,7 @@ import { FINAL_STATUSES, type FinalStatus } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { latestOutcomes, type JobOutcomes } from '../store/outcome-reads.js';
-import { METRICS_TIMINGS, type MetricsTimings } from './metrics-timings.js';
+import { METRICS_TIMINGS, type MetricsTimings } from '../daemon/metrics-timings.js';
 
 /** What the gauges need of one loaded job. */
 export interface JobWindow {

@@ -9,7 +9,7 @@ import type { RunnerEvents } from '../daemon/events.js';
 import type { Queryable } from '../store/deadline.js';
 import { outboxState, type OutboxState } from '../store/notification-reads.js';
 import { ScrapeCache } from './job-gauges.js';
-import { METRICS_TIMINGS, type MetricsTimings } from './metrics-timings.js';
+import { METRICS_TIMINGS, type MetricsTimings } from '../daemon/metrics-timings.js';
 
 export interface NotifyGaugeSource {
   /** The targets of the loaded schedule (a reload changes them). */

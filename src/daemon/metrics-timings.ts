@@ -1,7 +1,8 @@
 /**
- * The pace of `/metrics`' reads at scrape time (job-gauges.ts ScrapeCache): a module of its own,
- * without prom-client, so that the runner's timings (daemon/timings.ts) can name it while a
- * runner without `--http` still loads none of the endpoint's modules.
+ * The pace of `/metrics`' reads at scrape time (http/job-gauges.ts ScrapeCache): here, below the
+ * endpoint, and without prom-client, so that the runner's timings (timings.ts) can name it — an
+ * import may not point up the layers — while a runner without `--http` still loads none of the
+ * endpoint's modules.
  */
 
 /** Scrapes within this long of a read share it. */
