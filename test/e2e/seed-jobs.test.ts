@@ -271,7 +271,9 @@ describe('reward: a reward queue shared by three runners', () => {
 
     // Both runners die (kill -9). The watchdogs kill their jobs: r-1's job is frozen and cannot
     // clean up (SIGTERM stays pending, SIGKILL follows), r-2's job gets SIGTERM and hands its
-    // claim back before the SIGKILL.
+    // claim back — if it can within the second before the SIGKILL: on a loaded machine its
+    // round trips may not fit, and then its claim is stranded like r-1's (a courtesy that fails,
+    // not a guarantee). Either way every reward is paid once in the end, which is what is judged.
     await Promise.all([r1.stop('SIGKILL'), r2.stop('SIGKILL')]);
     await waitFor('the watchdog killed both jobs', () => !alive(pid1) && !alive(pid2), {
       timeoutMs: 10_000,
@@ -293,12 +295,17 @@ describe('reward: a reward queue shared by three runners', () => {
                 AS other
        FROM reward_job`,
     );
-    expect(stranded).toEqual({ ready: 0, working: frozen!.held, other: 0 });
+    // r-2's claim, if its job could not hand it back in time (see above): still `working`.
+    const left = await byWorker('r-2');
+    console.log(`reward: r-2's job handed its claim back: ${left.held === 0 ? 'yes' : 'no'}`);
+    expect(stranded).toEqual({ ready: 0, working: frozen!.held, other: left.held });
+    const held = frozen!.held + left.held;
+    const paidInClaims = frozen!.paid + left.paid;
     const before = await paid(db);
     expect(before).toMatchObject({
-      payments: 300 - (frozen!.held - frozen!.paid),
-      distinct: 300 - (frozen!.held - frozen!.paid),
-      ledger: 300 - (frozen!.held - frozen!.paid),
+      payments: 300 - (held - paidInClaims),
+      distinct: 300 - (held - paidInClaims),
+      ledger: 300 - (held - paidInClaims),
       unledgered: 0,
     });
 
@@ -315,7 +322,7 @@ describe('reward: a reward queue shared by three runners', () => {
                AND claimed_at < UTC_TIMESTAMP(3) - INTERVAL 3 SECOND`,
             )
           ).n,
-        ) === frozen!.held,
+        ) === held,
       { timeoutMs: 10_000, intervalMs: 200 },
     );
     const manual = await baton([
@@ -331,9 +338,9 @@ describe('reward: a reward queue shared by three runners', () => {
     expect(manual.stderr).toContain('reward done');
     expect(manual.code).toBe(0);
     expect(jobLine(manual, 'rewards paid')).toMatchObject({
-      reclaimed: frozen!.held,
-      alreadyPaid: frozen!.paid,
-      paid: frozen!.held - frozen!.paid,
+      reclaimed: held,
+      alreadyPaid: paidInClaims,
+      paid: held - paidInClaims,
     });
     expect(await paid(db)).toEqual({
       payments: 300,
