@@ -49,6 +49,19 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** A contender as `baton run` opens one: the file's pool and a lock session of its own. */
+async function contender(): Promise<FireContext> {
+  const { lock } = await openCoordination(target, pool);
+  return {
+    database: target.database,
+    namespace: NAMESPACE,
+    host: 'alpha',
+    pid: process.pid,
+    pool,
+    lock,
+  };
+}
+
 /**
  * `pool`, except that the first claim of a run (the INSERT of a `running` row) is followed by a
  * KILL of `ctx`'s lock session, and answers only once the session has seen it.
@@ -87,15 +100,8 @@ jobs:
 `,
     );
     const job = config.jobs.find((j) => j.name === 'job')!;
-    const { lock } = await openCoordination(target, pool);
-    const ctx: FireContext = {
-      database: target.database,
-      namespace: NAMESPACE,
-      host: 'alpha',
-      pid: process.pid,
-      pool,
-      lock,
-    };
+    const ctx = await contender();
+    const { lock } = ctx;
     ctx.pool = killingAfterClaim(() => ctx);
     const scheduledAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
     try {
@@ -145,15 +151,8 @@ jobs:
 `,
     );
     const job = config.jobs.find((j) => j.name === 'asked')!;
-    const { lock } = await openCoordination(target, pool);
-    const ctx: FireContext = {
-      database: target.database,
-      namespace: NAMESPACE,
-      host: 'alpha',
-      pid: process.pid,
-      pool,
-      lock,
-    };
+    const ctx = await contender();
+    const { lock } = ctx;
     let asked = 0;
     try {
       const fire = startFire(job, new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000), {

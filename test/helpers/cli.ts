@@ -108,37 +108,17 @@ export class RunnerProcess {
     this.exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
   }
 
-  /**
-   * Resolves with the first log line matching `msg` (and `where`, if given). A wait that times out
-   * says what the runner logged last: a flake is diagnosed from the failure, not by a rerun.
-   */
+  /** Resolves with the first log line matching `msg` (and `where`, if given). */
   waitForLog(
     msg: string,
     where: (l: LogLine) => boolean = () => true,
     timeoutMs = 20_000,
   ): Promise<LogLine> {
-    return waitFor(
-      `${this.host}: log "${msg}"`,
-      () => {
-        const line = this.lines.find((l) => l.msg === msg && where(l));
-        if (!line && this.child.exitCode != null) {
-          throw new FatalWait(`${this.host} exited with ${this.child.exitCode}: ${this.stderr}`);
-        }
-        return line;
-      },
-      { timeoutMs },
-    ).catch((err: unknown) => {
-      if (err instanceof Error) err.message += `\n${this.host} last logged:\n${this.tail()}`;
-      throw err;
-    });
-  }
-
-  /** The last `n` log lines, one JSON line each, for a failure's message. */
-  tail(n = 15): string {
-    return this.lines
-      .slice(-n)
-      .map((l) => JSON.stringify(l))
-      .join('\n');
+    return waitForLogLine(this.host, this.lines, msg, where, timeoutMs, () =>
+      this.child.exitCode != null
+        ? `${this.host} exited with ${this.child.exitCode}: ${this.stderr}`
+        : null,
+    );
   }
 
   /** Log lines at error level or above (pino: 50 = error, 60 = fatal). */
@@ -160,6 +140,38 @@ export class RunnerProcess {
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * The first of a runner's log lines (in a process, or in this one: in-process-fleet.ts) with
+ * `msg` for which `where` holds. `gone` says why it can no longer come (the runner exited, or
+ * failed to start). A wait that times out says what the runner logged last: a flake is diagnosed
+ * from the failure, not by a rerun.
+ */
+export function waitForLogLine(
+  host: string,
+  lines: readonly LogLine[],
+  msg: string,
+  where: (l: LogLine) => boolean,
+  timeoutMs: number,
+  gone: () => string | null,
+): Promise<LogLine> {
+  return waitFor(
+    `${host}: log "${msg}"`,
+    () => {
+      const line = lines.find((l) => l.msg === msg && where(l));
+      const why = line ? null : gone();
+      if (why) throw new FatalWait(why);
+      return line;
+    },
+    { timeoutMs },
+  ).catch((err: unknown) => {
+    if (err instanceof Error) {
+      const tail = lines.slice(-15).map((l) => JSON.stringify(l));
+      err.message += `\n${host} last logged:\n${tail.join('\n')}`;
+    }
+    throw err;
+  });
 }
 
 export interface StartRunnerOptions {

@@ -17,9 +17,9 @@ import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { RunnerEventMap } from '../../src/daemon/events.js';
 import { Runner, type RunnerOptions } from '../../src/daemon/runner.js';
-import type { LogLine } from './cli.js';
+import { waitForLogLine, type LogLine } from './cli.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
-import { FatalWait, waitFor } from './wait.js';
+import { waitFor } from './wait.js';
 
 export interface InProcessRunnerOptions {
   /** The schedules file (writeSchedule in cli.ts). */
@@ -101,21 +101,9 @@ export class InProcessRunner {
     where: (l: LogLine) => boolean = () => true,
     timeoutMs = 20_000,
   ): Promise<LogLine> {
-    return waitFor(
-      `${this.host}: log "${msg}"`,
-      () => {
-        if (this.failed) throw new FatalWait(`${this.host} failed to start: ${this.failed}`);
-        return this.lines.find((l) => l.msg === msg && where(l));
-      },
-      { timeoutMs },
-    ).catch((err: unknown) => {
-      // As a runner process's wait says (cli.ts): what the runner logged last.
-      if (err instanceof Error) {
-        const tail = this.lines.slice(-15).map((l) => JSON.stringify(l));
-        err.message += `\n${this.host} last logged:\n${tail.join('\n')}`;
-      }
-      throw err;
-    });
+    return waitForLogLine(this.host, this.lines, msg, where, timeoutMs, () =>
+      this.failed ? `${this.host} failed to start: ${this.failed}` : null,
+    );
   }
 
   /** Log lines at error level or above (pino: 50 = error, 60 = fatal). */
