@@ -67,8 +67,8 @@ function childScript(kind: ChildKind): string {
 
 /**
  * A wrapper script's work: a first attempt starts the child (of a scheduled fire, or of a manual run
- * where the job's environment says CHILD_ON=manual; with LEAVE_CHILD set it exits at once, leaving
- * the child behind; with VIA_TIMEOUT set the child runs under GNU `timeout`, which moves it into a
+ * where the job's environment says CHILD_ON=manual; with LEAVE_CHILD set it exits as soon as the child
+ * has written its pid, leaving the child behind; with VIA_TIMEOUT set the child runs under GNU `timeout`, which moves it into a
  * process group of its own) and waits for it (only a
  * stop ends the child); any other run records itself and ends soon (it lives long enough
  * to be sampled).
@@ -78,7 +78,11 @@ function wrapperWork(child: string): string {
     'echo "$BATON_JOB $BATON_RUN_ID ${BATON_ATTEMPT:-1} leader $$" >> "$J/pids"',
     `if [ "\${BATON_ATTEMPT:-1}" = 1 ] && [ "$BATON_TRIGGER" = "\${CHILD_ON:-schedule}" ]; then`,
     `  \${VIA_TIMEOUT:+timeout 100} bash '${child}' "$J" &`,
-    '  [ -n "$LEAVE_CHILD" ] || wait',
+    // A wrapper that leaves its child waits until the child has set its trap and written its pid:
+    // the group's SIGTERM must meet the child's own handling, not a shell that has not read it yet.
+    '  if [ -n "$LEAVE_CHILD" ]; then',
+    '    until grep -qs " child " "$J/pids"; do sleep 0.02; done',
+    '  else wait; fi',
     'else sleep 0.3; fi',
   ].join('\n');
 }
