@@ -115,8 +115,9 @@ jobs:
     ]);
 
     // srv-03 comes back: its registry row now starts after fire2, and it took part in the job
-    // before that fire — named as restarted, no longer left out. (What comes back needs no
-    // process of its own.)
+    // before that fire — named as restarted, no longer left out. What comes back needs no
+    // process of its own: built in the test process, it has another pid than the killed one, as
+    // a restarted process would, so its start still checks the killed one's row for a clash.
     const [again] = await startInProcess(['srv-03'], { config });
     const j6 = json<ExplainJson>(
       await cli(config, 'explain', 'tick', fire2.toISOString(), '--json'),
