@@ -2,7 +2,8 @@
  * Notifications where a process boundary is the point (issue 19), against real runner processes,
  * the shared MariaDB and a real HTTP receiver on 127.0.0.1:
  * - `kill -9` of the runner that is delivering: another runner delivers it, once, under the same
- *   event id.
+ *   event id (the runners that deliver it instead are in the test process: what is killed is a
+ *   process).
  * - `baton start --timings` (hidden, for tests): a bad key is 64 before anything starts; a short
  *   evaluation and gone-after tell `runner-gone` seconds after a kill -9, not half a minute.
  *
@@ -12,13 +13,14 @@
  * The runners run with short notifier cadences (QUICK, through --timings): nothing here waits
  * for the 15 s evaluation or a back-off grown to seconds, only for the events themselves.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { baton, writeSchedule } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
+import { InProcessRunner } from '../helpers/in-process-fleet.js';
+import { useNotifierPasses } from '../helpers/notifier-passes.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
 
-const fleet = useFleet('notifications', { perTest: true });
 /** The notifier's pass for due rows (1 s by default). */
 const PASS_MS = 200;
 /**
@@ -37,22 +39,30 @@ const QUICK = {
 };
 const SECRET = 'hook-s3cr3t-7f3a9c';
 let receiver: WebhookReceiver | null = null;
+/** Runners in the test process beside the fleet's processes: stopped before its database goes. */
+const inProcess: InProcessRunner[] = [];
 
+// Registered before the fleet's afterEach, so run after it (vitest runs after-hooks as a stack).
 afterEach(async () => {
   await receiver?.down();
   receiver = null;
+  vi.unstubAllEnvs();
 });
+
+const fleet = useFleet('notifications', { perTest: true });
+
+// Registered after the fleet's afterEach, so run before it: before the database is dropped.
+afterEach(async () => {
+  await Promise.all(inProcess.splice(0).map((r) => r.stop(true)));
+});
+
+/** Waits for more passes of in-process runners' notifiers (helpers/notifier-passes.ts). */
+const notifierPasses = useNotifierPasses();
 
 interface NoticeRow {
   id: number;
-  event: string;
-  subject: string;
-  fire: Date;
-  target: string;
   status: string;
-  attempts: number;
-  last_error: string | null;
-  details: string | null;
+  claimed_by: string | null;
 }
 
 const notices = () => fleet.db.query<NoticeRow>('SELECT * FROM baton_notifications ORDER BY id');
@@ -78,30 +88,34 @@ jobs:
     command: [sh, -c, 'test -f done && exit 0; touch done; exit 4']
     notify: {to: [ops], on: [failed]}
 `);
-    const runners = await fleet.start(['k1', 'k2', 'k3'], {
-      config,
-      env: envFor(receiver),
-      timings: QUICK,
-    });
+    // k1 alone, a process: the delivery it is making is the one its kill -9 interrupts.
+    const [k1] = await fleet.start(['k1'], { config, env: envFor(receiver), timings: QUICK });
     const first = await waitFor('the delivery to arrive', () => receiver!.requests[0], {
       timeoutMs: 15_000,
     });
     const [row] = await notices();
-    const holder = runners.find(
-      (r) =>
-        row!.status === 'sending' &&
-        String((row as unknown as { claimed_by: string }).claimed_by).startsWith(`${r.host}#`),
-    ) as RunnerProcess;
-    expect(holder, 'the row is claimed by one of the runners').toBeTruthy();
+    expect(row!.status, 'the row is being sent').toBe('sending');
+    expect(row!.claimed_by, 'the row is claimed by k1').toMatch(/^k1#/);
     receiver.mode = 'ok';
-    await holder.stop('SIGKILL');
+    await k1!.stop('SIGKILL');
+    // Two more runners, in this process (their environment is this process's): the claim k1
+    // left lapses, and one of them delivers the event.
+    for (const [name, value] of Object.entries(envFor(receiver))) vi.stubEnv(name, value);
+    // Their passes twice as often: the ten below take a second.
+    const timings = { notifier: { ...QUICK.notifier, passMs: PASS_MS / 2 } };
+    const survivors = ['k2', 'k3'].map(
+      (host) =>
+        new InProcessRunner(host, { config, databaseUrl: fleet.db.url, host, runner: { timings } }),
+    );
+    inProcess.push(...survivors);
+    await Promise.all(survivors.map((r) => r.start()));
     const second = await waitFor(
       'another runner delivering it',
       () => receiver!.accepted().find((r) => r !== first),
       { timeoutMs: 60_000 },
     );
     expect(second.body.id).toBe(first.body.id);
-    await sleep(2_000);
+    await notifierPasses(survivors, 10); // anything further would be a repeat
     expect(receiver.accepted()).toHaveLength(1);
     const [after] = await notices();
     expect(after!.status).toBe('sent');
