@@ -49,6 +49,11 @@ export interface RunnerEventMap extends FireEventMap {
   'clock:offset': { clockOffsetMs: number; thresholdMs: number; over: boolean };
   /** This runner tried to deliver a notification (daemon/notifier.ts): sent, retried, given up. */
   'notify:delivery': { target: string; outcome: 'sent' | 'retry' | 'failed' };
+  /**
+   * A pass of this runner's notifier ended (daemon/notifier.ts); `evaluated`: it evaluated the
+   * fleet events (`no-success`, `runner-gone`) too.
+   */
+  'notify:pass': { evaluated: boolean };
 }
 
 export type RunnerEvents = Events<RunnerEventMap>;

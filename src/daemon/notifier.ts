@@ -130,6 +130,11 @@ export interface NotifierOptions {
   log: Logger;
   /** Each delivery's outcome, for the metrics. */
   onDelivery?: (target: string, outcome: DeliveryRecord['outcome']) => void;
+  /**
+   * Each pass of the loop, once it has ended (delivered what it claimed, or failed): whether it
+   * evaluated the fleet events. What "nothing more was told" waits for, instead of a sleep.
+   */
+  onPass?: (pass: { evaluated: boolean }) => void;
   env?: EnvLookup;
   /** NOTIFIER_TIMINGS, or some of them replaced. */
   timings?: Partial<NotifierTimings>;
@@ -139,6 +144,8 @@ export class Notifier {
   private readonly stopSignal = new AbortController();
   private loop: Promise<void> | null = null;
   private lastEvaluation = 0;
+  /** Whether the pass under way evaluated the fleet events (for onPass). */
+  private evaluatedInPass = false;
   /** Distinguishes this process's claims from any other's, even on the same host. */
   private readonly claimant: string;
   private readonly t: NotifierTimings;
@@ -161,11 +168,13 @@ export class Notifier {
   private async run(): Promise<void> {
     const signal = this.stopSignal.signal;
     while (!signal.aborted) {
+      this.evaluatedInPass = false;
       try {
         await this.pass();
       } catch (err) {
         this.o.log.warn({ err: errorMessage(err) }, 'notifications: pass failed, trying again');
       }
+      this.o.onPass?.({ evaluated: this.evaluatedInPass });
       await delay(this.t.passMs, signal).catch(() => {});
     }
   }
@@ -182,6 +191,7 @@ export class Notifier {
     const claimed = await this.underLock(pool, async (db) => {
       if (evaluate) {
         this.lastEvaluation = Date.now();
+        this.evaluatedInPass = true;
         await this.evaluate(db, config);
       }
       return this.decideAndClaim(db, config, targets);

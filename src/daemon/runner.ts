@@ -219,6 +219,7 @@ export class Runner {
       deliver: deliverNotification,
       log: this.log,
       onDelivery: (target, outcome) => this.events.emit('notify:delivery', { target, outcome }),
+      onPass: (pass) => this.events.emit('notify:pass', pass),
       timings: this.timings.notifier,
     });
     this.notifier.start();

@@ -17,7 +17,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
 import { InProcessRunner } from '../helpers/in-process-fleet.js';
-import { useNotifierPasses } from '../helpers/notifier-passes.js';
+import { notifierPasses } from '../helpers/notifier-passes.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
 
@@ -55,9 +55,6 @@ const fleet = useFleet('notifications', { perTest: true });
 afterEach(async () => {
   await Promise.all(inProcess.splice(0).map((r) => r.stop(true)));
 });
-
-/** Waits for more passes of in-process runners' notifiers (helpers/notifier-passes.ts). */
-const notifierPasses = useNotifierPasses();
 
 interface NoticeRow {
   id: number;

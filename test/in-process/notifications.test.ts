@@ -29,7 +29,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runnerMetrics } from '../../src/http/runner-metrics.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { useInProcessFleet } from '../helpers/in-process-fleet.js';
-import { useNotifierPasses } from '../helpers/notifier-passes.js';
+import { notifierPasses } from '../helpers/notifier-passes.js';
 import { parseMetrics } from '../helpers/prometheus.js';
 import { waitFor } from '../helpers/wait.js';
 import { WebhookReceiver, type ReceivedRequest } from '../helpers/webhook-receiver.js';
@@ -65,7 +65,6 @@ afterEach(async () => {
 const fleet = useInProcessFleet('notifications', { perTest: true });
 
 /** Waits for more passes of runners' notifiers: the negative checks below. */
-const notifierPasses = useNotifierPasses();
 
 /** The notification targets' variables, as a runner process would have them in its environment. */
 function setEnv(env: Record<string, string>): void {
