@@ -1,7 +1,7 @@
 /**
  * `baton status` about a runner PROCESS killed with SIGKILL: `runner-gone` for it once it missed
  * its heartbeats (made short with `start --registry-interval 1s` and `status --gone-after 5s`),
- * exit 1, while live runners with the same heartbeats are never called gone.
+ * exit 1, naming its pid, while a live runner with the same heartbeats is never called gone.
  * Everything else `baton status` reports is judged against runners in the test process:
  * in-process/status.test.ts.
  */
@@ -80,31 +80,40 @@ jobs:
     });
     // Five heartbeats: a full suite on two cores has held a live runner's heartbeat back for 3 s.
     const quick = ['--config', config, '--gone-after', '5s'];
-    // With 1 s heartbeats a 5 s window never calls a live runner gone.
-    for (let i = 0; i < 3; i++) {
-      const s = await status(db, quick);
-      expect(s.json.warnings).toEqual([]);
-      expect(s.json.runners.map((r) => r.state)).toEqual(['alive', 'alive']);
-      await new Promise((r) => setTimeout(r, 1_000));
-    }
+    const up = await status(db, quick);
+    expect(up.json.warnings).toEqual([]);
+    expect(up.json.runners.map((r) => r.state)).toEqual(['alive', 'alive']);
 
     await runners[1]!.stop('SIGKILL');
     // Right after the kill, with the default window of 15 s, it still counts as alive.
     const soon = await status(db, ['--config', config]);
     expect(runnerOf(soon.json, 'g2')!.state).toBe('alive');
+    expect(runnerOf(soon.json, 'g1')!.state).toBe('alive');
 
+    // With 1 s heartbeats a 5 s window never calls a live runner gone: g1 is alive in every
+    // report until g2 is gone (more than the window after g2's last heartbeat), and nothing
+    // else is found meanwhile.
+    const reports: StatusJson[] = [];
     const gone = await waitFor(
       'status calling g2 gone',
       async () => {
         const s = await status(db, quick);
-        return runnerOf(s.json, 'g2')!.state === 'gone' ? s : null;
+        reports.push(s.json);
+        expect(runnerOf(s.json, 'g1')).toMatchObject({ state: 'alive', alive: true });
+        if (runnerOf(s.json, 'g2')!.state === 'gone') return s;
+        expect(s.json.warnings).toEqual([]);
+        expect(runnerOf(s.json, 'g2')!.state).toBe('alive');
+        return null;
       },
       { timeoutMs: 15_000, intervalMs: 500 },
     );
+    expect(reports.length, 'reports while g2 was dying').toBeGreaterThan(1);
     expect(gone.code).toBe(1);
     expect(kinds(gone.json)).toEqual([['runner-gone', null, ['g2']]]);
     expect(gone.json.warnings[0]!.message).toMatch(
-      /^runner g2 \(pid \d+\) stopped heartbeating: last seen [\d.]+s ago/,
+      new RegExp(
+        `^runner g2 \\(pid ${runners[1]!.child.pid}\\) stopped heartbeating: last seen [\\d.]+s ago`,
+      ),
     );
     const g2 = runnerOf(gone.json, 'g2')!;
     expect(Date.parse(gone.json.now) - Date.parse(g2.lastSeenAt)).toBeGreaterThan(5_000);
