@@ -293,7 +293,21 @@ ${extra}`;
     const [d1] = await fleet.start(['srv-01'], { config: configA });
     const [d2] = await fleet.start(['srv-02'], { config: configB });
 
-    const s = await status(db, ['--config', configA]);
+    // Also read with a third file: tick as on srv-01, tock changed, and a job nobody runs.
+    const configC = writeSchedule(
+      jobs(
+        '["true"]',
+        `  orphan:
+    schedule: "*/5 * * * * *"
+    command: ["true"]
+`,
+      ).replace('"*/2 * * * * *"', '"*/4 * * * * *"'),
+    );
+    // Both reads of the same fleet, asked at once.
+    const [s, c] = await Promise.all([
+      status(db, ['--config', configA]),
+      status(db, ['--config', configC]),
+    ]);
     expect(s.code).toBe(1);
     expect(s.json.healthy).toBe(false);
     expect(kinds(s.json)).toEqual([
@@ -314,17 +328,7 @@ ${extra}`;
     expect(job(s.json, 'only-b')).toMatchObject({ inConfig: false, nextFire: null });
     expect(job(s.json, 'tock')!.loadedBy).toEqual(['srv-01', 'srv-02']);
 
-    // Read with a third file: tick as on srv-01, tock changed, and a job nobody runs.
-    const configC = writeSchedule(
-      jobs(
-        '["true"]',
-        `  orphan:
-    schedule: "*/5 * * * * *"
-    command: ["true"]
-`,
-      ).replace('"*/2 * * * * *"', '"*/4 * * * * *"'),
-    );
-    const c = await status(db, ['--config', configC]);
+    // Read with the third file.
     expect(c.code).toBe(1);
     expect(kinds(c.json)).toEqual([
       ['schedule-drift', 'only-b', ['srv-01', 'srv-02']],
@@ -491,16 +495,18 @@ jobs:
       `INSERT INTO baton_pauses (namespace, job, reason, paused_by, paused_at)
        VALUES ('fleet', 'tick', 'bank holiday', 'ops@p-1', NOW(3))`,
     );
-    const paused = await status(db, ['--config', config]);
+    const [paused, human, warned] = await Promise.all([
+      status(db, ['--config', config]),
+      statusText(db, ['--config', config]),
+      status(db, ['--config', config, '--warn-paused']),
+    ]);
     expect(paused.code).toBe(0);
     expect(paused.json).toMatchObject({ state: 'OK', healthy: true });
     expect(kinds(paused.json)).toEqual([['paused', 'tick', null]]);
     expect(paused.json.warnings[0]!.severity).toBe('info');
-    const human = await statusText(db, ['--config', config]);
     expect(human.code).toBe(0);
     expect(human.first).toMatch(/^OK: "tick" paused; namespace "fleet" /);
     expect(human.stdout).toMatch(/^INFO paused: job "tick" is paused by ops@p-1/m);
-    const warned = await status(db, ['--config', config, '--warn-paused']);
     expect(warned.code).toBe(1);
     expect(warned.json).toMatchObject({ state: 'WARNING', healthy: false });
     expect(warned.json.warnings.map((w) => [w.kind, w.severity])).toEqual([['paused', 'warning']]);
@@ -584,14 +590,16 @@ ${['a', 'b', 'c', 'd'].map((name) => `  ${name}:\n    schedule: "* * * * * *"\n 
       expect(r.errors(), r.host).toEqual([]);
     }
 
-    const down = await status(db, ['--config', config]);
+    const [down, human] = await Promise.all([
+      status(db, ['--config', config]),
+      statusText(db, ['--config', config]),
+    ]);
     expect(down.code).toBe(2);
     expect(down.json.state).toBe('CRITICAL');
     expect(kinds(down.json)).toEqual([['no-runner', null, ['s-1', 's-2']]]);
     expect(down.json.warnings[0]!.message).toMatch(
       /^no runner alive in namespace "fleet": stopped: s-1, s-2; the last one was seen [\d.]+m?s ago; no job runs until one starts$/,
     );
-    const human = await statusText(db, ['--config', config]);
     expect(human.code).toBe(2);
     expect(human.first).toMatch(/^CRITICAL: no runner alive; namespace "fleet" /);
     expect(human.stdout).not.toContain('schedule-drift');
@@ -613,14 +621,19 @@ ${['a', 'b', 'c', 'd'].map((name) => `  ${name}:\n    schedule: "* * * * * *"\n 
     const config = writeSchedule(
       'namespace: fleet\njobs:\n  tick:\n    schedule: "* * * * *"\n    command: ["true"]\n',
     );
-    const human = await baton(['status', '--config', config, '--database-url', url]);
+    // Read-only commands against nothing: asked at once.
+    const [human, json, bad, unknownFlag] = await Promise.all([
+      baton(['status', '--config', config, '--database-url', url]),
+      baton(['status', '--json', '--config', config, '--database-url', url]),
+      baton(['status', '--clock-threshold', 'soon', '--database-url', url]),
+      baton(['status', '--bogus-flag', '--database-url', url]),
+    ]);
     expect(human.code).toBe(3);
     expect(human.stdout).toBe(
       `UNKNOWN: cannot use the database at mysql://root:***@127.0.0.1:${port}/baton_status_down: ` +
         `connect ECONNREFUSED 127.0.0.1:${port}\n`,
     );
     expect(human.stderr).toContain('baton: cannot use the database at');
-    const json = await baton(['status', '--json', '--config', config, '--database-url', url]);
     expect(json.code).toBe(3);
     expect(JSON.parse(json.stdout)).toMatchObject({
       state: 'UNKNOWN',
@@ -633,10 +646,8 @@ ${['a', 'b', 'c', 'd'].map((name) => `  ${name}:\n    schedule: "* * * * * *"\n 
       expect(out).not.toContain('s3cret');
     }
     // Bad usage of the check is UNKNOWN too, not 64.
-    const bad = await baton(['status', '--clock-threshold', 'soon', '--database-url', url]);
     expect(bad.code).toBe(3);
     expect(bad.stdout).toMatch(/^UNKNOWN: --clock-threshold "soon": /);
-    const unknownFlag = await baton(['status', '--bogus-flag', '--database-url', url]);
     expect(unknownFlag.code).toBe(3);
     expect(unknownFlag.stdout).toMatch(/^UNKNOWN: unknown option --bogus-flag/);
   });
@@ -657,49 +668,53 @@ jobs:
       const hint =
         'baton: hint: nothing found in namespace "default", read because there is no schedules ' +
         'file at ./schedules.yaml: give --config <schedules.yaml> or --namespace <name>';
+      const history = (args: string[]) =>
+        baton(['history', '--database-url', db.url, ...args], { cwd: empty });
+      // Nothing changes what they read (tick has run, and its runner stays up): asked at once.
+      const [fallback, fallbackJson, byFlag, byEnv, byFile, none, noneJson, rows] =
+        await Promise.all([
+          statusText(db, [], empty),
+          status(db, [], empty),
+          statusText(db, ['--namespace', 'fleet'], empty),
+          baton(['status', '--database-url', db.url], {
+            cwd: empty,
+            env: { BATON_NAMESPACE: 'fleet' },
+          }),
+          statusText(db, ['--config', config], empty),
+          history([]),
+          history(['--json']),
+          history(['--namespace', 'fleet']),
+        ]);
       // The fallback: namespace "default", nothing in it, and a hint at --config/--namespace.
-      const fallback = await statusText(db, [], empty);
       expect(fallback.first).toMatch(
         /^CRITICAL: no runner alive; namespace "default" \(the default: no schedules file at \.\/schedules\.yaml\), database time /,
       );
       expect(fallback.stderr).toContain(hint);
-      const fallbackJson = await status(db, [], empty);
       expect(fallbackJson.json).toMatchObject({
         namespace: 'default',
         namespaceSource: { kind: 'default', file: './schedules.yaml' },
       });
       expect(fallbackJson.stderr).toContain(hint);
 
-      const byFlag = await statusText(db, ['--namespace', 'fleet'], empty);
       expect(byFlag.code).toBe(0);
       expect(byFlag.first).toMatch(/^OK: namespace "fleet" \(from --namespace\), database time /);
       expect(byFlag.stderr).not.toContain('hint');
-      const byEnv = await baton(['status', '--database-url', db.url], {
-        cwd: empty,
-        env: { BATON_NAMESPACE: 'fleet' },
-      });
       expect(byEnv.stdout.split('\n')[0]).toMatch(
         /^OK: namespace "fleet" \(from BATON_NAMESPACE\)/,
       );
-      const byFile = await statusText(db, ['--config', config], empty);
       expect(byFile.first).toMatch(
         new RegExp(`^OK: namespace "fleet" \\(from the schedules file ${escape(config)}\\)`),
       );
 
       // history: the same line first, the same hint; --json stays an array on stdout.
-      const history = (args: string[]) =>
-        baton(['history', '--database-url', db.url, ...args], { cwd: empty });
-      const none = await history([]);
       expect(none.code).toBe(0);
       expect(none.stdout).toBe(
         'namespace "default" (the default: no schedules file at ./schedules.yaml)\n',
       );
       expect(none.stderr).toContain('no runs recorded in namespace "default"');
       expect(none.stderr).toContain(hint);
-      const noneJson = await history(['--json']);
       expect(JSON.parse(noneJson.stdout)).toEqual([]);
       expect(noneJson.stderr).toContain(hint);
-      const rows = await history(['--namespace', 'fleet']);
       expect(rows.stdout.split('\n')[0]).toBe('namespace "fleet" (from --namespace)');
       expect(rows.stdout.split('\n')[1]).toMatch(/^FIRE \(UTC\)\s+AGO\s+JOB/);
       expect(rows.stdout).toMatch(/\stick\s+done\s/m);
@@ -888,8 +903,21 @@ jobs:
     ]);
     expect(lastTick!.finished_at).toEqual(iso('2027-01-01T00:00:09Z'));
 
-    // And the commands answer from them.
-    const s = await status(db, ['--config', config]);
+    // And the commands answer from them (both asked at once).
+    const [s, explained] = await Promise.all([
+      status(db, ['--config', config]),
+      baton([
+        'explain',
+        'other',
+        '--json',
+        '--namespace',
+        'big',
+        '--database-url',
+        db.url,
+        '--config',
+        config,
+      ]),
+    ]);
     expect(job(s.json, 'tick')!.lastSuccessAt).toBe('2027-01-01T00:00:09.000Z');
     expect(job(s.json, 'tick')).toMatchObject({
       failuresSinceSuccess: FAILURE_COUNT_CAP,
@@ -900,17 +928,6 @@ jobs:
     expect(s.json.warnings.find((w) => w.job === 'tick' && w.kind === 'failing')!.message).toMatch(
       /^job "tick" is failing: at least 1000 runs failed/,
     );
-    const explained = await baton([
-      'explain',
-      'other',
-      '--json',
-      '--namespace',
-      'big',
-      '--database-url',
-      db.url,
-      '--config',
-      config,
-    ]);
     expect(explained.stderr).toBe('');
     expect(JSON.parse(explained.stdout)).toMatchObject({
       scheduledAt: '2026-12-01T06:56:39.000Z',
