@@ -10,6 +10,7 @@
  * SIGSTOP, libfaketime, network namespaces, a runner's exit code — stays in the process tier
  * (fleet.ts, cli.ts).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
@@ -20,6 +21,14 @@ import { Runner, type RunnerOptions } from '../../src/daemon/runner.js';
 import { waitForLogLine, type LogLine } from './cli.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { waitFor } from './wait.js';
+
+/**
+ * The host of the in-process runner whose code is running: what a runner does (its timers, its
+ * pools' callbacks, its spawner's messages) runs inside it, the test's own code outside (undefined).
+ * `traceStatements(() => runnerScope.getStore())` (statements.ts) tells each runner's statements
+ * from the test's own, as a statement log per runner process did.
+ */
+export const runnerScope = new AsyncLocalStorage<string>();
 
 export interface InProcessRunnerOptions {
   /** The schedules file (writeSchedule in cli.ts). */
@@ -62,23 +71,29 @@ export class InProcessRunner {
     });
     // The daemon's log lines, as `baton start --log-level debug` writes them (log.ts).
     const log = pino({ level: 'debug', base: { pid: process.pid } }, sink).child({ host });
-    this.runner = new Runner({
-      config: loadConfig(o.config),
-      target: parseDatabaseUrl(o.databaseUrl),
+    this.runner = runnerScope.run(
       host,
-      log,
-      graceMs: o.graceMs ?? 30_000,
-      ...o.runner,
-    });
+      () =>
+        new Runner({
+          config: loadConfig(o.config),
+          target: parseDatabaseUrl(o.databaseUrl),
+          host,
+          log,
+          graceMs: o.graceMs ?? 30_000,
+          ...o.runner,
+        }),
+    );
   }
 
   /** Connects and starts the loop; resolves once the runner has said `runner started`. */
   async start(): Promise<void> {
     process.on('warning', this.onWarning);
-    const started = await this.runner.start().catch((err: unknown) => {
-      this.failed = err instanceof Error ? err.message : String(err);
-      throw err;
-    });
+    const started = await runnerScope
+      .run(this.host, () => this.runner.start())
+      .catch((err: unknown) => {
+        this.failed = err instanceof Error ? err.message : String(err);
+        throw err;
+      });
     if (!started) throw new Error(`${this.host}: the runner stopped before it started`);
   }
 
@@ -113,8 +128,10 @@ export class InProcessRunner {
 
   /** As SIGTERM does to `baton start` (`force`: a second one); once, however often asked. */
   stop(force = false): Promise<void> {
-    this.stopped ??= this.runner
-      .stop(force ? 'forced by the test' : 'stopped by the test', force)
+    this.stopped ??= runnerScope
+      .run(this.host, () =>
+        this.runner.stop(force ? 'forced by the test' : 'stopped by the test', force),
+      )
       .finally(() => process.off('warning', this.onWarning));
     return this.stopped;
   }
@@ -122,10 +139,13 @@ export class InProcessRunner {
 
 export interface InProcessFleet {
   readonly db: TestDatabase;
-  /** Builds and starts one runner per host, each ready (connected, its loop armed). */
+  /**
+   * Builds and starts one runner per host, each ready (connected, its loop armed), on the fleet's
+   * database or on `databaseUrl` (a private server's, say).
+   */
   start(
     hosts: readonly string[],
-    options: Omit<InProcessRunnerOptions, 'host' | 'databaseUrl'>,
+    options: Omit<InProcessRunnerOptions, 'host' | 'databaseUrl'> & { databaseUrl?: string },
   ): Promise<InProcessRunner[]>;
 }
 
@@ -153,7 +173,12 @@ export function useInProcessFleet(
     },
     async start(hosts, options) {
       const started = hosts.map(
-        (host) => new InProcessRunner(host, { ...options, host, databaseUrl: this.db.url }),
+        (host) =>
+          new InProcessRunner(host, {
+            ...options,
+            host,
+            databaseUrl: options.databaseUrl ?? this.db.url,
+          }),
       );
       runners.push(...started);
       await Promise.all(started.map((r) => r.start()));
