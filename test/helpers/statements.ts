@@ -56,43 +56,32 @@ export function loggedStatements(file: string, from: number, to: number): string
     .map((s) => s.sql);
 }
 
-/** A statement `traceStatements` saw: when it was sent, from which scope, whether it was answered. */
+/** A statement `traceStatements` saw: when it was sent, and from which scope. */
 export interface TracedStatement {
   readonly sql: string;
   /** Date.now() when it was sent. */
   readonly at: number;
   /** `scopeOf()` when it was sent: whose statement it is (an in-process runner's host, say). */
   readonly scope: string | undefined;
-  /** Answered (or failed) by now. */
-  done: boolean;
 }
 
 /**
- * As countStatements, each statement with when it was sent, by whom (`scopeOf`, asked as it is
- * sent: `() => runnerScope.getStore()` of in-process-fleet.ts names the runner that sent it) and
- * whether its answer has come.
+ * As countStatements, each statement with when it was sent and by whom (`scopeOf`, asked as it
+ * is sent: `() => runnerScope.getStore()` of in-process-fleet.ts names the runner that sent it).
  */
 export function traceStatements(scopeOf: () => string | undefined): {
   readonly statements: TracedStatement[];
   stop(): void;
 } {
   const statements: TracedStatement[] = [];
-  const traced = new WeakMap<object, TracedStatement>();
   const noop = () => {};
-  const answered = (ctx: object) => {
-    const s = traced.get(ctx);
-    if (s) s.done = true;
-  };
   const handlers = {
-    start: (ctx: QueryContext) => {
-      const s = { sql: String(ctx.query ?? ''), at: Date.now(), scope: scopeOf(), done: false };
-      traced.set(ctx, s);
-      statements.push(s);
-    },
+    start: (ctx: QueryContext) =>
+      void statements.push({ sql: String(ctx.query ?? ''), at: Date.now(), scope: scopeOf() }),
     end: noop,
     asyncStart: noop,
-    asyncEnd: answered,
-    error: answered,
+    asyncEnd: noop,
+    error: noop,
   };
   const channel = dc.tracingChannel<unknown, QueryContext>('mysql2:query');
   channel.subscribe(handlers);
