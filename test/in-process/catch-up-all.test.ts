@@ -83,11 +83,11 @@ jobs:
       databaseUrl: url,
       runner: { timings: TIMINGS },
     });
-    // The fires of JOB each runner could not run, and when it said so.
-    const notRun = new Map(runners.map((r) => [r.host, new Map<number, number>()]));
+    // The fires of JOB each runner could not run.
+    const notRun = new Map(runners.map((r) => [r.host, new Set<number>()]));
     for (const r of runners) {
       r.runner.events.on('fire:notAttempted', ({ fire }: { fire: FireRef }) => {
-        if (fire.job === JOB) notRun.get(r.host)!.set(fire.scheduledAt.getTime(), Date.now());
+        if (fire.job === JOB) notRun.get(r.host)!.add(fire.scheduledAt.getTime());
       });
     }
 
@@ -107,11 +107,12 @@ jobs:
       },
       { timeoutMs: 40_000, intervalMs: 100 },
     );
-    const stoppedAt = Date.now();
     await server.stop();
+    // Down from here (its process has exited): the fires from now on find no database.
+    const stoppedAt = Date.now();
     // Down until every runner has reported the third fire since then not run.
     const blindSoFar = (host: string) =>
-      [...notRun.get(host)!.keys()].filter((at) => at > stoppedAt).sort((a, b) => a - b);
+      [...notRun.get(host)!].filter((at) => at > stoppedAt).sort((a, b) => a - b);
     await waitFor(
       'three fires not run by every runner',
       () => HOSTS.every((h) => blindSoFar(h).length >= 3),
