@@ -6,63 +6,12 @@
  * in-process/status.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { baton, writeSchedule } from '../helpers/cli.js';
-import type { TestDatabase } from '../helpers/db.js';
+import { writeSchedule } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
+import { kinds, runnerOf, status, type StatusJson } from '../helpers/status-cli.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('status', { perTest: true });
-
-interface StatusJson {
-  namespace: string;
-  namespaceSource: { kind: string; file?: string };
-  now: string;
-  state: string;
-  exitCode: number;
-  healthy: boolean;
-  runners: {
-    host: string;
-    pid: number;
-    version: string;
-    state: string;
-    alive: boolean;
-    clockOffsetMs: number | null;
-    startedAt: string;
-    lastSeenAt: string;
-    stoppedAt: string | null;
-  }[];
-  running: {
-    runId: number;
-    job: string;
-    host: string;
-    scheduledAt: string;
-    startedAt: string;
-    runningForMs: number;
-  }[];
-  jobs: {
-    name: string;
-    inConfig: boolean;
-    nextFire: string | null;
-    paused: boolean;
-    lastSuccessAt: string | null;
-    failuresSinceSuccess: number;
-    lastFailure: { status: string; scheduledAt: string } | null;
-    loadedBy: string[];
-  }[];
-  warnings: { kind: string; severity: string; message: string; job?: string; hosts?: string[] }[];
-}
-
-async function status(db: TestDatabase, args: string[]) {
-  const res = await baton(['status', '--json', '--database-url', db.url, ...args]);
-  if (res.code == null || res.code > 2) throw new Error(`status exited ${res.code}: ${res.stderr}`);
-  const json = JSON.parse(res.stdout) as StatusJson;
-  // The JSON says the exit code it came with.
-  expect(json.exitCode).toBe(res.code);
-  return { code: res.code, json, stderr: res.stderr };
-}
-
-const runnerOf = (s: StatusJson, host: string) => s.runners.find((r) => r.host === host);
-const kinds = (s: StatusJson) => s.warnings.map((w) => [w.kind, w.job ?? null, w.hosts ?? null]);
 
 describe('baton status', () => {
   it('a runner killed with SIGKILL is reported gone once it missed its heartbeats', async () => {

@@ -60,74 +60,21 @@ import {
   LATEST_FAILURE_SQL,
 } from '../../src/store/fleet-reads.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
-import { GENERATED_RUN_FIELDS, plantRunsFrom, type TestDatabase } from '../helpers/db.js';
+import { GENERATED_RUN_FIELDS, plantRunsFrom } from '../helpers/db.js';
 import { expectQuiet } from '../helpers/fleet.js';
 import { useInProcessFleet, type InProcessRunner } from '../helpers/in-process-fleet.js';
+import {
+  escape,
+  job,
+  kinds,
+  runnerOf,
+  status,
+  statusText,
+  type StatusJson,
+} from '../helpers/status-cli.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useInProcessFleet('status', { perTest: true });
-
-interface StatusJson {
-  namespace: string;
-  namespaceSource: { kind: string; file?: string };
-  now: string;
-  state: string;
-  exitCode: number;
-  healthy: boolean;
-  runners: {
-    host: string;
-    pid: number;
-    version: string;
-    state: string;
-    alive: boolean;
-    clockOffsetMs: number | null;
-    startedAt: string;
-    lastSeenAt: string;
-    stoppedAt: string | null;
-  }[];
-  running: {
-    runId: number;
-    job: string;
-    host: string;
-    scheduledAt: string;
-    startedAt: string;
-    runningForMs: number;
-  }[];
-  jobs: {
-    name: string;
-    inConfig: boolean;
-    nextFire: string | null;
-    paused: boolean;
-    lastSuccessAt: string | null;
-    failuresSinceSuccess: number;
-    lastFailure: { status: string; scheduledAt: string } | null;
-    loadedBy: string[];
-  }[];
-  warnings: { kind: string; severity: string; message: string; job?: string; hosts?: string[] }[];
-}
-
-async function status(db: TestDatabase, args: string[], cwd?: string) {
-  const res = await baton(
-    ['status', '--json', '--database-url', db.url, ...args],
-    cwd ? { cwd } : {},
-  );
-  if (res.code == null || res.code > 2) throw new Error(`status exited ${res.code}: ${res.stderr}`);
-  const json = JSON.parse(res.stdout) as StatusJson;
-  // The JSON says the exit code it came with.
-  expect(json.exitCode).toBe(res.code);
-  return { code: res.code, json, stderr: res.stderr };
-}
-
-/** The human output, whose first line is the one a monitor shows. */
-async function statusText(db: TestDatabase, args: string[], cwd?: string) {
-  const res = await baton(['status', '--database-url', db.url, ...args], cwd ? { cwd } : {});
-  return { ...res, first: res.stdout.split('\n')[0]! };
-}
-
-const job = (s: StatusJson, name: string) => s.jobs.find((j) => j.name === name);
-const runnerOf = (s: StatusJson, host: string) => s.runners.find((r) => r.host === host);
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const kinds = (s: StatusJson) => s.warnings.map((w) => [w.kind, w.job ?? null, w.hosts ?? null]);
 
 /** The first event `name` for which `where` holds, on any of `runners` (from now on). */
 async function nextEventOnAny<K extends keyof RunnerEventMap>(
