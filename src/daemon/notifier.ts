@@ -191,8 +191,8 @@ export class Notifier {
     const claimed = await this.underLock(pool, async (db) => {
       if (evaluate) {
         this.lastEvaluation = Date.now();
-        this.evaluatedInPass = true;
         await this.evaluate(db, config);
+        this.evaluatedInPass = true;
       }
       return this.decideAndClaim(db, config, targets);
     });

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { writeSchedule } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
-import { kinds, runnerOf, status, type StatusJson } from '../helpers/status-cli.js';
+import { kinds, runnerOf, status } from '../helpers/status-cli.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('status', { perTest: true });
@@ -32,6 +32,10 @@ jobs:
     const up = await status(db, quick);
     expect(up.json.warnings).toEqual([]);
     expect(up.json.runners.map((r) => r.state)).toEqual(['alive', 'alive']);
+    // Each registry row has its own process's pid (the in-process tier's runners share one).
+    expect(up.json.runners.map((r) => [r.host, r.pid])).toEqual(
+      runners.map((r) => [r.host, r.child.pid]),
+    );
 
     await runners[1]!.stop('SIGKILL');
     // Right after the kill, with the default window of 15 s, it still counts as alive.
@@ -41,13 +45,12 @@ jobs:
 
     // With 1 s heartbeats a 5 s window never calls a live runner gone: g1 is alive in every
     // report until g2 is gone (more than the window after g2's last heartbeat), and nothing
-    // else is found meanwhile.
-    const reports: StatusJson[] = [];
+    // else is found meanwhile. (How many reports fall in that window depends on how fast the
+    // machine runs the command: on a loaded one, the first may already find g2 gone.)
     const gone = await waitFor(
       'status calling g2 gone',
       async () => {
         const s = await status(db, quick);
-        reports.push(s.json);
         expect(runnerOf(s.json, 'g1')).toMatchObject({ state: 'alive', alive: true });
         if (runnerOf(s.json, 'g2')!.state === 'gone') return s;
         expect(s.json.warnings).toEqual([]);
@@ -56,7 +59,6 @@ jobs:
       },
       { timeoutMs: 15_000, intervalMs: 500 },
     );
-    expect(reports.length, 'reports while g2 was dying').toBeGreaterThan(1);
     expect(gone.code).toBe(1);
     expect(kinds(gone.json)).toEqual([['runner-gone', null, ['g2']]]);
     expect(gone.json.warnings[0]!.message).toMatch(

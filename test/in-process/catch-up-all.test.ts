@@ -177,6 +177,22 @@ jobs:
       { timeoutMs: MISSED_SETTLE_MS + 20_000 },
     );
     trace.stop();
+    // A runner sends that look before it writes what it found: the rows may still be coming.
+    await waitFor(
+      "CONTROL's missed rows of the outage written",
+      async () =>
+        Number(
+          (
+            await query<{ n: number }>(
+              url,
+              `SELECT COUNT(*) AS n FROM baton_runs
+              WHERE job = ? AND status = 'missed' AND scheduled_at > ?`,
+              [CONTROL, new Date(stoppedAt)],
+            )
+          )[0]!.n,
+        ) >= blindFires.length,
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
     const all = await query<RunRow>(url, 'SELECT * FROM baton_runs ORDER BY scheduled_at, id');
     rows = all.filter((r) => r.job === JOB);
 

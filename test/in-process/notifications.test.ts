@@ -195,7 +195,9 @@ describe('notifications from a fleet of three', () => {
       () => bodies(receiver!.accepted(), 'recovered').length >= 1 || undefined,
       { timeoutMs: 15_000 },
     );
-    await notifierPasses(runners, 5); // anything further would be a repeat
+    // Anything further would be a repeat: five passes of each runner, and at least the second
+    // the old e2e test waited.
+    await notifierPasses(runners, 5, { atLeastMs: 1_000 });
     const fires = await failedFires('flaky');
     const told = bodies(receiver.accepted(), 'failed');
     expect(told.map((b) => b.fire).sort()).toEqual(fires);
@@ -278,7 +280,8 @@ jobs:
       () => bodies(receiver!.accepted(), 'recovered').length >= 1 || undefined,
       { timeoutMs: 15_000 },
     );
-    await notifierPasses(runners, 8); // anything further would be told by now
+    // Anything further would be told by now: eight passes, and the 1.5 s it would come in.
+    await notifierPasses(runners, 8, { atLeastMs: 1_500 });
     const accepted = receiver.accepted().map((r) => r.body);
     const failedTold = accepted.filter((b) => b.event === 'failed').length;
     const summed = accepted
@@ -446,7 +449,9 @@ jobs:
     await waitFor('no-success told', () => bodies(receiver!.accepted(), 'no-success')[0], {
       timeoutMs: 20_000,
     });
-    await notifierPasses([c!], 6, { evaluated: true }); // six more evaluations: still told once
+    // Six more evaluations, over the 3 s of the job's `expect` (a new episode would be told
+    // within one): still told once.
+    await notifierPasses([c!], 6, { evaluated: true, atLeastMs: 3_000 });
     expect(bodies(receiver.accepted(), 'no-success')).toHaveLength(1);
   });
 });
