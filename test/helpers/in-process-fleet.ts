@@ -126,12 +126,17 @@ export class InProcessRunner {
     return this.lines.filter((l) => l.level >= 50);
   }
 
-  /** As SIGTERM does to `baton start` (`force`: a second one); once, however often asked. */
-  stop(force = false): Promise<void> {
+  /**
+   * As SIGTERM does to `baton start` (`force`: a second one); once, however often asked.
+   * `reason` is what the daemon passes (the signal's name: `SIGTERM`), and what an interrupted
+   * run's error names.
+   */
+  stop(
+    force = false,
+    reason = force ? 'forced by the test' : 'stopped by the test',
+  ): Promise<void> {
     this.stopped ??= runnerScope
-      .run(this.host, () =>
-        this.runner.stop(force ? 'forced by the test' : 'stopped by the test', force),
-      )
+      .run(this.host, () => this.runner.stop(reason, force))
       .finally(() => process.off('warning', this.onWarning));
     return this.stopped;
   }

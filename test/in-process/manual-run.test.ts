@@ -1,27 +1,34 @@
 /**
  * `baton run`: a manual trigger goes through the same lock as scheduled fires, records a
- * `manual` row, passes the fire to the job, and maps outcomes to the documented exit codes.
+ * `manual` row, passes the fire to the job, and maps outcomes to the documented exit codes; and
+ * `baton history` reads what it left. `baton run` is the CLI under test, a process of its own (the
+ * foreground session is the command's); the one scheduled runner it meets (the lock held by a
+ * scheduled run: exit 75, then `--wait` once the runner stops) is built in the test process
+ * (in-process-fleet.ts), its job a real process. That `baton start` exits 0 after such a stop is
+ * e2e/runner-death.test.ts's.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baton, startRunner, writeSchedule } from '../helpers/cli.js';
-import { createTestDatabase, runs, type TestDatabase } from '../helpers/db.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { jobLockName } from '../../src/lock-names.js';
+import { baton, writeSchedule } from '../helpers/cli.js';
+import { runs } from '../helpers/db.js';
+import { useInProcessFleet } from '../helpers/in-process-fleet.js';
+import { alive, pidFile } from '../helpers/procfs.js';
 import { waitFor } from '../helpers/wait.js';
 
-let db: TestDatabase;
+const fleet = useInProcessFleet('manual');
 let config: string;
 let dir: string;
 
-beforeAll(async () => {
-  db = await createTestDatabase('manual');
+beforeAll(() => {
   config = writeSchedule(
     `
 namespace: ops
 jobs:
   busy:
     schedule: "* * * * * *"
-    command: ["sh", "-c", "sleep \${BUSY_SECONDS:-30}"]
+    command: ["sh", "-c", "echo $$ > busy-$BATON_RUN_ID.pid; exec sleep \${BUSY_SECONDS:-30}"]
     enabled: false
   quick:
     schedule: "0 3 * * *"
@@ -53,13 +60,20 @@ export default async (ctx: { job: string; runId: number; scheduledAt: Date; trig
   );
   dir = path.dirname(config);
 });
-afterAll(async () => {
-  await db.drop();
-});
 
 const run = (job: string, extra: string[] = [], env: Record<string, string> = {}) =>
   baton(
-    ['run', job, '--config', config, '--database-url', db.url, '--host', 'ops-laptop', ...extra],
+    [
+      'run',
+      job,
+      '--config',
+      config,
+      '--database-url',
+      fleet.db.url,
+      '--host',
+      'ops-laptop',
+      ...extra,
+    ],
     {
       env,
     },
@@ -70,7 +84,7 @@ describe('baton run', () => {
     const result = await run('quick');
     expect(result.stderr).toContain('quick done');
     expect(result.code).toBe(0);
-    const [row] = await runs(db, 'quick');
+    const [row] = await runs(fleet.db, 'quick');
     expect(row).toMatchObject({
       winner: 1,
       triggered_by: 'manual',
@@ -81,8 +95,10 @@ describe('baton run', () => {
   });
 
   it('gives the job its fire in the environment (command) and in ctx (module)', async () => {
-    expect((await run('fire-env')).code).toBe(0);
-    const [row] = await runs(db, 'fire-env');
+    // Two commands at once (each writes a file of its own): a process start is most of the cost.
+    const [fireEnv, moduleEnv] = await Promise.all([run('fire-env'), run('module-env')]);
+    expect(fireEnv.code).toBe(0);
+    const [row] = await runs(fleet.db, 'fire-env');
     const env = Object.fromEntries(
       readFileSync(path.join(dir, 'fire-env.txt'), 'utf8')
         .trim()
@@ -100,8 +116,8 @@ describe('baton run', () => {
       BATON_WORKERS: '1',
     });
 
-    expect((await run('module-env')).code).toBe(0);
-    const [mrow] = await runs(db, 'module-env');
+    expect(moduleEnv.code).toBe(0);
+    const [mrow] = await runs(fleet.db, 'module-env');
     expect(JSON.parse(readFileSync(path.join(dir, 'module-fire.json'), 'utf8'))).toEqual({
       job: 'module-env',
       runId: mrow!.id,
@@ -117,26 +133,25 @@ describe('baton run', () => {
     expect(result.code).toBe(3);
     expect(result.stderr).toContain('about to fail');
     expect(result.stderr).toContain('broken failed: exited with code 3');
-    const [row] = await runs(db, 'broken');
+    const [row] = await runs(fleet.db, 'broken');
     expect(row).toMatchObject({ status: 'failed', exit_code: 3, error: 'exited with code 3' });
     expect(row!.output_tail).toContain('about to fail');
   });
 
   it('records a module that throws, and a command that does not exist, as failed runs (exit 1)', async () => {
-    const thrown = await run('throws');
+    const [thrown, missing] = await Promise.all([run('throws'), run('missing')]);
     expect(thrown.code).toBe(1);
-    const [t] = await runs(db, 'throws');
+    const [t] = await runs(fleet.db, 'throws');
     expect(t).toMatchObject({
       status: 'failed',
       exit_code: 1,
       error: 'settlement total does not balance',
     });
 
-    const missing = await run('missing');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('command not found: /nonexistent/settle.sh');
     expect(missing.stderr).not.toMatch(/\n\s+at /);
-    const [m] = await runs(db, 'missing');
+    const [m] = await runs(fleet.db, 'missing');
     expect(m).toMatchObject({
       status: 'failed',
       exit_code: null,
@@ -156,63 +171,79 @@ describe('baton run', () => {
     // broken's newest row (baton history, below) would be that scheduled fire, not the manual run.
     const busyOnly = readFileSync(config, 'utf8').split('\n  quick:\n')[0]!;
     writeFileSync(enabled, `${busyOnly.replace('enabled: false', 'enabled: true')}\n`);
-    // A 30 s job: the lock is certainly held while `baton run` tries. The runner's grace is 1 s,
-    // so stopping it interrupts the job and frees the lock for the waiting manual run.
-    const runner = startRunner({
-      config: enabled,
-      databaseUrl: db.url,
-      host: 'srv-01',
-      args: ['--grace', '1'],
+    // A 30 s job: the lock is certainly held while `baton run` tries. The runner's grace is
+    // short, so stopping it interrupts the job and frees the lock for the waiting manual run.
+    const [runner] = await fleet.start(['srv-01'], { config: enabled, graceMs: 200 });
+    const running = await waitFor('a scheduled run of busy', async () => {
+      const rows = await runs(fleet.db, 'busy');
+      return rows.find(
+        (r) => r.winner === 1 && r.status === 'running' && r.triggered_by === 'schedule',
+      );
     });
-    try {
-      await runner.ready();
-      const running = await waitFor('a scheduled run of busy', async () => {
-        const rows = await runs(db, 'busy');
-        return rows.find(
-          (r) => r.winner === 1 && r.status === 'running' && r.triggered_by === 'schedule',
-        );
-      });
-      const result = await run('busy');
-      expect(result.code).toBe(75);
-      expect(result.stderr).toMatch(/busy not run: an earlier run is still running on srv-01/);
-      const skip = (await runs(db, 'busy')).find((r) => r.triggered_by === 'manual');
-      expect(skip).toMatchObject({ winner: null, status: 'skipped', host: 'ops-laptop' });
-      expect(skip!.reason).toContain(`fire ${running.scheduled_at.toISOString()}`);
+    const jobPid = await pidFile(dir, `busy-${running.id}.pid`);
+    expect(alive(jobPid), 'the scheduled run of busy').toBe(true);
+    const result = await run('busy');
+    expect(result.code).toBe(75);
+    expect(result.stderr).toMatch(/busy not run: an earlier run is still running on srv-01/);
+    const skip = (await runs(fleet.db, 'busy')).find((r) => r.triggered_by === 'manual');
+    expect(skip).toMatchObject({ winner: null, status: 'skipped', host: 'ops-laptop' });
+    expect(skip!.reason).toContain(`fire ${running.scheduled_at.toISOString()}`);
 
-      // Stop the runner; a manual run that waits gets the lock once the scheduled run is done.
-      const stopped = runner.stop('SIGTERM');
-      const waited = await run('busy', ['--wait', '10'], { BUSY_SECONDS: '0.2' });
-      expect(await stopped).toBe(0);
-      expect(waited.code).toBe(0);
-      const interrupted = (await runs(db, 'busy')).find((r) => r.id === running.id);
-      expect(interrupted).toMatchObject({ status: 'interrupted' });
-      expect(interrupted!.error).toBe('interrupted: the runner stopped (SIGTERM)');
-      const manualWinner = (await runs(db, 'busy')).find(
-        (r) => r.triggered_by === 'manual' && r.winner === 1,
+    // A manual run that waits: its GET_LOCK waits on the server while the scheduled run holds
+    // the lock (seen there, not hoped for) ...
+    const waited = run('busy', ['--wait', '10'], { BUSY_SECONDS: '0.2' });
+    const lock = jobLockName(fleet.db.name, 'ops', 'busy');
+    await waitFor('the manual run waiting for the lock of busy', async () => {
+      const [row] = await fleet.db.query<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
+          WHERE STATE = 'User lock' AND ID <> CONNECTION_ID() AND LOCATE(?, INFO) > 0`,
+        [lock],
       );
-      expect(manualWinner!.started_at.getTime()).toBeGreaterThanOrEqual(
-        (await runs(db, 'busy'))
-          .filter((r) => r.triggered_by === 'schedule' && r.winner === 1)
-          .at(-1)!
-          .finished_at!.getTime(),
-      );
-    } finally {
-      await runner.stop('SIGKILL');
-    }
+      return Number(row!.n) > 0;
+    });
+    expect(alive(jobPid), 'the scheduled run of busy, while the manual run waits').toBe(true);
+    // ... and gets it once the scheduled run is done: the runner stops (as on SIGTERM) and
+    // interrupts it.
+    await runner!.stop(false, 'SIGTERM');
+    expect(runner!.lines.some((l) => l.msg === 'runner stopped')).toBe(true);
+    expect(alive(jobPid), 'the interrupted run of busy').toBe(false);
+    expect((await waited).code).toBe(0);
+    const interrupted = (await runs(fleet.db, 'busy')).find((r) => r.id === running.id);
+    expect(interrupted).toMatchObject({ status: 'interrupted' });
+    expect(interrupted!.error).toBe('interrupted: the runner stopped (SIGTERM)');
+    const manualWinner = (await runs(fleet.db, 'busy')).find(
+      (r) => r.triggered_by === 'manual' && r.winner === 1,
+    );
+    expect(manualWinner).toMatchObject({ status: 'done', host: 'ops-laptop' });
+    expect(manualWinner!.started_at.getTime()).toBeGreaterThanOrEqual(
+      (await runs(fleet.db, 'busy'))
+        .filter((r) => r.triggered_by === 'schedule' && r.winner === 1)
+        .at(-1)!
+        .finished_at!.getTime(),
+    );
+    expect(runner!.errors()).toEqual([]);
   });
 });
 
 describe('baton history', () => {
+  /** `baton history <args>` of the file's namespace. */
+  const history = (...args: string[]) =>
+    baton(['history', ...args, '--config', config, '--database-url', fleet.db.url]);
+
   it('prints JSON with the documented fields, newest first, and filters', async () => {
-    const all = await baton([
-      'history',
-      '--json',
-      '--config',
-      config,
-      '--database-url',
-      db.url,
-      '--limit',
-      '500',
+    // Every read at once: the history no longer changes (the runner has stopped), and a process
+    // start is most of each command's cost. By kind: the manual run met the scheduled run of an
+    // earlier fire holding the lock.
+    const byKind = (kind: string) =>
+      history('busy', '--host', 'ops-laptop', '--reason-kind', kind, '--json');
+    const [all, filtered, overlapping, paused, bogus, limited, future] = await Promise.all([
+      history('--json', '--limit', '500'),
+      history('busy', '--host', 'ops-laptop', '--status', 'skipped', '--since', '1h', '--json'),
+      byKind('overlap'),
+      byKind('paused'),
+      byKind('sideways'),
+      history('--limit', '2', '--json'),
+      history('--since', '2999-01-01T00:00:00Z', '--json'),
     ]);
     expect(all.code).toBe(0);
     const rows = JSON.parse(all.stdout) as Record<string, unknown>[];
@@ -252,21 +283,6 @@ describe('baton history', () => {
       Date.parse(broken.finishedAt as string) - Date.parse(broken.startedAt as string),
     );
 
-    const filtered = await baton([
-      'history',
-      'busy',
-      '--host',
-      'ops-laptop',
-      '--status',
-      'skipped',
-      '--since',
-      '1h',
-      '--json',
-      '--config',
-      config,
-      '--database-url',
-      db.url,
-    ]);
     const skips = JSON.parse(filtered.stdout) as Record<string, unknown>[];
     expect(skips.length).toBeGreaterThanOrEqual(1);
     for (const s of skips)
@@ -277,22 +293,7 @@ describe('baton history', () => {
         winner: false,
       });
 
-    // By kind: the manual run met the scheduled run of an earlier fire holding the lock.
-    const byKind = async (kind: string) =>
-      baton([
-        'history',
-        'busy',
-        '--host',
-        'ops-laptop',
-        '--reason-kind',
-        kind,
-        '--json',
-        '--config',
-        config,
-        '--database-url',
-        db.url,
-      ]);
-    const overlaps = JSON.parse((await byKind('overlap')).stdout) as Record<string, unknown>[];
+    const overlaps = JSON.parse(overlapping.stdout) as Record<string, unknown>[];
     expect(overlaps.map((r) => r.id).sort()).toEqual(
       skips
         .filter((s) => s.reasonKind === 'overlap')
@@ -301,45 +302,19 @@ describe('baton history', () => {
     );
     expect(overlaps.length).toBeGreaterThanOrEqual(1);
     for (const s of overlaps) expect(s).toMatchObject({ status: 'skipped', reasonKind: 'overlap' });
-    expect(JSON.parse((await byKind('paused')).stdout)).toEqual([]);
-    const bogus = await byKind('sideways');
+    expect(JSON.parse(paused.stdout)).toEqual([]);
     expect(bogus.code).toBe(64);
     expect(bogus.stderr).toMatch(/reason-kind/);
 
-    const limited = await baton([
-      'history',
-      '--limit',
-      '2',
-      '--json',
-      '--config',
-      config,
-      '--database-url',
-      db.url,
-    ]);
     expect(JSON.parse(limited.stdout)).toHaveLength(2);
 
-    const future = await baton([
-      'history',
-      '--since',
-      '2999-01-01T00:00:00Z',
-      '--json',
-      '--config',
-      config,
-      '--database-url',
-      db.url,
-    ]);
     expect(JSON.parse(future.stdout)).toEqual([]);
   });
 
   it('prints a readable table, and refuses a bad --since with exit 64', async () => {
-    const table = await baton([
-      'history',
-      'broken',
-      '--attempts',
-      '--config',
-      config,
-      '--database-url',
-      db.url,
+    const [table, bad] = await Promise.all([
+      history('broken', '--attempts'),
+      history('--since', 'yesterday-ish'),
     ]);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toBe(`namespace "ops" (from the schedules file ${config})`);
@@ -350,15 +325,6 @@ describe('baton history', () => {
       /broken\s+\S+ \S+\s+ops-laptop\s+yes\s+manual\s+failed\s+\S+\s+3\s+exited with code 3/,
     );
 
-    const bad = await baton([
-      'history',
-      '--since',
-      'yesterday-ish',
-      '--config',
-      config,
-      '--database-url',
-      db.url,
-    ]);
     expect(bad.code).toBe(64);
     expect(bad.stderr).toContain('--since "yesterday-ish"');
   });
