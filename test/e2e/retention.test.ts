@@ -9,25 +9,19 @@
  * - bad input (`--older-than 5`, less than a day, `retention: forever`) is refused with a plain
  *   message and its exit code, and deletes nothing;
  * - every read is an index range or a single index dive (EXPLAIN), never a scan of the table;
- * - a user without DELETE gets a clear database error;
- * - the daemon's `RetentionSchedule` prunes on its own, yields to whoever holds the prune lock,
- *   releases it, and survives a database it cannot use;
- * - a running daemon with `retention:` prunes by itself (enabled once the runner wires it in).
+ * - a user without DELETE gets a clear database error.
+ *
+ * The command is what is judged here, as a real process (its output and exit codes); no runner
+ * takes part. The daemon's side — `RetentionSchedule`, and a runner with `retention:` pruning by
+ * itself — is in-process/retention.test.ts.
  *
  * Rows are written with SQL at known ages (`NOW(3) - INTERVAL n SECOND`) into one namespace per
- * test, in the file's own database; the CLI runs as a real process.
+ * test, in the file's own database.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
-import mysql, { type RowDataPacket } from 'mysql2/promise';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pruneLockName } from '../../src/lock-names.js';
-import { RetentionSchedule } from '../../src/daemon/retention.js';
-import { openPool } from '../../src/store/connect.js';
+import type { RowDataPacket } from 'mysql2/promise';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
 import {
   COUNT_SQL,
@@ -38,7 +32,6 @@ import {
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { dbNow, plantRun } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
-import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('retention');
 const SECOND = 1;
@@ -237,16 +230,20 @@ describe('baton prune --older-than', () => {
           /^baton: say how old history must be to be deleted: --older-than 30d, or `retention:`.*it has no `retention:`/,
       },
     ];
-    for (const c of cases) {
-      const result = await prune(['--config', config, ...c.args]);
+    const forever = JOB_FILE(ns, 'retention: forever\n');
+    // Each case on its own: asked at once.
+    const [results, invalid] = await Promise.all([
+      Promise.all(cases.map((c) => prune(['--config', config, ...c.args]))),
+      prune(['--config', forever]),
+    ]);
+    for (const [i, c] of cases.entries()) {
+      const result = results[i]!;
       expect(result.stderr, c.args.join(' ')).toMatch(c.message);
       expect(result.stderr).not.toMatch(/\n\s+at /);
       expect(result.stdout).toBe('');
       expect(result.code, c.args.join(' ')).toBe(c.code);
     }
 
-    const forever = JOB_FILE(ns, 'retention: forever\n');
-    const invalid = await prune(['--config', forever]);
     expect(invalid.code).toBe(78);
     expect(invalid.stderr).toContain(
       `${forever}:6:1: retention: expected a duration, got "forever": write a number with a unit`,
@@ -324,152 +321,5 @@ describe('baton prune --older-than', () => {
     } finally {
       await fleet.db.query('DROP USER IF EXISTS ?@?', [user, '%']);
     }
-  });
-});
-
-interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-/** A pino logger whose lines the test reads. */
-function memoryLogger() {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) {
-        lines.push(JSON.parse(line) as LogLine);
-      }
-      done();
-    },
-  });
-  return { log: pino({ level: 'debug' }, stream), lines };
-}
-
-describe('RetentionSchedule (the daemon side)', () => {
-  let pool: DeadlinePool;
-  afterAll(async () => {
-    await pool?.end();
-  });
-
-  it('prunes soon after start and again at every interval, one runner at a time under the prune lock', async () => {
-    const ns = 'ret5';
-    pool = new DeadlinePool(openPool(parseDatabaseUrl(fleet.db.url)), 10_000);
-    const [recent] = await insertRows([
-      { namespace: ns, job: 'a', status: 'skipped', age: DAY },
-      ...Array.from({ length: 4 }, (_, i) => ({
-        namespace: ns,
-        job: 'a',
-        status: 'skipped',
-        age: 40 * DAY + i,
-      })),
-    ]);
-    // Another runner is pruning: it holds the lock on its own session.
-    const lockName = pruneLockName(fleet.db.name, ns);
-    const other = await mysql.createConnection({ uri: fleet.db.url });
-    const { log, lines } = memoryLogger();
-    const schedule = new RetentionSchedule({
-      pool: () => pool,
-      database: fleet.db.name,
-      namespace: ns,
-      retention: { runsMs: 30 * DAY * 1_000, skipsMs: 30 * DAY * 1_000 },
-      log,
-      timings: { intervalMs: 300, firstPruneDelayMs: 100 },
-    });
-    try {
-      const [[held]] = await other.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
-        lockName,
-      ]);
-      expect(held!.got).toBe(1);
-      schedule.start();
-      await waitFor('a prune that yields to the lock holder', () =>
-        lines.find((l) => l.msg === 'history not pruned: another runner is pruning it'),
-      );
-      expect(await idsOf(ns)).toHaveLength(5);
-
-      // The holder is done: the next interval prunes, and gives the lock back.
-      await other.query('DO RELEASE_LOCK(?)', [lockName]);
-      const pruned = await waitFor('a prune', () =>
-        lines.find((l) => l.msg === 'history pruned' && l.skips === 4),
-      );
-      expect(pruned).toMatchObject({ runs: 0, skips: 4, batches: 1 });
-      expect(await idsOf(ns)).toEqual([recent]);
-      await waitFor('the prune lock to be free again', async () => {
-        const [[free]] = await other.query<RowDataPacket[]>('SELECT IS_FREE_LOCK(?) AS free', [
-          lockName,
-        ]);
-        return free!.free === 1;
-      });
-      // And it goes on: the next interval prunes again (nothing left).
-      await waitFor('a second prune', () =>
-        lines.find((l) => l.msg === 'history pruned' && l.skips === 0),
-      );
-    } finally {
-      await schedule.stop();
-      await other.end();
-    }
-    // Stopped: no prune after stop() returned.
-    const count = lines.length;
-    await new Promise((r) => setTimeout(r, 700));
-    expect(lines.length).toBe(count);
-    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
-  });
-
-  it('logs a prune it cannot do and tries again at the next interval, without throwing', async () => {
-    // A database that does not exist: every attempt fails.
-    const missing = new DeadlinePool(openPool(parseDatabaseUrl(`${fleet.db.url}_missing`)), 10_000);
-    const { log, lines } = memoryLogger();
-    const schedule = new RetentionSchedule({
-      pool: () => missing,
-      database: `${fleet.db.name}_missing`,
-      namespace: 'ret6',
-      retention: { runsMs: null, skipsMs: 30 * DAY * 1_000 },
-      log,
-      timings: { intervalMs: 200, firstPruneDelayMs: 50 },
-    });
-    try {
-      schedule.start();
-      await waitFor(
-        'two failed attempts',
-        () =>
-          lines.filter((l) => l.msg === 'history not pruned: trying again at the next interval')
-            .length >= 2 || undefined,
-      );
-      const warn = lines.find((l) => l.level === 40)!;
-      expect(String(warn.err)).toMatch(/Unknown database/);
-    } finally {
-      await schedule.stop();
-      await missing.end();
-    }
-  });
-});
-
-describe('a running daemon with retention:', () => {
-  it('prunes the history by itself soon after it starts, and by the new retention after SIGHUP', async () => {
-    const ns = 'ret-daemon';
-    const [recent, failed] = await insertRows([
-      { namespace: ns, job: 'a', status: 'skipped', age: DAY },
-      { namespace: ns, job: 'a', status: 'failed', age: 31 * DAY },
-      { namespace: ns, job: 'a', status: 'skipped', age: 31 * DAY },
-      // A job no longer in the file: its history is the namespace's too.
-      { namespace: ns, job: 'gone', status: 'skipped', age: 45 * DAY },
-    ]);
-    const config = JOB_FILE(ns, 'retention:\n  skips: 30d\n');
-    const [runner] = await fleet.start(['solo'], { config });
-    const first = await runner!.waitForLog('history pruned');
-    expect(first).toMatchObject({ runs: 0, skips: 2, runsBefore: null });
-    expect(await idsOf(ns)).toEqual([recent, failed]);
-
-    // The reloaded retention covers runs too, and applies soon (not an hour later).
-    writeFileSync(config, readFileSync(config, 'utf8').replace('  skips: 30d', '  runs: 30d'));
-    runner!.child.kill('SIGHUP');
-    await runner!.waitForLog('schedule reloaded');
-    const second = await runner!.waitForLog('history pruned', (l) => l.runs === 1);
-    expect(second).toMatchObject({ runs: 1, skips: 0, skipsBefore: null });
-    expect(await idsOf(ns)).toEqual([recent]);
-
-    expect(await runner!.stop()).toBe(0);
-    expect(runner!.errors()).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@
  *     must be that run's `lock_connection_id`. What still produces it: a fault — a lost or
  *     stalled lock session, a stalled database or link (a release that takes longer than the
  *     wait), a skewed clock. Only the fault tests allow it; the others (in-process/policies,
- *     in-process/overlap, e2e/skip-tallies) expect `overlap` alone, also on a loaded machine;
+ *     in-process/overlap, in-process/skip-tallies) expect `overlap` alone, also on a loaded machine;
  *   - `behind`: a later fire of the job was already running when this runner reached this one
  *     (its clock estimate, or its queue of fires, behind the fleet's) — the later run it names
  *     must be in the history and have started by then. Expected only where clocks move;

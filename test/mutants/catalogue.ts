@@ -319,7 +319,7 @@ export const MUTANTS: readonly Mutant[] = [
     ],
     killers: [
       {
-        file: 'test/e2e/skip-tallies.test.ts',
+        file: 'test/in-process/skip-tallies.test.ts',
         test: 'counts the skips of fires with a winner, keeps every other skip as a row',
       },
     ],
