@@ -5,13 +5,14 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
-    // End-to-end files start real runner processes against the shared MariaDB and mostly wait
-    // on the clock (every-second fires, heartbeat deadlines): three files at a time on a 2-core
-    // machine. With two, the suite took 16.5 minutes of vitest on the 2026-12-05 VM (1,843 s of
-    // files); an earlier three-file run failed a slow-link case of network-faults once, since
-    // made exact (test/helpers/fires.ts knows a lock held by a lost session).
-    // Four took 703 s but 2,671 s of files (the CPU shared four ways) and four timing failures.
-    maxWorkers: 3,
+    // Five files at a time on a 2-core machine. A file's time is mostly waiting on the clock
+    // (every-second fires, heartbeat and claim deadlines), more so since the runners of the
+    // protocol and command tests live in the test process (test/in-process): with three files
+    // the cores were 45 % idle (2026-12-06, 85ae54c: vitest 463 s, 1,341 s of files); with five,
+    // 22 % idle, vitest 332 s (1,579 s of files), green, and green with stress-ng keeping one
+    // core busy (360 s). Before that tier the suite was CPU-bound: four files took 2,671 s of
+    // files and failed on timing. Measure the idle share again before raising it (test/README.md).
+    maxWorkers: 5,
     // Longest files first, so that no long file is the tail of the suite (test/helpers/sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 60_000,
