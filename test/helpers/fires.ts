@@ -28,6 +28,7 @@
  * - `expectCompleteFires`: every instant of the window is there, attempted by every runner.
  */
 import { expect } from 'vitest';
+import { RUN_POLL_MS } from '../../src/execution/run-processes.js';
 import {
   DEFAULT_HEARTBEAT_DEADLINE_MS,
   DEFAULT_HEARTBEAT_MS,
@@ -242,7 +243,22 @@ function decidedAt(skip: RunRow): number {
   return Math.min(skip.scheduled_at.getTime(), skip.started_at.getTime());
 }
 
-/** No two winners of a job (per worker slot) ran at once by their rows' database times. */
+/**
+ * How late a `lost` run's `finished_at` may say it ended. The runner that lost its session writes
+ * it afterwards, from what it saw: the first look at the run's processes that found them all gone
+ * (they are looked at every RUN_POLL_MS: src/execution/run-processes.ts), turned into database
+ * time with its estimate of the clock offset — read over the link it has just lost. A run the
+ * server stopped waiting for (its session dropped) can so read as ending some milliseconds after
+ * the next run started, when by the job's own account it did not (seen: 11 ms, in partition). The
+ * jobs' journal (ground-truth.ts) judges the real order exactly; this is the history's
+ * resolution, for that one kind of row.
+ */
+export const LOST_END_RESOLUTION_MS = 2 * RUN_POLL_MS;
+
+/**
+ * No two winners of a job (per worker slot) ran at once by their rows' database times (a `lost`
+ * run's end within LOST_END_RESOLUTION_MS).
+ */
 export function expectNoOverlapInHistory(rows: readonly RunRow[], label: string): void {
   const bySlot = new Map<string, RunRow[]>();
   for (const r of rows) {
@@ -255,10 +271,11 @@ export function expectNoOverlapInHistory(rows: readonly RunRow[], label: string)
     for (let i = 1; i < list.length; i++) {
       const [before, after] = [list[i - 1]!, list[i]!];
       expect(before.finished_at, `${label}: run ${before.id} has ended`).not.toBeNull();
+      const resolution = before.status === 'lost' ? LOST_END_RESOLUTION_MS : 0;
       expect(
         after.started_at.getTime(),
         `${label}: run ${after.id} started before run ${before.id} finished`,
-      ).toBeGreaterThanOrEqual(before.finished_at!.getTime());
+      ).toBeGreaterThanOrEqual(before.finished_at!.getTime() - resolution);
     }
   }
 }

@@ -15,6 +15,7 @@ import {
   expectCompleteFires,
   expectNoOverlapInHistory,
   expectOneWinnerPerFire,
+  LOST_END_RESOLUTION_MS,
   skipKindOf,
 } from '../helpers/fires.js';
 import {
@@ -206,6 +207,18 @@ describe('expectNoOverlapInHistory and expectCompleteFires', () => {
         [winner(T, 'a', T + 1, T + 1_200), winner(T + 1_000, 'b', T + 1_001, T + 1_500)],
         'x',
       ),
+    ).toThrow(/started before run/);
+    // A lost run's end is its runner's estimate: within the history's resolution, not an overlap;
+    // a done run's end, or a lost one's beyond it, is.
+    const lost = (end: number) => ({ ...winner(T, 'a', T + 1, end), status: 'lost' as const });
+    const next = winner(T + 1_000, 'b', T + 1_001, T + 1_500);
+    expectNoOverlapInHistory([lost(T + 1_001 + 11), next], 'lost, 11 ms');
+    expectNoOverlapInHistory([lost(T + 1_001 + LOST_END_RESOLUTION_MS), next], 'lost, at it');
+    expect(() =>
+      expectNoOverlapInHistory([lost(T + 1_001 + LOST_END_RESOLUTION_MS + 1), next], 'x'),
+    ).toThrow(/started before run/);
+    expect(() =>
+      expectNoOverlapInHistory([winner(T, 'a', T + 1, T + 1_001 + 11), next], 'x'),
     ).toThrow(/started before run/);
     const rows = [
       winner(T, 'a', T + 1, T + 9),
