@@ -20,9 +20,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import { migrateDatabase } from '../../src/store/migrate.js';
+import { describe, expect, it } from 'vitest';
 import {
   COUNT_SQL,
   LATEST_DONE_SQL,
@@ -30,46 +28,13 @@ import {
   SELECT_BATCH_SQL,
 } from '../../src/store/prune.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
-import { dbNow, plantRun } from '../helpers/db.js';
+import { plantAgedRuns, runIdsOf, type AgedRun } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 
 const fleet = useFleet('retention');
 const SECOND = 1;
 const HOUR = 3_600;
 const DAY = 86_400;
-
-beforeAll(async () => {
-  await migrateDatabase(parseDatabaseUrl(fleet.db.url));
-});
-
-interface Row {
-  namespace: string;
-  job: string;
-  status: string;
-  /** Age of the fire when the row is written, in seconds. */
-  age: number;
-}
-
-/**
- * Writes rows at their ages (by the database's clock; each row ended when its fire came); returns
- * their ids in order. Skips have no winner, missed rows 0.
- */
-async function insertRows(rows: Row[]): Promise<number[]> {
-  const now = (await dbNow(fleet.db)).getTime();
-  const ids: number[] = [];
-  for (const { age, ...r } of rows) {
-    ids.push(await plantRun(fleet.db, { ...r, scheduledAt: new Date(now - age * 1_000) }));
-  }
-  return ids;
-}
-
-async function idsOf(namespace: string): Promise<number[]> {
-  const rows = await fleet.db.query<{ id: number }>(
-    'SELECT id FROM baton_runs WHERE namespace = ? ORDER BY id',
-    [namespace],
-  );
-  return rows.map((r) => Number(r.id));
-}
 
 function prune(args: string[]) {
   return baton(['prune', '--database-url', fleet.db.url, ...args]);
@@ -90,7 +55,7 @@ const JOB_FILE = (namespace: string, extra = '') =>
 describe('baton prune --older-than', () => {
   it('deletes exactly the rows older than the bound, in batches; --dry-run counts them and deletes nothing', async () => {
     const ns = 'ret';
-    const gone: Row[] = [
+    const gone: AgedRun[] = [
       // Seven skips of `a` past the bound: three batches of at most three.
       ...[
         31 * DAY,
@@ -112,7 +77,7 @@ describe('baton prune --older-than', () => {
       { namespace: ns, job: 'b', status: 'done', age: 60 * DAY },
       { namespace: ns, job: 'b', status: 'skipped', age: 50 * DAY },
     ];
-    const kept: Row[] = [
+    const kept: AgedRun[] = [
       { namespace: ns, job: 'a', status: 'skipped', age: 29 * DAY + 23 * HOUR },
       { namespace: ns, job: 'a', status: 'skipped', age: DAY },
       { namespace: ns, job: 'a', status: 'failed', age: 29 * DAY + 23 * HOUR },
@@ -122,14 +87,14 @@ describe('baton prune --older-than', () => {
       { namespace: ns, job: 'b', status: 'running', age: 35 * DAY },
       { namespace: ns, job: 'b', status: 'done', age: 50 * DAY },
     ];
-    await insertRows(gone);
-    const keptIds = await insertRows(kept);
+    await plantAgedRuns(fleet.db, gone);
+    const keptIds = await plantAgedRuns(fleet.db, kept);
     // Another namespace on the same database is not this prune's business.
-    const otherIds = await insertRows([
+    const otherIds = await plantAgedRuns(fleet.db, [
       { namespace: 'ret-other', job: 'a', status: 'skipped', age: 40 * DAY },
     ]);
     const config = JOB_FILE(ns);
-    const all = await idsOf(ns);
+    const all = await runIdsOf(fleet.db, ns);
     const expected = { runs: 7, skips: 8, batches: 6 + 3 + 1 + 1 };
 
     const dry = await prune([
@@ -148,7 +113,7 @@ describe('baton prune --older-than', () => {
     expect(counted).toMatchObject({ namespace: ns, dryRun: true, ...expected });
     expect(counted.skipsBefore).toBe(counted.runsBefore);
     expectBound(counted.runsBefore as string, 30 * DAY);
-    expect(await idsOf(ns)).toEqual(all);
+    expect(await runIdsOf(fleet.db, ns)).toEqual(all);
 
     const real = await prune(['--config', config, '--older-than', '30d', '--batch-size', '3']);
     expect(real.stderr).toBe('');
@@ -159,8 +124,8 @@ describe('baton prune --older-than', () => {
       );
     expect(said, real.stdout).not.toBeNull();
     expectBound(said![1]!, 30 * DAY);
-    expect(await idsOf(ns)).toEqual([...keptIds].sort((x, y) => x - y));
-    expect(await idsOf('ret-other')).toEqual(otherIds);
+    expect(await runIdsOf(fleet.db, ns)).toEqual([...keptIds].sort((x, y) => x - y));
+    expect(await runIdsOf(fleet.db, 'ret-other')).toEqual(otherIds);
 
     // Nothing is left to delete.
     const again = await prune(['--config', config, '--older-than', '30d', '--dry-run']);
@@ -171,7 +136,7 @@ describe('baton prune --older-than', () => {
 
   it('honours retention: { runs, skips } of the schedules file, each at its own bound', async () => {
     const ns = 'ret2';
-    const [, skip6d, , failed60d, , done2d, running200d] = await insertRows([
+    const [, skip6d, , failed60d, , done2d, running200d] = await plantAgedRuns(fleet.db, [
       { namespace: ns, job: 'a', status: 'skipped', age: 8 * DAY },
       { namespace: ns, job: 'a', status: 'skipped', age: 6 * DAY },
       { namespace: ns, job: 'a', status: 'failed', age: 91 * DAY },
@@ -192,20 +157,20 @@ describe('baton prune --older-than', () => {
     expect(said, result.stdout).not.toBeNull();
     expectBound(said![1]!, 90 * DAY);
     expectBound(said![2]!, 7 * DAY);
-    expect(await idsOf(ns)).toEqual([skip6d, failed60d, done2d, running200d]);
+    expect(await runIdsOf(fleet.db, ns)).toEqual([skip6d, failed60d, done2d, running200d]);
 
     // The flags replace the file's retention: skips alone, runs kept.
     const skipsOnly = await prune(['--config', config, '--skips-older-than', '5d', '--dry-run']);
     expect(skipsOnly.stdout).toMatch(
       /^would delete 1 skip scheduled before \S+ in namespace "ret2" \(1 batch\); runs are kept\n$/,
     );
-    expect(await idsOf(ns)).toEqual([skip6d, failed60d, done2d, running200d]);
+    expect(await runIdsOf(fleet.db, ns)).toEqual([skip6d, failed60d, done2d, running200d]);
   });
 
   it('refuses bad input with a plain message and its exit code, and deletes nothing', async () => {
     const ns = 'ret3';
-    await insertRows([{ namespace: ns, job: 'a', status: 'skipped', age: 400 * DAY }]);
-    const before = await idsOf(ns);
+    await plantAgedRuns(fleet.db, [{ namespace: ns, job: 'a', status: 'skipped', age: 400 * DAY }]);
+    const before = await runIdsOf(fleet.db, ns);
     const config = JOB_FILE(ns);
     const cases: { args: string[]; code: number; message: RegExp }[] = [
       {
@@ -249,12 +214,13 @@ describe('baton prune --older-than', () => {
       `${forever}:6:1: retention: expected a duration, got "forever": write a number with a unit`,
     );
     expect(invalid.stderr).not.toMatch(/\n\s+at /);
-    expect(await idsOf(ns)).toEqual(before);
+    expect(await runIdsOf(fleet.db, ns)).toEqual(before);
   });
 
   it('reads through indexes only: no statement scans the table (EXPLAIN)', async () => {
     const ns = 'ret-explain';
-    await insertRows(
+    await plantAgedRuns(
+      fleet.db,
       Array.from({ length: 30 }, (_, i) => ({
         namespace: ns,
         job: `j${i % 3}`,
@@ -288,7 +254,9 @@ describe('baton prune --older-than', () => {
 
   it('needs DELETE: a user without it gets a clear database error, and no password is shown', async () => {
     const ns = 'ret4';
-    const [old] = await insertRows([{ namespace: ns, job: 'a', status: 'skipped', age: 40 * DAY }]);
+    const [old] = await plantAgedRuns(fleet.db, [
+      { namespace: ns, job: 'a', status: 'skipped', age: 40 * DAY },
+    ]);
     const user = `baton_t_${randomBytes(3).toString('hex')}`;
     const password = `pw-${randomBytes(8).toString('hex')}`;
     await fleet.db.query('CREATE USER ?@? IDENTIFIED BY ?', [user, '%', password]);
@@ -311,13 +279,13 @@ describe('baton prune --older-than', () => {
       expect(denied.code).toBe(69);
       expect(denied.stderr).toMatch(/^baton: database error: DELETE command denied/);
       expect(denied.stderr + denied.stdout).not.toContain(password);
-      expect(await idsOf(ns)).toEqual([old]);
+      expect(await runIdsOf(fleet.db, ns)).toEqual([old]);
 
       await fleet.db.query('GRANT DELETE ON ??.baton_runs TO ?@?', [fleet.db.name, user, '%']);
       const allowed = await baton(args);
       expect(allowed.stdout).toMatch(/^deleted 0 runs and 1 skip /);
       expect(allowed.code).toBe(0);
-      expect(await idsOf(ns)).toEqual([]);
+      expect(await runIdsOf(fleet.db, ns)).toEqual([]);
     } finally {
       await fleet.db.query('DROP USER IF EXISTS ?@?', [user, '%']);
     }

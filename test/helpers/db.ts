@@ -247,6 +247,37 @@ export async function plantRun(db: PlantTarget, run: PlantedRun): Promise<number
   return res.insertId;
 }
 
+/** A history row planted at an age: its fire `age` seconds before the database's now. */
+export interface AgedRun {
+  namespace: string;
+  job: string;
+  status: string;
+  /** Age of the fire when the row is written, in seconds. */
+  age: number;
+}
+
+/**
+ * Plants `rows` at their ages (by the database's clock; each row ended when its fire came);
+ * returns their ids in order. Skips have no winner, missed rows 0. The retention tests' history.
+ */
+export async function plantAgedRuns(db: TestDatabase, rows: readonly AgedRun[]): Promise<number[]> {
+  const now = (await dbNow(db)).getTime();
+  const ids: number[] = [];
+  for (const { age, ...r } of rows) {
+    ids.push(await plantRun(db, { ...r, scheduledAt: new Date(now - age * 1_000) }));
+  }
+  return ids;
+}
+
+/** The ids of a namespace's rows, oldest first. */
+export async function runIdsOf(db: TestDatabase, namespace: string): Promise<number[]> {
+  const rows = await db.query<{ id: number }>(
+    'SELECT id FROM baton_runs WHERE namespace = ? ORDER BY id',
+    [namespace],
+  );
+  return rows.map((r) => Number(r.id));
+}
+
 /** The fields a generated history usually sets, in this order, for `plantRunsFrom`. */
 export const GENERATED_RUN_FIELDS = [
   'namespace',

@@ -25,39 +25,13 @@ import { pruneLockName } from '../../src/lock-names.js';
 import { openPool } from '../../src/store/connect.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { writeSchedule, type LogLine } from '../helpers/cli.js';
-import { dbNow, plantRun } from '../helpers/db.js';
+import { plantAgedRuns, runIdsOf } from '../helpers/db.js';
 import { expectQuiet } from '../helpers/fleet.js';
 import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useInProcessFleet('retention_daemon');
 const DAY = 86_400;
-
-interface Row {
-  namespace: string;
-  job: string;
-  status: string;
-  /** Age of the fire when the row is written, in seconds. */
-  age: number;
-}
-
-/** Writes rows at their ages (by the database's clock); returns their ids in order. */
-async function insertRows(rows: Row[]): Promise<number[]> {
-  const now = (await dbNow(fleet.db)).getTime();
-  const ids: number[] = [];
-  for (const { age, ...r } of rows) {
-    ids.push(await plantRun(fleet.db, { ...r, scheduledAt: new Date(now - age * 1_000) }));
-  }
-  return ids;
-}
-
-async function idsOf(namespace: string): Promise<number[]> {
-  const rows = await fleet.db.query<{ id: number }>(
-    'SELECT id FROM baton_runs WHERE namespace = ? ORDER BY id',
-    [namespace],
-  );
-  return rows.map((r) => Number(r.id));
-}
 
 /** A pino logger whose lines the test reads. */
 function memoryLogger() {
@@ -82,7 +56,7 @@ describe('RetentionSchedule (the daemon side)', () => {
   it('prunes soon after start and again at every interval, one runner at a time under the prune lock', async () => {
     const ns = 'ret5';
     pool = new DeadlinePool(openPool(parseDatabaseUrl(fleet.db.url)), 10_000);
-    const [recent] = await insertRows([
+    const [recent] = await plantAgedRuns(fleet.db, [
       { namespace: ns, job: 'a', status: 'skipped', age: DAY },
       ...Array.from({ length: 4 }, (_, i) => ({
         namespace: ns,
@@ -112,7 +86,7 @@ describe('RetentionSchedule (the daemon side)', () => {
       await waitFor('a prune that yields to the lock holder', () =>
         lines.find((l) => l.msg === 'history not pruned: another runner is pruning it'),
       );
-      expect(await idsOf(ns)).toHaveLength(5);
+      expect(await runIdsOf(fleet.db, ns)).toHaveLength(5);
 
       // The holder is done: the next interval prunes, and gives the lock back.
       await other.query('DO RELEASE_LOCK(?)', [lockName]);
@@ -120,7 +94,7 @@ describe('RetentionSchedule (the daemon side)', () => {
         lines.find((l) => l.msg === 'history pruned' && l.skips === 4),
       );
       expect(pruned).toMatchObject({ runs: 0, skips: 4, batches: 1 });
-      expect(await idsOf(ns)).toEqual([recent]);
+      expect(await runIdsOf(fleet.db, ns)).toEqual([recent]);
       await waitFor('the prune lock to be free again', async () => {
         const [[free]] = await other.query<RowDataPacket[]>('SELECT IS_FREE_LOCK(?) AS free', [
           lockName,
@@ -175,7 +149,7 @@ describe('RetentionSchedule (the daemon side)', () => {
 describe('a running daemon with retention:', () => {
   it('prunes the history by itself soon after it starts, and by the new retention after a reload', async () => {
     const ns = 'ret-daemon';
-    const [recent, failed] = await insertRows([
+    const [recent, failed] = await plantAgedRuns(fleet.db, [
       { namespace: ns, job: 'a', status: 'skipped', age: DAY },
       { namespace: ns, job: 'a', status: 'failed', age: 31 * DAY },
       { namespace: ns, job: 'a', status: 'skipped', age: 31 * DAY },
@@ -194,7 +168,7 @@ describe('a running daemon with retention:', () => {
     });
     const first = await runner!.waitForLog('history pruned');
     expect(first).toMatchObject({ runs: 0, skips: 2, runsBefore: null });
-    expect(await idsOf(ns)).toEqual([recent, failed]);
+    expect(await runIdsOf(fleet.db, ns)).toEqual([recent, failed]);
 
     // The reloaded retention covers runs too, and applies soon (not an hour later). What
     // `baton start` does on SIGHUP (start.ts): the file read again, the runner reloaded.
@@ -208,7 +182,7 @@ describe('a running daemon with retention:', () => {
     expect(await loaded).toEqual({ jobs: ['a'] });
     const second = await runner!.waitForLog('history pruned', (l) => l.runs === 1);
     expect(second).toMatchObject({ runs: 1, skips: 0, skipsBefore: null });
-    expect(await idsOf(ns)).toEqual([recent]);
+    expect(await runIdsOf(fleet.db, ns)).toEqual([recent]);
     expect(runner!.lines.filter((l) => l.msg === 'history pruned')).toHaveLength(2);
 
     // A graceful stop (SIGTERM's), and nothing logged as an error.
