@@ -479,7 +479,25 @@ jobs:
 
     const rows = await rowsOf('queued');
     expect(rows.filter((r) => r.status === 'running')).toEqual([]);
-    expectOneWinnerPerFire(rows, 'queued', { noWinner: ['overlap'] });
+    // A fire that every runner gave up, each having waited in the queue until the next fire came,
+    // has no winner by the queue's own rule — whoever held the lock at that moment: the run still
+    // going (`overlap`) or, on a loaded machine, a runner between taking the lock and writing its
+    // row (seen in CI: "this fire is being claimed by q1"). The loop below checks that each waited
+    // the whole two seconds; every other fire is judged whole.
+    const gaveUp = new Set(
+      [...byFire(rows)]
+        .filter(([, fire]) =>
+          fire.every(
+            (r) => r.winner === null && /^waited in the queue until the next fire /.test(r.reason!),
+          ),
+        )
+        .map(([at]) => at),
+    );
+    expectOneWinnerPerFire(
+      rows.filter((r) => !gaveUp.has(r.scheduled_at.getTime())),
+      'queued',
+      { noWinner: ['overlap'] },
+    );
     const winners = winnersOf(rows);
     expectNoOverlapInHistory(rows, 'queued');
     for (const w of winners) expect(w.status, `run ${w.id}`).toBe('done');
