@@ -52,6 +52,8 @@ interface Stalled {
   others: RunnerProcess[];
   runId: number;
   jobPid: number;
+  /** When its job recorded its start (the machine's clock, ms). */
+  startedAt: number;
   sessionId: number;
 }
 
@@ -68,28 +70,39 @@ function journalStarts(journal: Journal): () => Start[] {
   return () => journal.attempts('long').map((a) => ({ ...a, at: a.start }));
 }
 
-/** Waits for the first run of `long` to start, and names its runner, job process and session. */
-async function firstRun(
+/**
+ * Waits for a run of `long` that is live now — its job's process there, its row `running` — and
+ * names its runner, job process and session. The latest start is taken, not the first: on a
+ * loaded machine a runner may lose its lock session before the test stalls it, and its first run
+ * with it; stalling a runner whose run is already gone would prove nothing.
+ */
+async function liveRun(
   db: TestDatabase,
   starts: () => Start[],
   runners: RunnerProcess[],
 ): Promise<Stalled> {
-  const attempt = await waitFor('the first run of long', () => starts()[0], {
-    timeoutMs: 20_000,
-    intervalMs: 20,
-  });
-  const [row] = await db.query<RunRow & { lock_connection_id: number }>(
-    'SELECT * FROM baton_runs WHERE id = ?',
-    [attempt.runId],
+  return waitFor(
+    'a live run of long',
+    async () => {
+      const attempt = starts().at(-1);
+      if (!attempt || processGone(attempt.pid)) return undefined;
+      const [row] = await db.query<RunRow & { lock_connection_id: number }>(
+        'SELECT * FROM baton_runs WHERE id = ?',
+        [attempt.runId],
+      );
+      if (row?.status !== 'running') return undefined;
+      const winner = runners.find((r) => r.host === attempt.host)!;
+      return {
+        winner,
+        others: runners.filter((r) => r !== winner),
+        runId: attempt.runId,
+        jobPid: attempt.pid,
+        startedAt: attempt.at,
+        sessionId: Number(row.lock_connection_id),
+      };
+    },
+    { timeoutMs: 20_000, intervalMs: 20 },
   );
-  const winner = runners.find((r) => r.host === attempt.host)!;
-  return {
-    winner,
-    others: runners.filter((r) => r !== winner),
-    runId: attempt.runId,
-    jobPid: attempt.pid,
-    sessionId: Number(row!.lock_connection_id),
-  };
 }
 
 /** Runners a, b and c on `databaseUrl` for `body`; after it, every one continued and killed. */
@@ -173,7 +186,7 @@ function expectWithinBound(
   expect(afterTaken, `${label}: job gone after the session was taken (ms)`).toBeLessThanOrEqual(
     BOUND_MS + SLACK_MS,
   );
-  const successor = starts().find((a) => a.runId !== s.runId);
+  const successor = starts().find((a) => a.runId !== s.runId && a.at >= s.startedAt);
   if (successor) {
     const overlapMs = Math.max(0, goneAt! - successor.at);
     console.log(`${label}: ran ${overlapMs} ms beside ${successor.host}'s run`);
@@ -207,14 +220,18 @@ describe('a stalled runner cannot keep its job running beside the next run', () 
     const starts = journalStarts(journal);
     try {
       await withRunners(config, db.url, async (runners) => {
-        const s = await firstRun(db, starts, runners);
+        const s = await liveRun(db, starts, runners);
         const { stoppedAt, takenAt } = await stallAndTake(s, () =>
           db.query('KILL ?', [s.sessionId]),
         );
         const goneAt = await watchTheStall(s, stoppedAt);
         expectWithinBound(starts, s, takenAt, goneAt, 'stall + KILL');
-        // The lock was free: another runner ran a fire during the stall.
-        expect(starts().some((a) => a.host !== s.winner.host)).toBe(true);
+        // The lock was free: another runner ran a later fire.
+        await waitFor(
+          'another runner to run a later fire of long',
+          () => starts().some((a) => a.host !== s.winner.host && a.at > s.startedAt),
+          { timeoutMs: 20_000, intervalMs: 100 },
+        );
         await expectRecovered(db, s, 'stall + KILL');
       });
     } finally {
@@ -229,7 +246,7 @@ describe('a stalled runner cannot keep its job running beside the next run', () 
     const starts = journalStarts(journal);
     try {
       await withRunners(config, db.url, async (runners) => {
-        const s = await firstRun(db, starts, runners);
+        const s = await liveRun(db, starts, runners);
         // A crash and restart of the server: every session, and every lock, is gone at once.
         const { stoppedAt, takenAt } = await stallAndTake(s, () => server.kill());
         await server.start();
@@ -280,7 +297,7 @@ jobs:
         : [];
     try {
       await withRunners(config, db.url, async (runners) => {
-        const s = await firstRun(db, starts, runners);
+        const s = await liveRun(db, starts, runners);
         const { stoppedAt, takenAt } = await stallAndTake(s, () =>
           db.query('KILL ?', [s.sessionId]),
         );
