@@ -1,53 +1,10 @@
 #!/usr/bin/env node
 /**
- * The `baton` command line: a yargs root and one file per command under ./commands. Handlers are
- * thin: they resolve options, call typed functions, and return an exit code (see ../exit-codes.ts).
+ * The `baton` executable: the command line of ./program.ts on this process's arguments.
  */
-import yargs, { type Argv, type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode } from '../exit-codes.js';
-import { version } from '../version.js';
-import { failUsage, noteOptions } from './usage.js';
-
-/** The commands a name on the command line loads: its module, and what it registers. */
-type CommandLoader = () => Promise<CommandModule<object, any>[]>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/**
- * The commands by the name they are invoked with, in the order --help lists them. Each module is
- * imported only when it is wanted: `baton status` loads the status command and what it imports,
- * not the other commands' modules (the SMTP client, the backfill's planner, the terminal views of
- * history), which for a short command were half its start — some 0.35 s of CPU of every
- * invocation (bench/README.md, "The command line's start") — and for `baton start`, a daemon
- * that lives for months, memory it would carry for nothing. Any other invocation (help, --version,
- * completion, a mistyped command, an option before the command) loads them all.
- */
-const COMMANDS: Record<string, CommandLoader> = {
-  start: async () => [(await import('./commands/start.js')).startCommand],
-  run: async () => [(await import('./commands/run.js')).runCommand],
-  backfill: async () => [(await import('./commands/backfill.js')).backfillCommand],
-  status: async () => [(await import('./commands/status.js')).statusCommand],
-  history: async () => [(await import('./commands/history.js')).historyCommand],
-  explain: async () => [(await import('./commands/explain.js')).explainCommand],
-  show: async () => [(await import('./commands/show.js')).showCommand],
-  logs: async () => [(await import('./commands/logs.js')).logsCommand],
-  list: async () => [(await import('./commands/list.js')).listCommand],
-  pause: async () => [(await import('./commands/pause.js')).pauseCommand],
-  resume: async () => [(await import('./commands/pause.js')).resumeCommand],
-  kill: async () => [(await import('./commands/kill.js')).killCommand],
-  audit: async () => [(await import('./commands/audit.js')).auditCommand],
-  validate: async () => [(await import('./commands/validate.js')).validateCommand],
-  migrate: async () => [(await import('./commands/migrate.js')).migrateCommand],
-  prune: async () => [(await import('./commands/prune.js')).pruneCommand],
-  notifications: async () => [(await import('./commands/notifications.js')).notificationsCommand],
-  notify: async () => [(await import('./commands/notifications.js')).notifyCommand],
-};
-
-async function withCommands(cli: Argv): Promise<Argv> {
-  const named = Object.hasOwn(COMMANDS, process.argv[2] ?? '') ? process.argv[2]! : null;
-  const loaders = named ? [COMMANDS[named]!] : Object.values(COMMANDS);
-  const commands = (await Promise.all(loaders.map((load) => load()))).flat();
-  return commands.reduce((withCommand, command) => withCommand.command(command), cli);
-}
+import { runCli } from './program.js';
 
 // `baton history | head` closes stdout early: that is the reader's choice, not an error (a
 // command that must go on after it, like `baton run`, handles this itself).
@@ -57,34 +14,6 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (process.stdout.listenerCount('error') === 1) process.exit(process.exitCode ?? ExitCode.Ok);
 });
 
-// A Tab in the shell: the words typed so far follow --get-yargs-completions.
-const completionAt = process.argv.indexOf('--get-yargs-completions');
-const completionWords = process.argv.slice(completionAt + 1);
-const completing = completionAt >= 0 ? await import('./completion.js') : null;
-
-const cli = await withCommands(
-  yargs(hideBin(process.argv))
-    .scriptName('baton')
-    .usage(
-      '$0 <command> [options]\n\nDistributed cron: every server runs the same schedule, each fire runs once.',
-    ),
-);
-await cli
-  // `baton completion >> ~/.bashrc` (or ~/.zshrc): commands, options, job names and run ids
-  // complete on Tab (./completion.ts).
-  .completion(
-    'completion',
-    'Print a shell completion script for bash or zsh',
-    completing ? completing.completer(await completing.candidates(completionWords)) : undefined,
-  )
-  .demandCommand(1, 'name a command (see --help)')
-  // Unknown commands and options are refused (64), with the closest known name (usage.ts).
-  .strict()
-  .recommendCommands()
-  .middleware(noteOptions, true)
-  .version(version)
-  .help()
-  .alias('h', 'help')
-  .wrap(Math.min(110, process.stdout.columns || 100))
-  .fail(failUsage(hideBin(process.argv)))
-  .parseAsync();
+// A usage mistake ends the process at once, as yargs' own --help and --version do.
+const usageExit = await runCli(hideBin(process.argv));
+if (usageExit != null) process.exit(usageExit);

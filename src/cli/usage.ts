@@ -8,7 +8,6 @@
  * before yargs' validation, so that the failure handler can suggest one of them.
  */
 import type { Arguments, Argv } from 'yargs';
-import { hideBin } from 'yargs/helpers';
 import { UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { closest } from '../text.js';
@@ -20,8 +19,32 @@ interface DeclaredOptions {
   array: string[];
 }
 
+/**
+ * A usage mistake's end of the invocation, with its exit code: `main.ts` exits with it, and a
+ * test calling `runCli` gets it back (program.ts).
+ */
+export class CliExit extends Error {
+  constructor(readonly exitCode: number) {
+    super(`exit ${exitCode}`);
+    this.name = 'CliExit';
+  }
+}
+
+/** The words after `baton` of the invocation being parsed (program.ts sets them). */
+let invocation: readonly string[] = [];
 /** The command yargs matched and its option names, once `noteOptions` has run. */
 let matched: { command: string; options: readonly string[] } | null = null;
+
+/** Starts an invocation: its words, and nothing noted yet. */
+export function setInvocation(argv: readonly string[]): void {
+  invocation = argv;
+  matched = null;
+}
+
+/** The words after `baton` of the invocation being parsed. */
+export function invocationArgv(): readonly string[] {
+  return invocation;
+}
 
 const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
@@ -46,7 +69,7 @@ export function noteOptions(argv: Arguments, y?: Argv): void {
       exitUsage(
         `--${name} was given ${value.length} times; it takes one value ` +
           '(only the options whose --help says "repeat" may be repeated)',
-        hideBin(process.argv),
+        invocation,
       );
     }
   }
@@ -83,12 +106,12 @@ export function usageMessage(message: string, argv: readonly string[]): string {
     .join('\n');
 }
 
-/** Reports a usage error (exit 64) as text with a pointer to --help, or as JSON; exits. */
+/** Reports a usage error (exit 64) as text with a pointer to --help, or as JSON; ends. */
 function exitUsage(text: string, argv: readonly string[]): never {
   const json = wantsJson(argv);
   const help = `Run "baton ${matched != null ? `${matched.command} ` : ''}--help" for usage.`;
   const report = { exitCode: ExitCode.Usage, code: 'USAGE', message: text };
-  process.exit(writeError(json ? report : { ...report, message: `${text}\n${help}` }, json));
+  throw new CliExit(writeError(json ? report : { ...report, message: `${text}\n${help}` }, json));
 }
 
 /**

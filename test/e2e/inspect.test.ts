@@ -20,6 +20,7 @@ import {
   fireWithRows,
   inspectCli,
   json,
+  untilPast,
   type ExplainJson,
 } from '../helpers/inspect.js';
 import { waitFor } from '../helpers/wait.js';
@@ -80,6 +81,7 @@ jobs:
     const latestBefore = await dbNow(fleet.db);
     // An instant with no rows at all: nobody attempted it; the runners there are listed.
     const between = new Date(fire2.getTime() + 500);
+    await untilPast(fleet.db, between);
     const [j2Result, text2, j3Result, j4Result] = await Promise.all([
       cli(config, 'explain', 'tick', fire2.toISOString(), '--json'),
       cli(config, 'explain', 'tick', fire2.toISOString()),

@@ -23,7 +23,7 @@ export interface CliResult {
  * Environment for baton children: no BATON_* from the developer's shell leaks into a test, nor
  * npm's own `npm_*` settings (`npm test` sets them), which would steer an npm run by a test.
  */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith('BATON_') && !/^npm_/i.test(k)) env[k] = v;

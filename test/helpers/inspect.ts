@@ -5,8 +5,9 @@
  * JSON, and the rows of a job's fires.
  */
 import { expect } from 'vitest';
-import { baton, type CliResult } from './cli.js';
-import { byFire, runs, type RunRow, type TestDatabase } from './db.js';
+import type { CliResult } from './cli.js';
+import { baton } from './cli-in-process.js';
+import { byFire, dbNow, runs, type RunRow, type TestDatabase } from './db.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -80,4 +81,14 @@ export interface ListJson {
     paused: boolean | null;
     pause: { pausedBy: string; pausedAt: string; reason: string | null } | null;
   }[];
+}
+
+/**
+ * Waits until `at` is past by the database's clock: an instant a test asks about as past (an
+ * instant between fires) would otherwise be a fire to come when the command is quick.
+ */
+export async function untilPast(db: TestDatabase, at: Date): Promise<void> {
+  await waitFor(`${at.toISOString()} to be past`, async () => (await dbNow(db)) > at, {
+    intervalMs: 50,
+  });
 }

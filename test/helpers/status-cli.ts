@@ -3,7 +3,7 @@
  * exit code are what is judged), its JSON report, and the lookups the tests make in it.
  */
 import { expect } from 'vitest';
-import { baton } from './cli.js';
+import { baton } from './cli-in-process.js';
 import type { TestDatabase } from './db.js';
 
 export interface StatusJson {

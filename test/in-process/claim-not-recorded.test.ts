@@ -9,7 +9,8 @@
  */
 import mysql from 'mysql2/promise';
 import { afterEach, describe, expect, it } from 'vitest';
-import { baton, writeSchedule, type LogLine } from '../helpers/cli.js';
+import { writeSchedule, type LogLine } from '../helpers/cli.js';
+import { baton } from '../helpers/cli-in-process.js';
 import { allRuns } from '../helpers/db.js';
 import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 import { waitFor } from '../helpers/wait.js';

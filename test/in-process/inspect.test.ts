@@ -19,7 +19,8 @@
  * `--gone-after`) is in e2e/inspect.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
+import { writeSchedule, type CliResult } from '../helpers/cli.js';
+import { baton } from '../helpers/cli-in-process.js';
 import { createTestDatabase, dbNow, runs, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet } from '../helpers/fleet.js';
@@ -29,6 +30,7 @@ import {
   firesBetween as firesBetweenIn,
   inspectCli,
   json,
+  untilPast,
   type ExplainJson,
   type ListJson,
 } from '../helpers/inspect.js';
@@ -330,6 +332,7 @@ jobs:
 
     // Every question about this fleet, side by side (each command only reads).
     const between = new Date(fire1.getTime() + 500);
+    await untilPast(fleet.db, between);
     const future = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
     const badTimes = ['yesterday', '2026-13-01T00:00:00Z', '12:00'];
     const [j1Result, text, j4Result, j5Result, never, unknown, badGoneAfter, ...bad] =

@@ -21,7 +21,8 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { baton, writeSchedule, type CliResult } from '../helpers/cli.js';
+import { writeSchedule, type CliResult } from '../helpers/cli.js';
+import { baton } from '../helpers/cli-in-process.js';
 import { createTestDatabase, plantRun, type RunRow } from '../helpers/db.js';
 import { expectQuiet } from '../helpers/fleet.js';
 import { useInProcessFleet, type InProcessRunner } from '../helpers/in-process-fleet.js';

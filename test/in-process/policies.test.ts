@@ -24,7 +24,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { jobLockName } from '../../src/lock-names.js';
-import { baton, writeSchedule } from '../helpers/cli.js';
+import { writeSchedule } from '../helpers/cli.js';
+import { baton } from '../helpers/cli-in-process.js';
 import { byFire, dbNow, lockIsFree, runs, type RunRow } from '../helpers/db.js';
 import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet } from '../helpers/fleet.js';

@@ -19,7 +19,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { SkipKind } from '../../src/run-status.js';
-import { baton, writeSchedule } from '../helpers/cli.js';
+import { writeSchedule } from '../helpers/cli.js';
+import { baton } from '../helpers/cli-in-process.js';
 import { byFire, dbNow, runs, type RunRow } from '../helpers/db.js';
 import { expectCompleteFires, expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet } from '../helpers/fleet.js';

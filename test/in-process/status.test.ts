@@ -59,7 +59,8 @@ import {
   LAST_SUCCESS_SQL,
   LATEST_FAILURE_SQL,
 } from '../../src/store/fleet-reads.js';
-import { baton, writeSchedule } from '../helpers/cli.js';
+import { writeSchedule } from '../helpers/cli.js';
+import { baton } from '../helpers/cli-in-process.js';
 import { GENERATED_RUN_FIELDS, plantRunsFrom } from '../helpers/db.js';
 import { expectQuiet } from '../helpers/fleet.js';
 import { useInProcessFleet, type InProcessRunner } from '../helpers/in-process-fleet.js';

@@ -50,8 +50,7 @@ import {
   resolveNamespaceSource,
   type ResolvedNamespace,
 } from '../config-options.js';
-import { hideBin } from 'yargs/helpers';
-import { usageMessage } from '../usage.js';
+import { CliExit, invocationArgv, usageMessage } from '../usage.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 
 interface StatusArgs extends CommonArgs {
@@ -123,9 +122,9 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
       // A check's bad usage is UNKNOWN too: a monitor reads 64 differently on each system.
       .fail((message, err) => {
         if (err) throw err;
-        const text = usageMessage(message, hideBin(process.argv));
+        const text = usageMessage(message, invocationArgv());
         process.stdout.write(`UNKNOWN: ${text} (see baton status --help)\n`);
-        process.exit(CheckExitCode.Unknown);
+        throw new CliExit(CheckExitCode.Unknown);
       }) as never,
   handler: action(async (args: StatusArgs) => {
     try {
