@@ -149,12 +149,14 @@ export function parseOracle(text: string): Expression {
 
 /** UTC offsets by zone and UTC minute, from Intl (one formatter per zone). */
 const formatters = new Map<string, Intl.DateTimeFormat>();
-const offsets = new Map<string, number>();
+/** Intl's answers, per zone by the minute's number. */
+const answers = new Map<string, Map<number, number>>();
 
-function offsetAt(zone: string, minuteMs: number): number {
-  const key = `${zone} ${minuteMs}`;
-  const known = offsets.get(key);
-  if (known != null) return known;
+function intlOffset(zone: string, minuteMs: number): number {
+  let known = answers.get(zone);
+  if (!known) answers.set(zone, (known = new Map()));
+  const offset = known.get(minuteMs);
+  if (offset != null) return offset;
   let format = formatters.get(zone);
   if (!format) {
     format = new Intl.DateTimeFormat('en-US', {
@@ -170,8 +172,22 @@ function offsetAt(zone: string, minuteMs: number): number {
   }
   const p = Object.fromEntries(format.formatToParts(minuteMs).map((x) => [x.type, x.value]));
   const wall = Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!);
-  offsets.set(key, wall - minuteMs);
+  known.set(minuteMs, wall - minuteMs);
   return wall - minuteMs;
+}
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * The zone's UTC offset at a UTC minute. Intl is asked at the hours around it, and at the minute
+ * itself only when those differ: an offset changes at most once within an hour in any zone
+ * (tzdata's changes are months apart), so an hour that starts and ends at one offset has it
+ * throughout. Asking Intl at every minute of the four-month walks was most of this file's time.
+ */
+function offsetAt(zone: string, minuteMs: number): number {
+  const hour = Math.floor(minuteMs / HOUR_MS) * HOUR_MS;
+  const atHour = intlOffset(zone, hour);
+  return atHour === intlOffset(zone, hour + HOUR_MS) ? atHour : intlOffset(zone, minuteMs);
 }
 
 /** The wall clock at a real instant, as milliseconds of a UTC date with the same fields. */
