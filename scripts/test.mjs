@@ -19,12 +19,12 @@ import os from 'node:os';
 
 const CHECK_PRIORITY = 10;
 
-const checks = [
-  { name: 'type check', command: 'npx', args: ['tsc', '-p', 'tsconfig.json', '--noEmit'] },
-  { name: 'eslint', command: 'npx', args: ['eslint', '.'] },
-  { name: 'prettier', command: 'npx', args: ['prettier', '--check', '.'] },
-  { name: 'import layers', command: 'node', args: ['scripts/check-import-cycles.mjs'] },
-];
+/** The checks are package.json's scripts (`typecheck`, `lint:*`), so they cannot drift apart. */
+const checks = ['typecheck', 'lint:eslint', 'lint:format', 'lint:layers'].map((script) => ({
+  name: script,
+  command: 'npm',
+  args: ['run', '--silent', script],
+}));
 
 /** Runs `command` with its output held; resolves with its exit code and that output. */
 function held({ name, command, args }) {
@@ -45,7 +45,7 @@ function held({ name, command, args }) {
 
 function suite(args) {
   return new Promise((resolve) => {
-    const child = spawn('npx', ['vitest', 'run', ...args], { stdio: 'inherit' });
+    const child = spawn('npx', ['--no-install', 'vitest', 'run', ...args], { stdio: 'inherit' });
     child.on('error', () => resolve(1));
     child.on('close', (code) => resolve(code ?? 1));
   });

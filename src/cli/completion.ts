@@ -1,6 +1,6 @@
 /**
  * Shell completion (`baton completion >> ~/.bashrc`): yargs completes the commands and options;
- * here the values only baton knows. Loaded on a Tab only (main.ts): a runner does not carry the
+ * here the values only baton knows. Loaded on a Tab only (program.ts): a runner does not carry the
  * YAML parser for it. Job names come from the schedules file (`--config`,
  * BATON_CONFIG, ./schedules.yaml), read as plain YAML — no database, no validation, so that Tab
  * answers at once and still works on a file being edited. Run ids (`baton show`) come from the

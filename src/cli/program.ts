@@ -51,12 +51,24 @@ async function withCommands(cli: Argv, argv: readonly string[]): Promise<Argv> {
   return commands.reduce((withCommand, command) => withCommand.command(command), cli);
 }
 
+export interface RunCliOptions {
+  /**
+   * Whether yargs may end the process itself, after printing --help or --version (the
+   * executable: yes; a caller in a process that must live on: no).
+   */
+  exitProcess?: boolean;
+}
+
 /**
  * Runs `baton <argv…>`. Resolves with the exit code of a usage mistake (64, or a check's 3),
  * which the caller must exit with; otherwise with null, the command having set
- * `process.exitCode` (./action.ts).
+ * `process.exitCode` (./action.ts). Not reentrant: an invocation's words and what yargs matched
+ * are the usage module's while it runs, so callers run one at a time.
  */
-export async function runCli(argv: readonly string[]): Promise<number | null> {
+export async function runCli(
+  argv: readonly string[],
+  { exitProcess = true }: RunCliOptions = {},
+): Promise<number | null> {
   setInvocation(argv);
   // A Tab in the shell: the words typed so far follow --get-yargs-completions.
   const completionAt = argv.indexOf('--get-yargs-completions');
@@ -80,6 +92,7 @@ export async function runCli(argv: readonly string[]): Promise<number | null> {
           ? completing.completer(await completing.candidates(argv.slice(completionAt + 1)))
           : undefined,
       )
+      .exitProcess(exitProcess)
       .demandCommand(1, 'name a command (see --help)')
       // Unknown commands and options are refused (64), with the closest known name (usage.ts).
       .strict()

@@ -1,5 +1,5 @@
 /**
- * What one `baton` invocation loads (src/cli/main.ts): a command names its own module only — not
+ * What one `baton` invocation loads (src/cli/program.ts): a command names its own module only — not
  * the other commands', and not the SMTP client, which is imported by the first mail — while help,
  * --version and anything that is not a command name load every command. Each name loads the
  * command of that name (its help is that command's). A runner (`baton start`, running fires)

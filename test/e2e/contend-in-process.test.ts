@@ -134,8 +134,9 @@ async function expectHistory(job: string, winners: Map<number, string>): Promise
         // This test leaves every winner's row `running`. A loser that looked the holder up while
         // the winner was still inserting this fire's row finds the winner's row of an earlier
         // fire under the same lock session, and names it: a fire the same host won.
-        const earlier = /\(fire (\S+), started /.exec(skip.reason!)?.[1];
-        expect(winners.get(Date.parse(earlier ?? '')), `${where}: ${skip.reason}`).toBe(host);
+        const earlier = Date.parse(/\(fire (\S+), started /.exec(skip.reason!)?.[1] ?? '');
+        expect(earlier, `${where}: ${skip.reason}`).toBeLessThan(at);
+        expect(winners.get(earlier), `${where}: ${skip.reason}`).toBe(host);
       }
     }
     // The late one held the lock (the winner had released it): only the fire key refused it.

@@ -155,6 +155,7 @@ describe('the daemon', () => {
         // skip then names that run's host, verbatim too.
         const earlier = EARLIER_RUN.exec(s.reason!);
         if (earlier) {
+          expect(Date.parse(earlier[1]!), `${label}: ${s.reason}`).toBeLessThan(at);
           const previous = quotes.find(
             (r) => r.winner === 1 && r.scheduled_at.toISOString() === earlier[1],
           );

@@ -1,8 +1,9 @@
 /**
  * The npm package as a user gets it: `npm pack`, then the tarball installed into fresh projects,
  * an ES module one with a CommonJS folder (npm's default type; its own package.json), with
- * TypeScript `module: node16`, and a bare one without tsx. In each the installed `baton` runs, the SDK's types check, and a `.ts`
- * module job runs against MariaDB — or, without tsx, is refused with what to install.
+ * TypeScript `module: node16`, and a bare one without tsx. In each the installed `baton` runs,
+ * the SDK's types check, and a `.ts` module job runs against MariaDB — or, without tsx, is
+ * refused with what to install.
  *
  * A runner installed from it keeps warm hosts for an every-second `.ts` job, which warm tsx up
  * with the files the package ships (tsx-warm-up/), read from node_modules.

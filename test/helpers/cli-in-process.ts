@@ -10,24 +10,51 @@
  * share the process's streams, environment and exit code.
  *
  * What needs a process stays one (`baton` of cli.ts): the commands that run jobs or a runner
- * (`run`, `backfill`, `start`, with their signal handlers and child processes), a working
- * directory of its own, and --help/--version (yargs prints those with console.log and exits).
+ * (`run`, `backfill`, `start`, with their signal handlers and child processes), `--watch` (it
+ * runs until a signal), a working directory of its own, --help/--version and a `help` word
+ * (yargs prints those with console.log), and an environment that sets TZ (Node reads it once).
+ *
+ * While a command runs, `process.env` is its environment for the whole test process: a job an
+ * in-process runner starts meanwhile inherits it too (the test's SUDO_USER, say). Harmless for
+ * the tests here, which pass no BATON_* to a command; keep it so.
  */
 import { runCli } from '../../src/cli/program.js';
 import { baton as batonProcess, cleanEnv, type CliResult, type CommandOptions } from './cli.js';
 
-const NEEDS_A_PROCESS = new Set(['run', 'backfill', 'start', 'completion']);
+const NEEDS_A_PROCESS = new Set(['run', 'backfill', 'start', 'completion', 'help']);
+const PROCESS_OPTIONS = ['--help', '-h', '--version', '--watch', '--get-yargs-completions'];
 
 let queue: Promise<unknown> = Promise.resolve();
 
+function needsAProcess(args: readonly string[], options: CommandOptions): boolean {
+  const command = args.find((a) => !a.startsWith('-')) ?? '';
+  return (
+    NEEDS_A_PROCESS.has(command) ||
+    args.includes('help') ||
+    args.some((a) => PROCESS_OPTIONS.includes(a) || a.startsWith('--watch=')) ||
+    options.cwd != null ||
+    options.env?.TZ != null
+  );
+}
+
 /** `baton args…` in this process where it can be, else as a process (see above). */
 export function baton(args: string[], options: CommandOptions = {}): Promise<CliResult> {
-  const inProcess =
-    !NEEDS_A_PROCESS.has(args[0] ?? '') &&
-    options.cwd == null &&
-    !args.some((a) => ['--help', '-h', '--version', '--get-yargs-completions'].includes(a));
-  if (!inProcess) return batonProcess(args, options);
-  const run = queue.then(() => invoke(args, options.env ?? {}));
+  if (needsAProcess(args, options)) return batonProcess(args, options);
+  const { env = {}, timeoutMs = 30_000 } = options;
+  // A command that never ends fails its test after timeoutMs, as a process would be killed; the
+  // commands after it in this file then run (the hung one cannot be stopped, only left).
+  const run = queue.then(() =>
+    Promise.race([
+      invoke(args, env),
+      new Promise<never>((_, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`baton ${args.join(' ')} did not end within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        timer.unref();
+      }),
+    ]),
+  );
   queue = run.catch(() => {});
   return run;
 }
@@ -52,7 +79,7 @@ async function invoke(args: string[], extraEnv: Record<string, string>): Promise
   process.stdout.write = capture((t) => (stdout += t));
   process.stderr.write = capture((t) => (stderr += t));
   try {
-    const usageExit = await runCli(args);
+    const usageExit = await runCli(args, { exitProcess: false });
     const code = usageExit ?? Number(process.exitCode ?? 0);
     return { code, stdout, stderr };
   } finally {

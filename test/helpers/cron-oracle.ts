@@ -147,9 +147,9 @@ export function parseOracle(text: string): Expression {
   };
 }
 
-/** UTC offsets by zone and UTC minute, from Intl (one formatter per zone). */
+/** One Intl formatter per zone. */
 const formatters = new Map<string, Intl.DateTimeFormat>();
-/** Intl's answers, per zone by the minute's number. */
+/** Intl's answers: UTC offsets per zone, by the UTC minute's number. */
 const answers = new Map<string, Map<number, number>>();
 
 function intlOffset(zone: string, minuteMs: number): number {

@@ -1,6 +1,7 @@
 /**
- * `baton status` as the tests of both tiers read it: the command run as a process (its output and
- * exit code are what is judged), its JSON report, and the lookups the tests make in it.
+ * `baton status` as the tests of both tiers read it: the command run in the test process
+ * (cli-in-process.ts; its output and exit code are what is judged), its JSON report, and the
+ * lookups the tests make in it.
  */
 import { expect } from 'vitest';
 import { baton } from './cli-in-process.js';

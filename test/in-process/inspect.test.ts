@@ -330,7 +330,7 @@ jobs:
     const [fire1, rows1] = await fireWithRows('tick', await dbNow(fleet.db), 3);
     const winner1 = rows1.find((r) => r.winner === 1)!;
 
-    // Every question about this fleet, side by side (each command only reads).
+    // Every question about this fleet (each command only reads).
     const between = new Date(fire1.getTime() + 500);
     await untilPast(fleet.db, between);
     const future = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);

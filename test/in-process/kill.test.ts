@@ -1,7 +1,7 @@
 /**
  * `baton kill` (issue 20), with the runners in the test process (in-process-fleet.ts; the jobs
- * are real processes, each in its own process group) and the CLI under test as processes: what is
- * judged is `baton kill/audit/show/history/explain`'s output and exit codes, the rows, and the
+ * are real processes, each in its own process group) and the CLI under test in the test process
+ * too (cli-in-process.ts; `baton run` as a process): what is judged is `baton kill/audit/show/history/explain`'s output and exit codes, the rows, and the
  * jobs' process groups (/proc).
  * - A run on one runner of a two-runner fleet, killed from another host name: the job's process
  *   group is gone within 3 s of the request (SIGTERM at once, not the SIGKILL after the 10 s

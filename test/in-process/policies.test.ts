@@ -27,7 +27,7 @@ import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { baton } from '../helpers/cli-in-process.js';
 import { byFire, dbNow, lockIsFree, runs, type RunRow } from '../helpers/db.js';
-import { expectNoOverlapInHistory, expectOneWinnerPerFire } from '../helpers/fires.js';
+import { expectNoOverlapInHistory, expectOneWinnerPerFire, skipKindOf } from '../helpers/fires.js';
 import { expectQuiet } from '../helpers/fleet.js';
 import {
   expectHistoryMatchesJournal,
@@ -447,6 +447,15 @@ jobs:
     // with every process's CPU recorded), and the fire is then skipped by all — allowed only
     // with its evidence, an earlier run that ended about the fire's instant (helpers/fires.ts).
     expectOneWinnerPerFire(serial, 'serial', { noWinner: ['overlap', 'lock-being-released'] });
+    // …once at most: without the passing wait (issue 15's fix undone) every run ending at an
+    // instant would leave that fire to nobody.
+    const passedOver = [...byFire(serial).values()].filter((fire) =>
+      fire.every((r) => r.winner === null && skipKindOf(r.reason ?? '') === 'claiming'),
+    );
+    expect(
+      passedOver.length,
+      'fires every runner skipped for a lock on its way back',
+    ).toBeLessThanOrEqual(1);
     expectNoOverlapInHistory(serial, 'serial');
     const skips = serial.filter((r) => r.winner === null);
     expect(skips.some((s) => /^an earlier run is still running on a[12] /.test(s.reason!))).toBe(

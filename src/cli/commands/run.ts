@@ -26,6 +26,7 @@ import { parseFireTime } from '../../instants.js';
 import { resolveConfig } from '../config-options.js';
 import { assertPastFire } from '../past-fires.js';
 import { describeRun, planRerun } from '../rerun-plan.js';
+import { invocationArgv } from '../usage.js';
 import {
   argsAfterDashes,
   checkParamsSize,
@@ -98,7 +99,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
     if (args.again && args.fire == null) throw new UsageError('--again needs --fire <instant>');
     const reason = checkedReason(args.reason);
     // Checked here for a library replica's job too (cli/fleet-run.ts): nothing is written yet.
-    checkParamsSize(parseEnvPairs(args.env ?? []), argsAfterDashes(process.argv));
+    checkParamsSize(parseEnvPairs(args.env ?? []), argsAfterDashes(invocationArgv()));
     // A job of no schedules file here may be a library-mode replica's (cli/fleet-run.ts).
     const file = existsSync(configPath(args)) ? resolveConfig(args) : null;
     if (!file?.jobs.some((j) => j.name === args.job) && args.fire == null) {
@@ -110,14 +111,14 @@ export const runCommand: CommandModule<object, RunArgs> = {
         json: args.json,
         ...(reason != null ? { reason } : {}),
         env: parseEnvPairs(args.env ?? []),
-        args: argsAfterDashes(process.argv),
+        args: argsAfterDashes(invocationArgv()),
         wait: args.wait,
       });
       if (code != null) return code;
     }
     const config = file ?? resolveConfig(args);
     const job = findJob(config, args.job);
-    const params = parseParams(job, args.env ?? [], argsAfterDashes(process.argv));
+    const params = parseParams(job, args.env ?? [], argsAfterDashes(invocationArgv()));
     const given = args.fire != null ? parseFireTime(args.fire) : null;
     const target = resolveDatabase(args);
     const host = resolveHost(args);
