@@ -152,7 +152,8 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 /** Intl's answers: UTC offsets per zone, by the UTC minute's number. */
 const answers = new Map<string, Map<number, number>>();
 
-function intlOffset(zone: string, minuteMs: number): number {
+/** The zone's UTC offset at a UTC minute, as Intl gives it (remembered). */
+export function intlOffset(zone: string, minuteMs: number): number {
   let known = answers.get(zone);
   if (!known) answers.set(zone, (known = new Map()));
   const offset = known.get(minuteMs);

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseSchedule } from '../../src/schedule/cron.js';
-import { oracleFires } from '../helpers/cron-oracle.js';
+import { intlOffset, oracleFires } from '../helpers/cron-oracle.js';
 
 const HOUR = 3_600_000;
 
@@ -60,20 +60,7 @@ const ZONES = [
 
 /** The hours of 2027 at which the zone's offset changes (a quiet day for zones without). */
 function transitions(zone: string): number[] {
-  // One formatter for the year's 8,760 hours: building one per hour was most of this file's time.
-  const format = new Intl.DateTimeFormat('en-US', {
-    timeZone: zone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: 'numeric',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: 'numeric',
-  });
-  const offset = (at: number) => {
-    const p = Object.fromEntries(format.formatToParts(at).map((x) => [x.type, x.value]));
-    return Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!) - at;
-  };
+  const offset = (at: number) => intlOffset(zone, at);
   const found: number[] = [];
   const start = Date.UTC(2027, 0, 1);
   let previous = offset(start);
