@@ -169,6 +169,30 @@ describe('expectOneWinnerPerFire', () => {
     ).toThrow();
   });
 
+  it('accepts a lock held by a runner still claiming an earlier fire it then ran', () => {
+    // e2e/network-faults, 2026-12-06: the slow runner's claim of 10:59:59 took seconds over its
+    // lossy link; the others met its lock at 10:00:00 and named it as claiming "this fire".
+    const claimedLate = winner(T - 1_000, 'slow', T + 4_800, T + 5_100);
+    const fire = [
+      claimedLate,
+      row({ host: 'a', reason: "this fire is being claimed by slow (it holds the job's lock)" }),
+      row({
+        host: 'slow',
+        reason: `an earlier run is still running on slow (this runner; fire ${iso(T - 1_000)})`,
+        started_at: new Date(T + 5_500),
+      }),
+    ];
+    expectOneWinnerPerFire(fire, 'ok', { noWinner: ['overlap', 'lock-being-released'] });
+    // A claim whose run had started and ended long before this fire was decided is no such
+    // evidence.
+    const before = winner(T - 1_000, 'slow', T - 3_000, T - 2_500);
+    expect(() =>
+      expectOneWinnerPerFire([before, fire[1]!], 'x', {
+        noWinner: ['overlap', 'lock-being-released'],
+      }),
+    ).toThrow(/or its claimer was still claiming an earlier fire/);
+  });
+
   it('accepts a runner that was behind only when the later run it names had started', () => {
     const reason = `a later fire (${iso(T + 1_000)}) is already running on a; this runner is behind (check its clock)`;
     const later = winner(T + 1_000, 'a', T + 1_002, T + 1_300);
