@@ -33,6 +33,8 @@ import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js'
  * instant's fires contend together without queueing hundreds of statements before a heartbeat.
  */
 const MAX_CONTENTIONS = 1_000;
+/** Fires per job whose outcome the dispatcher keeps, so as not to contend one twice. */
+const FIRES_REMEMBERED = 16;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
@@ -98,6 +100,15 @@ export class Dispatcher {
   private readonly contending = new Map<string, number>();
   /** Every fire not yet finished, contended or running. */
   private readonly inflight = new Set<Promise<unknown>>();
+  /**
+   * Per job, the latest fires this runner has sent down the chain (by instant), with their
+   * outcomes: one row per runner per fire. The loop and a recovery can both reach a fire — the
+   * loop contends it just as the runner reconnects, and the recovery, looking for fires without
+   * rows, lists it before the loop's row exists (seen twice in catch-up tests, 2026-12-06) — and
+   * the second then waits for the first's outcome instead of contending again. A fire that was
+   * not attempted (no database) is forgotten, so that a catch-up can try it.
+   */
+  private readonly sent = new Map<string, Map<number, Promise<FireOutcome | null>>>();
 
   private readonly t: DispatcherTimings;
 
@@ -157,13 +168,30 @@ export class Dispatcher {
         lateMs: fire.lateMs,
       });
     }
+    const at = fire.scheduledAt.getTime();
+    let sent = this.sent.get(job.name);
+    if (!sent) this.sent.set(job.name, (sent = new Map()));
+    const earlier = sent.get(at);
+    if (earlier) return earlier;
     const contended = this.chain(job.name, () =>
       this.fire(job, fire.scheduledAt, trigger, false, undefined, afterLead),
     );
-    return contended.then(
+    const outcome = contended.then(
       (started) => started?.outcome ?? null,
       () => null,
     );
+    sent.set(at, outcome);
+    // The latest few are enough: the loop and a recovery meet only at the reconnect's instant.
+    for (const old of sent.keys()) {
+      if (sent.size <= FIRES_REMEMBERED) break;
+      sent.delete(old);
+    }
+    void outcome.then((o) => {
+      if ((o == null || o.status === 'not-attempted') && sent.get(at) === outcome) {
+        sent.delete(at);
+      }
+    });
+    return outcome;
   }
 
   /**
