@@ -106,7 +106,8 @@ export class Dispatcher {
    * loop contends it just as the runner reconnects, and the recovery, looking for fires without
    * rows, lists it before the loop's row exists (seen twice in catch-up tests, 2026-12-06) — and
    * the second then waits for the first's outcome instead of contending again. A fire that was
-   * not attempted (no database) is forgotten, so that a catch-up can try it.
+   * not attempted (no database) is forgotten, so that a catch-up can try it; after a failover
+   * all are (`forgetSent`).
    */
   private readonly sent = new Map<string, Map<number, Promise<FireOutcome | null>>>();
 
@@ -114,6 +115,11 @@ export class Dispatcher {
 
   constructor(private readonly o: DispatcherOptions) {
     this.t = o.timings ?? DISPATCHER_TIMINGS;
+  }
+
+  /** Forgets the fires sent so far (a failover: their rows may be gone with the old primary). */
+  forgetSent(): void {
+    this.sent.clear();
   }
 
   /** One wake's fires: the late ones reported, the due ones dispatched. */

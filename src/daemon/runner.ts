@@ -153,6 +153,9 @@ export class Runner {
       timings: timings.dispatcher,
       runTimings: timings.runs,
     });
+    // After a failover the fires this runner contended may have lost their rows with the old
+    // primary (replication lag): the dispatcher's memory of them no longer says they are done.
+    this.events.on('db:failover', () => this.dispatcher.forgetSent());
     this.loop = new SchedulerLoop(
       this.loaded.schedules,
       () => this.clock.now(),
