@@ -15,6 +15,7 @@
  *   addresses and a port in use are refused with exit 64. Nothing but GET/HEAD is answered.
  */
 import { writeFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
@@ -128,56 +129,71 @@ jobs:
       runner.child.kill('SIGHUP');
       await runner.waitForLog('schedule reloaded');
     }
-    // A run's counter moves just after its row is written: wait until every row is counted.
-    const rowsWritten = async () => {
-      const [row] = await fleet.db.query<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM baton_runs WHERE status IN ('done', 'failed', 'skipped')",
+    // A run's counter moves just after its row is written, and a fire already being contended
+    // when the reload came still lands its row (and then its counter) after it: compare the
+    // counters with the history until both sides agree, reading the rows and the scrapes together.
+    // Once nothing fires any more they must; a counter that misses a row never gets there.
+    const fromHistory = async () => {
+      const rows = await fleet.db.query<{ job: string; status: string; paused: number; n: number }>(
+        `SELECT job, status, reason LIKE 'paused by%' AS paused, COUNT(*) AS n FROM baton_runs
+          WHERE status IN ('done', 'failed', 'skipped') GROUP BY job, status, paused`,
       );
-      return Number(row!.n);
+      const count = (job: string, status: string, paused?: boolean) =>
+        rows
+          .filter((r) => r.job === job && r.status === status)
+          .filter((r) => paused == null || Boolean(Number(r.paused)) === paused)
+          .reduce((n, r) => n + Number(r.n), 0);
+      return {
+        tickDone: count('tick', 'done'),
+        brokenFailed: count('broken', 'failed'),
+        runs: count('tick', 'done') + count('broken', 'failed'),
+        pausedTick: count('tick', 'skipped', true),
+        takenTick: count('tick', 'skipped', false),
+        pausedBroken: count('broken', 'skipped', true),
+        takenBroken: count('broken', 'skipped', false),
+        fireLagTick: count('tick', 'done'),
+        durationBroken: count('broken', 'failed'),
+        lockWon: count('tick', 'done') + count('broken', 'failed'),
+      };
     };
-    await waitFor('the counters to catch up with the rows', async () => {
-      const scraped = await Promise.all(
-        ports.map(async (p) => parseMetrics((await get(p, '/metrics')).body)),
-      );
-      const counted = scraped.reduce(
-        (n, samples) =>
-          n + total(samples, 'baton_runs_total') + total(samples, 'baton_skips_total'),
-        0,
-      );
-      return counted === (await rowsWritten());
+    const settled = await waitFor('the counters to equal the history', async () => {
+      const history = await fromHistory();
+      const texts = await Promise.all(ports.map(async (p) => (await get(p, '/metrics')).body));
+      const scrapes = texts.map(parseMetrics);
+      const sum = (name: string, labels: Record<string, string> = {}) =>
+        scrapes.reduce((s, samples) => s + total(samples, name, labels), 0);
+      // Counters are per runner; the fleet's figures are the sums.
+      const counted = {
+        tickDone: sum('baton_runs_total', { baton_job: 'tick', status: 'done' }),
+        brokenFailed: sum('baton_runs_total', { baton_job: 'broken', status: 'failed' }),
+        runs: sum('baton_runs_total'),
+        pausedTick: sum('baton_skips_total', { baton_job: 'tick', reason: 'paused' }),
+        takenTick: sum('baton_skips_total', { baton_job: 'tick', reason: 'taken' }),
+        pausedBroken: sum('baton_skips_total', { baton_job: 'broken', reason: 'paused' }),
+        takenBroken: sum('baton_skips_total', { baton_job: 'broken', reason: 'taken' }),
+        // One observation per run (every run here is a scheduled fire).
+        fireLagTick: sum('baton_fire_lag_seconds_count', { baton_job: 'tick' }),
+        durationBroken: sum('baton_run_duration_seconds_count', { baton_job: 'broken' }),
+        lockWon: sum('baton_lock_acquisition_seconds_count', { outcome: 'won' }),
+      };
+      // The history read again: nothing landed while the counters were read.
+      const again = await fromHistory();
+      if (isDeepStrictEqual(history, again) && isDeepStrictEqual(history, counted)) {
+        return { texts, scrapes, history, counted };
+      }
+      // Not yet; said if the wait runs out.
+      throw new Error(`counted ${JSON.stringify(counted)}, history ${JSON.stringify(again)}`);
     });
-
-    const texts = await Promise.all(ports.map(async (p) => (await get(p, '/metrics')).body));
+    const { texts, scrapes, history, counted } = settled;
+    expect(counted).toEqual(history);
+    for (const n of ['pausedTick', 'takenTick', 'pausedBroken', 'takenBroken'] as const) {
+      expect(history[n], n).toBeGreaterThan(0);
+    }
     const checked = promtoolCheck(texts[0]!);
     expect(checked.output).toBe('');
     expect(checked.code).toBe(0);
-
-    // Counters are per runner; the fleet's figures are the sums.
-    const scrapes = texts.map(parseMetrics);
-    const sum = (name: string, labels: Record<string, string> = {}) =>
-      scrapes.reduce((s, samples) => s + total(samples, name, labels), 0);
-    // Rows keep arriving for a moment after a scrape; read both sides while nothing fires.
-    const tickDone = await countRows('tick', "status = 'done'");
-    const brokenFailed = await countRows('broken', "status = 'failed'");
-    expect(sum('baton_runs_total', { baton_job: 'tick', status: 'done' })).toBe(tickDone);
-    expect(sum('baton_runs_total', { baton_job: 'broken', status: 'failed' })).toBe(brokenFailed);
-    expect(sum('baton_runs_total')).toBe(tickDone + brokenFailed);
-    for (const job of ['tick', 'broken']) {
-      const paused = await countRows(job, "status = 'skipped' AND reason LIKE 'paused by%'");
-      const taken = await countRows(job, "status = 'skipped' AND reason NOT LIKE 'paused by%'");
-      expect(paused).toBeGreaterThan(0);
-      expect(taken).toBeGreaterThan(0);
-      expect(sum('baton_skips_total', { baton_job: job, reason: 'paused' })).toBe(paused);
-      expect(sum('baton_skips_total', { baton_job: job, reason: 'taken' })).toBe(taken);
-    }
-    // One observation per run (every run here is a scheduled fire).
-    expect(sum('baton_fire_lag_seconds_count', { baton_job: 'tick' })).toBe(tickDone);
-    expect(sum('baton_run_duration_seconds_count', { baton_job: 'broken' })).toBe(brokenFailed);
-    expect(sum('baton_lock_acquisition_seconds_count', { outcome: 'won' })).toBe(
-      tickDone + brokenFailed,
-    );
     // The counters moved with the runs after the first scrape.
-    expect(sum('baton_runs_total', { baton_job: 'tick' })).toBeGreaterThan(ticksBefore);
+    expect(counted.tickDone).toBeGreaterThan(ticksBefore);
 
     for (const [i, samples] of scrapes.entries()) {
       expect(total(samples, 'baton_database_up')).toBe(1);
