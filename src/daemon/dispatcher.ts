@@ -26,6 +26,7 @@ import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './events.js';
 import { background, holdWhile } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
+import { SentFires, type SentFire } from './sent-fires.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -33,8 +34,6 @@ import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js'
  * instant's fires contend together without queueing hundreds of statements before a heartbeat.
  */
 const MAX_CONTENTIONS = 1_000;
-/** Fires per job whose outcome the dispatcher keeps, so as not to contend one twice. */
-const FIRES_REMEMBERED = 16;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
@@ -100,16 +99,8 @@ export class Dispatcher {
   private readonly contending = new Map<string, number>();
   /** Every fire not yet finished, contended or running. */
   private readonly inflight = new Set<Promise<unknown>>();
-  /**
-   * Per job, the latest fires this runner has sent down the chain (by instant), with their
-   * outcomes: one row per runner per fire. The loop and a recovery can both reach a fire — the
-   * loop contends it just as the runner reconnects, and the recovery, looking for fires without
-   * rows, lists it before the loop's row exists (seen twice in catch-up tests, 2026-12-06) — and
-   * the second then waits for the first's outcome instead of contending again. A fire that was
-   * not attempted (no database) is forgotten, so that a catch-up can try it; after a failover
-   * all are (`forgetSent`).
-   */
-  private readonly sent = new Map<string, Map<number, Promise<FireOutcome | null>>>();
+  /** The fires sent lately: one contention per fire on this runner (./sent-fires.ts). */
+  private readonly sent = new SentFires();
 
   private readonly t: DispatcherTimings;
 
@@ -119,7 +110,7 @@ export class Dispatcher {
 
   /** Forgets the fires sent so far (a failover: their rows may be gone with the old primary). */
   forgetSent(): void {
-    this.sent.clear();
+    this.sent.forget();
   }
 
   /** One wake's fires: the late ones reported, the due ones dispatched. */
@@ -174,11 +165,8 @@ export class Dispatcher {
         lateMs: fire.lateMs,
       });
     }
-    const at = fire.scheduledAt.getTime();
-    let sent = this.sent.get(job.name);
-    if (!sent) this.sent.set(job.name, (sent = new Map()));
-    const earlier = sent.get(at);
-    if (earlier) return earlier;
+    const earlier = this.sent.get(job.name, fire.scheduledAt);
+    if (earlier) return this.sentAlready(fire, trigger, afterLead, earlier);
     const contended = this.chain(job.name, () =>
       this.fire(job, fire.scheduledAt, trigger, false, undefined, afterLead),
     );
@@ -186,18 +174,39 @@ export class Dispatcher {
       (started) => started?.outcome ?? null,
       () => null,
     );
-    sent.set(at, outcome);
-    // The latest few are enough: the loop and a recovery meet only at the reconnect's instant.
-    for (const old of sent.keys()) {
-      if (sent.size <= FIRES_REMEMBERED) break;
-      sent.delete(old);
-    }
-    void outcome.then((o) => {
-      if ((o == null || o.status === 'not-attempted') && sent.get(at) === outcome) {
-        sent.delete(at);
-      }
-    });
+    this.sent.add(job.name, fire.scheduledAt, contended, outcome);
     return outcome;
+  }
+
+  /**
+   * A fire this runner has sent already: what came of that contention, once it has settled —
+   * its skip, or, where this runner won it, a skip saying so (the caller, a catch-up, then waits
+   * for the run's row as it would for another runner's: daemon/catch-up.ts, stoppable, where
+   * waiting here for the run would not be). A fire that turns out not attempted is sent anew.
+   */
+  private async sentAlready(
+    fire: DueFire,
+    trigger: Trigger,
+    afterLead: boolean,
+    earlier: SentFire,
+  ): Promise<FireOutcome | null> {
+    await earlier.contended.catch(() => null);
+    // A contention that ended without a run tells its outcome a few promise jobs later.
+    await Promise.race([earlier.over, new Promise((r) => setImmediate(r))]);
+    if (this.sent.get(fire.job, fire.scheduledAt) !== earlier) {
+      return this.o.signal.aborted ? null : this.dispatch(fire, trigger, afterLead);
+    }
+    if (earlier.skipped) return earlier.skipped;
+    return {
+      status: 'skipped',
+      runId: null,
+      kind: earlier.settledAt == null ? 'taken' : 'already-ran',
+      reason:
+        earlier.settledAt == null
+          ? 'this fire is running on this runner already'
+          : 'this fire already ran on this runner',
+      contendMs: 0,
+    };
   }
 
   /**

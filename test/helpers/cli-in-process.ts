@@ -26,11 +26,15 @@ const PROCESS_OPTIONS = ['--help', '-h', '--version', '--watch', '--get-yargs-co
 
 let queue: Promise<unknown> = Promise.resolve();
 
+/** Set once an in-process command outlived its timeout: it may still hold the streams. */
+let hung: string | null = null;
+
 function needsAProcess(args: readonly string[], options: CommandOptions): boolean {
-  const command = args.find((a) => !a.startsWith('-')) ?? '';
+  // Any word, not only the first: `baton --config f.yaml run x` runs `run` (an option's value
+  // that happens to be such a word only costs a process).
+  const words = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
   return (
-    NEEDS_A_PROCESS.has(command) ||
-    args.includes('help') ||
+    words.some((a) => NEEDS_A_PROCESS.has(a)) ||
     args.some((a) => PROCESS_OPTIONS.includes(a) || a.startsWith('--watch=')) ||
     options.cwd != null ||
     options.env?.TZ != null
@@ -41,20 +45,23 @@ function needsAProcess(args: readonly string[], options: CommandOptions): boolea
 export function baton(args: string[], options: CommandOptions = {}): Promise<CliResult> {
   if (needsAProcess(args, options)) return batonProcess(args, options);
   const { env = {}, timeoutMs = 30_000 } = options;
-  // A command that never ends fails its test after timeoutMs, as a process would be killed; the
-  // commands after it in this file then run (the hung one cannot be stopped, only left).
-  const run = queue.then(() =>
-    Promise.race([
+  // A command that never ends fails its test after timeoutMs, as a process would be killed. It
+  // cannot be stopped, only left — still holding the process's streams and environment — so the
+  // in-process commands after it in this file fail at once rather than capture into its buffers.
+  const run = queue.then(() => {
+    if (hung) throw new Error(`not run: an earlier command (${hung}) is still running in-process`);
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([
       invoke(args, env),
       new Promise<never>((_, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`baton ${args.join(' ')} did not end within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
+        timer = setTimeout(() => {
+          hung = `baton ${args.join(' ')}`;
+          reject(new Error(`${hung} did not end within ${timeoutMs} ms`));
+        }, timeoutMs);
         timer.unref();
       }),
-    ]),
-  );
+    ]).finally(() => clearTimeout(timer));
+  });
   queue = run.catch(() => {});
   return run;
 }

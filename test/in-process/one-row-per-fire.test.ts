@@ -5,10 +5,17 @@
  * outage: "one row per runner (out-c, out-c)"); the window is a few milliseconds wide, so this
  * test makes it certain: it sends one fire to a runner's dispatcher twice at once, as the loop
  * and the catch-up do (`Dispatcher` is the runner's, reached through the runner: white-box, as
- * no public path can send it a fire on cue).
+ * no public path can send it a fire on cue). The second sender is told what came of the first's
+ * contention as soon as it settles (the skip it was given, or that this runner has the fire), not
+ * when the run ends: a catch-up waits for the row itself, stoppably.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import type { Dispatcher } from '../../src/daemon/dispatcher.js';
+import { jobLockName } from '../../src/lock-names.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
@@ -33,9 +40,64 @@ jobs:
       dispatcher.dispatch(fire, 'catchup'),
     ]);
     expect(loop?.status).toBe('ran');
-    expect(catchUp).toBe(loop);
+    // The second sender is told the fire is this runner's, without a row of its own.
+    expect(catchUp).toMatchObject({ status: 'skipped', runId: null });
+    expect(['taken', 'already-ran']).toContain(catchUp?.status === 'skipped' && catchUp.kind);
     const rows = await runs(fleet.db, 'yearly');
     expect(rows.map((r) => [r.host, r.winner, r.status])).toEqual([['solo', 1, 'done']]);
     expectOneWinnerPerFire(rows, 'yearly');
+  });
+
+  it('tells the second sender once the contention settles, not when the run ends', async () => {
+    // A catch-up waits for the run's row itself, stoppably (daemon/catch-up.ts): were it told
+    // only when the run ends, a run that hangs would hold the catch-up, and the runner's stop
+    // behind it, for as long.
+    const release = path.join(mkdtempSync(path.join(tmpdir(), 'baton-one-row-')), 'release');
+    const config = writeSchedule(`
+namespace: one-row-long
+jobs:
+  long:
+    schedule: "0 3 1 1 *"
+    command: ["sh", "-c", "while [ ! -e '${release}' ]; do sleep 0.05; done"]
+`);
+    const [runner] = await fleet.start(['slow'], { config });
+    const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
+    const fire = { job: 'long', scheduledAt: new Date('2026-01-01T03:00:00Z'), lateMs: 0 };
+    const loop = dispatcher.dispatch(fire, 'schedule');
+    const catchUp = await dispatcher.dispatch(fire, 'catchup');
+    expect(catchUp).toMatchObject({ status: 'skipped', kind: 'taken', runId: null });
+    const rows = await runs(fleet.db, 'long');
+    expect(rows.map((r) => [r.host, r.winner, r.status])).toEqual([['slow', 1, 'running']]);
+    writeFileSync(release, '');
+    expect((await loop)?.status).toBe('ran');
+  });
+
+  it('tells the second sender the skip the first was given', async () => {
+    const config = writeSchedule(`
+namespace: one-row-skip
+jobs:
+  held:
+    schedule: "0 3 1 1 *"
+    command: ["true"]
+`);
+    const [runner] = await fleet.start(['skipper'], { config });
+    const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
+    const fire = { job: 'held', scheduledAt: new Date('2026-01-01T03:00:00Z'), lateMs: 0 };
+    // The job's lock held by another session: the runner skips the fire, naming the holder.
+    const holder = await mysql.createConnection({ uri: fleet.db.url });
+    try {
+      await holder.query('SELECT GET_LOCK(?, 0)', [
+        jobLockName(fleet.db.name, 'one-row-skip', 'held'),
+      ]);
+      const [loop, catchUp] = await Promise.all([
+        dispatcher.dispatch(fire, 'schedule'),
+        dispatcher.dispatch(fire, 'catchup'),
+      ]);
+      expect(loop?.status).toBe('skipped');
+      expect(catchUp).toEqual(loop);
+      expect((await runs(fleet.db, 'held')).length).toBe(1);
+    } finally {
+      holder.destroy();
+    }
   });
 });
