@@ -20,6 +20,7 @@ import { describe, expect, it } from 'vitest';
 import { baton, startRunner, writeSchedule, type LogLine } from '../helpers/cli.js';
 import { runs } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
+import { blockedOnFifo } from '../helpers/procfs.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('reload');
@@ -219,12 +220,16 @@ describe('a signal while the schedules file is still being read', () => {
     execFileSync('mkfifo', [fifo]);
     const runner = startRunner({ config: fifo, databaseUrl: fleet.db.url, host: 'early' });
     try {
-      // Past Node's start-up (until the handler runs, a signal's default action applies).
-      await sleep(1_500);
+      // Until the handler is installed, a signal's default action applies. It is installed
+      // before the file is opened: wait until the loader blocks on the FIFO (/proc), not for a
+      // time that a loaded machine may outlast.
+      await waitFor('the loader to block on the FIFO', () => blockedOnFifo(runner.child.pid!));
       runner.child.kill('SIGTERM');
+      // The loader still blocks on the FIFO: the runner neither ends nor starts.
       await sleep(300);
       expect(runner.child.exitCode).toBeNull();
       expect(runner.child.signalCode).toBeNull();
+      expect(runner.lines.some((l) => l.msg === 'runner started')).toBe(false);
       writeFileSync(fifo, 'jobs:\n  quiet:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n');
       // The kept SIGTERM stops it as soon as it has started: a clean exit, 0.
       await waitFor('the runner to stop', () => runner.child.exitCode != null);

@@ -1,6 +1,7 @@
 /**
  * Real processes, for tests that check them (a job, its grandchild, the spawner) after kills: what
- * /proc says about one (gone or alive, its parent), the pid a job wrote down, and a last SIGKILL.
+ * /proc says about one (gone or alive, its parent, blocked on a FIFO), the pid a job wrote down,
+ * and a last SIGKILL.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,6 +32,26 @@ export function parentOf(pid: number): number {
   const fields = statFields(pid);
   if (!fields) throw new Error(`process ${pid} is gone`);
   return Number(fields[1]);
+}
+
+/**
+ * Whether a thread of the process is blocked opening a FIFO that has no writer yet (its wchan is
+ * the kernel's `wait_for_partner`): the moment a test knows a reader has reached the FIFO.
+ */
+export function blockedOnFifo(pid: number): boolean {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return false;
+  }
+  return tasks.some((tid) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${tid}/wchan`, 'utf8').trim() === 'wait_for_partner';
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Whether the process runs: it exists and is not a zombie (the opposite of `processGone`). */
