@@ -23,18 +23,27 @@ import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 
 const fleet = useInProcessFleet('one_row');
 
+/**
+ * One runner of a yearly job running `command`, its dispatcher (white-box, see above) and the
+ * job's fire of 2026-01-01 03:00 UTC, long past: only a test sends it.
+ */
+async function soloRunner(namespace: string, host: string, job: string, command: string) {
+  const config = writeSchedule(`
+namespace: ${namespace}
+jobs:
+  ${job}:
+    schedule: "0 3 1 1 *"
+    command: ${command}
+`);
+  const [runner] = await fleet.start([host], { config });
+  const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
+  const fire = { job, scheduledAt: new Date('2026-01-01T03:00:00Z'), lateMs: 0 };
+  return { dispatcher, fire };
+}
+
 describe('a fire the loop and a recovery both reach on one runner', () => {
   it('is contended once: one row, the loop and the catch-up both get its outcome', async () => {
-    const config = writeSchedule(`
-namespace: one-row
-jobs:
-  yearly:
-    schedule: "0 3 1 1 *"
-    command: ["true"]
-`);
-    const [runner] = await fleet.start(['solo'], { config });
-    const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
-    const fire = { job: 'yearly', scheduledAt: new Date('2026-01-01T03:00:00Z'), lateMs: 0 };
+    const { dispatcher, fire } = await soloRunner('one-row', 'solo', 'yearly', '["true"]');
     const [loop, catchUp] = await Promise.all([
       dispatcher.dispatch(fire, 'schedule'),
       dispatcher.dispatch(fire, 'catchup'),
@@ -53,16 +62,12 @@ jobs:
     // only when the run ends, a run that hangs would hold the catch-up, and the runner's stop
     // behind it, for as long.
     const release = path.join(mkdtempSync(path.join(tmpdir(), 'baton-one-row-')), 'release');
-    const config = writeSchedule(`
-namespace: one-row-long
-jobs:
-  long:
-    schedule: "0 3 1 1 *"
-    command: ["sh", "-c", "while [ ! -e '${release}' ]; do sleep 0.05; done"]
-`);
-    const [runner] = await fleet.start(['slow'], { config });
-    const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
-    const fire = { job: 'long', scheduledAt: new Date('2026-01-01T03:00:00Z'), lateMs: 0 };
+    const { dispatcher, fire } = await soloRunner(
+      'one-row-long',
+      'slow',
+      'long',
+      `["sh", "-c", "while [ ! -e '${release}' ]; do sleep 0.05; done"]`,
+    );
     const loop = dispatcher.dispatch(fire, 'schedule');
     const catchUp = await dispatcher.dispatch(fire, 'catchup');
     expect(catchUp).toMatchObject({ status: 'skipped', kind: 'taken', runId: null });
@@ -73,16 +78,7 @@ jobs:
   });
 
   it('tells the second sender the skip the first was given', async () => {
-    const config = writeSchedule(`
-namespace: one-row-skip
-jobs:
-  held:
-    schedule: "0 3 1 1 *"
-    command: ["true"]
-`);
-    const [runner] = await fleet.start(['skipper'], { config });
-    const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
-    const fire = { job: 'held', scheduledAt: new Date('2026-01-01T03:00:00Z'), lateMs: 0 };
+    const { dispatcher, fire } = await soloRunner('one-row-skip', 'skipper', 'held', '["true"]');
     // The job's lock held by another session: the runner skips the fire, naming the holder.
     const holder = await mysql.createConnection({ uri: fleet.db.url });
     try {
