@@ -26,7 +26,7 @@ import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './events.js';
 import { background, holdWhile } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
-import { SentFires, type SentFire } from './sent-fires.js';
+import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -174,7 +174,21 @@ export class Dispatcher {
       (started) => started?.outcome ?? null,
       () => null,
     );
-    this.sent.add(job.name, fire.scheduledAt, contended, outcome);
+    // Forgotten when nothing was claimed: no contention (stopped first, or it failed), or one
+    // not attempted to the end. A run that started and then failed to record is kept: its row
+    // exists, and contending again would write this runner's second.
+    const settled = contended.then(
+      async (started): Promise<FireSettled> => {
+        if (!started) return { forget: true, skipped: null };
+        const o = await started.outcome;
+        return {
+          forget: o?.status === 'not-attempted' || o?.status === 'stopped',
+          skipped: o?.status === 'skipped' ? o : null,
+        };
+      },
+      () => ({ forget: true, skipped: null }),
+    );
+    this.sent.add(job.name, fire.scheduledAt, contended, settled);
     return outcome;
   }
 
@@ -182,7 +196,9 @@ export class Dispatcher {
    * A fire this runner has sent already: what came of that contention, once it has settled —
    * its skip, or, where this runner won it, a skip saying so (the caller, a catch-up, then waits
    * for the run's row as it would for another runner's: daemon/catch-up.ts, stoppable, where
-   * waiting here for the run would not be). A fire that turns out not attempted is sent anew.
+   * waiting here for the run would not be). A fire that turns out not attempted is sent anew;
+   * one forgotten by a failover meanwhile is not (null: the recovery after the failover decides,
+   * and this sender, a walk from before it, stops).
    */
   private async sentAlready(
     fire: DueFire,
@@ -194,7 +210,8 @@ export class Dispatcher {
     // A contention that ended without a run tells its outcome a few promise jobs later.
     await Promise.race([earlier.over, new Promise((r) => setImmediate(r))]);
     if (this.sent.get(fire.job, fire.scheduledAt) !== earlier) {
-      return this.o.signal.aborted ? null : this.dispatch(fire, trigger, afterLead);
+      const again = earlier.forgotten === 'not-attempted' && !this.o.signal.aborted;
+      return again ? this.dispatch(fire, trigger, afterLead) : null;
     }
     if (earlier.skipped) return earlier.skipped;
     return {

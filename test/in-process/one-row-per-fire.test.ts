@@ -27,13 +27,20 @@ const fleet = useInProcessFleet('one_row');
  * One runner of a yearly job running `command`, its dispatcher (white-box, see above) and the
  * job's fire of 2026-01-01 03:00 UTC, long past: only a test sends it.
  */
-async function soloRunner(namespace: string, host: string, job: string, command: string) {
+async function soloRunner(
+  namespace: string,
+  host: string,
+  job: string,
+  command: string,
+  overlap = 'skip',
+) {
   const config = writeSchedule(`
 namespace: ${namespace}
 jobs:
   ${job}:
     schedule: "0 3 1 1 *"
     command: ${command}
+    overlap: ${overlap}
 `);
   const [runner] = await fleet.start([host], { config });
   const dispatcher = (runner!.runner as unknown as { dispatcher: Dispatcher }).dispatcher;
@@ -69,12 +76,44 @@ describe('a fire the loop and a recovery both reach on one runner', () => {
       `["sh", "-c", "while [ ! -e '${release}' ]; do sleep 0.05; done"]`,
     );
     const loop = dispatcher.dispatch(fire, 'schedule');
-    const catchUp = await dispatcher.dispatch(fire, 'catchup');
-    expect(catchUp).toMatchObject({ status: 'skipped', kind: 'taken', runId: null });
-    const rows = await runs(fleet.db, 'long');
-    expect(rows.map((r) => [r.host, r.winner, r.status])).toEqual([['slow', 1, 'running']]);
-    writeFileSync(release, '');
+    try {
+      const catchUp = await dispatcher.dispatch(fire, 'catchup');
+      expect(catchUp).toMatchObject({ status: 'skipped', kind: 'taken', runId: null });
+      const rows = await runs(fleet.db, 'long');
+      expect(rows.map((r) => [r.host, r.winner, r.status])).toEqual([['slow', 1, 'running']]);
+    } finally {
+      writeFileSync(release, '');
+    }
     expect((await loop)?.status).toBe('ran');
+  });
+
+  it('does not contend again for a sender left waiting when a failover forgets the fire', async () => {
+    // A catch-up walk from before a failover waits on the loop's contention (queued behind a
+    // held lock); the failover forgets every fire. The walk must not contend the fire again —
+    // the recovery after the failover decides about it — or this runner writes a second row
+    // (and with `queue`, could run it twice).
+    const { dispatcher, fire } = await soloRunner(
+      'one-row-forget',
+      'forgetful',
+      'queued',
+      '["true"]',
+      'queue',
+    );
+    const lock = jobLockName(fleet.db.name, 'one-row-forget', 'queued');
+    const holder = await mysql.createConnection({ uri: fleet.db.url });
+    try {
+      await holder.query('SELECT GET_LOCK(?, 0)', [lock]);
+      const loop = dispatcher.dispatch(fire, 'schedule');
+      const catchUp = dispatcher.dispatch(fire, 'catchup');
+      dispatcher.forgetSent();
+      await holder.query('SELECT RELEASE_LOCK(?)', [lock]);
+      expect((await loop)?.status).toBe('ran');
+      expect(await catchUp).toBeNull();
+      const rows = await runs(fleet.db, 'queued');
+      expect(rows.map((r) => [r.host, r.winner, r.status])).toEqual([['forgetful', 1, 'done']]);
+    } finally {
+      holder.destroy();
+    }
   });
 
   it('tells the second sender the skip the first was given', async () => {
