@@ -62,6 +62,16 @@ export function claimedElsewhere(winner: Run | null): SkipReason {
   });
 }
 
+/**
+ * This runner sent this very fire already — its loop and a catch-up both reached it — and won it
+ * (daemon/sent-fires.ts): the second sending is told so, and writes no row.
+ */
+export function sentAlready(runOver: boolean): SkipReason {
+  return runOver
+    ? { kind: 'already-ran', text: 'this fire already ran on this runner' }
+    : { kind: 'taken', text: 'this fire is running on this runner already' };
+}
+
 /** This runner still runs an earlier fire of the job (`overlap: skip`, or a queue that gave up). */
 export function runningHere(host: string, fire: Date): SkipReason {
   return {

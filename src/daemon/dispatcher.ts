@@ -26,6 +26,7 @@ import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './events.js';
 import { background, holdWhile } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
+import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
 
 /**
@@ -214,16 +215,8 @@ export class Dispatcher {
       return again ? this.dispatch(fire, trigger, afterLead) : null;
     }
     if (earlier.skipped) return earlier.skipped;
-    return {
-      status: 'skipped',
-      runId: null,
-      kind: earlier.settledAt == null ? 'taken' : 'already-ran',
-      reason:
-        earlier.settledAt == null
-          ? 'this fire is running on this runner already'
-          : 'this fire already ran on this runner',
-      contendMs: 0,
-    };
+    const { kind, text } = skips.sentAlready(earlier.settledAt != null);
+    return { status: 'skipped', runId: null, kind, reason: text, contendMs: 0 };
   }
 
   /**

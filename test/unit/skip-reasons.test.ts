@@ -71,6 +71,8 @@ describe('skip reasons', () => {
       'another run held the lock at this instant (it is free now)',
       false,
     ],
+    [skips.sentAlready(false), 'taken', 'this fire is running on this runner already', false],
+    [skips.sentAlready(true), 'already-ran', 'this fire already ran on this runner', false],
     [
       skips.slotAlreadyTaken(2),
       'already-ran',
