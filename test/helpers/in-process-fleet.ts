@@ -30,6 +30,20 @@ import { waitFor } from './wait.js';
  */
 export const runnerScope = new AsyncLocalStorage<string>();
 
+/**
+ * The runners started in this process and not yet stopped. A worker runs file after file in one
+ * process (vitest.config.ts `isolate: false`), so a runner a file forgot would go on firing under
+ * the next files: file-boundary.ts stops it and fails the file that left it.
+ */
+const living = new Set<InProcessRunner>();
+
+/** Stops the runners still running (file-boundary.ts); returns their hosts. */
+export async function stopRunnersLeftRunning(): Promise<string[]> {
+  const left = [...living];
+  await Promise.all(left.map((r) => r.stop(true, 'left running by its test file')));
+  return left.map((r) => r.host);
+}
+
 export interface InProcessRunnerOptions {
   /** The schedules file (writeSchedule in cli.ts). */
   config: string;
@@ -88,6 +102,7 @@ export class InProcessRunner {
   /** Connects and starts the loop; resolves once the runner has said `runner started`. */
   async start(): Promise<void> {
     process.on('warning', this.onWarning);
+    living.add(this);
     const started = await runnerScope
       .run(this.host, () => this.runner.start())
       .catch((err: unknown) => {
@@ -137,7 +152,10 @@ export class InProcessRunner {
   ): Promise<void> {
     this.stopped ??= runnerScope
       .run(this.host, () => this.runner.stop(reason, force))
-      .finally(() => process.off('warning', this.onWarning));
+      .finally(() => {
+        process.off('warning', this.onWarning);
+        living.delete(this);
+      });
     return this.stopped;
   }
 }
