@@ -6,7 +6,7 @@
  * runner is stopped so that the next file starts clean.
  */
 import { afterAll } from 'vitest';
-import { stopRunnersLeftRunning } from './in-process-fleet.js';
+import { stopRunnersLeftRunning } from './living-runners.js';
 
 afterAll(async () => {
   const left = await stopRunnersLeftRunning();

@@ -20,6 +20,7 @@ import type { RunnerEventMap } from '../../src/daemon/events.js';
 import { Runner, type RunnerOptions } from '../../src/daemon/runner.js';
 import { waitForLogLine, type LogLine } from './cli.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { runnerStarted, runnerStopped } from './living-runners.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -29,20 +30,6 @@ import { waitFor } from './wait.js';
  * from the test's own, as a statement log per runner process did.
  */
 export const runnerScope = new AsyncLocalStorage<string>();
-
-/**
- * The runners started in this process and not yet stopped. A worker runs file after file in one
- * process (vitest.config.ts `isolate: false`), so a runner a file forgot would go on firing under
- * the next files: file-boundary.ts stops it and fails the file that left it.
- */
-const living = new Set<InProcessRunner>();
-
-/** Stops the runners still running (file-boundary.ts); returns their hosts. */
-export async function stopRunnersLeftRunning(): Promise<string[]> {
-  const left = [...living];
-  await Promise.all(left.map((r) => r.stop(true, 'left running by its test file')));
-  return left.map((r) => r.host);
-}
 
 export interface InProcessRunnerOptions {
   /** The schedules file (writeSchedule in cli.ts). */
@@ -102,7 +89,7 @@ export class InProcessRunner {
   /** Connects and starts the loop; resolves once the runner has said `runner started`. */
   async start(): Promise<void> {
     process.on('warning', this.onWarning);
-    living.add(this);
+    runnerStarted(this);
     const started = await runnerScope
       .run(this.host, () => this.runner.start())
       .catch((err: unknown) => {
@@ -154,7 +141,7 @@ export class InProcessRunner {
       .run(this.host, () => this.runner.stop(reason, force))
       .finally(() => {
         process.off('warning', this.onWarning);
-        living.delete(this);
+        runnerStopped(this);
       });
     return this.stopped;
   }
