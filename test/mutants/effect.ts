@@ -15,10 +15,10 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { applyEdits } from './apply.js';
+import { emit, emitOptions } from './build.js';
 import type { Edit } from './mutant.js';
 
 export const MIGRATIONS = 'src/store/migrations';
@@ -31,12 +31,9 @@ export async function editsWithoutEffect(root: string, edits: readonly Edit[]): 
   const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
   const mutated = applyEdits(edits, read);
   const problems: string[] = [];
-  const options = compilerOptions(root);
+  const options = { ...emitOptions(root), removeComments: true };
   for (const { file, text } of mutated) {
-    if (
-      file.endsWith('.ts') &&
-      compile(read(file), file, options) === compile(text, file, options)
-    ) {
+    if (file.endsWith('.ts') && emit(read(file), file, options) === emit(text, file, options)) {
       problems.push(`${file}: the edit compiles to the same JavaScript`);
     }
   }
@@ -62,20 +59,6 @@ export async function editsWithoutEffect(root: string, edits: readonly Edit[]): 
     }
   }
   return problems;
-}
-
-/** The build's compiler options, emitting JavaScript alone and without comments. */
-function compilerOptions(root: string): ts.CompilerOptions {
-  const file = path.join(root, 'tsconfig.build.json');
-  const { config, error } = ts.readConfigFile(file, ts.sys.readFile);
-  if (error)
-    throw new Error(`${file}: ${ts.flattenDiagnosticMessageText(error.messageText, '\n')}`);
-  const { options } = ts.parseJsonConfigFileContent(config, ts.sys, root);
-  return { ...options, removeComments: true, declaration: false, sourceMap: false };
-}
-
-function compile(text: string, fileName: string, options: ts.CompilerOptions): string {
-  return ts.transpileModule(text, { compilerOptions: options, fileName }).outputText;
 }
 
 /**

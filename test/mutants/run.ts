@@ -37,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { MUTANTS } from './catalogue.js';
 import { applyEdits, catalogueTable } from './apply.js';
+import { buildFromBuilt, emitsAlone } from './build.js';
 import { editsWithoutEffect } from './effect.js';
 import type { Killer, Mutant } from './mutant.js';
 
@@ -91,14 +92,18 @@ async function main(): Promise<number> {
     });
   }
   testsFrom = values['tests-from'] ?? null;
+  let unmutated: string;
   log(
     `${chosen.length} mutant(s), ${jobs} at a time, scratch copies in ${base}` +
       (testsFrom ? `; judged by the tests of ${testsFrom} (whole killer files)` : ''),
   );
   const started = Date.now();
   try {
+    // Built by tsc once; each mutant's copy takes its dist/ and emits its edited files again
+    // (build.ts). The control run's killers run in it.
+    unmutated = await prepare(base, 'unmutated', [], null);
     if (!values['no-control']) {
-      const problem = await control(base, chosen, jobs);
+      const problem = await control(unmutated, chosen, jobs);
       if (problem) {
         process.stderr.write(`control run failed: ${problem}\n`);
         return 1;
@@ -109,7 +114,7 @@ async function main(): Promise<number> {
     await Promise.all(
       Array.from({ length: jobs }, async () => {
         for (let m = queue.shift(); m; m = queue.shift()) {
-          const v = await tryMutant(base, m, keep);
+          const v = await tryMutant(base, unmutated, m, keep);
           verdicts.push(v);
           log(
             `${v.result.toUpperCase().padEnd(9)} ${m.id}` +
@@ -135,12 +140,11 @@ async function main(): Promise<number> {
 
 /** The killers on an unmutated copy: each must exist and pass (`jobs` files at a time). */
 async function control(
-  base: string,
+  dir: string,
   mutants: readonly Mutant[],
   jobs: number,
 ): Promise<string | null> {
   const t0 = Date.now();
-  const dir = await prepare(base, 'control', []);
   const byFile = new Map<string, Set<string>>();
   for (const m of mutants) {
     for (const k of m.killers) byFile.set(k.file, (byFile.get(k.file) ?? new Set()).add(k.test));
@@ -169,7 +173,12 @@ async function control(
   return null;
 }
 
-async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<Verdict> {
+async function tryMutant(
+  base: string,
+  unmutated: string,
+  mutant: Mutant,
+  keep: boolean,
+): Promise<Verdict> {
   const t0 = Date.now();
   const verdict = (result: Verdict['result'], detail: string, by?: Killer): Verdict => ({
     mutant,
@@ -182,7 +191,7 @@ async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<V
   try {
     const without = await editsWithoutEffect(ROOT, mutant.edits);
     if (without.length > 0) return verdict('no-effect', without.join('; '));
-    dir = await prepare(base, mutant.id, mutant.edits);
+    dir = await prepare(base, mutant.id, mutant.edits, unmutated);
   } catch (err) {
     return verdict('error', (err as Error).message);
   }
@@ -204,8 +213,16 @@ async function tryMutant(base: string, mutant: Mutant, keep: boolean): Promise<V
   }
 }
 
-/** A copy of the tree (tracked and new files) with the edits applied, built. */
-async function prepare(base: string, name: string, edits: Mutant['edits']): Promise<string> {
+/**
+ * A copy of the tree (tracked and new files) with the edits applied, built: from `built`'s build
+ * where only files compiled alone were edited (build.ts), else by tsc.
+ */
+async function prepare(
+  base: string,
+  name: string,
+  edits: Mutant['edits'],
+  built: string | null,
+): Promise<string> {
   const dir = path.join(base, name);
   const listed = spawnSync(
     'git',
@@ -235,8 +252,11 @@ async function prepare(base: string, name: string, edits: Mutant['edits']): Prom
     ]);
     if (archive.status !== 0) throw new Error(`no test/ at ${testsFrom}: ${archive.stderr}`);
   }
-  for (const { file, text } of applyEdits(edits, (f) => readFileSync(path.join(dir, f), 'utf8'))) {
-    writeFileSync(path.join(dir, file), text);
+  const edited = applyEdits(edits, (f) => readFileSync(path.join(dir, f), 'utf8'));
+  for (const { file, text } of edited) writeFileSync(path.join(dir, file), text);
+  if (built && emitsAlone(edited.map((e) => e.file))) {
+    buildFromBuilt(dir, built, edited);
+    return dir;
   }
   // Not spawnSync: the other job's tests go on meanwhile, and their output must be read.
   const build = await run(

@@ -5,11 +5,12 @@
  * database server), each killer names a test that exists, every guarantee has a mutant, and
  * test/README.md lists the catalogue as it is.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyEdits, catalogueTable } from '../mutants/apply.js';
 import { MUTANTS } from '../mutants/catalogue.js';
+import { emit, emitOptions, emittedPath } from '../mutants/build.js';
 import { editsWithoutEffect } from '../mutants/effect.js';
 import { GUARANTEES } from '../mutants/mutant.js';
 import { ROOT } from '../helpers/cli.js';
@@ -121,5 +122,27 @@ describe('editsWithoutEffect', () => {
     expect(await editsWithoutEffect(ROOT, [comment])).toEqual([same]);
     expect(await editsWithoutEffect(ROOT, [types])).toEqual([same]);
     expect(await editsWithoutEffect(ROOT, [comment, code])).toEqual([]);
+  });
+});
+
+describe("a mutant's build (build.ts)", () => {
+  // A mutant's copy takes the unmutated dist/ and emits only its edited files again: that is the
+  // build only if each file compiled alone is, byte for byte, what tsc emitted for it (`npm test`
+  // has just built dist/).
+  it('emits every file of src/ exactly as tsc did', () => {
+    const files = readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+      .map((f) => `src/${f.split(path.sep).join('/')}`);
+    expect(files.length).toBeGreaterThan(100);
+    const options = emitOptions(ROOT);
+    const differ = files.filter((f) => emit(read(f), f, options) !== read(emittedPath(f)));
+    expect(differ, 'emitted alone ≠ dist/ (a dist/ older than src/? npm run build)').toEqual([]);
+  });
+
+  it('refuses an edit that does not parse, naming the file', () => {
+    const file = 'src/store/server-check.ts';
+    expect(() => emit(`${read(file)}\nexport const = ;`, file, emitOptions(ROOT))).toThrow(
+      /does not build: src\/store\/server-check\.ts: /,
+    );
   });
 });
