@@ -60,7 +60,9 @@ export function useHandlers(
 ): void {
   handlers.clear();
   for (const [job, handler] of byJob ?? []) handlers.set(job, handler);
-  poolsClosed = false;
+  // Pools open again only for a scheduler that starts: the stop closes them and then clears the
+  // handlers, and a handler still going after it (deaf to its signal) must get no new pool.
+  if (byJob) poolsClosed = false;
   onIgnored = ignored ?? null;
   setInProcessStart(byJob ? startInProcess : null);
 }

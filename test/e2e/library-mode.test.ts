@@ -374,6 +374,44 @@ setTimeout(() => console.log('app work done'), 3000);
     );
   });
 
+  it('a handler still going after stop() gets no database: ctx.db refuses it', async () => {
+    const { createScheduler } = await import('../../src/index.js');
+    const { createLogger } = await import('../../src/log.js');
+    const scheduler = createScheduler({
+      databaseUrl: own.url,
+      host: 'me',
+      namespace: 'late',
+      log: createLogger({ level: 'silent' }),
+      timings: { runs: { killGraceMs: 300 } },
+    });
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let outcome: string | undefined;
+    scheduler.job('late', { schedule: '0 0 1 1 *', enabled: false }, async (ctx) => {
+      await gate; // deaf to ctx.signal
+      try {
+        await ctx.db.query('SELECT 1');
+        outcome = 'queried';
+      } catch (err) {
+        outcome = (err as Error).message;
+      }
+    });
+    await scheduler.start();
+    let stopped = false;
+    try {
+      expect((await scheduler.runNow('late')).status).toBe('started');
+      await scheduler.stop({ grace: '200ms' });
+      stopped = true;
+    } finally {
+      release();
+      if (!stopped) await scheduler.stop({ grace: '200ms' });
+    }
+    // A new pool here would hold the application's process open after its stop().
+    expect(await waitFor('the late handler', () => outcome)).toBe(
+      'ctx.db is not available: the scheduler has stopped',
+    );
+  });
+
   it('refuses a second scheduler; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
     const { createScheduler } = await import('../../src/index.js');
     const { createLogger } = await import('../../src/log.js');
