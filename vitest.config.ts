@@ -17,10 +17,10 @@ export default defineConfig({
     maxWorkers: 6,
     // A worker runs one file after another in the same module graph, instead of a fresh process
     // per file: a file's imports (the runner, mysql2, the helpers) are evaluated once per worker,
-    // not once per file. Measured in one sitting (2026-12-06, 8adcbd0): 456 → 397 CPU-s for the
-    // whole suite, 271 → 256 s. What a file leaves running goes on in its worker, so every file
-    // stops what it starts (its runners, schedulers, pools, servers) in its own hooks; the state
-    // src/ keeps per process is listed in test/README.md ("One worker, many files").
+    // not once per file. Measured in one sitting (2026-12-06, 8adcbd0, vitest alone): 456 → 397
+    // CPU-s for the whole suite, 271 → 256 s. What a file leaves running goes on in its worker,
+    // so every file ends what it starts in its own hooks; file-boundary.ts fails a file that
+    // leaves an in-process runner or a statement trace. test/README.md, "One worker, many files".
     isolate: false,
     // Longest files first, so that no long file is the tail of the suite (test/helpers/sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },

@@ -18,6 +18,7 @@
  * in-process runner starts meanwhile inherits it too (the test's SUDO_USER, say). Harmless for
  * the tests here, which pass no BATON_* to a command; keep it so.
  */
+import { expect } from 'vitest';
 import { runCli } from '../../src/cli/program.js';
 import { baton as batonProcess, cleanEnv, type CliResult, type CommandOptions } from './cli.js';
 
@@ -47,7 +48,9 @@ export function baton(args: string[], options: CommandOptions = {}): Promise<Cli
   const { env = {}, timeoutMs = 30_000 } = options;
   // A command that never ends fails its test after timeoutMs, as a process would be killed. It
   // cannot be stopped, only left — still holding the process's streams and environment — so the
-  // in-process commands after it in this file fail at once rather than capture into its buffers.
+  // in-process commands after it fail at once rather than capture into its buffers: in this file
+  // and in the files after it in this worker (vitest.config.ts `isolate: false`), which the
+  // message sends back to the file that hung.
   const run = queue.then(() => {
     if (hung) throw new Error(`not run: an earlier command (${hung}) is still running in-process`);
     let timer: NodeJS.Timeout | undefined;
@@ -55,7 +58,8 @@ export function baton(args: string[], options: CommandOptions = {}): Promise<Cli
       invoke(args, env),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          hung = `baton ${args.join(' ')}`;
+          const file = (expect.getState().testPath ?? '').replace(/^.*?\/test\//, 'test/');
+          hung = `baton ${args.join(' ')}, in ${file}`;
           reject(new Error(`${hung} did not end within ${timeoutMs} ms`));
         }, timeoutMs);
         timer.unref();

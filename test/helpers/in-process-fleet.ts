@@ -20,7 +20,7 @@ import type { RunnerEventMap } from '../../src/daemon/events.js';
 import { Runner, type RunnerOptions } from '../../src/daemon/runner.js';
 import { waitForLogLine, type LogLine } from './cli.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
-import { runnerStarted, runnerStopped } from './living-runners.js';
+import { mustEnd } from './leftovers.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -55,6 +55,8 @@ export class InProcessRunner {
     (this.stderr += `${warning.name}: ${warning.message}\n`);
   readonly runner: Runner;
   private stopped: Promise<void> | null = null;
+  /** Tells file-boundary.ts that this runner was stopped (leftovers.ts). */
+  private ended: () => void = () => {};
   /** Why start() failed, if it did: a wait for a log line ends with it. */
   private failed: string | null = null;
 
@@ -89,7 +91,9 @@ export class InProcessRunner {
   /** Connects and starts the loop; resolves once the runner has said `runner started`. */
   async start(): Promise<void> {
     process.on('warning', this.onWarning);
-    runnerStarted(this);
+    this.ended = mustEnd(`in-process runner ${this.host}`, () =>
+      this.stop(true, 'left running by its test file'),
+    );
     const started = await runnerScope
       .run(this.host, () => this.runner.start())
       .catch((err: unknown) => {
@@ -141,7 +145,7 @@ export class InProcessRunner {
       .run(this.host, () => this.runner.stop(reason, force))
       .finally(() => {
         process.off('warning', this.onWarning);
-        runnerStopped(this);
+        this.ended();
       });
     return this.stopped;
   }

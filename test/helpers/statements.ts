@@ -6,6 +6,7 @@
 import dc from 'node:diagnostics_channel';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { mustEnd } from './leftovers.js';
 
 export interface StatementCount {
   /** The statements sent since the count began, their SQL as sent. */
@@ -27,9 +28,7 @@ export function countStatements(): StatementCount {
     asyncEnd: noop,
     error: noop,
   };
-  const channel = dc.tracingChannel<unknown, QueryContext>('mysql2:query');
-  channel.subscribe(handlers);
-  return { statements, stop: () => channel.unsubscribe(handlers) };
+  return { statements, stop: subscribe('statement count', handlers) };
 }
 
 /** The environment that makes a runner log its statements (their first `chars`) to `file`. */
@@ -83,7 +82,21 @@ export function traceStatements(scopeOf: () => string | undefined): {
     asyncEnd: noop,
     error: noop,
   };
+  return { statements, stop: subscribe('statement trace', handlers) };
+}
+
+/**
+ * Subscribes `handlers` to mysql2's query channel; returns the unsubscribe. One the test file does
+ * not end itself is ended after it (file-boundary.ts): it would record every statement of the
+ * files after it in this worker.
+ */
+function subscribe(what: string, handlers: dc.TracingChannelSubscribers<QueryContext>): () => void {
   const channel = dc.tracingChannel<unknown, QueryContext>('mysql2:query');
   channel.subscribe(handlers);
-  return { statements, stop: () => channel.unsubscribe(handlers) };
+  const unsubscribe = () => void channel.unsubscribe(handlers);
+  const ended = mustEnd(what, unsubscribe);
+  return () => {
+    unsubscribe();
+    ended();
+  };
 }

@@ -218,26 +218,29 @@ describe('fan-out and connections', () => {
 
   it('reads workers and connections, with URLs from the environment', () => {
     process.env.BATON_TEST_SHOP_URL = 'mysql://shop:secret@db.example:3306/shop';
-    writeFileSync(path.join(dir, 'job.mjs'), 'export default async () => {};\n');
-    const config = parseConfig(
-      file,
-      `connections:
-  shop: { urlFromEnv: BATON_TEST_SHOP_URL }
-  ledger: { url: "mysql://root@127.0.0.1:3306/ledger" }
-jobs:
-  reward:
-    schedule: "* * * * *"
-    module: job.mjs
-    workers: 3
-    connection: shop
-`,
-    );
-    expect(config.jobs[0]).toMatchObject({ workers: 3, connection: 'shop' });
-    expect(config.connections).toEqual({
-      shop: { kind: 'env', variable: 'BATON_TEST_SHOP_URL' },
-      ledger: { kind: 'url', url: 'mysql://root@127.0.0.1:3306/ledger' },
-    });
-    delete process.env.BATON_TEST_SHOP_URL;
+    try {
+      writeFileSync(path.join(dir, 'job.mjs'), 'export default async () => {};\n');
+      const config = parseConfig(
+        file,
+        `connections:
+    shop: { urlFromEnv: BATON_TEST_SHOP_URL }
+    ledger: { url: "mysql://root@127.0.0.1:3306/ledger" }
+  jobs:
+    reward:
+      schedule: "* * * * *"
+      module: job.mjs
+      workers: 3
+      connection: shop
+  `,
+      );
+      expect(config.jobs[0]).toMatchObject({ workers: 3, connection: 'shop' });
+      expect(config.connections).toEqual({
+        shop: { kind: 'env', variable: 'BATON_TEST_SHOP_URL' },
+        ledger: { kind: 'url', url: 'mysql://root@127.0.0.1:3306/ledger' },
+      });
+    } finally {
+      delete process.env.BATON_TEST_SHOP_URL;
+    }
   });
 
   it('refuses what cannot work, naming the place and never the URL', () => {
