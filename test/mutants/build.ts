@@ -2,9 +2,9 @@
  * The build of a mutant's scratch copy. A full `tsc` build type-checks and emits all of src/ —
  * some 7 CPU-seconds, for each of forty mutants, while the other mutant's killers run beside it.
  * A mutant edits one or two files, and the build compiles each file alone (`isolatedModules`,
- * `verbatimModuleSyntax`: test/unit/mutants.test.ts checks that the JavaScript below is byte for
- * byte what tsc emits), so a copy gets the unmutated build's dist/ with only its edited files
- * emitted again. Files outside src/ are not compiled (the migrations are read from src/, the
+ * `verbatimModuleSyntax`: test/unit/mutants.test.ts checks that every unmutated file compiled
+ * so is byte for byte what tsc emitted), so a copy gets the unmutated build's dist/ with only its
+ * edited files emitted again, after the type check tsc would have done of them (EditTypeCheck). Files outside src/ are not compiled (the migrations are read from src/, the
  * tests run from TypeScript); anything else edited (a tsconfig, the package) gets a full build.
  */
 import { cpSync, writeFileSync } from 'node:fs';
@@ -73,5 +73,64 @@ export function buildFromBuilt(
   for (const { file, text } of edited) {
     if (!file.startsWith('src/') || !file.endsWith('.ts') || file.endsWith('.d.ts')) continue;
     writeFileSync(path.join(dir, emittedPath(file)), emit(text, file, options));
+  }
+}
+
+/**
+ * The type check tsc's build did, for the edited files only: each checked, with the mutant's
+ * text, in a program that reuses the unmutated one for every other file. A mutant that misspells
+ * a name or imports a type as a value would otherwise run, fail every killer at its first import,
+ * and count as killed. An edit that breaks a caller in another file is not seen: that file's
+ * JavaScript is the unmutated one, and runs as before.
+ */
+export class EditTypeCheck {
+  private readonly host: ts.CompilerHost;
+  private readonly base: ts.Program;
+
+  constructor(private readonly root: string) {
+    const file = path.join(root, 'tsconfig.build.json');
+    const { config } = ts.readConfigFile(file, ts.sys.readFile);
+    const { options, fileNames } = ts.parseJsonConfigFileContent(config, ts.sys, root);
+    this.host = ts.createCompilerHost(options);
+    this.base = ts.createProgram(fileNames, { ...options, noEmit: true }, this.host);
+  }
+
+  /** The type errors of the edited TypeScript files of src/, as tsc prints them; [] if none. */
+  errors(edited: readonly { file: string; text: string }[]): string[] {
+    const texts = new Map(
+      edited
+        .filter(({ file }) => file.startsWith('src/') && file.endsWith('.ts'))
+        .map(({ file, text }) => [path.resolve(this.root, file), text]),
+    );
+    if (texts.size === 0) return [];
+    const host: ts.CompilerHost = {
+      ...this.host,
+      getSourceFile: (fileName, languageVersion, onError, shouldCreate) => {
+        const text = texts.get(path.resolve(fileName));
+        if (text != null) return ts.createSourceFile(fileName, text, languageVersion, true);
+        return (
+          this.base.getSourceFile(fileName) ??
+          this.host.getSourceFile(fileName, languageVersion, onError, shouldCreate)
+        );
+      },
+      readFile: (fileName) => texts.get(path.resolve(fileName)) ?? this.host.readFile(fileName),
+    };
+    const program = ts.createProgram({
+      rootNames: this.base.getRootFileNames(),
+      options: this.base.getCompilerOptions(),
+      host,
+      oldProgram: this.base,
+    });
+    const format: ts.FormatDiagnosticsHost = {
+      getCanonicalFileName: (f) => f,
+      getCurrentDirectory: () => this.root,
+      getNewLine: () => '\n',
+    };
+    return [...texts.keys()].flatMap((fileName) => {
+      const source = program.getSourceFile(fileName)!;
+      return [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]
+        .filter((d) => d.category === ts.DiagnosticCategory.Error)
+        .map((d) => ts.formatDiagnostic(d, format).trim());
+    });
   }
 }

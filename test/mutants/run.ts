@@ -38,7 +38,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { MUTANTS } from './catalogue.js';
 import { applyEdits, catalogueTable } from './apply.js';
-import { buildFromBuilt, emitsAlone } from './build.js';
+import { buildFromBuilt, EditTypeCheck, emitsAlone } from './build.js';
 import { editsWithoutEffect } from './effect.js';
 import type { Killer, Mutant } from './mutant.js';
 
@@ -93,7 +93,6 @@ async function main(): Promise<number> {
     });
   }
   testsFrom = values['tests-from'] ?? null;
-  let unmutated: string;
   log(
     `${chosen.length} mutant(s), ${jobs} at a time, scratch copies in ${base}` +
       (testsFrom ? `; judged by the tests of ${testsFrom} (whole killer files)` : ''),
@@ -102,9 +101,16 @@ async function main(): Promise<number> {
   try {
     // Built by tsc once; each mutant's copy takes its dist/ and emits its edited files again
     // (build.ts). The control run's killers run in it.
-    unmutated = await prepare(base, 'unmutated', [], null);
+    let unmutated: Built;
+    try {
+      const dir = await prepare(base, 'unmutated', [], null);
+      unmutated = { dir, typeCheck: new EditTypeCheck(dir) };
+    } catch (err) {
+      process.stderr.write(`the unmutated tree: ${(err as Error).message}\n`);
+      return 1;
+    }
     if (!values['no-control']) {
-      const problem = await control(unmutated, chosen, jobs);
+      const problem = await control(unmutated.dir, chosen, jobs);
       if (problem) {
         process.stderr.write(`control run failed: ${problem}\n`);
         return 1;
@@ -176,7 +182,7 @@ async function control(
 
 async function tryMutant(
   base: string,
-  unmutated: string,
+  unmutated: Built,
   mutant: Mutant,
   keep: boolean,
 ): Promise<Verdict> {
@@ -214,15 +220,21 @@ async function tryMutant(
   }
 }
 
+/** The unmutated copy, built by tsc, and the type check of edits against it (build.ts). */
+interface Built {
+  dir: string;
+  typeCheck: EditTypeCheck;
+}
+
 /**
  * A copy of the tree (tracked and new files) with the edits applied, built: from `built`'s build
- * where only files compiled alone were edited (build.ts), else by tsc.
+ * where only files compiled alone were edited, their types checked (build.ts), else by tsc.
  */
 async function prepare(
   base: string,
   name: string,
   edits: Mutant['edits'],
-  built: string | null,
+  built: Built | null,
 ): Promise<string> {
   const dir = path.join(base, name);
   const listed = spawnSync(
@@ -245,7 +257,9 @@ async function prepare(
     rmSync(path.join(dir, 'test'), { recursive: true, force: true });
     const archive = spawnSync('sh', [
       '-c',
-      `git -C "$1" archive "$2" test | tar -x -C "$3"`,
+      // REV's vitest.config.ts too: it names REV's setup files and sequencer, and how REV's
+      // files were meant to run (in a process each, before isolate: false).
+      `git -C "$1" archive "$2" test vitest.config.ts | tar -x -C "$3"`,
       'sh',
       ROOT,
       testsFrom,
@@ -256,7 +270,9 @@ async function prepare(
   const edited = applyEdits(edits, (f) => readFileSync(path.join(dir, f), 'utf8'));
   for (const { file, text } of edited) writeFileSync(path.join(dir, file), text);
   if (built && emitsAlone(edited.map((e) => e.file))) {
-    buildFromBuilt(dir, built, edited);
+    const errors = built.typeCheck.errors(edited);
+    if (errors.length > 0) throw new Error(`does not build: ${errors.join('; ')}`);
+    buildFromBuilt(dir, built.dir, edited);
     return dir;
   }
   // Not spawnSync: the other job's tests go on meanwhile, and their output must be read.

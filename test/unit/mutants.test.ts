@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyEdits, catalogueTable } from '../mutants/apply.js';
 import { MUTANTS } from '../mutants/catalogue.js';
-import { emit, emitOptions, emittedPath } from '../mutants/build.js';
+import { EditTypeCheck, emit, emitOptions, emittedPath } from '../mutants/build.js';
 import { editsWithoutEffect } from '../mutants/effect.js';
 import { GUARANTEES } from '../mutants/mutant.js';
 import { ROOT } from '../helpers/cli.js';
@@ -137,6 +137,29 @@ describe("a mutant's build (build.ts)", () => {
     const options = emitOptions(ROOT);
     const differ = files.filter((f) => emit(read(f), f, options) !== read(emittedPath(f)));
     expect(differ, 'emitted alone ≠ dist/ (a dist/ older than src/? npm run build)').toEqual([]);
+  });
+
+  it('type-checks the edited files against the rest: a misspelled name, a type imported as a value', () => {
+    const check = new EditTypeCheck(ROOT);
+    const file = 'src/store/server-check.ts';
+    const edit = (find: string, replace: string) => {
+      const [edited] = applyEdits([{ file, find, replace }], read);
+      return check.errors([edited!]);
+    };
+    expect(edit(' AND Non_unique = 0', '')).toEqual([]);
+    expect(
+      edit('throw new DatabaseUnavailableError(', 'throw new DatabaseUnavailableErr('),
+    ).toEqual([
+      expect.stringMatching(
+        /^src\/store\/server-check\.ts\(\d+,\d+\): error TS2552: Cannot find name 'DatabaseUnavailableErr'/,
+      ),
+    ]);
+    expect(
+      edit(
+        "import type { Queryable } from './deadline.js';",
+        "import { Queryable } from './deadline.js';",
+      ),
+    ).toEqual([expect.stringMatching(/error TS1484: 'Queryable' is a type/)]);
   });
 
   it('refuses an edit that does not parse, naming the file', () => {
