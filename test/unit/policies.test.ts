@@ -223,15 +223,15 @@ describe('fan-out and connections', () => {
       const config = parseConfig(
         file,
         `connections:
-    shop: { urlFromEnv: BATON_TEST_SHOP_URL }
-    ledger: { url: "mysql://root@127.0.0.1:3306/ledger" }
-  jobs:
-    reward:
-      schedule: "* * * * *"
-      module: job.mjs
-      workers: 3
-      connection: shop
-  `,
+  shop: { urlFromEnv: BATON_TEST_SHOP_URL }
+  ledger: { url: "mysql://root@127.0.0.1:3306/ledger" }
+jobs:
+  reward:
+    schedule: "* * * * *"
+    module: job.mjs
+    workers: 3
+    connection: shop
+`,
       );
       expect(config.jobs[0]).toMatchObject({ workers: 3, connection: 'shop' });
       expect(config.connections).toEqual({
