@@ -469,6 +469,7 @@ jobs:
         // can still leave a fire without a winner. Such a fire is judged apart, and only where
         // it is true: a row from every runner, no winner, every near skip naming slow, and
         // slow's row of an earlier fire written after this fire's instant.
+        // (A near skip may name slow's session by its connection alone: see holdsForSlow.)
         // Or the slow runner's lock session dies (a lost packet's retransmission past the
         // heartbeat deadline): until the server drops the old session, or until the registry has
         // the new one the slow runner reconnected with, a near runner meets "the lock is held by
@@ -506,6 +507,25 @@ jobs:
             })
             .map(([at]) => at),
         );
+        // The near runners name slow when the registry names its lock session as a live
+        // runner's; one it cannot name is reported by its connection alone (seen once in a
+        // clean-clone run, 2026-12-06, slow's late row of the fire before proving that it was
+        // contending). The holder is then slow's if it is no lock session a near runner logged:
+        // near1 and near2 are the ones asking.
+        const nearSessions = new Set(
+          all
+            .slice(1)
+            .flatMap((r) => r.lines)
+            .filter((l) => l.lockConnectionId != null)
+            .map((l) => Number(l.lockConnectionId)),
+        );
+        const holdsForSlow = (reason: string | null) => {
+          if (namesSlow(reason) === 'claiming') return true;
+          const held = /^the lock is held by connection (\d+), which has no running row/.exec(
+            reason ?? '',
+          );
+          return held != null && !nearSessions.has(Number(held[1]));
+        };
         const lostToLateContention = new Set(
           [...byFire(rows)]
             .filter(([at, fire]) => {
@@ -513,7 +533,7 @@ jobs:
               return (
                 fire.every((r) => r.winner == null) &&
                 nearSkips.length === 2 &&
-                nearSkips.every((r) => namesSlow(r.reason) === 'claiming') &&
+                nearSkips.every((r) => holdsForSlow(r.reason)) &&
                 history.some(
                   (r) =>
                     r.host === 'slow' &&
