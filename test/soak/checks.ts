@@ -110,7 +110,7 @@ export function judge(e: Evidence): Verdicts {
     unaccounted,
     noWinner,
     recovery: recoveries(e.faults, e.attempts, e.rows, e.logs),
-    ...startsAfterLoss(e.logs, e.attempts),
+    ...startsAfterLoss(e.logs, e.attempts, e.rows),
   };
 }
 
@@ -339,10 +339,21 @@ function allBack(since: number, logs: Map<string, LoggedLine[]>): number | null 
  * it: its late first instruction is the OS's, not a start the runner made (startsRacingLoss). A
  * retry (attempt 2, …) is a new process whatever the first attempt's line says.
  */
+/**
+ * What the runner records on a run whose process it was told had started only once it knew its
+ * lock session lost (src/fire/run-fire.ts stops it so). The runner checks its session right
+ * before each spawn, so such a process was asked for before the loss: the 'fire won' line, written
+ * when the spawner reports the pid, can come after the 'lock session lost' line.
+ */
+const STOPPED_AS_CLAIMED_BEFORE_LOSS =
+  "lost: the runner's lock session ended while the run was being claimed";
+
 function startsAfterLoss(
   logs: Map<string, LoggedLine[]>,
   attempts: readonly JournalAttempt[],
+  rows: readonly SoakRow[],
 ): Pick<Verdicts, 'startsAfterLoss' | 'startsRacingLoss'> {
+  const errors = new Map(rows.map((r) => [r.id, r.error ?? '']));
   const after: StartAfterLoss[] = [];
   const racing: StartAfterLoss[] = [];
   for (const [host, lines] of logs) {
@@ -363,7 +374,10 @@ function startsAfterLoss(
         if (a.host !== host || a.start <= lost.realTime || a.start >= until) continue;
         const won = lines.find((l) => l.msg === 'fire won: running' && Number(l.runId) === a.runId);
         const start = { host, run: describe(a), afterLossMs: a.start - lost.realTime };
-        const spawnedBefore = a.attempt === 1 && won != null && lines.indexOf(won) < i;
+        const spawnedBefore =
+          a.attempt === 1 &&
+          ((won != null && lines.indexOf(won) < i) ||
+            (errors.get(a.runId) ?? '').startsWith(STOPPED_AS_CLAIMED_BEFORE_LOSS));
         (spawnedBefore ? racing : after).push(start);
       }
     }

@@ -166,6 +166,27 @@ describe('the soak checks', () => {
     expect(v.startsRacingLoss).toEqual([]);
   });
 
+  it('(7) a process asked for before the loss whose pid came after it: its row says so, listed, not failed', () => {
+    // As seed 131 met in CI (2026-12-06): the loss, the process's first instruction, then the
+    // spawner's pid ('fire won'); the runner stopped the run as claimed before the loss.
+    const rows = clean.map((a) => row(a));
+    rows[2] = {
+      ...rows[2]!,
+      status: 'lost',
+      error:
+        "lost: the runner's lock session ended while the run was being claimed (heartbeat timeout)",
+    };
+    const e = evidence(clean, rows);
+    e.logs.set('r3', [
+      line('lock session lost', T + 2_015),
+      line('fire won: running', T + 2_030, { runId: 3 }),
+      line('lock session reopened', T + 2_500),
+    ]);
+    const v = judge(e);
+    expect(v.startsAfterLoss).toEqual([]);
+    expect(v.startsRacingLoss).toEqual([expect.objectContaining({ host: 'r3', afterLossMs: 5 })]);
+  });
+
   it('(7) a process started before the loss whose first instruction came after it: listed, not failed', () => {
     const e = evidence(clean);
     // As seed 131 met in CI: 'fire won' (the process spawned), the loss, then its first instruction.
