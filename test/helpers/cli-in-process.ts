@@ -18,9 +18,9 @@
  * in-process runner starts meanwhile inherits it too (the test's SUDO_USER, say). Harmless for
  * the tests here, which pass no BATON_* to a command; keep it so.
  */
-import { expect } from 'vitest';
 import { runCli } from '../../src/cli/program.js';
 import { baton as batonProcess, cleanEnv, type CliResult, type CommandOptions } from './cli.js';
+import { runningTestFile } from './leftovers.js';
 
 const NEEDS_A_PROCESS = new Set(['run', 'backfill', 'start', 'completion', 'help']);
 const PROCESS_OPTIONS = ['--help', '-h', '--version', '--watch', '--get-yargs-completions'];
@@ -58,8 +58,7 @@ export function baton(args: string[], options: CommandOptions = {}): Promise<Cli
       invoke(args, env),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          const file = (expect.getState().testPath ?? '').replace(/^.*?\/test\//, 'test/');
-          hung = `baton ${args.join(' ')}, in ${file}`;
+          hung = `baton ${args.join(' ')}, in ${runningTestFile()}`;
           reject(new Error(`${hung} did not end within ${timeoutMs} ms`));
         }, timeoutMs);
         timer.unref();

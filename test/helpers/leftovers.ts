@@ -16,6 +16,12 @@ interface Leftover {
 
 const open = new Set<Leftover>();
 
+/** The test file running now, relative to the repository (`test/e2e/….test.ts`). */
+export function runningTestFile(): string {
+  const testPath = expect.getState().testPath ?? '(outside a test file)';
+  return testPath.replace(/^.*?\/test\//, 'test/');
+}
+
 /** How long ending what is left may take before the boundary reports it as hung. */
 const END_WITHIN_MS = 30_000;
 
@@ -24,8 +30,7 @@ const END_WITHIN_MS = 30_000;
  * returns the function to call once the file has ended it itself.
  */
 export function mustEnd(what: string, end: () => unknown): () => void {
-  const testPath = expect.getState().testPath ?? '(outside a test file)';
-  const leftover = { what, file: testPath.replace(/^.*?\/test\//, 'test/'), end };
+  const leftover = { what, file: runningTestFile(), end };
   open.add(leftover);
   return () => open.delete(leftover);
 }
