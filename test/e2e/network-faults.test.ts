@@ -372,10 +372,13 @@ describe.skipIf(noNetns != null)('test hosts in network namespaces, real kernel 
         },
         { timeoutMs: 20_000 },
       );
-      const upDb = await dbNow(d);
+      // Any run started since the link came back: `a`'s first fire after its reconnect often
+      // starts a few milliseconds after its aborted run is recorded `lost` — sometimes before
+      // the test reads the clock here, and then, with `a`'s 20 s job and `overlap: skip`, no
+      // other run starts for as long as this wait would last.
       await waitFor(
         'a run after the link came back',
-        async () => (await runs(d, JOB)).some((r) => r.winner === 1 && r.started_at > upDb),
+        async () => (await runs(d, JOB)).some((r) => r.winner === 1 && r.started_at > healedDb),
         { timeoutMs: 20_000 },
       );
       expect(await Promise.all([a, b].map((r) => r.stop('SIGTERM')))).toEqual([0, 0]);
