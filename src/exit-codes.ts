@@ -23,8 +23,6 @@ export const ExitCode = {
   Interrupted: 130,
 } as const;
 
-export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
-
 /**
  * `baton status` alone: the convention monitoring systems read from a check (Nagios plugins,
  * Icinga, Sensu, Zabbix's and Datadog's check wrappers). Any failure to reach a verdict — the

@@ -21,11 +21,6 @@ export function planRerun(winners: readonly Run[], again: boolean): RerunPlan {
   return { kind: 'run', rerun: latest.rerun + 1, previous: latest };
 }
 
-/** "generation 1" for people: the scheduled run is generation 0. */
-export function generationLabel(rerun: number): string {
-  return rerun === 0 ? 'its first run (generation 0)' : `re-run generation ${rerun}`;
-}
-
 /** Who ran a fire and when: "done on srv-02, finished 2026-12-03T03:00:01.200Z (run 42)". */
 export function describeRun(run: Run): string {
   const when = (run.finishedAt ?? run.startedAt).toISOString();

@@ -191,7 +191,7 @@ const inheritableShape = {
   skips: z.enum(SKIP_RECORDS),
   /**
    * The dead-man's switch: `baton status` warns when the job has had no successful run for this
-   * long. Default: two periods of its schedule plus a grace (see `src/fleet/dead-man.ts`).
+   * long. Default: two periods of its schedule plus a grace (see `src/schedule/dead-man.ts`).
    */
   expect: duration,
   /**

@@ -22,7 +22,7 @@
  *   file, a job whose definition there differs from what the live runners loaded, a job they
  *   loaded that is not in it, and an enabled job of it that no live runner loaded at all; and
  *   live runners of one definition whose registered next fires differ (time-zone data);
- * - `no-success`: the dead-man's switch (dead-man.ts) — an enabled job of the local schedules
+ * - `no-success`: the dead-man's switch (schedule/dead-man.ts) — an enabled job of the local schedules
  *   file with no successful run for longer than it should. It is judged from its last success,
  *   or, when it never succeeded, from when it first appeared: its first history row, or the
  *   earliest instant a live runner loaded its current definition (`since` in the registry; the

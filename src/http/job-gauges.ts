@@ -2,7 +2,7 @@
  * The per-job gauges of `/metrics` that say what the *fleet* did, whichever runner did it: when
  * each loaded job last succeeded, last failed and last finished, read from the history at scrape
  * time (store/outcome-reads.ts), and how long it may go without a success (its dead-man window,
- * fleet/dead-man.ts). Every runner exports the same values, so a rule takes `max by (baton_job)`.
+ * schedule/dead-man.ts). Every runner exports the same values, so a rule takes `max by (baton_job)`.
  *
  * A scrape must never fail or hang because of the database: the history is read at most once per
  * OUTCOMES_REUSE_MS (however many scrapers), a scrape waits at most SCRAPE_WAIT_MS for a read in

@@ -9,7 +9,9 @@
  *    one never late — on its own clock each would be 1.5–2 s off; and
  *    `baton status --json` reports each runner's offset within 100 ms of the truth (how far its
  *    clock is ahead of the database's: −2000, 0, +1500) with a clock-offset warning for the two
- *    skewed runners (threshold 1 s), exit 1.
+ *    skewed runners (threshold 1 s), exit 1. Each runner logs its own offset past its own
+ *    threshold (`baton start --clock-warn`): h1 at the default 1 s does, h3 at `--clock-warn 2s`
+ *    does not.
  * 2. The fire key, which the session lock alone does not give: a runner frozen (SIGSTOP) across
  *    fires and thawed 1.5 s later reaches them after their 30 ms winners finished and released the
  *    lock. It must record `this fire already ran on <host> (done)` for them, and every fire still
@@ -69,7 +71,14 @@ describe('runners whose clocks are off by -2 s, 0 and +1.5 s', () => {
   it('fire on database time: on the instant, never early, one winner; status shows the offsets', async () => {
     const { config, journal } = tick();
     const db = fleet.db;
-    const runners = await fleet.start(['h1', 'h2', 'h3'], { config }, { h1: '-2', h3: '+1.5' });
+    // h3 warns only beyond 2 s (`--clock-warn`): its 1.5 s stays unlogged while h1's 2 s, past
+    // the default 1 s, is logged. The status warnings below have a threshold of their own.
+    const runners = (
+      await Promise.all([
+        fleet.start(['h1', 'h2'], { config }, { h1: '-2' }),
+        fleet.start(['h3'], { config, args: ['--clock-warn', '2s'] }, { h3: '+1.5' }),
+      ])
+    ).flat();
     // Start-up fires (a runner fires by its own clock until its first offset measurement) are
     // left out: the window opens a couple of seconds after every runner started.
     const from = new Date((await dbNow(db)).getTime() + 2_000);
@@ -97,6 +106,17 @@ describe('runners whose clocks are off by -2 s, 0 and +1.5 s', () => {
     // A second look, after several more heartbeats: the offsets stay right.
     const later = await status(db, config);
     await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+    // Each runner checks its clock before each registry heartbeat, so all had checked by the
+    // time status showed their offsets; only h1 is past its threshold.
+    const clockWarnings = (r: RunnerProcess) =>
+      r.lines
+        .filter(
+          (l) =>
+            l.msg ===
+            "this host's clock is off from the database's: fires still run on database time",
+        )
+        .map((l) => [r.host, l.thresholdMs]);
+    expect(runners.flatMap(clockWarnings)).toEqual([['h1', 1_000]]);
 
     for (const s of [measured, later]) {
       expect(s.code).toBe(1);
