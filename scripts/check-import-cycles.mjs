@@ -31,6 +31,7 @@ const LAYERS = [
   ['fire'],
   ['daemon'],
   ['fleet'],
+  ['actions'],
   ['http'],
   ['cli', 'library'],
   ['index'],

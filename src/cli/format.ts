@@ -6,7 +6,6 @@
  */
 import Table from 'cli-table3';
 import { formatDuration } from '../config/duration.js';
-import type { Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 
 export function table(head: string[], rows: (string | number)[][]): string {
@@ -84,9 +83,4 @@ export function runToJson(run: Run) {
     error: run.error,
     params: run.params,
   };
-}
-
-/** A pause as `baton list --json` and `baton explain --json` print it (null: not paused). */
-export function pauseToJson(p: Pause | null | undefined) {
-  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
 }

@@ -3,17 +3,26 @@
  * it, resume it — each the same action as its command (`baton run`, `pause`, `resume`), taken by
  * the runner that received the request, and each recorded in `baton_audit` first (via `api`, the
  * token's name as operator, this runner as host), its outcome added once known. So an action
- * whose outcome never comes (the runner died) still shows who asked.
+ * whose outcome never comes (the runner died) still shows who asked. Pause and resume are the
+ * commands' own code (actions/pause.ts); here, which names this runner accepts.
  *
  * Kill is `baton kill`'s order (fire/kill-run.ts). Backfill is answered 501 until it is wired
  * (see `notInThisVersion`).
  */
+import {
+  pause,
+  pauseDocument,
+  pauseOutcomeDocument,
+  resume,
+  resumeOutcomeDocument,
+  type Actor,
+} from '../actions/pause.js';
 import type { ManualStart } from '../daemon/dispatcher.js';
 import { killRun } from '../fire/kill-run.js';
 import { parseFireTime } from '../instants.js';
 import { recordAction, setActionOutcome, type AuditAction } from '../store/audit.js';
 import type { Queryable } from '../store/deadline.js';
-import { findPause, pauseJob, resumeJob, type Pause } from '../store/pauses.js';
+import { findPause } from '../store/pauses.js';
 
 /** What the write API acts on: the runner serving it. */
 export interface WriteSubject {
@@ -155,8 +164,9 @@ function unknownJob(job: string): ApiError {
   return new ApiError(404, 'not-found', `no job "${job}" in this runner's schedules file`);
 }
 
-function pauseJson(p: Pause | null) {
-  return p ? { by: p.pausedBy, at: p.pausedAt.toISOString(), reason: p.reason } : null;
+/** The token's name as operator, this runner as host. */
+function actor(s: WriteSubject, r: Who): Actor {
+  return { operator: r.operator, host: s.host, via: 'api', reason: r.reason };
 }
 
 /** Records the action (outcome to follow) and returns its audit id. */
@@ -199,7 +209,7 @@ export async function runAction(s: WriteSubject, job: string, r: Who): Promise<A
           runId: start.runId,
           scheduledAt: start.scheduledAt.toISOString(),
           host: s.host,
-          paused: pauseJson(pause),
+          paused: pauseDocument(pause),
           auditId,
         },
       };
@@ -215,40 +225,19 @@ export async function runAction(s: WriteSubject, job: string, r: Who): Promise<A
 /** POST /api/jobs/{job}/pause: 200 with the pause (renewed when there was one). */
 export async function pauseAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
   if (!s.jobs().includes(job)) throw unknownJob(job);
-  const pool = usablePool(s);
-  const namespace = s.namespace();
-  const auditId = await audit(s, pool, 'pause', job, r);
-  const before = await findPause(pool, namespace, job);
-  await pauseJob(pool, namespace, job, r.reason, r.operator);
-  const after = await findPause(pool, namespace, job);
-  await setActionOutcome(pool, auditId, before ? 'renewed' : 'paused');
-  return {
-    status: 200,
-    body: {
-      job,
-      namespace,
-      paused: true,
-      renewed: before != null,
-      pause: pauseJson(after),
-      auditId,
-    },
-  };
+  const outcome = await pause(usablePool(s), s.namespace(), job, actor(s, r));
+  return { status: 200, body: pauseOutcomeDocument(outcome) };
 }
 
 /** POST /api/jobs/{job}/resume: 200, `resumed: false` when it was not paused. */
 export async function resumeAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
   const pool = usablePool(s);
-  const namespace = s.namespace();
-  const before = await findPause(pool, namespace, job);
   // Any pause there is can be lifted (also of a job since removed from the file), as `resume`.
-  if (!before && !s.jobs().includes(job)) throw unknownJob(job);
-  const auditId = await audit(s, pool, 'resume', job, r);
-  const resumed = before != null && (await resumeJob(pool, namespace, job));
-  await setActionOutcome(pool, auditId, resumed ? 'resumed' : 'was not paused');
-  return {
-    status: 200,
-    body: { job, namespace, resumed, wasPaused: pauseJson(before), auditId },
-  };
+  if (!s.jobs().includes(job) && !(await findPause(pool, s.namespace(), job))) {
+    throw unknownJob(job);
+  }
+  const outcome = await resume(pool, s.namespace(), job, actor(s, r));
+  return { status: 200, body: resumeOutcomeDocument(outcome) };
 }
 
 /** The grace `kill` gives a run before SIGKILL when the body names none (as `baton kill`). */

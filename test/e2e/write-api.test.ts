@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule, type RunnerProcess } from '../helpers/cli.js';
+import { operatorName } from '../../src/operator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { useFleet } from '../helpers/fleet.js';
 import { freePort } from '../helpers/private-server.js';
@@ -255,26 +256,63 @@ describe('the write API', () => {
       body: { reason: 'provider maintenance' },
     });
     expect(paused.status).toBe(200);
-    expect(paused.body).toMatchObject({
+    expect(paused.body).toEqual({
       job: 'quick',
+      namespace: 'api',
       paused: true,
       renewed: false,
-      pause: { by: 'alice', reason: 'provider maintenance' },
+      forced: false,
+      // Signed token@runner, as a command's pause is user@host: a skip row says whom to ask.
+      pause: {
+        pausedBy: 'alice@api-b',
+        pausedAt: expect.stringMatching(/Z$/),
+        reason: 'provider maintenance',
+      },
+      auditId: expect.any(Number),
     });
     const pauses = await fleet.db.query('SELECT job, paused_by, reason FROM baton_pauses');
     // Every runner honours it: the other runner's dashboard shows it.
     const page = await fetch(`http://127.0.0.1:${ports[0]}/api/job?name=quick`, {
       headers: { authorization: `Bearer ${READ}` },
     });
-    expect(((await page.json()) as { pause: unknown }).pause).toMatchObject({
-      by: 'alice',
-      reason: 'provider maintenance',
+    expect(((await page.json()) as { pause: unknown }).pause).toEqual(paused.body.pause);
+    expect(pauses).toEqual([
+      { job: 'quick', paused_by: 'alice@api-b', reason: 'provider maintenance' },
+    ]);
+
+    // The command is the same action: it renews the pause and answers with the same document.
+    const cli = await baton([
+      'pause',
+      'quick',
+      '--json',
+      '--reason',
+      'still down',
+      '--namespace',
+      'api',
+      '--host',
+      'ops-1',
+      '--database-url',
+      fleet.db.url,
+    ]);
+    expect(cli.code, cli.stderr).toBe(0);
+    const renewed = JSON.parse(cli.stdout) as Record<string, unknown>;
+    expect(Object.keys(renewed)).toEqual(Object.keys(paused.body));
+    const cliBy = `${operatorName()}@ops-1`;
+    expect(renewed).toMatchObject({
+      renewed: true,
+      forced: false,
+      pause: { pausedBy: cliBy, reason: 'still down' },
     });
-    expect(pauses).toEqual([{ job: 'quick', paused_by: 'alice', reason: 'provider maintenance' }]);
 
     const resumed = await post('/api/jobs/quick/resume', { token: ALICE });
     expect(resumed.status).toBe(200);
-    expect(resumed.body).toMatchObject({ resumed: true, wasPaused: { by: 'alice' } });
+    expect(resumed.body).toEqual({
+      job: 'quick',
+      namespace: 'api',
+      resumed: true,
+      wasPaused: renewed.pause,
+      auditId: expect.any(Number),
+    });
     expect(await fleet.db.query('SELECT * FROM baton_pauses')).toEqual([]);
 
     const audit = (await auditRows()).filter((a) => a.action !== 'run');
@@ -289,10 +327,19 @@ describe('the write API', () => {
         outcome: 'paused',
       }),
       expect.objectContaining({
+        action: 'pause',
+        operator: operatorName(),
+        via: 'cli',
+        host: 'ops-1',
+        reason: 'still down',
+        outcome: 'renewed the pause',
+      }),
+      expect.objectContaining({
         action: 'resume',
         operator: 'alice',
+        via: 'api',
         host: 'api-a',
-        outcome: 'resumed',
+        outcome: expect.stringMatching(/^resumed \(it was paused by .*@ops-1 at .*: still down\)$/),
       }),
     ]);
   });

@@ -26,7 +26,8 @@ import { openConnection } from '../../store/connect.js';
 import { action } from '../action.js';
 import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
-import { durationCell, pauseToJson, runToJson, table, winnerCell } from '../format.js';
+import { durationCell, runToJson, table, winnerCell } from '../format.js';
+import { pauseDocument } from '../../actions/pause.js';
 import { tallyToJson } from '../tally-view.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { parseFireTime } from '../../instants.js';
@@ -102,7 +103,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
           attempts: [],
           missing: [],
           missingRunners: [],
-          pausedNow: pauseToJson(pause),
+          pausedNow: pauseDocument(pause),
         });
       } else {
         process.stdout.write(`${verdict}\n`);
@@ -132,7 +133,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         tallied: judged.tallied,
         tallies: facts.tallies.map(tallyToJson),
         notes: judged.notes,
-        pausedNow: pauseToJson(pause),
+        pausedNow: pauseDocument(pause),
         actions: actions.map(actionToJson),
       });
       return ExitCode.Ok;

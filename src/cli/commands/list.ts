@@ -11,7 +11,8 @@ import { withDeadline } from '../../store/deadline.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
-import { pauseToJson, table } from '../format.js';
+import { table } from '../format.js';
+import { pauseDocument } from '../../actions/pause.js';
 import { fitTable, type Cell, type Column } from '../fit.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { formatLocal, instantForm, isUtc, relative, shortInstant, shortLocal } from '../times.js';
@@ -35,7 +36,7 @@ interface ListedJob {
   nextFires: string[];
   jitterMs: number;
   paused: boolean | null;
-  pause: ReturnType<typeof pauseToJson>;
+  pause: ReturnType<typeof pauseDocument>;
 }
 
 export const listCommand: CommandModule<object, ListArgs> = {
@@ -93,7 +94,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
         ),
         // null: unknown (no database to ask).
         paused: pauses ? pauses.has(job.name) : null,
-        pause: pauseToJson(pauses?.get(job.name)),
+        pause: pauseDocument(pauses?.get(job.name)),
       };
     });
     if (args.json) {

@@ -11,8 +11,8 @@
  * exist. `resume` lifts any pause there is — also of a job since removed from the file — and
  * refuses a name nothing knows.
  *
- * Both are recorded in the audit (`baton audit`): the operator (src/operator.ts), the host, the
- * reason. The pause row's `paused_by` is `operator@host`, so a skip row says whom to ask.
+ * Both are the write API's actions too (actions/pause.ts: the audit, the pause signed
+ * `operator@host`, the JSON); here, which names are accepted and what is said.
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
@@ -21,18 +21,10 @@ import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
 import { historyJobs } from '../../store/history-reads.js';
-import {
-  findPause,
-  listPauses,
-  pauseJob,
-  pausedReason,
-  resumeJob,
-  type Pause,
-} from '../../store/pauses.js';
+import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { checkedReason, operatorName } from '../../operator.js';
-import { recordAction } from '../../store/audit.js';
+import { pause, pauseOutcomeDocument, resume, resumeOutcomeDocument } from '../../actions/pause.js';
 import { action } from '../action.js';
-import { pauseToJson } from '../format.js';
 import {
   didYouMean,
   resolveDatabase,
@@ -124,10 +116,8 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
     const operator = operatorName();
-    // Who, and where from: `alice@web-1` in the skip rows, `status` and `list`.
-    const pausedBy = `${operator}@${host}`;
     const target = resolveDatabase(args);
-    const { before, after, forced } = await withPauses(target, async (conn) => {
+    const outcome = await withPauses(target, async (conn) => {
       const pauses = await listPauses(conn, namespace);
       const known = await knownJobs(args, namespace, conn, pauses);
       const forced = !known.names.has(name);
@@ -138,26 +128,13 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
             'nothing was paused (--force pauses it anyway, e.g. a job not yet in the file)',
         );
       }
-      const before = await findPause(conn, namespace, name);
-      await pauseJob(conn, namespace, name, reason, pausedBy);
-      await recordAction(conn, {
-        namespace,
-        action: 'pause',
-        job: name,
-        operator,
-        via: 'cli',
-        host,
-        reason,
-        outcome: before ? 'renewed the pause' : 'paused',
-        details: forced ? { forced } : null,
-      });
-      return { before, after: await findPause(conn, namespace, name), forced };
+      return pause(conn, namespace, name, { operator, host, via: 'cli', reason }, { forced });
     });
     if (args.json) {
-      const doc = { job: name, namespace, paused: true, renewed: before != null, forced };
-      process.stdout.write(`${JSON.stringify({ ...doc, pause: pauseToJson(after) }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(pauseOutcomeDocument(outcome), null, 2)}\n`);
       return ExitCode.Ok;
     }
+    const { before, after, forced } = outcome;
     if (forced) {
       process.stderr.write(
         `baton: warning: "${name}" is not a known job; paused it anyway (--force)\n`,
@@ -191,7 +168,7 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
     const target = resolveDatabase(args);
-    const { before, removed } = await withPauses(target, async (conn) => {
+    const outcome = await withPauses(target, async (conn) => {
       const pauses = await listPauses(conn, namespace);
       const before = pauses.find((p) => p.job === name) ?? null;
       if (before == null) {
@@ -206,25 +183,14 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
           );
         }
       }
-      const removed = before != null && (await resumeJob(conn, namespace, name));
-      await recordAction(conn, {
-        namespace,
-        action: 'resume',
-        job: name,
-        operator: operatorName(),
-        via: 'cli',
-        host,
-        reason,
-        outcome: removed ? `resumed (it was ${pausedReason(before)})` : 'nothing to do: not paused',
-      });
-      return { before, removed };
+      return resume(conn, namespace, name, { operator: operatorName(), host, via: 'cli', reason });
     });
     if (args.json) {
-      const doc = { job: name, namespace, resumed: removed, wasPaused: pauseToJson(before) };
-      process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(resumeOutcomeDocument(outcome), null, 2)}\n`);
       return ExitCode.Ok;
     }
-    if (!removed) {
+    const { before, resumed } = outcome;
+    if (!resumed) {
       process.stdout.write(`${name} was not paused in namespace "${namespace}": nothing to do\n`);
       return ExitCode.Ok;
     }

@@ -12,7 +12,8 @@ import type { Queryable } from '../../store/deadline.js';
 import { action } from '../action.js';
 import { ForegroundSession } from '../foreground-fire.js';
 import { runInFleet } from '../fleet-run.js';
-import { pauseToJson, runToJson } from '../format.js';
+import { runToJson } from '../format.js';
+import { pauseDocument } from '../../actions/pause.js';
 import {
   configPath,
   findJob,
@@ -243,6 +244,6 @@ export const runCommand: CommandModule<object, RunArgs> = {
  */
 async function printRun(pool: Queryable, runId: number, pause: Pause | null): Promise<void> {
   const row = await findRun(pool, runId);
-  const doc = { ...(row ? runToJson(row) : { id: runId }), paused: pauseToJson(pause) };
+  const doc = { ...(row ? runToJson(row) : { id: runId }), paused: pauseDocument(pause) };
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
 }

@@ -106,7 +106,7 @@ export const ACTIONS_SCRIPT = String.raw`
           function (b) { return { text: b.resumed ? 'Resumed ' + name : name + ' was not paused' }; }, reload));
       } else {
         buttons.push(actionButton('action-pause', 'Pause', 'Pause ' + name + ' on every runner from its next fire?', base + 'pause',
-          function (b) { return { text: 'Paused ' + name + ' (by ' + b.pause.by + ')' }; }, reload));
+          function (b) { return { text: 'Paused ' + name + ' (by ' + b.pause.pausedBy + ')' }; }, reload));
       }
       return buttons;
     }, function () { jobActions(d, reload); });
@@ -125,6 +125,6 @@ export const ACTIONS_SCRIPT = String.raw`
   }
 
   function pauseText(p) {
-    return p ? 'paused by ' + p.by + ' at ' + utc(p.at) + ' UTC' + (p.reason ? ': ' + p.reason : '') : 'not paused';
+    return p ? 'paused by ' + p.pausedBy + ' at ' + utc(p.pausedAt) + ' UTC' + (p.reason ? ': ' + p.reason : '') : 'not paused';
   }
 `;

@@ -141,7 +141,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     if (job.pause) {
       name.appendChild(el('span', {
         class: 'tag paused',
-        title: 'paused by ' + job.pause.by + ' at ' + utc(job.pause.at) + ' UTC' +
+        title: 'paused by ' + job.pause.pausedBy + ' at ' + utc(job.pause.pausedAt) + ' UTC' +
           (job.pause.reason ? ': ' + job.pause.reason : ''),
         text: 'paused'
       }));
@@ -149,8 +149,8 @@ export const DASHBOARD_SCRIPT = String.raw`
     if (job.workers > 1) name.appendChild(el('span', { class: 'tag', text: job.workers + ' workers' }));
     if (job.description) name.appendChild(el('span', { class: 'sub', text: job.description }));
     if (job.pause) {
-      name.appendChild(el('span', { class: 'sub pause-note', text: 'paused by ' + job.pause.by + ' ' +
-        relative(job.pause.at, now) + (job.pause.reason ? ': ' + job.pause.reason : '') }));
+      name.appendChild(el('span', { class: 'sub pause-note', text: 'paused by ' + job.pause.pausedBy + ' ' +
+        relative(job.pause.pausedAt, now) + (job.pause.reason ? ': ' + job.pause.reason : '') }));
     }
 
     var schedule = el('td', null, [

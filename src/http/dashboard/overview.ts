@@ -13,6 +13,7 @@
  * Text from jobs (output, errors) and from the history (hosts, reasons) is passed on as data; the
  * page renders it as text, never as markup.
  */
+import { pauseDocument, type PauseDocument } from '../../actions/pause.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { errorMessage } from '../../errors.js';
 import {
@@ -100,7 +101,7 @@ export interface JobOverview {
   scheduleWords: string;
   enabled: boolean;
   workers: number;
-  pause: { by: string; at: string; reason: string | null } | null;
+  pause: PauseDocument | null;
   nextFire: string | null;
   /**
    * The newest fire on the timeline that someone ran or that was missed (a run going on now
@@ -268,9 +269,7 @@ function jobOverview(
     scheduleWords: scheduleWords(job.schedule),
     enabled: job.enabled,
     workers: job.workers,
-    pause: pause
-      ? { by: pause.pausedBy, at: pause.pausedAt.toISOString(), reason: pause.reason }
-      : null,
+    pause: pauseDocument(pause),
     nextFire: source.nextFire(job.name)?.toISOString() ?? null,
     lastOutcome: ran ?? fires[fires.length - 1] ?? null,
     fires,

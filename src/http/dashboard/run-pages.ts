@@ -3,6 +3,7 @@
  * read on from a chunk on (the page polls while the run is running), and a job's recent runs,
  * next fires and pause. Read-only, and only within the runner's own namespace.
  */
+import { pauseDocument } from '../../actions/pause.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
 import { findPause } from '../../store/pauses.js';
@@ -79,9 +80,7 @@ export async function jobPage(source: DashboardSource, job: string) {
     enabled: definition?.enabled ?? false,
     schedule: definition?.schedule ?? null,
     timezone: definition?.timezone ?? null,
-    pause: pause
-      ? { by: pause.pausedBy, at: pause.pausedAt.toISOString(), reason: pause.reason }
-      : null,
+    pause: pauseDocument(pause),
     nextFires: nextFires.map((d) => d.toISOString()),
     runs: rows.filter((r) => r.winner || r.status === 'missed').map(runJson),
   };
