@@ -1,7 +1,7 @@
 /**
  * The exit codes of every baton command, in one place. They follow sysexits.h so that systemd,
  * cron wrappers and monitoring can tell "fix the config" from "the database is down" from "busy".
- * Documented in README.md ("Exit codes"); changing one is a breaking change. `baton status` uses
+ * Documented in docs/cli.md ("Exit codes"); changing one is a breaking change. `baton status` uses
  * CheckExitCode below instead.
  */
 export const ExitCode = {
