@@ -20,6 +20,11 @@ import { baton, ROOT } from '../helpers/cli.js';
 const DEPLOY = path.join(ROOT, 'deploy');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const packageJson = JSON.parse(read('package.json')) as { bin: { baton: string }; files: string[] };
+/**
+ * The built CLI, which the services start directly: the package's `baton` binary is a launcher
+ * (bin/baton.js, for a clone not built yet) that runs it.
+ */
+const BUILT_CLI = 'dist/cli/main.js';
 /** The kill grace the runner gives a job it stops: SIGTERM, then SIGKILL this much later. */
 const KILL_GRACE_S = 5;
 
@@ -79,7 +84,8 @@ describe('deploy/Dockerfile', () => {
     expect(all(runtime, 'RUN').join('\n')).toMatch(/npm install --prefix \/opt .*\btsx@/s);
   });
 
-  it('starts the file the build produces and package.json names as the baton binary', () => {
+  it('starts the file the build produces, which the package’s baton binary runs', () => {
+    expect(read(packageJson.bin.baton)).toContain(`'../${BUILT_CLI}'`);
     const argv = [
       ...(JSON.parse(last(runtime, 'ENTRYPOINT') ?? '[]') as string[]),
       ...(JSON.parse(last(runtime, 'CMD') ?? '[]') as string[]),
@@ -87,16 +93,17 @@ describe('deploy/Dockerfile', () => {
     const main = argv.find((arg) => arg.endsWith('.js'));
     expect(argv.slice(argv.indexOf(main!) - 1)).toEqual([
       'node',
-      `/opt/baton/${packageJson.bin.baton}`,
+      `/opt/baton/${BUILT_CLI}`,
       'start',
     ]);
     // dist/cli/main.js is compiled from src/cli/main.ts (tsconfig.build.json: src → dist).
     const tsconfig = JSON.parse(read('tsconfig.build.json')) as {
       compilerOptions: { rootDir: string; outDir: string };
     };
-    const source = packageJson.bin.baton
-      .replace(tsconfig.compilerOptions.outDir, tsconfig.compilerOptions.rootDir)
-      .replace(/\.js$/, '.ts');
+    const source = BUILT_CLI.replace(
+      tsconfig.compilerOptions.outDir,
+      tsconfig.compilerOptions.rootDir,
+    ).replace(/\.js$/, '.ts');
     expect(existsSync(path.join(ROOT, source)), source).toBe(true);
     // The runtime holds everything the npm package ships to run: the build and the migrations
     // (the docs are for the package's readers; `!…` entries leave files out).
@@ -263,7 +270,7 @@ describe('deploy/baton.service', () => {
   const execStart = service.get('ExecStart')![0]!.split(/\s+/);
 
   it('starts the built CLI and waits for the drain longer than --grace plus the kill grace', () => {
-    expect(execStart.slice(1, 3)).toEqual([`/opt/baton/${packageJson.bin.baton}`, 'start']);
+    expect(execStart.slice(1, 3)).toEqual([`/opt/baton/${BUILT_CLI}`, 'start']);
     const grace = Number(execStart[execStart.indexOf('--grace') + 1]);
     expect(grace).toBeGreaterThan(0);
     const stopSeconds = Number(service.get('TimeoutStopSec')![0]);
