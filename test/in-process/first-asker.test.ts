@@ -26,8 +26,14 @@ import { waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['srv-1', 'srv-2', 'srv-3'];
 const JOBS = Array.from({ length: 12 }, (_, i) => `job-${String(i).padStart(2, '0')}`);
-/** The runners look at their companions this often (default 5 s): they see each other sooner. */
-const TIMINGS = { fleetWatch: { companionsMs: 500 } };
+/**
+ * The runners look at their companions this often (default 5 s): they see each other sooner.
+ * The others contend 400 ms after the first asker (default 50 ms): three runners share this
+ * process's event loop, and on a saturated machine a first asker came later than 50 ms after its
+ * instant for most fires (0.23 of them won by it, once). What is judged is who asks first, not
+ * how soon; the lead's cost is the bench's (fire-lag).
+ */
+const TIMINGS = { fleetWatch: { companionsMs: 500 }, dispatcher: { firstAskerLeadMs: 400 } };
 const fleet = useInProcessFleet('first_asker');
 
 /** Waits until `runner` logged that it sees `hosts` as its companions (daemon/fleet-watch.ts). */
@@ -111,9 +117,9 @@ describe('the first asker of each fire', () => {
     const byFirstAsker = won.filter(
       (w) => w.host === firstAsker(HOSTS, w.job, w.scheduled_at),
     ).length;
-    // A first asker slower than the lead (a loaded machine) may be overtaken now and then: 0.79
-    // of 72 under the full suite's load once. First come, first served would match it for about
-    // a third of the fires (sd 0.06 over 60 fires): 0.6 is far from both.
+    // A first asker slower than the lead may be overtaken now and then. First come, first
+    // served would match it for about a third of the fires (sd 0.06 over 60 fires): 0.6 is far
+    // from that.
     expect(byFirstAsker / won.length).toBeGreaterThan(0.6);
     const share = new Map(HOSTS.map((h) => [h, won.filter((w) => w.host === h).length]));
     for (const [host, n] of share) expect(n, `${host}'s fires`).toBeGreaterThan(won.length / 6);
