@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config/schema.js';
 import type { DatabaseTarget } from '../config/database-url.js';
+import type { InProcessLauncher } from '../execution/job-process.js';
 import type { Logger } from '../log.js';
 import type { RunnerEvents } from './events.js';
 import { DEFAULT_TIMINGS, mergeTimings, resolveTimings, type PartialTimings } from './timings.js';
@@ -34,6 +35,11 @@ export interface RunnerOptions {
   clockWarnMs?: number;
   /** The event map to report on (library mode subscribes before the runner exists). */
   events?: RunnerEvents;
+  /**
+   * Library mode: where the application's handlers run (execution/in-process.ts), built and
+   * closed by the scheduler that owns them. Without it a handler job cannot run.
+   */
+  inProcess?: InProcessLauncher;
 }
 
 /** The defaults of the flat interval options in RunnerOptions (from DEFAULT_TIMINGS). */

@@ -75,11 +75,11 @@ export class Runner {
   private readonly runs: LocalRuns;
   /** Resolved once; each group goes to the component it paces. */
   readonly timings: Timings;
-  /** This runner's spawner and warm module hosts: its jobs' processes come from them. */
-  private readonly launchers: Required<Launchers> = {
-    spawner: new Spawner(),
-    warmHosts: new WarmHosts(),
-  };
+  /**
+   * This runner's spawner and warm module hosts: its jobs' processes come from them; and in
+   * library mode the scheduler's handlers (its own, closed by it).
+   */
+  private readonly launchers: Launchers & Required<Pick<Launchers, 'spawner' | 'warmHosts'>>;
   private readonly verdicts: VerdictBacklog;
   private readonly clock: FleetClock;
   private readonly link: DatabaseLink;
@@ -99,6 +99,11 @@ export class Runner {
     const { log, target, host } = options;
     const signal = this.stopSignal.signal;
     const timings = (this.timings = runnerTimings(options));
+    this.launchers = {
+      spawner: new Spawner(),
+      warmHosts: new WarmHosts(),
+      ...(options.inProcess ? { inProcess: options.inProcess } : {}),
+    };
     this.runs = new LocalRuns(timings.runs.lostKillGraceMs);
     // Every background loop sleeps on this one signal (delay.ts adds a listener per sleep): the
     // registry, reaper, notifier, kill and request watches, retention, and per connection the

@@ -19,7 +19,10 @@
  *
  * `ctx.log` writes JSON lines (pino) into the run's output — the history's output and tail, like
  * a module job's stdout — and `ctx.db` is a pool on the job's database, shared by the runs of
- * this process and closed by `closeInProcessPools` when the scheduler stops.
+ * one scheduler and closed when it stops (`InProcessJobs.close`).
+ *
+ * A scheduler (library/scheduler.ts, its composition root) owns its `InProcessJobs`, and its
+ * runner starts handler jobs through it (job-process.ts: `Launchers.inProcess`).
  */
 import type { Pool } from 'mysql2/promise';
 import { pino, type Logger } from 'pino';
@@ -30,12 +33,12 @@ import { truncate } from '../text.js';
 import type { FireInfo, JobContext } from './job-context.js';
 import { OutputCapture } from './output-capture.js';
 import { OUTPUT_FLUSH_MS } from './job-launch.js';
-import {
-  setInProcessStart,
-  type JobResult,
-  type RunningJob,
-  type StartOptions,
-  type StopStatus,
+import type {
+  InProcessLauncher,
+  JobResult,
+  RunningJob,
+  StartOptions,
+  StopStatus,
 } from './job-process.js';
 import { OutputTail } from './output-tail.js';
 import { maskText, SecretMask } from './secret-mask.js';
@@ -44,47 +47,46 @@ import { maskText, SecretMask } from './secret-mask.js';
 export type JobHandler = (ctx: JobContext) => unknown;
 
 const ERROR_MAX = 2_000;
-const handlers = new Map<string, JobHandler>();
-const pools = new Map<string, Pool>();
-let poolsClosed = false;
+
 /** Told when a handler ignored its signal past the grace (the scheduler logs it). */
-let onIgnored: ((job: string, runId: number, why: string) => void) | null = null;
+export type IgnoredSignal = (job: string, runId: number, why: string) => void;
 
-/**
- * The handlers of this process's scheduler, by job name (null: none). Installs the in-process
- * start into job-process.ts, so that `startJob` hands such jobs here.
- */
-export function useHandlers(
-  byJob: ReadonlyMap<string, JobHandler> | null,
-  ignored?: (job: string, runId: number, why: string) => void,
-): void {
-  handlers.clear();
-  for (const [job, handler] of byJob ?? []) handlers.set(job, handler);
-  // Pools open again only for a scheduler that starts: the stop closes them and then clears the
-  // handlers, and a handler still going after it (deaf to its signal) must get no new pool.
-  if (byJob) poolsClosed = false;
-  onIgnored = ignored ?? null;
-  setInProcessStart(byJob ? startInProcess : null);
-}
+/** One scheduler's handlers, by job name, and the pools behind their `ctx.db`. */
+export class InProcessJobs implements InProcessLauncher {
+  private readonly pools = new Map<string, Pool>();
+  private closed = false;
 
-/** Ends the pools behind `ctx.db` (the scheduler's stop, after its runs). */
-export async function closeInProcessPools(): Promise<void> {
-  poolsClosed = true;
-  const all = [...pools.values()];
-  pools.clear();
-  await Promise.all(all.map((p) => p.end().catch(() => {})));
-}
+  constructor(
+    private readonly handlers: ReadonlyMap<string, JobHandler>,
+    private readonly onIgnored: IgnoredSignal = () => {},
+  ) {}
 
-function poolFor(target: DatabaseTarget | null | undefined): Pool {
-  if (!target) throw new Error('ctx.db is not available: no database for this job');
-  // A handler still going after the stop (it ignored its signal) gets no new pool to hold the
-  // process open with.
-  if (poolsClosed) throw new Error('ctx.db is not available: the scheduler has stopped');
-  const key = JSON.stringify([target.display, target.database]);
-  let pool = pools.get(key);
-  // The handler's queries are the application's work: they hold the process (keep-alive.ts).
-  if (!pool) pools.set(key, (pool = openPool(target, 8, { background: false })));
-  return pool;
+  start(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
+    return startInProcess(this.handlers.get(job.name), job, fire, options, {
+      pool: (target) => this.poolFor(target),
+      ignored: this.onIgnored,
+    });
+  }
+
+  /** Ends the pools behind `ctx.db` (the scheduler's stop, after its runs). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map((p) => p.end().catch(() => {})));
+  }
+
+  private poolFor(target: DatabaseTarget | null | undefined): Pool {
+    if (!target) throw new Error('ctx.db is not available: no database for this job');
+    // A handler still going after the stop (it ignored its signal) gets no new pool to hold the
+    // process open with.
+    if (this.closed) throw new Error('ctx.db is not available: the scheduler has stopped');
+    const key = JSON.stringify([target.display, target.database]);
+    let pool = this.pools.get(key);
+    // The handler's queries are the application's work: they hold the process (keep-alive.ts).
+    if (!pool) this.pools.set(key, (pool = openPool(target, 8, { background: false })));
+    return pool;
+  }
 }
 
 /** The run's output: ctx.log's lines, masked, into the tail and the kept output (as a process's). */
@@ -115,8 +117,13 @@ function runOutput(options: StartOptions) {
   };
 }
 
-function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
-  const handler = handlers.get(job.name);
+function startInProcess(
+  handler: JobHandler | undefined,
+  job: JobDefinition,
+  fire: FireInfo,
+  options: StartOptions,
+  scheduler: { pool: (target: DatabaseTarget | null | undefined) => Pool; ignored: IgnoredSignal },
+): RunningJob {
   const controller = new AbortController();
   const output = runOutput(options);
   const ctx = {
@@ -141,7 +148,10 @@ function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOption
   });
   // Not enumerable: logging or spreading ctx must not serialise a pool (its config holds the
   // password), nor create one.
-  Object.defineProperty(ctx, 'db', { get: () => poolFor(options.database), enumerable: false });
+  Object.defineProperty(ctx, 'db', {
+    get: () => scheduler.pool(options.database),
+    enumerable: false,
+  });
 
   let stopReason: { why: string; status: StopStatus } | null = null;
   let settle!: (result: JobResult) => void;
@@ -189,7 +199,7 @@ function startInProcess(job: JobDefinition, fire: FireInfo, options: StartOption
         const ignored =
           `${stopReason!.why}; the handler ignored ctx.signal for ${graceMs} ms and may still be ` +
           'running in this process (an in-process handler cannot be killed)';
-        onIgnored?.(job.name, fire.runId, ignored);
+        scheduler.ignored(job.name, fire.runId, ignored);
         end(stopReason!.status, ignored, true);
       }, graceMs);
       try {

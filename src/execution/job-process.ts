@@ -106,11 +106,18 @@ export interface StartOptions {
 
 /**
  * What a composition root (a runner, a foreground session) owns to start its jobs' processes:
- * its spawner, and the module hosts it keeps warm (none for a root that warms none).
+ * its spawner, the module hosts it keeps warm (none for a root that warms none), and in library
+ * mode the application's handlers (in-process.ts), which run in this process.
  */
 export interface Launchers {
   spawner: Spawner;
   warmHosts?: WarmHosts;
+  inProcess?: InProcessLauncher;
+}
+
+/** Starts a run of a handler job in this process (in-process.ts: `InProcessJobs`). */
+export interface InProcessLauncher {
+  start(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob;
 }
 
 /** The built host; the path works from src/execution (tests) and dist/execution alike. */
@@ -162,13 +169,6 @@ function commandLine(job: JobDefinition): { file: string; args: string[] } {
   }
 }
 
-/** Library mode's start of a run in this process (in-process.ts installs it); see startJob. */
-type InProcessStart = (job: JobDefinition, fire: FireInfo, options: StartOptions) => RunningJob;
-let inProcessStart: InProcessStart | null = null;
-export function setInProcessStart(start: InProcessStart | null): void {
-  inProcessStart = start;
-}
-
 /** A warm host for this run, if one waits (never for `tee` runs: one run per process). */
 function warmHostFor(job: JobDefinition, options: StartOptions): WarmHost | null {
   const kind = options.tee ? null : hostKind(job);
@@ -177,7 +177,8 @@ function warmHostFor(job: JobDefinition, options: StartOptions): WarmHost | null
 }
 
 export function startJob(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
-  if (job.target.kind === 'handler' && inProcessStart) return inProcessStart(job, fire, options);
+  const inProcess = options.launchers.inProcess;
+  if (job.target.kind === 'handler' && inProcess) return inProcess.start(job, fire, options);
   const { file, args } = commandLine(job);
   const isModule = job.target.kind === 'module';
   const env: NodeJS.ProcessEnv = {

@@ -33,7 +33,7 @@ import { resolveTimings, type PartialTimings } from '../daemon/timings.js';
 import { BatonError, ConfigError, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { checkHostName } from '../host-name.js';
-import { closeInProcessPools, useHandlers, type JobHandler } from '../execution/in-process.js';
+import { InProcessJobs, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
 import { holdWhile, keepProcessAlive } from '../keep-alive.js';
 import { createLogger, type Logger } from '../log.js';
@@ -147,6 +147,8 @@ export class Scheduler {
   private file: Config | null = null;
   private runner: Runner | null = null;
   private runnerOptions: RunnerOptions | null = null;
+  /** The handlers' runs and their `ctx.db` pools, from start to stop. */
+  private inProcess: InProcessJobs | null = null;
   private readonly watch = new AbortController();
   private state: 'new' | 'started' | 'stopped' = 'new';
   private stopping: Promise<void> | null = null;
@@ -269,10 +271,11 @@ export class Scheduler {
     active = this.identity;
     this.state = 'started';
     keepProcessAlive(this.options.keepAlive ?? true);
-    useHandlers(this.handlers, (job, runId, why) =>
+    this.inProcess = new InProcessJobs(this.handlers, (job, runId, why) =>
       this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
     );
     const options: RunnerOptions = {
+      inProcess: this.inProcess,
       config,
       target: this.target,
       host: this.host,
@@ -334,8 +337,7 @@ export class Scheduler {
     try {
       await this.runner?.stop(reason, force);
     } finally {
-      await closeInProcessPools();
-      useHandlers(null);
+      await this.inProcess?.close();
       keepProcessAlive(true);
       if (active === this.identity) active = null;
     }
