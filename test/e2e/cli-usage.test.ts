@@ -235,7 +235,13 @@ describe('unknown jobs', () => {
     expect(nothing.stderr).toMatch(/did you mean "settle"\?.*\(paused: nightly, settle\)/);
     // A job of the file that is not paused: nothing to do, not an error.
     const report = parsed<ResumeJson>(await cli('resume', 'report', '--json'));
-    expect(report).toEqual({ job: 'report', namespace: 'cli', resumed: false, wasPaused: null });
+    expect(report).toEqual({
+      job: 'report',
+      namespace: 'cli',
+      resumed: false,
+      wasPaused: null,
+      auditId: expect.any(Number),
+    });
     const settle = parsed<ResumeJson>(await cli('resume', 'settle', '--json'));
     expect(settle).toMatchObject({ job: 'settle', resumed: true, wasPaused: { reason: null } });
     // Paused, not in the file (removed since, or forced): resume still lifts it.

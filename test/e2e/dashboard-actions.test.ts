@@ -95,10 +95,13 @@ describe('dashboard write buttons', () => {
     await page.locator('#action-pause').waitFor();
 
     const paused = await act(page, '#action-pause', 'provider maintenance');
-    expect(paused).toContain('Paused slow (by ops)');
+    // Signed token@runner, as `baton pause` signs user@host.
+    expect(paused).toContain('Paused slow (by ops@dash-srv)');
     const pauses = await fleet.db.query('SELECT job, paused_by, reason FROM baton_pauses');
-    expect(pauses).toEqual([{ job: 'slow', paused_by: 'ops', reason: 'provider maintenance' }]);
-    await page.locator('#job-pause').getByText('paused by ops').waitFor();
+    expect(pauses).toEqual([
+      { job: 'slow', paused_by: 'ops@dash-srv', reason: 'provider maintenance' },
+    ]);
+    await page.locator('#job-pause').getByText('paused by ops@dash-srv').waitFor();
     expect(await page.locator('#job-pause').textContent()).toContain(': provider maintenance');
     expect(await page.locator('#job-next li').first().textContent()).toContain('paused');
 
