@@ -14,6 +14,7 @@
 import type { Queryable } from '../store/deadline.js';
 import { recordAction, setActionOutcome, type AuditVia } from '../store/audit.js';
 import { findPause, pauseJob, pausedReason, resumeJob, type Pause } from '../store/pauses.js';
+import { pauseDocument } from './documents.js';
 
 /** Who takes an operator's action, from where, and why. */
 export interface Actor {
@@ -23,18 +24,6 @@ export interface Actor {
   host: string;
   via: AuditVia;
   reason: string | null;
-}
-
-/** A pause as every surface shows it (`list`, `explain`, `run --json`, the API, the dashboard). */
-export interface PauseDocument {
-  /** `operator@host`: whom to ask. */
-  pausedBy: string;
-  pausedAt: string;
-  reason: string | null;
-}
-
-export function pauseDocument(p: Pause | null | undefined): PauseDocument | null {
-  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
 }
 
 /** What came of a pause: the surfaces show it as `pauseOutcomeDocument`, or in words. */

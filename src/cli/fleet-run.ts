@@ -17,6 +17,7 @@
  * registry) is refused before anything is written: the request travels through a table, and a
  * secret would be kept there, in the binary log and in backups, in plain text.
  */
+import { runDocument } from '../actions/documents.js';
 import { delay } from '../delay.js';
 import {
   BatonError,
@@ -40,7 +41,6 @@ import {
 } from '../store/run-requests.js';
 import { DEFAULT_GONE_AFTER_MS, listRunners, runnerState } from '../store/runners.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { runToJson } from './format.js';
 
 /** How long the CLI waits for a replica to take its request (they look once a second). */
 const TAKE_TIMEOUT_MS = RUN_REQUEST_TTL_MS;
@@ -247,7 +247,7 @@ export async function runInFleet(a: FleetRunArgs): Promise<number | null> {
       }
     }
     await setActionOutcome(pool, auditId, run.status, runId);
-    if (a.json) process.stdout.write(`${JSON.stringify(runToJson(run), null, 2)}\n`);
+    if (a.json) process.stdout.write(`${JSON.stringify(runDocument(run), null, 2)}\n`);
     if (run.status !== 'done') {
       throw new JobFailedError(`${a.job} failed: ${run.error} (run ${runId})`, run.exitCode);
     }

@@ -9,9 +9,9 @@
  * Kill is `baton kill`'s order (fire/kill-run.ts). Backfill is answered 501 until it is wired
  * (see `notInThisVersion`).
  */
+import { pauseDocument } from '../actions/documents.js';
 import {
   pause,
-  pauseDocument,
   pauseOutcomeDocument,
   resume,
   resumeOutcomeDocument,

@@ -247,6 +247,28 @@ describe('the write API', () => {
       );
       return row!.status === 'done';
     });
+
+    // The dashboard's data and `baton show --json` describe the run with one document
+    // (actions/documents.ts); show adds what only a single run shows, and who acted on it.
+    const page = await fetch(`http://127.0.0.1:${ports[1]}/api/run?id=${runId}`, {
+      headers: { authorization: `Bearer ${READ}` },
+    });
+    const fromApi = ((await page.json()) as { run: Record<string, unknown> }).run;
+    const show = await baton(['show', String(runId), '--json', '--database-url', fleet.db.url]);
+    expect(show.code, show.stderr).toBe(0);
+    const fromCli = JSON.parse(show.stdout) as Record<string, unknown>;
+    expect(fromApi).toMatchObject({ id: runId, status: 'done', host: 'api-a', trigger: 'manual' });
+    expect(fromApi.durationMs).toBeGreaterThanOrEqual(3_000);
+    expect(fromApi).toEqual(
+      Object.fromEntries(Object.keys(fromApi).map((key) => [key, fromCli[key]])),
+    );
+    expect(Object.keys(fromCli)).toEqual([
+      ...Object.keys(fromApi),
+      'namespace',
+      'lockConnectionId',
+      'outputTail',
+      'actions',
+    ]);
   });
 
   it('pauses and resumes a job, recording who and why', async () => {

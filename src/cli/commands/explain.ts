@@ -5,6 +5,7 @@
  * judgement (which fire is the latest, the verdict, why a runner left no row) fleet/explain.ts's;
  * this file reads the arguments and prints.
  */
+import { pauseDocument, runDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
 import { UsageError } from '../../errors.js';
@@ -26,8 +27,7 @@ import { openConnection } from '../../store/connect.js';
 import { action } from '../action.js';
 import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
-import { durationCell, runToJson, table, winnerCell } from '../format.js';
-import { pauseDocument } from '../../actions/pause.js';
+import { durationCell, table, winnerCell } from '../format.js';
 import { tallyToJson } from '../tally-view.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { parseFireTime } from '../../instants.js';
@@ -123,10 +123,10 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         latest: given == null,
         latestFromSchedule: latest.fromSchedule,
         verdict: judged.verdict,
-        winner: winners[0] ? runToJson(winners[0]) : null,
+        winner: winners[0] ? runDocument(winners[0]) : null,
         // Every worker slot's run, for a fan-out job (one entry otherwise).
-        winners: winners.map(runToJson),
-        attempts: rows.map(runToJson),
+        winners: winners.map(runDocument),
+        attempts: rows.map(runDocument),
         missing: judged.missing.map((m) => m.host),
         missingRunners: judged.missing,
         // `skips: tally`: the hour's tallies, and the runners among them not judged missing.

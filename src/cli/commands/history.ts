@@ -1,3 +1,4 @@
+import { runDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -10,7 +11,6 @@ import type { Run } from '../../store/runs.js';
 import type { AuditRecord } from '../../store/audit.js';
 import { action } from '../action.js';
 import { actionsByRun, actionToJson } from '../audit-view.js';
-import { runToJson } from '../format.js';
 import { clip } from '../fit.js';
 import { groupFires, renderAttempts, renderFires } from '../history-view.js';
 import { readTallies, type SkipTally } from '../../store/skip-tallies.js';
@@ -198,7 +198,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       const hinted = hint ? `baton: hint: ${hint}\n` : '';
       if (args.json) {
         const rows = runs.map((r) => ({
-          ...runToJson(r),
+          ...runDocument(r),
           actions: (actions.get(r.id) ?? []).map(actionToJson),
         }));
         return done(`${JSON.stringify(rows, null, 2)}\n`, hinted);

@@ -1,3 +1,4 @@
+import { pauseDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
 import { isMissingSchemaError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -12,7 +13,6 @@ import { listPauses, type Pause } from '../../store/pauses.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { table } from '../format.js';
-import { pauseDocument } from '../../actions/pause.js';
 import { fitTable, type Cell, type Column } from '../fit.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { formatLocal, instantForm, isUtc, relative, shortInstant, shortLocal } from '../times.js';

@@ -1,3 +1,4 @@
+import { pauseDocument, runDocument } from '../../actions/documents.js';
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { errorMessage, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
@@ -12,8 +13,6 @@ import type { Queryable } from '../../store/deadline.js';
 import { action } from '../action.js';
 import { ForegroundSession } from '../foreground-fire.js';
 import { runInFleet } from '../fleet-run.js';
-import { runToJson } from '../format.js';
-import { pauseDocument } from '../../actions/pause.js';
 import {
   configPath,
   findJob,
@@ -244,6 +243,6 @@ export const runCommand: CommandModule<object, RunArgs> = {
  */
 async function printRun(pool: Queryable, runId: number, pause: Pause | null): Promise<void> {
   const row = await findRun(pool, runId);
-  const doc = { ...(row ? runToJson(row) : { id: runId }), paused: pauseDocument(pause) };
+  const doc = { ...(row ? runDocument(row) : { id: runId }), paused: pauseDocument(pause) };
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
 }

@@ -3,6 +3,7 @@
  * the error, and the tail of the job's output (`baton logs` prints all of it). Run ids are unique across namespaces, so no
  * namespace is needed to find one; the row's own is shown.
  */
+import { runDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
 import { isMissingSchemaError, UsageError } from '../../errors.js';
 import type { AuditRecord } from '../../store/audit.js';
@@ -12,7 +13,7 @@ import { findRun } from '../../store/history-reads.js';
 import type { Run } from '../../store/runs.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
-import { durationCell, runToJson } from '../format.js';
+import { durationCell } from '../format.js';
 import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { parseRunId, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 
@@ -24,7 +25,7 @@ interface ShowArgs extends CommonArgs {
 /** `baton show --json`: the history row's JSON shape plus what only a single run shows. */
 export function runDetailToJson(run: Run) {
   return {
-    ...runToJson(run),
+    ...runDocument(run),
     namespace: run.namespace,
     lockConnectionId: run.lockConnectionId,
     outputTail: run.outputTail,

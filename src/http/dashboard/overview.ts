@@ -13,7 +13,7 @@
  * Text from jobs (output, errors) and from the history (hosts, reasons) is passed on as data; the
  * page renders it as text, never as markup.
  */
-import { pauseDocument, type PauseDocument } from '../../actions/pause.js';
+import { type PauseDocument, pauseDocument } from '../../actions/documents.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { errorMessage } from '../../errors.js';
 import {

@@ -3,12 +3,11 @@
  * read on from a chunk on (the page polls while the run is running), and a job's recent runs,
  * next fires and pause. Read-only, and only within the runner's own namespace.
  */
-import { pauseDocument } from '../../actions/pause.js';
+import { pauseDocument, runDocument } from '../../actions/documents.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
 import { findPause } from '../../store/pauses.js';
 import { readOutput } from '../../store/run-output.js';
-import type { Run } from '../../store/runs.js';
 import type { DashboardSource } from './overview.js';
 
 /** Chunks per answer (at most 64 KiB each: 1 MiB); the page asks again while `more` says so. */
@@ -20,22 +19,6 @@ const NEXT_FIRES = 5;
 
 const STREAMS = { 1: 'stdout', 2: 'stderr' } as const;
 
-function runJson(run: Run) {
-  return {
-    id: run.id,
-    job: run.job,
-    scheduledAt: run.scheduledAt.toISOString(),
-    trigger: run.trigger,
-    status: run.status,
-    host: run.host,
-    startedAt: run.startedAt.toISOString(),
-    finishedAt: run.finishedAt?.toISOString() ?? null,
-    exitCode: run.exitCode,
-    attempts: run.attempts,
-    error: run.error,
-  };
-}
-
 /** null: no such run in this namespace (or no database). */
 export async function runPage(source: DashboardSource, id: number, afterSeq: number) {
   const { pool } = source;
@@ -44,7 +27,7 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
   if (!run || run.namespace !== source.namespace || !run.winner) return null;
   const rows = await readOutput(pool, id, { afterSeq, limit: CHUNKS_PER_READ });
   return {
-    run: runJson(run),
+    run: runDocument(run),
     chunks: rows.map((r) => ({
       seq: r.seq,
       attempt: r.attempt,
@@ -82,6 +65,6 @@ export async function jobPage(source: DashboardSource, job: string) {
     timezone: definition?.timezone ?? null,
     pause: pauseDocument(pause),
     nextFires: nextFires.map((d) => d.toISOString()),
-    runs: rows.filter((r) => r.winner || r.status === 'missed').map(runJson),
+    runs: rows.filter((r) => r.winner || r.status === 'missed').map(runDocument),
   };
 }

@@ -1,0 +1,49 @@
+/**
+ * The JSON documents every surface describes a run and a pause with: `history --json`,
+ * `show --json`, `explain --json`, `run --json`, `list --json`, the write API's answers and the
+ * dashboard's data. One document each, so a script reads the same fields whichever way it asked.
+ */
+import type { Run } from '../store/runs.js';
+import type { Pause } from '../store/pauses.js';
+
+/** A run: its fire, who ran it, how it ended. */
+export function runDocument(run: Run) {
+  return {
+    id: run.id,
+    job: run.job,
+    scheduledAt: run.scheduledAt.toISOString(),
+    rerun: run.rerun,
+    winner: run.winner,
+    workerSlot: run.workerSlot,
+    trigger: run.trigger,
+    status: run.status,
+    reason: run.reason,
+    reasonKind: run.reasonKind,
+    host: run.host,
+    pid: run.pid,
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    durationMs: durationMs(run),
+    exitCode: run.exitCode,
+    attempts: run.attempts,
+    error: run.error,
+    params: run.params,
+  };
+}
+
+/** A run's duration in ms; null while it has not finished. */
+export function durationMs(run: Run): number | null {
+  return run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;
+}
+
+/** A pause (null: not paused). */
+export interface PauseDocument {
+  /** `operator@host`: whom to ask. */
+  pausedBy: string;
+  pausedAt: string;
+  reason: string | null;
+}
+
+export function pauseDocument(p: Pause | null | undefined): PauseDocument | null {
+  return p ? { pausedBy: p.pausedBy, pausedAt: p.pausedAt.toISOString(), reason: p.reason } : null;
+}
