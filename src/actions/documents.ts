@@ -31,6 +31,17 @@ export function runDocument(run: Run) {
   };
 }
 
+/**
+ * A run as the HTTP surfaces (the dashboard's data) show it: the same document without `params`,
+ * a manual run's `--env` values and arguments. Only a job's `secretEnv` values are masked in
+ * them, and a read token (or loopback without one) is a weaker key than the database access
+ * `history` and `show` need.
+ */
+export function runDocumentOverHttp(run: Run) {
+  const { params: _params, ...doc } = runDocument(run);
+  return doc;
+}
+
 /** A run's duration in ms; null while it has not finished. */
 export function durationMs(run: Run): number | null {
   return run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null;

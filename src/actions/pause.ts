@@ -12,6 +12,7 @@
  * never comes (the database went away in between) still shows who asked.
  */
 import type { Queryable } from '../store/deadline.js';
+import { truncate } from '../text.js';
 import { recordAction, setActionOutcome, type AuditVia } from '../store/audit.js';
 import { findPause, pauseJob, pausedReason, resumeJob, type Pause } from '../store/pauses.js';
 import { pauseDocument } from './documents.js';
@@ -71,7 +72,8 @@ export async function pause(
     details: forced ? { forced } : null,
   });
   const before = await findPause(db, namespace, job);
-  await pauseJob(db, namespace, job, by.reason, `${by.operator}@${by.host}`);
+  // paused_by is VARCHAR(255): a long host name is cut, never refused after the audit row.
+  await pauseJob(db, namespace, job, by.reason, truncate(`${by.operator}@${by.host}`, 255));
   const after = await findPause(db, namespace, job);
   await setActionOutcome(db, auditId, before ? 'renewed the pause' : 'paused');
   return { job, namespace, before, after, forced, auditId };

@@ -62,6 +62,8 @@ export class InProcessJobs implements InProcessLauncher {
   ) {}
 
   start(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
+    // The runner takes no fire once stopping; this says so if that ever changes.
+    if (this.closed) throw new Error(`${job.name}: the scheduler has stopped`);
     return startInProcess(this.handlers.get(job.name), job, fire, options, {
       pool: (target) => this.poolFor(target),
       ignored: this.onIgnored,

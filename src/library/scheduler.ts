@@ -16,8 +16,9 @@
  * worker whose only work is its schedule must not exit. `stop()` drains the running handlers
  * within the grace, aborts the rest through `ctx.signal`, and leaves nothing behind (no timer, no
  * socket, no child process), so a process that stops its scheduler and its server exits on its
- * own. One scheduler runs per process: a second `start()` is refused, because the in-process
- * handlers are the process's (the spawner and the warm module hosts are each runner's own).
+ * own. One scheduler runs per process: a second `start()` is refused. Its handlers, spawner and
+ * warm hosts are its own; what is still the process's is `keepAlive` (keep-alive.ts: every
+ * background timer and socket asks it), which two schedulers could set differently.
  */
 import os from 'node:os';
 import type { Registry } from 'prom-client';

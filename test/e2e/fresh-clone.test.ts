@@ -39,25 +39,30 @@ const npx = (...args: string[]) =>
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('a fresh clone: `npx baton` before `npm ci`, then after it', () => {
-  it('answers --version and says to run `npm ci` before the build, and is the real CLI after it', async () => {
-    const early = await npx('--version');
-    expect(early.code, early.stderr).toBe(0);
-    expect(early.stdout.trim()).toBe(version);
+  // Four npx calls, each bounded by 60 s: the test's own bound must not come first.
+  it(
+    'answers --version and says to run `npm ci` before the build, and is the real CLI after it',
+    { timeout: 240_000 },
+    async () => {
+      const early = await npx('--version');
+      expect(early.code, early.stderr).toBe(0);
+      expect(early.stdout.trim()).toBe(version);
 
-    const unbuilt = await npx('status');
-    expect(unbuilt.code).toBe(1);
-    expect(unbuilt.stderr).toMatch(/^baton is not built in this folder yet: run `npm ci`/);
-    expect(unbuilt.stdout).toBe('');
+      const unbuilt = await npx('status');
+      expect(unbuilt.code).toBe(1);
+      expect(unbuilt.stderr).toMatch(/^baton is not built in this folder yet: run `npm ci`/);
+      expect(unbuilt.stdout).toBe('');
 
-    symlinkSync(path.join(ROOT, 'node_modules'), path.join(clone, 'node_modules'));
-    symlinkSync(path.join(ROOT, 'dist'), path.join(clone, 'dist'));
-    const built = await npx('--version');
-    expect(built.code, built.stderr).toBe(0);
-    expect(built.stdout.trim()).toBe(version);
-    // Only the built CLI knows its commands.
-    const help = await npx('--help');
-    expect(help.code, help.stderr).toBe(0);
-    expect(help.stdout).toMatch(/baton start/);
-    expect(help.stdout).toMatch(/baton history/);
-  });
+      symlinkSync(path.join(ROOT, 'node_modules'), path.join(clone, 'node_modules'));
+      symlinkSync(path.join(ROOT, 'dist'), path.join(clone, 'dist'));
+      const built = await npx('--version');
+      expect(built.code, built.stderr).toBe(0);
+      expect(built.stdout.trim()).toBe(version);
+      // Only the built CLI knows its commands.
+      const help = await npx('--help');
+      expect(help.code, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/baton start/);
+      expect(help.stdout).toMatch(/baton history/);
+    },
+  );
 });

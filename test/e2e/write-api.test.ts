@@ -249,7 +249,8 @@ describe('the write API', () => {
     });
 
     // The dashboard's data and `baton show --json` describe the run with one document
-    // (actions/documents.ts); show adds what only a single run shows, and who acted on it.
+    // (actions/documents.ts), but for its params; show adds what only a single run shows, and
+    // who acted on it.
     const page = await fetch(`http://127.0.0.1:${ports[1]}/api/run?id=${runId}`, {
       headers: { authorization: `Bearer ${READ}` },
     });
@@ -262,8 +263,10 @@ describe('the write API', () => {
     expect(fromApi).toEqual(
       Object.fromEntries(Object.keys(fromApi).map((key) => [key, fromCli[key]])),
     );
+    // A manual run's --env values are the database's readers' only (documents.ts).
     expect(Object.keys(fromCli)).toEqual([
       ...Object.keys(fromApi),
+      'params',
       'namespace',
       'lockConnectionId',
       'outputTail',

@@ -31,6 +31,13 @@ const STORE_UP = 'imports a layer above (store → cli)';
 
 const PLANTS: Plant[] = [
   {
+    // Else it would drop out of every other rule unseen.
+    title: 'a relative import of no module',
+    file: 'src/store/planted-nowhere.ts',
+    text: "import './planted-missing.js';\n",
+    report: /imports a relative path that is not a module: src\/store\/planted-nowhere\.ts → /,
+  },
+  {
     title: 'a named import',
     file: 'src/store/planted-named.ts',
     text: "import { table } from '../cli/format.js';\nexport const planted = table;\n",

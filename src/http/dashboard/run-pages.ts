@@ -3,7 +3,7 @@
  * read on from a chunk on (the page polls while the run is running), and a job's recent runs,
  * next fires and pause. Read-only, and only within the runner's own namespace.
  */
-import { pauseDocument, runDocument } from '../../actions/documents.js';
+import { pauseDocument, runDocumentOverHttp } from '../../actions/documents.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
 import { findPause } from '../../store/pauses.js';
@@ -27,7 +27,7 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
   if (!run || run.namespace !== source.namespace || !run.winner) return null;
   const rows = await readOutput(pool, id, { afterSeq, limit: CHUNKS_PER_READ });
   return {
-    run: runDocument(run),
+    run: runDocumentOverHttp(run),
     chunks: rows.map((r) => ({
       seq: r.seq,
       attempt: r.attempt,
@@ -65,6 +65,6 @@ export async function jobPage(source: DashboardSource, job: string) {
     timezone: definition?.timezone ?? null,
     pause: pauseDocument(pause),
     nextFires: nextFires.map((d) => d.toISOString()),
-    runs: rows.filter((r) => r.winner || r.status === 'missed').map(runDocument),
+    runs: rows.filter((r) => r.winner || r.status === 'missed').map(runDocumentOverHttp),
   };
 }
