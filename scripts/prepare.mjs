@@ -10,11 +10,11 @@
  * succeeds; the command (bin/baton.js) says it again when run, and works once built.
  */
 import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 
-try {
-  createRequire(import.meta.url).resolve('typescript');
-} catch {
+// This clone's own compiler, not one found further up (a ~/node_modules, a monorepo's): with
+// that one the build would run without baton's dependencies, fail, and break the cache entry.
+if (!existsSync(new URL('../node_modules/typescript/package.json', import.meta.url))) {
   console.warn('baton: not built: its dependencies are not installed yet (run `npm ci`)');
   process.exit(0);
 }

@@ -12,6 +12,7 @@
  * never comes (the database went away in between) still shows who asked.
  */
 import type { Queryable } from '../store/deadline.js';
+import { errorMessage } from '../errors.js';
 import { truncate } from '../text.js';
 import { recordAction, setActionOutcome, type AuditVia } from '../store/audit.js';
 import { findPause, pauseJob, pausedReason, resumeJob, type Pause } from '../store/pauses.js';
@@ -71,12 +72,19 @@ export async function pause(
     reason: by.reason,
     details: forced ? { forced } : null,
   });
-  const before = await findPause(db, namespace, job);
-  // paused_by is VARCHAR(255): a long host name is cut, never refused after the audit row.
-  await pauseJob(db, namespace, job, by.reason, truncate(`${by.operator}@${by.host}`, 255));
-  const after = await findPause(db, namespace, job);
-  await setActionOutcome(db, auditId, before ? 'renewed the pause' : 'paused');
-  return { job, namespace, before, after, forced, auditId };
+  return completing(db, auditId, async () => {
+    const before = await findPause(db, namespace, job);
+    // paused_by is VARCHAR(255): a long host name is cut, never refused after the audit row.
+    await pauseJob(db, namespace, job, by.reason, truncate(`${by.operator}@${by.host}`, 255));
+    const after = await findPause(db, namespace, job);
+    // A resume between the two statements lifted it: said so, never "paused".
+    const outcome = !after
+      ? 'paused, then lifted by a resume at the same time'
+      : before
+        ? 'renewed the pause'
+        : 'paused';
+    return { outcome, value: { job, namespace, before, after, forced, auditId } };
+  });
 }
 
 /** Lifts `job`'s pause, if there is one (also of a job since removed from the file). */
@@ -95,14 +103,36 @@ export async function resume(
     host: by.host,
     reason: by.reason,
   });
-  const before = await findPause(db, namespace, job);
-  const resumed = before != null && (await resumeJob(db, namespace, job));
-  await setActionOutcome(
-    db,
-    auditId,
-    before && resumed ? `resumed (it was ${pausedReason(before)})` : 'nothing to do: not paused',
-  );
-  return { job, namespace, before, resumed, auditId };
+  return completing(db, auditId, async () => {
+    const before = await findPause(db, namespace, job);
+    const resumed = before != null && (await resumeJob(db, namespace, job));
+    const outcome =
+      before && resumed ? `resumed (it was ${pausedReason(before)})` : 'nothing to do: not paused';
+    return {
+      outcome,
+      value: { job, namespace, before: resumed ? before : null, resumed, auditId },
+    };
+  });
+}
+
+/**
+ * Runs an action recorded as `auditId` and writes its outcome — also when it fails, so that the
+ * audit never keeps a row that says who asked and never what came of it.
+ */
+async function completing<T>(
+  db: Queryable,
+  auditId: number,
+  act: () => Promise<{ outcome: string; value: T }>,
+): Promise<T> {
+  let done: { outcome: string; value: T };
+  try {
+    done = await act();
+  } catch (err) {
+    await setActionOutcome(db, auditId, `failed: ${errorMessage(err)}`).catch(() => {});
+    throw err;
+  }
+  await setActionOutcome(db, auditId, done.outcome);
+  return done.value;
 }
 
 /** `baton pause --json` and the API's answer to a pause. */
@@ -110,8 +140,9 @@ export function pauseOutcomeDocument(o: PauseOutcome) {
   return {
     job: o.job,
     namespace: o.namespace,
-    paused: true,
-    renewed: o.before != null,
+    // False only when a resume at the same time lifted it again (`pause` is then null).
+    paused: o.after != null,
+    renewed: o.before != null && o.after != null,
     forced: o.forced,
     pause: pauseDocument(o.after),
     auditId: o.auditId,

@@ -47,6 +47,8 @@ import { maskText, SecretMask } from './secret-mask.js';
 export type JobHandler = (ctx: JobContext) => unknown;
 
 const ERROR_MAX = 2_000;
+/** How long the stop waits for `ctx.db`'s pools to end before destroying their connections. */
+const POOL_END_MS = 1_000;
 
 /** Told when a handler ignored its signal past the grace (the scheduler logs it). */
 export type IgnoredSignal = (job: string, runId: number, why: string) => void;
@@ -54,6 +56,8 @@ export type IgnoredSignal = (job: string, runId: number, why: string) => void;
 /** One scheduler's handlers, by job name, and the pools behind their `ctx.db`. */
 export class InProcessJobs implements InProcessLauncher {
   private readonly pools = new Map<string, Pool>();
+  /** Each pool's connections, to destroy those a late query holds (see `close`). */
+  private readonly connections = new Map<Pool, Set<{ destroy(): void }>>();
   private closed = false;
 
   constructor(
@@ -70,12 +74,28 @@ export class InProcessJobs implements InProcessLauncher {
     });
   }
 
-  /** Ends the pools behind `ctx.db` (the scheduler's stop, after its runs). */
+  /**
+   * Ends the pools behind `ctx.db` (the scheduler's stop, after its runs). A query still going
+   * now is a handler's that ignored its signal past the grace: the pool's end would wait for it,
+   * and the application's stop with it. After POOL_END_MS its connections are destroyed.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const all = [...this.pools.values()];
     this.pools.clear();
-    await Promise.all(all.map((p) => p.end().catch(() => {})));
+    await Promise.all(
+      all.map(async (pool) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), POOL_END_MS);
+        });
+        const outcome = await Promise.race([pool.end().catch(() => 'ended'), late]);
+        clearTimeout(timer);
+        if (outcome === 'late') {
+          for (const conn of this.connections.get(pool) ?? []) conn.destroy();
+        }
+      }),
+    );
   }
 
   private poolFor(target: DatabaseTarget | null | undefined): Pool {
@@ -85,8 +105,14 @@ export class InProcessJobs implements InProcessLauncher {
     if (this.closed) throw new Error('ctx.db is not available: the scheduler has stopped');
     const key = JSON.stringify([target.display, target.database]);
     let pool = this.pools.get(key);
-    // The handler's queries are the application's work: they hold the process (keep-alive.ts).
-    if (!pool) this.pools.set(key, (pool = openPool(target, 8, { background: false })));
+    if (!pool) {
+      // The handler's queries are the application's work: they hold the process (keep-alive.ts).
+      const opened = openPool(target, 8, { background: false });
+      const connections = new Set<{ destroy(): void }>();
+      opened.pool.on('connection', (conn) => connections.add(conn));
+      this.connections.set(opened, connections);
+      this.pools.set(key, (pool = opened));
+    }
     return pool;
   }
 }

@@ -13,7 +13,7 @@
  * own, with an exec cache of its own and npm offline: nothing leaves the machine. "Built" is the
  * repository's own dist/ and node_modules/ linked in, as `npm ci` (which builds) leaves them.
  */
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,6 +25,10 @@ cpSync(path.join(ROOT, 'package.json'), path.join(clone, 'package.json'));
 for (const file of ['bin/baton.js', 'scripts/prepare.mjs']) {
   cpSync(path.join(ROOT, file), path.join(clone, file));
 }
+// A compiler further up the tree (a ~/node_modules, a monorepo's) is not the clone's: the
+// prepare script must not build with it, without baton's dependencies.
+mkdirSync(path.join(tmp, 'node_modules'));
+symlinkSync(path.join(ROOT, 'node_modules/typescript'), path.join(tmp, 'node_modules/typescript'));
 const { version } = (await import(path.join(ROOT, 'package.json'), { with: { type: 'json' } }))
   .default as { version: string };
 

@@ -412,6 +412,33 @@ setTimeout(() => console.log('app work done'), 3000);
     );
   });
 
+  it('stop() does not wait for a query of a handler that ignored its signal', async () => {
+    const { createScheduler } = await import('../../src/index.js');
+    const { createLogger } = await import('../../src/log.js');
+    const scheduler = createScheduler({
+      databaseUrl: own.url,
+      host: 'me',
+      namespace: 'deaf',
+      log: createLogger({ level: 'silent' }),
+      timings: { runs: { killGraceMs: 300 } },
+    });
+    let query: 'running' | 'answered' | 'cut' | undefined;
+    scheduler.job('deaf', { schedule: '0 0 1 1 *', enabled: false }, async (ctx) => {
+      query = 'running';
+      // Deaf to ctx.signal: the pool's end would wait for this answer (20 s).
+      await ctx.db.query('SELECT SLEEP(20)').then(
+        () => (query = 'answered'),
+        () => (query = 'cut'),
+      );
+    });
+    await scheduler.start();
+    expect((await scheduler.runNow('deaf')).status).toBe('started');
+    await waitFor('the query to be sent', () => query === 'running');
+    await scheduler.stop({ grace: '200ms' });
+    // The stop returned before the server answered: it did not wait for the query.
+    expect(query).toBe('running');
+  });
+
   it('refuses a second scheduler; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
     const { createScheduler } = await import('../../src/index.js');
     const { createLogger } = await import('../../src/log.js');

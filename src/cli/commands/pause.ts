@@ -140,11 +140,18 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
         `baton: warning: "${name}" is not a known job; paused it anyway (--force)\n`,
       );
     }
+    if (!after) {
+      process.stdout.write(
+        `paused ${name} in namespace "${namespace}", but a resume at the same time lifted it ` +
+          'again: it is not paused\n',
+      );
+      return ExitCode.Ok;
+    }
     if (before) {
       process.stdout.write(`${name} was already ${pausedReason(before)}; the pause is renewed\n`);
     }
     process.stdout.write(
-      `paused ${name} in namespace "${namespace}": ${after ? pausedReason(after) : ''}\n` +
+      `paused ${name} in namespace "${namespace}": ${pausedReason(after)}\n` +
         'every runner skips it from its next fire (skip rows say so); ' +
         `\`baton resume ${name}\` undoes it\n`,
     );
