@@ -19,7 +19,7 @@ import type { WriteSubject } from './write-actions.js';
 import { writeApi } from './write-api.js';
 import type { WriteToken } from './write-tokens.js';
 import { buildOverview, type DashboardSource } from './dashboard/overview.js';
-import { DASHBOARD_CSP, dashboardPage } from './dashboard/page.js';
+import { dashboardPage } from './dashboard/page.js';
 import { jobPage, runPage } from './dashboard/run-pages.js';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
@@ -68,12 +68,13 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
           log,
         })
       : null;
+  // Built (its script read from dist/) here, before listening: a missing build fails the start.
   const page = dashboardPage();
   const pageHeaders = {
     'content-type': 'text/html; charset=utf-8',
     // Only the page's own script and style (by hash) and fetches to this origin: a job's output
     // shown on it can never run as code, even if it escaped the page's escaping.
-    'content-security-policy': DASHBOARD_CSP,
+    'content-security-policy': page.csp,
   };
   // Serialised and compressed once per build (off the event loop where it can be), not per viewer.
   const overview = reusedFor(OVERVIEW_REUSE_MS, async () => {
@@ -100,7 +101,7 @@ export async function startHttpEndpoint(options: HttpEndpointOptions): Promise<H
         JSON.stringify(healthy ? { status: 'ok' } : { status: 'unhealthy', problems }),
       );
     },
-    '/': (res) => send(res, 200, pageHeaders, page),
+    '/': (res) => send(res, 200, pageHeaders, page.html),
     '/api/run': async (res, req) => {
       const query = queryOf(req);
       const id = Number(query.get('id'));

@@ -282,7 +282,15 @@ async function prepare(
     dir,
   );
   if (build.code !== 0) throw new Error(`does not build: ${build.output.trim()}`);
-  // The rest of `npm run build`: the CommonJS copy of the declarations.
+  // The rest of `npm run build`: the dashboard's browser script (its own project: without it
+  // `baton start --http` refuses to start, and every killer that serves the dashboard fails)…
+  const browser = await run(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'src/http/dashboard/browser'],
+    dir,
+  );
+  if (browser.code !== 0) throw new Error(`does not build: ${browser.output.trim()}`);
+  // … and the CommonJS copy of the declarations.
   const types = await run(process.execPath, ['scripts/cjs-types.mjs'], dir);
   if (types.code !== 0) throw new Error(`scripts/cjs-types.mjs failed: ${types.output.trim()}`);
   return dir;

@@ -2,33 +2,81 @@
  * The dashboard page (`GET /`): one self-contained HTML document — stylesheet and script inline,
  * no framework, no external asset — that loads its data from `api/overview` and refreshes itself.
  * It only reads, unless the runner has the write API on and the user enters a write token: then
- * the job and run pages get buttons (client-actions.ts).
+ * the job and run pages get buttons (browser/dashboard.ts).
  *
- * The document is static (the data arrives by fetch), so it is built once. Its
- * Content-Security-Policy, in a <meta> element and exported for the server's header, allows only
- * this page's own script and stylesheet (by hash) and requests to its own origin: even if text
- * from the history were ever parsed as markup, no injected script or handler could run.
+ * The script is browser/dashboard.ts, compiled by `npm run build` (its own tsconfig: DOM types)
+ * to browser/dashboard.js beside this module's JavaScript in dist/. It is read from there once,
+ * when the HTTP endpoint starts: the document is static (the data arrives by fetch), so it is
+ * built once. Its Content-Security-Policy, in a <meta> element and given to the server for its
+ * header, allows only this page's own script and stylesheet (by hash) and requests to its own
+ * origin: even if text from the history were ever parsed as markup, no injected script or
+ * handler could run.
  */
 import { createHash } from 'node:crypto';
-import { DASHBOARD_SCRIPT } from './client.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { errorMessage } from '../../errors.js';
 import { DASHBOARD_CSS } from './styles.js';
+
+export interface DashboardPage {
+  html: string;
+  /** For a `Content-Security-Policy` header on the page (the <meta> cannot say frame-ancestors). */
+  csp: string;
+}
+
+/**
+ * The compiled script, found from this module's own file: dist/http/dashboard/page.js reads
+ * dist/http/dashboard/browser/dashboard.js, wherever the package is installed. (Run from src/ —
+ * by tsx, say — there is no such file: the dashboard needs the build.)
+ */
+const BUILT_SCRIPT = new URL('./browser/dashboard.js', import.meta.url);
 
 const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
 
-/** For a `Content-Security-Policy` header on the page (the <meta> cannot say frame-ancestors). */
-export const DASHBOARD_CSP = [
-  "default-src 'none'",
-  `script-src ${sha256(DASHBOARD_SCRIPT)}`,
-  `style-src ${sha256(DASHBOARD_CSS)}`,
-  "connect-src 'self'",
-  'img-src data:',
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+let built: DashboardPage | undefined;
 
-/** The policy a <meta> element may carry (browsers ignore frame-ancestors there, with a warning). */
-const META_CSP = DASHBOARD_CSP.replace("; frame-ancestors 'none'", '');
+/** The whole dashboard document and its policy; the first call reads the compiled script. */
+export function dashboardPage(): DashboardPage {
+  built ??= pageWith(readBuiltScript());
+  return built;
+}
+
+function readBuiltScript(): string {
+  let script: string;
+  try {
+    script = readFileSync(BUILT_SCRIPT, 'utf8');
+  } catch (err) {
+    throw new Error(
+      `the dashboard's script cannot be read (${errorMessage(err)}): \`npm run build\` compiles ` +
+        'it from src/http/dashboard/browser/ into dist/',
+      { cause: err },
+    );
+  }
+  // The HTML parser ends an inline script at the first `</script`, whatever JavaScript it is
+  // inside (a string, a comment), and `<!--` changes how it looks for that end.
+  if (/<\/script|<!--/i.test(script)) {
+    throw new Error(
+      `${fileURLToPath(BUILT_SCRIPT)} contains "</script" or "<!--": it cannot be inlined`,
+    );
+  }
+  return script;
+}
+
+function pageWith(script: string): DashboardPage {
+  const csp = [
+    "default-src 'none'",
+    `script-src ${sha256(script)}`,
+    `style-src ${sha256(DASHBOARD_CSS)}`,
+    "connect-src 'self'",
+    'img-src data:',
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+  // The policy a <meta> element may carry (browsers ignore frame-ancestors there, with a warning).
+  const metaCsp = csp.replace("; frame-ancestors 'none'", '');
+  return { html: pageHtml(script, metaCsp), csp };
+}
 
 const LEGEND: [outcome: string, letter: string, meaning: string][] = [
   ['done', 'D', 'done'],
@@ -43,12 +91,13 @@ const LEGEND: [outcome: string, letter: string, meaning: string][] = [
   ['paused', 'P', 'skipped: paused'],
 ];
 
-const PAGE = `<!doctype html>
+function pageHtml(script: string, metaCsp: string): string {
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="${META_CSP}">
+<meta http-equiv="Content-Security-Policy" content="${metaCsp}">
 <meta name="referrer" content="no-referrer">
 <title>baton</title>
 <link rel="icon" href="data:,">
@@ -126,12 +175,8 @@ ${LEGEND.map(
   </div>
 </main>
 <footer>View of the run history · refreshes every 5 s · actions need a write token</footer>
-<script>${DASHBOARD_SCRIPT}</script>
+<script>${script}</script>
 </body>
 </html>
 `;
-
-/** The whole dashboard document. */
-export function dashboardPage(): string {
-  return PAGE;
 }
