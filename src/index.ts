@@ -17,5 +17,5 @@ export type { PartialTimings, Timings } from './daemon/timings.js';
 export type { CodeSettings, JobDefaults, JobOptions } from './library/job-options.js';
 export type { JobHandler } from './execution/in-process.js';
 export type { RunnerEventMap, RunnerEvents } from './daemon/events.js';
-export type { ManualStart } from './daemon/dispatcher.js';
+export type { ManualStart } from './fire/operator-fire.js';
 export { ConfigError, BatonError } from './errors.js';

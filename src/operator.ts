@@ -21,7 +21,22 @@ export function checkedReason(value: unknown): string | null {
       `--reason is ${reason.length} characters long, more than ${REASON_MAX}: say it shorter`,
     );
   }
+  if (reason != null && hasControlCharacter(reason)) {
+    throw new UsageError(
+      '--reason contains a control character (a newline, an escape…): say it on one line',
+    );
+  }
   return reason;
+}
+
+/**
+ * Whether a reason holds a control character (tab aside): refused wherever a reason comes in, as
+ * `status`, `audit` and the dashboard print reasons to other operators' terminals and pages,
+ * where a newline breaks a table and an escape sequence rewrites the screen.
+ */
+export function hasControlCharacter(text: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/.test(text);
 }
 
 /** The operator's name, as the audit records it. */
@@ -36,31 +51,4 @@ export function operatorName(env: NodeJS.ProcessEnv = process.env): string {
   }
   const fromEnv = (env.USER ?? env.LOGNAME ?? '').trim();
   return fromEnv ? fromEnv.slice(0, 255) : `uid ${process.getuid?.() ?? '?'}`;
-}
-
-/**
- * Who the audit names for an action, and how it came: the operator of this shell (`cli`), or —
- * for a command a runner starts on behalf of its write API (`baton backfill` through
- * `POST /api/jobs/{job}/backfill`) — the API token's name, passed down as `BATON_AUDIT_TOKEN`.
- * (A local user could set it too, as `SUDO_USER`: the audit says who asked, it does not
- * authenticate; the write API does.)
- */
-export function actingOperator(env: NodeJS.ProcessEnv = process.env): {
-  operator: string;
-  via: 'cli' | 'api';
-} {
-  const token = env.BATON_AUDIT_TOKEN?.trim();
-  if (token) return { operator: token.slice(0, 255), via: 'api' };
-  return { operator: operatorName(env), via: 'cli' };
-}
-
-/**
- * The reason passed down with `BATON_AUDIT_TOKEN`: the write API's body's `reason`, free text
- * that goes by the environment because on a command line the parser could take it for an option
- * (`"--database-url=…"`) or strip its quotes. Null when none was given, and outside a command the
- * write API started (no token): a stray variable in an operator's shell is not their reason.
- */
-export function passedReason(env: NodeJS.ProcessEnv = process.env): string | null {
-  if (!env.BATON_AUDIT_TOKEN?.trim()) return null;
-  return env.BATON_AUDIT_REASON?.trim() || null;
 }

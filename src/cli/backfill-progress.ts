@@ -3,24 +3,10 @@
  * place; otherwise (`--json`, or output to a pipe or file) one JSON object per line on stdout —
  * one per fire, then a summary — for a script to follow.
  */
+import type { BackfillProgress, FireLine } from '../actions/backfill.js';
 import { terminalWidth } from './terminal.js';
 
-export interface FireLine {
-  fire: string;
-  /** 1-based place of the fire in the range. */
-  index: number;
-  of: number;
-  /** `run`: it was run (see `status`); `skip`: it was left alone (see `reason`). */
-  action: 'run' | 'skip' | 'plan';
-  rerun?: number;
-  runId?: number | null;
-  status?: string;
-  reason?: string;
-}
-
-export interface Progress {
-  fire(line: FireLine): void;
-  note(text: string): void;
+export interface Progress extends BackfillProgress {
   done(summary: Record<string, unknown>): void;
 }
 

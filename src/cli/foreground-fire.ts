@@ -28,31 +28,23 @@ import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { KILL_GRACE_MS } from '../fire/run-control.js';
-import { startFire, type FireOutcome } from '../fire/run-fire.js';
-import type { Trigger } from '../run-status.js';
+import {
+  manualStartOf,
+  type OperatorFire,
+  type OperatorFireHandle,
+  type OperatorFires,
+} from '../fire/operator-fire.js';
+import { startFire } from '../fire/run-fire.js';
 import { openPool } from '../store/connect.js';
 import { DeadlinePool } from '../store/deadline.js';
-import type { RunParams } from '../store/runs.js';
 
 export type SignalMode = 'stop' | 'finish';
-
-export interface ForegroundFire {
-  /** The job as this run starts it (manual parameters applied: run-params.ts). */
-  job: JobDefinition;
-  at: Date;
-  trigger: Trigger;
-  rerun?: number;
-  unlessDone?: boolean;
-  params?: { given: Record<string, string>; recorded: RunParams | null };
-  waitSeconds: number;
-  tee: boolean | 'stderr';
-}
 
 function ignoreBrokenPipe(err: NodeJS.ErrnoException): void {
   if (err.code !== 'EPIPE') throw err;
 }
 
-export class ForegroundSession {
+export class ForegroundSession implements OperatorFires {
   private readonly runs = new LocalRuns();
   private readonly lease = new RunLease(DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS);
   private watching = false;
@@ -64,6 +56,8 @@ export class ForegroundSession {
   /** Fires contending for their lock, and fires whose job is being spawned (not in `runs` yet). */
   private contending = 0;
   private starting = 0;
+  /** What the command's actions still write once their runs are over (`track`). */
+  private readonly tracked = new Set<Promise<unknown>>();
   /** The session's spawner (it warms no module host: each fire is one run). */
   private readonly launchers = { spawner: new Spawner() };
   /** What asked to stop first (a signal's name, or why), if anything did. */
@@ -76,7 +70,7 @@ export class ForegroundSession {
     readonly lock: LockSession,
     private readonly target: DatabaseTarget,
     private readonly config: Config,
-    private readonly host: string,
+    readonly host: string,
     private readonly mode: SignalMode,
   ) {
     process.on('SIGINT', this.onSignal);
@@ -107,6 +101,23 @@ export class ForegroundSession {
   /** Whether the operator asked to stop (a signal came). */
   get stopRequested(): boolean {
     return this.interruptedBy != null;
+  }
+
+  stopping(): boolean {
+    return this.stopRequested;
+  }
+
+  job(name: string): JobDefinition | null {
+    return this.config.jobs.find((j) => j.name === name) ?? null;
+  }
+
+  now(): Promise<Date> {
+    return this.lock.now();
+  }
+
+  track<T>(work: Promise<T>): Promise<T> {
+    this.tracked.add(work);
+    return work;
   }
 
   private readonly onSignal = (signal: NodeJS.Signals) => this.requestStop(signal, false);
@@ -140,8 +151,11 @@ export class ForegroundSession {
       run.control.stop(`interrupted by ${cause}`, KILL_GRACE_MS, 'interrupted');
   }
 
-  /** Runs one fire to its end; throws InterruptedError when a signal cancelled its lock wait. */
-  async run(f: ForegroundFire): Promise<FireOutcome> {
+  /**
+   * Starts one fire; its `started` and `outcome` reject with InterruptedError when a signal
+   * cancelled its lock wait (nothing ran).
+   */
+  fire(f: OperatorFire): OperatorFireHandle {
     const context = {
       database: this.target.database,
       namespace: this.config.namespace,
@@ -154,7 +168,10 @@ export class ForegroundSession {
     const database =
       job.target.kind === 'module' ? jobDatabase(this.config, job, this.target) : null;
     let started = false;
-    if (this.stopRequested) throw this.notRun(job);
+    if (this.stopRequested) {
+      const refused = Promise.reject(this.notRun(job));
+      return { started: refused, outcome: refused };
+    }
     // Where this fire is: contending for its lock, then spawning its job, then a run in `runs`.
     let stage: 'contending' | 'starting' | 'settled' = 'contending';
     this.contending++;
@@ -197,13 +214,23 @@ export class ForegroundSession {
       }
       this.watch();
     });
-    const outcome = await fire.outcome.catch((err: unknown) => {
-      if (this.interruptedBy && !started) throw this.notRun(job);
-      throw err;
-    });
-    // Cut off by the stop before it contended: nothing started.
-    if (outcome.status === 'stopped') throw this.notRun(job);
-    return outcome;
+    const outcome = fire.outcome.then(
+      (over) => {
+        // Cut off by the stop before it contended: nothing started.
+        if (over.status === 'stopped') throw this.notRun(job);
+        return over;
+      },
+      (err: unknown) => {
+        if (this.interruptedBy && !started) throw this.notRun(job);
+        throw err;
+      },
+    );
+    // Handled by whoever awaits it; never an unhandled rejection when only `started` is.
+    outcome.catch(() => {});
+    return {
+      started: fire.contended.then(() => manualStartOf(f, this.runs, outcome)),
+      outcome,
+    };
   }
 
   private notRun(job: JobDefinition): InterruptedError {
@@ -234,6 +261,7 @@ export class ForegroundSession {
   }
 
   async close(): Promise<void> {
+    await Promise.allSettled([...this.tracked]);
     // A run still going (it never is, unless the command failed) is stopped by its spawner as at
     // a runner's death; this does not wait for that, as a process exiting would not either.
     this.launchers.spawner.close();

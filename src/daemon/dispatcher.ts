@@ -18,7 +18,12 @@ import type { RunTimings } from '../fire/run-timings.js';
 import type { RunLease } from '../execution/run-lease.js';
 import type { Launchers } from '../execution/job-process.js';
 import { startFire, type FireOptions, type FireOutcome } from '../fire/run-fire.js';
-import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';
+import {
+  manualStartOf,
+  type ManualStart,
+  type OperatorFire,
+  type OperatorFireHandle,
+} from '../fire/operator-fire.js';
 import type { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
@@ -82,16 +87,6 @@ export interface DispatcherOptions {
   /** How the runs are stopped (fire/run-control.ts: RUN_TIMINGS when not given). */
   runTimings?: RunTimings;
 }
-
-/**
- * How a run asked for now (the write API) began: `started` once it holds the job's lock and its
- * run row; `busy` when a run of the job holds the lock (its skip row names the holder).
- */
-export type ManualStart =
-  | { status: 'started'; runId: number; scheduledAt: Date }
-  | { status: 'busy'; runId: number | null; reason: string }
-  /** Not contended (no lock session, the database failed), or the runner is stopping. */
-  | { status: 'not-run'; reason: string };
 
 export class Dispatcher {
   private readonly places = new Limiter(MAX_CONTENTIONS);
@@ -169,7 +164,7 @@ export class Dispatcher {
     const earlier = this.sent.get(job.name, fire.scheduledAt);
     if (earlier) return this.sentAlready(fire, trigger, afterLead, earlier);
     const contended = this.chain(job.name, () =>
-      this.fire(job, fire.scheduledAt, trigger, false, undefined, afterLead),
+      this.fire(job, fire.scheduledAt, trigger, { afterLead }),
     );
     const outcome = contended.then(
       (started) => started?.outcome ?? null,
@@ -220,50 +215,41 @@ export class Dispatcher {
   }
 
   /**
-   * An operator's run of `job` now, as `baton run` does it (trigger `manual`, fire `scheduledAt`:
-   * see fire/manual-instant.ts): through the job's lock, a paused or disabled job included, and
-   * never queued behind a run (overlap `skip`: a run going on makes it `busy`). It goes down the
-   * job's chain like any fire, so it never contends beside a scheduled fire of the job on this
-   * runner's session. Resolves once contended; the run goes on.
+   * An operator's fire (fire/operator-fire.ts: a run now, a past fire again) as `baton run` does
+   * it: through the job's lock, a paused or disabled job included, and never queued behind a run
+   * (overlap `skip`: a run going on makes it `busy`). It goes down the job's chain like any fire,
+   * so it never contends beside a scheduled fire of the job on this runner's session; and it
+   * never waits for the lock there, as the session's heartbeat would wait behind it.
    */
-  async runNow(
-    job: JobDefinition,
-    scheduledAt: Date,
-    params: ManualParams = NO_PARAMS,
-  ): Promise<ManualStart> {
+  operatorFire(f: OperatorFire): OperatorFireHandle {
+    const { job } = f;
     // Behind a fire still contending here (a `queue` fire may wait until the next fire) the
     // request would hang that long: the job is busy now.
     if (this.contending.has(job.name)) {
       return {
-        status: 'busy',
-        runId: null,
-        reason: `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`,
+        started: Promise.resolve({
+          status: 'busy',
+          runId: null,
+          reason: `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`,
+        }),
+        outcome: Promise.resolve(null),
       };
     }
-    const started = await this.chain(job.name, () =>
-      this.fire(withParams(job, params), scheduledAt, 'manual', true, {
-        given: params.env,
-        recorded: recordedParams(job, params),
+    const contended = this.chain(job.name, () =>
+      this.fire(job, f.at, f.trigger, {
+        manual: true,
+        ...(f.params?.recorded ? { params: f.params } : {}),
+        ...(f.rerun ? { rerun: f.rerun } : {}),
+        ...(f.unlessDone ? { unlessDone: true } : {}),
       }),
     );
-    if (!started) return { status: 'not-run', reason: 'the runner is stopping' };
-    // Started: the run is among the local runs from the moment its contention settles.
-    for (const run of this.o.runs) {
-      if (run.job === job.name && run.scheduledAt.getTime() === scheduledAt.getTime()) {
-        return { status: 'started', runId: run.control.runId, scheduledAt };
-      }
-    }
-    const outcome = await started.outcome;
-    switch (outcome?.status) {
-      case 'ran':
-        return { status: 'started', runId: outcome.runId, scheduledAt };
-      case 'skipped':
-        return { status: 'busy', runId: outcome.runId, reason: outcome.reason };
-      case 'not-attempted':
-        return { status: 'not-run', reason: `not attempted: ${outcome.cause}` };
-      default:
-        return { status: 'not-run', reason: 'the runner is stopping, or the database failed' };
-    }
+    const outcome = contended.then((c) => c?.outcome ?? null);
+    const started = contended.then((c): Promise<ManualStart> | ManualStart =>
+      c
+        ? manualStartOf(f, this.o.runs, outcome)
+        : { status: 'not-run', reason: 'the runner is stopping' },
+    );
+    return { started, outcome };
   }
 
   /** Puts a contention at the end of its job's chain, counted in `contending` until settled. */
@@ -296,10 +282,9 @@ export class Dispatcher {
     job: JobDefinition,
     scheduledAt: Date,
     trigger: Trigger,
-    manual = false,
-    params?: FireOptions['params'],
-    afterLead = false,
+    o: FireAsked = {},
   ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
+    const manual = o.manual === true;
     const { signal, events } = this.o;
     if (signal.aborted) return null;
     const { config, schedules } = this.o.loaded();
@@ -312,7 +297,9 @@ export class Dispatcher {
       schedule: manual ? null : (schedules.get(job.name) ?? null),
       // A paused job is skipped at its next fire on every runner (checked with the lock).
       pauseCheck: !manual,
-      ...(afterLead ? { afterLead } : {}),
+      ...(o.afterLead ? { afterLead: true } : {}),
+      ...(o.rerun ? { rerun: o.rerun } : {}),
+      ...(o.unlessDone ? { unlessDone: true } : {}),
       signal,
       places: this.places,
       verdicts: this.o.verdicts,
@@ -325,7 +312,7 @@ export class Dispatcher {
         : {}),
       withholdEnv: withheldVariables(config),
       // Parameters only where some were given: a plain manual run's row records none.
-      ...(params?.recorded ? { params } : {}),
+      ...(o.params?.recorded ? { params: o.params } : {}),
       secrets: outputSecrets(config, job, this.o.target),
       ...(this.o.runTimings ? { timings: this.o.runTimings } : {}),
     });
@@ -385,4 +372,14 @@ export function splitByLead(
   return { now, later };
 }
 
-const NO_PARAMS: ManualParams = { env: {}, args: [] };
+/** How a fire was asked for: by the schedule (the default), or by an operator. */
+interface FireAsked {
+  /** An operator's fire: contended like `baton run`'s (never queued, never paused). */
+  manual?: boolean;
+  params?: FireOptions['params'];
+  /** A re-run's generation, and whether its claim is refused once a generation is done. */
+  rerun?: number;
+  unlessDone?: boolean;
+  /** Contended after the fire's first asker's lead (coordination/first-asker.ts). */
+  afterLead?: boolean;
+}

@@ -29,8 +29,7 @@ import { BatonError, errorMessage } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
-import { manualInstant } from '../fire/manual-instant.js';
-import type { ManualParams } from '../fire/run-params.js';
+import type { OperatorFires } from '../fire/operator-fire.js';
 import { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Logger } from '../log.js';
 import type { Launchers } from '../execution/job-process.js';
@@ -40,7 +39,7 @@ import { withheldVariables } from '../config/connections.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
-import { Dispatcher, type ManualStart } from './dispatcher.js';
+import { Dispatcher } from './dispatcher.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './events.js';
 import { FleetClock } from './fleet-clock.js';
@@ -93,6 +92,8 @@ export class Runner {
   private loaded: LoadedSchedule;
   private readonly startedAt = new Date();
   private stopping = false;
+  /** Operators' actions going on through this runner (operatorFires().track). */
+  private readonly actionWork = new Set<Promise<unknown>>();
   private forceStop: (() => void) | null = null;
 
   constructor(private readonly options: RunnerOptions) {
@@ -413,6 +414,9 @@ export class Runner {
     }
     await this.dispatcher.finished();
     if (!first) return;
+    // What operators' actions still write (a backfill's last audit row) before the pools close;
+    // no fire of theirs starts any more.
+    await Promise.allSettled([...this.actionWork]);
     await this.releasers.releaseAll().catch((err: unknown) => {
       this.log.warn({ err: errorMessage(err) }, 'stopping: a clean-up step failed');
     });
@@ -468,13 +472,30 @@ export class Runner {
   }
 
   /**
-   * The write API's run now (src/http/write-api.ts): the job of the loaded file (disabled too,
-   * as `baton run` takes it) through its lock, on this runner. null: no such job.
+   * This runner as the process of operators' fires (src/actions: the write API's run and
+   * backfill, library mode's run), while it can take writes; null otherwise. Its jobs are those
+   * of the loaded file, disabled ones included (as `baton run` takes them).
    */
-  runNow(job: string, params?: ManualParams): Promise<ManualStart> | null {
-    const definition = this.loaded.config.jobs.find((j) => j.name === job);
-    if (!definition) return null;
-    return this.dispatcher.runNow(definition, manualInstant(this.clock.now()), params);
+  operatorFires(): OperatorFires | null {
+    const pool = this.writePool;
+    if (!pool) return null;
+    return {
+      namespace: this.loaded.config.namespace,
+      host: this.options.host,
+      pool,
+      job: (name) => this.loaded.config.jobs.find((j) => j.name === name) ?? null,
+      now: () => Promise.resolve(this.clock.now()),
+      stopping: () => this.stopping,
+      fire: (f) => this.dispatcher.operatorFire(f),
+      track: (work) => {
+        this.actionWork.add(work);
+        void work.then(
+          () => this.actionWork.delete(work),
+          () => this.actionWork.delete(work),
+        );
+        return work;
+      },
+    };
   }
 
   /** The pool, while this runner can coordinate: for the write API's pauses and audit rows. */

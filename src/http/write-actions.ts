@@ -1,14 +1,17 @@
 /**
- * What the write API's routes do (write-api.ts does the HTTP around them): run a job now, pause
- * it, resume it — each the same action as its command (`baton run`, `pause`, `resume`), taken by
- * the runner that received the request, and each recorded in `baton_audit` first (via `api`, the
- * token's name as operator, this runner as host), its outcome added once known. So an action
- * whose outcome never comes (the runner died) still shows who asked. Pause and resume are the
- * commands' own code (actions/pause.ts); here, which names this runner accepts.
- *
- * Kill is `baton kill`'s order (fire/kill-run.ts). Backfill is answered 501 until it is wired
- * (see `notInThisVersion`).
+ * What the write API's routes do (write-api.ts does the HTTP around them): run a job now or a
+ * past fire again, backfill, pause, resume, kill — each the operator action its command takes
+ * too (src/actions, fire/kill-run.ts), taken by the runner that received the request: its fires
+ * run on this runner, through the job's lock. Each is recorded in `baton_audit` (via `api`, the
+ * token's name as operator, this runner as host) before it acts, its outcome added once known.
+ * Here: which names this runner accepts, and the HTTP answer of each outcome.
  */
+import {
+  type BackfillProgress,
+  planBackfill,
+  previewBackfill,
+  runBackfill,
+} from '../actions/backfill.js';
 import { pauseDocument } from '../actions/documents.js';
 import {
   pause,
@@ -17,10 +20,13 @@ import {
   resumeOutcomeDocument,
   type Actor,
 } from '../actions/pause.js';
-import type { ManualStart } from '../daemon/dispatcher.js';
+import { AlreadyRanError, runJob, type RunAction } from '../actions/run.js';
+import type { JobDefinition } from '../config/schema.js';
+import { errorMessage, UsageError } from '../errors.js';
 import { killRun } from '../fire/kill-run.js';
+import type { OperatorFires } from '../fire/operator-fire.js';
 import { parseFireTime } from '../instants.js';
-import { recordAction, setActionOutcome, type AuditAction } from '../store/audit.js';
+import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
 import { findPause } from '../store/pauses.js';
 
@@ -33,34 +39,76 @@ export interface WriteSubject {
   jobs(): readonly string[];
   /** A pool that takes writes; null while the runner cannot coordinate. */
   pool(): Queryable | null;
-  /** Runs the job now through its lock (daemon/dispatcher.ts: runNow); null: no such job. */
-  runNow(job: string): Promise<ManualStart> | null;
-  /** Starts `baton backfill` for the job (cli/backfill-child.ts); absent: not offered. */
-  backfill?(request: BackfillRequest): Promise<BackfillStart>;
+  /** The runner as the process of operators' fires (daemon/runner.ts); null as `pool`. */
+  fires(): OperatorFires | null;
+  /** Where a backfill's end is logged (it goes on after the answer). */
+  log: Logger;
 }
-
-/** A backfill asked through the API: `baton backfill`'s options, checked. */
-export interface BackfillRequest {
-  job: string;
-  /** Instants, parsed here: what reaches the command is their ISO form, never the body's text. */
-  from: Date;
-  to: Date;
-  again: boolean;
-  yes: boolean;
-  reason: string | null;
-  /** The API token's name, for the audit. */
-  operator: string;
-}
-
-export type BackfillStart =
-  | { status: 'started'; pid: number; fires: number; toRun: number }
-  | { status: 'refused'; exitCode: number; message: string };
 
 /**
- * POST /api/jobs/{job}/backfill: `baton backfill` started by this runner (202 with the fires it
- * will look at), after a dry run of the same command whose refusal is the answer: 400 for a bad
- * range or too many fires without `yes`, 409 when it cannot start now. `from` and `to` are
- * checked as instants here, before anything starts.
+ * POST /api/jobs/{job}/run: 202 once the run holds the lock, 409 naming who holds it. With
+ * `fire`, that past fire of the schedule again (`baton run --fire`): 409 when it already ran
+ * successfully, unless `again`.
+ */
+export async function runAction(
+  s: WriteSubject,
+  job: string,
+  body: { fire?: string; again?: boolean },
+  r: Who,
+): Promise<ApiAnswer> {
+  const definition = knownJob(s, job);
+  const fire = body.fire != null ? instantField('fire', body.fire) : null;
+  if (body.again && fire == null) {
+    throw new ApiError(400, 'bad-request', 'the body: again: needs fire');
+  }
+  const fires = usableFires(s);
+  let run: RunAction;
+  try {
+    run = await runJob(fires, { job: definition, fire, again: body.again === true }, actor(s, r));
+  } catch (err) {
+    if (err instanceof AlreadyRanError) {
+      throw new ApiError(409, 'already-ran', err.message, { runId: err.done.id });
+    }
+    if (err instanceof UsageError) throw new ApiError(400, 'bad-request', err.message);
+    throw err;
+  }
+  const { start } = run;
+  switch (start.status) {
+    case 'started':
+      return {
+        status: 202,
+        body: {
+          job,
+          runId: start.runId,
+          scheduledAt: start.scheduledAt.toISOString(),
+          rerun: run.rerun,
+          host: s.host,
+          paused: pauseDocument(run.pause),
+          auditId: run.auditId,
+        },
+      };
+    case 'busy':
+      throw new ApiError(
+        409,
+        start.alreadyRan ? 'already-ran' : 'busy',
+        `${job} not run: ${start.reason}`,
+        {
+          runId: start.runId,
+        },
+      );
+    default:
+      throw new ApiError(503, 'not-run', `${job} not run: ${start.reason}`);
+  }
+}
+
+/** A backfill's progress over HTTP is its audit row and the history: nothing told as it goes. */
+const UNTOLD: BackfillProgress = { fire: () => {}, note: () => {} };
+
+/**
+ * POST /api/jobs/{job}/backfill: `baton backfill`'s walk (actions/backfill.ts), run by this
+ * runner in the background: 202 with the fires it will look at once the range is checked; 400 for
+ * a bad range or too many fires without `yes`, 409 when this runner is stopping. The runner owns
+ * the walk: no fire of it starts once the runner stops, and the runner waits for it to end.
  */
 export async function backfillAction(
   s: WriteSubject,
@@ -68,39 +116,37 @@ export async function backfillAction(
   body: { from: string; to: string; again?: boolean; yes?: boolean },
   r: Who,
 ): Promise<ApiAnswer> {
-  if (!s.jobs().includes(job)) throw unknownJob(job);
+  const definition = knownJob(s, job);
   const from = instantField('from', body.from);
   const to = instantField('to', body.to);
   if (to < from) throw new ApiError(400, 'bad-request', 'the body: to: is before from');
-  // The reason reaches the command by its environment, which cannot carry a NUL: said here
-  // rather than failing in spawn.
-  if (r.reason?.includes('\0')) {
-    throw new ApiError(400, 'bad-request', 'the body: reason: contains a NUL character');
-  }
-  if (!s.backfill) notInThisVersion('backfill');
-  usablePool(s);
-  const start = await s.backfill({
-    job,
-    from,
-    to,
-    again: body.again ?? false,
-    yes: body.yes ?? false,
-    reason: r.reason,
-    operator: r.operator,
+  const fires = usableFires(s);
+  const request = { job: definition, from, to, again: body.again ?? false, yes: body.yes ?? false };
+  const plan = await planBackfill(fires, request).catch((err: unknown) => {
+    throw err instanceof UsageError ? new ApiError(400, 'bad-request', err.message) : err;
   });
-  if (start.status === 'refused') {
-    const status = start.exitCode === 64 ? 400 : start.exitCode === 75 ? 409 : 500;
-    const code = status === 400 ? 'bad-request' : status === 409 ? 'busy' : 'backfill-failed';
-    throw new ApiError(status, code, start.message);
+  const preview = await previewBackfill(fires, plan, UNTOLD);
+  if (fires.stopping()) {
+    throw new ApiError(409, 'busy', 'this runner is stopping; ask another one');
   }
+  const range = { job, from: from.toISOString(), to: to.toISOString(), by: r.operator };
+  void fires.track(runBackfill(fires, plan, actor(s, r), UNTOLD, () => "the runner's stop")).then(
+    (result) =>
+      s.log.info(
+        { ...range, outcome: result.outcome, auditId: result.auditId },
+        'backfill from the write API ended',
+      ),
+    (err: unknown) =>
+      s.log.warn({ ...range, err: errorMessage(err) }, 'backfill from the write API stopped'),
+  );
   return {
     status: 202,
     body: {
       job,
-      from: from.toISOString(),
-      to: to.toISOString(),
-      fires: start.fires,
-      toRun: start.toRun,
+      from: range.from,
+      to: range.to,
+      fires: preview.fires,
+      toRun: preview.wouldRun,
       host: s.host,
       progress: `baton audit --job ${job}; baton history ${job}`,
     },
@@ -134,7 +180,7 @@ export interface Who {
  * A body's instant (`baton backfill --from`'s forms), or a 400 naming the field. The value is not
  * echoed: it is the operator's own, and the refusal is also logged.
  */
-function instantField(field: 'from' | 'to', value: string): Date {
+function instantField(field: 'from' | 'to' | 'fire', value: string): Date {
   try {
     return parseFireTime(value);
   } catch {
@@ -149,15 +195,31 @@ function instantField(field: 'from' | 'to', value: string): Date {
 
 function usablePool(s: WriteSubject): Queryable {
   const pool = s.pool();
-  if (!pool) {
-    throw new ApiError(
-      503,
-      'unavailable',
-      'this runner cannot reach the database (or it is read-only) right now; try again or ask ' +
-        'another runner',
-    );
-  }
+  if (!pool) throw unavailable();
   return pool;
+}
+
+/** The job of that name in the runner's file, or a 404. */
+function knownJob(s: WriteSubject, job: string): JobDefinition {
+  const definition = s.jobs().includes(job) ? s.fires()?.job(job) : null;
+  if (definition) return definition;
+  if (!s.jobs().includes(job)) throw unknownJob(job);
+  throw unavailable();
+}
+
+function usableFires(s: WriteSubject): OperatorFires {
+  const fires = s.fires();
+  if (!fires) throw unavailable();
+  return fires;
+}
+
+function unavailable(): ApiError {
+  return new ApiError(
+    503,
+    'unavailable',
+    'this runner cannot reach the database (or it is read-only) right now; try again or ask ' +
+      'another runner',
+  );
 }
 
 function unknownJob(job: string): ApiError {
@@ -167,59 +229,6 @@ function unknownJob(job: string): ApiError {
 /** The token's name as operator, this runner as host. */
 function actor(s: WriteSubject, r: Who): Actor {
   return { operator: r.operator, host: s.host, via: 'api', reason: r.reason };
-}
-
-/** Records the action (outcome to follow) and returns its audit id. */
-function audit(
-  s: WriteSubject,
-  pool: Queryable,
-  action: AuditAction,
-  job: string,
-  r: Who,
-): Promise<number> {
-  return recordAction(pool, {
-    namespace: s.namespace(),
-    action,
-    job,
-    operator: r.operator,
-    via: 'api',
-    host: s.host,
-    reason: r.reason,
-  });
-}
-
-/** POST /api/jobs/{job}/run: 202 once the run holds the lock, 409 naming who holds it. */
-export async function runAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
-  if (!s.jobs().includes(job)) throw unknownJob(job);
-  const pool = usablePool(s);
-  const auditId = await audit(s, pool, 'run', job, r);
-  // A pause stops the schedule, not an operator (as `baton run`): the answer says it was paused.
-  const pause = await findPause(pool, s.namespace(), job);
-  const start: ManualStart = (await s.runNow(job)) ?? {
-    status: 'not-run',
-    reason: 'the job was removed by a reload',
-  };
-  switch (start.status) {
-    case 'started':
-      await setActionOutcome(pool, auditId, `started run ${start.runId}`, start.runId);
-      return {
-        status: 202,
-        body: {
-          job,
-          runId: start.runId,
-          scheduledAt: start.scheduledAt.toISOString(),
-          host: s.host,
-          paused: pauseDocument(pause),
-          auditId,
-        },
-      };
-    case 'busy':
-      await setActionOutcome(pool, auditId, `refused: ${start.reason}`);
-      throw new ApiError(409, 'busy', `${job} not run: ${start.reason}`, { runId: start.runId });
-    default:
-      await setActionOutcome(pool, auditId, `not run: ${start.reason}`).catch(() => {});
-      throw new ApiError(503, 'not-run', `${job} not run: ${start.reason}`);
-  }
 }
 
 /** POST /api/jobs/{job}/pause: 200 with the pause (renewed when there was one). */
@@ -285,13 +294,4 @@ export async function killAction(
       error: run.error,
     },
   };
-}
-
-/**
- * The routes of actions whose commands are not in this version (`POST /api/runs/{id}/kill`,
- * `POST /api/jobs/{job}/backfill`). Authenticated, rate-limited and their bodies read like the
- * others, so wiring one is replacing this call with the action (and its audit row).
- */
-export function notInThisVersion(action: 'backfill'): never {
-  throw new ApiError(501, 'not-implemented', `${action}: not in this version`);
 }

@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { parseDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
-import { REASON_MAX } from '../operator.js';
+import { hasControlCharacter, REASON_MAX } from '../operator.js';
 import type { Logger } from '../log.js';
 import { namedToken, presentedCredential, sameSecret } from './auth.js';
 import { RateLimiter } from './rate-limit.js';
@@ -43,7 +43,13 @@ import type { WriteToken } from './write-tokens.js';
 export const BODY_LIMIT = 16 * 1024;
 
 const reasonBody = z
-  .object({ reason: z.string().max(REASON_MAX, `longer than ${REASON_MAX} characters`).optional() })
+  .object({
+    reason: z
+      .string()
+      .max(REASON_MAX, `longer than ${REASON_MAX} characters`)
+      .refine((r) => !hasControlCharacter(r), 'contains a control character: say it on one line')
+      .optional(),
+  })
   .strict();
 const instant = z.string().min(1).max(64);
 const backfillBody = reasonBody
@@ -53,6 +59,9 @@ const backfillBody = reasonBody
     again: z.boolean().optional(),
     yes: z.boolean().optional(),
   })
+  .strict();
+const runBody = reasonBody
+  .extend({ fire: instant.optional(), again: z.boolean().optional() })
   .strict();
 const killBody = reasonBody.extend({ grace: z.string().max(32).optional() }).strict();
 
@@ -87,7 +96,10 @@ export function writeApi(o: WriteApiOptions): WriteApi {
   const limiter = new RateLimiter();
   const s = o.subject;
   const jobRoutes: Record<string, Route> = {
-    run: { body: reasonBody, handle: (job, _b, who) => runAction(s, job, who) },
+    run: {
+      body: runBody,
+      handle: (job, body, who) => runAction(s, job, body as z.infer<typeof runBody>, who),
+    },
     pause: { body: reasonBody, handle: (job, _b, who) => pauseAction(s, job, who) },
     resume: { body: reasonBody, handle: (job, _b, who) => resumeAction(s, job, who) },
     backfill: {

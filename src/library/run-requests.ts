@@ -3,29 +3,28 @@
  * CLI cannot run a function that lives in an application, so it writes a request, and each
  * replica looks for the open requests of its jobs once a tick (RUN_REQUEST_WATCH_MS). The replica
  * that takes one (a conditional UPDATE: one wins) starts the job through its lock like any manual
- * run (`Runner.runNow`, the write API's path), with the request's `--env` parameters (its
- * `ctx.params`), and writes what came of it: the run's id, which the
+ * run (actions/run.ts `startRun`, the write API's path; the audit row is the CLI's), with the
+ * request's `--env` parameters (its `ctx.params`), and writes what came of it: the run's id, which the
  * CLI then follows to its verdict, or why it did not run (busy elsewhere, stopping). Polling for
  * the same reason as kill-watch.ts: the request comes from another host through the database.
  */
-import type { ManualStart } from '../daemon/dispatcher.js';
+import { startRun } from '../actions/run.js';
+import type { ManualStart, OperatorFires } from '../fire/operator-fire.js';
 import { parseEnvPairs, type ManualParams } from '../fire/run-params.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Queryable } from '../store/deadline.js';
 import { openRunRequests, settleRunRequest, takeRunRequest } from '../store/run-requests.js';
 
 /** How often a replica looks for run requests. */
 export const RUN_REQUEST_WATCH_MS = 1_000;
 
 export interface RunRequestWatch {
-  /** The pool while this replica can coordinate and write; null: skip this tick. */
-  pool: () => Queryable | null;
+  /** The replica as the process of operators' fires while it can write; null: skip this tick. */
+  fires: () => OperatorFires | null;
   namespace: string;
   host: string;
   jobs: () => readonly string[];
-  runNow: (job: string, params: ManualParams) => Promise<ManualStart> | null;
   log: Logger;
 }
 
@@ -38,8 +37,9 @@ function outcomeOf(start: ManualStart | null): { runId: number | null; outcome: 
 }
 
 async function look(o: RunRequestWatch): Promise<void> {
-  const pool = o.pool();
-  if (!pool) return;
+  const fires = o.fires();
+  if (!fires) return;
+  const { pool } = fires;
   for (const request of await openRunRequests(pool, o.namespace, o.jobs())) {
     if (!(await takeRunRequest(pool, request.id, o.host))) continue;
     o.log.info({ job: request.job, request: request.id }, 'running a job: baton run asked');
@@ -54,7 +54,14 @@ async function look(o: RunRequestWatch): Promise<void> {
       await settleRunRequest(pool, request.id, null, `not run: ${errorMessage(err)}`);
       continue;
     }
-    const { runId, outcome } = outcomeOf(await o.runNow(request.job, params));
+    const job = fires.job(request.job);
+    const start = job
+      ? await startRun(fires, { job, params }).then(
+          (run) => run.start,
+          (err: unknown): ManualStart => ({ status: 'not-run', reason: errorMessage(err) }),
+        )
+      : null;
+    const { runId, outcome } = outcomeOf(start);
     await settleRunRequest(pool, request.id, runId, outcome);
   }
 }

@@ -27,7 +27,8 @@ import { parseDuration } from '../config/duration.js';
 import { loadConfig } from '../config/load.js';
 import { DEFAULT_NAMESPACE } from '../config/defaults.js';
 import type { Config } from '../config/schema.js';
-import type { ManualStart } from '../daemon/dispatcher.js';
+import { startRun } from '../actions/run.js';
+import type { ManualStart } from '../fire/operator-fire.js';
 import { runnerEvents, type RunnerEvents } from '../daemon/events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
 import { resolveTimings, type PartialTimings } from '../daemon/timings.js';
@@ -306,11 +307,10 @@ export class Scheduler {
     }
     watchRunRequests(
       {
-        pool: () => runner.writePool,
+        fires: () => runner.operatorFires(),
         namespace: config.namespace,
         host: this.host,
         jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
-        runNow: (job, params) => runner.runNow(job, params),
         log: this.log,
       },
       this.watch.signal,
@@ -344,15 +344,22 @@ export class Scheduler {
     }
   }
 
-  /** Runs `job` now through its lock on this replica, as `baton run` would (a manual run). */
-  runNow(job: string): Promise<ManualStart> {
-    const started = this.runner?.runNow(job);
-    if (!started)
-      return Promise.resolve({
-        status: 'not-run',
-        reason: this.runner ? `no job ${job}` : 'not started',
-      });
-    return started;
+  /**
+   * Runs `job` now through its lock on this replica, as `baton run` would (a manual run:
+   * actions/run.ts, without an audit row — the application asked, not an operator).
+   */
+  async runNow(job: string): Promise<ManualStart> {
+    const fires = this.runner?.operatorFires();
+    const definition = fires?.job(job);
+    if (!fires || !definition) {
+      const why = !this.runner
+        ? 'not started'
+        : !fires
+          ? 'the database is not usable'
+          : `no job ${job}`;
+      return { status: 'not-run', reason: why };
+    }
+    return (await startRun(fires, { job: definition })).start;
   }
 }
 

@@ -1,14 +1,15 @@
 /**
- * A backfill started through the write API (`POST /api/jobs/{job}/backfill`: `baton backfill` as
- * a child of the runner asked) never outlives that runner, with real processes:
+ * A backfill started through the write API (`POST /api/jobs/{job}/backfill`: the backfill
+ * action's walk, run by the runner asked — no `baton backfill` process) never outlives that
+ * runner, with real processes:
  *
  * - SIGTERM to the runner while a fire runs: no further fire starts, the fire going finishes
  *   within the runner's grace (or is stopped after it, recorded `interrupted`), and the runner
  *   exits only once the backfill has, its rows and audit final.
- * - SIGKILL to the runner: the backfill child sees its runner's channel close, stops its run
- *   (recorded `interrupted`) and exits; no fire starts afterwards.
+ * - SIGKILL to the runner: the fire's job is stopped with the runner's other runs (its spawner
+ *   sees the runner go), and nothing of the backfill goes on.
  *
- * Ground truth: the job appends a line to `starts.txt` as it starts.
+ * Ground truth: the job appends a line to `starts.txt` as it starts, and its pid to `pids.txt`.
  */
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -33,7 +34,7 @@ jobs:
   slow:
     schedule: "* * * * *"
     enabled: false
-    command: ["sh", "-c", "echo \\"$BATON_SCHEDULED_AT\\" >> starts.txt; sleep ${seconds}"]
+    command: ["sh", "-c", "echo $$ >> pids.txt; echo \\"$BATON_SCHEDULED_AT\\" >> starts.txt; sleep ${seconds}"]
 `);
   const dir = path.dirname(config);
   const tokens = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-tokens-')), 'write-tokens');
@@ -78,22 +79,26 @@ function starts(dir: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
 }
 
-/** The `baton backfill` child (not its dry run) the runner started. */
-function backfillChild(runner: RunnerProcess): number {
+/** The runner's children that are `baton backfill` commands: none, the walk is the runner's. */
+function backfillChildren(runner: RunnerProcess): number[] {
+  const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (ppid === runner.child.pid && argv.includes('backfill') && !argv.includes('--dry-run')) {
-        return Number(entry);
-      }
+      if (ppid === runner.child.pid && argv.includes('backfill')) found.push(Number(entry));
     } catch {
       // gone meanwhile
     }
   }
-  throw new Error('no backfill child of the runner');
+  return found;
+}
+
+function jobPids(dir: string): number[] {
+  const file = path.join(dir, 'pids.txt');
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [];
 }
 
 async function backfillRows() {
@@ -111,19 +116,23 @@ describe('a backfill of the write API stops with its runner', () => {
     // A fire takes longer than the grace: it is stopped at the grace's end.
     const { runner, dir, port } = await runnerWithApi(30, 1);
     await backfillStarted(port, dir);
-    const child = backfillChild(runner);
+    // The walk is the runner's own: no command was spawned for it.
+    expect(backfillChildren(runner)).toEqual([]);
 
     expect(await runner.stop('SIGTERM', 60_000)).toBe(0);
     // The runner exited after its backfill did: everything is final at that moment.
-    expect(processGone(child)).toBe(true);
     const { runs, audit } = await backfillRows();
     expect(runs).toEqual([
-      { status: 'interrupted', error: expect.stringMatching(/interrupted by SIGTERM/) as string },
+      {
+        status: 'interrupted',
+        error: expect.stringMatching(/the runner stopped \(SIGTERM\)/) as string,
+      },
     ]);
     expect(audit).toEqual([
-      { outcome: expect.stringMatching(/^interrupted by SIGTERM/) as string },
+      { outcome: expect.stringMatching(/^interrupted by the runner's stop: 0 run/) as string },
     ]);
     expect(starts(dir)).toHaveLength(1);
+    expect(jobPids(dir).every(processGone)).toBe(true);
   });
 
   it('SIGTERM with a grace that covers the fire: it finishes `done`, and none starts after it', async () => {
@@ -134,28 +143,23 @@ describe('a backfill of the write API stops with its runner', () => {
     const { runs, audit } = await backfillRows();
     expect(runs).toEqual([{ status: 'done', error: null }]);
     expect(audit).toEqual([
-      { outcome: expect.stringMatching(/^interrupted by SIGTERM/) as string },
+      { outcome: expect.stringMatching(/^interrupted by the runner's stop: 1 run/) as string },
     ]);
     expect(starts(dir)).toHaveLength(1);
   });
 
-  it('SIGKILL: the backfill child stops its run and exits; no fire starts afterwards', async () => {
+  it("SIGKILL: the fire's job is stopped with the runner, and nothing of the backfill goes on", async () => {
     const { runner, dir, port } = await runnerWithApi(30, 30);
     await backfillStarted(port, dir);
-    const child = backfillChild(runner);
+    const [pid] = jobPids(dir);
 
     await runner.stop('SIGKILL');
-    await waitFor('the backfill child to exit', () => processGone(child), { timeoutMs: 30_000 });
-    const { runs, audit } = await backfillRows();
-    expect(runs).toEqual([
-      {
-        status: 'interrupted',
-        error: expect.stringMatching(/the end of the runner that started it/) as string,
-      },
-    ]);
-    expect(audit).toEqual([
-      { outcome: expect.stringMatching(/^interrupted by the end of the runner/) as string },
-    ]);
+    await waitFor('the job of the fire going to be stopped', () => processGone(pid!), {
+      timeoutMs: 30_000,
+    });
+    // The backfill's audit row stays unfinished: `baton backfill` of the range continues it.
+    const { audit } = await backfillRows();
+    expect(audit).toEqual([{ outcome: null }]);
     expect(starts(dir)).toHaveLength(1);
   });
 });

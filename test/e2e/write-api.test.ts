@@ -228,17 +228,17 @@ describe('the write API', () => {
       via: 'api',
       host: 'api-a',
       reason: 'month end',
-      outcome: `started run ${runId}`,
+      outcome: `started (run ${runId})`,
     });
-    expect(audit[1]).toMatchObject({ action: 'run', host: 'api-a', run_id: null });
-    expect(audit[1]!.outcome).toMatch(/^refused: /);
+    // A refusal names the skip row the lock's holder was recorded in (as `baton run`'s does).
+    expect(audit[1]).toMatchObject({ action: 'run', host: 'api-a' });
+    expect(audit[1]!.outcome).toMatch(/^not run: /);
     expect(audit[2]).toMatchObject({
       action: 'run',
       operator: 'alice',
       host: 'api-b',
-      run_id: null,
     });
-    expect(audit[2]!.outcome).toMatch(/^refused: .*api-a/);
+    expect(audit[2]!.outcome).toMatch(/^not run: .*api-a/);
 
     await waitFor('the run to finish', async () => {
       const [row] = await fleet.db.query<{ status: string }>(

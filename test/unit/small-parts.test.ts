@@ -7,7 +7,7 @@ import { OutputTail } from '../../src/execution/output-tail.js';
 import { parseDatabaseUrl, redactUrl } from '../../src/config/database-url.js';
 import { describeSchedule } from '../../src/schedule/describe.js';
 import { closest, editDistance } from '../../src/text.js';
-import { actingOperator, passedReason } from '../../src/operator.js';
+import { checkedReason, hasControlCharacter } from '../../src/operator.js';
 
 describe('lock names', () => {
   it('stay within 64 characters, are ASCII, and differ by database, namespace and exact job name', () => {
@@ -144,15 +144,15 @@ describe('did-you-mean', () => {
   });
 });
 
-describe('what the write API passes down to the commands it starts', () => {
-  it("takes the reason from the environment only with the API's token", () => {
-    const reason = { BATON_AUDIT_REASON: ' nightly repair ' };
-    expect(passedReason({ ...reason, BATON_AUDIT_TOKEN: 'ops-bot' })).toBe('nightly repair');
-    // A stray variable in an operator's shell is not their reason.
-    expect(passedReason(reason)).toBeNull();
-    expect(actingOperator({ BATON_AUDIT_TOKEN: 'ops-bot' })).toEqual({
-      operator: 'ops-bot',
-      via: 'api',
-    });
+describe("an operator's reason", () => {
+  it("is refused with a control character, which would reach other operators' terminals", () => {
+    expect(checkedReason('  month end  ')).toBe('month end');
+    expect(checkedReason('tab\tis fine')).toBe('tab\tis fine');
+    for (const bad of ['two\nlines', 'bell\u0007', 'esc \u001b[2J', 'nul\u0000', 'c1\u009b31m']) {
+      expect(hasControlCharacter(bad)).toBe(true);
+      expect(() => checkedReason(bad)).toThrow(/control character/);
+    }
+    // Not mistaken for one: letters of every script.
+    expect(hasControlCharacter('정산 재실행 — ünïcode')).toBe(false);
   });
 });

@@ -1,14 +1,13 @@
 import { pauseDocument, runDocument } from '../../actions/documents.js';
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { errorMessage, JobFailedError, LockHeldError, UsageError } from '../../errors.js';
+import { JobFailedError, LockHeldError, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { manualInstant } from '../../fire/manual-instant.js';
 import { checkedReason, operatorName } from '../../operator.js';
-import { recordAction, setActionOutcome } from '../../store/audit.js';
 import { winnersOfFire } from '../../store/fire-reads.js';
 import { findRun } from '../../store/history-reads.js';
-import { findPause, pausedReason, type Pause } from '../../store/pauses.js';
+import { pausedReason, type Pause } from '../../store/pauses.js';
 import type { Queryable } from '../../store/deadline.js';
 import { action } from '../action.js';
 import { ForegroundSession } from '../foreground-fire.js';
@@ -24,16 +23,14 @@ import {
 } from '../options.js';
 import { parseFireTime } from '../../instants.js';
 import { resolveConfig } from '../config-options.js';
-import { assertPastFire } from '../past-fires.js';
-import { describeRun, planRerun } from '../rerun-plan.js';
+import { describeRun, planRerun } from '../../actions/rerun-plan.js';
+import { runJob } from '../../actions/run.js';
 import { invocationArgv } from '../usage.js';
 import {
   argsAfterDashes,
   checkParamsSize,
   parseEnvPairs,
   parseParams,
-  recordedParams,
-  withParams,
 } from '../../fire/run-params.js';
 
 interface RunArgs extends CommonArgs {
@@ -124,94 +121,45 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const host = resolveHost(args);
 
     const session = await ForegroundSession.open(config, target, host, 'stop');
-    const { pool, lock } = session;
+    const { pool } = session;
     try {
-      // A pause stops scheduled fires; an operator's explicit run goes ahead, with a reminder.
-      const pause = await findPause(pool, config.namespace, job.name).catch(() => null);
-      if (pause && !args.json) {
-        process.stderr.write(
-          `baton: note: ${job.name} is ${pausedReason(pause)}; running it because you asked\n`,
-        );
-      }
-      const now = await lock.now();
-      const recorded = recordedParams(job, params);
-      const audit = {
-        namespace: config.namespace,
-        job: job.name,
-        operator: operatorName(),
-        via: 'cli' as const,
-        host,
-        reason,
-      };
-      let at: Date;
-      let rerun = 0;
-      if (given) {
-        at = assertPastFire(job, given, now);
-        const plan = planRerun(
-          await winnersOfFire(pool, config.namespace, job.name, at),
-          args.again,
-        );
-        if (plan.kind === 'refuse') {
-          await recordAction(pool, {
-            ...audit,
-            action: 'rerun',
-            fire: at,
-            runId: plan.done.id,
-            details: { again: false, ...(recorded ? { params: recorded } : {}) },
-            outcome: `refused: already ran (${describeRun(plan.done)})`,
-          });
-          throw new LockHeldError(
-            `${job.name} not run: the fire ${at.toISOString()} already ran: ` +
-              `${describeRun(plan.done)}; add --again to run it once more`,
-          );
-        }
-        rerun = plan.rerun;
-      } else {
-        at = manualInstant(now);
-      }
-      const auditId = await recordAction(pool, {
-        ...audit,
-        action: given ? 'rerun' : 'run',
-        fire: given ? at : null,
-        details: {
-          ...(given ? { again: args.again, rerun } : {}),
-          ...(recorded ? { params: recorded } : {}),
-        },
-      });
-      const outcome = await session
-        .run({
-          job: withParams(job, params),
-          at,
-          trigger: given ? 'rerun' : 'manual',
-          rerun,
-          unlessDone: given != null && !args.again,
-          params: { given: params.env, recorded },
+      const run = await runJob(
+        session,
+        {
+          job,
+          params,
+          fire: given,
+          again: args.again,
           waitSeconds: args.wait,
           // With --json stdout is the document's alone.
           tee: args.json ? 'stderr' : true,
-        })
-        .catch(async (err: unknown) => {
-          await setActionOutcome(pool, auditId, `not run: ${errorMessage(err)}`).catch(() => {});
-          throw err;
-        });
-      if (outcome.status === 'skipped' || outcome.status === 'ran') {
-        const said =
-          outcome.status === 'ran' ? outcome.result.status : `not run: ${outcome.reason}`;
-        await setActionOutcome(pool, auditId, said, outcome.runId).catch(() => {});
-      }
+        },
+        { operator: operatorName(), via: 'cli', host, reason },
+        {
+          // A pause stops scheduled fires; an operator's explicit run goes ahead, with a reminder.
+          paused: (pause) => {
+            if (!args.json) {
+              process.stderr.write(
+                `baton: note: ${job.name} is ${pausedReason(pause)}; running it because you asked\n`,
+              );
+            }
+          },
+        },
+      );
+      const outcome = await run.outcome;
       // (A manual run's skip always has its row: only scheduled fires are tallied.)
       if (
         args.json &&
-        (outcome.status === 'skipped' || outcome.status === 'ran') &&
+        (outcome?.status === 'skipped' || outcome?.status === 'ran') &&
         outcome.runId
       ) {
-        await printRun(pool, outcome.runId, pause);
+        await printRun(pool, outcome.runId, run.pause);
       }
-      if (outcome.status === 'skipped') {
+      if (outcome?.status === 'skipped') {
         // The claim found the fire done meanwhile (a re-run elsewhere just ended): say by whom.
         const done =
           given && outcome.kind === 'already-ran'
-            ? planRerun(await winnersOfFire(pool, config.namespace, job.name, at), false)
+            ? planRerun(await winnersOfFire(pool, config.namespace, job.name, run.at), false)
             : null;
         const why =
           done?.kind === 'refuse'
@@ -220,7 +168,9 @@ export const runCommand: CommandModule<object, RunArgs> = {
         throw new LockHeldError(`${job.name} not run: ${why} (run ${outcome.runId})`);
       }
       // Neither ran nor skipped: only a daemon's fire can be stopped or find no session.
-      if (outcome.status !== 'ran') throw new Error(`${job.name} not run (${outcome.status})`);
+      if (outcome?.status !== 'ran') {
+        throw new Error(`${job.name} not run (${outcome?.status ?? 'no outcome'})`);
+      }
       const { result } = outcome;
       if (result.status !== 'done') {
         throw new JobFailedError(

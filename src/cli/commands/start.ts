@@ -17,7 +17,6 @@ import {
 } from '../../http/write-tokens.js';
 import { version } from '../../version.js';
 import { action } from '../action.js';
-import { BackfillChildren } from '../backfill-child.js';
 import {
   configPath,
   durationOption,
@@ -165,19 +164,6 @@ export const startCommand: CommandModule<object, StartArgs> = {
       clockWarnMs,
     });
     metrics?.observe(runner.events);
-    // The write API's backfills are this runner's children: they stop with it (backfill-child.ts).
-    const backfills = new BackfillChildren({
-      configFile: runner.loadedConfig.file,
-      host,
-      // The URL the runner was given reaches the child by its environment, never argv.
-      databaseArgs:
-        args.databaseUrl == null && args.databaseUrlFile != null
-          ? ['--database-url-file', args.databaseUrlFile]
-          : [],
-      databaseEnv: args.databaseUrl != null ? { BATON_DATABASE_URL: args.databaseUrl } : {},
-      log,
-    });
-
     // Signals are handled from the first moment (those that came earlier are replayed below): a
     // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains
     // (up to --grace), a second stops at once.
@@ -186,15 +172,11 @@ export const startCommand: CommandModule<object, StartArgs> = {
       const onSignal = (signal: NodeJS.Signals) => {
         if (stopping) {
           log.warn({ signal }, 'second signal: stopping running jobs now');
-          backfills.stopNow();
           void runner.stop(signal, true);
           return;
         }
         log.info({ signal }, 'stopping');
-        // The backfills within the same grace as the runner's own runs.
-        stopping = Promise.all([runner.stop(signal), backfills.stop(args.grace * 1000)])
-          .then(() => {})
-          .finally(resolve);
+        stopping = runner.stop(signal).finally(resolve);
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
@@ -221,8 +203,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
                 namespace: () => runner.loadedConfig.namespace,
                 jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
                 pool: () => runner.writePool,
-                runNow: (job: string) => runner.runNow(job),
-                backfill: backfills.start,
+                fires: () => runner.operatorFires(),
+                log,
               },
               dashboardSource: () => ({
                 pool: runner.readPool,
@@ -238,7 +220,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
     try {
       await runner.start();
     } catch (err) {
-      await Promise.all([runner.stop('start-up failed', true), backfills.stop(0)]);
+      await runner.stop('start-up failed', true);
       await endpoint?.close();
       throw err;
     }

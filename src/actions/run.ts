@@ -1,0 +1,194 @@
+/**
+ * Running a job because an operator asked: now, or a past fire of its schedule again with its
+ * own instant (a re-run, docs/history.md). One implementation for every surface, whichever
+ * process runs the fire (fire/operator-fire.ts):
+ *
+ * - `baton run` (cli/commands/run.ts): its own foreground session;
+ * - `POST /api/jobs/{job}/run` (http/write-actions.ts): the runner serving the API;
+ * - library mode: `scheduler.runNow()` and the requests `baton run` leaves for the replicas
+ *   (library/run-requests.ts) — the replica that runs the job is the process.
+ *
+ * `startRun` is the run itself: the instant (now, or the past fire checked against the schedule
+ * and its generation planned from its winners), the fire through the job's lock. `runJob` is the
+ * operator's action around it: the audit row first, then what came of it — `started (run N)`
+ * once contended, the verdict once the run is over — so an action whose outcome never comes
+ * (the process died) still shows who asked.
+ */
+import type { JobDefinition } from '../config/schema.js';
+import { errorMessage, LockHeldError } from '../errors.js';
+import { manualInstant } from '../fire/manual-instant.js';
+import type { FireOutcome } from '../fire/fire-types.js';
+import type { ManualStart, OperatorFires } from '../fire/operator-fire.js';
+import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';
+import { recordAction, setActionOutcome } from '../store/audit.js';
+import { winnersOfFire } from '../store/fire-reads.js';
+import { findPause, type Pause } from '../store/pauses.js';
+import type { Run } from '../store/runs.js';
+import type { Actor } from './pause.js';
+import { assertPastFire } from './past-fires.js';
+import { describeRun, planRerun } from './rerun-plan.js';
+
+export interface RunRequest {
+  /** The job as defined; `params` are applied to the run only. */
+  job: JobDefinition;
+  /** `--env K=V` and the arguments after `--` (fire/run-params.ts); none by default. */
+  params?: ManualParams;
+  /** A past fire of the schedule to run again; absent: run now. */
+  fire?: Date | null;
+  /** With `fire`: run it even if a generation of it is done (a new generation). */
+  again?: boolean;
+  /** Seconds to wait for a run of the job going on (`baton run --wait`; a runner never waits). */
+  waitSeconds?: number;
+  /** The job's output echoed besides its history (a foreground command's terminal). */
+  tee?: boolean | 'stderr';
+}
+
+/** A run that began (or was refused by the lock): where, and what came of it when over. */
+export interface RunStart {
+  at: Date;
+  /** The generation claimed (0 for a run now). */
+  rerun: number;
+  start: ManualStart;
+  /** Settles when the fire is over (null: it did not run). */
+  outcome: Promise<FireOutcome | null>;
+}
+
+/** The past fire asked for ran successfully already, and `again` was not given. Exit 75. */
+export class AlreadyRanError extends LockHeldError {
+  constructor(
+    job: string,
+    readonly at: Date,
+    readonly done: Run,
+  ) {
+    super(
+      `${job} not run: the fire ${at.toISOString()} already ran: ${describeRun(done)}; ` +
+        'add --again to run it once more',
+    );
+  }
+}
+
+const NO_PARAMS: ManualParams = { env: {}, args: [] };
+
+/** Where and as which generation the request runs; AlreadyRanError, UsageError otherwise. */
+async function planRun(
+  fires: OperatorFires,
+  r: RunRequest,
+): Promise<{ at: Date; rerun: number; rerunOf: Date | null }> {
+  const now = await fires.now();
+  if (r.fire == null) return { at: manualInstant(now), rerun: 0, rerunOf: null };
+  const at = assertPastFire(r.job, r.fire, now);
+  const winners = await winnersOfFire(fires.pool, fires.namespace, r.job.name, at);
+  const plan = planRerun(winners, r.again === true);
+  if (plan.kind === 'refuse') throw new AlreadyRanError(r.job.name, at, plan.done);
+  return { at, rerun: plan.rerun, rerunOf: at };
+}
+
+function fire(
+  fires: OperatorFires,
+  r: RunRequest,
+  planned: { at: Date; rerun: number; rerunOf: Date | null },
+) {
+  const params = r.params ?? NO_PARAMS;
+  const recorded = recordedParams(r.job, params);
+  return fires.fire({
+    job: withParams(r.job, params),
+    at: planned.at,
+    trigger: planned.rerunOf ? 'rerun' : 'manual',
+    rerun: planned.rerun,
+    unlessDone: planned.rerunOf != null && r.again !== true,
+    // Parameters only where some were given: a plain manual run's row records none.
+    ...(recorded ? { params: { given: params.env, recorded } } : {}),
+    waitSeconds: r.waitSeconds ?? 0,
+    ...(r.tee != null ? { tee: r.tee } : {}),
+  });
+}
+
+/** Runs the request in `fires`' process, without an audit row (see the header). */
+export async function startRun(fires: OperatorFires, r: RunRequest): Promise<RunStart> {
+  const planned = await planRun(fires, r);
+  const handle = fire(fires, r, planned);
+  return {
+    at: planned.at,
+    rerun: planned.rerun,
+    start: await handle.started,
+    outcome: handle.outcome,
+  };
+}
+
+/** An operator's run: `startRun` with its audit row (see the header). */
+export interface RunAction extends RunStart {
+  auditId: number;
+  /** The job's pause the run went ahead despite (a pause stops the schedule, not an operator). */
+  pause: Pause | null;
+}
+
+export async function runJob(
+  fires: OperatorFires,
+  r: RunRequest,
+  actor: Actor,
+  hooks: { paused?: (pause: Pause) => void } = {},
+): Promise<RunAction> {
+  const { pool, namespace } = fires;
+  const job = r.job.name;
+  const pause = await findPause(pool, namespace, job).catch(() => null);
+  if (pause) hooks.paused?.(pause);
+  const recorded = recordedParams(r.job, r.params ?? NO_PARAMS);
+  const audit = { namespace, job, ...actor };
+  let planned;
+  try {
+    planned = await planRun(fires, r);
+  } catch (err) {
+    if (err instanceof AlreadyRanError) {
+      await recordAction(pool, {
+        ...audit,
+        action: 'rerun',
+        fire: err.at,
+        runId: err.done.id,
+        details: { again: false, ...(recorded ? { params: recorded } : {}) },
+        outcome: `refused: already ran (${describeRun(err.done)})`,
+      });
+    }
+    throw err;
+  }
+  const auditId = await recordAction(pool, {
+    ...audit,
+    action: planned.rerunOf ? 'rerun' : 'run',
+    fire: planned.rerunOf,
+    details: {
+      ...(planned.rerunOf ? { again: r.again === true, rerun: planned.rerun } : {}),
+      ...(recorded ? { params: recorded } : {}),
+    },
+  });
+  const handle = fire(fires, r, planned);
+  const start = await handle.started.catch(async (err: unknown) => {
+    await setActionOutcome(pool, auditId, `not run: ${errorMessage(err)}`).catch(() => {});
+    throw err;
+  });
+  switch (start.status) {
+    case 'started':
+      await setActionOutcome(pool, auditId, `started (run ${start.runId})`, start.runId);
+      // The verdict, once the run is over; the process keeps its pool open for it.
+      void fires.track(
+        handle.outcome
+          .then(
+            (over) => setActionOutcome(pool, auditId, outcomeText(over), start.runId),
+            (err: unknown) => setActionOutcome(pool, auditId, `not run: ${errorMessage(err)}`),
+          )
+          .catch(() => {}),
+      );
+      break;
+    case 'busy':
+      await setActionOutcome(pool, auditId, `not run: ${start.reason}`, start.runId);
+      break;
+    default:
+      await setActionOutcome(pool, auditId, `not run: ${start.reason}`).catch(() => {});
+  }
+  return { auditId, pause, at: planned.at, rerun: planned.rerun, start, outcome: handle.outcome };
+}
+
+/** The audit's outcome of a run that started: its status, or why it has none. */
+function outcomeText(over: FireOutcome | null): string {
+  if (over?.status === 'ran') return over.result.status;
+  if (over?.status === 'skipped') return `not run: ${over.reason}`;
+  return over?.status === 'not-attempted' ? `not run: ${over.cause}` : 'not run';
+}
