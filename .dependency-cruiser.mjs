@@ -72,6 +72,16 @@ const layerRules = LAYERS.flatMap((names, rank) =>
   ),
 );
 
+/** The rules that each surface of `action` imports src/actions/<action>.ts. */
+function surfaces(action, modules) {
+  return modules.map((module) => ({
+    name: `${module} does not use the ${action} action (src/actions/${action}.ts)`,
+    severity: 'error',
+    module: { path: `^src/${module}\\.ts$` },
+    to: { path: `^src/actions/${action}\\.ts$` },
+  }));
+}
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
   forbidden: [
@@ -100,6 +110,14 @@ export default {
       to: { path: UNRANKED },
     },
     {
+      // The write API acts in the runner that serves it, through src/actions: it starts no
+      // process (once, a backfill was a `baton backfill` child: two implementations).
+      name: 'the HTTP layer starts a process (act through src/actions instead)',
+      severity: 'error',
+      from: { path: '^src/http/' },
+      to: { dependencyTypes: ['core'], path: '^(node:)?child_process$' },
+    },
+    {
       // An import dependency-cruiser cannot follow to a file would drop out of every rule above
       // unseen; the type check fails on it too, but this check should not pass meanwhile.
       name: 'imports a relative path that is not a module',
@@ -107,6 +125,20 @@ export default {
       from: {},
       to: { couldNotResolve: true, path: '^[.]{1,2}/' },
     },
+  ],
+  // One implementation per operator action (src/actions): each surface that offers the action
+  // imports it, so that a surface cannot grow its own copy unnoticed. Which surfaces offer what:
+  // docs/architecture.md, "Operator actions".
+  required: [
+    ...surfaces('run', [
+      'cli/commands/run',
+      'http/write-actions',
+      'library/run-requests',
+      'library/scheduler',
+    ]),
+    ...surfaces('backfill', ['cli/commands/backfill', 'http/write-actions']),
+    ...surfaces('pause', ['cli/commands/pause', 'http/write-actions']),
+    ...surfaces('kill', ['cli/commands/kill', 'http/write-actions']),
   ],
   options: {
     // Packages are leaves of the graph here: their own imports are not read.

@@ -1,7 +1,7 @@
 /**
  * What the write API's routes do (write-api.ts does the HTTP around them): run a job now or a
  * past fire again, backfill, pause, resume, kill — each the operator action its command takes
- * too (src/actions, fire/kill-run.ts), taken by the runner that received the request: its fires
+ * too (src/actions), taken by the runner that received the request: its fires
  * run on this runner, through the job's lock. Each is recorded in `baton_audit` (via `api`, the
  * token's name as operator, this runner as host) before it acts, its outcome added once known.
  * Here: which names this runner accepts, and the HTTP answer of each outcome.
@@ -23,7 +23,7 @@ import {
 import { AlreadyRanError, runJob, type RunAction } from '../actions/run.js';
 import type { JobDefinition } from '../config/schema.js';
 import { errorMessage, UsageError } from '../errors.js';
-import { killRun } from '../fire/kill-run.js';
+import { killRun } from '../actions/kill.js';
 import type { OperatorFires } from '../fire/operator-fire.js';
 import { parseFireTime } from '../instants.js';
 import type { Logger } from '../log.js';
@@ -253,7 +253,7 @@ export async function resumeAction(s: WriteSubject, job: string, r: Who): Promis
 export const DEFAULT_KILL_GRACE_MS = 10_000;
 
 /**
- * POST /api/runs/{id}/kill: the same order as `baton kill` (fire/kill-run.ts), given by this
+ * POST /api/runs/{id}/kill: the same order as `baton kill` (actions/kill.ts), given by this
  * runner for whichever runner owns the run, answered once its outcome is known: 200 killed,
  * already finished or declared lost; 202 when the owner has not acted within the grace (the
  * request stays on the row); 404 no such run (in this namespace).

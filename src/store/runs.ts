@@ -46,7 +46,7 @@
  *   abandonClaim   fire-claims.ts ← coordination/fire-claim.ts: a claim whose answer was lost
  *                  (it may have committed). → failed.
  *   recordAttempt  run-verdicts.ts ← fire/winner-run.ts before each retry; the row stays running.
- *   requestKill    kill-requests.ts ← fire/kill-run.ts (`baton kill`, any host): the `kill_*`
+ *   requestKill    kill-requests.ts ← actions/kill.ts (`baton kill`, any host): the `kill_*`
  *                  columns; the row stays running until its owner (fire/kill-watch.ts) stops the
  *                  run and finishRun writes `killed`.
  *

@@ -121,6 +121,7 @@ async function auditRows() {
     host: string;
     reason: string | null;
     outcome: string | null;
+    fire: Date | null;
   }>('SELECT * FROM baton_audit ORDER BY id');
 }
 
@@ -581,6 +582,68 @@ describe('backfill through the API', () => {
     } finally {
       await other.drop();
     }
+  });
+});
+
+describe('a past fire again through the API (the run action baton run --fire takes)', () => {
+  it('runs it with its own instant, refuses it once done unless again, then runs a new generation', async () => {
+    const fire = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 20 * 60_000).toISOString();
+    const first = await post('/api/jobs/minutely/run', { token: ALICE, body: { fire } });
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    expect(first.body).toMatchObject({ job: 'minutely', scheduledAt: fire, rerun: 0 });
+    const rowOf = (id: unknown) =>
+      waitFor('the re-run to finish', async () => {
+        const [row] = await fleet.db.query<{ status: string; trigger: string; rerun: number }>(
+          'SELECT status, triggered_by AS `trigger`, rerun FROM baton_runs WHERE id = ?',
+          [id],
+        );
+        return row?.status === 'done' ? row : undefined;
+      });
+    expect(await rowOf(first.body.runId)).toEqual({ status: 'done', trigger: 'rerun', rerun: 0 });
+
+    // Done once: not again by accident; the refusal names the run that did it.
+    const refused = await post('/api/jobs/minutely/run', { token: ALICE, body: { fire } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'already-ran', runId: first.body.runId });
+    const again = await post('/api/jobs/minutely/run', {
+      token: ALICE,
+      body: { fire, again: true },
+    });
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(again.body).toMatchObject({ scheduledAt: fire, rerun: 1 });
+    expect(await rowOf(again.body.runId)).toEqual({ status: 'done', trigger: 'rerun', rerun: 1 });
+
+    // The audit says the same as for `baton run --fire`: the refusal, and each run's verdict.
+    const reruns = await waitFor('the audit outcomes', async () => {
+      const rows = (await auditRows()).filter((a) => a.action === 'rerun' && a.job === 'minutely');
+      const mine = rows.filter((a) => a.operator === 'alice' && a.fire?.toISOString() === fire);
+      return mine.length === 3 &&
+        mine.every((a) => a.outcome !== null && !a.outcome.startsWith('started'))
+        ? mine
+        : undefined;
+    });
+    expect(reruns.map((a) => a.outcome)).toEqual([
+      'done',
+      expect.stringMatching(/^refused: already ran \(done on api-a/),
+      'done',
+    ]);
+
+    // Not one of the schedule's instants, one still to come, `again` alone: 400, nothing runs.
+    const between = await post('/api/jobs/minutely/run', {
+      token: ALICE,
+      body: { fire: new Date(Date.parse(fire) + 30_000).toISOString() },
+    });
+    expect(between.status).toBe(400);
+    expect(between.body.error?.message).toContain('is not a fire of minutely');
+    const coming = await post('/api/jobs/minutely/run', {
+      token: ALICE,
+      body: { fire: new Date(Math.ceil(Date.now() / 60_000) * 60_000 + 120_000).toISOString() },
+    });
+    expect(coming.status).toBe(400);
+    expect(coming.body.error?.message).toContain('has not come yet');
+    const alone = await post('/api/jobs/minutely/run', { token: ALICE, body: { again: true } });
+    expect(alone.status).toBe(400);
+    expect(alone.body.error?.message).toContain('again: needs fire');
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * `baton kill <run-id> [--reason TEXT] [--grace 10s]`: stops one running run from any host. The
- * order goes through the database (fire/kill-run.ts); the runner that owns the run acts on it
+ * order goes through the database (actions/kill.ts); the runner that owns the run acts on it
  * within about two seconds (fire/kill-watch.ts): SIGTERM to the job's process group, SIGKILL
  * after the grace, the verdict `killed` with who asked and why. This command waits for that
  * verdict and says what came of it.
@@ -13,7 +13,7 @@
 import type { CommandModule } from 'yargs';
 import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { killRun, type KillOutcome } from '../../fire/kill-run.js';
+import { killRun, type KillOutcome } from '../../actions/kill.js';
 import { checkedReason, operatorName } from '../../operator.js';
 import { openConnection } from '../../store/connect.js';
 import { formatInstant } from '../../text.js';
