@@ -26,6 +26,7 @@ import { jobsOutlivingLocks } from '../coordination/lock-probe.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { ExitCode } from '../exit-codes.js';
 import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
@@ -88,6 +89,8 @@ export class Runner {
   private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
+  /** Whether this runner's background work holds the process (keep-alive.ts), given to each part. */
+  private readonly keepAlive: KeepAlive;
   private retention: RetentionSchedule | null = null;
   private notifier: Notifier | null = null;
   private loaded: LoadedSchedule;
@@ -99,12 +102,13 @@ export class Runner {
     const { log, target, host } = options;
     const signal = this.stopSignal.signal;
     const timings = (this.timings = runnerTimings(options));
+    const keepAlive = (this.keepAlive = options.keepAlive ?? HOLDS_PROCESS);
     this.launchers = {
       spawner: new Spawner(),
       warmHosts: new WarmHosts(),
       ...(options.inProcess ? { inProcess: options.inProcess } : {}),
     };
-    this.runs = new LocalRuns(timings.runs.lostKillGraceMs);
+    this.runs = new LocalRuns(timings.runs.lostKillGraceMs, keepAlive);
     // Every background loop sleeps on this one signal (delay.ts adds a listener per sleep): the
     // registry, reaper, notifier, kill and request watches, retention, and per connection the
     // semi-sync sampler and the fleet watch — more than Node's 10 before it warns of a leak.
@@ -124,6 +128,7 @@ export class Runner {
       signal,
       timings: timings.link,
       fleetTimings: timings.fleetWatch,
+      keepAlive,
       onConnected: (first, failover) => this.connected(first, failover),
     });
     this.registrar = new Registrar({
@@ -157,6 +162,7 @@ export class Runner {
       companionsRunning: (job) => this.link.fleet.companionsRunning(job),
       timings: timings.dispatcher,
       runTimings: timings.runs,
+      keepAlive,
     });
     // After a failover the fires this runner contended may have lost their rows with the old
     // primary (replication lag): the dispatcher's memory of them no longer says they are done.
@@ -166,6 +172,7 @@ export class Runner {
       () => this.clock.now(),
       (wake) => this.dispatcher.dispatchWake(wake),
       this.loaded.startDelay,
+      keepAlive,
     );
   }
 
@@ -199,6 +206,7 @@ export class Runner {
         runs: this.runs,
         log: this.log,
         everyMs: this.timings.runs.killWatchMs,
+        keepAlive: this.keepAlive,
       },
       kills.signal,
     );
@@ -229,6 +237,7 @@ export class Runner {
       onDelivery: (target, outcome) => this.events.emit('notify:delivery', { target, outcome }),
       onPass: (pass) => this.events.emit('notify:pass', pass),
       timings: this.timings.notifier,
+      keepAlive: this.keepAlive,
     });
     this.notifier.start();
     const connected = await this.link.connect(true);
@@ -255,7 +264,7 @@ export class Runner {
     // retried by the link); the reaper's tick writes what is left.
     void this.verdicts.write(this.link.anyPool);
     if (first) {
-      repeat(this.timings.reaper.intervalMs, () => this.reap(), signal, this.log);
+      repeat(this.timings.reaper.intervalMs, () => this.reap(), signal, this.log, this.keepAlive);
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
       this.loop.replace(this.loaded.schedules, this.clock.now(), this.loaded.startDelay);
       for (const job of this.loaded.knownSince.keys()) {
@@ -267,7 +276,7 @@ export class Runner {
     await this.registrar.register(first);
     if (first) {
       const every = this.timings.registrar.refreshMs;
-      repeat(every, () => this.registrar.refresh(), signal, this.log);
+      repeat(every, () => this.registrar.refresh(), signal, this.log, this.keepAlive);
     }
     const pool = this.link.anyPool;
     if (!pool) return;
@@ -290,6 +299,7 @@ export class Runner {
         log: this.log,
         failover: failoverWindow(failover, (at) => this.clock.toFleetTime(at)),
         timings: this.timings.recovery,
+        keepAlive: this.keepAlive,
       },
       this.clock.now(),
     );
@@ -398,7 +408,7 @@ export class Runner {
       const graceOver = new AbortController();
       await Promise.race([
         this.dispatcher.finished(),
-        delay(this.options.graceMs, graceOver.signal),
+        delay(this.options.graceMs, graceOver.signal, this.keepAlive),
         // A second signal (stop with force) ends the wait early.
         new Promise<void>((resolve) => (this.forceStop = resolve)),
       ]);

@@ -11,6 +11,8 @@
 import type { ManualStart } from '../daemon/dispatcher.js';
 import { parseEnvPairs, type ManualParams } from '../fire/run-params.js';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
@@ -27,6 +29,8 @@ export interface RunRequestWatch {
   jobs: () => readonly string[];
   runNow: (job: string, params: ManualParams) => Promise<ManualStart> | null;
   log: Logger;
+  /** Whether its sleeps hold the process (the scheduler's policy, keep-alive.ts). */
+  keepAlive?: KeepAlive;
 }
 
 /** What the request row says came of it. */
@@ -63,7 +67,7 @@ async function look(o: RunRequestWatch): Promise<void> {
 export function watchRunRequests(o: RunRequestWatch, signal: AbortSignal): void {
   void (async () => {
     for (;;) {
-      await delay(RUN_REQUEST_WATCH_MS, signal);
+      await delay(RUN_REQUEST_WATCH_MS, signal, o.keepAlive);
       if (signal.aborted) return;
       await look(o).catch((err: unknown) =>
         o.log.warn({ err: errorMessage(err) }, 'could not look for run requests'),

@@ -36,7 +36,7 @@ import { ExitCode } from '../exit-codes.js';
 import { checkHostName } from '../host-name.js';
 import { InProcessJobs, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
-import { holdWhile, keepProcessAlive } from '../keep-alive.js';
+import { KeepAlive } from '../keep-alive.js';
 import { createLogger, type Logger } from '../log.js';
 import { version } from '../version.js';
 import {
@@ -155,6 +155,11 @@ export class Scheduler {
   private stopping: Promise<void> | null = null;
   /** This scheduler as the process's one started scheduler (`active`). */
   private readonly identity: { host: string; namespace: string };
+  /**
+   * Whether this scheduler's background work holds the process (keep-alive.ts): its own, from
+   * its `keepAlive` option, handed to its runner and its request watch.
+   */
+  private readonly keepAlive: KeepAlive;
 
   constructor(private readonly options: SchedulerOptions) {
     this.host =
@@ -164,6 +169,7 @@ export class Scheduler {
     this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
     this.identity = { host: this.host, namespace: this.namespace };
     this.target = databaseTarget(options);
+    this.keepAlive = new KeepAlive(options.keepAlive ?? true);
     this.log = (options.log ?? createLogger()).child({ host: this.host });
     this.settings = {
       namespace: this.namespace,
@@ -271,7 +277,6 @@ export class Scheduler {
     );
     active = this.identity;
     this.state = 'started';
-    keepProcessAlive(this.options.keepAlive ?? true);
     this.inProcess = new InProcessJobs(this.handlers, (job, runId, why) =>
       this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
     );
@@ -283,6 +288,7 @@ export class Scheduler {
       log: this.log,
       graceMs: ms('grace', this.options.grace) ?? DEFAULT_GRACE_MS,
       events: this.events,
+      keepAlive: this.keepAlive,
       ...(this.options.timings ? { timings: this.options.timings } : {}),
     };
     const set = (
@@ -299,7 +305,7 @@ export class Scheduler {
     const runner = (this.runner = new Runner(options));
     try {
       // The app awaits its start: held even where background work is not (keepAlive: false).
-      await holdWhile(runner.start());
+      await this.keepAlive.holdWhile(runner.start());
     } catch (err) {
       await this.release('start-up failed', true);
       throw err;
@@ -312,6 +318,7 @@ export class Scheduler {
         jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
         runNow: (job, params) => runner.runNow(job, params),
         log: this.log,
+        keepAlive: this.keepAlive,
       },
       this.watch.signal,
     );
@@ -328,7 +335,7 @@ export class Scheduler {
     if (this.state !== 'started') return;
     const grace = ms('grace', o.grace);
     if (grace != null && this.runnerOptions) this.runnerOptions.graceMs = grace;
-    this.stopping = holdWhile(this.release('scheduler.stop()', o.force === true));
+    this.stopping = this.keepAlive.holdWhile(this.release('scheduler.stop()', o.force === true));
     return this.stopping;
   }
 
@@ -339,7 +346,6 @@ export class Scheduler {
       await this.runner?.stop(reason, force);
     } finally {
       await this.inProcess?.close();
-      keepProcessAlive(true);
       if (active === this.identity) active = null;
     }
   }
