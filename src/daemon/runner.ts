@@ -103,9 +103,12 @@ export class Runner {
     const signal = this.stopSignal.signal;
     const timings = (this.timings = runnerTimings(options));
     const keepAlive = (this.keepAlive = options.keepAlive ?? HOLDS_PROCESS);
+    // One watch of the runs' processes (execution/run-processes.ts) for the spawner, the warm
+    // hosts and the runs started here; closed with the spawner.
+    const spawner = new Spawner();
     this.launchers = {
-      spawner: new Spawner(),
-      warmHosts: new WarmHosts(),
+      spawner,
+      warmHosts: new WarmHosts(spawner.processes),
       ...(options.inProcess ? { inProcess: options.inProcess } : {}),
     };
     this.runs = new LocalRuns(timings.runs.lostKillGraceMs, keepAlive);
