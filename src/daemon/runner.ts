@@ -245,6 +245,17 @@ export class Runner {
     this.notifier.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;
+    // Two runners of one process (library mode's schedulers, in-process tests) are two runners
+    // when their identities differ; one that finds its identity taken by another of this process
+    // (registrar.ts) would share its registry row, history and host clash check: refused.
+    if (this.registrar.identityHeldHere) {
+      throw new BatonError(
+        'RUNNER_IN_PROCESS',
+        `another runner of this process runs as host ${this.options.host} in namespace ` +
+          `${config.namespace}: runners of one process need their own host id or namespace`,
+        ExitCode.Usage,
+      );
+    }
     // The first command run should not wait for the spawner to boot (execution/spawner.ts).
     if (config.jobs.some((j) => j.target.kind === 'command' || j.target.kind === 'shell'))
       this.launchers.spawner.prepare();
@@ -277,6 +288,8 @@ export class Runner {
     }
     if (first) this.warnOfLockTtl();
     await this.registrar.register(first);
+    // Another runner of this process has this identity: start() refuses this one (no recovery).
+    if (this.registrar.identityHeldHere) return;
     if (first) {
       const every = this.timings.registrar.refreshMs;
       repeat(every, () => this.registrar.refresh(), signal, this.log, this.keepAlive);
