@@ -151,20 +151,24 @@ const DB_ERROR_CATEGORIES: ReadonlyMap<string, DbErrorCategory> = new Map([
   ['STATEMENT_TIMEOUT', 'deadline'],
 ]);
 
-const RETRYABLE = new Set<DbErrorCategory>([
+const RETRYABLE: ReadonlySet<DbErrorCategory> = new Set([
   'unreachable',
   'unknown-host',
   'connection-cut',
   'lock-conflict',
 ]);
-const UNREACHABLE = new Set<DbErrorCategory>([
+const UNREACHABLE: ReadonlySet<DbErrorCategory> = new Set([
   'unreachable',
   'unknown-host',
   'access-denied',
   'no-database',
 ]);
-const MISSING_SCHEMA = new Set<DbErrorCategory>(['no-database', 'no-table']);
-const TRANSIENT = new Set<DbErrorCategory>(['unreachable', 'connection-cut', 'lock-conflict']);
+const MISSING_SCHEMA: ReadonlySet<DbErrorCategory> = new Set(['no-database', 'no-table']);
+const TRANSIENT: ReadonlySet<DbErrorCategory> = new Set([
+  'unreachable',
+  'connection-cut',
+  'lock-conflict',
+]);
 
 export function dbErrorCode(err: unknown): string | undefined {
   if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'string') {

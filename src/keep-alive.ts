@@ -5,33 +5,42 @@
  * has closed its server and ended its work, the process exits even if the scheduler was never
  * stopped, as with an `unref()`'d timer. What a job's run does itself (a handler's own I/O, a
  * child process) is the job's, not background work, and is never unref'd here.
+ *
+ * The policy is an object, not a setting of the process: the composition root builds it (the
+ * daemon's `Runner` from `RunnerOptions.keepAlive`, library mode's `Scheduler` from its
+ * `keepAlive` option) and hands it down with the options of what it builds — the pool and the
+ * lock session (store/connect.ts, coordination/lock-session.ts), the loop, the dispatcher, every
+ * background sleep (delay.ts). Two schedulers of one process, one with `keepAlive: false`, each
+ * keep their own. Whatever is given none (the CLI's commands, a foreground fire) holds the process:
+ * `HOLDS_PROCESS`.
  */
 
-let keep = true;
+export class KeepAlive {
+  /** `holds`: baton's background work keeps the process alive (the default everywhere). */
+  constructor(readonly holds: boolean) {}
 
-/** Sets the policy for this process (library mode, before its scheduler starts). */
-export function keepProcessAlive(value: boolean): void {
-  keep = value;
+  /** Whether background timers should be ref'd (for `timers/promises`' `ref` option). */
+  get ref(): boolean {
+    return this.holds;
+  }
+
+  /** `handle` (a timer, a socket), unref'd when baton's background work must not hold the process. */
+  background<T extends { unref(): unknown }>(handle: T): T {
+    if (!this.holds) handle.unref();
+    return handle;
+  }
+
+  /**
+   * `work`, holding the process until it settles even when background work does not: what the
+   * application asked for (a start, a stop) or what it must not lose half-done (a fire, from its
+   * claim to its verdict). A no-op when background work holds the process anyway.
+   */
+  holdWhile<T>(work: Promise<T>): Promise<T> {
+    if (this.holds) return work;
+    const hold = setInterval(() => {}, 60_000);
+    return work.finally(() => clearInterval(hold));
+  }
 }
 
-/** Whether background timers should be ref'd (for `timers/promises`' `ref` option). */
-export function backgroundRef(): boolean {
-  return keep;
-}
-
-/** `handle` (a timer, a socket), unref'd when baton's background work must not hold the process. */
-export function background<T extends { unref(): unknown }>(handle: T): T {
-  if (!keep) handle.unref();
-  return handle;
-}
-
-/**
- * `work`, holding the process until it settles even when background work does not: what the
- * application asked for (a start, a stop) or what it must not lose half-done (a fire, from its
- * claim to its verdict). A no-op when background work holds the process anyway.
- */
-export function holdWhile<T>(work: Promise<T>): Promise<T> {
-  if (keep) return work;
-  const hold = setInterval(() => {}, 60_000);
-  return work.finally(() => clearInterval(hold));
-}
+/** The policy of everything not given one: baton's work is the process's (a daemon, the CLI). */
+export const HOLDS_PROCESS: KeepAlive = Object.freeze(new KeepAlive(true));

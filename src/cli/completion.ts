@@ -18,9 +18,16 @@ import { recentRuns } from '../store/history-reads.js';
 import { configPath, resolveDatabase, type CommonArgs } from './options.js';
 
 /** The commands whose first argument is a job of the schedules file. */
-const JOB_COMMANDS = new Set(['run', 'backfill', 'history', 'explain', 'pause', 'resume']);
+const JOB_COMMANDS: ReadonlySet<string> = new Set([
+  'run',
+  'backfill',
+  'history',
+  'explain',
+  'pause',
+  'resume',
+]);
 /** The commands whose first argument is a run id. */
-const RUN_ID_COMMANDS = new Set(['show', 'kill']);
+const RUN_ID_COMMANDS: ReadonlySet<string> = new Set(['show', 'kill']);
 
 const CONNECT_MS = 500;
 const DEADLINE_MS = 1_000;

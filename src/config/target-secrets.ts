@@ -29,7 +29,7 @@ const TOKEN_MIN_LENGTH = 16;
 /** Header names whose values are credentials whatever their length. */
 const CREDENTIAL_HEADER = /auth|token|key|secret|sign|cookie|pass|session/i;
 /** Headers whose values are descriptions, never credentials, however long. */
-const PLAIN_HEADERS = new Set([
+const PLAIN_HEADERS: ReadonlySet<string> = new Set([
   'accept',
   'accept-charset',
   'accept-encoding',

@@ -30,6 +30,7 @@ import type { Connection, RowDataPacket } from 'mysql2/promise';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { dbErrorCategory, errorMessage } from '../errors.js';
 import { openConnection } from '../store/connect.js';
+import type { KeepAlive } from '../keep-alive.js';
 import { UnsupportedServerError } from '../store/server-check.js';
 
 /** An answer of B's `GET_LOCK(name, 0)` slower than this is worth a warning (TiDB: ≥ 1 s). */
@@ -55,7 +56,11 @@ const WHAT_TO_DO =
   'traffic to one writer); see "Where baton may run" in docs/runbook.md';
 
 /** Runs the probe with `a` as session A; opens and closes session B itself. */
-export async function probeLocks(a: Connection, target: DatabaseTarget): Promise<LockCapability> {
+export async function probeLocks(
+  a: Connection,
+  target: DatabaseTarget,
+  keepAlive?: KeepAlive,
+): Promise<LockCapability> {
   const [[self]] = await a.query<RowDataPacket[]>(
     'SELECT CONNECTION_ID() AS id, VERSION() AS version, @@version_comment AS comment',
   );
@@ -71,7 +76,7 @@ export async function probeLocks(a: Connection, target: DatabaseTarget): Promise
     );
   }
   try {
-    const b = await openConnection(target, { create: false });
+    const b = await openConnection(target, { create: false, ...(keepAlive ? { keepAlive } : {}) });
     try {
       const sentAt = performance.now();
       const [[other]] = await b.query<RowDataPacket[]>(

@@ -32,7 +32,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Connection, QueryValues, RowDataPacket } from 'mysql2/promise';
 import { BatonError } from '../errors.js';
-import { background } from '../keep-alive.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { ExitCode } from '../exit-codes.js';
 import { openConnection } from '../store/connect.js';
 import type { DatabaseTarget } from '../config/database-url.js';
@@ -108,6 +108,8 @@ export class LockSession {
     readonly connectionId: number,
     /** Each statement's deadline (LOCK_STATEMENT_DEADLINE_MS unless the runner set another). */
     private readonly statementDeadlineMs: number,
+    /** Whether its socket and heartbeat hold the process (its opener's root's, keep-alive.ts). */
+    private readonly keepAlive: KeepAlive,
   ) {
     conn.on('error', (err: Error) => this.lose(`the connection failed: ${err.message}`));
     conn.on('end', () => this.lose('the server closed the connection'));
@@ -122,8 +124,9 @@ export class LockSession {
     target: DatabaseTarget,
     idleTimeoutSeconds = LOCK_SESSION_IDLE_TIMEOUT_SECONDS,
     statementDeadlineMs = LOCK_STATEMENT_DEADLINE_MS,
+    keepAlive: KeepAlive = HOLDS_PROCESS,
   ): Promise<LockSession> {
-    const conn = await openConnection(target);
+    const conn = await openConnection(target, { keepAlive });
     try {
       // Set explicitly: the server's default (often lowered by DBAs, or 8 hours) must not decide
       // how long a dead runner's locks outlive it.
@@ -134,7 +137,7 @@ export class LockSession {
         sessionLockName(id),
       ]);
       if (self?.got !== 1) throw new Error(`could not take the session lock of connection ${id}`);
-      const session = new LockSession(conn, id, statementDeadlineMs);
+      const session = new LockSession(conn, id, statementDeadlineMs, keepAlive);
       const [[token]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
         session.tokenLockName,
       ]);
@@ -201,7 +204,7 @@ export class LockSession {
           this.noteReadOnly(Number(row?.ro) === 1);
           if (!this.watcher) return;
           options.onAlive?.();
-          this.watcher.timer = background(setTimeout(beat, options.intervalMs));
+          this.watcher.timer = this.keepAlive.background(setTimeout(beat, options.intervalMs));
         },
         (err: unknown) =>
           this.lose(`the heartbeat failed: ${err instanceof Error ? err.message : String(err)}`),
@@ -392,7 +395,7 @@ export class LockSession {
    * its own: `KILL QUERY` makes the wait end at once instead of acquiring the lock later.
    */
   async interruptQuery(target: DatabaseTarget): Promise<void> {
-    const killer = await openConnection(target, { create: false });
+    const killer = await openConnection(target, { create: false, keepAlive: this.keepAlive });
     try {
       await killer.query('KILL QUERY ?', [this.connectionId]);
     } finally {

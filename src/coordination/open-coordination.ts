@@ -5,6 +5,7 @@
  * lock session is open.
  */
 import type { DatabaseTarget } from '../config/database-url.js';
+import type { KeepAlive } from '../keep-alive.js';
 import type { Queryable } from '../store/deadline.js';
 import { migrateDatabase } from '../store/migrate.js';
 import {
@@ -31,11 +32,17 @@ export interface Coordination {
   applied: string[];
 }
 
+/** What `openCoordination` may be given; `keepAlive`: its connections' (keep-alive.ts). */
+export interface CoordinationOptions {
+  idleTimeoutSeconds?: number;
+  lockStatementDeadlineMs?: number;
+  keepAlive?: KeepAlive;
+}
+
 export async function openCoordination(
   target: DatabaseTarget,
   pool: Queryable,
-  idleTimeoutSeconds?: number,
-  lockStatementDeadlineMs?: number,
+  { idleTimeoutSeconds, lockStatementDeadlineMs, keepAlive }: CoordinationOptions = {},
 ): Promise<Coordination> {
   let facts: ServerFacts | undefined;
   let locks: LockCapability | undefined;
@@ -43,10 +50,16 @@ export async function openCoordination(
     check: async (conn) => {
       facts = await probeServer(conn);
       assertCoordinationPossible(facts);
-      locks = await probeLocks(conn, target);
+      locks = await probeLocks(conn, target, keepAlive);
     },
+    ...(keepAlive ? { keepAlive } : {}),
   });
   await assertFireKey(pool);
-  const lock = await LockSession.open(target, idleTimeoutSeconds, lockStatementDeadlineMs);
+  const lock = await LockSession.open(
+    target,
+    idleTimeoutSeconds,
+    lockStatementDeadlineMs,
+    keepAlive,
+  );
   return { lock, facts: facts!, locks: locks!, applied };
 }

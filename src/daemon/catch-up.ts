@@ -18,6 +18,8 @@
  */
 import type { JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import type { FireOutcome } from '../fire/run-fire.js';
 import type { Logger } from '../log.js';
 import type { DueFire } from '../schedule/fire-schedule.js';
@@ -69,6 +71,8 @@ export interface CatchUpContext {
   log: Logger;
   /** CATCH_UP_TIMINGS when not given. */
   timings?: CatchUpTimings | undefined;
+  /** Whether its sleeps hold the process (keep-alive.ts). */
+  keepAlive?: KeepAlive | undefined;
 }
 
 /**
@@ -119,7 +123,7 @@ export async function catchUpAll(
       // A fire not attempted while the runner can still coordinate (a statement that failed) is
       // tried again a few times; with the database gone, the recovery after the reconnect walks.
       for (let retry = 1; outcome?.status === 'not-attempted' && retry <= RETRIES; retry++) {
-        await delay((c.timings ?? CATCH_UP_TIMINGS).catchUpRetryMs, c.signal);
+        await delay((c.timings ?? CATCH_UP_TIMINGS).catchUpRetryMs, c.signal, c.keepAlive);
         if (!going()) return;
         outcome = await c.dispatch({ job: job.name, scheduledAt: at, lateMs: 0 });
       }
@@ -153,7 +157,7 @@ async function untilOver(
     if (winner ? winner.status !== 'running' : Date.now() - since > t.noWinnerAfterMs) {
       return true;
     }
-    await delay(t.winnerPollMs, c.signal);
+    await delay(t.winnerPollMs, c.signal, c.keepAlive);
     if (!going()) return false;
   }
 }

@@ -29,7 +29,7 @@ import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './events.js';
-import { background, holdWhile } from '../keep-alive.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
 import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
@@ -86,6 +86,8 @@ export interface DispatcherOptions {
   timings?: DispatcherTimings;
   /** How the runs are stopped (fire/run-control.ts: RUN_TIMINGS when not given). */
   runTimings?: RunTimings;
+  /** Whether its timers hold the process, and what holds it anyway (keep-alive.ts). */
+  keepAlive?: KeepAlive;
 }
 
 export class Dispatcher {
@@ -125,7 +127,7 @@ export class Dispatcher {
     const { now, later } = splitByLead(shuffleWithinInstant(due), (fire) => this.asksFirst(fire));
     for (const fire of now) this.dispatch(fire, 'schedule');
     if (later.length > 0) {
-      background(
+      (this.o.keepAlive ?? HOLDS_PROCESS).background(
         setTimeout(() => {
           if (this.o.signal.aborted) return;
           for (const fire of later) this.dispatch(fire, 'schedule', true);
@@ -319,7 +321,7 @@ export class Dispatcher {
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.
     // A fire in flight holds the process even where the scheduler's background work does not.
-    const outcome = holdWhile(handle.outcome.catch(() => null));
+    const outcome = (this.o.keepAlive ?? HOLDS_PROCESS).holdWhile(handle.outcome.catch(() => null));
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     await handle.contended;

@@ -29,6 +29,8 @@
  * operator's fence closes these: docs/runbook.md, "The database: maintenance, outages, failover".
  */
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
@@ -88,6 +90,8 @@ export interface FleetWatchOptions {
   signal: AbortSignal;
   /** FLEET_WATCH_TIMINGS when not given. */
   timings?: FleetWatchTimings | undefined;
+  /** Whether its sleeps hold the process (keep-alive.ts). */
+  keepAlive?: KeepAlive | undefined;
 }
 
 export class FleetWatch {
@@ -134,7 +138,7 @@ export class FleetWatch {
             this.companionJobs = new Map(alive.map((p) => [p.host, p.known]));
           }
         }
-        await delay(this.t.companionsMs, o.signal);
+        await delay(this.t.companionsMs, o.signal, o.keepAlive);
       }
     })();
   }
@@ -233,7 +237,11 @@ export class FleetWatch {
           arrivedAt = Date.now();
         }
         const detached = this.stateNow === 'detached';
-        await delay(detached ? this.t.detachedCheckMs : this.t.holdingCheckMs, this.o.signal);
+        await delay(
+          detached ? this.t.detachedCheckMs : this.t.holdingCheckMs,
+          this.o.signal,
+          this.o.keepAlive,
+        );
       }
     })();
   }

@@ -51,6 +51,8 @@ import { RunLease } from '../execution/run-lease.js';
 import type { LocalRuns } from '../fire/local-runs.js';
 import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { moveRunIds, runIdsMovedWithin } from '../store/failovers.js';
 import type { ServerFacts } from '../store/server-check.js';
 import { failoverLockName } from '../lock-names.js';
@@ -152,6 +154,8 @@ export interface LinkOptions {
   timings?: LinkTimings;
   /** The fleet watch's pace (fleet-watch.ts: FLEET_WATCH_TIMINGS when not given). */
   fleetTimings?: FleetWatchTimings;
+  /** Whether its connections, heartbeat and sleeps hold the process (keep-alive.ts). */
+  keepAlive?: KeepAlive;
   /**
    * Called after each connect, before the link counts as up (`first`: the runner's first;
    * `failover`: the last failover this runner lived through, from the connect that reached the
@@ -313,7 +317,7 @@ export class DatabaseLink {
               ? 'database unavailable: reconnecting'
               : 'database unavailable: waiting for it',
           );
-          await delay(retryInMs, signal);
+          await delay(retryInMs, signal, this.o.keepAlive);
         }
       }
       return false;
@@ -326,13 +330,15 @@ export class DatabaseLink {
   /** `attempts`, `downMs`: of this connect so far, for the "reopened" line. */
   private async open(tries: { attempts: number; downMs: number }): Promise<void> {
     const { target, log } = this.o;
-    this.pool ??= new DeadlinePool(openPool(target), this.t.poolStatementDeadlineMs);
-    const { lock, facts, locks, applied } = await openCoordination(
-      target,
-      this.pool,
-      lockSessionIdleTimeoutSeconds(this.t),
-      this.t.lockStatementDeadlineMs,
+    this.pool ??= new DeadlinePool(
+      openPool(target, undefined, this.o.keepAlive ? { keepAlive: this.o.keepAlive } : {}),
+      this.t.poolStatementDeadlineMs,
     );
+    const { lock, facts, locks, applied } = await openCoordination(target, this.pool, {
+      idleTimeoutSeconds: lockSessionIdleTimeoutSeconds(this.t),
+      lockStatementDeadlineMs: this.t.lockStatementDeadlineMs,
+      ...(this.o.keepAlive ? { keepAlive: this.o.keepAlive } : {}),
+    });
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
     // Told at the first connect, and again when a reconnect finds a server that differs.
     const told = this.lockCapability?.warnings.join('\n').replace(/\d+/g, 'N');
@@ -391,7 +397,15 @@ export class DatabaseLink {
     this.fleet.start();
     const beatMs = this.t.heartbeatMs;
     const current = () => this.session === lock && lock.usable;
-    await watchSemiSync(this.pool, facts.identity, this.semiSync, beatMs, current, this.o.signal);
+    await watchSemiSync(
+      this.pool,
+      facts.identity,
+      this.semiSync,
+      beatMs,
+      current,
+      this.o.signal,
+      this.o.keepAlive,
+    );
     if (first) {
       log.debug(
         { server: facts.version, serverIdentity: facts.identity, gtid: facts.gtidPosition },
@@ -511,9 +525,10 @@ export class DatabaseLink {
    */
   private async endLostSession(lost: NonNullable<DatabaseLink['lostSession']>): Promise<void> {
     const { log } = this.o;
-    await Promise.race([lost.runsOver, delay(this.t.lostSessionWaitMs, this.o.signal)]).catch(
-      () => {},
-    );
+    await Promise.race([
+      lost.runsOver,
+      delay(this.t.lostSessionWaitMs, this.o.signal, this.o.keepAlive),
+    ]).catch(() => {});
     const pool = this.pool;
     if (!pool || this.o.signal.aborted) return;
     try {

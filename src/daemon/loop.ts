@@ -9,7 +9,7 @@
  * event loop (`setImmediate`, which lets I/O through) until the instant has come by the
  * database's clock.
  */
-import { background } from '../keep-alive.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import type { Schedule } from '../schedule/cron.js';
 import {
   FireSchedule,
@@ -36,6 +36,8 @@ export class SchedulerLoop {
     private readonly now: () => Date,
     private readonly onWake: (wake: Wake) => void,
     startDelay: StartDelay = NO_DELAY,
+    /** Whether the timer holds the process (the runner's policy, keep-alive.ts). */
+    private readonly keepAlive: KeepAlive = HOLDS_PROCESS,
   ) {
     this.schedule = new FireSchedule(schedules, now(), startDelay);
   }
@@ -62,7 +64,9 @@ export class SchedulerLoop {
     const sleepMs = Number.isFinite(next) ? next : MAX_SLEEP_MS;
     this.nextWakeBy = performance.now() + sleepMs;
     if (sleepMs > WAKE_AHEAD_MS) {
-      this.timer = background(setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS));
+      this.timer = this.keepAlive.background(
+        setTimeout(() => this.wake(), sleepMs - WAKE_AHEAD_MS),
+      );
     } else {
       this.polling = setImmediate(() => this.wake());
     }

@@ -21,6 +21,8 @@ import { withheldVariables } from '../config/connections.js';
 import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from '../config/defaults.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import { hostWith } from '../host-name.js';
 import { notifyLockName } from '../lock-names.js';
@@ -138,6 +140,8 @@ export interface NotifierOptions {
   env?: EnvLookup;
   /** NOTIFIER_TIMINGS, or some of them replaced. */
   timings?: Partial<NotifierTimings>;
+  /** Whether its sleeps hold the process (keep-alive.ts). */
+  keepAlive?: KeepAlive;
 }
 
 export class Notifier {
@@ -175,7 +179,7 @@ export class Notifier {
         this.o.log.warn({ err: errorMessage(err) }, 'notifications: pass failed, trying again');
       }
       this.o.onPass?.({ evaluated: this.evaluatedInPass });
-      await delay(this.t.passMs, signal).catch(() => {});
+      await delay(this.t.passMs, signal, this.o.keepAlive).catch(() => {});
     }
   }
 

@@ -15,6 +15,8 @@
  */
 import type { JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import type { FireOutcome } from '../fire/run-fire.js';
 import type { DueFire, StartDelay } from '../schedule/fire-schedule.js';
@@ -74,6 +76,8 @@ export interface RecoveryContext {
   failover?: FailoverWindow | null;
   /** RECOVERY_TIMINGS when not given. */
   timings?: RecoveryTimings;
+  /** Whether its sleeps (and its catch-up walks') hold the process (keep-alive.ts). */
+  keepAlive?: KeepAlive;
 }
 
 export async function recover(c: RecoveryContext, now: Date): Promise<void> {
@@ -116,7 +120,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       }
       plans.push({ job, fires, from, caughtUp: new Set(caughtUp.map((at) => at.getTime())) });
     }
-    await delay((c.timings ?? RECOVERY_TIMINGS).missedSettleMs, c.signal);
+    await delay((c.timings ?? RECOVERY_TIMINGS).missedSettleMs, c.signal, c.keepAlive);
     if (c.signal.aborted || !c.coordinated()) return;
     for (const { job, fires, from, caughtUp } of plans) {
       const seen = await firesWithRows(pool, namespace, job.name, from, now);
@@ -163,6 +167,7 @@ function walk(c: RecoveryContext, job: JobDefinition, fires: Date[], next: Date 
         signal: c.signal,
         log: c.log,
         timings: c.timings,
+        keepAlive: c.keepAlive,
       },
       job,
       fires,

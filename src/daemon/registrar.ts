@@ -49,6 +49,12 @@ export interface RegistrarOptions {
 
 export class Registrar {
   private hostClashReported = false;
+  /**
+   * Another runner of this process (its own lock session, alive) held this host id's row at the
+   * first registration: two schedulers of one application with one identity. This one neither
+   * registers nor marks the row stopped — it is the other's — and its runner's start is refused.
+   */
+  private heldHere = false;
   /** The anchor of the next fires the row has (ms); null: not written yet, or the write failed. */
   private writtenAnchor: number | null = null;
 
@@ -81,9 +87,20 @@ export class Registrar {
     const pool = this.o.link.anyPool;
     if (!pool) return;
     const namespace = this.o.namespace();
+    if (this.heldHere) return;
     try {
       if (fresh) {
         const owner = await registryOwner(pool, namespace, this.o.host);
+        const mine = this.o.link.lock?.connectionId ?? null;
+        if (
+          owner?.alive &&
+          owner.pid === process.pid &&
+          owner.lockConnectionId != null &&
+          owner.lockConnectionId !== mine
+        ) {
+          this.heldHere = true;
+          return;
+        }
         if (owner?.alive && owner.pid !== process.pid) this.reportHostClash(owner.pid);
         await registerRunner(pool, await this.heartbeat());
         return;
@@ -113,8 +130,13 @@ export class Registrar {
 
   /** The row says the runner stopped (best effort: the database may be gone). */
   async markStopped(pool: Queryable | null): Promise<void> {
-    if (!pool || !this.o.link.everConnected) return;
+    if (!pool || !this.o.link.everConnected || this.heldHere) return;
     await markRunnerStopped(pool, this.o.namespace(), this.o.host, process.pid).catch(() => {});
+  }
+
+  /** Whether another runner of this process runs as this host id in this namespace. */
+  get identityHeldHere(): boolean {
+    return this.heldHere;
   }
 
   private reportHostClash(otherPid: number): void {

@@ -4,6 +4,8 @@
  * (log lines); one that throws anyway is logged here and the loop goes on.
  */
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 
@@ -12,10 +14,11 @@ export function repeat(
   tick: () => Promise<void>,
   signal: AbortSignal,
   log: Logger,
+  keepAlive?: KeepAlive,
 ): void {
   void (async () => {
     for (;;) {
-      await delay(everyMs, signal);
+      await delay(everyMs, signal, keepAlive);
       if (signal.aborted) return;
       await tick().catch((err: unknown) =>
         log.error({ err: errorMessage(err) }, 'a background task failed'),

@@ -6,6 +6,7 @@
 import type { Config } from '../config/schema.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { InProcessLauncher } from '../execution/job-process.js';
+import type { KeepAlive } from '../keep-alive.js';
 import type { Logger } from '../log.js';
 import type { RunnerEvents } from './events.js';
 import { DEFAULT_TIMINGS, mergeTimings, resolveTimings, type PartialTimings } from './timings.js';
@@ -40,6 +41,12 @@ export interface RunnerOptions {
    * closed by the scheduler that owns them. Without it a handler job cannot run.
    */
   inProcess?: InProcessLauncher;
+  /**
+   * Whether this runner's background work (timers, database sockets) holds the process
+   * (keep-alive.ts): HOLDS_PROCESS, a daemon's, when not given; library mode's `keepAlive: false`
+   * gives its own. Handed down to every part of the runner that sleeps or connects.
+   */
+  keepAlive?: KeepAlive;
 }
 
 /** The defaults of the flat interval options in RunnerOptions (from DEFAULT_TIMINGS). */

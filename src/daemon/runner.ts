@@ -26,6 +26,7 @@ import { jobsOutlivingLocks } from '../coordination/lock-probe.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
 import { BatonError, errorMessage } from '../errors.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { ExitCode } from '../exit-codes.js';
 import { watchKillRequests } from '../fire/kill-watch.js';
 import { LocalRuns } from '../fire/local-runs.js';
@@ -87,6 +88,8 @@ export class Runner {
   private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
+  /** Whether this runner's background work holds the process (keep-alive.ts), given to each part. */
+  private readonly keepAlive: KeepAlive;
   private retention: RetentionSchedule | null = null;
   private notifier: Notifier | null = null;
   private loaded: LoadedSchedule;
@@ -100,12 +103,16 @@ export class Runner {
     const { log, target, host } = options;
     const signal = this.stopSignal.signal;
     const timings = (this.timings = runnerTimings(options));
+    const keepAlive = (this.keepAlive = options.keepAlive ?? HOLDS_PROCESS);
+    // One watch of the runs' processes (execution/run-processes.ts) for the spawner, the warm
+    // hosts and the runs started here; closed with the spawner.
+    const spawner = new Spawner();
     this.launchers = {
-      spawner: new Spawner(),
-      warmHosts: new WarmHosts(),
+      spawner,
+      warmHosts: new WarmHosts(spawner.processes),
       ...(options.inProcess ? { inProcess: options.inProcess } : {}),
     };
-    this.runs = new LocalRuns(timings.runs.lostKillGraceMs);
+    this.runs = new LocalRuns(timings.runs.lostKillGraceMs, keepAlive);
     // Every background loop sleeps on this one signal (delay.ts adds a listener per sleep): the
     // registry, reaper, notifier, kill and request watches, retention, and per connection the
     // semi-sync sampler and the fleet watch — more than Node's 10 before it warns of a leak.
@@ -125,6 +132,7 @@ export class Runner {
       signal,
       timings: timings.link,
       fleetTimings: timings.fleetWatch,
+      keepAlive,
       onConnected: (first, failover) => this.connected(first, failover),
     });
     this.registrar = new Registrar({
@@ -158,6 +166,7 @@ export class Runner {
       companionsRunning: (job) => this.link.fleet.companionsRunning(job),
       timings: timings.dispatcher,
       runTimings: timings.runs,
+      keepAlive,
     });
     // After a failover the fires this runner contended may have lost their rows with the old
     // primary (replication lag): the dispatcher's memory of them no longer says they are done.
@@ -167,6 +176,7 @@ export class Runner {
       () => this.clock.now(),
       (wake) => this.dispatcher.dispatchWake(wake),
       this.loaded.startDelay,
+      keepAlive,
     );
   }
 
@@ -200,6 +210,7 @@ export class Runner {
         runs: this.runs,
         log: this.log,
         everyMs: this.timings.runs.killWatchMs,
+        keepAlive: this.keepAlive,
       },
       kills.signal,
     );
@@ -230,10 +241,22 @@ export class Runner {
       onDelivery: (target, outcome) => this.events.emit('notify:delivery', { target, outcome }),
       onPass: (pass) => this.events.emit('notify:pass', pass),
       timings: this.timings.notifier,
+      keepAlive: this.keepAlive,
     });
     this.notifier.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;
+    // Two runners of one process (library mode's schedulers, in-process tests) are two runners
+    // when their identities differ; one that finds its identity taken by another of this process
+    // (registrar.ts) would share its registry row, history and host clash check: refused.
+    if (this.registrar.identityHeldHere) {
+      throw new BatonError(
+        'RUNNER_IN_PROCESS',
+        `another runner of this process runs as host ${this.options.host} in namespace ` +
+          `${config.namespace}: runners of one process need their own host id or namespace`,
+        ExitCode.Usage,
+      );
+    }
     // The first command run should not wait for the spawner to boot (execution/spawner.ts).
     if (config.jobs.some((j) => j.target.kind === 'command' || j.target.kind === 'shell'))
       this.launchers.spawner.prepare();
@@ -256,7 +279,7 @@ export class Runner {
     // retried by the link); the reaper's tick writes what is left.
     void this.verdicts.write(this.link.anyPool);
     if (first) {
-      repeat(this.timings.reaper.intervalMs, () => this.reap(), signal, this.log);
+      repeat(this.timings.reaper.intervalMs, () => this.reap(), signal, this.log, this.keepAlive);
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
       this.loop.replace(this.loaded.schedules, this.clock.now(), this.loaded.startDelay);
       for (const job of this.loaded.knownSince.keys()) {
@@ -266,9 +289,11 @@ export class Runner {
     }
     if (first) this.warnOfLockTtl();
     await this.registrar.register(first);
+    // Another runner of this process has this identity: start() refuses this one (no recovery).
+    if (this.registrar.identityHeldHere) return;
     if (first) {
       const every = this.timings.registrar.refreshMs;
-      repeat(every, () => this.registrar.refresh(), signal, this.log);
+      repeat(every, () => this.registrar.refresh(), signal, this.log, this.keepAlive);
     }
     const pool = this.link.anyPool;
     if (!pool) return;
@@ -291,6 +316,7 @@ export class Runner {
         log: this.log,
         failover: failoverWindow(failover, (at) => this.clock.toFleetTime(at)),
         timings: this.timings.recovery,
+        keepAlive: this.keepAlive,
       },
       this.clock.now(),
     );
@@ -399,7 +425,7 @@ export class Runner {
       const graceOver = new AbortController();
       await Promise.race([
         this.dispatcher.finished(),
-        delay(this.options.graceMs, graceOver.signal),
+        delay(this.options.graceMs, graceOver.signal, this.keepAlive),
         // A second signal (stop with force) ends the wait early.
         new Promise<void>((resolve) => (this.forceStop = resolve)),
       ]);

@@ -26,6 +26,8 @@
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import type { Queryable } from '../store/deadline.js';
 
 export interface SemiSyncSample {
@@ -127,6 +129,7 @@ export async function watchSemiSync(
   everyMs: number,
   current: () => boolean,
   signal: AbortSignal,
+  keepAlive?: KeepAlive,
 ): Promise<void> {
   let acknowledged = false;
   const once = () =>
@@ -140,7 +143,7 @@ export async function watchSemiSync(
   await once();
   void (async () => {
     while (!signal.aborted && current()) {
-      await delay(acknowledged ? everyMs : IDLE_FACTOR * everyMs, signal);
+      await delay(acknowledged ? everyMs : IDLE_FACTOR * everyMs, signal, keepAlive);
       if (!signal.aborted && current()) await once();
     }
   })();

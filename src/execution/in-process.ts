@@ -106,8 +106,9 @@ export class InProcessJobs implements InProcessLauncher {
     const key = JSON.stringify([target.display, target.database]);
     let pool = this.pools.get(key);
     if (!pool) {
-      // The handler's queries are the application's work: they hold the process (keep-alive.ts).
-      const opened = openPool(target, 8, { background: false });
+      // The handler's queries are the application's work: they hold the process whatever the
+      // scheduler's keepAlive (keep-alive.ts: HOLDS_PROCESS, openPool's default).
+      const opened = openPool(target, 8);
       const connections = new Set<{ destroy(): void }>();
       opened.pool.on('connection', (conn) => connections.add(conn));
       this.connections.set(opened, connections);

@@ -19,7 +19,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { OutputCapture, type OutputChunk, type OutputStream } from './output-capture.js';
 import type { OutputTail } from './output-tail.js';
 import { SecretMask } from './secret-mask.js';
-import { signalRun, whenRunGone } from './run-processes.js';
+import type { RunProcesses } from './run-processes.js';
 
 /** How long to wait for a job's output to close after its process exited. */
 export const OUTPUT_DRAIN_MS = 1_000;
@@ -85,6 +85,8 @@ export interface GroupChildOptions {
   ipc?: boolean;
   /** Called when the process group is empty (the run is over), before the drain. */
   onGroupGone?: () => void;
+  /** Its root's watch of the runs' processes (run-processes.ts): signals, and the run's end. */
+  processes: RunProcesses;
 }
 
 export interface GroupChild extends Launch {
@@ -157,7 +159,7 @@ export function watchGroupChild(
   };
 
   const signal = (sig: NodeJS.Signals) => {
-    if (child.pid != null) signalRun(child.pid, sig);
+    if (child.pid != null) options.processes.signalRun(child.pid, sig);
   };
   let leaderGone!: () => void;
   const leaderExited = new Promise<void>((resolve) => (leaderGone = resolve));
@@ -174,7 +176,7 @@ export function watchGroupChild(
       const closed = new Promise<void>((done) => child.once('close', done));
       leaderGone();
       // The first process is gone, and maybe not the rest of the run (see the header).
-      const over = child.pid == null ? Promise.resolve() : whenRunGone(child.pid);
+      const over = child.pid == null ? Promise.resolve() : options.processes.whenRunGone(child.pid);
       void over.then(() => {
         const endedAt = new Date();
         options.onGroupGone?.();

@@ -303,6 +303,7 @@ function startHere(
       secrets: options.secrets,
       tee: options.tee ?? false,
       onGroupGone: () => watchdog.dismiss(),
+      processes: options.launchers.spawner.processes,
     });
   } catch (err) {
     watchdog.dismiss(); // spawn() refused its arguments: no run, nothing to guard
@@ -331,6 +332,7 @@ function startWarm(
       output: options.output,
       secrets: options.secrets,
       onGroupGone: () => watchdog.dismiss(),
+      processes: options.launchers.spawner.processes,
     },
     host.earlier,
   );

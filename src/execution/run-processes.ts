@@ -28,8 +28,10 @@
  * kernel, a setuid member this user may not signal) keeps the run — and its job's lock — until it
  * is gone: the safe side.
  *
- * The state here (the runs being waited for) is this process's: the spawner's for its runs, the
- * runner's for the runs it starts itself. Imports stay within node: the spawner loads this file.
+ * The state here (the runs being waited for, the last read of /proc) is a `RunProcesses`, built by
+ * its root: the spawner process's for its runs, a runner's (its spawner's, execution/
+ * spawner-client.ts) for the runs it starts itself. Imports stay within node: the spawner loads
+ * this file.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -95,99 +97,128 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /**
- * The last read of /proc, and when it was made. Reads are shared: in a storm of runs ending at
- * once (500 jobs on one second), a read per run — a thousand stat files each — would hold up the
- * spawner's and the runner's event loops for seconds.
+ * The runs of one root being waited for, and the reads of /proc they share — a root's (a runner's
+ * spawner's, shared with its warm hosts and the runs it starts itself; a foreground session's; the
+ * spawner process's own): several runners in one process each have theirs, and a root's end
+ * closes it (`close`). Reads are shared: in a storm of runs ending at once (500 jobs on one
+ * second), a read per run — a thousand stat files each — would hold up the spawner's and the
+ * runner's event loops for seconds.
  */
-let lastRead: { at: number; procs: ProcStat[] | null } | null = null;
+export class RunProcesses {
+  /** The last read of /proc, and when it was made. */
+  private lastRead: { at: number; procs: ProcStat[] | null } | null = null;
+  /** The runs being waited for, by session, and when /proc last said they live. */
+  private readonly waiting = new Map<number, { done: () => void; seenAt: number }>();
+  private poll: NodeJS.Timeout | undefined;
+  private lookSoon: NodeJS.Immediate | undefined;
 
-/** The process table, read again unless the last read is younger than `maxAgeMs`. */
-function procTable(maxAgeMs: number): ProcStat[] | null {
-  const now = performance.now();
-  if (lastRead == null || now - lastRead.at >= maxAgeMs) lastRead = { at: now, procs: readProc() };
-  return lastRead.procs;
-}
-
-/**
- * Sends `signal` to every process of the run whose session is `sid` (its first process's pid):
- * its first group, and every other group of the session (see the header). Gone is fine. A SIGTERM
- * goes by a read of /proc up to RUN_POLL_MS old (a group made since gets the SIGKILL that follows
- * it); a SIGKILL by a fresh one.
- */
-export function signalRun(sid: number, signal: NodeJS.Signals): void {
-  signalGroup(sid, signal);
-  const groups = new Set<number>();
-  const procs = procTable(signal === 'SIGKILL' ? 0 : RUN_POLL_MS) ?? [];
-  for (const p of procs) if (p.sid === sid && p.pgid !== sid) groups.add(p.pgid);
-  for (const pgid of groups) signalGroup(pgid, signal);
-}
-
-/** The runs being waited for, by session, and when /proc last said they live. */
-const waiting = new Map<number, { done: () => void; seenAt: number }>();
-let poll: NodeJS.Timeout | undefined;
-let lookSoon = false;
-
-/**
- * Ends the waits of the runs nothing of which is alive any more. A run whose first group still
- * has a live-looking member needs no /proc read unless PROC_LOOK_MS passed; the others share one
- * read, made after every wait it decides (an older one may not show a run that started after it).
- */
-function look(): void {
-  lookSoon = false;
-  const now = performance.now();
-  const unsure = [...waiting].filter(
-    ([sid, w]) => !groupFound(sid) || now - w.seenAt >= PROC_LOOK_MS,
-  );
-  if (unsure.length > 0) {
-    const procs = procTable(0);
-    const alive = new Set<number>();
-    if (procs) for (const p of procs) if (p.alive) alive.add(p.sid);
-    for (const [sid, w] of unsure) {
-      w.seenAt = now;
-      if (procs ? alive.has(sid) : groupFound(sid)) continue;
-      waiting.delete(sid);
-      w.done();
-    }
-  }
-  if (waiting.size === 0) {
-    clearInterval(poll);
-    poll = undefined;
-  } else {
-    poll ??= setInterval(look, RUN_POLL_MS);
-  }
-}
-
-/**
- * Resolves once no process of the run whose session is `sid` is alive (see the header); signals
- * nothing. The first look comes at once unless /proc was read less than RUN_POLL_MS ago; then
- * with the next poll, together with every other run that ended meanwhile.
- */
-export function whenRunGone(sid: number): Promise<void> {
-  return new Promise((resolve) => {
-    const earlier = waiting.get(sid);
-    const done = earlier
-      ? () => {
-          earlier.done();
-          resolve();
-        }
-      : resolve;
+  /** The process table, read again unless the last read is younger than `maxAgeMs`. */
+  private procTable(maxAgeMs: number): ProcStat[] | null {
     const now = performance.now();
-    waiting.set(sid, { done, seenAt: -Infinity });
-    const readRecently = lastRead != null && now - lastRead.at < RUN_POLL_MS;
-    if (readRecently) poll ??= setInterval(look, RUN_POLL_MS);
-    else if (!lookSoon) {
-      lookSoon = true;
-      setImmediate(look);
-    }
-  });
-}
+    if (this.lastRead == null || now - this.lastRead.at >= maxAgeMs)
+      this.lastRead = { at: now, procs: readProc() };
+    return this.lastRead.procs;
+  }
 
-/**
- * Stops the run whose session is `sid` — SIGTERM now, SIGKILL after `graceMs` — and resolves once
- * none of it is alive. For a run nobody else is stopping (a dead spawner's: spawner-client.ts).
- */
-export function endRun(sid: number, graceMs: number): Promise<void> {
-  signalRun(sid, 'SIGTERM');
-  const kill = setTimeout(() => signalRun(sid, 'SIGKILL'), graceMs);
-  return whenRunGone(sid).finally(() => clearTimeout(kill));
+  /**
+   * Sends `signal` to every process of the run whose session is `sid` (its first process's pid):
+   * its first group, and every other group of the session (see the header). Gone is fine. A
+   * SIGTERM goes by a read of /proc up to RUN_POLL_MS old (a group made since gets the SIGKILL
+   * that follows it); a SIGKILL by a fresh one.
+   */
+  signalRun(sid: number, signal: NodeJS.Signals): void {
+    signalGroup(sid, signal);
+    const groups = new Set<number>();
+    const procs = this.procTable(signal === 'SIGKILL' ? 0 : RUN_POLL_MS) ?? [];
+    for (const p of procs) if (p.sid === sid && p.pgid !== sid) groups.add(p.pgid);
+    for (const pgid of groups) signalGroup(pgid, signal);
+  }
+
+  /**
+   * Ends the waits of the runs nothing of which is alive any more. A run whose first group still
+   * has a live-looking member needs no /proc read unless PROC_LOOK_MS passed; the others share
+   * one read, made after every wait it decides (an older one may not show a run that started
+   * after it).
+   */
+  private look(): void {
+    this.lookSoon = undefined;
+    const now = performance.now();
+    const unsure = [...this.waiting].filter(
+      ([sid, w]) => !groupFound(sid) || now - w.seenAt >= PROC_LOOK_MS,
+    );
+    if (unsure.length > 0) {
+      const procs = this.procTable(0);
+      const alive = new Set<number>();
+      if (procs) for (const p of procs) if (p.alive) alive.add(p.sid);
+      for (const [sid, w] of unsure) {
+        w.seenAt = now;
+        if (procs ? alive.has(sid) : groupFound(sid)) continue;
+        this.waiting.delete(sid);
+        w.done();
+      }
+    }
+    if (this.waiting.size === 0) this.stopPolling();
+    else this.poll ??= setInterval(() => this.look(), RUN_POLL_MS);
+  }
+
+  private stopPolling(): void {
+    clearInterval(this.poll);
+    this.poll = undefined;
+  }
+
+  /**
+   * Resolves once no process of the run whose session is `sid` is alive (see the header);
+   * signals nothing. The first look comes at once unless /proc was read less than RUN_POLL_MS
+   * ago; then with the next poll, together with every other run that ended meanwhile.
+   */
+  whenRunGone(sid: number): Promise<void> {
+    return new Promise((resolve) => {
+      const earlier = this.waiting.get(sid);
+      const done = earlier
+        ? () => {
+            earlier.done();
+            resolve();
+          }
+        : resolve;
+      const now = performance.now();
+      this.waiting.set(sid, { done, seenAt: -Infinity });
+      const readRecently = this.lastRead != null && now - this.lastRead.at < RUN_POLL_MS;
+      if (readRecently) this.poll ??= setInterval(() => this.look(), RUN_POLL_MS);
+      else this.lookSoon ??= setImmediate(() => this.look());
+    });
+  }
+
+  /**
+   * Stops the run whose session is `sid` — SIGTERM now, SIGKILL after `graceMs` — and resolves
+   * once none of it is alive. For a run nobody else is stopping (a dead spawner's:
+   * spawner-client.ts).
+   */
+  endRun(sid: number, graceMs: number): Promise<void> {
+    this.signalRun(sid, 'SIGTERM');
+    const kill = setTimeout(() => this.signalRun(sid, 'SIGKILL'), graceMs);
+    return this.whenRunGone(sid).finally(() => clearTimeout(kill));
+  }
+
+  /**
+   * The root's end: no timer of this watch is left once no run is waited for. A run still waited
+   * for (its root's runs have ended before it closes this, so normally none) is not given up —
+   * its wait is answered only when the run is gone, the safe side — and the poll stops after it.
+   */
+  close(): void {
+    if (this.waiting.size === 0) {
+      this.stopPolling();
+      clearImmediate(this.lookSoon);
+      this.lookSoon = undefined;
+    }
+  }
+
+  /** Whether a timer of this watch is pending (a poll, or a look soon): for tests. */
+  get polling(): boolean {
+    return this.poll != null || this.lookSoon != null;
+  }
+
+  /** How many runs are waited for (for tests). */
+  get waitingFor(): number {
+    return this.waiting.size;
+  }
 }

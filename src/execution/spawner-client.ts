@@ -19,7 +19,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { fromWire } from './output-capture.js';
 import { OUTPUT_DRAIN_MS, type Launch, type LaunchEnd, type OutputSink } from './job-launch.js';
-import { endRun, signalRun } from './run-processes.js';
+import { RunProcesses } from './run-processes.js';
 import type { RunLease } from './run-lease.js';
 import type { SpawnerReport, SpawnerRequest } from './spawner.js';
 
@@ -77,7 +77,7 @@ class SpawnerProcess {
   /** The lease its runs go on under, and how to stop hearing it. */
   private lease: { of: RunLease; release: () => void } | null = null;
 
-  constructor() {
+  constructor(private readonly processes: RunProcesses) {
     this.child = spawn(process.execPath, [SPAWNER], {
       // Its own session (see spawner.ts), and nothing of the runner's environment.
       detached: true,
@@ -163,7 +163,7 @@ class SpawnerProcess {
         // spawner that is stopped or stuck in a spawn() must not keep a timeout, a lost lock
         // session or a stop from reaching the run. Before that, the kill follows the spawn.
         if (run.pid == null) this.send({ kind: 'kill', id, signal });
-        else signalRun(run.pid, signal);
+        else this.processes.signalRun(run.pid, signal);
         if (signal !== 'SIGKILL') return;
         // The end of a killed run is the spawner's to report; one that does not is wedged.
         const unreported = setTimeout(() => {
@@ -259,7 +259,8 @@ class SpawnerProcess {
     const error = `baton's spawner process died (${how}); the run's processes were killed`;
     for (const [id, run] of this.runs) {
       // Each run ends when the last of its processes is gone (run-processes.ts), not before.
-      const over = run.pid == null ? Promise.resolve() : endRun(run.pid, ORPHAN_KILL_MS);
+      const over =
+        run.pid == null ? Promise.resolve() : this.processes.endRun(run.pid, ORPHAN_KILL_MS);
       void over.then(() => this.finish(id, { kind: 'lost', error, endedAt: new Date() }));
     }
   }
@@ -274,11 +275,17 @@ export class Spawner {
   private process: SpawnerProcess | null = null;
 
   /**
+   * `processes`: the watch of its runs' processes (run-processes.ts), its own unless its root
+   * gives one; the root's other launchers (warm hosts, runs started in the runner) share it.
+   */
+  constructor(readonly processes: RunProcesses = new RunProcesses()) {}
+
+  /**
    * Starts the spawner now if there is none alive. A runner calls it at start, so that its first
    * run does not wait for Node to boot the spawner (some 50 ms); without it, the first run does.
    */
   prepare(): SpawnerProcess {
-    if (!this.process?.alive) this.process = new SpawnerProcess();
+    if (!this.process?.alive) this.process = new SpawnerProcess(this.processes);
     return this.process;
   }
 
@@ -294,5 +301,6 @@ export class Spawner {
   close(): void {
     this.process?.close();
     this.process = null;
+    this.processes.close();
   }
 }

@@ -39,6 +39,7 @@
  * none of its business; each job's environment comes with its `spawn` message.
  */
 import { spawnGroupChild, type Launch } from './job-launch.js';
+import { RunProcesses } from './run-processes.js';
 import { ExitCode } from '../exit-codes.js';
 import { inGroups, toWire, type WireChunk } from './output-capture.js';
 import { OutputTail } from './output-tail.js';
@@ -87,6 +88,9 @@ export type SpawnerReport =
 
 /** SIGTERM → SIGKILL delay for the runs of a runner that died (as the old `sh` watchdog). */
 const ORPHAN_KILL_MS = 1_000;
+
+/** This process's watch of its runs' processes (run-processes.ts). */
+const processes = new RunProcesses();
 
 /** The runs started and not yet reported ended, by the runner's id. */
 const runs = new Map<number, Launch>();
@@ -144,6 +148,7 @@ function start(req: Extract<SpawnerRequest, { kind: 'spawn' }>): void {
       env: req.env,
       tail: new OutputTail(req.tailBytes),
       secrets: req.secrets,
+      processes,
       output:
         req.outputMax == null
           ? undefined

@@ -47,7 +47,7 @@ import { TYPESCRIPT_FILE, tsxLoader } from '../typescript-jobs.js';
 import type { OutputStream } from './output-capture.js';
 import { inheritedEnvironment } from './job-environment.js';
 import type { EarlyOutput } from './job-launch.js';
-import { signalRun } from './run-processes.js';
+import { RunProcesses } from './run-processes.js';
 import type { HostMessage } from './module-host.js';
 import { TSX_WARM_UP_FLAG, type WarmUpReport } from './tsx-warm-up.js';
 import { startWatchdog, type Watchdog } from './watchdog.js';
@@ -118,6 +118,7 @@ class Slot {
     private readonly env: NodeJS.ProcessEnv,
     private readonly size: number,
     private readonly log: Logger | undefined,
+    private readonly processes: RunProcesses,
   ) {
     this.fill();
   }
@@ -146,7 +147,7 @@ class Slot {
     this.closed = true;
     clearTimeout(this.timer);
     for (const host of this.hosts.splice(0)) {
-      if (host.child.pid != null) signalRun(host.child.pid, 'SIGKILL');
+      if (host.child.pid != null) this.processes.signalRun(host.child.pid, 'SIGKILL');
       host.watchdog.dismiss();
     }
   }
@@ -253,6 +254,9 @@ function holdRunner(child: ChildProcess, hold: boolean): void {
 export class WarmHosts {
   private readonly slots = new Map<string, Slot>();
 
+  /** `processes`: its root's watch of the runs' processes (the runner's spawner's). */
+  constructor(private readonly processes: RunProcesses = new RunProcesses()) {}
+
   /**
    * Keeps a module host warm for each kind of module job in `jobs` (the daemon, at each load of
    * its schedule), with the environment every job inherits (`withholdEnv`: see
@@ -282,7 +286,7 @@ export class WarmHosts {
       }
     }
     for (const [key, { kind, size }] of jobs) {
-      if (size > 0) this.slots.set(key, new Slot(kind, env, size, log));
+      if (size > 0) this.slots.set(key, new Slot(kind, env, size, log, this.processes));
     }
   }
 

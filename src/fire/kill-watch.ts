@@ -11,6 +11,8 @@
  * the issue's bound (about 2 s from the request to SIGTERM) is one tick plus the statement.
  */
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
@@ -32,6 +34,8 @@ export interface KillWatchOptions {
   log?: Logger;
   /** The pace of the looks; KILL_WATCH_MS by default. */
   everyMs?: number;
+  /** Whether its sleeps hold the process (keep-alive.ts). */
+  keepAlive?: KeepAlive;
 }
 
 /** One look: stops the runs of `runs` that have a kill request. Returns how many it stopped. */
@@ -73,7 +77,7 @@ export async function actOnKillRequests(o: KillWatchOptions): Promise<number> {
 export function watchKillRequests(o: KillWatchOptions, signal: AbortSignal): void {
   void (async () => {
     for (;;) {
-      await delay(o.everyMs ?? KILL_WATCH_MS, signal);
+      await delay(o.everyMs ?? KILL_WATCH_MS, signal, o.keepAlive);
       if (signal.aborted) return;
       await actOnKillRequests(o).catch((err: unknown) =>
         o.log?.warn({ err: errorMessage(err) }, 'could not look for kill requests'),

@@ -20,6 +20,8 @@
 import { once } from 'node:events';
 import type { OverlapPolicy } from '../config/schema.js';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import type { Schedule } from '../schedule/cron.js';
 import { LOST_KILL_GRACE_MS, type RunControl } from './run-control.js';
 
@@ -36,7 +38,11 @@ export class LocalRuns {
   private readonly runs = new Set<LocalRun>();
 
   /** `lostKillGraceMs`: the grace of the runs `abortAll` stops (the runner's timings). */
-  constructor(private readonly lostKillGraceMs = LOST_KILL_GRACE_MS) {}
+  constructor(
+    private readonly lostKillGraceMs = LOST_KILL_GRACE_MS,
+    /** Whether the waits for its runs hold the process (the runner's policy, keep-alive.ts). */
+    readonly keepAlive?: KeepAlive,
+  ) {}
 
   get size(): number {
     return this.runs.size;
@@ -142,7 +148,9 @@ async function waitForRun(
   try {
     await Promise.race([
       run.finished,
-      until ? delay(until.getTime() - c.now().getTime(), done.signal) : once(done.signal, 'abort'),
+      until
+        ? delay(until.getTime() - c.now().getTime(), done.signal, c.runs.keepAlive)
+        : once(done.signal, 'abort'),
     ]);
   } finally {
     signal?.removeEventListener('abort', stop);

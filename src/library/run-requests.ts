@@ -12,6 +12,8 @@ import { startRun } from '../actions/run.js';
 import type { ManualStart, OperatorFires } from '../fire/operator-fire.js';
 import { parseEnvPairs, type ManualParams } from '../fire/run-params.js';
 import { delay } from '../delay.js';
+import type { KeepAlive } from '../keep-alive.js';
+
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { openRunRequests, settleRunRequest, takeRunRequest } from '../store/run-requests.js';
@@ -26,6 +28,8 @@ export interface RunRequestWatch {
   host: string;
   jobs: () => readonly string[];
   log: Logger;
+  /** Whether its sleeps hold the process (the scheduler's policy, keep-alive.ts). */
+  keepAlive?: KeepAlive;
 }
 
 /** What the request row says came of it. */
@@ -70,7 +74,7 @@ async function look(o: RunRequestWatch): Promise<void> {
 export function watchRunRequests(o: RunRequestWatch, signal: AbortSignal): void {
   void (async () => {
     for (;;) {
-      await delay(RUN_REQUEST_WATCH_MS, signal);
+      await delay(RUN_REQUEST_WATCH_MS, signal, o.keepAlive);
       if (signal.aborted) return;
       await look(o).catch((err: unknown) =>
         o.log.warn({ err: errorMessage(err) }, 'could not look for run requests'),

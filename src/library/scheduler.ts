@@ -16,9 +16,16 @@
  * worker whose only work is its schedule must not exit. `stop()` drains the running handlers
  * within the grace, aborts the rest through `ctx.signal`, and leaves nothing behind (no timer, no
  * socket, no child process), so a process that stops its scheduler and its server exits on its
- * own. One scheduler runs per process: a second `start()` is refused. Its handlers, spawner and
- * warm hosts are its own; what is still the process's is `keepAlive` (keep-alive.ts: every
- * background timer and socket asks it), which two schedulers could set differently.
+ * own.
+ *
+ * Several schedulers in one process are several replicas: each is its own runner — its handlers,
+ * spawner, warm hosts, /proc watch and `keepAlive` (keep-alive.ts) are its own, nothing of it is
+ * the process's — so they are allowed when their identities differ, as two replicas' must: another
+ * `host`, or another `namespace` (a second set of jobs, e.g. another team's). A second scheduler
+ * with the identity of one already started in this process would share its registry row and its
+ * history's host: its `start()` is refused (SCHEDULER_RUNNING), found through the registry — the
+ * row's lock session is another of this process's (daemon/registrar.ts). Started at the same
+ * instant, neither may see the other yet: start them one after the other.
  */
 import os from 'node:os';
 import type { Registry } from 'prom-client';
@@ -37,7 +44,7 @@ import { ExitCode } from '../exit-codes.js';
 import { checkHostName } from '../host-name.js';
 import { InProcessJobs, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
-import { holdWhile, keepProcessAlive } from '../keep-alive.js';
+import { KeepAlive } from '../keep-alive.js';
 import { createLogger, type Logger } from '../log.js';
 import { version } from '../version.js';
 import {
@@ -88,9 +95,6 @@ export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'
 }
 
 const DEFAULT_GRACE_MS = 30_000;
-
-/** The scheduler started in this process, if any (one per process). */
-let active: { host: string; namespace: string } | null = null;
 
 /**
  * A duration option in ms. Only `grace` may be 0 (stop without waiting); an interval or a
@@ -154,8 +158,11 @@ export class Scheduler {
   private readonly watch = new AbortController();
   private state: 'new' | 'started' | 'stopped' = 'new';
   private stopping: Promise<void> | null = null;
-  /** This scheduler as the process's one started scheduler (`active`). */
-  private readonly identity: { host: string; namespace: string };
+  /**
+   * Whether this scheduler's background work holds the process (keep-alive.ts): its own, from
+   * its `keepAlive` option, handed to its runner and its request watch.
+   */
+  private readonly keepAlive: KeepAlive;
 
   constructor(private readonly options: SchedulerOptions) {
     this.host =
@@ -163,8 +170,8 @@ export class Scheduler {
         ? checkHostName(options.host, 'host')
         : checkHostName(os.hostname(), "the machine's host name (give `host`)");
     this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
-    this.identity = { host: this.host, namespace: this.namespace };
     this.target = databaseTarget(options);
+    this.keepAlive = new KeepAlive(options.keepAlive ?? true);
     this.log = (options.log ?? createLogger()).child({ host: this.host });
     this.settings = {
       namespace: this.namespace,
@@ -248,8 +255,8 @@ export class Scheduler {
 
   /**
    * Starts: registers the replica, arms the schedule and connects — waiting while the database
-   * is unreachable, throwing what retrying cannot fix. Refused while another scheduler of this
-   * process is started.
+   * is unreachable, throwing what retrying cannot fix. Refused when another scheduler of this
+   * process, started, has this one's host and namespace (see the header).
    */
   async start(): Promise<void> {
     if (this.state !== 'new')
@@ -258,21 +265,11 @@ export class Scheduler {
         'this scheduler was started already',
         ExitCode.Usage,
       );
-    if (active) {
-      throw new BatonError(
-        'SCHEDULER_RUNNING',
-        `a scheduler (host ${active.host}, namespace ${active.namespace}) is already started in this ` +
-          'process: one scheduler per process — define every job on it',
-        ExitCode.Usage,
-      );
-    }
     const config = mergeConfigs(
       this.jobs.size > 0 ? codeConfig(this.settings, this.jobs) : null,
       this.file,
     );
-    active = this.identity;
     this.state = 'started';
-    keepProcessAlive(this.options.keepAlive ?? true);
     this.inProcess = new InProcessJobs(this.handlers, (job, runId, why) =>
       this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
     );
@@ -284,6 +281,7 @@ export class Scheduler {
       log: this.log,
       graceMs: ms('grace', this.options.grace) ?? DEFAULT_GRACE_MS,
       events: this.events,
+      keepAlive: this.keepAlive,
       ...(this.options.timings ? { timings: this.options.timings } : {}),
     };
     const set = (
@@ -300,9 +298,17 @@ export class Scheduler {
     const runner = (this.runner = new Runner(options));
     try {
       // The app awaits its start: held even where background work is not (keepAlive: false).
-      await holdWhile(runner.start());
+      await this.keepAlive.holdWhile(runner.start());
     } catch (err) {
       await this.release('start-up failed', true);
+      if (err instanceof BatonError && err.code === 'RUNNER_IN_PROCESS') {
+        throw new BatonError(
+          'SCHEDULER_RUNNING',
+          `a scheduler (host ${this.host}, namespace ${this.namespace}) is already started in ` +
+            'this process: give this one its own `host` or `namespace`, or define its jobs on that one',
+          ExitCode.Usage,
+        );
+      }
       throw err;
     }
     watchRunRequests(
@@ -312,6 +318,7 @@ export class Scheduler {
         host: this.host,
         jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
         log: this.log,
+        keepAlive: this.keepAlive,
       },
       this.watch.signal,
     );
@@ -328,7 +335,7 @@ export class Scheduler {
     if (this.state !== 'started') return;
     const grace = ms('grace', o.grace);
     if (grace != null && this.runnerOptions) this.runnerOptions.graceMs = grace;
-    this.stopping = holdWhile(this.release('scheduler.stop()', o.force === true));
+    this.stopping = this.keepAlive.holdWhile(this.release('scheduler.stop()', o.force === true));
     return this.stopping;
   }
 
@@ -339,8 +346,6 @@ export class Scheduler {
       await this.runner?.stop(reason, force);
     } finally {
       await this.inProcess?.close();
-      keepProcessAlive(true);
-      if (active === this.identity) active = null;
     }
   }
 

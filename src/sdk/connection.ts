@@ -29,7 +29,7 @@ export function isPool(db: Db): db is Pool {
 }
 
 /** Error codes after which the whole transaction may be run again. */
-const TRANSACTION_RETRY_CODES = new Set(['ER_LOCK_DEADLOCK', 'ER_CHECKREAD']);
+const TRANSACTION_RETRY_CODES: ReadonlySet<string> = new Set(['ER_LOCK_DEADLOCK', 'ER_CHECKREAD']);
 
 /** True for a deadlock (or MariaDB's snapshot-isolation conflict): retry the transaction. */
 export function isTransactionConflict(err: unknown): boolean {

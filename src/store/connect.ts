@@ -9,7 +9,7 @@
 import mysql, { type Connection, type ConnectionOptions, type Pool } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode, errorMessage } from '../errors.js';
 import type { DatabaseTarget } from '../config/database-url.js';
-import { background } from '../keep-alive.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 
 const COMMON: ConnectionOptions = {
   timezone: 'Z',
@@ -43,11 +43,12 @@ export function unavailable(target: DatabaseTarget, err: unknown): DatabaseUnava
 /**
  * A single connection in UTC. Creates the database when it is missing (unless `create` is false:
  * read-only commands then get ER_BAD_DB_ERROR as a DatabaseUnavailableError). Throws
- * DatabaseUnavailableError when it cannot connect.
+ * DatabaseUnavailableError when it cannot connect. Its socket holds the process as `keepAlive`
+ * (its opener's root's policy, keep-alive.ts) says.
  */
 export async function openConnection(
   target: DatabaseTarget,
-  { create = true }: { create?: boolean } = {},
+  { create = true, keepAlive = HOLDS_PROCESS }: { create?: boolean; keepAlive?: KeepAlive } = {},
 ): Promise<Connection> {
   let conn: Connection;
   try {
@@ -55,14 +56,14 @@ export async function openConnection(
   } catch (err) {
     if (create && dbErrorCode(err) === 'ER_BAD_DB_ERROR') {
       await createDatabase(target);
-      return openConnection(target, { create: false });
+      return openConnection(target, { create: false, keepAlive });
     }
     throw unavailable(target, err);
   }
   // A connection error after connect (server restart, KILL) must not crash the process as an
   // unhandled 'error' event; callers notice through failing queries.
   conn.on('error', () => {});
-  backgroundSocket((conn as unknown as { connection: RawConnection }).connection);
+  backgroundSocket((conn as unknown as { connection: RawConnection }).connection, keepAlive);
   await conn.query(SESSION_SETUP);
   return conn;
 }
@@ -71,15 +72,18 @@ export async function openConnection(
 type RawConnection = { stream?: { unref(): unknown } };
 
 /** The connection's socket is background work (keep-alive.ts): unref'd when the app decides. */
-function backgroundSocket(conn: RawConnection): void {
-  if (conn.stream) background(conn.stream);
+function backgroundSocket(conn: RawConnection, keepAlive: KeepAlive): void {
+  if (conn.stream) keepAlive.background(conn.stream);
 }
 
-/** The pool for everything that is not a named lock. Every new connection is set to UTC. */
+/**
+ * The pool for everything that is not a named lock. Every new connection is set to UTC; its
+ * socket holds the process as `keepAlive` says.
+ */
 export function openPool(
   target: DatabaseTarget,
   size = 4,
-  { background = true }: { background?: boolean } = {},
+  { keepAlive = HOLDS_PROCESS }: { keepAlive?: KeepAlive } = {},
 ): Pool {
   const pool = mysql.createPool({
     ...options(target),
@@ -89,7 +93,7 @@ export function openPool(
     enableKeepAlive: true,
   });
   pool.pool.on('connection', (conn) => {
-    if (background) backgroundSocket(conn as unknown as RawConnection);
+    backgroundSocket(conn as unknown as RawConnection, keepAlive);
     // Queued before any query the pool hands this connection out for.
     conn.query(SESSION_SETUP, () => {});
   });

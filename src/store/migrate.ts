@@ -14,6 +14,7 @@ import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode } from '../errors.js';
 import { migrationLockName } from '../lock-names.js';
 import { openConnection } from './connect.js';
+import type { KeepAlive } from '../keep-alive.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 
 export interface Migration {
@@ -133,9 +134,9 @@ export async function migrate(
  */
 export async function migrateDatabase(
   target: DatabaseTarget,
-  { check }: { check?: (conn: Connection) => Promise<void> } = {},
+  { check, keepAlive }: { check?: (conn: Connection) => Promise<void>; keepAlive?: KeepAlive } = {},
 ): Promise<MigrationResult> {
-  const conn = await openConnection(target);
+  const conn = await openConnection(target, keepAlive ? { keepAlive } : {});
   try {
     // A server that fails this check gets no tables (fail closed: write nothing there).
     await check?.(conn);

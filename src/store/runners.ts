@@ -143,9 +143,9 @@ export async function registryOwner(
   db: Queryable,
   namespace: string,
   host: string,
-): Promise<{ pid: number; alive: boolean } | null> {
+): Promise<{ pid: number; alive: boolean; lockConnectionId: number | null } | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT pid,
+    `SELECT pid, lock_connection_id,
             stopped_at IS NULL AND last_seen_at > NOW(3) - INTERVAL ? SECOND
               AND (lock_connection_id IS NULL
                    OR IS_USED_LOCK(${sessionLockSql('lock_connection_id')})
@@ -154,7 +154,9 @@ export async function registryOwner(
     [OWNER_ALIVE_SECONDS, namespace, host],
   );
   const row = rows[0];
-  return row ? { pid: Number(row.pid), alive: Number(row.alive) === 1 } : null;
+  if (!row) return null;
+  const lockConnectionId = row.lock_connection_id == null ? null : Number(row.lock_connection_id);
+  return { pid: Number(row.pid), alive: Number(row.alive) === 1, lockConnectionId };
 }
 
 /**

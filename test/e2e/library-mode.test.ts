@@ -11,9 +11,10 @@
  *    within the heartbeat deadline, and the row is `lost` saying why;
  * 4. `kill -9` of the replica running a job: the run is `lost`, the next fire runs elsewhere;
  * 5. SIGTERM: the replica drains and its process exits on its own (nothing calls process.exit).
- * And a scheduler in this process (or a script): options validated as the file's, one scheduler
- * per process, timeouts through ctx.signal, and `keepAlive: false` leaving the process's end to
- * the application's own work.
+ * And a scheduler in this process (or a script): options validated as the file's, two schedulers
+ * of one process (distinct identities start, a twin is refused; each its own `keepAlive`),
+ * timeouts through ctx.signal, and `keepAlive: false` leaving the process's end to the
+ * application's own work.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -342,6 +343,47 @@ setTimeout(() => console.log('app work done'), 3000);
     expect(gone).toBe(false);
   });
 
+  it('two schedulers in one process keep their own keepAlive: the held one holds it until its stop', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-keepalive-two-'));
+    const script = path.join(dir, 'app.mjs');
+    // No work of the app's own: an unref'd timer stops the held scheduler after 3 s; the free one
+    // (keepAlive: false) is never stopped. Were the policy the process's, the process would either
+    // exit at once (both free) or never (both held).
+    writeFileSync(
+      script,
+      `import { createScheduler } from ${JSON.stringify(path.join(ROOT, 'dist/index.js'))};
+const make = (host, options) => {
+  const s = createScheduler({ databaseUrl: process.env.DATABASE_URL, host, namespace: host, ...options });
+  s.job('beat', { schedule: '* * * * * *' }, async () => {});
+  return s;
+};
+const free = make('two-free', { keepAlive: false });
+const held = make('two-held', {});
+await free.start();
+await held.start();
+setTimeout(() => void held.stop().then(() => console.log('held stopped')), 3000).unref();
+`,
+    );
+    const child = spawn(process.execPath, [script], {
+      cwd: dir,
+      env: { ...process.env, DATABASE_URL: own.url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const started = Date.now();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await Promise.race([exited, sleep(15_000).then(() => 'hung' as const)]);
+    if (code === 'hung') child.kill('SIGKILL');
+    expect(code).toBe(0);
+    expect(Date.now() - started).toBeGreaterThan(2_500);
+    expect(out).toContain('held stopped');
+    const beats = await own.query<{ host: string; n: number }>(
+      "SELECT host, COUNT(*) AS n FROM baton_runs WHERE job = 'beat' AND host LIKE 'two-%' AND status = 'done' GROUP BY host ORDER BY host",
+    );
+    expect(beats.map((b) => b.host)).toEqual(['two-free', 'two-held']);
+  });
+
   it("validates a job's options by the schedules file's schema, with its messages", async () => {
     const { createScheduler, ConfigError } = await import('../../src/index.js');
     const { parseConfig } = await import('../../src/config/load.js');
@@ -439,7 +481,7 @@ setTimeout(() => console.log('app work done'), 3000);
     expect(query).toBe('running');
   });
 
-  it('refuses a second scheduler; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
+  it('a second scheduler starts, its twin is refused; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
     const { createScheduler } = await import('../../src/index.js');
     const { createLogger } = await import('../../src/log.js');
     const log = createLogger({ level: 'silent' });
@@ -482,9 +524,28 @@ setTimeout(() => console.log('app work done'), 3000);
       expect(relogRow.status, relogRow.error ?? '').toBe('done');
       expect(relogRow.output_tail).toMatch(/"step":"two".*"msg":"after the replacement"/);
 
-      const second = createScheduler({ databaseUrl: own.url, host: 'me2', namespace: 'inproc2' });
+      // A second scheduler of this process with an identity of its own is another replica: it
+      // starts beside the first.
+      const second = createScheduler({
+        databaseUrl: own.url,
+        host: 'me2',
+        namespace: 'inproc2',
+        log,
+      });
       second.job('t', never, () => {});
-      await expect(second.start()).rejects.toThrow(/already started in this process/);
+      await second.start();
+      // One with the identity of a started one would share its registry row: refused, and the
+      // row stays the first's (alive, not marked stopped by the refused one's release).
+      const twin = createScheduler({ databaseUrl: own.url, host: 'me', namespace: 'inproc', log });
+      twin.job('t', never, () => {});
+      await expect(twin.start()).rejects.toThrow(
+        /a scheduler \(host me, namespace inproc\) is already started in this process/,
+      );
+      const [registered] = await own.query<{ stopped_at: Date | null; pid: number }>(
+        "SELECT stopped_at, pid FROM baton_runners WHERE host = 'me' AND namespace = 'inproc'",
+      );
+      expect(registered).toMatchObject({ stopped_at: null, pid: process.pid });
+      await second.stop();
 
       const polite = await scheduler.runNow('polite');
       const stubborn = await scheduler.runNow('stubborn');

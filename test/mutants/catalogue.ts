@@ -141,9 +141,9 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/spawner-client.ts',
-        find: 'run.pid == null ? Promise.resolve() : endRun(run.pid, ORPHAN_KILL_MS);',
+        find: 'run.pid == null ? Promise.resolve() : this.processes.endRun(run.pid, ORPHAN_KILL_MS);',
         replace:
-          "run.pid == null ? Promise.resolve(endRun) : (signalRun(run.pid, 'SIGTERM'), Promise.resolve());",
+          "run.pid == null ? Promise.resolve() : (this.processes.signalRun(run.pid, 'SIGTERM'), Promise.resolve());",
       },
     ],
     killers: [
@@ -747,8 +747,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/execution/job-launch.ts',
-        find: 'child.pid == null ? Promise.resolve() : whenRunGone(child.pid);',
-        replace: 'child.pid == null ? Promise.resolve() : Promise.resolve(whenRunGone);',
+        find: 'child.pid == null ? Promise.resolve() : options.processes.whenRunGone(child.pid);',
+        replace: 'child.pid == null ? Promise.resolve() : Promise.resolve(options.processes);',
       },
     ],
     killers: [
