@@ -63,6 +63,13 @@ export function withCommonOptions<T>(y: Argv<T>): Argv<T & CommonArgs> {
  */
 export const REPEATABLE = { type: 'string', array: true, nargs: 1 } as const;
 
+/**
+ * A free-text option (`--reason`): it takes the next word whatever it looks like, as getopt does,
+ * so `--reason "--database-url=…"` is a reason, never an option that steers the command to
+ * another database (program.ts turns on yargs' `nargs-eats-options` for options with `nargs`).
+ */
+export const FREE_TEXT = { type: 'string', nargs: 1 } as const;
+
 export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;
 }

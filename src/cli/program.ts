@@ -9,7 +9,7 @@
  */
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { version } from '../version.js';
-import { CliExit, failUsage, noteOptions, setInvocation } from './usage.js';
+import { CliExit, failUsage, noteOptions, setInvocation, yargsComplaint } from './usage.js';
 
 /** The commands a name on the command line loads: its module, and what it registers. */
 type CommandLoader = () => Promise<CommandModule<object, any>[]>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -93,6 +93,9 @@ export async function runCli(
           : undefined,
       )
       .exitProcess(exitProcess)
+      // An option with `nargs` takes its next word even when it looks like an option (options.ts:
+      // FREE_TEXT, REPEATABLE): `--reason "--database-url=…"` is a reason.
+      .parserConfiguration({ 'nargs-eats-options': true })
       .demandCommand(1, 'name a command (see --help)')
       // Unknown commands and options are refused (64), with the closest known name (usage.ts).
       .strict()
@@ -107,6 +110,8 @@ export async function runCli(
     return null;
   } catch (err) {
     if (err instanceof CliExit) return err.exitCode;
+    const complaint = yargsComplaint(err, argv);
+    if (complaint) return complaint.exitCode;
     throw err;
   }
 }

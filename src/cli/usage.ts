@@ -90,6 +90,8 @@ export function usageMessage(message: string, argv: readonly string[]): string {
     const [, name, given, choices] = choice;
     return `--${name} ${given}: expected one of ${choices!.replace(/"/g, '')}`;
   }
+  const missing = /^Not enough arguments following: (\S+)$/.exec(message);
+  if (missing) return `--${missing[1]} needs a value`;
   const unknown = /^Unknown arguments?: (.+)$/.exec(message);
   if (!unknown) return message;
   // No command matched: yargs lists the command word among the unknown arguments.
@@ -112,6 +114,20 @@ function exitUsage(text: string, argv: readonly string[]): never {
   const help = `Run "baton ${matched != null ? `${matched.command} ` : ''}--help" for usage.`;
   const report = { exitCode: ExitCode.Usage, code: 'USAGE', message: text };
   throw new CliExit(writeError(json ? report : { ...report, message: `${text}\n${help}` }, json));
+}
+
+/**
+ * A complaint of yargs' that reached the caller without going through `.fail`: a parse error (an
+ * option with `nargs` and nothing after it) is thrown from an async command's validation. The
+ * exit to end with (64, reported as the others), or null for any other error.
+ */
+export function yargsComplaint(err: unknown, argv: readonly string[]): CliExit | null {
+  if (!(err instanceof Error) || err.name !== 'YError') return null;
+  try {
+    return exitUsage(usageMessage(err.message, argv), argv);
+  } catch (exit) {
+    return exit as CliExit;
+  }
 }
 
 /**

@@ -36,6 +36,7 @@ import { progressFor } from '../backfill-progress.js';
 import { resolveConfig } from '../config-options.js';
 import { ForegroundSession } from '../foreground-fire.js';
 import {
+  FREE_TEXT,
   findJob,
   resolveDatabase,
   resolveHost,
@@ -93,7 +94,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
         default: false,
         describe: `go ahead with more than ${BACKFILL_BOUND} fires`,
       })
-      .option('reason', { type: 'string', describe: 'why, for the audit (baton audit)' })
+      .option('reason', { ...FREE_TEXT, describe: 'why, for the audit (baton audit)' })
       .option('json', {
         type: 'boolean',
         default: false,

@@ -20,6 +20,7 @@ import { formatInstant } from '../../text.js';
 import { formatDuration } from '../../config/duration.js';
 import { action } from '../action.js';
 import {
+  FREE_TEXT,
   durationOption,
   parseRunId,
   resolveDatabase,
@@ -53,7 +54,7 @@ export const killCommand: CommandModule<object, KillArgs> = {
         demandOption: true,
         describe: 'the run id (the ID column of `baton history -o wide`, BATON_RUN_ID in the job)',
       })
-      .option('reason', { type: 'string', describe: 'why, for the run row and the audit' })
+      .option('reason', { ...FREE_TEXT, describe: 'why, for the run row and the audit' })
       .option('grace', {
         type: 'string',
         default: '10s',

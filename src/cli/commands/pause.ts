@@ -26,6 +26,7 @@ import { checkedReason, operatorName } from '../../operator.js';
 import { pause, pauseOutcomeDocument, resume, resumeOutcomeDocument } from '../../actions/pause.js';
 import { action } from '../action.js';
 import {
+  FREE_TEXT,
   didYouMean,
   resolveDatabase,
   resolveHost,
@@ -101,7 +102,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
-      .option('reason', { type: 'string', describe: 'why, for the skip rows and `status`' })
+      .option('reason', { ...FREE_TEXT, describe: 'why, for the skip rows and `status`' })
       .option('namespace', namespaceOption)
       .option('force', {
         type: 'boolean',
@@ -165,7 +166,7 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
   builder: (y) =>
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
-      .option('reason', { type: 'string', describe: 'why, for the audit' })
+      .option('reason', { ...FREE_TEXT, describe: 'why, for the audit' })
       .option('namespace', namespaceOption)
       .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {

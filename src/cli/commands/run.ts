@@ -13,6 +13,7 @@ import { action } from '../action.js';
 import { ForegroundSession } from '../foreground-fire.js';
 import { runInFleet } from '../fleet-run.js';
 import {
+  FREE_TEXT,
   configPath,
   findJob,
   REPEATABLE,
@@ -78,7 +79,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         default: false,
         describe: 'with --fire: run the fire even if it already succeeded (a new generation)',
       })
-      .option('reason', { type: 'string', describe: 'why, for the audit (baton audit)' })
+      .option('reason', { ...FREE_TEXT, describe: 'why, for the audit (baton audit)' })
       .option('namespace', {
         type: 'string',
         describe:
