@@ -296,9 +296,10 @@ export class Scheduler {
     set('reaperMs', ms('reaperInterval', this.options.reaperInterval));
     this.runnerOptions = options;
     const runner = (this.runner = new Runner(options));
+    let started: boolean;
     try {
       // The app awaits its start: held even where background work is not (keepAlive: false).
-      await this.keepAlive.holdWhile(runner.start());
+      started = await this.keepAlive.holdWhile(runner.start());
     } catch (err) {
       await this.release('start-up failed', true);
       if (err instanceof BatonError && err.code === 'RUNNER_IN_PROCESS') {
@@ -310,6 +311,15 @@ export class Scheduler {
         );
       }
       throw err;
+    }
+    // stop() came while start() waited for the database: the application's code after
+    // `await start()` must not go on as if its jobs were scheduled.
+    if (!started) {
+      throw new BatonError(
+        'SCHEDULER_STOPPED',
+        'scheduler.stop() was called before the scheduler had connected: it did not start',
+        ExitCode.Interrupted,
+      );
     }
     watchRunRequests(
       {

@@ -23,6 +23,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, libfaketime, ROOT, RunnerProcess } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { freePort } from '../helpers/private-server.js';
 import {
   cancelRunRequest,
   findRunRequest,
@@ -479,6 +480,38 @@ setTimeout(() => void held.stop().then(() => console.log('held stopped')), 3000)
     await scheduler.stop({ grace: '200ms' });
     // The stop returned before the server answered: it did not wait for the query.
     expect(query).toBe('running');
+  });
+
+  it('stop() while start() waits for an unreachable database: start() rejects, nothing was scheduled', async () => {
+    const { createScheduler } = await import('../../src/index.js');
+    const { pino } = await import('pino');
+    const { Writable } = await import('node:stream');
+    let waiting!: () => void;
+    const waitingForDatabase = new Promise<void>((resolve) => (waiting = resolve));
+    const lines = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        if (chunk.toString().includes('database unavailable: waiting for it')) waiting();
+        done();
+      },
+    });
+    // A closed loopback port: every connect is refused, and start() keeps trying.
+    const scheduler = createScheduler({
+      databaseUrl: `mysql://root@127.0.0.1:${await freePort()}/never`,
+      host: 'early',
+      namespace: 'unreachable',
+      log: pino({ level: 'warn' }, lines),
+    });
+    let ran = 0;
+    scheduler.job('tick', { schedule: '* * * * * *' }, () => {
+      ran++;
+    });
+    const starting = scheduler.start();
+    // Settled either way before it is awaited below: no unhandled rejection meanwhile.
+    starting.catch(() => {});
+    await waitingForDatabase;
+    await scheduler.stop();
+    await expect(starting).rejects.toMatchObject({ code: 'SCHEDULER_STOPPED' });
+    expect(ran).toBe(0);
   });
 
   it('a second scheduler starts, its twin is refused; a timeout aborts ctx.signal; a handler ignoring it is reported', async () => {
