@@ -48,9 +48,13 @@ export interface ProtocolTimings {
   earlyClaimLimitMs: number;
 }
 
+/**
+ * A contention's answer: won (the winner row's id, the lock held for the run, the worker slot),
+ * or not, with the skip row's id — null when the skip was tallied, not written as a row.
+ */
 export type Contention =
   | { won: true; runId: number; lockName: string | null; slot: number }
-  | { won: false; runId: number | null; kind: SkipKind; reason: string }; // null: tallied
+  | { won: false; runId: number | null; kind: SkipKind; reason: string };
 
 export type Won = Extract<Contention, { won: true }>;
 /** A slot or fire this runner could not have, and why (not recorded yet). */
@@ -71,7 +75,8 @@ export interface ContendOptions {
   workers?: number;
   /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
   pauseCheck?: boolean;
-  eventTargets?: EventTargets; // whom the job's events are told to (a dead earlier run's `lost`)
+  /** Whom the job's events are told to: a dead earlier run declared `lost` here notifies them. */
+  eventTargets?: EventTargets;
   /** `tally`: a skip of a fire whose winner was seen is counted, not a row (scheduled fires). */
   skips?: SkipRecord;
   /**
@@ -89,10 +94,12 @@ export interface Prefetch {
   pause: Promise<Pause | null>;
   /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
   orphans: Promise<OrphanRun[]> | null;
-  targets?: EventTargets; // ContendOptions.eventTargets, for a dead earlier run's `lost`
+  /** The job's event targets (ContendOptions), for the `lost` of a dead earlier run. */
+  targets?: EventTargets;
 }
 
 /** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
 export function quiet<T>(p: Promise<T>): Promise<T> {
-  return (p.catch(() => {}), p);
+  p.catch(() => {});
+  return p;
 }
