@@ -705,7 +705,7 @@ export const MUTANTS: readonly Mutant[] = [
       'up, so they run twice.',
     edits: [
       {
-        file: 'src/daemon/link.ts',
+        file: 'src/daemon/failover.ts',
         find: 'this.server != null && this.server !== facts.identity',
         replace: 'this.server != null && this.server === "" + facts.identity.length',
       },
