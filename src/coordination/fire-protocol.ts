@@ -43,8 +43,8 @@
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
  *
- * The winner then runs the job (`fire/winner-run.ts`), writes the verdict while still holding the lock
- * (so a late host sees the fire as done, not free), and releases the lock in `finally`.
+ * The winner then runs the job (`fire/run-fire.ts`), writes the verdict while still holding the
+ * lock (so a late host sees the fire as done, not free), and releases the lock in `finally`.
  *
  * The job's overlap policy changes step 1 only: `queue` keeps asking for the lock (without
  * blocking the shared lock session) until a deadline, `allow` takes no job lock at all — the

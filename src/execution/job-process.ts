@@ -63,7 +63,7 @@ export interface JobResult {
   endedAt: Date;
   /**
    * The job may still be running: an in-process handler (library mode) that ignored its abort
-   * past the grace. No retry may start beside it (fire/winner-run.ts: `retryable`).
+   * past the grace. No retry may start beside it (fire/run-fire.ts: `retryable`).
    */
   mayStillRun?: boolean;
 }

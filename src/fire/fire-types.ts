@@ -1,7 +1,6 @@
 /**
  * What a fire is given (`FireOptions`) and what it answers (`FireOutcome`): the vocabulary shared
- * by the pipeline (run-fire.ts), the winner's part (winner-run.ts) and their callers (the
- * dispatcher, `baton run`).
+ * by the pipeline (run-fire.ts) and its callers (the dispatcher, `baton run`).
  */
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { OverlapPolicy } from '../config/schema.js';

@@ -39,13 +39,13 @@
  *     ▼          ▼          ▼              ▼             ▼          ▼
  *   done      failed     timeout      interrupted      lost      killed
  *
- *   finishRun      run-verdicts.ts ← fire/winner-run.ts as the run ends (any of the five), and
+ *   finishRun      run-verdicts.ts ← fire/run-fire.ts as the run ends (any of the five), and
  *                  fire/verdict-backlog.ts for a verdict kept through an outage, written late.
  *   markLost       run-verdicts.ts ← coordination/reaper.ts (the daemon's reaper timer, and a
  *                  winner about to claim the job's next fire): its runner is gone. → lost.
  *   abandonClaim   fire-claims.ts ← coordination/fire-claim.ts: a claim whose answer was lost
  *                  (it may have committed). → failed.
- *   recordAttempt  run-verdicts.ts ← fire/winner-run.ts before each retry; the row stays running.
+ *   recordAttempt  run-verdicts.ts ← fire/run-fire.ts before each retry; the row stays running.
  *   requestKill    kill-requests.ts ← fire/kill-run.ts (`baton kill`, any host): the `kill_*`
  *                  columns; the row stays running until its owner (fire/kill-watch.ts) stops the
  *                  run and finishRun writes `killed`.
