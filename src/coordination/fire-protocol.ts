@@ -29,8 +29,8 @@
  * for up to LOCK_PASSING_WAIT_MS, until the fire has a winner or the lock is free: a fire is not
  * left without a winner because every runner met a lock on its way back.
  *
- * The claim and the wait while the lock passes are in fire-claim.ts, the words of a contention
- * (its context, options and answer) in contention.ts.
+ * The claim and the wait while the lock passes are in fire-protocol-claim.ts, the words of a
+ * contention (its context, options and answer) in contention.ts.
  *
  * A claim the database does not take — no answer within the statement deadline (a table lock, an
  * ALTER, a backup's read lock), an error, or a fire still early by the database's clock after
@@ -80,7 +80,7 @@ import {
   EARLY_CLAIM_RETRY_MS,
   LOCK_PASSING_FIRST_POLL_MS,
   LOCK_PASSING_WAIT_MS,
-} from './fire-claim.js';
+} from './fire-protocol-claim.js';
 import { FireBatches } from './fire-batches.js';
 import { describeHolder } from './lock-holder.js';
 import * as skips from './skip-reasons.js';
@@ -111,7 +111,7 @@ function isStale(c: FireContext, attempt: Attempt): boolean {
 /** How often a queued fire asks for the lock again. Each ask is one cheap statement. */
 export const QUEUE_POLL_MS = 250;
 
-/** The protocol's windows by default: the constants above and in fire-claim.ts. */
+/** The protocol's windows by default: the constants above and in fire-protocol-claim.ts. */
 export const PROTOCOL_TIMINGS: Readonly<ProtocolTimings> = {
   describeDelayMs: DESCRIBE_DELAY_MS,
   staleFireMs: STALE_FIRE_MS,

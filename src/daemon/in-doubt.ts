@@ -24,7 +24,7 @@
 import type { JobDefinition } from '../config/schema.js';
 import { eventTargets } from '../config/event-targets.js';
 import type { Queryable } from '../store/deadline.js';
-import { insertMissed } from '../store/fire-claims.js';
+import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows } from '../store/fire-reads.js';
 import type { Failover } from './failover.js';
 

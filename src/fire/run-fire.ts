@@ -27,7 +27,7 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
 import { eventTargets } from '../config/event-targets.js';
 import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
-import { ClaimNotRecordedError } from '../coordination/fire-claim.js';
+import { ClaimNotRecordedError } from '../coordination/fire-protocol-claim.js';
 import { contend, type Contention, type FireContext } from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';

@@ -169,12 +169,12 @@ export const MUTANTS: readonly Mutant[] = [
       'scheduled_at`): a runner whose estimate of that clock is off starts the run early.',
     edits: [
       {
-        file: 'src/store/fire-claims.ts',
+        file: 'src/store/fire-writes.ts',
         find: "WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,",
         replace: "WHERE ? IS NOT NULL ${a.unlessDone ? NOT_DONE : ''}`,",
       },
       {
-        file: 'src/store/fire-claims.ts',
+        file: 'src/store/fire-writes.ts',
         find: 'WHERE NOW(3) >= f.scheduled_at`,',
         replace: 'WHERE f.scheduled_at IS NOT NULL`,',
       },

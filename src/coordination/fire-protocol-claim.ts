@@ -6,7 +6,7 @@
  */
 import { errorMessage } from '../errors.js';
 import { StatementTimeoutError } from '../store/deadline.js';
-import { abandonClaim, claimFires } from '../store/fire-claims.js';
+import { abandonClaim, claimFires } from '../store/fire-writes.js';
 import { findAttemptWinner } from '../store/fire-reads.js';
 import type { Attempt } from '../store/runs.js';
 import type { ContendOptions, FireContext, NotWon, Prefetch, Won } from './contention.js';
