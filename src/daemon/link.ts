@@ -48,7 +48,7 @@ import type { LocalRuns } from '../fire/local-runs.js';
 import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
 import { DeadlinePool } from '../store/deadline.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 import { FailoverWatch, type Failover } from './failover.js';
 import { FleetWatch, type FleetWatchTimings } from './fleet-watch.js';
 

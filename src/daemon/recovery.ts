@@ -34,7 +34,7 @@ import {
   type CatchUpWalks,
 } from './catch-up.js';
 import { setAsideInDoubt, type FailoverWindow } from './in-doubt.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 
 /** Runners contending the most recent fires have written their rows by then. */
 export const MISSED_SETTLE_MS = 5_000;

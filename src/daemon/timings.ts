@@ -24,7 +24,7 @@ import { LINK_TIMINGS, type LinkTimings } from './link.js';
 import { NOTIFIER_TIMINGS, type NotifierTimings } from './notifier.js';
 import { RECOVERY_TIMINGS, type RecoveryTimings } from './recovery.js';
 import { REGISTRAR_TIMINGS, type RegistrarTimings } from './registrar.js';
-import { RETENTION_TIMINGS, type RetentionTimings } from './retention.js';
+import { RETENTION_TIMINGS, type RetentionTimings } from './retention-schedule.js';
 
 export interface Timings {
   /** The pool and the lock session: heartbeats, reconnect back-off, statement deadline. */

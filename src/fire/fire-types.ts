@@ -10,7 +10,7 @@ import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { RunParams } from '../store/runs.js';
-import type { FireEvents, NotAttemptedCause } from './events.js';
+import type { FireEvents, NotAttemptedCause } from './fire-events.js';
 import type { Limiter } from './limiter.js';
 import type { LocalRuns } from './local-runs.js';
 import type { OutputWriter } from './output-writer.js';

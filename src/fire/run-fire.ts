@@ -17,7 +17,7 @@
  * `contended`, which settles once the run has started — when the contention place is given back
  * and a per-job chain may go on.
  *
- * The pipeline tells what happens through its events (`events.ts`) and answers with a
+ * The pipeline tells what happens through its events (`fire-events.ts`) and answers with a
  * `FireOutcome`; it calls nothing back in its caller. What the caller shares with it is passed
  * down: the runs this process has going (`LocalRuns`: the pipeline adds its run once started and
  * removes it when done, so a lost lock session can stop every one), the bound on contentions, and
@@ -37,7 +37,7 @@ import { startJob, type JobResult } from '../execution/job-process.js';
 import { plannedStart } from '../schedule/jitter.js';
 import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
-import type { FireRef, NotAttemptedCause } from './events.js';
+import type { FireRef, NotAttemptedCause } from './fire-events.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
 import {
   localOverlap,

@@ -58,8 +58,8 @@
  *                          'in-doubt' ← daemon/in-doubt.ts after a failover; 'not-claimed' (only
  *                          while the fire has no winner) ← fire/verdict-backlog.ts, for a fire
  *                          whose claim the database did not take.
- *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention.ts, `baton prune`;
- *                          never a `running` row.
+ *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention-schedule.ts and
+ *                          `baton prune`; never a `running` row.
  *
  * Every change of a `running` row is conditional on `status = 'running'`: whoever writes the
  * verdict first wins (the runner, a reaper, an abandoned claim) and nobody overwrites it.
