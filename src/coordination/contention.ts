@@ -3,7 +3,7 @@
  * with (`FireContext`), what it is told to do (`ContendOptions`), and what it comes back with
  * (`Contention`).
  */
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';

@@ -22,7 +22,7 @@
  * compare with — it relies on the in-doubt rows the runners that lived through it wrote first.
  */
 import type { JobDefinition } from '../config/schema.js';
-import { eventTargets } from '../config/event-targets.js';
+import { eventTargets } from '../config/notify-targets.js';
 import type { Queryable } from '../store/deadline.js';
 import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows } from '../store/fire-reads.js';

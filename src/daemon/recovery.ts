@@ -23,7 +23,7 @@ import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
-import { eventTargets } from '../config/event-targets.js';
+import { eventTargets } from '../config/notify-targets.js';
 import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import {

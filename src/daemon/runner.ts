@@ -21,7 +21,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Config } from '../config/schema.js';
-import { eventTargets } from '../config/event-targets.js';
+import { eventTargets } from '../config/notify-targets.js';
 import { jobsOutlivingLocks } from '../coordination/lock-probe.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';

@@ -25,7 +25,7 @@
  */
 import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
-import { eventTargets } from '../config/event-targets.js';
+import { eventTargets } from '../config/notify-targets.js';
 import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
 import { ClaimNotRecordedError } from '../coordination/fire-protocol-claim.js';
 import { contend, type Contention, type FireContext } from '../coordination/fire-protocol.js';

@@ -19,7 +19,7 @@
  * verdict's row `lost` (its lock session is gone), which is the truth as far as anyone can tell;
  * an unrecorded fire is then left as before, with the skips of the other runners naming this one.
  */
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import type { UnrecordedClaim } from '../coordination/fire-protocol-claim.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';

@@ -13,7 +13,7 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { enqueueNotices } from './notifications.js';
 import { winnersOfFires } from './fire-reads.js';
