@@ -27,9 +27,8 @@ export interface FireContext {
 }
 
 /**
- * The protocol's short windows, each explained where it is used: fire-protocol.ts (describe
- * delay, stale fire, queue poll) and fire-protocol-claim.ts (the lock passing, the early claim).
- * The runner sets them (daemon/timings.ts); `baton run` and the CLI's fires take the defaults.
+ * The protocol's short windows, each explained where it is defined, in fire-protocol.ts (describe
+ * delay, stale fire, queue poll, the lock passing, the early claim). The runner sets them (daemon/timings.ts); `baton run` and the CLI's fires take the defaults.
  */
 export interface ProtocolTimings {
   /** DESCRIBE_DELAY_MS: a busy lock's holder is looked up this long after. */

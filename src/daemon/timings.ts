@@ -39,7 +39,7 @@ export interface Timings {
   clock: ClockTimings;
   /** Due fires → the pipeline: the first asker's lead, the late-wake warning. */
   dispatcher: DispatcherTimings;
-  /** The fire protocol's short windows (coordination/fire-protocol.ts, fire-protocol-claim.ts). */
+  /** The fire protocol's short windows (coordination/fire-protocol.ts). */
   protocol: ProtocolTimings;
   /** How runs are stopped, and the kill-request watch. */
   runs: RunTimings;

@@ -27,8 +27,12 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
 import { eventTargets } from '../config/notify-targets.js';
 import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
-import { ClaimNotRecordedError } from '../coordination/fire-protocol-claim.js';
-import { contend, type Contention, type FireContext } from '../coordination/fire-protocol.js';
+import {
+  ClaimNotRecordedError,
+  contend,
+  type Contention,
+  type FireContext,
+} from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
 import type { FireInfo } from '../execution/job-context.js';

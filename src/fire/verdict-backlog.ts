@@ -6,7 +6,7 @@
  *   but its row still says `running`: the verdict is written late, with the `finished_at` of when
  *   the run really ended.
  * - Fires whose claim could not be written (`ClaimNotRecordedError`,
- *   coordination/fire-protocol-claim.ts: a table lock, an ALTER, a backup's global read lock, an
+ *   coordination/fire-protocol.ts: a table lock, an ALTER, a backup's global read lock, an
  *   fsync stall; or a database clock that had not reached the fire). The runner held the job's lock
  *   and gave it back without running the job; with its lock session up, no look-back would ever
  *   mark the fire `missed`, so it is recorded here: a claim that did commit unseen is closed first
@@ -20,7 +20,7 @@
  * an unrecorded fire is then left as before, with the skips of the other runners naming this one.
  */
 import type { EventTargets } from '../config/notify-targets.js';
-import type { UnrecordedClaim } from '../coordination/fire-protocol-claim.js';
+import type { UnrecordedClaim } from '../coordination/fire-protocol.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';

@@ -43,7 +43,7 @@
  *                  fire/verdict-backlog.ts for a verdict kept through an outage, written late.
  *   markLost       run-verdicts.ts ← coordination/reaper.ts (the daemon's reaper timer, and a
  *                  winner about to claim the job's next fire): its runner is gone. → lost.
- *   abandonClaim   fire-writes.ts ← coordination/fire-protocol-claim.ts: a claim whose answer
+ *   abandonClaim   fire-writes.ts ← coordination/fire-protocol.ts: a claim whose answer
  *                  was lost (it may have committed). → failed.
  *   recordAttempt  run-verdicts.ts ← fire/run-fire.ts before each retry; the row stays running.
  *   requestKill    kill-requests.ts ← fire/kill-run.ts (`baton kill`, any host): the `kill_*`
