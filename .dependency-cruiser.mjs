@@ -133,7 +133,7 @@ export default {
     ...surfaces('run', [
       'cli/commands/run',
       'http/write-actions',
-      'library/run-requests',
+      'library/run-request-watch',
       'library/scheduler',
     ]),
     ...surfaces('backfill', ['cli/commands/backfill', 'http/write-actions']),

@@ -1,8 +1,8 @@
 /**
  * A typed event map with an emit that never throws. baton's fires and its daemon report what
- * happens through one of these (`fire/events.ts`, `daemon/events.ts`); logging and metrics
- * subscribe. Events are for telling, never for control: a listener that fails must not fail the
- * fire that reported, so its error goes to `onListenerError` and the other listeners still run.
+ * happens through one of these (`fire/fire-events.ts`, `daemon/runner-events.ts`); logging and
+ * metrics subscribe. Events are for telling, never for control: a listener that fails must not fail
+ * the fire that reported, so its error goes to `onListenerError` and the other listeners still run.
  *
  * Not node:events: its `emit` throws whatever a listener throws, and its names are untyped.
  */

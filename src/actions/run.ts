@@ -6,7 +6,7 @@
  * - `baton run` (cli/commands/run.ts): its own foreground session;
  * - `POST /api/jobs/{job}/run` (http/write-actions.ts): the runner serving the API;
  * - library mode: `scheduler.runNow()` and the requests `baton run` leaves for the replicas
- *   (library/run-requests.ts) — the replica that runs the job is the process.
+ *   (library/run-request-watch.ts) — the replica that runs the job is the process.
  *
  * `startRun` is the run itself: the instant (now, or the past fire checked against the schedule
  * and its generation planned from its winners), the fire through the job's lock. `runJob` is the

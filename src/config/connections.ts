@@ -5,7 +5,7 @@
  */
 import { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 import type { Config, JobDefinition } from './schema.js';
-import { allTargetSecrets } from './target-secrets.js';
+import { allTargetSecrets } from './notify-target-secrets.js';
 
 export function jobDatabase(
   config: Config,
@@ -45,7 +45,7 @@ export function withheldVariables(config: Config): string[] {
 /**
  * What must not appear in a job's kept output (execution/secret-mask.ts): the password of baton's
  * own database, every connection's URL and password (as written and percent-decoded), the
- * secrets of every notification target (target-secrets.ts), and the values of the job's
+ * secrets of every notification target (notify-target-secrets.ts), and the values of the job's
  * `secretEnv` variables (its own `env:`, else the runner's environment).
  */
 export function outputSecrets(

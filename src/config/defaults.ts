@@ -1,6 +1,6 @@
 /**
  * What a schedules file means when it leaves a setting out, and the names of the events a job may
- * be told of: plain values, no schema. The daemon imports these (and event-targets.ts) and never
+ * be told of: plain values, no schema. The daemon imports these (and notify-targets.ts) and never
  * the schemas: its config is validated by the loader's worker thread (load-isolated.ts) and
  * arrives as plain data, so a runner does not load zod — 14 MiB resident for as long as it lives,
  * and a tenth of a second of CPU at every start (bench/README.md, "The command line's start").

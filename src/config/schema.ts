@@ -269,9 +269,10 @@ export const jobSchema = z
   });
 
 /**
- * `retention:`, how long history rows are kept before runners prune them (`src/daemon/retention.ts`,
- * `baton prune`). One duration for every row, or `{ runs, skips }` apart: skip rows pile up
- * fastest (one per runner per fire) and say the least once old. A missing key keeps those rows.
+ * `retention:`, how long history rows are kept before runners prune them
+ * (`src/daemon/retention-schedule.ts`, `baton prune`). One duration for every row, or `{ runs,
+ * skips }` apart: skip rows pile up fastest (one per runner per fire) and say the least once old.
+ * A missing key keeps those rows.
  */
 const retentionDurations = z
   .strictObject({ runs: duration, skips: duration, output: duration })

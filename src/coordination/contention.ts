@@ -3,7 +3,7 @@
  * with (`FireContext`), what it is told to do (`ContendOptions`), and what it comes back with
  * (`Contention`).
  */
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
@@ -27,9 +27,8 @@ export interface FireContext {
 }
 
 /**
- * The protocol's short windows, each explained where it is used: fire-protocol.ts (describe
- * delay, stale fire, queue poll) and fire-claim.ts (the lock passing, the early claim). The
- * runner sets them (daemon/timings.ts); `baton run` and the CLI's fires take the defaults.
+ * The protocol's short windows, each explained where it is defined, in fire-protocol.ts (describe
+ * delay, stale fire, queue poll, the lock passing, the early claim). The runner sets them (daemon/timings.ts); `baton run` and the CLI's fires take the defaults.
  */
 export interface ProtocolTimings {
   /** DESCRIBE_DELAY_MS: a busy lock's holder is looked up this long after. */
@@ -48,9 +47,13 @@ export interface ProtocolTimings {
   earlyClaimLimitMs: number;
 }
 
+/**
+ * A contention's answer: won (the winner row's id, the lock held for the run, the worker slot),
+ * or not, with the skip row's id — null when the skip was tallied, not written as a row.
+ */
 export type Contention =
   | { won: true; runId: number; lockName: string | null; slot: number }
-  | { won: false; runId: number | null; kind: SkipKind; reason: string }; // null: tallied
+  | { won: false; runId: number | null; kind: SkipKind; reason: string };
 
 export type Won = Extract<Contention, { won: true }>;
 /** A slot or fire this runner could not have, and why (not recorded yet). */
@@ -71,7 +74,8 @@ export interface ContendOptions {
   workers?: number;
   /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
   pauseCheck?: boolean;
-  eventTargets?: EventTargets; // whom the job's events are told to (a dead earlier run's `lost`)
+  /** Whom the job's events are told to: a dead earlier run declared `lost` here notifies them. */
+  eventTargets?: EventTargets;
   /** `tally`: a skip of a fire whose winner was seen is counted, not a row (scheduled fires). */
   skips?: SkipRecord;
   /**
@@ -89,10 +93,12 @@ export interface Prefetch {
   pause: Promise<Pause | null>;
   /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
   orphans: Promise<OrphanRun[]> | null;
-  targets?: EventTargets; // ContendOptions.eventTargets, for a dead earlier run's `lost`
+  /** The job's event targets (ContendOptions), for the `lost` of a dead earlier run. */
+  targets?: EventTargets;
 }
 
 /** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */
 export function quiet<T>(p: Promise<T>): Promise<T> {
-  return (p.catch(() => {}), p);
+  p.catch(() => {});
+  return p;
 }

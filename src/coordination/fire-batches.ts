@@ -14,7 +14,7 @@ import {
   type Claim,
   type ClaimResult,
   type Skip,
-} from '../store/fire-claims.js';
+} from '../store/fire-writes.js';
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
 import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';

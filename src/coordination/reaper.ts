@@ -11,7 +11,7 @@
  *   and its `finished_at` — before the new run's row starts. The history then never shows a dead
  *   run overlapping the next one merely because nobody had looked yet.
  */
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
 import { findOrphanRuns, markLost, type OrphanRun } from '../store/run-verdicts.js';

@@ -24,8 +24,8 @@ import type { FireOutcome } from '../fire/run-fire.js';
 import type { Logger } from '../log.js';
 import type { DueFire } from '../schedule/fire-schedule.js';
 import type { Queryable } from '../store/deadline.js';
-import { eventTargets } from '../config/event-targets.js';
-import { insertMissed } from '../store/fire-claims.js';
+import { eventTargets } from '../config/notify-targets.js';
+import { insertMissed } from '../store/fire-writes.js';
 import { findWinner, firesWithRows } from '../store/fire-reads.js';
 
 /** At most this many missed fires are run by one recovery; older ones are recorded missed. */

@@ -28,7 +28,7 @@ import type { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { DueFire, Wake } from '../schedule/fire-schedule.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
 import * as skips from '../coordination/skip-reasons.js';

@@ -7,7 +7,7 @@
  * its time while the database is away. Before the first measurement it is this host's clock.
  */
 import type { LockSession } from '../coordination/lock-session.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 
 export const DEFAULT_CLOCK_WARN_MS = 1_000;
 

@@ -35,7 +35,7 @@ import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
 import { DEFAULT_GONE_AFTER_MS, fleetPeers, jobsOfRunners } from '../store/runners.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 
 /**
  * The wait for the fleet after a failover before a runner counts as detached: the others find

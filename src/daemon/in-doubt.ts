@@ -1,6 +1,6 @@
 /**
  * Fires in doubt after a database failover (recovery.ts asks, once per job, after a reconnect that
- * reached another server: link.ts's `Failover`).
+ * reached another server: failover.ts's `Failover`).
  *
  * With asynchronous replication the rows written on the old primary just before it died — winner
  * rows, verdicts — may never have reached the promoted replica. On the new primary such a fire
@@ -22,11 +22,11 @@
  * compare with — it relies on the in-doubt rows the runners that lived through it wrote first.
  */
 import type { JobDefinition } from '../config/schema.js';
-import { eventTargets } from '../config/event-targets.js';
+import { eventTargets } from '../config/notify-targets.js';
 import type { Queryable } from '../store/deadline.js';
-import { insertMissed } from '../store/fire-claims.js';
+import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows } from '../store/fire-reads.js';
-import type { Failover } from './link.js';
+import type { Failover } from './failover.js';
 
 /** The failover as recovery needs it: the old server's loss, in database time. */
 export interface FailoverWindow {
@@ -38,7 +38,7 @@ export interface FailoverWindow {
   settledSince: Date | null;
 }
 
-/** link.ts's failover in database time (`toFleet`: this host's clock to the database's). */
+/** A failover (failover.ts) in database time (`toFleet`: this host's clock to the database's). */
 export function failoverWindow(
   f: Failover | null,
   toFleet: (hostTime: Date) => Date,

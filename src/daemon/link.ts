@@ -18,14 +18,10 @@
  *   it is still there (a dropped link), so that its locks do not outlive it by the idle timeout.
  * - **Read-only** server (a demoted primary): no fire runs until it is writable again.
  * - **Another server** after a reconnect (a failover: a promoted replica behind the same name):
- *   told apart from a restart of the same server by the server's identity (`ServerFacts.identity`),
- *   reported (`db:failover`) and handed to `onConnected`, so that recovery treats the fires up to
- *   the loss as in doubt (recovery.ts): the new primary may not have the rows of fires that ran —
- *   unless semi-sync vouched for the old server's commits (semi-sync.ts). Before anything else
- *   there, the run ids move past every id the old primary can have handed out (once for the
- *   fleet: store/failovers.ts), so that a run id never names two runs. Its fires are held
- *   until the fleet is seen on the new server (fleet-watch.ts: a split brain, as far as it can
- *   tell).
+ *   found, and the run ids moved past the old primary's, by failover.ts; reported (`db:failover`)
+ *   and handed to `onConnected`, so that recovery treats the fires up to the loss as in doubt
+ *   (recovery.ts). Its fires are held until the fleet is seen on the new server (fleet-watch.ts:
+ *   a split brain, as far as it can tell).
  * - **The runs' lease** (execution/run-lease.ts): renewed at every answered heartbeat, revoked at
  *   a loss. The spawner and the watchdogs stop the runs when it lapses, so that a runner that
  *   stalls cannot leave its jobs running beyond the bound once its session is gone.
@@ -52,14 +48,12 @@ import type { LocalRuns } from '../fire/local-runs.js';
 import type { Logger } from '../log.js';
 import { openPool } from '../store/connect.js';
 import type { KeepAlive } from '../keep-alive.js';
-
-import { moveRunIds, runIdsMovedWithin } from '../store/failovers.js';
-import type { ServerFacts } from '../store/server-check.js';
-import { failoverLockName } from '../lock-names.js';
 import { DeadlinePool } from '../store/deadline.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
+import { FailoverWatch, type Failover } from './failover.js';
 import { FleetWatch, type FleetWatchTimings } from './fleet-watch.js';
-import { SemiSyncSeries, watchSemiSync } from './semi-sync.js';
+
+export type { Failover } from './failover.js';
 
 /**
  * Reconnect pacing. Every fire between the server answering again and the runner's next attempt
@@ -81,11 +75,6 @@ const RECONNECT_LOG_EVERY_MS = 30_000;
  * LOST_KILL_GRACE_MS; their verdicts may wait on the pool's deadline).
  */
 const LOST_SESSION_WAIT_MS = 15_000;
-/**
- * How long a runner that reached a promoted server waits for another that is moving the run ids
- * (two statements and a transaction: milliseconds).
- */
-const FAILOVER_LOCK_WAIT_SECONDS = 10;
 
 /** The link's pace; the runner sets it (timings.ts), these are the defaults. */
 export interface LinkTimings {
@@ -165,21 +154,6 @@ export interface LinkOptions {
   onConnected: (first: boolean, failover: Failover | null) => Promise<void>;
 }
 
-/** A reconnect that reached another server than the previous session's. */
-export interface Failover {
-  from: string;
-  to: string;
-  /** The new server's GTID position when the runner arrived (null: none). */
-  toGtid: string | null;
-  /** When the old server's session was found lost (this host's clock). */
-  lostAt: Date;
-  /**
-   * Since when semi-synchronous replication vouches that every commit on the old server up to
-   * the loss reached a replica (this host's clock; semi-sync.ts); null: it cannot.
-   */
-  settledSince: Date | null;
-}
-
 export class DatabaseLink {
   private pool: DeadlinePool | null = null;
   private session: LockSession | null = null;
@@ -194,16 +168,10 @@ export class DatabaseLink {
     tokenLock: string;
     runsOver: Promise<unknown>;
   } | null = null;
-  /** The identity of the server of the current (or last) session; null before the first. */
-  private server: string | null = null;
-  /** When the last session was found lost (this host's clock). */
-  private lostAt: Date | null = null;
-  /** The last failover (see `onConnected`). */
-  private lastFailover: Failover | null = null;
   /** What the current server's named locks can do (coordination/lock-probe.ts). */
   private lockCapability: LockCapability | null = null;
-  /** The semi-sync state of the current server, sampled with each heartbeat (semi-sync.ts). */
-  private readonly semiSync = new SemiSyncSeries();
+  /** Which server this is, and the failovers between servers (failover.ts). */
+  private readonly failovers: FailoverWatch;
   /** The lease this runner's runs go on under (see the header). */
   readonly lease: RunLease;
   /** After a failover: is the fleet on this server too (fleet-watch.ts)? */
@@ -220,6 +188,14 @@ export class DatabaseLink {
       timings: o.fleetTimings,
     });
     this.lease = new RunLease(this.t.heartbeatMs + this.t.heartbeatDeadlineMs);
+    this.failovers = new FailoverWatch({
+      database: o.target.database,
+      host: o.host,
+      log: o.log,
+      heartbeatMs: this.t.heartbeatMs,
+      heartbeatDeadlineMs: this.t.heartbeatDeadlineMs,
+      ...(o.keepAlive ? { keepAlive: o.keepAlive } : {}),
+    });
   }
 
   /** True while the lock session is up: fires can be coordinated. */
@@ -246,7 +222,7 @@ export class DatabaseLink {
 
   /** Which server the runner talks (or last talked) to: `ServerFacts.identity`. */
   get serverIdentity(): string | null {
-    return this.server;
+    return this.failovers.serverIdentity;
   }
 
   /** What the connected server's named locks can do; null before the first connect. */
@@ -358,18 +334,15 @@ export class DatabaseLink {
       return;
     }
     // Another server than the last session's: a failover (a promoted replica behind the name).
-    const failedOverFrom =
-      this.server != null && this.server !== facts.identity ? this.server : null;
     // Before this runner contends for anything on the new server, no run id that the old primary
-    // may have handed out can be handed out again (store/failovers.ts). Until that is done the
-    // runner is not connected, and tries again like any connect.
-    if (failedOverFrom != null) {
-      try {
-        await this.moveRunIdsPast(lock, failedOverFrom, facts);
-      } catch (err) {
-        await lock.close();
-        throw err;
-      }
+    // may have handed out can be handed out again (failover.ts). Until that is done the runner is
+    // not connected, and tries again like any connect.
+    let failedOverFrom: string | null;
+    try {
+      failedOverFrom = await this.failovers.prepare(lock, this.pool, facts);
+    } catch (err) {
+      await lock.close();
+      throw err;
     }
     this.serverStarted = serverStartedBefore;
     this.session = lock;
@@ -378,34 +351,11 @@ export class DatabaseLink {
     if (lost) void this.endLostSession(lost);
     const first = !this.everConnectedOnce;
     this.everConnectedOnce = true;
-    const lostAt = this.lostAt ?? new Date();
-    const failover: Failover | null =
-      failedOverFrom != null
-        ? {
-            from: failedOverFrom,
-            to: facts.identity,
-            toGtid: facts.gtidPosition,
-            lostAt,
-            settledSince: this.semiSync.vouchedSince(
-              failedOverFrom,
-              lostAt,
-              semiSyncMaxAgeMs(this.t),
-            ),
-          }
-        : null;
-    this.server = facts.identity;
+    const failover: Failover | null = this.failovers.arrived(failedOverFrom, facts);
     this.fleet.start();
     const beatMs = this.t.heartbeatMs;
     const current = () => this.session === lock && lock.usable;
-    await watchSemiSync(
-      this.pool,
-      facts.identity,
-      this.semiSync,
-      beatMs,
-      current,
-      this.o.signal,
-      this.o.keepAlive,
-    );
+    await this.failovers.watchSemiSync(this.pool, facts.identity, current, this.o.signal);
     if (first) {
       log.debug(
         { server: facts.version, serverIdentity: facts.identity, gtid: facts.gtidPosition },
@@ -415,7 +365,6 @@ export class DatabaseLink {
       log.warn({ lockConnectionId: lock.connectionId, ...tries }, 'lock session reopened');
     }
     if (failover) {
-      this.lastFailover = failover;
       this.o.events.emit('db:failover', failover);
       this.fleet.arrived(failover.from, failover.to, failover.lostAt);
     }
@@ -429,48 +378,7 @@ export class DatabaseLink {
       },
       onReadOnly: (readOnly) => this.noteReadOnly(readOnly),
     });
-    await this.o.onConnected(first, this.lastFailover);
-  }
-
-  /**
-   * Moves the run ids on the server reached by a failover from `from` past every id the old
-   * primary can have handed out — unless another runner did since this one lost its session.
-   * Under a named lock, so that the fleet's runners, arriving together, move them once.
-   */
-  private async moveRunIdsPast(lock: LockSession, from: string, facts: ServerFacts): Promise<void> {
-    const { log } = this.o;
-    if (facts.readOnly) {
-      throw new Error(
-        `the database failed over to ${facts.identity}, which is still read-only: waiting until ` +
-          "it is writable (the run ids must move past the old primary's before any fire)",
-      );
-    }
-    const name = failoverLockName(this.o.target.database);
-    if (!(await lock.tryAcquire(name, FAILOVER_LOCK_WAIT_SECONDS))) {
-      throw new Error(
-        `the database failed over to ${facts.identity}: another runner held the failover lock ` +
-          `for ${FAILOVER_LOCK_WAIT_SECONDS} s`,
-      );
-    }
-    try {
-      const pool = this.pool!;
-      const sinceLossMs = Date.now() - (this.lostAt?.getTime() ?? Date.now());
-      if (await runIdsMovedWithin(pool, facts.identity, sinceLossMs)) {
-        log.debug({ toServer: facts.identity }, 'run ids already moved by another runner');
-        return;
-      }
-      const { before, floor } = await moveRunIds(pool, {
-        server: facts.identity,
-        fromServer: from,
-        host: this.o.host,
-      });
-      log.info(
-        { fromServer: from, toServer: facts.identity, highestRunId: before, runIdsAbove: floor },
-        "run ids moved past the old primary's: no run id is handed out twice",
-      );
-    } finally {
-      await lock.release(name).catch(() => {});
-    }
+    await this.o.onConnected(first, this.failovers.last);
   }
 
   /**
@@ -489,7 +397,7 @@ export class DatabaseLink {
    */
   private lost(lock: LockSession, reason: string): void {
     if (lock !== this.session) return;
-    this.lostAt = new Date();
+    this.failovers.sessionLost();
     // Every run, also those already being stopped: their kill grace shrinks to the lost one.
     const running = [...this.o.runs];
     this.o.events.emit('lock:lost', {
@@ -556,11 +464,6 @@ export class DatabaseLink {
   async closePool(): Promise<void> {
     await this.pool?.end().catch(() => {});
   }
-}
-
-/** How close to the loss the old server's last semi-sync sample must be (semi-sync.ts). */
-function semiSyncMaxAgeMs(t: LinkTimings): number {
-  return 3 * t.heartbeatMs + t.heartbeatDeadlineMs;
 }
 
 /**

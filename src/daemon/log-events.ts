@@ -2,9 +2,9 @@
  * The runner's log lines about fires and faults, written from its events: one line per event,
  * each fire's line bound to its job, instant and trigger (never to user-controlled keys).
  */
-import type { FireRef } from '../fire/events.js';
+import type { FireRef } from '../fire/fire-events.js';
 import type { Logger } from '../log.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 import type { FleetState } from './fleet-watch.js';
 
 /**

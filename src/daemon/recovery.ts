@@ -25,8 +25,8 @@ import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
-import { eventTargets } from '../config/event-targets.js';
-import { insertMissed } from '../store/fire-claims.js';
+import { eventTargets } from '../config/notify-targets.js';
+import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import {
   CATCH_UP_TIMINGS,
@@ -36,7 +36,7 @@ import {
   type CatchUpWalks,
 } from './catch-up.js';
 import { setAsideInDoubt, type FailoverWindow } from './in-doubt.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 
 /** Runners contending the most recent fires have written their rows by then. */
 export const MISSED_SETTLE_MS = 5_000;

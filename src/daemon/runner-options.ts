@@ -8,7 +8,7 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import type { InProcessLauncher } from '../execution/job-process.js';
 import type { KeepAlive } from '../keep-alive.js';
 import type { Logger } from '../log.js';
-import type { RunnerEvents } from './events.js';
+import type { RunnerEvents } from './runner-events.js';
 import { DEFAULT_TIMINGS, mergeTimings, resolveTimings, type PartialTimings } from './timings.js';
 import type { Timings } from './timings.js';
 

@@ -12,8 +12,8 @@
  *   registrar.ts   the runner's row in baton_runners
  *   recovery.ts    after a connect: catch-up, and `missed` rows for fires nobody attempted
  *   catch-up.ts    `catchUp: {fires: all}`: every missed fire in order, one after another
- *   retention.ts   pruning by `retention:`, one runner of the fleet at a time
- *   events.ts      what happens, for the log (log-events.ts) and the metrics (http/metrics.ts)
+ *   retention-schedule.ts  pruning by `retention:`, one runner of the fleet at a time
+ *   runner-events.ts  what happens, for the log (log-events.ts) and the metrics (http/metrics.ts)
  *
  * What a runner does about each fault is in the header of the module that meets it;
  * docs/design.md has the operator's version. The runs themselves (`LocalRuns`) are shared by
@@ -21,7 +21,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Config } from '../config/schema.js';
-import { eventTargets } from '../config/event-targets.js';
+import { eventTargets } from '../config/notify-targets.js';
 import { jobsOutlivingLocks } from '../coordination/lock-probe.js';
 import { reapOrphanRuns } from '../coordination/reaper.js';
 import { delay } from '../delay.js';
@@ -42,7 +42,7 @@ import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher } from './dispatcher.js';
 import { OutputWriter } from '../fire/output-writer.js';
-import { runnerEvents, type RunnerEvents } from './events.js';
+import { runnerEvents, type RunnerEvents } from './runner-events.js';
 import { FleetClock } from './fleet-clock.js';
 import { DatabaseLink, type Failover } from './link.js';
 import {
@@ -64,7 +64,7 @@ import { failoverWindow } from './in-doubt.js';
 import { Registrar } from './registrar.js';
 import { Releasers } from './releasers.js';
 import { repeat } from './repeat.js';
-import { RetentionSchedule } from './retention.js';
+import { RetentionSchedule } from './retention-schedule.js';
 import { Notifier } from './notifier.js';
 import { deliverNotification } from '../notify/deliver.js';
 

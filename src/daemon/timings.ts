@@ -24,7 +24,7 @@ import { LINK_TIMINGS, type LinkTimings } from './link.js';
 import { NOTIFIER_TIMINGS, type NotifierTimings } from './notifier.js';
 import { RECOVERY_TIMINGS, type RecoveryTimings } from './recovery.js';
 import { REGISTRAR_TIMINGS, type RegistrarTimings } from './registrar.js';
-import { RETENTION_TIMINGS, type RetentionTimings } from './retention.js';
+import { RETENTION_TIMINGS, type RetentionTimings } from './retention-schedule.js';
 
 export interface Timings {
   /** The pool and the lock session: heartbeats, reconnect back-off, statement deadline. */
@@ -39,7 +39,7 @@ export interface Timings {
   clock: ClockTimings;
   /** Due fires → the pipeline: the first asker's lead, the late-wake warning. */
   dispatcher: DispatcherTimings;
-  /** The fire protocol's short windows (coordination/fire-protocol.ts, fire-claim.ts). */
+  /** The fire protocol's short windows (coordination/fire-protocol.ts). */
   protocol: ProtocolTimings;
   /** How runs are stopped, and the kill-request watch. */
   runs: RunTimings;

@@ -61,7 +61,10 @@ export interface JobResult {
   outputTail: string;
   /** When the process ended (this host's clock). */
   endedAt: Date;
-  /** An in-process handler that ignored its abort may still run: no retry beside it. */
+  /**
+   * The job may still be running: an in-process handler (library mode) that ignored its abort
+   * past the grace. No retry may start beside it (fire/run-fire.ts: `retryable`).
+   */
   mayStillRun?: boolean;
 }
 

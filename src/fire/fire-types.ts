@@ -1,7 +1,6 @@
 /**
  * What a fire is given (`FireOptions`) and what it answers (`FireOutcome`): the vocabulary shared
- * by the pipeline (run-fire.ts), the winner's part (winner-run.ts) and their callers (the
- * dispatcher, `baton run`).
+ * by the pipeline (run-fire.ts) and its callers (the dispatcher, `baton run`).
  */
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { OverlapPolicy } from '../config/schema.js';
@@ -11,7 +10,7 @@ import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { RunParams } from '../store/runs.js';
-import type { FireEvents, NotAttemptedCause } from './events.js';
+import type { FireEvents, NotAttemptedCause } from './fire-events.js';
 import type { Limiter } from './limiter.js';
 import type { LocalRuns } from './local-runs.js';
 import type { OutputWriter } from './output-writer.js';

@@ -3,31 +3,54 @@
  * for `baton run` (manual ones):
  *
  *   local overlap (local-runs.ts) → a contention place → contend (coordination/fire-protocol.ts)
- *     → attempts: the job in a child process, again on failure while `retries` allow
+ *     → the winner's part: the job's attempts, each in its own process, checked right before it
+ *       starts that the lock session still vouches for it (and, for an operator's foreground
+ *       fire, that no Ctrl-C came while the lock was taken), again on failure while `retries`
+ *       allow
  *     → the verdict, written while the lock is still held → release the lock (`finally`)
  *
  * The verdict is written before the release, so that a runner arriving late for the same fire
  * meets the fire key (already ran), never a free lock and no row.
  *
- * The pipeline tells what happens through its events (`events.ts`) and answers with a
+ * One `Fire` holds one fire's state from the overlap to the release: the contention place it
+ * holds while it contends, its run once started (in `LocalRuns` until the fire is over), and
+ * `contended`, which settles once the run has started — when the contention place is given back
+ * and a per-job chain may go on.
+ *
+ * The pipeline tells what happens through its events (`fire-events.ts`) and answers with a
  * `FireOutcome`; it calls nothing back in its caller. What the caller shares with it is passed
  * down: the runs this process has going (`LocalRuns`: the pipeline adds its run once started and
  * removes it when done, so a lost lock session can stop every one), the bound on contentions, and
  * where to keep a verdict the database cannot take yet.
  */
 import type { DatabaseTarget } from '../config/database-url.js';
-import { eventTargets } from '../config/event-targets.js';
-import type { JobDefinition } from '../config/schema.js';
-import { ClaimNotRecordedError } from '../coordination/fire-claim.js';
-import { contend, type Contention } from '../coordination/fire-protocol.js';
+import { formatDuration } from '../config/duration.js';
+import { eventTargets } from '../config/notify-targets.js';
+import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
+import {
+  ClaimNotRecordedError,
+  contend,
+  type Contention,
+  type FireContext,
+} from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
 import { errorMessage } from '../errors.js';
+import type { FireInfo } from '../execution/job-context.js';
+import type { OutputSink } from '../execution/job-launch.js';
+import { startJob, type JobResult } from '../execution/job-process.js';
 import { plannedStart } from '../schedule/jitter.js';
-import type { FireRef, NotAttemptedCause } from './events.js';
+import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
+import type { Attempt } from '../store/runs.js';
+import type { FireRef, NotAttemptedCause } from './fire-events.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
-import { localOverlap, takesContentionPlace, type LocalRun } from './local-runs.js';
-import { LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
-import { attemptAndRecord } from './winner-run.js';
+import {
+  localOverlap,
+  takesContentionPlace,
+  type LocalOverlap,
+  type LocalRun,
+} from './local-runs.js';
+import { OutputLines } from './output-lines.js';
+import { KILL_GRACE_MS, LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
 
 export type { FireOptions, FireOutcome } from './fire-types.js';
 
@@ -43,85 +66,162 @@ export interface FireHandle {
  * rejects with what baton could not do (the database failed) once the events have told it.
  */
 export function startFire(job: JobDefinition, scheduledAt: Date, o: FireOptions): FireHandle {
-  let contended!: () => void;
-  const settled = new Promise<void>((resolve) => (contended = resolve));
-  const outcome = runFire(job, scheduledAt, o, contended).finally(contended);
-  return { contended: settled, outcome };
+  const fire = new Fire(job, scheduledAt, o);
+  return { contended: fire.contended, outcome: fire.run() };
 }
 
-async function runFire(
-  job: JobDefinition,
-  scheduledAt: Date,
-  o: FireOptions,
-  contended: () => void,
-): Promise<FireOutcome> {
-  const fire: FireRef = { job: job.name, scheduledAt, trigger: o.trigger };
-  const notAttempted = (cause: NotAttemptedCause, error?: string): FireOutcome => {
-    o.events?.emit('fire:notAttempted', { fire, cause, ...(error != null ? { error } : {}) });
-    return { status: 'not-attempted', cause };
-  };
-  const stopping = () => o.signal?.aborted === true;
-  if (stopping()) return { status: 'stopped' };
-  // Nobody can prove it is alone without a lock session: not running is the safe side.
-  let c = o.context();
-  if (!c) return notAttempted('no-session');
+type Ran = Extract<FireOutcome, { status: 'ran' }>;
 
-  const policy = o.overlap ?? 'skip';
-  const { runningHere, queueUntil } = await localOverlap(job.name, policy, scheduledAt, {
-    runs: o.runs,
-    schedule: o.schedule ?? null,
-    now: () => c!.now?.() ?? new Date(),
-    ...(o.signal ? { signal: o.signal } : {}),
-    ...(o.timings?.bookkeepingWaitMaxMs
-      ? { bookkeepingWaitMaxMs: o.timings.bookkeepingWaitMaxMs }
-      : {}),
-  });
-  if (stopping()) return { status: 'stopped' };
-  let database: DatabaseTarget | null;
-  try {
-    database = o.database?.() ?? null;
-  } catch (err) {
-    return notAttempted('job-database', errorMessage(err));
+/** What the winner's part works with: the fire won, and its run's handle. */
+interface Win {
+  ctx: FireContext;
+  claim: Extract<Contention, { won: true }>;
+  control: RunControl;
+  /** The database a module job gets as `ctx.db`. */
+  database: DatabaseTarget | null;
+  /** When the fire was planned to start: its lag counts from then. */
+  startAt: Date;
+  /** How long the contention took; null for a queued fire (not a lock latency). */
+  contendMs: number | null;
+}
+
+/** One fire, from its local overlap to the lock given back (see the header). */
+class Fire {
+  /** Settles once the run has started or the fire is over. */
+  readonly contended: Promise<void>;
+  private settleContended!: () => void;
+  private readonly ref: FireRef;
+  /** Gives back the contention place while this fire holds one. */
+  private place: (() => void) | null = null;
+  /** The run once started, in `LocalRuns` until the fire is over. */
+  private local: LocalRun | null = null;
+  private startedAt = 0;
+  /** Settles `whenFinished`, which `LocalRuns` (a queued next fire, a lost session) waits on. */
+  private finished!: () => void;
+  private readonly whenFinished: Promise<void>;
+
+  constructor(
+    private readonly job: JobDefinition,
+    private readonly scheduledAt: Date,
+    private readonly o: FireOptions,
+  ) {
+    this.ref = { job: job.name, scheduledAt, trigger: o.trigger };
+    this.contended = new Promise<void>((resolve) => (this.settleContended = resolve));
+    this.whenFinished = new Promise<void>((resolve) => (this.finished = resolve));
   }
-  // The place is held while the fire contends, not while its run goes on.
-  const place = o.places && takesContentionPlace(policy) ? await o.places.acquire() : null;
-  let placeHeld = place != null;
-  const releasePlace = () => {
-    if (placeHeld) place!();
-    placeHeld = false;
-  };
-  let local: LocalRun | null = null;
-  let finished!: () => void;
-  const whenFinished = new Promise<void>((resolve) => (finished = resolve));
-  try {
-    if (stopping()) return { status: 'stopped' };
-    // Taken again only now: a queued fire, or one that waited for its place, may have waited
-    // across a reconnect.
-    c = o.context();
-    if (!c) return notAttempted('no-session');
-    const ctx = c;
-    // A scheduled fire of a job with jitter is meant to start after its instant: its lag and
-    // staleness count from then (manual runs and catch-ups start when asked).
-    const startAt =
-      o.trigger === 'schedule'
-        ? plannedStart(ctx.namespace, job.name, scheduledAt, job.jitterMs)
-        : scheduledAt;
-    const attempt = {
-      namespace: ctx.namespace,
-      job: job.name,
-      scheduledAt,
-      startAt,
-      trigger: o.trigger,
-      host: ctx.host,
-      pid: ctx.pid,
-      ...(o.rerun ? { rerun: o.rerun } : {}),
-      ...(o.unlessDone ? { unlessDone: true } : {}),
-      ...(o.params?.recorded ? { params: o.params.recorded } : {}),
-    };
-    const contendStart = performance.now();
-    let claim: Contention;
+
+  run(): Promise<FireOutcome> {
+    return this.fire().finally(this.settleContended);
+  }
+
+  private get stopping(): boolean {
+    return this.o.signal?.aborted === true;
+  }
+
+  private notAttempted(cause: NotAttemptedCause, error?: string): FireOutcome {
+    this.o.events?.emit('fire:notAttempted', {
+      fire: this.ref,
+      cause,
+      ...(error != null ? { error } : {}),
+    });
+    return { status: 'not-attempted', cause };
+  }
+
+  private releasePlace(): void {
+    const place = this.place;
+    this.place = null;
+    place?.();
+  }
+
+  private async fire(): Promise<FireOutcome> {
+    const { job, o, scheduledAt } = this;
+    if (this.stopping) return { status: 'stopped' };
+    // Nobody can prove it is alone without a lock session: not running is the safe side.
+    let c = o.context();
+    if (!c) return this.notAttempted('no-session');
+
+    const policy = o.overlap ?? 'skip';
+    const overlap = await localOverlap(job.name, policy, scheduledAt, {
+      runs: o.runs,
+      schedule: o.schedule ?? null,
+      now: () => c!.now?.() ?? new Date(),
+      ...(o.signal ? { signal: o.signal } : {}),
+      ...(o.timings?.bookkeepingWaitMaxMs
+        ? { bookkeepingWaitMaxMs: o.timings.bookkeepingWaitMaxMs }
+        : {}),
+    });
+    if (this.stopping) return { status: 'stopped' };
+    let database: DatabaseTarget | null;
     try {
-      claim = await contend(ctx, attempt, {
+      database = o.database?.() ?? null;
+    } catch (err) {
+      return this.notAttempted('job-database', errorMessage(err));
+    }
+    // The place is held while the fire contends, not while its run goes on.
+    this.place = o.places && takesContentionPlace(policy) ? await o.places.acquire() : null;
+    try {
+      if (this.stopping) return { status: 'stopped' };
+      // Taken again only now: a queued fire, or one that waited for its place, may have waited
+      // across a reconnect.
+      c = o.context();
+      if (!c) return this.notAttempted('no-session');
+      const ctx = c;
+      // A scheduled fire of a job with jitter is meant to start after its instant: its lag and
+      // staleness count from then (manual runs and catch-ups start when asked).
+      const startAt =
+        o.trigger === 'schedule'
+          ? plannedStart(ctx.namespace, job.name, scheduledAt, job.jitterMs)
+          : scheduledAt;
+      const attempt: Attempt = {
+        namespace: ctx.namespace,
+        job: job.name,
+        scheduledAt,
+        startAt,
+        trigger: o.trigger,
+        host: ctx.host,
+        pid: ctx.pid,
+        ...(o.rerun ? { rerun: o.rerun } : {}),
+        ...(o.unlessDone ? { unlessDone: true } : {}),
+        ...(o.params?.recorded ? { params: o.params.recorded } : {}),
+      };
+      const contendStart = performance.now();
+      const claim = await this.tryWin(ctx, attempt, policy, overlap);
+      const contendMs = performance.now() - contendStart;
+      // A queued fire's contention includes its wait for the previous run: not a lock latency.
+      const measured = policy === 'queue' ? null : contendMs;
+      if (!claim.won) {
+        const { runId, kind, reason } = claim;
+        o.events?.emit('fire:skipped', {
+          fire: this.ref,
+          runId,
+          kind,
+          reason,
+          contendMs: measured,
+        });
+        return { status: 'skipped', runId, kind, reason, contendMs };
+      }
+      const control = new RunControl(claim.runId, scheduledAt);
+      return await this.win({ ctx, claim, control, database, startAt, contendMs: measured });
+    } finally {
+      this.releasePlace();
+      if (this.local) o.runs.delete(this.local);
+      this.finished();
+    }
+  }
+
+  /**
+   * Contends (coordination/fire-protocol.ts). A contention that throws is told, and a claim the
+   * database did not take is kept for the backlog before the error goes on up.
+   */
+  private async tryWin(
+    ctx: FireContext,
+    attempt: Attempt,
+    policy: OverlapPolicy,
+    { runningHere, queueUntil }: LocalOverlap,
+  ): Promise<Contention> {
+    const { job, o } = this;
+    try {
+      return await contend(ctx, attempt, {
         overlap: policy,
         runningHere,
         queueUntil,
@@ -138,11 +238,11 @@ async function runFire(
       // command maps that to its exit code).
       const unrecorded = thrown instanceof ClaimNotRecordedError ? thrown : null;
       const err = unrecorded ? unrecorded.cause : thrown;
-      if (err instanceof ReadOnlyDatabaseError) notAttempted('read-only');
+      if (err instanceof ReadOnlyDatabaseError) this.notAttempted('read-only');
       // The session died while this fire was contended: like a fire that found no session.
-      else if (!ctx.lock.usable) notAttempted('session-lost', errorMessage(err));
+      else if (!ctx.lock.usable) this.notAttempted('session-lost', errorMessage(err));
       else {
-        notAttempted('error', errorMessage(err));
+        this.notAttempted('error', errorMessage(err));
         // Its lock session up, nothing else would ever record this fire: recorded `missed`
         // once the database takes it. (A lost session's fires are the look-back's, after the
         // reconnect: caught up, or missed.)
@@ -156,69 +256,249 @@ async function runFire(
       }
       throw err;
     }
-    const contendMs = performance.now() - contendStart;
-    // A queued fire's contention includes its wait for the previous run: not a lock latency.
-    const measured = policy === 'queue' ? null : contendMs;
-    if (!claim.won) {
-      const { runId, kind, reason } = claim;
-      o.events?.emit('fire:skipped', { fire, runId, kind, reason, contendMs: measured });
-      return { status: 'skipped', runId, kind, reason, contendMs };
-    }
+  }
 
-    let startedAt = 0;
-    const control = new RunControl(claim.runId, scheduledAt);
-    const onStarted = () => {
-      local = { job: job.name, scheduledAt, control, finished: whenFinished };
-      o.runs.add(local);
-      startedAt = performance.now();
-      const lagMs =
-        o.trigger === 'schedule' ? (ctx.now?.() ?? new Date()).getTime() - startAt.getTime() : null;
-      o.events?.emit('fire:won', {
-        fire,
-        runId: claim.runId,
-        jobPid: control.pid,
-        contendMs: measured,
-        lagMs,
-      });
-      // The session may have died between GET_LOCK and now (the claim runs on the pool): whoever
-      // stopped the runs of the lost session did not see this one, so it is aborted here.
-      if (!ctx.lock.usable) {
-        control.stop(
-          `lost: the runner's lock session ended while the run was being claimed ` +
-            `(${ctx.lock.lossReason ?? 'replaced'})`,
-          o.timings?.lostKillGraceMs ?? LOST_KILL_GRACE_MS,
-          'lost',
-        );
-      }
-      // A fire won while a stop begins is waited for like any other run: the daemon lets
-      // contention settle before it decides what to wait for and what to stop.
-      releasePlace();
-      contended();
-    };
-    let outcome: Extract<FireOutcome, { status: 'ran' }>;
+  /** The winner's part, told: `run:finished`, or what kept the run from completing. */
+  private async win(w: Win): Promise<Ran> {
+    let outcome: Ran;
     try {
-      outcome = await attemptAndRecord(ctx, job, fire, claim, control, onStarted, database, o);
+      outcome = await this.attemptAndRecord(w);
     } catch (err) {
-      if (local)
-        o.events?.emit('run:notCompleted', { fire, runId: claim.runId, error: errorMessage(err) });
+      const error = errorMessage(err);
+      if (this.local)
+        this.o.events?.emit('run:notCompleted', { fire: this.ref, runId: w.claim.runId, error });
       // Not started: like a contention that failed (the session may have died meanwhile).
-      else notAttempted(ctx.lock.usable ? 'error' : 'session-lost', errorMessage(err));
+      else this.notAttempted(w.ctx.lock.usable ? 'error' : 'session-lost', error);
       throw err;
     }
     const { result } = outcome;
-    o.events?.emit('run:finished', {
-      fire,
+    this.o.events?.emit('run:finished', {
+      fire: this.ref,
       runId: outcome.runId,
       status: result.status,
       exitCode: result.exitCode,
       attempts: outcome.attempts,
       error: result.error,
-      durationMs: startedAt ? performance.now() - startedAt : 0,
+      durationMs: this.startedAt ? performance.now() - this.startedAt : 0,
     });
     return outcome;
-  } finally {
-    releasePlace();
-    if (local) o.runs.delete(local);
-    finished();
   }
+
+  /** The attempts, the verdict, and the lock given back in `finally`. */
+  private async attemptAndRecord(w: Win): Promise<Ran> {
+    const { ctx: c, claim, control } = w;
+    const { job, o, ref } = this;
+    try {
+      const fire: FireInfo = {
+        job: job.name,
+        runId: claim.runId,
+        scheduledAt: ref.scheduledAt,
+        trigger: ref.trigger,
+        host: c.host,
+        attempt: 1,
+        worker: { slot: claim.slot, count: job.workers },
+        ...(o.params ? { params: o.params.given } : {}),
+      };
+      const { result, attempts } = await this.attemptRuns(w, fire);
+      // From here on the run is bookkeeping only: the next fire may wait for it (local-runs.ts).
+      control.markProcessesEnded();
+      const outcome: RunOutcome = {
+        status: result.status,
+        exitCode: result.exitCode,
+        error:
+          attempts > 1 && result.error ? `${result.error} (attempt ${attempts})` : result.error,
+        outputTail: result.outputTail,
+      };
+      if (job.notify) {
+        const scope = { namespace: c.namespace, subject: job.name, fire: ref.scheduledAt };
+        outcome.notices = {
+          scope: { ...scope, slot: claim.slot, rerun: o.rerun ?? 0 },
+          targets: eventTargets(job.notify),
+        };
+      }
+      // `finished_at` says when the run ended, in database time — not when the verdict reached
+      // the database, which can be much later (a lost run written after reconnecting, a verdict
+      // kept through a pool outage) or first by another runner.
+      const endedAt = c.lock.toDatabaseTime(result.endedAt);
+      if (endedAt) outcome.finishedAt = endedAt;
+      // A run that reads finished has all its output in (`baton logs --follow` stops there).
+      await o.output?.settle(claim.runId);
+      let recorded = false;
+      try {
+        recorded = await finishRun(c.pool, claim.runId, outcome);
+      } catch (err) {
+        if (!o.verdicts) throw err;
+        o.verdicts.keep(claim.runId, outcome);
+        o.events?.emit('verdict:kept', { fire: ref, runId: claim.runId, status: outcome.status });
+      }
+      return { status: 'ran', runId: claim.runId, result, attempts, recorded };
+    } catch (err) {
+      // The job could not be started or its verdict not written; leave no row `running` if the
+      // database still answers.
+      await finishRun(c.pool, claim.runId, {
+        status: 'failed',
+        exitCode: null,
+        error: `baton could not complete the run: ${errorMessage(err)}`,
+        outputTail: null,
+      }).catch(() => {});
+      throw err;
+    } finally {
+      o.output?.forget(claim.runId);
+      if (claim.lockName && c.lock.usable) await c.lock.release(claim.lockName).catch(() => {});
+    }
+  }
+
+  /**
+   * The run has started (its first attempt's process, pid known): it joins `LocalRuns`, `fire:won`
+   * is told, and the contention is over — its place given back, `contended` settled.
+   */
+  private started(w: Win): void {
+    const { ctx, claim, control } = w;
+    const o = this.o;
+    this.local = {
+      job: this.job.name,
+      scheduledAt: this.scheduledAt,
+      control,
+      finished: this.whenFinished,
+    };
+    o.runs.add(this.local);
+    this.startedAt = performance.now();
+    const lagMs =
+      o.trigger === 'schedule' ? (ctx.now?.() ?? new Date()).getTime() - w.startAt.getTime() : null;
+    o.events?.emit('fire:won', {
+      fire: this.ref,
+      runId: claim.runId,
+      jobPid: control.pid,
+      contendMs: w.contendMs,
+      lagMs,
+    });
+    // The session may have died between GET_LOCK and now (the claim runs on the pool): whoever
+    // stopped the runs of the lost session did not see this one, so it is aborted here.
+    if (!ctx.lock.usable) {
+      control.stop(
+        `lost: the runner's lock session ended while the run was being claimed ` +
+          `(${ctx.lock.lossReason ?? 'replaced'})`,
+        o.timings?.lostKillGraceMs ?? LOST_KILL_GRACE_MS,
+        'lost',
+      );
+    }
+    // A fire won while a stop begins is waited for like any other run: the daemon lets
+    // contention settle before it decides what to wait for and what to stop.
+    this.releasePlace();
+    this.settleContended();
+  }
+
+  private async attemptRuns(
+    w: Win,
+    fire: FireInfo,
+  ): Promise<{ result: JobResult; attempts: number }> {
+    const { ctx: c, control, database } = w;
+    const { job, o } = this;
+    const killGraceMs = o.timings?.killGraceMs ?? KILL_GRACE_MS;
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > 1) await recordAttempt(c.pool, fire.runId, attempt);
+      // Checked right before each spawn, not only once the process exists: a session lost while
+      // the fire was being claimed, or before a retry, starts nothing.
+      const cannotStart = whyNotStart(c, o, attempt);
+      if (cannotStart) return { result: cannotStart, attempts: attempt };
+      const run = startJob(
+        job,
+        { ...fire, attempt },
+        {
+          tee: o.tee ?? false,
+          database,
+          withholdEnv: o.withholdEnv ?? [],
+          lease: o.lease,
+          secrets: o.secrets,
+          output: this.outputSink(c, fire, attempt),
+          launchers: o.launchers,
+        },
+      );
+      // The spawner reports the job's pid a moment later; the run is "started" with its pid known.
+      await run.started;
+      control.attach(run);
+      if (attempt === 1) this.started(w);
+      // A timeout ends this attempt only (a retry may follow), so it stops the attempt directly
+      // rather than through `control`, whose stop is for good.
+      const timer =
+        job.timeoutMs != null
+          ? setTimeout(() => {
+              const limit = formatDuration(job.timeoutMs!);
+              void run.stop(`timeout: the run took longer than ${limit}`, killGraceMs, 'timeout');
+            }, job.timeoutMs)
+          : undefined;
+      let result: JobResult;
+      try {
+        result = await run.result;
+      } finally {
+        clearTimeout(timer);
+      }
+      if (control.stopRequested || !retryable(result) || attempt > job.retries) {
+        return { result, attempts: attempt };
+      }
+      await control.waitBeforeRetry(job.retryDelayMs);
+      if (control.stopRequested)
+        return { result: control.stoppedResult(result), attempts: attempt };
+    }
+  }
+
+  /**
+   * Where an attempt's output goes: the history (fire/output-writer.ts) and, with `output: {log:
+   * true}`, the runner's log line by line (fire/output-lines.ts). None with `output: {max: 0}`.
+   */
+  private outputSink(c: FireContext, fire: FireInfo, attempt: number): OutputSink | undefined {
+    const { job, o } = this;
+    if (!o.output || job.outputMaxBytes === 0) return undefined;
+    const stored = o.output.sink(
+      c.pool,
+      { runId: fire.runId, namespace: c.namespace, attempt },
+      job.outputMaxBytes,
+    );
+    if (!job.outputLog || !o.events) return stored;
+    const events = o.events;
+    const lines = new OutputLines();
+    const ref = this.ref;
+    return {
+      maxBytes: stored.maxBytes,
+      deliver(chunks, final) {
+        stored.deliver(chunks, final);
+        const out = [...lines.push(chunks), ...(final ? lines.end() : [])];
+        if (out.length > 0)
+          events.emit('run:output', { fire: ref, runId: fire.runId, attempt, lines: out });
+      },
+    };
+  }
+}
+
+/**
+ * Why the job must not be started now, if it must not, as the run's result: its lock session is
+ * gone, so its lock keeps nobody out any more (`lost`); or, before the first attempt, the fire's
+ * owner was asked to stop while the lock was being taken (`interrupted`: interruptBeforeStart).
+ * (The runs' lease is the spawner's and the watchdogs' to enforce: a runner that is checking is
+ * running, and its own lateness is no news about the session.)
+ */
+function whyNotStart(c: FireContext, o: FireOptions, attempt: number): JobResult | null {
+  if (!c.lock.usable) {
+    const why = `the runner's lock session ended before the job was started (${c.lock.lossReason ?? 'replaced'})`;
+    return notStarted('lost', why);
+  }
+  const interrupted = attempt === 1 ? (o.interruptBeforeStart?.() ?? null) : null;
+  return interrupted ? notStarted('interrupted', interrupted) : null;
+}
+
+function notStarted(status: 'lost' | 'interrupted', why: string): JobResult {
+  return {
+    status,
+    exitCode: null,
+    signal: null,
+    error: `${status}: not started: ${why}`,
+    outputTail: '',
+    endedAt: new Date(),
+  };
+}
+
+/** Whether a result is worth another attempt: the job's own failure, not a stop by the runner. */
+function retryable(result: JobResult): boolean {
+  // A handler that ignored its timeout may still be going: a retry would run the fire twice.
+  return !result.mayStillRun && (result.status === 'failed' || result.status === 'timeout');
 }

@@ -5,25 +5,26 @@
  * - Verdicts (the pool timed out, the server went away). The run is over and its lock released,
  *   but its row still says `running`: the verdict is written late, with the `finished_at` of when
  *   the run really ended.
- * - Fires whose claim could not be written (coordination/fire-claim.ts, `ClaimNotRecordedError`:
- *   a table lock, an ALTER, a backup's global read lock, an fsync stall; or a database clock that
- *   had not reached the fire). The runner held the job's lock and gave it back without running
- *   the job; with its lock session up, no look-back would ever mark the fire `missed`, so it is
- *   recorded here: a claim that did commit unseen is closed first (`abandonClaim`), then the fire
- *   gets a `missed` row of kind `not-claimed` that says why — in the fire key's `winner = 0`
- *   slot, and only while the fire has no winner, so a fire another runner recorded (won, or
- *   marked missed) is left as it is: the entry yields, and no fire gets a second row of either.
+ * - Fires whose claim could not be written (`ClaimNotRecordedError`,
+ *   coordination/fire-protocol.ts: a table lock, an ALTER, a backup's global read lock, an
+ *   fsync stall; or a database clock that had not reached the fire). The runner held the job's lock
+ *   and gave it back without running the job; with its lock session up, no look-back would ever
+ *   mark the fire `missed`, so it is recorded here: a claim that did commit unseen is closed first
+ *   (`abandonClaim`), then the fire gets a `missed` row of kind `not-claimed` that says why — in
+ *   the fire key's `winner = 0` slot, and only while the fire has no winner, so a fire another
+ *   runner recorded (won, or marked missed) is left as it is: the entry yields, and no fire gets a
+ *   second row of either.
  *
  * Kept in memory only: if this process dies first, the reaper of a surviving runner marks a
  * verdict's row `lost` (its lock session is gone), which is the truth as far as anyone can tell;
  * an unrecorded fire is then left as before, with the skips of the other runners naming this one.
  */
-import type { EventTargets } from '../config/event-targets.js';
-import type { UnrecordedClaim } from '../coordination/fire-claim.js';
+import type { EventTargets } from '../config/notify-targets.js';
+import type { UnrecordedClaim } from '../coordination/fire-protocol.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queryable } from '../store/deadline.js';
-import { abandonClaim, insertMissed } from '../store/fire-claims.js';
+import { abandonClaim, insertMissed } from '../store/fire-writes.js';
 import { finishRun, type RunOutcome } from '../store/run-verdicts.js';
 
 /** A fire contended but not recorded, and what its `missed` row says. */

@@ -16,9 +16,9 @@
  * is not counted when it ends (its row in the history is).
  */
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
-import type { RunnerEvents } from '../daemon/events.js';
+import type { RunnerEvents } from '../daemon/runner-events.js';
 import type { RunnerGauges } from '../daemon/health.js';
-import { NOT_ATTEMPTED_LABEL, type NotAttempted } from '../fire/events.js';
+import { NOT_ATTEMPTED_LABEL, type NotAttempted } from '../fire/fire-events.js';
 import { FINAL_STATUSES, type SkipKind } from '../run-status.js';
 import { registerJobGauges, type JobGaugeSource } from './job-gauges.js';
 import { registerNotifyGauges, type NotifyGaugeSource } from './notify-gauges.js';

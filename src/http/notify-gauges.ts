@@ -5,7 +5,7 @@
  * did (`baton_notifications_total{target, outcome}`, counted from its events).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { RunnerEvents } from '../daemon/events.js';
+import type { RunnerEvents } from '../daemon/runner-events.js';
 import type { Queryable } from '../store/deadline.js';
 import { outboxState, type OutboxState } from '../store/notification-reads.js';
 import { ScrapeCache } from './job-gauges.js';

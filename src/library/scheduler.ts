@@ -9,7 +9,7 @@
  * same fire protocol, fire key, history, registry, pause, catch-up, notifications and kill
  * requests, so `baton status/history/explain/kill` see a fleet of replicas as they see daemons.
  * What differs is where a job runs — its handler, in this process (execution/in-process.ts) — and
- * `baton run <job>`, which asks a replica to run it (run-requests.ts), since the CLI cannot.
+ * `baton run <job>`, which asks a replica to run it (run-request-watch.ts), since the CLI cannot.
  *
  * The lifecycle: `start()` connects (waiting while the database is unreachable, like a daemon)
  * and keeps the process alive while started — its lock session is an open connection, and a
@@ -36,7 +36,7 @@ import { DEFAULT_NAMESPACE } from '../config/defaults.js';
 import type { Config } from '../config/schema.js';
 import { startRun } from '../actions/run.js';
 import type { ManualStart } from '../fire/operator-fire.js';
-import { runnerEvents, type RunnerEvents } from '../daemon/events.js';
+import { runnerEvents, type RunnerEvents } from '../daemon/runner-events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
 import { resolveTimings, type PartialTimings } from '../daemon/timings.js';
 import { BatonError, ConfigError, UsageError } from '../errors.js';
@@ -54,7 +54,7 @@ import {
   type CodeSettings,
   type JobOptions,
 } from './job-options.js';
-import { watchRunRequests } from './run-requests.js';
+import { watchRunRequests } from './run-request-watch.js';
 
 /** A duration as in schedules.yaml (`'30s'`, `'2m'`) or milliseconds. */
 export type Duration = string | number;
@@ -139,7 +139,7 @@ function databaseTarget(o: SchedulerOptions): DatabaseTarget {
 }
 
 export class Scheduler {
-  /** What happens, typed as a daemon's (daemon/events.ts): subscribe before or after start. */
+  /** What happens, typed as a daemon's (daemon/runner-events.ts): subscribe before or after. */
   readonly events: RunnerEvents;
   /** The replica's Prometheus metrics, to mount on the application's own /metrics (after start). */
   readonly metrics: Registry;

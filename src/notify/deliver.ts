@@ -12,7 +12,7 @@ import { oneLine } from '../text.js';
 import { runCommand } from './command.js';
 import { sendEmail } from './email.js';
 import { failed } from './result.js';
-import { allTargetSecrets, targetSecrets } from '../config/target-secrets.js';
+import { allTargetSecrets, targetSecrets } from '../config/notify-target-secrets.js';
 import { redact } from './secrets.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 import { sendWebhook } from './webhook.js';

@@ -20,7 +20,7 @@ import { formatDuration } from '../config/duration.js';
 import { oneLine } from '../text.js';
 import { emailMessage } from './message.js';
 import { failed } from './result.js';
-import { smtpSecrets } from '../config/target-secrets.js';
+import { smtpSecrets } from '../config/notify-target-secrets.js';
 import { redact, resolveSecret } from './secrets.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';
 

@@ -4,7 +4,7 @@
  * errors end up in the outbox's `last_error`, in logs and on operators' screens. The targets
  * build their errors from fixed words, so `redact` is the second line of defence, for the text
  * of an unexpected error or of an SMTP server's reply. What a target's secrets are is said once,
- * in config/target-secrets.ts (its `errors` use).
+ * in config/notify-target-secrets.ts (its `errors` use).
  */
 import type { SecretSource } from '../config/schema.js';
 import type { EnvLookup } from './types.js';

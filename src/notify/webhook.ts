@@ -20,7 +20,7 @@ import { formatDuration } from '../config/duration.js';
 import type { NotifyTarget } from '../config/schema.js';
 import { version } from '../version.js';
 import { eventDocument, slackText } from './message.js';
-import { headerSecrets, urlSecrets } from '../config/target-secrets.js';
+import { headerSecrets, urlSecrets } from '../config/notify-target-secrets.js';
 import { redact, resolveSecret } from './secrets.js';
 import { failed } from './result.js';
 import type { DeliveryResult, EnvLookup, NotificationEvent } from './types.js';

@@ -4,7 +4,7 @@
  * AUTO_INCREMENT from the last row it replicated, so an id that the old primary gave a run whose
  * row was lost with the replication lag would be handed out again, to another run.
  *
- * So a runner that reaches a promoted server (daemon/link.ts), before it contends for any fire
+ * So a runner that reaches a promoted server (daemon/failover.ts), before it contends for any fire
  * there, moves the counter past every id the old primary can have handed out: to
  * MAX(id) + RUN_ID_GAP. It needs neither the ALTER privilege nor DDL: it inserts a placeholder row
  * with that explicit id and rolls the insert back. InnoDB's counter follows an explicit id at

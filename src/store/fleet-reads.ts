@@ -1,7 +1,7 @@
 /**
  * The reads behind `baton status`: the database's clock, the runs in progress, and per job its
  * latest success and its first history row. Read-only; the writes to these tables live in
- * fire-claims.ts and run-verdicts.ts (`baton_runs`: see runs.ts), runners.ts and pauses.ts.
+ * fire-writes.ts and run-verdicts.ts (`baton_runs`: see runs.ts), runners.ts and pauses.ts.
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';

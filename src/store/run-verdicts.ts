@@ -10,7 +10,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isLockConflictError } from '../errors.js';
 import { sessionLockSql } from '../lock-names.js';
 import type { FinalStatus } from '../run-status.js';
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import { Batcher, toBatchResult, type BatchResult } from './batcher.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { OWNER_ALIVE_SECONDS } from './runners.js';
@@ -33,7 +33,7 @@ export interface RunOutcome {
   notices?: RunNotices;
 }
 
-/** What a run's events are about, and whom each is told to (config/event-targets.ts). */
+/** What a run's events are about, and whom each is told to (config/notify-targets.ts). */
 export interface RunNotices {
   scope: NoticeScope;
   targets: EventTargets;

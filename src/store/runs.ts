@@ -25,7 +25,7 @@
  * # The life of a row
  *
  *                claim   INSERT … WHERE NOW(3) >= scheduled_at
- *                        fire-claims.ts:claimFires ← coordination/fire-protocol.ts
+ *                        fire-writes.ts:claimFires ← coordination/fire-protocol.ts
  *                        (a duplicate key: that slot is `taken`; the claimer tries its next
  *                        slot, or writes a skip)
  *                                   │
@@ -39,27 +39,27 @@
  *     ▼          ▼          ▼              ▼             ▼          ▼
  *   done      failed     timeout      interrupted      lost      killed
  *
- *   finishRun      run-verdicts.ts ← fire/winner-run.ts as the run ends (any of the five), and
+ *   finishRun      run-verdicts.ts ← fire/run-fire.ts as the run ends (any of the five), and
  *                  fire/verdict-backlog.ts for a verdict kept through an outage, written late.
  *   markLost       run-verdicts.ts ← coordination/reaper.ts (the daemon's reaper timer, and a
  *                  winner about to claim the job's next fire): its runner is gone. → lost.
- *   abandonClaim   fire-claims.ts ← coordination/fire-claim.ts: a claim whose answer was lost
- *                  (it may have committed). → failed.
- *   recordAttempt  run-verdicts.ts ← fire/winner-run.ts before each retry; the row stays running.
+ *   abandonClaim   fire-writes.ts ← coordination/fire-protocol.ts: a claim whose answer
+ *                  was lost (it may have committed). → failed.
+ *   recordAttempt  run-verdicts.ts ← fire/run-fire.ts before each retry; the row stays running.
  *   requestKill    kill-requests.ts ← actions/kill.ts (`baton kill`, any host): the `kill_*`
  *                  columns; the row stays running until its owner (fire/kill-watch.ts) stops the
  *                  run and finishRun writes `killed`.
  *
  *   (insert) ──▶ skipped   winner NULL, `reason` and `reason_kind` (the skip's kind, when the
- *                          caller names it): insertSkips (fire-claims.ts)
+ *                          caller names it): insertSkips (fire-writes.ts)
  *                          ← coordination/fire-protocol.ts, through FireBatches.skip.
- *   (insert) ──▶ missed    winner 0, `reason_kind` 'not-run': insertMissed (fire-claims.ts)
+ *   (insert) ──▶ missed    winner 0, `reason_kind` 'not-run': insertMissed (fire-writes.ts)
  *                          ← daemon/recovery.ts, in its look-back after (re)connecting;
  *                          'in-doubt' ← daemon/in-doubt.ts after a failover; 'not-claimed' (only
  *                          while the fire has no winner) ← fire/verdict-backlog.ts, for a fire
  *                          whose claim the database did not take.
- *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention.ts, `baton prune`;
- *                          never a `running` row.
+ *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention-schedule.ts and
+ *                          `baton prune`; never a `running` row.
  *
  * Every change of a `running` row is conditional on `status = 'running'`: whoever writes the
  * verdict first wins (the runner, a reaper, an abandoned claim) and nobody overwrites it.
@@ -76,7 +76,7 @@
  *
  * # Who touches it
  *
- * Writes: fire-claims.ts (every INSERT, and abandonClaim), run-verdicts.ts (the verdicts, the
+ * Writes: fire-writes.ts (every INSERT, and abandonClaim), run-verdicts.ts (the verdicts, the
  * attempt count, `lost`), kill-requests.ts (a kill request); once, migration 0007 (`reason_kind` on the rows older than the column).
  * Deletes: prune.ts only. Reads: fire-reads.ts (those the fire protocol
  * and recovery ask), history-reads.ts (history, show, explain), dashboard-reads.ts,

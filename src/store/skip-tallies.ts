@@ -17,7 +17,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
-import type { Skip } from './fire-claims.js';
+import type { Skip } from './fire-writes.js';
 
 /** The tallies' bucket: an hour of fires. A day of a job is 24 rows per runner and kind. */
 export const TALLY_PERIOD_MS = 3_600_000;

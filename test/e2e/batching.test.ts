@@ -1,5 +1,5 @@
 /**
- * Claims of many fires in one statement (store/fire-claims.ts), by two runners over the same fire
+ * Claims of many fires in one statement (store/fire-writes.ts), by two runners over the same fire
  * keys on a server that interleaves multi-row inserts: it needs a private server started with
  * `--innodb-autoinc-lock-mode=2`. The other batching tests, the runners' among them, run in the
  * test process: in-process/batching.test.ts.
@@ -10,7 +10,7 @@ import { openPool } from '../../src/store/connect.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';
-import { claimFires, type Claim } from '../../src/store/fire-claims.js';
+import { claimFires, type Claim } from '../../src/store/fire-writes.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';
 
 describe('claims of two runners over the same fire keys, interleaved autoinc locking', () => {

@@ -218,7 +218,7 @@ describe('library mode: the example app as three replicas', () => {
       (await runsOf('slow')).find((r) => r.status === 'running'),
     );
     // The row is running from its claim; the handler is called a moment later. A session lost
-    // in between is a run never started ('lost: not started', fire/winner-run.ts), with no
+    // in between is a run never started ('lost: not started', fire/run-fire.ts), with no
     // handler to abort: kill the session once the handler has been called.
     await replicas
       .get(running.host)!

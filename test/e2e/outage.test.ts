@@ -20,7 +20,7 @@ import {
 import { migrateDatabase } from '../../src/store/migrate.js';
 import { openPool } from '../../src/store/connect.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import { insertMissed } from '../../src/store/fire-claims.js';
+import { insertMissed } from '../../src/store/fire-writes.js';
 import { byFire, createTestDatabase, queryFresh, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { startPrivateServer, type PrivateServer } from '../helpers/private-server.js';

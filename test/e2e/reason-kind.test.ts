@@ -5,7 +5,7 @@
  */
 import mysql, { type ResultSetHeader } from 'mysql2/promise';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { insertMissed, insertSkips } from '../../src/store/fire-claims.js';
+import { insertMissed, insertSkips } from '../../src/store/fire-writes.js';
 import { findRun, listRuns } from '../../src/store/history-reads.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { pausedReason, type Pause } from '../../src/store/pauses.js';

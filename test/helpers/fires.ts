@@ -9,7 +9,7 @@
  *     history, and not have ended before the fire's instant;
  *   - `lock-being-released`: the fire met the lock of an earlier run that had ended (its
  *     verdict written, its RELEASE_LOCK on the way) and still found it held after asking again
- *     for LOCK_PASSING_WAIT_MS (1 s: coordination/fire-claim.ts, issue 15's fix), so every
+ *     for LOCK_PASSING_WAIT_MS (1 s: coordination/fire-protocol.ts, issue 15's fix), so every
  *     runner skipped it ("this fire is being claimed by H", "another run held the lock at this
  *     instant"); an earlier run of the job must have ended within a second of the instant, or
  *     the holder named must have been still claiming an earlier fire then (it won it, and its run

@@ -5,10 +5,10 @@
  * (test/README.md). The jobs are still real processes (each runner's spawner starts them), so the
  * ground-truth judges (ground-truth.ts: the jobs' journal and their flock) judge them as before.
  *
- * What a test waits for is an event the runner reports (`fire:won`, `run:finished`, `lock:lost`,
- * … : src/daemon/events.ts), or a log line, never a sleep. What needs a process boundary — kill -9,
- * SIGSTOP, libfaketime, network namespaces, a runner's exit code — stays in the process tier
- * (fleet.ts, cli.ts).
+ * What a test waits for is an event the runner reports (`fire:won`, `run:finished`, `lock:lost`, …
+ * : src/daemon/runner-events.ts), or a log line, never a sleep. What needs a process boundary —
+ * kill -9, SIGSTOP, libfaketime, network namespaces, a runner's exit code — stays in the process
+ * tier (fleet.ts, cli.ts).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Writable } from 'node:stream';
@@ -16,7 +16,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { loadConfig } from '../../src/config/load.js';
-import type { RunnerEventMap } from '../../src/daemon/events.js';
+import type { RunnerEventMap } from '../../src/daemon/runner-events.js';
 import { Runner, type RunnerOptions } from '../../src/daemon/runner.js';
 import { waitForLogLine, type LogLine } from './cli.js';
 import { createTestDatabase, type TestDatabase } from './db.js';

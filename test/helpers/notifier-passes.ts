@@ -2,7 +2,7 @@
  * The passes of in-process runners' notifiers (src/daemon/notifier.ts), for the negative checks
  * of notification tests ("told once", "no repeat"): such a check waits for a few more passes of
  * every live notifier — each of which would have delivered a repeat — instead of a sleep. A
- * runner reports each pass it ends as the event `notify:pass` (src/daemon/events.ts).
+ * runner reports each pass it ends as the event `notify:pass` (src/daemon/runner-events.ts).
  */
 import type { InProcessRunner } from './in-process-fleet.js';
 import { waitFor } from './wait.js';

@@ -16,7 +16,7 @@ import { jobLockName } from '../../src/lock-names.js';
 import { openPool } from '../../src/store/connect.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { DeadlinePool, type Queryable } from '../../src/store/deadline.js';
-import { claimFires, insertSkips, type Claim } from '../../src/store/fire-claims.js';
+import { claimFires, insertSkips, type Claim } from '../../src/store/fire-writes.js';
 import type { Attempt } from '../../src/store/runs.js';
 import { finishRun, type RunOutcome } from '../../src/store/run-verdicts.js';
 import { writeSchedule } from '../helpers/cli.js';

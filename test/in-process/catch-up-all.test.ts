@@ -15,7 +15,7 @@
  * told apart by `runnerScope`) comes only once its pass over `hourly-import` is done.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FireRef } from '../../src/fire/events.js';
+import type { FireRef } from '../../src/fire/fire-events.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { byFire, queryFresh, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';

@@ -13,7 +13,7 @@
 import { describe, expect, it } from 'vitest';
 import { firstAsker } from '../../src/coordination/first-asker.js';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
-import type { FireRef } from '../../src/fire/events.js';
+import type { FireRef } from '../../src/fire/fire-events.js';
 import { openPool } from '../../src/store/connect.js';
 import { DeadlinePool } from '../../src/store/deadline.js';
 import { migrateDatabase } from '../../src/store/migrate.js';

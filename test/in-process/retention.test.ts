@@ -1,6 +1,6 @@
 /**
- * Retention in the daemon (`retention:`, src/daemon/retention.ts), in the test process; the
- * `baton prune` command, its output and exit codes, is e2e/retention.test.ts.
+ * Retention in the daemon (`retention:`, src/daemon/retention-schedule.ts), in the test process;
+ * the `baton prune` command, its output and exit codes, is e2e/retention.test.ts.
  *
  * - `RetentionSchedule` on its own: it prunes soon after start and again at every interval,
  *   yields to whoever holds the namespace's prune lock, gives the lock back, prunes nothing once
@@ -20,7 +20,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl } from '../../src/config/database-url.js';
 import { loadConfig } from '../../src/config/load.js';
-import { RetentionSchedule } from '../../src/daemon/retention.js';
+import { RetentionSchedule } from '../../src/daemon/retention-schedule.js';
 import { pruneLockName } from '../../src/lock-names.js';
 import { openPool } from '../../src/store/connect.js';
 import { DeadlinePool } from '../../src/store/deadline.js';

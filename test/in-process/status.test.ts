@@ -45,7 +45,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import type { RunnerEventMap } from '../../src/daemon/events.js';
+import type { RunnerEventMap } from '../../src/daemon/runner-events.js';
 import {
   HOSTS_BEFORE_ROWS,
   HOSTS_BEFORE_SQL,

@@ -2,18 +2,7 @@
  * The guarantee mutants (see mutant.ts): the regressions baton must never ship, each with the
  * tests that catch it. Listed, with their killers, in test/README.md (`npm run mutants -- --list`).
  */
-import type { Edit, Mutant } from './mutant.js';
-
-/**
- * Hands the run's lock name down to `attemptRuns`, as `options.heldLock`: the mutants that give
- * the lock back too early need it there.
- */
-const PASS_HELD_LOCK: Edit = {
-  file: 'src/fire/winner-run.ts',
-  find: 'await attemptRuns(c, job, fire, control, onStarted, database, o);',
-  replace:
-    'await attemptRuns(c, job, fire, control, onStarted, database, { ...o, heldLock: claim.lockName } as FireOptions);',
-};
+import type { Mutant } from './mutant.js';
 
 export const MUTANTS: readonly Mutant[] = [
   {
@@ -53,14 +42,12 @@ export const MUTANTS: readonly Mutant[] = [
       "A timed-out run gives its job's lock back when the timeout fires, before its stopped " +
       'process has exited (one that ignores SIGTERM lives on for the kill grace).',
     edits: [
-      PASS_HELD_LOCK,
       {
-        file: 'src/fire/winner-run.ts',
+        file: 'src/fire/run-fire.ts',
         find: "void run.stop(`timeout: the run took longer than ${limit}`, killGraceMs, 'timeout');",
         replace:
           "void run.stop(`timeout: the run took longer than ${limit}`, killGraceMs, 'timeout');\n" +
-          '            const held = (o as { heldLock?: string | null }).heldLock;\n' +
-          '            if (held) void c.lock.release(held);',
+          '            if (w.claim.lockName) void c.lock.release(w.claim.lockName);',
       },
     ],
     killers: [
@@ -182,12 +169,12 @@ export const MUTANTS: readonly Mutant[] = [
       'scheduled_at`): a runner whose estimate of that clock is off starts the run early.',
     edits: [
       {
-        file: 'src/store/fire-claims.ts',
+        file: 'src/store/fire-writes.ts',
         find: "WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,",
         replace: "WHERE ? IS NOT NULL ${a.unlessDone ? NOT_DONE : ''}`,",
       },
       {
-        file: 'src/store/fire-claims.ts',
+        file: 'src/store/fire-writes.ts',
         find: 'WHERE NOW(3) >= f.scheduled_at`,',
         replace: 'WHERE f.scheduled_at IS NOT NULL`,',
       },
@@ -269,14 +256,12 @@ export const MUTANTS: readonly Mutant[] = [
     guarantee: 'no-overlap',
     what: "A run waiting to retry gives its job's lock back: another runner starts the job meanwhile.",
     edits: [
-      PASS_HELD_LOCK,
       {
-        file: 'src/fire/winner-run.ts',
-        find: '    await control.waitBeforeRetry(job.retryDelayMs);',
+        file: 'src/fire/run-fire.ts',
+        find: '      await control.waitBeforeRetry(job.retryDelayMs);',
         replace:
-          '    const held = (o as { heldLock?: string | null }).heldLock;\n' +
-          '    if (held) await c.lock.release(held);\n' +
-          '    await control.waitBeforeRetry(job.retryDelayMs);',
+          '      if (w.claim.lockName) await c.lock.release(w.claim.lockName);\n' +
+          '      await control.waitBeforeRetry(job.retryDelayMs);',
       },
     ],
     killers: [
@@ -333,8 +318,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/run-fire.ts',
-        find: 'if (local) o.runs.delete(local);',
-        replace: 'void local;',
+        find: 'if (this.local) o.runs.delete(this.local);',
+        replace: 'void this.local;',
       },
     ],
     killers: [
@@ -642,7 +627,7 @@ export const MUTANTS: readonly Mutant[] = [
       'it was being claimed starts its job, which is only aborted once it runs.',
     edits: [
       {
-        file: 'src/fire/winner-run.ts',
+        file: 'src/fire/run-fire.ts',
         find: 'if (!c.lock.usable) {',
         replace: 'if ((() => false)()) {',
       },
@@ -705,7 +690,7 @@ export const MUTANTS: readonly Mutant[] = [
       'up, so they run twice.',
     edits: [
       {
-        file: 'src/daemon/link.ts',
+        file: 'src/daemon/failover.ts',
         find: 'this.server != null && this.server !== facts.identity',
         replace: 'this.server != null && this.server === "" + facts.identity.length',
       },

@@ -5,7 +5,7 @@
  * per-job timestamps are absent until the history was read. The exposition passes promtool.
  */
 import { describe, expect, it } from 'vitest';
-import type { RunnerEventMap } from '../../src/daemon/events.js';
+import type { RunnerEventMap } from '../../src/daemon/runner-events.js';
 import { Events } from '../../src/events.js';
 import { RunnerMetrics, type MetricsSource } from '../../src/http/metrics.js';
 import { parseSchedule } from '../../src/schedule/cron.js';

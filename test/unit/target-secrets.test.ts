@@ -1,11 +1,11 @@
 /**
  * What of a notification target a job's kept output and a delivery's errors may not show
- * (src/config/target-secrets.ts): in the output, the secret parts, not the words a job prints
- * every day; in errors, everything that could be one.
+ * (src/config/notify-target-secrets.ts): in the output, the secret parts, not the words a job
+ * prints every day; in errors, everything that could be one.
  */
 import { describe, expect, it } from 'vitest';
 import type { NotifyTarget } from '../../src/config/schema.js';
-import { allTargetSecrets, targetSecrets } from '../../src/config/target-secrets.js';
+import { allTargetSecrets, targetSecrets } from '../../src/config/notify-target-secrets.js';
 import { maskText } from '../../src/execution/secret-mask.js';
 
 const targets: Record<string, NotifyTarget> = {

@@ -30,7 +30,7 @@ import {
 } from '../options.js';
 import { withAuditTable } from '../audit-view.js';
 import { optionalConfig } from '../config-options.js';
-import { eventTargets } from '../../config/event-targets.js';
+import { eventTargets } from '../../config/notify-targets.js';
 
 interface KillArgs extends CommonArgs {
   runId: string;

@@ -1,8 +1,8 @@
 /**
- * The writes that put a row into `baton_runs` (its life is drawn in runs.ts): the winner's claim,
- * which carries the one-winner guarantee, and the rows of fires a runner did not run — its skips,
- * and the `missed` mark of a fire nobody attempted. Plus `abandonClaim`, which closes a claim whose
- * answer was lost.
+ * The writes that put a row into `baton_runs` at a fire (its life is drawn in runs.ts; the fire's
+ * reads are in fire-reads.ts): the winner's claim, which carries the one-winner guarantee, and the
+ * rows of fires a runner did not run — its skips, and the `missed` mark of a fire nobody
+ * attempted. Plus `abandonClaim`, which closes a claim whose answer was lost.
  *
  * The claim is one INSERT that the unique fire key `(namespace, job, scheduled_at, rerun, winner)`
  * decides (`rerun`: the fire's generation, 0 but for a re-run — docs/history.md, "Re-runs"): whoever inserts a slot of a fire first has won it, and every later insert of that
@@ -13,7 +13,7 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isDuplicateKeyError, isLockConflictError } from '../errors.js';
 import { truncate } from '../text.js';
-import type { EventTargets } from '../config/event-targets.js';
+import type { EventTargets } from '../config/notify-targets.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { enqueueNotices } from './notifications.js';
 import { winnersOfFires } from './fire-reads.js';

@@ -77,5 +77,5 @@ export interface FireEventMap {
   'verdict:kept': { fire: FireRef; runId: number; status: FinalStatus };
 }
 
-/** The pipeline only tells; the daemon's map (daemon/events.ts) is a superset of this one. */
+/** The pipeline only tells; the daemon's map (daemon/runner-events.ts) is a superset of it. */
 export type FireEvents = Emitter<FireEventMap>;

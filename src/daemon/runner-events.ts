@@ -1,10 +1,10 @@
 /**
- * What a runner reports as it goes: the events of its fires (fire/events.ts) and its own — the
+ * What a runner reports as it goes: the events of its fires (fire/fire-events.ts) and its own — the
  * loop, the lock session, the database's mode, the clock. Logging (`log-events.ts`) and the
  * metrics (`http/metrics.ts`) subscribe; nothing in the runner waits on a listener.
  */
 import { Events } from '../events.js';
-import type { FireEventMap } from '../fire/events.js';
+import type { FireEventMap } from '../fire/fire-events.js';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../errors.js';
 
