@@ -6,6 +6,7 @@
  */
 import os from 'node:os';
 import { UsageError } from './errors.js';
+import { characterCount } from './text.js';
 
 /** Why an action was taken: `baton_audit.reason`, `baton_pauses.reason` and a kill's are VARCHAR(512). */
 export const REASON_MAX = 512;
@@ -16,9 +17,10 @@ export const REASON_MAX = 512;
  */
 export function checkedReason(value: unknown): string | null {
   const reason = value != null ? String(value).trim() || null : null;
-  if (reason != null && reason.length > REASON_MAX) {
+  const length = reason == null ? 0 : characterCount(reason);
+  if (length > REASON_MAX) {
     throw new UsageError(
-      `--reason is ${reason.length} characters long, more than ${REASON_MAX}: say it shorter`,
+      `--reason is ${length} characters long, more than ${REASON_MAX}: say it shorter`,
     );
   }
   if (reason != null && hasControlCharacter(reason)) {
@@ -30,13 +32,18 @@ export function checkedReason(value: unknown): string | null {
 }
 
 /**
- * Whether a reason holds a control character (tab aside): refused wherever a reason comes in, as
- * `status`, `audit` and the dashboard print reasons to other operators' terminals and pages,
- * where a newline breaks a table and an escape sequence rewrites the screen.
+ * Whether a reason holds a control character (tab aside), a Unicode line break or a bidi
+ * control: refused wherever a reason comes in, as `status`, `audit` and the dashboard print
+ * reasons to other operators' terminals and pages, where a newline breaks a table, an escape
+ * sequence rewrites the screen and U+202E shows the text reversed.
  */
 export function hasControlCharacter(text: string): boolean {
+  // C0 and C1 controls but tab; the line and paragraph separators; the bidi embeddings,
+  // overrides and isolates.
   // eslint-disable-next-line no-control-regex
-  return /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/.test(text);
+  return /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(
+    text,
+  );
 }
 
 /** The operator's name, as the audit records it. */

@@ -4,16 +4,31 @@
  */
 
 /**
- * `text` cut to at most `max` UTF-16 code units, ending in '…' when cut — never inside a
- * surrogate pair, whose lone half the database would store as U+FFFD. For the one-line columns
- * of the history (`error`, `reason`) that hold text from jobs and host names.
+ * `text` cut to at most `max` characters (code points, as a VARCHAR(max) of utf8mb4 counts
+ * them), ending in '…' when cut — never inside a surrogate pair, whose lone half the database
+ * would store as U+FFFD. For the one-line columns of the history (`error`, `reason`) that hold
+ * text from jobs, operators and host names.
  */
 export function truncate(text: string, max: number): string {
+  // Fewer code units than `max`: fewer characters too.
   if (text.length <= max) return text;
-  let end = max - 1;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  return `${text.slice(0, end)}…`;
+  let count = 0;
+  let cut = 0;
+  let at = 0;
+  for (const character of text) {
+    count++;
+    // Where the max-th character starts: the end of the first max − 1, before the '…'.
+    if (count === max) cut = at;
+    if (count > max) return `${text.slice(0, cut)}…`;
+    at += character.length;
+  }
+  return text;
+}
+
+/** How many characters (code points) `text` has: what a VARCHAR's length counts. */
+export function characterCount(text: string): number {
+  // Each low surrogate that follows a high one is the second half of one character.
+  return text.length - (text.match(/[\ud800-\udbff][\udc00-\udfff]/g)?.length ?? 0);
 }
 
 /** `s` on one line (runs of white space become one space), cut to `max` with '…'. */

@@ -56,3 +56,29 @@ export function firesBetween(job: JobDefinition, from: Date, to: Date, limit: nu
   }
   return fires;
 }
+
+/** Fires listed between two turns of the event loop (`firesBetweenYielding`). */
+const FIRES_PER_TURN = 1_000;
+
+/**
+ * `firesBetween` for a process that must go on meanwhile (a runner: its heartbeat, its fires):
+ * the same fires, listed FIRES_PER_TURN at a time with a turn of the event loop between, as a
+ * long range takes croner some 100 µs a fire.
+ */
+export async function firesBetweenYielding(
+  job: JobDefinition,
+  from: Date,
+  to: Date,
+  limit: number,
+): Promise<Date[]> {
+  const fires: Date[] = [];
+  let after = new Date(from.getTime() - 1);
+  while (fires.length <= limit) {
+    const chunk = firesBetween(job, new Date(after.getTime() + 1), to, FIRES_PER_TURN - 1);
+    fires.push(...chunk);
+    if (chunk.length < FIRES_PER_TURN) break;
+    after = chunk.at(-1)!;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return fires.slice(0, limit + 1);
+}

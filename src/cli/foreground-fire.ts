@@ -228,7 +228,7 @@ export class ForegroundSession implements OperatorFires {
     // Handled by whoever awaits it; never an unhandled rejection when only `started` is.
     outcome.catch(() => {});
     return {
-      started: fire.contended.then(() => manualStartOf(f, this.runs, outcome)),
+      started: fire.contended.then(() => manualStartOf(f, fire.startedRunId, outcome)),
       outcome,
     };
   }

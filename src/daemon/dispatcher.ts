@@ -228,13 +228,17 @@ export class Dispatcher {
     // Behind a fire still contending here (a `queue` fire may wait until the next fire) the
     // request would hang that long: the job is busy now.
     if (this.contending.has(job.name)) {
+      const reason = `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`;
+      // A skip like one for a run going on: a backfill tries the fire again (actions/backfill.ts).
       return {
-        started: Promise.resolve({
-          status: 'busy',
+        started: Promise.resolve({ status: 'busy', runId: null, reason }),
+        outcome: Promise.resolve({
+          status: 'skipped',
           runId: null,
-          reason: `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`,
+          kind: 'overlap',
+          reason,
+          contendMs: 0,
         }),
-        outcome: Promise.resolve(null),
       };
     }
     const contended = this.chain(job.name, () =>
@@ -248,7 +252,7 @@ export class Dispatcher {
     const outcome = contended.then((c) => c?.outcome ?? null);
     const started = contended.then((c): Promise<ManualStart> | ManualStart =>
       c
-        ? manualStartOf(f, this.o.runs, outcome)
+        ? manualStartOf(f, c.startedRunId, outcome)
         : { status: 'not-run', reason: 'the runner is stopping' },
     );
     return { started, outcome };
@@ -285,7 +289,7 @@ export class Dispatcher {
     scheduledAt: Date,
     trigger: Trigger,
     o: FireAsked = {},
-  ): Promise<{ outcome: Promise<FireOutcome | null> } | null> {
+  ): Promise<{ outcome: Promise<FireOutcome | null>; startedRunId: () => number | null } | null> {
     const manual = o.manual === true;
     const { signal, events } = this.o;
     if (signal.aborted) return null;
@@ -325,7 +329,7 @@ export class Dispatcher {
     this.inflight.add(outcome);
     void outcome.finally(() => this.inflight.delete(outcome));
     await handle.contended;
-    return { outcome };
+    return { outcome, startedRunId: handle.startedRunId };
   }
 }
 

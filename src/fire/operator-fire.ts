@@ -12,7 +12,6 @@
 import type { JobDefinition } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
-import type { LocalRuns } from './local-runs.js';
 
 export interface OperatorFire {
   /** The job as this run starts it (manual parameters applied: run-params.ts). */
@@ -76,21 +75,18 @@ export interface OperatorFires {
 }
 
 /**
- * What a fire's start was once it is contended: the run among `runs`, else its outcome (whose
- * rejection, nothing run, is the start's).
+ * What a fire's start was once it is contended: its own run if it started (`startedRunId`: the
+ * fire handle's, never another run of the same instant), else its outcome (whose rejection,
+ * nothing run, is the start's).
  */
 export async function manualStartOf(
-  f: Pick<OperatorFire, 'job' | 'at'>,
-  runs: LocalRuns,
+  f: Pick<OperatorFire, 'at'>,
+  startedRunId: () => number | null,
   outcome: Promise<FireOutcome | null>,
 ): Promise<ManualStart> {
-  // Started: the run is among the local runs from the moment its contention settles (it may
-  // go on for hours).
-  for (const run of runs) {
-    if (run.job === f.job.name && run.scheduledAt.getTime() === f.at.getTime()) {
-      return { status: 'started', runId: run.control.runId, scheduledAt: f.at };
-    }
-  }
+  // Started: it may go on for hours; the answer is not its end.
+  const runId = startedRunId();
+  if (runId != null) return { status: 'started', runId, scheduledAt: f.at };
   const over = await outcome;
   switch (over?.status) {
     case 'ran':

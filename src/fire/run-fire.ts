@@ -58,6 +58,11 @@ export type { FireOptions, FireOutcome } from './fire-types.js';
 export interface FireHandle {
   contended: Promise<void>;
   outcome: Promise<FireOutcome>;
+  /**
+   * This fire's own run, once it has started (by `contended`): its row's id; null while it has
+   * not (or never will). Not another run of the same instant (a re-run's generation 0).
+   */
+  startedRunId(): number | null;
 }
 
 /**
@@ -67,7 +72,11 @@ export interface FireHandle {
  */
 export function startFire(job: JobDefinition, scheduledAt: Date, o: FireOptions): FireHandle {
   const fire = new Fire(job, scheduledAt, o);
-  return { contended: fire.contended, outcome: fire.run() };
+  return {
+    contended: fire.contended,
+    outcome: fire.run(),
+    startedRunId: () => fire.startedRunId,
+  };
 }
 
 type Ran = Extract<FireOutcome, { status: 'ran' }>;
@@ -95,6 +104,11 @@ class Fire {
   private place: (() => void) | null = null;
   /** The run once started, in `LocalRuns` until the fire is over. */
   private local: LocalRun | null = null;
+
+  /** The run's id once it has started (see FireHandle). */
+  get startedRunId(): number | null {
+    return this.local?.control.runId ?? null;
+  }
   private startedAt = 0;
   /** Settles `whenFinished`, which `LocalRuns` (a queued next fire, a lost session) waits on. */
   private finished!: () => void;

@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { parseDuration } from '../config/duration.js';
 import { errorMessage } from '../errors.js';
 import { hasControlCharacter, REASON_MAX } from '../operator.js';
+import { characterCount } from '../text.js';
 import type { Logger } from '../log.js';
 import { namedToken, presentedCredential, sameSecret } from './auth.js';
 import { RateLimiter } from './rate-limit.js';
@@ -46,7 +47,8 @@ const reasonBody = z
   .object({
     reason: z
       .string()
-      .max(REASON_MAX, `longer than ${REASON_MAX} characters`)
+      // Characters (code points), as the CLI and the VARCHAR(512) columns count them.
+      .refine((r) => characterCount(r) <= REASON_MAX, `longer than ${REASON_MAX} characters`)
       .refine((r) => !hasControlCharacter(r), 'contains a control character: say it on one line')
       .optional(),
   })

@@ -305,3 +305,22 @@ export async function winnersOfFires(
   );
   return rows.map(toRun);
 }
+
+/**
+ * The winning rows (every generation) of one job's fires in [from, to]: a backfill's preview of
+ * its range (actions/backfill.ts) in one range read of the fire key, however many fires.
+ */
+export async function winnersOfJobBetween(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  from: Date,
+  to: Date,
+): Promise<Run[]> {
+  const [rows] = await db.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at BETWEEN ? AND ? AND winner >= 1`,
+    [namespace, job, from, to],
+  );
+  return rows.map(toRun);
+}

@@ -38,7 +38,8 @@ const FLOOD = 'flood-token-0123456789abcdef';
 const CALM = 'calm-token-0123456789abcdef0';
 const PROBE = 'probe-token-0123456789abcdef';
 const STEER = 'steer-token-0123456789abcdef';
-const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE, STEER];
+const DRILL = 'drill-token-0123456789abcdef';
+const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE, STEER, DRILL];
 
 function tokensFile(text: string): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-tokens-')), 'write-tokens');
@@ -64,10 +65,18 @@ jobs:
     schedule: "* * * * *"
     enabled: false
     command: ["true"]
+  sheet:
+    schedule: "* * * * *"
+    enabled: false
+    command: ["sleep", "0.3"]
+  lag:
+    schedule: "* * * * *"
+    enabled: false
+    command: ["sleep", "3"]
 `);
   const file = tokensFile(
     `# who may write\nalice:${ALICE}\n\nflood:${FLOOD}\ncalm:${CALM}\nprobe:${PROBE}\n` +
-      `steer:${STEER}\n`,
+      `steer:${STEER}\ndrill:${DRILL}\n`,
   );
   tokens = file;
   ports = [await freePort(), await freePort()];
@@ -582,6 +591,76 @@ describe('backfill through the API', () => {
     } finally {
       await other.drop();
     }
+  });
+});
+
+describe('what a runner serving the API must survive (the attack on the actions)', () => {
+  it('a backfill of years is refused without walking them: the run going on is not lost meanwhile', async () => {
+    const run = await post('/api/jobs/slow/run', { token: DRILL });
+    expect(run.status, JSON.stringify(run.body)).toBe(202);
+    const refused = await post('/api/jobs/minutely/backfill', {
+      token: DRILL,
+      body: { from: '2000-01-01T00:00:00Z', to: new Date(Date.now() - 3_600_000).toISOString() },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error?.message).toContain('has more than 10000 fires of minutely');
+    // Once, listing the range to count it stalled the runner past its lease: its run was lost.
+    const [row] = await waitFor('the run to end', async () => {
+      const rows = await fleet.db.query<{ status: string; error: string | null }>(
+        'SELECT status, error FROM baton_runs WHERE id = ?',
+        [run.body.runId],
+      );
+      return rows[0]?.status !== 'running' ? rows : undefined;
+    });
+    expect(row).toEqual({ status: 'done', error: null });
+  });
+
+  it('two backfills of one range on one runner both complete, each fire run once', async () => {
+    const now = Date.now();
+    const body = {
+      from: new Date(now - 4 * 60_000 + 1_000).toISOString(),
+      to: new Date(now - 1_000).toISOString(),
+    };
+    const asked = await Promise.all([
+      post('/api/jobs/sheet/backfill', { token: DRILL, body }),
+      post('/api/jobs/sheet/backfill', { token: DRILL, body }),
+    ]);
+    expect(asked.map((a) => a.status)).toEqual([202, 202]);
+    // One fire of the job waiting its turn on the runner made the other backfill give up once.
+    const ended = await waitFor(
+      'both backfills to end',
+      async () => {
+        const rows = (await auditRows()).filter(
+          (a) => a.action === 'backfill' && a.job === 'sheet',
+        );
+        return rows.length === 2 && rows.every((r) => r.outcome != null) ? rows : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    for (const row of ended) expect(row.outcome).toMatch(/^completed: /);
+    const runs = await fleet.db.query<{ scheduled_at: Date; rerun: number }>(
+      "SELECT scheduled_at, rerun FROM baton_runs WHERE job = 'sheet' AND winner >= 1",
+    );
+    expect(runs.length).toBe(Number(asked[0]!.body.fires));
+    expect(runs.every((r) => r.rerun === 0)).toBe(true);
+    expect(new Set(runs.map((r) => r.scheduled_at.getTime())).size).toBe(runs.length);
+  });
+
+  it('a re-run refused beside a run of the same fire answers 409, not that run as its own', async () => {
+    const fire = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 40 * 60_000).toISOString();
+    const first = await post('/api/jobs/lag/run', { token: DRILL, body: { fire } });
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    // The same fire again while its generation 0 runs here: the local overlap skips it.
+    const second = await post('/api/jobs/lag/run', { token: DRILL, body: { fire, again: true } });
+    expect(second.status, JSON.stringify(second.body)).toBe(409);
+    expect((second.body.error as { runId?: unknown } | undefined)?.runId).not.toBe(
+      first.body.runId,
+    );
+    const audit = (await auditRows()).filter(
+      (a) => a.action === 'rerun' && a.fire?.toISOString() === fire,
+    );
+    expect(audit.at(-1)!.run_id).not.toBe(first.body.runId);
+    expect(audit.at(-1)!.outcome).toMatch(/^not run: /);
   });
 });
 

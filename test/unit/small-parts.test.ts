@@ -8,6 +8,7 @@ import { parseDatabaseUrl, redactUrl } from '../../src/config/database-url.js';
 import { describeSchedule } from '../../src/schedule/describe.js';
 import { closest, editDistance } from '../../src/text.js';
 import { checkedReason, hasControlCharacter } from '../../src/operator.js';
+import { characterCount, truncate } from '../../src/text.js';
 
 describe('lock names', () => {
   it('stay within 64 characters, are ASCII, and differ by database, namespace and exact job name', () => {
@@ -154,5 +155,22 @@ describe("an operator's reason", () => {
     }
     // Not mistaken for one: letters of every script.
     expect(hasControlCharacter('정산 재실행 — ünïcode')).toBe(false);
+    // What reorders or breaks a line on a terminal though it is no C0/C1 control.
+    for (const bad of ['right\u202eleft', 'line\u2028sep', 'iso\u2066late']) {
+      expect(hasControlCharacter(bad), JSON.stringify(bad)).toBe(true);
+    }
+  });
+
+  it('is counted in characters, as the VARCHAR(512) column counts them, and stored whole', () => {
+    const emoji = '😀'.repeat(512);
+    expect(emoji.length).toBe(1024);
+    expect(characterCount(emoji)).toBe(512);
+    expect(checkedReason(emoji)).toBe(emoji);
+    expect(() => checkedReason(`${emoji}😀`)).toThrow(/513 characters long, more than 512/);
+    // What the audit writes: the whole reason, or cut by characters, never inside a pair.
+    expect(truncate(emoji, 512)).toBe(emoji);
+    expect(truncate(`${emoji}😀`, 512)).toBe(`${'😀'.repeat(511)}…`);
+    expect(truncate('é'.repeat(600), 512)).toBe(`${'é'.repeat(511)}…`);
+    expect(truncate('short', 512)).toBe('short');
   });
 });
