@@ -278,6 +278,7 @@ async function backfillOne(
 ): Promise<OneFire> {
   const blockedUntil = Date.now() + BLOCKED_MS;
   for (;;) {
+    const tryStarted = Date.now();
     const winners = await winnersOfFire(fires.pool, fires.namespace, job.name, at);
     const plan = planRerun(winners, again);
     if (plan.kind === 'refuse') {
@@ -306,16 +307,22 @@ async function backfillOne(
       };
     }
     if (fires.stopping()) throw new InterruptedError('interrupted');
-    if (outcome?.status !== 'skipped') {
-      throw new Error(`${job.name} not run (${outcome?.status ?? 'not contended'})`);
+    if (outcome == null) {
+      throw new Error(
+        `${job.name} not run: the fire could not be contended (the database failed, or the ` +
+          "lock session was lost: the runner's log says which)",
+      );
     }
+    if (outcome.status !== 'skipped') throw new Error(`${job.name} not run (${outcome.status})`);
     if (outcome.kind === 'already-ran') continue;
     if (Date.now() > blockedUntil) {
       throw new BlockedError(
         `the fire ${at.toISOString()} could not be run for ${BLOCKED_MS / 1000} s: ${outcome.reason}`,
       );
     }
-    await delay(RETRY_MS);
+    // A try a second at most, whether the process waited on the lock (a foreground session)
+    // or was refused at once (a runner never waits): each refusal is a skip row in the history.
+    await delay(Math.max(RETRY_MS, LOCK_WAIT_SECONDS * 1000 - (Date.now() - tryStarted)));
   }
 }
 

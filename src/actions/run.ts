@@ -160,29 +160,32 @@ export async function runJob(
     },
   });
   const handle = fire(fires, r, planned);
-  const start = await handle.started.catch(async (err: unknown) => {
-    await setActionOutcome(pool, auditId, `not run: ${errorMessage(err)}`).catch(() => {});
-    throw err;
-  });
-  switch (start.status) {
-    case 'started':
-      await setActionOutcome(pool, auditId, `started (run ${start.runId})`, start.runId);
-      // The verdict, once the run is over; the process keeps its pool open for it.
-      void fires.track(
-        handle.outcome
-          .then(
-            (over) => setActionOutcome(pool, auditId, outcomeText(over), start.runId),
-            (err: unknown) => setActionOutcome(pool, auditId, `not run: ${errorMessage(err)}`),
-          )
-          .catch(() => {}),
-      );
-      break;
-    case 'busy':
-      await setActionOutcome(pool, auditId, `not run: ${start.reason}`, start.runId);
-      break;
-    default:
-      await setActionOutcome(pool, auditId, `not run: ${start.reason}`).catch(() => {});
-  }
+  // The outcome is added in two steps: once contended (`started (run N)`, or why not), then the
+  // verdict when the run is over. A failed audit write never stops the run: the run is the
+  // action, its audit is said as well as the database lets.
+  const say = (text: string, runId: number | null = null) =>
+    setActionOutcome(pool, auditId, text, runId).catch(() => {});
+  const startSaid = handle.started.then(
+    (start) =>
+      start.status === 'started'
+        ? say(`started (run ${start.runId})`, start.runId)
+        : say(`not run: ${start.reason}`, start.status === 'busy' ? start.runId : null),
+    (err: unknown) => say(`not run: ${errorMessage(err)}`),
+  );
+  // Tracked from the fire on: the process keeps its pool open until the verdict is written,
+  // however short the run and whatever the surface does meanwhile.
+  void fires.track(
+    startSaid.then(async () => {
+      const start = await handle.started.catch(() => null);
+      if (start?.status !== 'started') return;
+      const over = await handle.outcome.then(outcomeText, (err: unknown) => {
+        return `not run: ${errorMessage(err)}`;
+      });
+      await say(over, start.runId);
+    }),
+  );
+  await startSaid;
+  const start = await handle.started;
   return { auditId, pause, at: planned.at, rerun: planned.rerun, start, outcome: handle.outcome };
 }
 

@@ -122,14 +122,6 @@ export class ForegroundSession implements OperatorFires {
 
   private readonly onSignal = (signal: NodeJS.Signals) => this.requestStop(signal, false);
 
-  /**
-   * Stop as on a second signal, whatever the mode: the run going is stopped (`interrupted by
-   * <cause>`) and no fire starts. For a backfill whose runner is gone (commands/backfill.ts).
-   */
-  stopNow(cause: string): void {
-    this.requestStop(cause, true);
-  }
-
   private requestStop(cause: string, now: boolean): void {
     this.interruptedBy ??= cause;
     this.signals = now ? Math.max(this.signals, 1) + 1 : this.signals + 1;
@@ -225,12 +217,12 @@ export class ForegroundSession implements OperatorFires {
         throw err;
       },
     );
-    // Handled by whoever awaits it; never an unhandled rejection when only `started` is.
+    const start = fire.contended.then(() => manualStartOf(f, fire.startedRunId, outcome));
+    // Each is handled by whoever awaits it; a caller may await only one of the two (a backfill
+    // reads the outcome alone), and the other must not end the process as unhandled.
     outcome.catch(() => {});
-    return {
-      started: fire.contended.then(() => manualStartOf(f, fire.startedRunId, outcome)),
-      outcome,
-    };
+    start.catch(() => {});
+    return { started: start, outcome };
   }
 
   private notRun(job: JobDefinition): InterruptedError {

@@ -23,7 +23,6 @@ import { upcomingAnchor } from '../schedule/upcoming.js';
 import { version } from '../version.js';
 import type { FleetClock } from './fleet-clock.js';
 import type { DatabaseLink } from './link.js';
-
 export const DEFAULT_REGISTRY_MS = 5_000;
 
 /** The registry's pace; the runner sets it (timings.ts, `baton start --registry-interval`). */
@@ -92,16 +91,23 @@ export class Registrar {
       if (fresh) {
         const owner = await registryOwner(pool, namespace, this.o.host);
         const mine = this.o.link.lock?.connectionId ?? null;
+        // Another runner of this very process: same pid, registered since this process began
+        // (two durations compared, free of clock offsets; only a step of the database's clock
+        // between the registration and now could misjudge it), and
+        // alive on another lock session. A previous incarnation with the same pid (pid 1 in a
+        // restarted container) registered before this process began: its host is taken over,
+        // as from any other process.
         if (
           owner?.alive &&
           owner.pid === process.pid &&
+          owner.registeredMsAgo <= process.uptime() * 1000 &&
           owner.lockConnectionId != null &&
           owner.lockConnectionId !== mine
         ) {
           this.heldHere = true;
           return;
         }
-        if (owner?.alive && owner.pid !== process.pid) this.reportHostClash(owner.pid);
+        if (owner?.alive) this.reportHostClash(owner.pid);
         await registerRunner(pool, await this.heartbeat());
         return;
       }

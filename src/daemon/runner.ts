@@ -449,8 +449,8 @@ export class Runner {
     this.log.info('runner stopped');
   }
 
-  // What the HTTP endpoint reads (src/http): read-only views; runNow and writePool for its write
-  // API alone.
+  // What the HTTP endpoint reads (src/http): read-only views; operatorFires and writePool for
+  // its write API alone.
 
   health(): Promise<RunnerHealth> {
     return healthOf({

@@ -143,9 +143,16 @@ export async function registryOwner(
   db: Queryable,
   namespace: string,
   host: string,
-): Promise<{ pid: number; alive: boolean; lockConnectionId: number | null } | null> {
+): Promise<{
+  pid: number;
+  alive: boolean;
+  lockConnectionId: number | null;
+  /** How long ago (by the database's clock) the row's runner registered. */
+  registeredMsAgo: number;
+} | null> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT pid, lock_connection_id,
+            TIMESTAMPDIFF(MICROSECOND, started_at, NOW(3)) DIV 1000 AS registered_ms_ago,
             stopped_at IS NULL AND last_seen_at > NOW(3) - INTERVAL ? SECOND
               AND (lock_connection_id IS NULL
                    OR IS_USED_LOCK(${sessionLockSql('lock_connection_id')})
@@ -156,7 +163,12 @@ export async function registryOwner(
   const row = rows[0];
   if (!row) return null;
   const lockConnectionId = row.lock_connection_id == null ? null : Number(row.lock_connection_id);
-  return { pid: Number(row.pid), alive: Number(row.alive) === 1, lockConnectionId };
+  return {
+    pid: Number(row.pid),
+    alive: Number(row.alive) === 1,
+    lockConnectionId,
+    registeredMsAgo: Number(row.registered_ms_ago),
+  };
 }
 
 /**

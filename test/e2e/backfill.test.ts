@@ -12,6 +12,7 @@ import { baton, BATON_BIN, writeSchedule } from '../helpers/cli.js';
 import { dbNow } from '../helpers/db.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { waitFor } from '../helpers/wait.js';
+import { jobLockName } from '../../src/lock-names.js';
 
 const fleet = useFleet('backfill');
 
@@ -200,5 +201,59 @@ jobs:
     // Said once, and right: not "stopping" (no run) and then that a run goes on.
     expect(err.match(/stopping/g), err).toHaveLength(1);
     expect(err).toContain('stopping after the fire that is running');
+  });
+
+  // Most of a blocked backfill's time is a 1 s GET_LOCK wait: a Ctrl-C lands there. Once, the
+  // cancelled wait's rejection went unhandled and ended the command with a stack trace (exit 1)
+  // before the backfill's audit row said anything.
+  it('stops on Ctrl-C while a fire waits for its lock: exit 130, and the audit says so', async () => {
+    const config = writeSchedule(`
+namespace: bf-wait
+jobs:
+  tick:
+    schedule: "0 0 * * * *"
+    command: ["true"]
+`);
+    const lock = jobLockName(fleet.db.name, 'bf-wait', 'tick');
+    // Held by this test's connection: a run of the job elsewhere.
+    const [held] = await fleet.db.query<{ got: number }>('SELECT GET_LOCK(?, 0) AS got', [lock]);
+    expect(Number(held!.got)).toBe(1);
+    try {
+      const now = (await dbNow(fleet.db)).getTime();
+      const from = new Date(Math.floor(now / 3_600_000) * 3_600_000 - 5 * 3_600_000);
+      const to = new Date(from.getTime() + 2 * 3_600_000);
+      const env = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !k.startsWith('BATON_')),
+      );
+      const child = spawn(
+        process.execPath,
+        [
+          BATON_BIN,
+          ...['backfill', 'tick', '--from', from.toISOString(), '--to', to.toISOString()],
+          ...['--config', config, '--database-url', fleet.db.url, '--json'],
+        ],
+        { env },
+      );
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      await waitFor('the backfill to wait for the lock', async () => {
+        const [waiting] = await fleet.db.query<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM information_schema.processlist
+            WHERE db = ? AND id <> CONNECTION_ID() AND info LIKE '%GET_LOCK%'`,
+          [fleet.db.name],
+        );
+        return Number(waiting!.n) > 0;
+      });
+      child.kill('SIGINT');
+      expect(await exited, err).toBe(130);
+      expect(err).not.toMatch(/\n\s+at /);
+      const [audit] = await fleet.db.query<{ outcome: string | null }>(
+        "SELECT outcome FROM baton_audit WHERE namespace = 'bf-wait' AND action = 'backfill'",
+      );
+      expect(audit!.outcome).toMatch(/^interrupted by SIGINT: 0 run/);
+    } finally {
+      await fleet.db.query('SELECT RELEASE_LOCK(?)', [lock]);
+    }
   });
 });

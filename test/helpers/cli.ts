@@ -188,6 +188,12 @@ export interface StartRunnerOptions {
    * signals reach it directly; the jobs it starts inherit the namespace.
    */
   netns?: string;
+  /**
+   * Run the runner as pid 1 of a PID namespace of its own (`unshare --pid --fork`), as in a
+   * container: its pid, as it sees it, is then the same as any other such runner's. The child
+   * is `unshare`, which kills the runner when it dies; signal the runner at `innerPid`.
+   */
+  pidNamespace?: boolean;
   /** The CLI to start (default: this repository's build) and its working directory. */
   bin?: string;
   cwd?: string;
@@ -235,7 +241,12 @@ export function startRunner(o: StartRunnerOptions): RunnerProcess {
   const [cmd, cmdArgs] =
     o.netns != null
       ? ['ip', ['netns', 'exec', o.netns, process.execPath, ...argv]]
-      : [process.execPath, argv];
+      : o.pidNamespace
+        ? [
+            'unshare',
+            ['--pid', '--fork', '--kill-child', '--mount-proc', process.execPath, ...argv],
+          ]
+        : [process.execPath, argv];
   const child = spawn(cmd, cmdArgs, { cwd: o.cwd ?? ROOT, env: { ...env, ...skew } });
   return new RunnerProcess(o.host, child);
 }

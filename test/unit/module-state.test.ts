@@ -1,7 +1,7 @@
 /**
  * Issue 36: the composition root owns all state. No module of src/ keeps mutable state of its own
- * at module level — a `let` or `var`, or a `const` holding a new Map, Set, WeakMap, WeakSet or
- * Array — outside the list below, each entry with its reason; docs/architecture.md ("State that
+ * at module level — a `let` or `var`, or a `const` holding anything made with `new` (a Map, a
+ * class's instance…; a URL or a Date is a value) — outside the list below, each entry with its reason; docs/architecture.md ("State that
  * stays at module level, and why") says the same. A lookup table declared `ReadonlyMap` or
  * `ReadonlySet` is not state: the compiler keeps it unchanged. Read with the TypeScript compiler
  * (not a regex), so `export let`, a declaration list and an `as` cast all count.
@@ -18,6 +18,7 @@ const ALLOWED: Record<string, string> = {
   'src/execution/spawner.ts: runs': "the spawner process's entry: its runs",
   'src/execution/spawner.ts: lapsed': "the spawner process's entry: runs stopped by its lease",
   'src/execution/spawner.ts: lease': "the spawner process's entry: its runner's lease",
+  'src/execution/spawner.ts: processes': "the spawner process's entry: its runs' processes",
   'src/execution/module-host.ts: settled': "a module job's host process's entry: its one run",
   'src/config/load-worker.ts: answer': "the config loader worker's entry: its one answer",
   'src/cli/usage.ts: invocation': "the CLI process's record of its argv",
@@ -25,6 +26,7 @@ const ALLOWED: Record<string, string> = {
   // Caches of pure functions: what they hold is what the function would compute again.
   'src/schedule/cron.ts: knownTimeZones': 'memo: the time zones Intl accepted',
   'src/schedule/cron.ts: calculators': 'memo: croner calculators by expression (WeakRef)',
+  'src/schedule/cron.ts: forgetCalculator': 'memo: forgets a collected calculator',
   'src/cli/times.ts: localFormats': 'memo: Intl.DateTimeFormat by zone',
   'src/http/dashboard/page.ts: built': 'memo: the dashboard page, built once from constants',
   'src/http/dashboard/overview.ts: wordsCache': 'memo: rendered words by input',
@@ -38,7 +40,8 @@ const ALLOWED: Record<string, string> = {
 /** The browser's script is a page of its own (its tsconfig beside it), not a Node module. */
 const NOT_NODE = 'src/http/dashboard/browser/';
 
-const COLLECTIONS = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array']);
+/** Made with `new` but values, used as constants: not state. */
+const VALUES: ReadonlySet<string> = new Set(['URL', 'Date']);
 
 function unwrap(e: ts.Expression): ts.Expression {
   let x = e;
@@ -80,7 +83,7 @@ export function moduleState(file: string, text: string): string[] {
       const init = d.initializer && unwrap(d.initializer);
       if (!init || !ts.isNewExpression(init) || readonlyType(d.type)) continue;
       const made = init.expression.getText(source);
-      if (COLLECTIONS.has(made)) found.push(`${file}: ${name} — a module-level new ${made}`);
+      if (!VALUES.has(made)) found.push(`${file}: ${name} — a module-level new ${made}`);
     }
   }
   return found;
@@ -137,9 +140,11 @@ describe('module-level state in src/', () => {
       'export let z: number | null = null;',
       'const seen = new Map<string, number>();',
       'const names = new Set([1]) as Set<number>;',
+      'const watch = new RunProcesses();',
       // Not state: a constant, a table the compiler keeps unchanged, a let inside a function.
       'const LIMIT = 3;',
       "const KNOWN: ReadonlySet<string> = new Set(['a']);",
+      "const HERE = new URL('.', import.meta.url);",
       'function f(): number { let local = 1; return local; }',
     ].join('\n');
     expect(moduleState(file, `${real}\n${planted}\n`)).toEqual([
@@ -148,6 +153,7 @@ describe('module-level state in src/', () => {
       `${file}: z — a module-level let`,
       `${file}: seen — a module-level new Map`,
       `${file}: names — a module-level new Set`,
+      `${file}: watch — a module-level new RunProcesses`,
     ]);
   });
 });
