@@ -170,3 +170,28 @@ async function declareGone(
   });
   return (await read()) ?? run;
 }
+
+/**
+ * What came of a kill, as `baton kill --json` prints it and `POST /api/runs/{id}/kill` answers:
+ * the run, how the order ended, and the request on its row.
+ */
+export function killOutcomeDocument(
+  o: Exclude<KillOutcome, { kind: 'not-found' }>,
+  graceMs: number,
+) {
+  const { run } = o;
+  return {
+    runId: run.id,
+    job: run.job,
+    namespace: run.namespace,
+    host: run.host,
+    outcome: o.kind,
+    status: run.status,
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    error: run.error,
+    tookMs: o.tookMs,
+    graceMs,
+    alreadyRequested: o.alreadyRequested,
+    request: run.request ? { ...run.request, at: run.request.at.toISOString() } : null,
+  };
+}

@@ -23,7 +23,7 @@ import {
 import { AlreadyRanError, runJob, type RunAction } from '../actions/run.js';
 import type { JobDefinition } from '../config/schema.js';
 import { errorMessage, UsageError } from '../errors.js';
-import { killRun } from '../actions/kill.js';
+import { killOutcomeDocument, killRun } from '../actions/kill.js';
 import type { OperatorFires } from '../fire/operator-fire.js';
 import { parseFireTime } from '../instants.js';
 import type { Logger } from '../log.js';
@@ -280,18 +280,8 @@ export async function killAction(
   if (outcome.kind === 'not-found') {
     throw new ApiError(404, 'not-found', `no run with id ${runId} in namespace "${namespace}"`);
   }
-  const run = outcome.run;
   return {
     status: outcome.kind === 'pending' ? 202 : 200,
-    body: {
-      runId,
-      job: run.job,
-      outcome: outcome.kind,
-      status: run.status,
-      host: run.host,
-      tookMs: outcome.tookMs,
-      alreadyRequested: outcome.alreadyRequested,
-      error: run.error,
-    },
+    body: killOutcomeDocument(outcome, graceMs),
   };
 }

@@ -39,7 +39,8 @@ const CALM = 'calm-token-0123456789abcdef0';
 const PROBE = 'probe-token-0123456789abcdef';
 const STEER = 'steer-token-0123456789abcdef';
 const DRILL = 'drill-token-0123456789abcdef';
-const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE, STEER, DRILL];
+const KILLER = 'killer-token-0123456789abcdef';
+const TOKENS = [READ, ALICE, FLOOD, CALM, PROBE, STEER, DRILL, KILLER];
 
 function tokensFile(text: string): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-tokens-')), 'write-tokens');
@@ -76,7 +77,7 @@ jobs:
 `);
   const file = tokensFile(
     `# who may write\nalice:${ALICE}\n\nflood:${FLOOD}\ncalm:${CALM}\nprobe:${PROBE}\n` +
-      `steer:${STEER}\ndrill:${DRILL}\n`,
+      `steer:${STEER}\ndrill:${DRILL}\nkiller:${KILLER}\n`,
   );
   tokens = file;
   ports = [await freePort(), await freePort()];
@@ -661,6 +662,46 @@ describe('what a runner serving the API must survive (the attack on the actions)
     );
     expect(audit.at(-1)!.run_id).not.toBe(first.body.runId);
     expect(audit.at(-1)!.outcome).toMatch(/^not run: /);
+  });
+});
+
+describe('kill through the API', () => {
+  it("kills a run of another runner, answering with baton kill --json's document", async () => {
+    const run = await post('/api/jobs/lag/run', { token: KILLER });
+    expect(run.status, JSON.stringify(run.body)).toBe(202);
+    const runId = Number(run.body.runId);
+    // Asked of the other runner: the order goes through the database to the run's owner.
+    const killed = await post(`/api/runs/${runId}/kill`, {
+      token: KILLER,
+      port: ports[1],
+      body: { grace: '1s', reason: 'wrong input file' },
+    });
+    expect(killed.status, JSON.stringify(killed.body)).toBe(200);
+    expect(killed.body).toMatchObject({
+      runId,
+      job: 'lag',
+      namespace: 'api',
+      host: 'api-a',
+      outcome: 'killed',
+      status: 'killed',
+      graceMs: 1_000,
+      alreadyRequested: false,
+      request: { by: 'killer', reason: 'wrong input file' },
+    });
+    // The same document as the command's, field for field.
+    const shown = await baton([
+      'kill',
+      String(runId),
+      '--json',
+      '--grace',
+      '1s',
+      '--database-url',
+      fleet.db.url,
+    ]);
+    expect(shown.code, shown.stderr).toBe(0);
+    const fromCli = JSON.parse(shown.stdout) as Record<string, unknown>;
+    expect(Object.keys(fromCli).sort()).toEqual(Object.keys(killed.body).sort());
+    expect(fromCli).toMatchObject({ runId, outcome: 'finished', status: 'killed' });
   });
 });
 

@@ -13,7 +13,7 @@
 import type { CommandModule } from 'yargs';
 import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { killRun, type KillOutcome } from '../../actions/kill.js';
+import { killOutcomeDocument, killRun, type KillOutcome } from '../../actions/kill.js';
 import { checkedReason, operatorName } from '../../operator.js';
 import { openConnection } from '../../store/connect.js';
 import { formatInstant } from '../../text.js';
@@ -107,7 +107,7 @@ export const killCommand: CommandModule<object, KillArgs> = {
       );
     }
     if (args.json) {
-      process.stdout.write(`${JSON.stringify(killToJson(outcome, graceMs), null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(killOutcomeDocument(outcome, graceMs), null, 2)}\n`);
     } else {
       process.stdout.write(`${killWords(outcome, graceMs)}\n`);
     }
@@ -116,24 +116,6 @@ export const killCommand: CommandModule<object, KillArgs> = {
 };
 
 type Found = Exclude<KillOutcome, { kind: 'not-found' }>;
-
-function killToJson(o: Found, graceMs: number) {
-  const { run } = o;
-  return {
-    runId: run.id,
-    job: run.job,
-    namespace: run.namespace,
-    host: run.host,
-    outcome: o.kind,
-    status: run.status,
-    finishedAt: run.finishedAt?.toISOString() ?? null,
-    error: run.error,
-    tookMs: o.tookMs,
-    graceMs,
-    alreadyRequested: o.alreadyRequested,
-    request: run.request ? { ...run.request, at: run.request.at.toISOString() } : null,
-  };
-}
 
 function killWords(o: Found, graceMs: number): string {
   const { run } = o;
