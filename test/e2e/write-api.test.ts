@@ -74,6 +74,10 @@ jobs:
     schedule: "* * * * *"
     enabled: false
     command: ["sleep", "3"]
+  doomed:
+    schedule: "* * * * *"
+    enabled: false
+    command: ["sleep", "30"]
 `);
   const file = tokensFile(
     `# who may write\nalice:${ALICE}\n\nflood:${FLOOD}\ncalm:${CALM}\nprobe:${PROBE}\n` +
@@ -667,7 +671,7 @@ describe('what a runner serving the API must survive (the attack on the actions)
 
 describe('kill through the API', () => {
   it("kills a run of another runner, answering with baton kill --json's document", async () => {
-    const run = await post('/api/jobs/lag/run', { token: KILLER });
+    const run = await post('/api/jobs/doomed/run', { token: KILLER });
     expect(run.status, JSON.stringify(run.body)).toBe(202);
     const runId = Number(run.body.runId);
     // Asked of the other runner: the order goes through the database to the run's owner.
@@ -679,7 +683,7 @@ describe('kill through the API', () => {
     expect(killed.status, JSON.stringify(killed.body)).toBe(200);
     expect(killed.body).toMatchObject({
       runId,
-      job: 'lag',
+      job: 'doomed',
       namespace: 'api',
       host: 'api-a',
       outcome: 'killed',
