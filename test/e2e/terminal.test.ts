@@ -330,9 +330,11 @@ describe('shell completion', () => {
   afterAll(() => new Promise<void>((resolve) => silent.close(() => resolve())));
   const silentUrl = () => `mysql://root@127.0.0.1:${(silent.address() as net.AddressInfo).port}/x`;
 
-  it('completes job names from the schedules file, without the database, fast', async () => {
+  // Without the database is what makes it fast (asking the silent server would hang for
+  // mysql2's connect timeout, 10 s): the proof is that the server saw no connection, not a
+  // stopwatch, which a busy machine would fail.
+  it('completes job names from the schedules file, without the database', async () => {
     for (const command of ['pause', 'resume', 'run', 'history', 'explain']) {
-      const started = Date.now();
       const r = await baton([
         '--get-yargs-completions',
         'baton',
@@ -343,7 +345,6 @@ describe('shell completion', () => {
         silentUrl(),
         '',
       ]);
-      const took = Date.now() - started;
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.split('\n').filter(Boolean)).toEqual([
         'tick',
@@ -351,10 +352,8 @@ describe('shell completion', () => {
         'settle',
         'old-report',
       ]);
-      // Asking the silent server would hang for mysql2's connect timeout (10 s).
-      expect(took, `${command}: ${took} ms`).toBeLessThan(5_000);
+      expect(connections, command).toBe(0);
     }
-    expect(connections).toBe(0);
     // An option's value is not a job; the options still complete.
     const options = await baton(['--get-yargs-completions', 'baton', 'pause', '--rea']);
     expect(options.stdout).toContain('--reason');
