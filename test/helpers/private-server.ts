@@ -18,7 +18,7 @@
  *    this process died, it SIGKILLs the servers still registered and removes their dirs.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -298,16 +298,41 @@ function tail(text: string): string {
   return text.trim().split('\n').slice(-20).join('\n') || '(no output)';
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (for a server's extra listeners). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago (for a server's extra listeners), below the
+ * kernel's ephemeral range: a port the kernel handed out (`listen(0)`) is also one it hands out
+ * as the source port of the suite's thousands of outgoing connections, and one of those could
+ * take it before the server that is to listen on it does (a private mariadbd failed to bind so).
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let tries = 0; ; tries++) {
+    const port = PORT_FLOOR + Math.floor(Math.random() * (low - PORT_FLOOR));
+    if (await canListen(port)) return port;
+    if (tries >= 100) throw new Error(`no free port in [${PORT_FLOOR}, ${low})`);
+  }
+}
+
+/** Where the ports `freePort` picks from begin (above the well-known and registered few). */
+const PORT_FLOOR = 20_000;
+
+/** The first port of the kernel's ephemeral range (32768 by default). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0],
+    );
+    return Number.isInteger(low) && low > PORT_FLOOR + 1_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
