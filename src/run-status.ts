@@ -27,9 +27,10 @@ export const FINAL_STATUSES = RUN_STATUSES.filter(
 /**
  * What started a run: its schedule, an operator now (`manual`, at the moment asked), a runner
  * catching up, or an operator running a past fire with its own instant (`rerun`: `baton run
- * --fire`, `baton backfill`; any generation of the fire, see docs/history.md "Re-runs").
+ * --fire`, `baton backfill`; any generation of the fire, see docs/history.md "Re-runs"), or its
+ * parents' runs of the instant (`after`: a child job, docs/dependencies.md; its instant is theirs).
  */
-export const TRIGGERS = ['schedule', 'manual', 'catchup', 'rerun'] as const;
+export const TRIGGERS = ['schedule', 'manual', 'catchup', 'rerun', 'after'] as const;
 export type Trigger = (typeof TRIGGERS)[number];
 
 /**
@@ -42,9 +43,11 @@ export type Trigger = (typeof TRIGGERS)[number];
  * - `overlap`: an earlier run of the job is still running (`overlap: skip`, or a queued fire
  *   that gave up waiting), here or on another runner, or a manual run is;
  * - `behind`: a later fire of the job is already running: this runner's clock is behind;
- * - `paused`: the job is paused.
+ * - `paused`: the job is paused;
+ * - `upstream`: a child job (`after:`) whose parents' runs of the instant did not let it run
+ *   (one failed, was skipped, missed, paused, or did not finish in time); written once per fire.
  */
-export const SKIP_KINDS = ['taken', 'already-ran', 'overlap', 'behind', 'paused'] as const;
+export const SKIP_KINDS = ['taken', 'already-ran', 'overlap', 'behind', 'paused', 'upstream'] as const;
 export type SkipKind = (typeof SKIP_KINDS)[number];
 
 /**

@@ -9,6 +9,8 @@
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_RETRY_DELAY_MS = 10_000;
+/** How long a child (`after:`) waits for its parents' verdicts by default: a day. */
+export const DEFAULT_AFTER_WITHIN_MS = 24 * 3600_000;
 
 /** What the history keeps of an attempt's output by default: a batch log, not a flood. */
 export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;

@@ -14,6 +14,7 @@ import {
   DEFAULT_NAMESPACE,
   DEFAULT_RETRY_DELAY_MS,
   DEFAULT_TIMEZONE,
+  DEFAULT_AFTER_WITHIN_MS,
 } from './defaults.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
@@ -297,6 +298,15 @@ function buildJob(
     secretEnv: job.secretEnv ?? [],
     outputLog: job.output?.log ?? false,
     notify: null,
+    ...(job.after
+      ? {
+          after: {
+            jobs: [...new Set(job.after.jobs)],
+            on: job.after.on ?? 'success',
+            withinMs: job.after.within ?? DEFAULT_AFTER_WITHIN_MS,
+          },
+        }
+      : {}),
   };
 }
 

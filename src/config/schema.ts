@@ -139,6 +139,30 @@ export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 export const SKIP_RECORDS = ['rows', 'tally'] as const;
 export type SkipRecord = (typeof SKIP_RECORDS)[number];
 
+/**
+ * When a child job (`after:`) runs after its parents' runs of an instant:
+ * - `success`: every parent's run of the instant ended `done` (the default);
+ * - `failure`: every parent's run ended otherwise (`failed`, `timeout`, `killed`, `lost`,
+ *   `interrupted`) — a clean-up or an alarm job;
+ * - `always`: every parent ran and has a verdict, whichever.
+ * A parent that did not run the instant at all (skipped, missed, paused) never lets its child
+ * run: the child is skipped as `upstream` (docs/dependencies.md).
+ */
+export const AFTER_ON = ['success', 'failure', 'always'] as const;
+export type AfterOn = (typeof AFTER_ON)[number];
+
+/** `after:` — the jobs a job runs after, for the same instant (docs/dependencies.md). */
+const afterSchema = z.strictObject({
+  /** The parents: jobs of the same file (namespace). One name or a list. */
+  jobs: z.union([z.string().min(1).transform((name) => [name]), z.array(z.string().min(1)).min(1)]),
+  on: z.enum(AFTER_ON).optional(),
+  /**
+   * How long after the instant the child waits for its parents' verdicts before it is skipped as
+   * `upstream`. Default a day.
+   */
+  within: duration.optional(),
+});
+
 /** The worker slot is stored in `baton_runs.winner` (TINYINT). */
 export const MAX_WORKERS = 100;
 
@@ -242,6 +266,8 @@ export const jobSchema = z
     command: z.union([z.array(z.string()).min(1, 'command must not be empty'), z.string().min(1)]),
     /** A module under jobs/ whose default export is `async (ctx) => …`; relative to this file. */
     module: z.string().min(1),
+    /** Run after other jobs' runs of the same instant (docs/dependencies.md). */
+    after: afterSchema,
   })
   .partial({
     timezone: true,
@@ -266,6 +292,7 @@ export const jobSchema = z
     notify: true,
     command: true,
     module: true,
+    after: true,
   });
 
 /**
@@ -324,6 +351,15 @@ export type JobTarget =
   /** Library mode: a function of the application, run in its process (execution/in-process.ts). */
   | { kind: 'handler' };
 
+/** A job's `after:`, validated: its parents, when it runs, how long it waits for them. */
+export interface JobAfter {
+  /** The parent jobs, in the order written; every one of them must satisfy `on`. */
+  jobs: string[];
+  on: AfterOn;
+  /** From the instant; past it a child still waiting is skipped as `upstream`. */
+  withinMs: number;
+}
+
 /** One validated job, with every default applied. */
 export interface JobDefinition {
   name: string;
@@ -364,6 +400,8 @@ export interface JobDefinition {
   outputLog: boolean;
   /** What the job's events notify, and whom; null: nothing. */
   notify: JobNotify | null;
+  /** The jobs it runs after (a child); absent: none. */
+  after?: JobAfter;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */

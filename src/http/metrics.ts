@@ -31,14 +31,16 @@ export interface RunnerIdentity {
 
 /**
  * The `reason` label of `baton_skips_total`: the skip kinds folded into the three that matter for
- * alerting (a fleet's normal `taken`, a job behind itself, a pause). The row keeps the fine kind.
+ * alerting (a fleet's normal `taken`, a job behind itself, a pause), and a child job its parents
+ * did not let run (`upstream`). The row keeps the fine kind.
  */
-export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused'> = {
+export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused' | 'upstream'> = {
   taken: 'taken',
   'already-ran': 'taken',
   overlap: 'overlap',
   behind: 'overlap',
   paused: 'paused',
+  upstream: 'upstream',
 };
 
 /** The `reason` labels of `baton_skips_total`. */

@@ -154,7 +154,7 @@ describe('skip reasons', () => {
     );
   });
 
-  it('every kind has a metrics label, and the labels are the three documented ones', () => {
+  it('every kind has a metrics label, and the labels are the four documented ones', () => {
     expect(Object.keys(SKIP_LABEL).sort()).toEqual([...SKIP_KINDS].sort());
     expect(SKIP_LABEL).toEqual({
       taken: 'taken',
@@ -162,6 +162,7 @@ describe('skip reasons', () => {
       overlap: 'overlap',
       behind: 'overlap',
       paused: 'paused',
+      upstream: 'upstream',
     });
   });
 });
