@@ -33,6 +33,9 @@ import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
 import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
+import { childrenOf } from '../config/dependencies.js';
+import type { ChildContention } from '../fire/dependents.js';
+import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -88,6 +91,14 @@ export interface DispatcherOptions {
   runTimings?: RunTimings;
   /** Whether its timers hold the process, and what holds it anyway (keep-alive.ts). */
   keepAlive?: KeepAlive;
+  /**
+   * The children of its jobs (`after:`): how long the other runners leave a verdict's children
+   * to this one, and who judges them at once once the verdict is written (dependent-watch.ts).
+   */
+  dependents?: {
+    leadMs: number;
+    judge: (scheduledAt: Date, plans: readonly DependentPlan[]) => void;
+  };
 }
 
 export class Dispatcher {
@@ -247,6 +258,7 @@ export class Dispatcher {
         ...(f.params?.recorded ? { params: f.params } : {}),
         ...(f.rerun ? { rerun: f.rerun } : {}),
         ...(f.unlessDone ? { unlessDone: true } : {}),
+        ...(f.dependents ? { dependents: f.dependents } : {}),
       }),
     );
     const outcome = contended.then((c) => c?.outcome ?? null);
@@ -256,6 +268,17 @@ export class Dispatcher {
         : { status: 'not-run', reason: 'the runner is stopping' },
     );
     return { started, outcome };
+  }
+
+  /**
+   * A child job's fire (`after:`, fire/dependents.ts), once its parents' runs let it: down the
+   * job's chain like a scheduled fire — its overlap policy, its pause — with the trigger `after`
+   * and the parents' instant.
+   */
+  dependentFire(job: JobDefinition, key: DependentKey): Promise<ChildContention | null> {
+    return this.chain(job.name, () =>
+      this.fire(job, key.scheduledAt, 'after', key.rerun ? { rerun: key.rerun } : {}),
+    );
   }
 
   /** Puts a contention at the end of its job's chain, counted in `contending` until settled. */
@@ -294,6 +317,10 @@ export class Dispatcher {
     const { signal, events } = this.o;
     if (signal.aborted) return null;
     const { config, schedules } = this.o.loaded();
+    // A run's children are told by its verdict: always for the schedule's fires (and those of
+    // the chain), for an operator's only when asked (`--with-dependents`).
+    const plans = manual ? (o.dependents ?? []) : scheduledDependents(config, job);
+    const told = this.o.dependents;
     const handle = startFire(job, scheduledAt, {
       trigger,
       context: this.o.context,
@@ -321,7 +348,17 @@ export class Dispatcher {
       ...(o.params?.recorded ? { params: o.params } : {}),
       secrets: outputSecrets(config, job, this.o.target),
       ...(this.o.runTimings ? { timings: this.o.runTimings } : {}),
+      ...(plans.length > 0 && told ? { dependents: { plans, leadMs: told.leadMs } } : {}),
     });
+    if (plans.length > 0 && told) {
+      // Judged here at once, the verdict just written; the others wait out the lead first.
+      void handle.outcome.then(
+        (o) => {
+          if (o?.status === 'ran' && o.recorded) told.judge(scheduledAt, plans);
+        },
+        () => {},
+      );
+    }
     // A failure was told already (`fire:notAttempted`, `run:notCompleted`); a read-only server
     // was noted by the lock session itself, before the fire reported it.
     // A fire in flight holds the process even where the scheduler's background work does not.
@@ -388,4 +425,21 @@ interface FireAsked {
   unlessDone?: boolean;
   /** Contended after the fire's first asker's lead (coordination/first-asker.ts). */
   afterLead?: boolean;
+  /** An operator's fire's children (`--with-dependents`); the schedule's have their job's. */
+  dependents?: readonly DependentPlan[];
+}
+
+/**
+ * The children a fire of the schedule (or of a chain) carries to its verdict: every job after it
+ * that this runner has enabled, the chain's own generation, `within` from the instant.
+ */
+export function scheduledDependents(config: Config, job: JobDefinition): DependentPlan[] {
+  return childrenOf(config.jobs, job.name)
+    .filter((child) => child.enabled && child.after)
+    .map((child) => ({
+      job: child.name,
+      rerun: 0,
+      withinMs: child.after!.withinMs,
+      deadlineFrom: 'instant' as const,
+    }));
 }

@@ -41,6 +41,7 @@ import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { CatchUpWalks } from './catch-up.js';
 import { Dispatcher } from './dispatcher.js';
+import { DependentWatch } from './dependent-watch.js';
 import { OutputWriter } from '../fire/output-writer.js';
 import { runnerEvents, type RunnerEvents } from './runner-events.js';
 import { FleetClock } from './fleet-clock.js';
@@ -85,6 +86,7 @@ export class Runner {
   private readonly link: DatabaseLink;
   private readonly registrar: Registrar;
   private readonly dispatcher: Dispatcher;
+  private readonly dependents: DependentWatch;
   private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
@@ -167,6 +169,23 @@ export class Runner {
       timings: timings.dispatcher,
       runTimings: timings.runs,
       keepAlive,
+      dependents: {
+        leadMs: timings.dependents.leadMs,
+        judge: (at, plans) => this.dependents.judgeVerdict(at, plans),
+      },
+    });
+    this.dependents = new DependentWatch({
+      namespace: () => this.loaded.config.namespace,
+      host,
+      loaded: () => this.loaded,
+      // Only while this runner can coordinate: the database answers and is the fleet's.
+      pool: () => (this.link.usable ? this.link.anyPool : null),
+      now: () => this.clock.now(),
+      fire: (job, key) => this.dispatcher.dependentFire(job, key),
+      log,
+      signal,
+      timings: timings.dependents,
+      keepAlive,
     });
     // After a failover the fires this runner contended may have lost their rows with the old
     // primary (replication lag): the dispatcher's memory of them no longer says they are done.
@@ -200,6 +219,7 @@ export class Runner {
     this.releasers.add('write late verdicts', () => this.verdicts.write(this.link.anyPool));
     this.releasers.add('stop retention', () => this.retention?.stop());
     this.releasers.add('stop notifications', () => this.notifier?.stop());
+    this.releasers.add('stop judging children', () => this.dependents.stop());
     this.releasers.add('settle the connect', () => this.link.settle());
     // Kill requests on this runner's runs (`baton kill` from any host, fire/kill-watch.ts): also
     // through a graceful stop (a run waited for may be killed), until the last run has ended.
@@ -244,6 +264,7 @@ export class Runner {
       keepAlive: this.keepAlive,
     });
     this.notifier.start();
+    this.dependents.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;
     // Two runners of one process (library mode's schedulers, in-process tests) are two runners

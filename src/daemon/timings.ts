@@ -17,6 +17,7 @@ import { UsageError } from '../errors.js';
 import { METRICS_TIMINGS, type MetricsTimings } from './metrics-timings.js';
 import { RUN_TIMINGS, type RunTimings } from '../fire/run-timings.js';
 import { DISPATCHER_TIMINGS, type DispatcherTimings } from './dispatcher.js';
+import { DEPENDENT_TIMINGS, type DependentTimings } from './dependent-watch.js';
 import { CLOCK_TIMINGS, type ClockTimings } from './fleet-clock.js';
 import { FLEET_WATCH_TIMINGS, type FleetWatchTimings } from './fleet-watch.js';
 import { HEALTH_TIMINGS, type HealthTimings } from './health.js';
@@ -39,6 +40,8 @@ export interface Timings {
   clock: ClockTimings;
   /** Due fires → the pipeline: the first asker's lead, the late-wake warning. */
   dispatcher: DispatcherTimings;
+  /** The children of `after:`: the look at their fires, the verdict writer's lead, the settle. */
+  dependents: DependentTimings;
   /** The fire protocol's short windows (coordination/fire-protocol.ts). */
   protocol: ProtocolTimings;
   /** How runs are stopped, and the kill-request watch. */
@@ -69,6 +72,7 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
   fleetWatch: FLEET_WATCH_TIMINGS,
   clock: CLOCK_TIMINGS,
   dispatcher: DISPATCHER_TIMINGS,
+  dependents: DEPENDENT_TIMINGS,
   protocol: PROTOCOL_TIMINGS,
   runs: RUN_TIMINGS,
   recovery: RECOVERY_TIMINGS,

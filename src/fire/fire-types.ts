@@ -10,6 +10,7 @@ import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { RunParams } from '../store/runs.js';
+import type { DependentPlan } from '../store/dependent-fires.js';
 import type { FireEvents, NotAttemptedCause } from './fire-events.js';
 import type { Limiter } from './limiter.js';
 import type { LocalRuns } from './local-runs.js';
@@ -82,4 +83,9 @@ export interface FireOptions {
   interruptBeforeStart?: () => string | null;
   /** Where the job's process comes from: the root's spawner and warm hosts. */
   launchers: Launchers;
+  /**
+   * The children whose fires the run's verdict carries (`after:`, docs/dependencies.md), and how
+   * long the other runners leave them to this one. None: the run has no children to tell.
+   */
+  dependents?: { plans: readonly DependentPlan[]; leadMs: number };
 }

@@ -12,6 +12,7 @@
 import type { JobDefinition } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
+import type { DependentPlan } from '../store/dependent-fires.js';
 
 export interface OperatorFire {
   /** The job as this run starts it (manual parameters applied: run-params.ts). */
@@ -31,6 +32,8 @@ export interface OperatorFire {
   waitSeconds: number;
   /** The job's output echoed besides its history (a foreground command's terminal). */
   tee?: boolean | 'stderr';
+  /** The children its verdict carries (`--with-dependents`, docs/dependencies.md); none: none. */
+  dependents?: readonly DependentPlan[];
 }
 
 /**

@@ -302,6 +302,16 @@ class Fire {
   private async attemptAndRecord(w: Win): Promise<Ran> {
     const { ctx: c, claim, control } = w;
     const { job, o, ref } = this;
+    // The children this run's verdict tells, whichever verdict it is (docs/dependencies.md).
+    const dependents =
+      o.dependents && o.dependents.plans.length > 0
+        ? {
+            namespace: c.namespace,
+            scheduledAt: ref.scheduledAt,
+            plans: o.dependents.plans,
+            leadMs: o.dependents.leadMs,
+          }
+        : undefined;
     try {
       const fire: FireInfo = {
         job: job.name,
@@ -330,6 +340,7 @@ class Fire {
           targets: eventTargets(job.notify),
         };
       }
+      if (dependents) outcome.dependents = dependents;
       // `finished_at` says when the run ended, in database time — not when the verdict reached
       // the database, which can be much later (a lost run written after reconnecting, a verdict
       // kept through a pool outage) or first by another runner.
@@ -354,6 +365,7 @@ class Fire {
         exitCode: null,
         error: `baton could not complete the run: ${errorMessage(err)}`,
         outputTail: null,
+        ...(dependents ? { dependents } : {}),
       }).catch(() => {});
       throw err;
     } finally {

@@ -27,6 +27,7 @@ export type NoticeKind =
   | 'timeout'
   | 'lost'
   | 'missed'
+  | 'upstream'
   | 'recovered'
   | 'no-success'
   | 'runner-gone'

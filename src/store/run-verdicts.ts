@@ -15,6 +15,7 @@ import { Batcher, toBatchResult, type BatchResult } from './batcher.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { OWNER_ALIVE_SECONDS } from './runners.js';
 import { enqueueNotices, followsFailure, type Notice, type NoticeScope } from './notifications.js';
+import { dependentsWithVerdict, type DependentPlan } from './dependent-fires.js';
 
 export interface RunOutcome {
   status: FinalStatus;
@@ -31,6 +32,20 @@ export interface RunOutcome {
    * that a verdict is never recorded without them, nor they without it.
    */
   notices?: RunNotices;
+  /**
+   * The children that run after this run (`after:`, docs/dependencies.md): their fires written in
+   * the verdict's transaction, so that a verdict is never recorded without them.
+   */
+  dependents?: RunDependents;
+}
+
+/** A parent run's children, for the verdict to carry (store/dependent-fires.ts). */
+export interface RunDependents {
+  namespace: string;
+  scheduledAt: Date;
+  plans: readonly DependentPlan[];
+  /** How long the other runners leave the children to the verdict's writer (it judges at once). */
+  leadMs: number;
 }
 
 /** What a run's events are about, and whom each is told to (config/notify-targets.ts). */
@@ -52,11 +67,18 @@ function verdictEvents(status: FinalStatus, targets: EventTargets): boolean {
  */
 export async function finishRun(db: Queryable, id: number, outcome: RunOutcome): Promise<boolean> {
   const notices = outcome.notices;
-  if (notices && verdictEvents(outcome.status, notices.targets)) {
+  const told = notices != null && verdictEvents(outcome.status, notices.targets);
+  const dependents = outcome.dependents?.plans.length ? outcome.dependents : null;
+  if (told || dependents) {
     return inTransaction(db, async (tx) => {
       const wrote = await writeVerdict(tx, id, outcome);
-      if (wrote) await enqueueNotices(tx, await runEvents(tx, id, outcome.status, notices));
-      return wrote;
+      if (!wrote) return false;
+      if (told) await enqueueNotices(tx, await runEvents(tx, id, outcome.status, notices));
+      if (dependents) {
+        const { namespace, scheduledAt, plans, leadMs } = dependents;
+        await dependentsWithVerdict(tx, namespace, scheduledAt, plans, leadMs);
+      }
+      return true;
     });
   }
   // `lost` may meet a reaper's `lost` (see writeVerdict): alone. Every other verdict is written

@@ -1,0 +1,191 @@
+/**
+ * The runner's part in the chains of `after:` (docs/dependencies.md): every runner that has a
+ * child job
+ * - writes the child's fire for each instant its parents reach (`expect`), so that a parent that
+ *   does not run an instant — paused, skipped, nobody there — still decides its child;
+ * - judges the children's fires whose time has come (`dueDependents`: a parent's verdict written,
+ *   the writer's lead over, or a check postponed), every `pollMs`;
+ * - and at once the children of a verdict it wrote itself (`judge`, from the dispatcher): the
+ *   child starts milliseconds after its parent's verdict while the parent's runner lives, and
+ *   within `leadMs` + `pollMs` on another runner when it does not.
+ *
+ * Judging and acting is fire/dependents.ts; the child's fire goes down the dispatcher's chain of
+ * its job (`Dispatcher.dependentFire`) like any fire, so its lock and fire key decide who runs it.
+ */
+import type { JobDefinition } from '../config/schema.js';
+import { errorMessage } from '../errors.js';
+import type { KeepAlive } from '../keep-alive.js';
+import type { Logger } from '../log.js';
+import type { Schedule } from '../schedule/cron.js';
+import type { Queryable } from '../store/deadline.js';
+import {
+  dueDependents,
+  expectDependents,
+  type DependentKey,
+  type DependentPlan,
+  type Expected,
+} from '../store/dependent-fires.js';
+import { resolveDependent, type ChildContention, type JudgeTimings } from '../fire/dependents.js';
+import type { Loaded } from './dispatcher.js';
+import { repeat } from './repeat.js';
+
+export interface DependentTimings extends JudgeTimings {
+  /** How often the waiting children's fires are looked at. */
+  pollMs: number;
+  /**
+   * How long the other runners leave the children of a verdict to the runner that wrote it (it
+   * judges them at once): a child starts on another runner this long after its parent's runner
+   * died right after the verdict (plus up to `pollMs`).
+   */
+  leadMs: number;
+}
+
+export const DEPENDENT_TIMINGS: Readonly<DependentTimings> = {
+  pollMs: 1_000,
+  leadMs: 2_000,
+  settleMs: 30_000,
+  recheckMs: 60_000,
+};
+
+/** How many children's fires one look judges; the rest wait for the next. */
+const JUDGED_PER_LOOK = 100;
+/** How many instants of one parent one look writes (a runner back after a long stall). */
+const EXPECTED_PER_LOOK = 1_000;
+
+export interface DependentWatchOptions {
+  namespace: () => string;
+  host: string;
+  loaded: () => Loaded;
+  /** A pool while the runner can coordinate; null: nothing is judged now. */
+  pool: () => Queryable | null;
+  /** Now by the database's clock. */
+  now: () => Date;
+  fire: (job: JobDefinition, key: DependentKey) => Promise<ChildContention | null>;
+  log: Logger;
+  signal: AbortSignal;
+  timings: DependentTimings;
+  keepAlive?: KeepAlive;
+}
+
+export class DependentWatch {
+  /** Children's fires being judged here now, by key: one judgement of a fire at a time. */
+  private readonly judging = new Map<string, Promise<void>>();
+  /** The parents' instants up to here have their children's fires written. */
+  private expectedUntil = new Date(0);
+
+  constructor(private readonly o: DependentWatchOptions) {}
+
+  start(): void {
+    // Never before the runner came: a chain added to a running fleet starts with the next fire,
+    // it does not run the children of parents that ran before it existed.
+    this.expectedUntil = this.o.now();
+    const { timings: t, signal, log, keepAlive } = this.o;
+    repeat(t.pollMs, () => this.look(), signal, log, keepAlive);
+  }
+
+  /** Settles once every judgement begun here has settled (the children's runs may go on). */
+  async stop(): Promise<void> {
+    await Promise.allSettled([...this.judging.values()]);
+  }
+
+  /** The children of a verdict this runner just wrote: judged now (dispatcher.ts). */
+  judgeVerdict(scheduledAt: Date, plans: readonly DependentPlan[]): void {
+    const namespace = this.o.namespace();
+    for (const plan of plans) {
+      this.judge({ namespace, job: plan.job, scheduledAt, rerun: plan.rerun });
+    }
+  }
+
+  private async look(): Promise<void> {
+    const pool = this.o.pool();
+    const children = this.children();
+    if (!pool || children.length === 0) return;
+    await this.expect(pool, children);
+    const due = await dueDependents(
+      pool,
+      this.o.namespace(),
+      children.map((c) => c.name),
+      JUDGED_PER_LOOK,
+    );
+    for (const row of due) this.judge(row);
+  }
+
+  /** The children this runner runs. */
+  private children(): JobDefinition[] {
+    return [...this.o.loaded().jobs.values()].filter((j) => j.after != null);
+  }
+
+  /** The children's fires of the instants their parents reached since the last look. */
+  private async expect(pool: Queryable, children: readonly JobDefinition[]): Promise<void> {
+    const from = this.expectedUntil;
+    const until = this.o.now();
+    if (until <= from) return;
+    const namespace = this.o.namespace();
+    const rows: Expected[] = [];
+    for (const child of children) {
+      const schedule = this.instantsOf(child, new Set());
+      if (!schedule) continue;
+      let at = schedule.nextAfter(from);
+      for (let n = 0; at && at <= until && n < EXPECTED_PER_LOOK; n++) {
+        rows.push({
+          key: { namespace, job: child.name, scheduledAt: at, rerun: 0 },
+          checkAt: new Date(at.getTime() + this.o.timings.settleMs),
+          deadline: new Date(at.getTime() + child.after!.withinMs),
+        });
+        at = schedule.nextAfter(at);
+      }
+    }
+    await expectDependents(pool, rows);
+    this.expectedUntil = until;
+  }
+
+  /**
+   * The schedule whose instants a child's fires are: its first parent's, or that parent's
+   * parents' when it has none of its own (every parent of a child fires at the same instants:
+   * config/dependencies.ts). Null when that parent is not this runner's (disabled here).
+   */
+  private instantsOf(child: JobDefinition, seen: Set<string>): Schedule | null {
+    const { jobs, schedules } = this.o.loaded();
+    const parent = jobs.get(child.after?.jobs[0] ?? '');
+    if (!parent || seen.has(parent.name)) return null;
+    seen.add(parent.name);
+    return schedules.get(parent.name) ?? (parent.after ? this.instantsOf(parent, seen) : null);
+  }
+
+  /** Judges one child's fire, unless it is being judged here already. */
+  private judge(key: DependentKey): void {
+    const id = `${key.job}\0${key.scheduledAt.getTime()}\0${key.rerun}`;
+    const pool = this.o.pool();
+    const child = this.o.loaded().jobs.get(key.job);
+    if (this.judging.has(id) || !pool || !child || this.o.signal.aborted) return;
+    const judged = resolveDependent(
+      {
+        pool,
+        host: this.o.host,
+        pid: process.pid,
+        now: this.o.now,
+        timings: this.o.timings,
+        fire: this.o.fire,
+      },
+      child,
+      key,
+    ).then(
+      (resolution) => {
+        // A child skipped leaves its own children with nothing to wait for: judged now too.
+        if (resolution.state !== 'skipped') return;
+        for (const grandchild of this.children()) {
+          if (grandchild.after!.jobs.includes(child.name)) {
+            this.judge({ ...key, job: grandchild.name });
+          }
+        }
+      },
+      (err: unknown) =>
+        this.o.log.warn(
+          { job: key.job, scheduledAt: key.scheduledAt, err: errorMessage(err) },
+          'could not judge a child job’s fire; it is judged again at the next look',
+        ),
+    );
+    const tracked = judged.finally(() => this.judging.delete(id));
+    this.judging.set(id, tracked);
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * A child job's fire (`after:`, docs/dependencies.md), judged and acted on: whether its parents'
+ * runs of the instant let it run (`judgeDependent`, pure), and then either its fire contended like
+ * any other — the child's own lock and fire key, so it runs once whatever number of runners judge
+ * it — or its `upstream` skip written once (`resolveDependent`).
+ *
+ * Two callers: the runner's watch (daemon/dependent-watch.ts: the rows whose time has come, and at
+ * once the children of a verdict it wrote) and an operator's `--with-dependents` (actions/), each
+ * with its own way to contend the child's fire.
+ */
+import type { JobAfter, JobDefinition } from '../config/schema.js';
+import { formatDuration } from '../config/duration.js';
+import { eventTargets } from '../config/notify-targets.js';
+import type { FinalStatus, RunStatus } from '../run-status.js';
+import type { Queryable } from '../store/deadline.js';
+import {
+  dependentWinner,
+  markDependentStarted,
+  parentRecords,
+  postponeDependent,
+  readDependent,
+  skipDependent,
+  type DependentKey,
+  type ParentRecord,
+} from '../store/dependent-fires.js';
+import type { FireOutcome } from './fire-types.js';
+
+/** How long the judge gives a parent's fire that has no run, and how often it looks again. */
+export interface JudgeTimings {
+  /**
+   * A parent's fire whose every runner skipped it (paused, overlapping) is judged not run only
+   * this long after its instant: a late runner may still win it meanwhile.
+   */
+  settleMs: number;
+  /** A child still waiting is judged again at least this often (a parent lost by the reaper). */
+  recheckMs: number;
+}
+
+export type Judgement =
+  /** Every parent's run lets the child run: these runs. */
+  | { kind: 'due'; parentRuns: Record<string, number> }
+  /** Some parent has no verdict yet: judged again at `checkAt`. */
+  | { kind: 'wait'; checkAt: Date; waitingFor: string[] }
+  /** The child does not run this instant, because of `parent`. */
+  | {
+      kind: 'upstream';
+      parent: string;
+      parentStatus: FinalStatus | 'skipped' | 'missed' | 'running' | 'none';
+      parentRunId: number | null;
+      reason: string;
+      parentRuns: Record<string, number>;
+    };
+
+const FAILURES: ReadonlySet<RunStatus> = new Set([
+  'failed',
+  'timeout',
+  'killed',
+  'lost',
+  'interrupted',
+]);
+
+/** Whether a parent's verdict lets its child run, by `on:`. */
+export function lets(on: JobAfter['on'], status: FinalStatus): boolean {
+  if (on === 'always') return true;
+  return on === 'success' ? status === 'done' : FAILURES.has(status);
+}
+
+const VERDICT_WORDS: Record<FinalStatus, string> = {
+  done: 'succeeded',
+  failed: 'failed',
+  timeout: 'timed out',
+  killed: 'was killed',
+  lost: 'was lost',
+  interrupted: 'was interrupted',
+};
+
+/** Skips that settle a parent's fire as not run: nobody will run it after them. */
+const NOT_RUN_KINDS: ReadonlySet<string> = new Set(['paused', 'overlap', 'behind']);
+
+/**
+ * Whether the child of `after` runs the instant, from its parents' records there (`parents`, in
+ * `after.jobs` order). The first parent whose record stops the child decides; a parent still
+ * running (or with no record yet) makes it wait, until `deadline`.
+ */
+export function judgeDependent(
+  after: JobAfter,
+  parents: readonly ParentRecord[],
+  instant: Date,
+  now: Date,
+  deadline: Date,
+  t: JudgeTimings,
+): Judgement {
+  const parentRuns: Record<string, number> = {};
+  const waitingFor: string[] = [];
+  const settled = now.getTime() >= instant.getTime() + t.settleMs;
+  for (const p of parents) {
+    const run = p.run;
+    if (run && run.status !== 'running') {
+      const status = run.status as FinalStatus;
+      parentRuns[p.job] = run.id;
+      if (lets(after.on, status)) continue;
+      const only = after.on === 'failure' ? '; it runs only after a failure' : '';
+      return {
+        kind: 'upstream',
+        parent: p.job,
+        parentStatus: status,
+        parentRunId: run.id,
+        reason: `${p.job} ${VERDICT_WORDS[status]} (run ${run.id})${only}`,
+        parentRuns,
+      };
+    }
+    if (run) {
+      waitingFor.push(p.job);
+      continue;
+    }
+    if (p.missed) {
+      return {
+        kind: 'upstream',
+        parent: p.job,
+        parentStatus: 'missed',
+        parentRunId: p.missed.id,
+        reason: `${p.job} missed this fire (run ${p.missed.id})`,
+        parentRuns,
+      };
+    }
+    // An `upstream` skip is written once, and no run of the fire follows it; the other kinds
+    // only once a late runner could no longer win the fire.
+    const skip =
+      p.skips.find((s) => s.kind === 'upstream') ??
+      (settled ? p.skips.find((s) => s.kind != null && NOT_RUN_KINDS.has(s.kind)) : undefined);
+    if (skip) {
+      return {
+        kind: 'upstream',
+        parent: p.job,
+        parentStatus: 'skipped',
+        parentRunId: skip.id,
+        reason: `${p.job} did not run this fire: ${skip.kind} (run ${skip.id})`,
+        parentRuns,
+      };
+    }
+    waitingFor.push(p.job);
+  }
+  if (waitingFor.length === 0) return { kind: 'due', parentRuns };
+  if (now >= deadline) {
+    const parent = waitingFor[0]!;
+    const record = parents.find((p) => p.job === parent);
+    return {
+      kind: 'upstream',
+      parent,
+      parentStatus: record?.run ? 'running' : 'none',
+      parentRunId: record?.run?.id ?? null,
+      reason:
+        `${parent} did not finish this fire within ${formatDuration(after.withinMs)}` +
+        (record?.run ? ` (run ${record.run.id} still running)` : ' (no run of it)'),
+      parentRuns,
+    };
+  }
+  const next = Math.max(instant.getTime() + t.settleMs, now.getTime() + t.recheckMs);
+  return {
+    kind: 'wait',
+    checkAt: new Date(Math.min(deadline.getTime(), next)),
+    waitingFor,
+  };
+}
+
+/** A child's fire as its contender began it. */
+export interface ChildContention {
+  /** This contention's run, once started (null: not, or not yet). */
+  startedRunId: () => number | null;
+  /** Settles when the fire is over, its run included (null: nothing was done). */
+  outcome: Promise<FireOutcome | null>;
+}
+
+export interface DependentEnv {
+  pool: Queryable;
+  host: string;
+  pid: number;
+  /** Now by the database's clock. */
+  now: () => Date;
+  timings: JudgeTimings;
+  /** Contends the child's fire (trigger `after`); null: not contended (the process stops). */
+  fire: (job: JobDefinition, key: DependentKey) => Promise<ChildContention | null>;
+}
+
+/** What came of judging a child's fire. */
+export type Resolution =
+  /** Its fire was contended and has its run: this process's (`contention`) or another's. */
+  | { state: 'started'; runId: number | null; contention: ChildContention | null }
+  | { state: 'skipped'; reason: string }
+  | { state: 'waiting'; checkAt: Date; waitingFor: string[] }
+  /** Nothing to do: no row, or it was started or skipped already (by `by`). */
+  | { state: 'settled'; status: 'started' | 'skipped' | null; runId: number | null };
+
+/**
+ * Judges a child's fire and acts: contends it, skips it as `upstream`, or leaves it to be judged
+ * again. The row is read first: a fire started or skipped meanwhile is left alone.
+ */
+export async function resolveDependent(
+  env: DependentEnv,
+  child: JobDefinition,
+  key: DependentKey,
+): Promise<Resolution> {
+  const after = child.after;
+  const row = await readDependent(env.pool, key);
+  if (!row || row.status !== 'waiting' || !after) {
+    return { state: 'settled', status: row?.status === 'waiting' ? null : (row?.status ?? null), runId: row?.runId ?? null };
+  }
+  const parents = await parentRecords(env.pool, key.namespace, after.jobs, key.scheduledAt);
+  const judgement = judgeDependent(after, parents, key.scheduledAt, env.now(), row.deadline, env.timings);
+  switch (judgement.kind) {
+    case 'wait':
+      await postponeDependent(env.pool, key, judgement.checkAt);
+      return { state: 'waiting', checkAt: judgement.checkAt, waitingFor: judgement.waitingFor };
+    case 'upstream': {
+      const targets = eventTargets(child.notify).upstream ?? [];
+      await skipDependent(env.pool, key, { ...judgement, targets }, env);
+      return { state: 'skipped', reason: judgement.reason };
+    }
+    case 'due':
+      return contendChild(env, child, key, judgement.parentRuns);
+  }
+}
+
+/** The child's fire contended; the row then says how it went. */
+async function contendChild(
+  env: DependentEnv,
+  child: JobDefinition,
+  key: DependentKey,
+  parentRuns: Record<string, number>,
+): Promise<Resolution> {
+  const contention = await env.fire(child, key);
+  if (!contention) {
+    return { state: 'waiting', checkAt: env.now(), waitingFor: [] };
+  }
+  const started = contention.startedRunId();
+  if (started != null) {
+    await markDependentStarted(env.pool, key, started, parentRuns);
+    return { state: 'started', runId: started, contention };
+  }
+  const outcome = await contention.outcome;
+  switch (outcome?.status) {
+    case 'ran':
+      await markDependentStarted(env.pool, key, outcome.runId, parentRuns);
+      return { state: 'started', runId: outcome.runId, contention };
+    case 'skipped':
+      if (outcome.kind === 'taken' || outcome.kind === 'already-ran') {
+        // Another runner's contention has the fire: its run is the child's.
+        const winner = await dependentWinner(env.pool, key);
+        await markDependentStarted(env.pool, key, winner, parentRuns);
+        return { state: 'started', runId: winner, contention: null };
+      }
+      // The child itself did not run the fire (paused, or an earlier run of it still going):
+      // its own skip rows say so; the row is closed with the same words, without an `upstream` row.
+      await skipDependent(
+        env.pool,
+        key,
+        {
+          reason: `${child.name} skipped the fire: ${outcome.reason}`,
+          parentRuns,
+          parent: child.name,
+          parentStatus: 'skipped',
+          parentRunId: null,
+          targets: [],
+        },
+        env,
+        false,
+      );
+      return { state: 'skipped', reason: outcome.reason };
+    default:
+      // Not contended to the end (no session, the process stopping): judged again soon.
+      return { state: 'waiting', checkAt: env.now(), waitingFor: [] };
+  }
+}

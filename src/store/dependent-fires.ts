@@ -1,0 +1,363 @@
+/**
+ * `baton_dependent_fires`: the fires of child jobs (`after:`, docs/dependencies.md), one row per
+ * child, instant and generation — the chain's outbox.
+ *
+ * The life of a row:
+ *
+ *   (expected at the parents' instant, or written with a parent's verdict)
+ *        │
+ *        ▼
+ *     waiting ──judged: every parent's run lets it──▶ started   (run_id: the child's run)
+ *        │  ▲
+ *        │  └── judged: a parent has no verdict yet (check_at later)
+ *        └────judged: a parent's run (or its absence) does not let it, or `within` passed
+ *                                                 ──▶ skipped   (run_id: the `upstream` skip row)
+ *
+ * Written by whoever learns something of the parents (their verdict, in its transaction:
+ * `dependentsWithVerdict`; their instant: `expectDependents`), judged by any live runner that has
+ * the child (fire/dependents.ts). Every write is idempotent or conditional on `waiting`, so a
+ * row is started or skipped once however many runners judge it; the child's own fire key
+ * (namespace, job, scheduled_at, rerun, slot) keeps its run to one.
+ */
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { truncate } from '../text.js';
+import type { FinalStatus, RunStatus, SkipKind } from '../run-status.js';
+import { inTransaction, type Queryable } from './deadline.js';
+import { enqueueNotices } from './notifications.js';
+import { insertSkips } from './fire-writes.js';
+import type { Attempt } from './runs.js';
+
+/** `baton_dependent_fires.reason` is VARCHAR(512); `parent_runs` VARCHAR(2048). */
+const REASON_MAX = 512;
+const PARENT_RUNS_MAX = 2048;
+
+export type DependentStatus = 'waiting' | 'started' | 'skipped';
+
+/** A child's fire: its job, the parents' instant, the generation it claims. */
+export interface DependentKey {
+  namespace: string;
+  job: string;
+  scheduledAt: Date;
+  rerun: number;
+}
+
+/** A child that a parent's run carries to its verdict: written with it (`dependentsWithVerdict`). */
+export interface DependentPlan {
+  job: string;
+  /** The child's generation to claim: 0 for the scheduled chain, planned for an operator's. */
+  rerun: number;
+  withinMs: number;
+  /**
+   * Where `within` counts from: the instant (a scheduled chain), or the moment the verdict is
+   * written (an operator's re-run of a past fire, whose instant may be long gone).
+   */
+  deadlineFrom: 'instant' | 'now';
+}
+
+export interface DependentRow extends DependentKey {
+  status: DependentStatus;
+  checkAt: Date;
+  deadline: Date;
+  parentRuns: Record<string, number> | null;
+  runId: number | null;
+  reason: string | null;
+}
+
+/**
+ * The children of a parent's run, written in the transaction of its verdict: a runner that dies
+ * right after the verdict leaves them for another to judge. `check_at` is `leadMs` ahead, so that
+ * the writer (which judges them at once) goes first and the others come only if it does not.
+ */
+export async function dependentsWithVerdict(
+  tx: Queryable,
+  namespace: string,
+  scheduledAt: Date,
+  plans: readonly DependentPlan[],
+  leadMs: number,
+): Promise<void> {
+  if (plans.length === 0) return;
+  const row =
+    "(?, ?, ?, ?, 'waiting', NOW(3) + INTERVAL ? MICROSECOND, " +
+    'IF(? = 1, ?, NOW(3)) + INTERVAL ? MICROSECOND, NOW(3), NOW(3))';
+  await tx.query(
+    `INSERT INTO baton_dependent_fires (namespace, job, scheduled_at, rerun, status, check_at,
+       deadline, created_at, updated_at)
+     VALUES ${plans.map(() => row).join(', ')}
+     ON DUPLICATE KEY UPDATE
+       check_at = IF(status = 'waiting', LEAST(check_at, VALUES(check_at)), check_at),
+       updated_at = NOW(3)`,
+    plans.flatMap((p) => [
+      namespace,
+      p.job,
+      scheduledAt,
+      p.rerun,
+      leadMs * 1000,
+      p.deadlineFrom === 'instant' ? 1 : 0,
+      scheduledAt,
+      p.withinMs * 1000,
+    ]),
+  );
+}
+
+/** A child's fire expected at its parents' instant, judged first at `checkAt`. */
+export interface Expected {
+  key: DependentKey;
+  checkAt: Date;
+  deadline: Date;
+}
+
+/**
+ * The children's fires of instants the parents reached, written by every runner that has the
+ * children (INSERT IGNORE: the first one's row stands), so that a parent that does not run the
+ * instant at all — paused, skipped, nobody there — still has its children judged.
+ */
+export async function expectDependents(db: Queryable, rows: readonly Expected[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `INSERT IGNORE INTO baton_dependent_fires (namespace, job, scheduled_at, rerun, status,
+       check_at, deadline, created_at, updated_at)
+     VALUES ${rows.map(() => "(?, ?, ?, ?, 'waiting', ?, ?, NOW(3), NOW(3))").join(', ')}`,
+    rows.flatMap(({ key: k, checkAt, deadline }) => [
+      k.namespace,
+      k.job,
+      k.scheduledAt,
+      k.rerun,
+      checkAt,
+      deadline,
+    ]),
+  );
+}
+
+const ROW_COLUMNS = `namespace, job, scheduled_at, rerun, status, check_at, deadline, parent_runs,
+  run_id, reason`;
+
+function toRow(r: RowDataPacket): DependentRow {
+  return {
+    namespace: String(r.namespace),
+    job: String(r.job),
+    scheduledAt: r.scheduled_at as Date,
+    rerun: Number(r.rerun),
+    status: r.status as DependentStatus,
+    checkAt: r.check_at as Date,
+    deadline: r.deadline as Date,
+    parentRuns: parseParentRuns(r.parent_runs),
+    runId: r.run_id == null ? null : Number(r.run_id),
+    reason: r.reason == null ? null : String(r.reason),
+  };
+}
+
+function parseParentRuns(text: unknown): Record<string, number> | null {
+  if (typeof text !== 'string') return null;
+  try {
+    return JSON.parse(text) as Record<string, number>;
+  } catch {
+    return null;
+  }
+}
+
+/** The waiting rows of `jobs` whose time to be judged has come, oldest first. */
+export async function dueDependents(
+  db: Queryable,
+  namespace: string,
+  jobs: readonly string[],
+  limit: number,
+): Promise<DependentRow[]> {
+  if (jobs.length === 0) return [];
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
+      WHERE namespace = ? AND status = 'waiting' AND check_at <= NOW(3) AND job IN (?)
+      ORDER BY check_at LIMIT ?`,
+    [namespace, jobs, limit],
+  );
+  return rows.map(toRow);
+}
+
+/** One child's fire, as it stands; null: no row (nothing of its parents is known yet). */
+export async function readDependent(db: Queryable, key: DependentKey): Promise<DependentRow | null> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ?`,
+    [key.namespace, key.job, key.scheduledAt, key.rerun],
+  );
+  return rows[0] ? toRow(rows[0]) : null;
+}
+
+/** What a parent did with an instant: its latest generation's run, and what else was written. */
+export interface ParentRecord {
+  job: string;
+  /** The run of its latest generation at the instant (slot 1), or null: none. */
+  run: { id: number; status: RunStatus; rerun: number; host: string; startedAt: Date } | null;
+  /** Its `missed` row at the instant, if any. */
+  missed: { id: number; reason: string | null } | null;
+  /** Its skip rows at the instant (every runner's): the kinds and one row's id and words. */
+  skips: { id: number; kind: SkipKind | null; reason: string | null }[];
+}
+
+/** Every row the parents have at the instant, folded per parent (`parents` order). */
+export async function parentRecords(
+  db: Queryable,
+  namespace: string,
+  parents: readonly string[],
+  scheduledAt: Date,
+): Promise<ParentRecord[]> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, job, rerun, winner, status, reason, reason_kind, host, started_at FROM baton_runs
+      WHERE namespace = ? AND job IN (?) AND scheduled_at = ?
+      ORDER BY rerun DESC, id`,
+    [namespace, parents, scheduledAt],
+  );
+  return parents.map((job) => {
+    const mine = rows.filter((r) => String(r.job) === job);
+    const latest = mine.find((r) => r.winner != null && Number(r.winner) >= 1);
+    const missed = mine.find((r) => r.status === 'missed');
+    return {
+      job,
+      run: latest
+        ? {
+            id: Number(latest.id),
+            status: latest.status as RunStatus,
+            rerun: Number(latest.rerun),
+            host: String(latest.host),
+            startedAt: latest.started_at as Date,
+          }
+        : null,
+      missed: missed
+        ? { id: Number(missed.id), reason: missed.reason == null ? null : String(missed.reason) }
+        : null,
+      skips: mine
+        .filter((r) => r.status === 'skipped')
+        .map((r) => ({
+          id: Number(r.id),
+          kind: (r.reason_kind ?? null) as SkipKind | null,
+          reason: r.reason == null ? null : String(r.reason),
+        })),
+    };
+  });
+}
+
+/** A waiting row judged again later. */
+export async function postponeDependent(
+  db: Queryable,
+  key: DependentKey,
+  checkAt: Date,
+): Promise<void> {
+  await db.query(
+    `UPDATE baton_dependent_fires SET check_at = ?, updated_at = NOW(3)
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
+    [checkAt, key.namespace, key.job, key.scheduledAt, key.rerun],
+  );
+}
+
+/**
+ * The child's fire was contended and has its run (this runner's, or the winner another runner's
+ * contention found). Conditional on `waiting`: the first to write it stands.
+ */
+export async function markDependentStarted(
+  db: Queryable,
+  key: DependentKey,
+  runId: number | null,
+  parentRuns: Record<string, number>,
+): Promise<void> {
+  await db.query(
+    `UPDATE baton_dependent_fires
+        SET status = 'started', run_id = ?, parent_runs = ?, updated_at = NOW(3)
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
+    [
+      runId,
+      truncate(JSON.stringify(parentRuns), PARENT_RUNS_MAX),
+      key.namespace,
+      key.job,
+      key.scheduledAt,
+      key.rerun,
+    ],
+  );
+}
+
+/** Why a child does not run an instant, as its `upstream` skip row and notification say. */
+export interface UpstreamSkip {
+  reason: string;
+  /** The parent runs the judgement rested on (the one that stopped it, or none). */
+  parentRuns: Record<string, number>;
+  /** The parent that stopped it, and what it did (for the notification). */
+  parent: string;
+  parentStatus: FinalStatus | 'skipped' | 'missed' | 'running' | 'none';
+  parentRunId: number | null;
+  /** Targets told of `upstream` (config/notify-targets.ts); empty: none. */
+  targets: readonly string[];
+}
+
+/**
+ * Closes a child's fire as not run: the row `skipped`, one `upstream` skip row in the child's
+ * history, and its notifications — in one transaction, conditional on the row still `waiting`,
+ * so that of every runner that judges it only one writes them. Returns whether this call did.
+ *
+ * `reasonForRow` overrides the row's reason when the child's own fire skipped (its pause, its
+ * overlap): then no `upstream` row is written, the fire has its own skip rows already.
+ */
+export async function skipDependent(
+  db: Queryable,
+  key: DependentKey,
+  skip: UpstreamSkip,
+  attempt: Pick<Attempt, 'host' | 'pid'>,
+  writeRow = true,
+): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    const [res] = await tx.query<ResultSetHeader>(
+      `UPDATE baton_dependent_fires
+          SET status = 'skipped', reason = ?, parent_runs = ?, updated_at = NOW(3)
+        WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
+      [
+        truncate(skip.reason, REASON_MAX),
+        truncate(JSON.stringify(skip.parentRuns), PARENT_RUNS_MAX),
+        key.namespace,
+        key.job,
+        key.scheduledAt,
+        key.rerun,
+      ],
+    );
+    if (res.affectedRows !== 1) return false;
+    if (!writeRow) return true;
+    const [runId] = await insertSkips(tx, [
+      {
+        attempt: { ...key, trigger: 'after', host: attempt.host, pid: attempt.pid },
+        reason: skip.reason,
+        kind: 'upstream',
+      },
+    ]);
+    await tx.query(
+      `UPDATE baton_dependent_fires SET run_id = ?
+        WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ?`,
+      [runId, key.namespace, key.job, key.scheduledAt, key.rerun],
+    );
+    if (skip.targets.length > 0) {
+      await enqueueNotices(tx, [
+        {
+          namespace: key.namespace,
+          subject: key.job,
+          fire: key.scheduledAt,
+          rerun: key.rerun,
+          event: 'upstream',
+          targets: skip.targets,
+          runId: runId ?? null,
+          details: {
+            parent: skip.parent,
+            parentRunId: skip.parentRunId,
+            parentStatus: skip.parentStatus,
+            reason: skip.reason,
+          },
+        },
+      ]);
+    }
+    return true;
+  });
+}
+
+/** The winner of a child's fire (slot 1 of its generation), if it has one. */
+export async function dependentWinner(db: Queryable, key: DependentKey): Promise<number | null> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND winner = 1`,
+    [key.namespace, key.job, key.scheduledAt, key.rerun],
+  );
+  return rows[0] ? Number(rows[0].id) : null;
+}

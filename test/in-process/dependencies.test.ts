@@ -1,0 +1,158 @@
+/**
+ * Dependencies (`after:`, docs/dependencies.md), proven with three runners in the test process
+ * (their jobs real processes) on a real server, and judged by the jobs' own journal:
+ *
+ * - a child runs once per instant its parent succeeded, with the parent's instant, after the
+ *   parent's run ended; and is skipped once, as `upstream`, naming the parent, per instant it
+ *   failed — nothing twice, whatever the number of runners that saw the parent finish;
+ * - fan-in: a child after two parents runs only at instants both succeeded.
+ */
+import { describe, expect, it } from 'vitest';
+import { allRuns, type RunRow } from '../helpers/db.js';
+import { writeJournaledSchedule, type JournalAttempt } from '../helpers/ground-truth.js';
+import { useInProcessFleet } from '../helpers/in-process-fleet.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useInProcessFleet('dependencies', { perTest: true });
+
+/** Fails on instants whose second (of the minute) divided by 2 is odd: 2, 6, 10, … */
+const FAIL_ON_ODD = 'test $(( $(date -u -d "$BATON_SCHEDULED_AT" +%-S) / 2 % 2 )) -eq 0';
+
+/** The parent's shared fast timings: the children's fires looked at every 200 ms. */
+const RUNNER = { timings: { dependents: { pollMs: 200, leadMs: 500, settleMs: 3_000 } } };
+
+function attemptsOf(all: JournalAttempt[], job: string): JournalAttempt[] {
+  return all.filter((a) => a.job === job);
+}
+
+describe('a child after one parent', () => {
+  it('runs once per instant its parent succeeded, after it, at its instant; is skipped once as upstream per failure', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: chain
+jobs:
+  settle:
+    schedule: "*/2 * * * * *"
+    command: ${j.yaml({ work: `sleep 0.3; ${FAIL_ON_ODD}` })}
+  report:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [settle], on: success}
+    command: ${j.yaml({ work: 'sleep 0.1' })}
+`,
+    );
+    await fleet.start(['c1', 'c2', 'c3'], { config, runner: RUNNER });
+
+    // Twelve of settle's instants decided (its verdict and its child's fate).
+    const decided = async () => {
+      const rows = await allRuns(fleet.db);
+      const settled = rows.filter(
+        (r) => r.job === 'settle' && r.winner === 1 && r.status !== 'running',
+      );
+      const fates = settled.filter((s) =>
+        rows.some(
+          (r) =>
+            r.job === 'report' &&
+            r.scheduled_at.getTime() === s.scheduled_at.getTime() &&
+            ((r.winner === 1 && r.status !== 'running') || r.reason_kind === 'upstream'),
+        ),
+      );
+      return fates.length >= 12 ? rows : null;
+    };
+    const rows = await waitFor('twelve instants of the chain decided', decided, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
+    const settles = rows.filter((r) => r.job === 'settle' && r.winner === 1);
+    const reports = rows.filter((r) => r.job === 'report');
+    for (const at of new Set(reports.map((r) => r.scheduled_at.getTime()))) {
+      const winners = rowsAt(reports, 'report', at).filter((r) => (r.winner ?? 0) >= 1);
+      expect(winners.length, `report's winners at ${new Date(at).toISOString()}`).toBeLessThan(2);
+    }
+    for (const s of settles.filter((r) => r.status === 'done' || r.status === 'failed')) {
+      const at = s.scheduled_at.getTime();
+      const runsThere = reports.filter((r) => r.scheduled_at.getTime() === at && r.winner === 1);
+      const upstream = reports.filter(
+        (r) => r.scheduled_at.getTime() === at && r.reason_kind === 'upstream',
+      );
+      if (upstream.length + runsThere.length === 0) continue; // decided after the wait above
+      if (s.status === 'done') {
+        expect(runsThere, `report at ${s.scheduled_at.toISOString()}`).toHaveLength(1);
+        expect(runsThere[0]!.triggered_by).toBe('after');
+        expect(upstream).toHaveLength(0);
+        // Started after its parent's run ended (database time).
+        expect(runsThere[0]!.started_at.getTime()).toBeGreaterThanOrEqual(
+          s.finished_at!.getTime(),
+        );
+      } else {
+        expect(runsThere).toHaveLength(0);
+        expect(upstream, `upstream skip at ${s.scheduled_at.toISOString()}`).toHaveLength(1);
+        expect(upstream[0]!.reason).toBe(`settle failed (run ${s.id})`);
+      }
+    }
+    // The journal: each instant's report ran once, with the parent's instant, after it ended.
+    const all = journal.attempts();
+    const reported = attemptsOf(all, 'report');
+    const perFire = new Map<number, number>();
+    for (const a of reported) perFire.set(a.fire, (perFire.get(a.fire) ?? 0) + 1);
+    expect([...perFire.values()].every((n) => n === 1)).toBe(true);
+    for (const a of reported) {
+      const parent = attemptsOf(all, 'settle').find((p) => p.fire === a.fire);
+      expect(parent, `settle's attempt at ${a.fire}`).toBeDefined();
+      expect(parent!.end).not.toBeNull();
+      expect(a.start).toBeGreaterThanOrEqual(parent!.end!);
+    }
+    expect(reported.length).toBeGreaterThanOrEqual(3);
+  });
+});
+
+function rowsAt(rows: RunRow[], job: string, at: number): RunRow[] {
+  return rows.filter((r) => r.job === job && r.scheduled_at.getTime() === at);
+}
+
+describe('fan-in', () => {
+  it('a child after two parents runs only at instants both succeeded', async () => {
+    const { config } = writeJournaledSchedule(
+      (j) => `
+namespace: fanin
+jobs:
+  settle:
+    schedule: "*/2 * * * * *"
+    command: ${j.yaml({ work: FAIL_ON_ODD })}
+  import:
+    schedule: "*/2 * * * * *"
+    command: ${j.yaml({ work: 'sleep 0.2' })}
+  report:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [settle, import]}
+    command: ${j.yaml()}
+`,
+    );
+    await fleet.start(['f1', 'f2', 'f3'], { config, runner: RUNNER });
+    const rows = await waitFor(
+      'eight decided instants of report',
+      async () => {
+        const all = await allRuns(fleet.db);
+        const decided = all.filter(
+          (r) =>
+            r.job === 'report' &&
+            ((r.winner === 1 && r.status !== 'running') || r.reason_kind === 'upstream'),
+        );
+        return decided.length >= 8 ? all : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const instants = new Set(
+      rows.filter((r) => r.job === 'report').map((r) => r.scheduled_at.getTime()),
+    );
+    for (const at of instants) {
+      const settle = rowsAt(rows, 'settle', at).find((r) => r.winner === 1)!;
+      const imported = rowsAt(rows, 'import', at).find((r) => r.winner === 1)!;
+      const report = rowsAt(rows, 'report', at);
+      const both = settle?.status === 'done' && imported?.status === 'done';
+      expect(report.filter((r) => r.winner === 1)).toHaveLength(both ? 1 : 0);
+      if (!both && settle?.status === 'failed') {
+        expect(report.filter((r) => r.reason_kind === 'upstream')).toHaveLength(1);
+      }
+    }
+  });
+});
