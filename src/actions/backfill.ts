@@ -29,6 +29,7 @@ import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
 import { firesBetweenYielding } from './past-fires.js';
 import { describePlan, describeRun, planRerun } from './rerun-plan.js';
+import { awaitChain, operatorDependents, type ChainStep } from './dependents.js';
 
 /** More fires than this need `yes`. */
 export const BACKFILL_BOUND = 100;
@@ -53,6 +54,11 @@ export interface BackfillRequest {
   again: boolean;
   /** Go ahead with more than BACKFILL_BOUND fires. */
   yes: boolean;
+  /**
+   * Run each fire's children after it (`--with-dependents`, docs/dependencies.md), the chain of
+   * an instant over before the next instant's parent starts.
+   */
+  withDependents?: boolean;
 }
 
 /** The fires a backfill looks at, checked: `planBackfill`. */
@@ -74,6 +80,8 @@ export interface FireLine {
   runId?: number | null;
   status?: string;
   reason?: string;
+  /** With `withDependents`: what each child (and theirs) did with the fire, in order. */
+  dependents?: ChainStep[];
 }
 
 /** Where a backfill tells what it does (the CLI's bar or JSON lines; nothing for the API). */
@@ -203,6 +211,7 @@ export async function runBackfill(
   const details: Record<string, unknown> = {
     ...rangeOf(plan),
     mode: again ? 'again' : 'only-missing',
+    ...(plan.withDependents ? { withDependents: true } : {}),
     fires: plan.fires.length,
     lastFire: resumeAfter?.toISOString() ?? null,
     ...(resumeAfter ? { resumedAfter: resumeAfter.toISOString() } : {}),
@@ -226,7 +235,7 @@ export async function runBackfill(
         continue;
       }
       // Recorded once the run has ended, with its outcome, as a re-run of the fire says it.
-      const result = await backfillOne(fires, job, at, again, (runId, status) =>
+      const result = await backfillOne(fires, plan, at, (runId, status) =>
         recordAction(pool, {
           ...audit,
           action: 'rerun',
@@ -262,7 +271,7 @@ export async function runBackfill(
   return { ended, outcome, counts, fires: plan.fires.length, auditId };
 }
 
-type OneFire = Pick<FireLine, 'action' | 'rerun' | 'runId' | 'status' | 'reason'>;
+type OneFire = Pick<FireLine, 'action' | 'rerun' | 'runId' | 'status' | 'reason' | 'dependents'>;
 
 /**
  * One fire: planned from its winners, run through the lock, tried again while the job runs
@@ -271,9 +280,8 @@ type OneFire = Pick<FireLine, 'action' | 'rerun' | 'runId' | 'status' | 'reason'
  */
 async function backfillOne(
   fires: OperatorFires,
-  job: JobDefinition,
+  { job, again, withDependents }: BackfillPlan,
   at: Date,
-  again: boolean,
   audit: (runId: number, status: string) => Promise<number>,
 ): Promise<OneFire> {
   const blockedUntil = Date.now() + BLOCKED_MS;
@@ -288,6 +296,7 @@ async function backfillOne(
         reason: `already ran (${describeRun(plan.done)})`,
       };
     }
+    const dependents = withDependents ? await operatorDependents(fires, job, at, true) : [];
     const outcome = await fires.fire({
       job,
       at,
@@ -296,14 +305,21 @@ async function backfillOne(
       unlessDone: !again,
       waitSeconds: LOCK_WAIT_SECONDS,
       tee: false,
+      ...(dependents.length > 0 ? { dependents } : {}),
     }).outcome;
     if (outcome?.status === 'ran') {
       await audit(outcome.runId, outcome.result.status);
+      // The instant's chain is over before the next instant's parent starts.
+      const chain =
+        dependents.length > 0 && outcome.recorded
+          ? await awaitChain(fires, job.name, at, dependents)
+          : null;
       return {
         action: 'run',
         rerun: plan.rerun,
         runId: outcome.runId,
         status: outcome.result.status,
+        ...(chain ? { dependents: chain } : {}),
       };
     }
     if (fires.stopping()) throw new InterruptedError('interrupted');

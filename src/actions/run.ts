@@ -27,6 +27,8 @@ import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
 import { assertPastFire } from './past-fires.js';
 import { describeRun, planRerun } from './rerun-plan.js';
+import { operatorDependents } from './dependents.js';
+import type { DependentPlan } from '../store/dependent-fires.js';
 
 export interface RunRequest {
   /** The job as defined; `params` are applied to the run only. */
@@ -41,6 +43,11 @@ export interface RunRequest {
   waitSeconds?: number;
   /** The job's output echoed besides its history (a foreground command's terminal). */
   tee?: boolean | 'stderr';
+  /**
+   * Run the job's children after it too, as its schedule's fires do (`--with-dependents`,
+   * docs/dependencies.md); without it an operator's run starts no child.
+   */
+  withDependents?: boolean;
 }
 
 /** A run that began (or was refused by the lock): where, and what came of it when over. */
@@ -51,6 +58,8 @@ export interface RunStart {
   start: ManualStart;
   /** Settles when the fire is over (null: it did not run). */
   outcome: Promise<FireOutcome | null>;
+  /** The children its verdict carries (`withDependents`); empty: none. */
+  dependents: readonly DependentPlan[];
 }
 
 /** The past fire asked for ran successfully already, and `again` was not given. Exit 75. */
@@ -70,24 +79,29 @@ export class AlreadyRanError extends LockHeldError {
 const NO_PARAMS: ManualParams = { env: {}, args: [] };
 
 /** Where and as which generation the request runs; AlreadyRanError, UsageError otherwise. */
-async function planRun(
-  fires: OperatorFires,
-  r: RunRequest,
-): Promise<{ at: Date; rerun: number; rerunOf: Date | null }> {
+interface PlannedRun {
+  at: Date;
+  rerun: number;
+  rerunOf: Date | null;
+  dependents: DependentPlan[];
+}
+
+async function planRun(fires: OperatorFires, r: RunRequest): Promise<PlannedRun> {
   const now = await fires.now();
-  if (r.fire == null) return { at: manualInstant(now), rerun: 0, rerunOf: null };
+  const children = (at: Date, reran: boolean) =>
+    r.withDependents ? operatorDependents(fires, r.job, at, reran) : Promise.resolve([]);
+  if (r.fire == null) {
+    const at = manualInstant(now);
+    return { at, rerun: 0, rerunOf: null, dependents: await children(at, false) };
+  }
   const at = assertPastFire(r.job, r.fire, now);
   const winners = await winnersOfFire(fires.pool, fires.namespace, r.job.name, at);
   const plan = planRerun(winners, r.again === true);
   if (plan.kind === 'refuse') throw new AlreadyRanError(r.job.name, at, plan.done);
-  return { at, rerun: plan.rerun, rerunOf: at };
+  return { at, rerun: plan.rerun, rerunOf: at, dependents: await children(at, true) };
 }
 
-function fire(
-  fires: OperatorFires,
-  r: RunRequest,
-  planned: { at: Date; rerun: number; rerunOf: Date | null },
-) {
+function fire(fires: OperatorFires, r: RunRequest, planned: PlannedRun) {
   const params = r.params ?? NO_PARAMS;
   const recorded = recordedParams(r.job, params);
   return fires.fire({
@@ -100,6 +114,7 @@ function fire(
     ...(recorded ? { params: { given: params.env, recorded } } : {}),
     waitSeconds: r.waitSeconds ?? 0,
     ...(r.tee != null ? { tee: r.tee } : {}),
+    ...(planned.dependents.length > 0 ? { dependents: planned.dependents } : {}),
   });
 }
 
@@ -112,6 +127,7 @@ export async function startRun(fires: OperatorFires, r: RunRequest): Promise<Run
     rerun: planned.rerun,
     start: await handle.started,
     outcome: handle.outcome,
+    dependents: planned.dependents,
   };
 }
 
@@ -157,6 +173,7 @@ export async function runJob(
     details: {
       ...(planned.rerunOf ? { again: r.again === true, rerun: planned.rerun } : {}),
       ...(recorded ? { params: recorded } : {}),
+      ...(r.withDependents ? { withDependents: planned.dependents.map((d) => d.job) } : {}),
     },
   });
   const handle = fire(fires, r, planned);
@@ -186,7 +203,15 @@ export async function runJob(
   );
   await startSaid;
   const start = await handle.started;
-  return { auditId, pause, at: planned.at, rerun: planned.rerun, start, outcome: handle.outcome };
+  return {
+    auditId,
+    pause,
+    at: planned.at,
+    rerun: planned.rerun,
+    start,
+    outcome: handle.outcome,
+    dependents: planned.dependents,
+  };
 }
 
 /** The audit's outcome of a run that started: its status, or why it has none. */

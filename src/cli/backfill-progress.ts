@@ -35,10 +35,13 @@ class Bar implements Progress {
     }
     const width = Math.max(10, Math.min(40, terminalWidth(process.stderr) - 60));
     const filled = Math.round((line.index / Math.max(1, line.of)) * width);
+    const chain = (line.dependents ?? [])
+      .map((d) => `${d.job} ${d.status}${d.reason ? ` (${d.reason})` : ''}`)
+      .join(', ');
     const what =
-      line.action === 'run'
+      (line.action === 'run'
         ? `${line.status ?? 'ran'}${line.rerun ? ` (generation ${line.rerun})` : ''}`
-        : `skipped: ${line.reason ?? ''}`;
+        : `skipped: ${line.reason ?? ''}`) + (chain ? `; then ${chain}` : '');
     this.last =
       `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${line.index}/${line.of} ` +
       `${line.fire} ${what}`;

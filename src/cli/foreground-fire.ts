@@ -35,6 +35,10 @@ import {
   type OperatorFires,
 } from '../fire/operator-fire.js';
 import { startFire } from '../fire/run-fire.js';
+import { childrenOf } from '../config/dependencies.js';
+import { planDependents, resolveDependent, type DependentEnv } from '../fire/dependents.js';
+import { DEPENDENT_TIMINGS } from '../daemon/dependent-watch.js';
+import type { DependentPlan } from '../store/dependent-fires.js';
 import { openPool } from '../store/connect.js';
 import { DeadlinePool } from '../store/deadline.js';
 
@@ -111,6 +115,10 @@ export class ForegroundSession implements OperatorFires {
     return this.config.jobs.find((j) => j.name === name) ?? null;
   }
 
+  jobs(): readonly JobDefinition[] {
+    return this.config.jobs;
+  }
+
   now(): Promise<Date> {
     return this.lock.now();
   }
@@ -183,6 +191,9 @@ export class ForegroundSession implements OperatorFires {
       ...(f.rerun ? { rerun: f.rerun } : {}),
       ...(f.unlessDone ? { unlessDone: true } : {}),
       ...(f.params ? { params: f.params } : {}),
+      ...(f.dependents?.length
+        ? { dependents: { plans: f.dependents, leadMs: DEPENDENT_TIMINGS.leadMs } }
+        : {}),
       interruptBeforeStart: () => {
         if (this.interruptedBy) return `${this.interruptedBy} came while the lock was being taken`;
         this.contending--;
@@ -218,11 +229,79 @@ export class ForegroundSession implements OperatorFires {
       },
     );
     const start = fire.contended.then(() => manualStartOf(f, fire.startedRunId, outcome));
+    if (f.dependents?.length) {
+      const plans = f.dependents;
+      // Like a runner: the verdict's children judged here at once, those due run by this session.
+      void this.track(
+        outcome.then(
+          (over) => (over.status === 'ran' && over.recorded ? this.judgeChildren(f, plans) : null),
+          () => null,
+        ),
+      );
+    }
     // Each is handled by whoever awaits it; a caller may await only one of the two (a backfill
     // reads the outcome alone), and the other must not end the process as unhandled.
     outcome.catch(() => {});
     start.catch(() => {});
     return { started: start, outcome };
+  }
+
+  /**
+   * The children of a verdict this session wrote (`--with-dependents`): each judged, and run here
+   * when due (fire/dependents.ts), with its own children planned the same way. Settles when the
+   * chain below `parent` is over, the children's runs included.
+   */
+  private async judgeChildren(
+    parent: OperatorFire,
+    plans: readonly DependentPlan[],
+  ): Promise<void> {
+    const reran = parent.trigger !== 'manual' && (parent.rerun > 0 || parent.trigger === 'rerun');
+    const env: DependentEnv = {
+      pool: this.pool,
+      host: this.host,
+      pid: process.pid,
+      now: () => this.lock.toDatabaseTime(new Date()) ?? new Date(),
+      timings: DEPENDENT_TIMINGS,
+      fire: async (child, key) => {
+        if (this.stopRequested) return null;
+        const grandchildren = await planDependents(
+          this.pool,
+          key.namespace,
+          childrenOf(this.config.jobs, child.name),
+          key.scheduledAt,
+          reran,
+        );
+        const handle = this.fire({
+          job: child,
+          at: key.scheduledAt,
+          trigger: 'after',
+          rerun: key.rerun,
+          unlessDone: false,
+          waitSeconds: 0,
+          ...(grandchildren.length > 0 ? { dependents: grandchildren } : {}),
+        });
+        const start = await handle.started;
+        return {
+          startedRunId: () => (start.status === 'started' ? start.runId : null),
+          outcome: handle.outcome,
+        };
+      },
+    };
+    await Promise.allSettled(
+      plans.map(async (plan) => {
+        const child = this.job(plan.job);
+        if (!child) return;
+        const key = {
+          namespace: this.namespace,
+          job: plan.job,
+          scheduledAt: parent.at,
+          rerun: plan.rerun,
+        };
+        const resolution = await resolveDependent(env, child, key);
+        // Its run (and the chain below it, which its verdict starts) is awaited too.
+        if (resolution.state === 'started') await resolution.contention?.outcome;
+      }),
+    );
   }
 
   private notRun(job: JobDefinition): InterruptedError {

@@ -34,7 +34,7 @@ import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js'
 import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
 import { childrenOf } from '../config/dependencies.js';
-import type { ChildContention } from '../fire/dependents.js';
+import { planDependents, type ChildContention } from '../fire/dependents.js';
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 
 /**
@@ -275,9 +275,23 @@ export class Dispatcher {
    * job's chain like a scheduled fire — its overlap policy, its pause — with the trigger `after`
    * and the parents' instant.
    */
-  dependentFire(job: JobDefinition, key: DependentKey): Promise<ChildContention | null> {
+  async dependentFire(job: JobDefinition, key: DependentKey): Promise<ChildContention | null> {
+    // A generation of an operator's chain: its own children claim their next free generations.
+    const ctx = key.rerun > 0 ? this.o.context() : null;
+    const dependents = ctx
+      ? await planDependents(
+          ctx.pool,
+          key.namespace,
+          childrenOf(this.o.loaded().config.jobs, job.name).filter((c) => c.enabled),
+          key.scheduledAt,
+          true,
+        )
+      : undefined;
     return this.chain(job.name, () =>
-      this.fire(job, key.scheduledAt, 'after', key.rerun ? { rerun: key.rerun } : {}),
+      this.fire(job, key.scheduledAt, 'after', {
+        ...(key.rerun ? { rerun: key.rerun } : {}),
+        ...(dependents ? { dependents } : {}),
+      }),
     );
   }
 
@@ -319,7 +333,7 @@ export class Dispatcher {
     const { config, schedules } = this.o.loaded();
     // A run's children are told by its verdict: always for the schedule's fires (and those of
     // the chain), for an operator's only when asked (`--with-dependents`).
-    const plans = manual ? (o.dependents ?? []) : scheduledDependents(config, job);
+    const plans = o.dependents ?? (manual ? [] : scheduledDependents(config, job));
     const told = this.o.dependents;
     const handle = startFire(job, scheduledAt, {
       trigger,
@@ -425,7 +439,10 @@ interface FireAsked {
   unlessDone?: boolean;
   /** Contended after the fire's first asker's lead (coordination/first-asker.ts). */
   afterLead?: boolean;
-  /** An operator's fire's children (`--with-dependents`); the schedule's have their job's. */
+  /**
+   * The children its verdict carries: an operator's (`--with-dependents`) or an operator chain's;
+   * absent, the schedule's fires carry their job's (`scheduledDependents`), an operator's none.
+   */
   dependents?: readonly DependentPlan[];
 }
 

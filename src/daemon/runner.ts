@@ -531,6 +531,7 @@ export class Runner {
       host: this.options.host,
       pool,
       job: (name) => this.loaded.config.jobs.find((j) => j.name === name) ?? null,
+      jobs: () => this.loaded.config.jobs,
       now: () => Promise.resolve(this.clock.now()),
       stopping: () => this.stopping,
       fire: (f) => this.dispatcher.operatorFire(f),

@@ -16,11 +16,13 @@ import type { Queryable } from '../store/deadline.js';
 import {
   dependentWinner,
   markDependentStarted,
+  nextGenerations,
   parentRecords,
   postponeDependent,
   readDependent,
   skipDependent,
   type DependentKey,
+  type DependentPlan,
   type ParentRecord,
 } from '../store/dependent-fires.js';
 import type { FireOutcome } from './fire-types.js';
@@ -163,6 +165,36 @@ export function judgeDependent(
   };
 }
 
+/**
+ * The children a run carries to its verdict. The schedule's chain claims generation 0 of each
+ * child's fire, `within` from the instant; an operator's re-run of a past fire (`reran`) the next
+ * free generation of each, `within` from its verdict — so a chain run again never meets the
+ * children's earlier runs of the instant as its own.
+ */
+export async function planDependents(
+  db: Queryable,
+  namespace: string,
+  children: readonly JobDefinition[],
+  at: Date,
+  reran: boolean,
+): Promise<DependentPlan[]> {
+  const chained = children.filter((c) => c.after != null);
+  const generations = reran
+    ? await nextGenerations(
+        db,
+        namespace,
+        chained.map((c) => c.name),
+        at,
+      )
+    : null;
+  return chained.map((child) => ({
+    job: child.name,
+    rerun: generations?.get(child.name) ?? 0,
+    withinMs: child.after!.withinMs,
+    deadlineFrom: reran ? 'now' : 'instant',
+  }));
+}
+
 /** A child's fire as its contender began it. */
 export interface ChildContention {
   /** This contention's run, once started (null: not, or not yet). */
@@ -203,10 +235,21 @@ export async function resolveDependent(
   const after = child.after;
   const row = await readDependent(env.pool, key);
   if (!row || row.status !== 'waiting' || !after) {
-    return { state: 'settled', status: row?.status === 'waiting' ? null : (row?.status ?? null), runId: row?.runId ?? null };
+    return {
+      state: 'settled',
+      status: row?.status === 'waiting' ? null : (row?.status ?? null),
+      runId: row?.runId ?? null,
+    };
   }
   const parents = await parentRecords(env.pool, key.namespace, after.jobs, key.scheduledAt);
-  const judgement = judgeDependent(after, parents, key.scheduledAt, env.now(), row.deadline, env.timings);
+  const judgement = judgeDependent(
+    after,
+    parents,
+    key.scheduledAt,
+    env.now(),
+    row.deadline,
+    env.timings,
+  );
   switch (judgement.kind) {
     case 'wait':
       await postponeDependent(env.pool, key, judgement.checkAt);

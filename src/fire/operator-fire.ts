@@ -18,8 +18,11 @@ export interface OperatorFire {
   /** The job as this run starts it (manual parameters applied: run-params.ts). */
   job: JobDefinition;
   at: Date;
-  /** `manual`: now (fire/manual-instant.ts); `rerun`: a past fire of the schedule. */
-  trigger: 'manual' | 'rerun';
+  /**
+   * `manual`: now (fire/manual-instant.ts); `rerun`: a past fire of the schedule; `after`: a
+   * child's fire in an operator's chain (`--with-dependents`, fire/dependents.ts).
+   */
+  trigger: 'manual' | 'rerun' | 'after';
   /** The generation claimed (0: the fire's first; actions/rerun-plan.ts). */
   rerun: number;
   /** The claim is refused when a generation of the fire is `done` by then (no `--again`). */
@@ -32,7 +35,11 @@ export interface OperatorFire {
   waitSeconds: number;
   /** The job's output echoed besides its history (a foreground command's terminal). */
   tee?: boolean | 'stderr';
-  /** The children its verdict carries (`--with-dependents`, docs/dependencies.md); none: none. */
+  /**
+   * The children its verdict carries (`--with-dependents`, docs/dependencies.md): the process
+   * judges them once the verdict is written, and runs those due as fires of its own (trigger
+   * `after`) with their own children; none: none.
+   */
   dependents?: readonly DependentPlan[];
 }
 
@@ -64,6 +71,8 @@ export interface OperatorFires {
   readonly pool: Queryable;
   /** The job of that name as this process has it (disabled ones included); null: none. */
   job(name: string): JobDefinition | null;
+  /** Every job this process has (disabled ones included): a chain's children. */
+  jobs(): readonly JobDefinition[];
   /** Now by the database's clock. */
   now(): Promise<Date>;
   /** True once the process began to stop: no further operator fire may start. */

@@ -53,7 +53,7 @@ export interface WriteSubject {
 export async function runAction(
   s: WriteSubject,
   job: string,
-  body: { fire?: string; again?: boolean },
+  body: { fire?: string; again?: boolean; withDependents?: boolean },
   r: Who,
 ): Promise<ApiAnswer> {
   const definition = knownJob(s, job);
@@ -64,7 +64,16 @@ export async function runAction(
   const fires = usableFires(s);
   let run: RunAction;
   try {
-    run = await runJob(fires, { job: definition, fire, again: body.again === true }, actor(s, r));
+    run = await runJob(
+      fires,
+      {
+        job: definition,
+        fire,
+        again: body.again === true,
+        withDependents: body.withDependents === true,
+      },
+      actor(s, r),
+    );
   } catch (err) {
     if (err instanceof AlreadyRanError) {
       throw new ApiError(409, 'already-ran', err.message, { runId: err.done.id });
@@ -85,6 +94,7 @@ export async function runAction(
           host: s.host,
           paused: pauseDocument(run.pause),
           auditId: run.auditId,
+          ...(body.withDependents ? { dependents: run.dependents.map((d) => d.job) } : {}),
         },
       };
     case 'busy':
@@ -113,7 +123,7 @@ const UNTOLD: BackfillProgress = { fire: () => {}, note: () => {} };
 export async function backfillAction(
   s: WriteSubject,
   job: string,
-  body: { from: string; to: string; again?: boolean; yes?: boolean },
+  body: { from: string; to: string; again?: boolean; yes?: boolean; withDependents?: boolean },
   r: Who,
 ): Promise<ApiAnswer> {
   const definition = knownJob(s, job);
@@ -121,7 +131,14 @@ export async function backfillAction(
   const to = instantField('to', body.to);
   if (to < from) throw new ApiError(400, 'bad-request', 'the body: to: is before from');
   const fires = usableFires(s);
-  const request = { job: definition, from, to, again: body.again ?? false, yes: body.yes ?? false };
+  const request = {
+    job: definition,
+    from,
+    to,
+    again: body.again ?? false,
+    yes: body.yes ?? false,
+    withDependents: body.withDependents === true,
+  };
   const plan = await planBackfill(fires, request).catch((err: unknown) => {
     throw err instanceof UsageError ? new ApiError(400, 'bad-request', err.message) : err;
   });

@@ -60,10 +60,15 @@ const backfillBody = reasonBody
     to: instant,
     again: z.boolean().optional(),
     yes: z.boolean().optional(),
+    withDependents: z.boolean().optional(),
   })
   .strict();
 const runBody = reasonBody
-  .extend({ fire: instant.optional(), again: z.boolean().optional() })
+  .extend({
+    fire: instant.optional(),
+    again: z.boolean().optional(),
+    withDependents: z.boolean().optional(),
+  })
   .strict();
 const killBody = reasonBody.extend({ grace: z.string().max(32).optional() }).strict();
 

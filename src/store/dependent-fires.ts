@@ -173,7 +173,10 @@ export async function dueDependents(
 }
 
 /** One child's fire, as it stands; null: no row (nothing of its parents is known yet). */
-export async function readDependent(db: Queryable, key: DependentKey): Promise<DependentRow | null> {
+export async function readDependent(
+  db: Queryable,
+  key: DependentKey,
+): Promise<DependentRow | null> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ?`,
@@ -360,4 +363,41 @@ export async function dependentWinner(db: Queryable, key: DependentKey): Promise
     [key.namespace, key.job, key.scheduledAt, key.rerun],
   );
   return rows[0] ? Number(rows[0].id) : null;
+}
+
+/**
+ * The next free generation of each job's fire at `scheduledAt` (0 where it has no winner yet):
+ * what an operator's chain claims for its children, never a generation one of them ran already.
+ */
+export async function nextGenerations(
+  db: Queryable,
+  namespace: string,
+  jobs: readonly string[],
+  scheduledAt: Date,
+): Promise<Map<string, number>> {
+  const next = new Map(jobs.map((j) => [j, 0]));
+  if (jobs.length === 0) return next;
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT job, MAX(rerun) AS latest FROM baton_runs
+      WHERE namespace = ? AND job IN (?) AND scheduled_at = ? AND winner >= 1
+      GROUP BY job`,
+    [namespace, jobs, scheduledAt],
+  );
+  for (const r of rows) next.set(String(r.job), Number(r.latest) + 1);
+  return next;
+}
+
+/** A child's latest generation's fire at `scheduledAt`, as it stands; null: none. */
+export async function latestDependent(
+  db: Queryable,
+  namespace: string,
+  job: string,
+  scheduledAt: Date,
+): Promise<DependentRow | null> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? ORDER BY rerun DESC LIMIT 1`,
+    [namespace, job, scheduledAt],
+  );
+  return rows[0] ? toRow(rows[0]) : null;
 }

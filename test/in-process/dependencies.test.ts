@@ -8,6 +8,7 @@
  * - fan-in: a child after two parents runs only at instants both succeeded.
  */
 import { describe, expect, it } from 'vitest';
+import { baton } from '../helpers/cli-in-process.js';
 import { allRuns, type RunRow } from '../helpers/db.js';
 import { writeJournaledSchedule, type JournalAttempt } from '../helpers/ground-truth.js';
 import { useInProcessFleet } from '../helpers/in-process-fleet.js';
@@ -80,9 +81,7 @@ jobs:
         expect(runsThere[0]!.triggered_by).toBe('after');
         expect(upstream).toHaveLength(0);
         // Started after its parent's run ended (database time).
-        expect(runsThere[0]!.started_at.getTime()).toBeGreaterThanOrEqual(
-          s.finished_at!.getTime(),
-        );
+        expect(runsThere[0]!.started_at.getTime()).toBeGreaterThanOrEqual(s.finished_at!.getTime());
       } else {
         expect(runsThere).toHaveLength(0);
         expect(upstream, `upstream skip at ${s.scheduled_at.toISOString()}`).toHaveLength(1);
@@ -154,5 +153,104 @@ jobs:
         expect(report.filter((r) => r.reason_kind === 'upstream')).toHaveLength(1);
       }
     }
+  });
+});
+
+describe("an operator's chain (--with-dependents)", () => {
+  it('`baton run` runs the children and theirs after the parent, at its instant; `backfill` runs each instant’s chain in order, none twice', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: ops
+jobs:
+  settle:
+    schedule: "0 3 * * *"
+    command: ${j.yaml({ work: 'sleep 0.1' })}
+  report:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [settle]}
+    command: ${j.yaml()}
+  export:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [report]}
+    command: ${j.yaml()}
+`,
+    );
+    const cli = (args: string[]) =>
+      baton([...args, '--config', config, '--database-url', fleet.db.url, '--host', 'laptop']);
+
+    const ran = await cli(['run', 'settle', '--with-dependents']);
+    expect(ran.stderr).toContain('baton: report done (run ');
+    expect(ran.stderr).toContain('baton: export done (run ');
+    expect(ran.code).toBe(0);
+    const rows = await allRuns(fleet.db);
+    const settle = rows.find((r) => r.job === 'settle')!;
+    for (const job of ['report', 'export']) {
+      const child = rows.filter((r) => r.job === job);
+      expect(child, job).toHaveLength(1);
+      expect(child[0]).toMatchObject({ triggered_by: 'after', status: 'done', winner: 1 });
+      expect(child[0]!.scheduled_at.getTime()).toBe(settle.scheduled_at.getTime());
+    }
+    // Without the flag, an operator's run starts no child.
+    await cli(['run', 'settle']);
+    expect((await allRuns(fleet.db)).filter((r) => r.job === 'report')).toHaveLength(1);
+
+    // Four past instants of settle, each with its chain, in order; then all again.
+    const now = Date.now();
+    const day = 86_400_000;
+    const to = new Date(Math.floor((now - day) / day) * day + 3 * 3600_000);
+    const from = new Date(to.getTime() - 3 * day);
+    const backfill = (extra: string[] = []) =>
+      cli([
+        'backfill',
+        'settle',
+        '--from',
+        from.toISOString(),
+        '--to',
+        to.toISOString(),
+        '--with-dependents',
+        '--json',
+        ...extra,
+      ]);
+    const first = await backfill();
+    expect(first.code, first.stderr).toBe(0);
+    const lines = first.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (l) => JSON.parse(l) as { fire?: string; dependents?: { job: string; status: string }[] },
+      );
+    const fireLines = lines.filter((l) => l.fire);
+    expect(fireLines).toHaveLength(4);
+    for (const l of fireLines) {
+      expect(l.dependents?.map((d) => `${d.job} ${d.status}`)).toEqual([
+        'report done',
+        'export done',
+      ]);
+    }
+    const again = await backfill(['--again']);
+    expect(again.code, again.stderr).toBe(0);
+
+    // The journal: per instant, settle then report then export, each started after the one
+    // before ended; two generations of each instant, never two runs of one generation.
+    const attempts = journal.attempts(undefined, { from, until: to });
+    for (let i = 0; i < 4; i++) {
+      const at = from.getTime() + i * day;
+      const of = (job: string) =>
+        attempts.filter((a) => a.job === job && a.fire === at).sort((a, b) => a.start - b.start);
+      for (const job of ['settle', 'report', 'export'])
+        expect(of(job), `${job} at ${at}`).toHaveLength(2);
+      for (const generation of [0, 1]) {
+        const [s, r, e] = ['settle', 'report', 'export'].map((job) => of(job)[generation]!);
+        expect(r!.start).toBeGreaterThanOrEqual(s!.end!);
+        expect(e!.start).toBeGreaterThanOrEqual(r!.end!);
+      }
+      // The next instant's parent starts after this instant's chain ended.
+      const next = attempts.find((a) => a.job === 'settle' && a.fire === at + day);
+      if (next) expect(next.start).toBeGreaterThanOrEqual(of('export')[0]!.end!);
+    }
+    const generations = (await allRuns(fleet.db)).filter(
+      (r) => r.job === 'report' && r.winner === 1 && r.scheduled_at >= from && r.scheduled_at <= to,
+    );
+    expect(generations.map((r) => r.rerun).sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
   });
 });

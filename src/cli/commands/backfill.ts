@@ -54,6 +54,7 @@ interface BackfillArgs extends CommonArgs {
   yes: boolean;
   reason?: string;
   json: boolean;
+  'with-dependents': boolean;
 }
 
 export const backfillCommand: CommandModule<object, BackfillArgs> = {
@@ -94,6 +95,13 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
         default: false,
         describe: `go ahead with more than ${BACKFILL_BOUND} fires`,
       })
+      .option('with-dependents', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "run each fire's children (after:) after it, the instant's chain over before the next " +
+          'instant (docs/dependencies.md)',
+      })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the audit (baton audit)' })
       .option('json', {
         type: 'boolean',
@@ -110,7 +118,14 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
     const host = resolveHost(args);
     const session = await ForegroundSession.open(config, resolveDatabase(args), host, 'finish');
     try {
-      const plan = await planBackfill(session, { job, from, to, again: args.again, yes: args.yes });
+      const plan = await planBackfill(session, {
+        job,
+        from,
+        to,
+        again: args.again,
+        yes: args.yes,
+        withDependents: args['with-dependents'],
+      });
       const progress = progressFor(args.json);
       if (args['dry-run']) {
         const preview = await previewBackfill(session, plan, progress);

@@ -26,6 +26,7 @@ import { parseFireTime } from '../../instants.js';
 import { resolveConfig } from '../config-options.js';
 import { describeRun, planRerun } from '../../actions/rerun-plan.js';
 import { runJob } from '../../actions/run.js';
+import { awaitChain, type ChainStep } from '../../actions/dependents.js';
 import { invocationArgv } from '../usage.js';
 import {
   argsAfterDashes,
@@ -43,6 +44,7 @@ interface RunArgs extends CommonArgs {
   reason?: string;
   env?: string[];
   namespace?: string;
+  withDependents: boolean;
 }
 
 // Shared with the daemon's write API (fire/manual-instant.ts); exported here for the unit tests.
@@ -79,6 +81,13 @@ export const runCommand: CommandModule<object, RunArgs> = {
         default: false,
         describe: 'with --fire: run the fire even if it already succeeded (a new generation)',
       })
+      .option('with-dependents', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "then run the job's children (after:) for the same instant, as its schedule would; " +
+          'waits for them (docs/dependencies.md)',
+      })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the audit (baton audit)' })
       .option('namespace', {
         type: 'string',
@@ -101,6 +110,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
     // A job of no schedules file here may be a library-mode replica's (cli/fleet-run.ts).
     const file = existsSync(configPath(args)) ? resolveConfig(args) : null;
     if (!file?.jobs.some((j) => j.name === args.job) && args.fire == null) {
+      if (args.withDependents) {
+        throw new UsageError(
+          `--with-dependents runs the children a schedules file gives ${args.job}; ` +
+            'no schedules file here has it',
+        );
+      }
       const code = await runInFleet({
         job: args.job,
         namespace: args.namespace ?? process.env.BATON_NAMESPACE ?? file?.namespace ?? 'default',
@@ -134,6 +149,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
           waitSeconds: args.wait,
           // With --json stdout is the document's alone.
           tee: args.json ? 'stderr' : true,
+          withDependents: args.withDependents,
         },
         { operator: operatorName(), via: 'cli', host, reason },
         {
@@ -148,14 +164,21 @@ export const runCommand: CommandModule<object, RunArgs> = {
         },
       );
       const outcome = await run.outcome;
+      // The children, run by this session once the verdict was written: over before the exit.
+      const chain =
+        outcome?.status === 'ran' && outcome.recorded && run.dependents.length > 0
+          ? await awaitChain(session, job.name, run.at, run.dependents)
+          : null;
       // (A manual run's skip always has its row: only scheduled fires are tallied.)
       if (
         args.json &&
         (outcome?.status === 'skipped' || outcome?.status === 'ran') &&
         outcome.runId
       ) {
-        await printRun(pool, outcome.runId, run.pause);
+        await printRun(pool, outcome.runId, run.pause, chain);
       }
+      if (chain && !args.json)
+        for (const step of chain) process.stderr.write(`baton: ${chainLine(step)}\n`);
       if (outcome?.status === 'skipped') {
         // The claim found the fire done meanwhile (a re-run elsewhere just ended): say by whom.
         const done =
@@ -179,6 +202,13 @@ export const runCommand: CommandModule<object, RunArgs> = {
           result.exitCode,
         );
       }
+      const failed = chain?.find((s) => !CHAIN_OK.has(s.status));
+      if (failed) {
+        throw new JobFailedError(
+          `${job.name} done (run ${outcome.runId}), but its dependent ${chainLine(failed)}`,
+          null,
+        );
+      }
       if (!args.json) process.stderr.write(`baton: ${job.name} done (run ${outcome.runId})\n`);
       return ExitCode.Ok;
     } finally {
@@ -192,8 +222,29 @@ export const runCommand: CommandModule<object, RunArgs> = {
  * written, with the pause the run went ahead despite (null when none). Printed before a failure
  * is reported, so that stdout has the document whatever the exit code.
  */
-async function printRun(pool: Queryable, runId: number, pause: Pause | null): Promise<void> {
+async function printRun(
+  pool: Queryable,
+  runId: number,
+  pause: Pause | null,
+  chain: ChainStep[] | null,
+): Promise<void> {
   const row = await findRun(pool, runId);
-  const doc = { ...(row ? runDocument(row) : { id: runId }), paused: pauseDocument(pause) };
+  const doc = {
+    ...(row ? runDocument(row) : { id: runId }),
+    paused: pauseDocument(pause),
+    ...(chain ? { dependents: chain } : {}),
+  };
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+}
+
+/** A child's step that is no failure of the chain: it ran well, or did not have to run. */
+const CHAIN_OK: ReadonlySet<string> = new Set(['done', 'skipped', 'waiting']);
+
+/** "report done (run 45)", "export skipped: report failed (run 44)". */
+function chainLine(step: ChainStep): string {
+  const gen = step.rerun > 0 ? `, generation ${step.rerun}` : '';
+  if (step.status === 'skipped' || step.status === 'waiting') {
+    return `${step.job} ${step.status}${step.reason ? `: ${step.reason}` : ''}`;
+  }
+  return `${step.job} ${step.status} (run ${step.runId}${gen})`;
 }
