@@ -256,6 +256,14 @@ export class ForegroundSession implements OperatorFires {
     plans: readonly DependentPlan[],
   ): Promise<void> {
     const reran = parent.trigger !== 'manual' && (parent.rerun > 0 || parent.trigger === 'rerun');
+    const plansOf = (child: JobDefinition, at: Date) =>
+      planDependents(
+        this.pool,
+        this.namespace,
+        childrenOf(this.config.jobs, child.name),
+        at,
+        reran,
+      );
     const env: DependentEnv = {
       pool: this.pool,
       host: this.host,
@@ -264,13 +272,7 @@ export class ForegroundSession implements OperatorFires {
       timings: DEPENDENT_TIMINGS,
       fire: async (child, key) => {
         if (this.stopRequested) return null;
-        const grandchildren = await planDependents(
-          this.pool,
-          key.namespace,
-          childrenOf(this.config.jobs, child.name),
-          key.scheduledAt,
-          reran,
-        );
+        const grandchildren = await plansOf(child, key.scheduledAt);
         const handle = this.fire({
           job: child,
           at: key.scheduledAt,
@@ -286,6 +288,7 @@ export class ForegroundSession implements OperatorFires {
           outcome: handle.outcome,
         };
       },
+      plans: (child, key) => plansOf(child, key.scheduledAt),
     };
     await Promise.allSettled(
       plans.map(async (plan) => {
@@ -298,8 +301,12 @@ export class ForegroundSession implements OperatorFires {
           rerun: plan.rerun,
         };
         const resolution = await resolveDependent(env, child, key);
-        // Its run (and the chain below it, which its verdict starts) is awaited too.
+        // Its run (and the chain below it, which its verdict starts) is awaited too; a child
+        // skipped leaves its own children nothing to wait for.
         if (resolution.state === 'started') await resolution.contention?.outcome;
+        if (resolution.state === 'skipped' && resolution.dependents.length > 0) {
+          await this.judgeChildren({ ...parent, job: child }, resolution.dependents);
+        }
       }),
     );
   }

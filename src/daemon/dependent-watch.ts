@@ -61,6 +61,8 @@ export interface DependentWatchOptions {
   /** Now by the database's clock. */
   now: () => Date;
   fire: (job: JobDefinition, key: DependentKey) => Promise<ChildContention | null>;
+  /** The children a fire of `job` carries (Dispatcher.dependentsOf). */
+  plans: (job: JobDefinition, key: DependentKey) => Promise<DependentPlan[]>;
   log: Logger;
   signal: AbortSignal;
   timings: DependentTimings;
@@ -123,16 +125,20 @@ export class DependentWatch {
     const namespace = this.o.namespace();
     const rows: Expected[] = [];
     for (const child of children) {
-      const schedule = this.instantsOf(child, new Set());
-      if (!schedule) continue;
-      let at = schedule.nextAfter(from);
-      for (let n = 0; at && at <= until && n < EXPECTED_PER_LOOK; n++) {
+      const instants = new Set<number>();
+      for (const schedule of this.instantsOf(child, new Set())) {
+        let at = schedule.nextAfter(from);
+        for (let n = 0; at && at <= until && n < EXPECTED_PER_LOOK; n++) {
+          instants.add(at.getTime());
+          at = schedule.nextAfter(at);
+        }
+      }
+      for (const ms of instants) {
         rows.push({
-          key: { namespace, job: child.name, scheduledAt: at, rerun: 0 },
-          checkAt: new Date(at.getTime() + this.o.timings.settleMs),
-          deadline: new Date(at.getTime() + child.after!.withinMs),
+          key: { namespace, job: child.name, scheduledAt: new Date(ms), rerun: 0 },
+          checkAt: new Date(ms + this.o.timings.settleMs),
+          deadline: new Date(ms + child.after!.withinMs),
         });
-        at = schedule.nextAfter(at);
       }
     }
     await expectDependents(pool, rows);
@@ -140,16 +146,17 @@ export class DependentWatch {
   }
 
   /**
-   * The schedule whose instants a child's fires are: its first parent's, or that parent's
-   * parents' when it has none of its own (every parent of a child fires at the same instants:
-   * config/dependencies.ts). Null when that parent is not this runner's (disabled here).
+   * The schedules whose instants a child's fires are: its first parent's own, and the instants
+   * that parent runs after its own parents (every parent of a child fires at the same instants:
+   * config/dependencies.ts). None when that parent is not this runner's (disabled here).
    */
-  private instantsOf(child: JobDefinition, seen: Set<string>): Schedule | null {
+  private instantsOf(child: JobDefinition, seen: Set<string>): Schedule[] {
     const { jobs, schedules } = this.o.loaded();
     const parent = jobs.get(child.after?.jobs[0] ?? '');
-    if (!parent || seen.has(parent.name)) return null;
+    if (!parent || seen.has(parent.name)) return [];
     seen.add(parent.name);
-    return schedules.get(parent.name) ?? (parent.after ? this.instantsOf(parent, seen) : null);
+    const own = schedules.get(parent.name);
+    return [...(own ? [own] : []), ...(parent.after ? this.instantsOf(parent, seen) : [])];
   }
 
   /** Judges one child's fire, unless it is being judged here already. */
@@ -166,6 +173,7 @@ export class DependentWatch {
         now: this.o.now,
         timings: this.o.timings,
         fire: this.o.fire,
+        plans: this.o.plans,
       },
       child,
       key,
@@ -173,10 +181,8 @@ export class DependentWatch {
       (resolution) => {
         // A child skipped leaves its own children with nothing to wait for: judged now too.
         if (resolution.state !== 'skipped') return;
-        for (const grandchild of this.children()) {
-          if (grandchild.after!.jobs.includes(child.name)) {
-            this.judge({ ...key, job: grandchild.name });
-          }
+        for (const plan of resolution.dependents) {
+          this.judge({ ...key, job: plan.job, rerun: plan.rerun });
         }
       },
       (err: unknown) =>

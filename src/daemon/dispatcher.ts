@@ -276,23 +276,26 @@ export class Dispatcher {
    * and the parents' instant.
    */
   async dependentFire(job: JobDefinition, key: DependentKey): Promise<ChildContention | null> {
-    // A generation of an operator's chain: its own children claim their next free generations.
-    const ctx = key.rerun > 0 ? this.o.context() : null;
-    const dependents = ctx
-      ? await planDependents(
-          ctx.pool,
-          key.namespace,
-          childrenOf(this.o.loaded().config.jobs, job.name).filter((c) => c.enabled),
-          key.scheduledAt,
-          true,
-        )
-      : undefined;
+    const dependents = await this.dependentsOf(job, key);
     return this.chain(job.name, () =>
       this.fire(job, key.scheduledAt, 'after', {
         ...(key.rerun ? { rerun: key.rerun } : {}),
-        ...(dependents ? { dependents } : {}),
+        dependents,
       }),
     );
+  }
+
+  /**
+   * The children a child's fire carries: the schedule's chain's (generation 0); a generation of
+   * an operator's chain, their next free generations.
+   */
+  async dependentsOf(job: JobDefinition, key: DependentKey): Promise<DependentPlan[]> {
+    const { config } = this.o.loaded();
+    if (key.rerun === 0) return scheduledDependents(config, job);
+    const ctx = this.o.context();
+    if (!ctx) return [];
+    const children = childrenOf(config.jobs, job.name).filter((c) => c.enabled);
+    return planDependents(ctx.pool, key.namespace, children, key.scheduledAt, true);
   }
 
   /** Puts a contention at the end of its job's chain, counted in `contending` until settled. */

@@ -182,6 +182,7 @@ export class Runner {
       pool: () => (this.link.usable ? this.link.anyPool : null),
       now: () => this.clock.now(),
       fire: (job, key) => this.dispatcher.dependentFire(job, key),
+      plans: (job, key) => this.dispatcher.dependentsOf(job, key),
       log,
       signal,
       timings: timings.dependents,

@@ -212,13 +212,19 @@ export interface DependentEnv {
   timings: JudgeTimings;
   /** Contends the child's fire (trigger `after`); null: not contended (the process stops). */
   fire: (job: JobDefinition, key: DependentKey) => Promise<ChildContention | null>;
+  /**
+   * The children of `job`'s fire `key` (`planDependents`): written with its skip, so that they
+   * are judged at once rather than wait for a run that will not come.
+   */
+  plans: (job: JobDefinition, key: DependentKey) => Promise<DependentPlan[]>;
 }
 
 /** What came of judging a child's fire. */
 export type Resolution =
   /** Its fire was contended and has its run: this process's (`contention`) or another's. */
   | { state: 'started'; runId: number | null; contention: ChildContention | null }
-  | { state: 'skipped'; reason: string }
+  /** Not run; `dependents`: its children's fires, written to be judged now. */
+  | { state: 'skipped'; reason: string; dependents: DependentPlan[] }
   | { state: 'waiting'; checkAt: Date; waitingFor: string[] }
   /** Nothing to do: no row, or it was started or skipped already (by `by`). */
   | { state: 'settled'; status: 'started' | 'skipped' | null; runId: number | null };
@@ -256,8 +262,9 @@ export async function resolveDependent(
       return { state: 'waiting', checkAt: judgement.checkAt, waitingFor: judgement.waitingFor };
     case 'upstream': {
       const targets = eventTargets(child.notify).upstream ?? [];
-      await skipDependent(env.pool, key, { ...judgement, targets }, env);
-      return { state: 'skipped', reason: judgement.reason };
+      const dependents = await env.plans(child, key);
+      await skipDependent(env.pool, key, { ...judgement, targets }, env, dependents);
+      return { state: 'skipped', reason: judgement.reason, dependents };
     }
     case 'due':
       return contendChild(env, child, key, judgement.parentRuns);
@@ -294,6 +301,7 @@ async function contendChild(
       }
       // The child itself did not run the fire (paused, or an earlier run of it still going):
       // its own skip rows say so; the row is closed with the same words, without an `upstream` row.
+      const dependents = await env.plans(child, key);
       await skipDependent(
         env.pool,
         key,
@@ -306,9 +314,10 @@ async function contendChild(
           targets: [],
         },
         env,
+        dependents,
         false,
       );
-      return { state: 'skipped', reason: outcome.reason };
+      return { state: 'skipped', reason: outcome.reason, dependents };
     default:
       // Not contended to the end (no session, the process stopping): judged again soon.
       return { state: 'waiting', checkAt: env.now(), waitingFor: [] };

@@ -294,14 +294,16 @@ export interface UpstreamSkip {
  * history, and its notifications — in one transaction, conditional on the row still `waiting`,
  * so that of every runner that judges it only one writes them. Returns whether this call did.
  *
- * `reasonForRow` overrides the row's reason when the child's own fire skipped (its pause, its
- * overlap): then no `upstream` row is written, the fire has its own skip rows already.
+ * Without `writeRow` (the child's own fire skipped: its pause, its overlap) no `upstream` row is
+ * written: the fire has its own skip rows already.
  */
 export async function skipDependent(
   db: Queryable,
   key: DependentKey,
   skip: UpstreamSkip,
   attempt: Pick<Attempt, 'host' | 'pid'>,
+  /** The child's own children: their fires written too, to be judged now (nothing to wait for). */
+  cascade: readonly DependentPlan[],
   writeRow = true,
 ): Promise<boolean> {
   return inTransaction(db, async (tx) => {
@@ -319,6 +321,7 @@ export async function skipDependent(
       ],
     );
     if (res.affectedRows !== 1) return false;
+    await dependentsWithVerdict(tx, key.namespace, key.scheduledAt, cascade, 0);
     if (!writeRow) return true;
     const [runId] = await insertSkips(tx, [
       {

@@ -43,7 +43,7 @@ jobs:
     );
     await fleet.start(['c1', 'c2', 'c3'], { config, runner: RUNNER });
 
-    // Twelve of settle's instants decided (its verdict and its child's fate).
+    // Eight of settle's instants decided (its verdict and its child's fate).
     const decided = async () => {
       const rows = await allRuns(fleet.db);
       const settled = rows.filter(
@@ -57,9 +57,9 @@ jobs:
             ((r.winner === 1 && r.status !== 'running') || r.reason_kind === 'upstream'),
         ),
       );
-      return fates.length >= 12 ? rows : null;
+      return fates.length >= 8 ? rows : null;
     };
-    const rows = await waitFor('twelve instants of the chain decided', decided, {
+    const rows = await waitFor('eight instants of the chain decided', decided, {
       timeoutMs: 60_000,
       intervalMs: 200,
     });
@@ -251,6 +251,85 @@ jobs:
     const generations = (await allRuns(fleet.db)).filter(
       (r) => r.job === 'report' && r.winner === 1 && r.scheduled_at >= from && r.scheduled_at <= to,
     );
-    expect(generations.map((r) => r.rerun).sort()).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+    expect(generations.map((r) => (r as RunRow & { rerun: number }).rerun).sort()).toEqual([
+      0, 0, 0, 0, 1, 1, 1, 1,
+    ]);
+  });
+});
+
+describe('not run, and why', () => {
+  it('a paused parent, a parent slower than `within`, `on: failure` after a success: one upstream skip each, naming the parent; the skip cascades to the grandchild', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: why
+jobs:
+  held:
+    schedule: "*/2 * * * * *"
+    command: ${j.yaml()}
+  after-held:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [held]}
+    command: ${j.yaml()}
+  slow:
+    schedule: "*/4 * * * * *"
+    command: ${j.yaml({ work: 'sleep 3' })}
+  after-slow:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [slow], within: 1s}
+    command: ${j.yaml()}
+  fine:
+    schedule: "*/2 * * * * *"
+    command: ${j.yaml()}
+  alarm:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [fine], on: failure}
+    command: ${j.yaml()}
+  after-alarm:
+    schedule: "0 0 1 1 *"
+    after: {jobs: [alarm], on: always}
+    command: ${j.yaml()}
+`,
+    );
+    await baton(['pause', 'held', '--config', config, '--database-url', fleet.db.url]);
+    await fleet.start(['w1', 'w2'], {
+      config,
+      runner: {
+        timings: { dependents: { pollMs: 200, leadMs: 500, settleMs: 1_000, recheckMs: 500 } },
+      },
+    });
+    const skipOf = (rows: RunRow[], job: string) =>
+      rows.filter((r) => r.job === job && r.reason_kind === 'upstream');
+    const rows = await waitFor(
+      'an upstream skip of each child and the grandchild',
+      async () => {
+        const all = await allRuns(fleet.db);
+        const ok = ['after-held', 'after-slow', 'alarm', 'after-alarm'].every(
+          (job) => skipOf(all, job).length > 0,
+        );
+        return ok ? all : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    const held = skipOf(rows, 'after-held')[0]!;
+    expect(held.reason).toMatch(/^held did not run this fire: paused \(run \d+\)$/);
+    expect(held.triggered_by).toBe('after');
+    const slow = skipOf(rows, 'after-slow')[0]!;
+    expect(slow.reason).toMatch(
+      /^slow did not finish this fire within 1s \(run \d+ still running\)$/,
+    );
+    const alarm = skipOf(rows, 'alarm')[0]!;
+    expect(alarm.reason).toMatch(/^fine succeeded \(run \d+\); it runs only after a failure$/);
+    const cascade = skipOf(rows, 'after-alarm').find(
+      (r) => r.scheduled_at.getTime() === alarm.scheduled_at.getTime(),
+    );
+    expect(cascade?.reason).toBe(`alarm did not run this fire: upstream (run ${alarm.id})`);
+    // One skip row per child's fire, whatever the number of runners that judged it.
+    for (const job of ['after-held', 'after-slow', 'alarm', 'after-alarm']) {
+      const fires = skipOf(rows, job).map((r) => r.scheduled_at.getTime());
+      expect(new Set(fires).size, job).toBe(fires.length);
+    }
+    // None of the children ran.
+    const ran = journal.attempts().filter((a) => a.job.startsWith('after-') || a.job === 'alarm');
+    expect(ran).toEqual([]);
   });
 });
