@@ -34,7 +34,7 @@ import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js'
 import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
 import { childrenOf } from '../config/dependencies.js';
-import { planDependents, type ChildContention } from '../fire/dependents.js';
+import { planDependents, scheduledDependents, type ChildContention } from '../fire/dependents.js';
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 
 /**
@@ -291,7 +291,7 @@ export class Dispatcher {
    */
   async dependentsOf(job: JobDefinition, key: DependentKey): Promise<DependentPlan[]> {
     const { config } = this.o.loaded();
-    if (key.rerun === 0) return scheduledDependents(config, job);
+    if (key.rerun === 0) return scheduledDependents(config.jobs, job);
     const ctx = this.o.context();
     if (!ctx) return [];
     const children = childrenOf(config.jobs, job.name).filter((c) => c.enabled);
@@ -336,7 +336,7 @@ export class Dispatcher {
     const { config, schedules } = this.o.loaded();
     // A run's children are told by its verdict: always for the schedule's fires (and those of
     // the chain), for an operator's only when asked (`--with-dependents`).
-    const plans = o.dependents ?? (manual ? [] : scheduledDependents(config, job));
+    const plans = o.dependents ?? (manual ? [] : scheduledDependents(config.jobs, job));
     const told = this.o.dependents;
     const handle = startFire(job, scheduledAt, {
       trigger,
@@ -447,19 +447,4 @@ interface FireAsked {
    * absent, the schedule's fires carry their job's (`scheduledDependents`), an operator's none.
    */
   dependents?: readonly DependentPlan[];
-}
-
-/**
- * The children a fire of the schedule (or of a chain) carries to its verdict: every job after it
- * that this runner has enabled, the chain's own generation, `within` from the instant.
- */
-export function scheduledDependents(config: Config, job: JobDefinition): DependentPlan[] {
-  return childrenOf(config.jobs, job.name)
-    .filter((child) => child.enabled && child.after)
-    .map((child) => ({
-      job: child.name,
-      rerun: 0,
-      withinMs: child.after!.withinMs,
-      deadlineFrom: 'instant' as const,
-    }));
 }

@@ -26,6 +26,7 @@ import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import { eventTargets } from '../config/notify-targets.js';
+import { scheduledDependents } from '../fire/dependents.js';
 import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows, firstFiresOf } from '../store/fire-reads.js';
 import {
@@ -138,7 +139,11 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
         const reason =
           'nobody attempted this fire: no runner was connected to the database at the time ' +
           `(it was down or unreachable, or the runners were starting; recorded by ${c.host})`;
-        if (await insertMissed(pool, attempt, reason, eventTargets(job.notify))) recorded++;
+        const children = scheduledDependents(c.jobs.values(), job);
+        if (
+          await insertMissed(pool, attempt, reason, eventTargets(job.notify), 'not-run', children)
+        )
+          recorded++;
       }
       if (recorded > 0) c.events.emit('fires:missed', { job: job.name, count: recorded });
     }

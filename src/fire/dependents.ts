@@ -9,6 +9,7 @@
  * with its own way to contend the child's fire.
  */
 import type { JobAfter, JobDefinition } from '../config/schema.js';
+import { childrenOf } from '../config/dependencies.js';
 import { formatDuration } from '../config/duration.js';
 import { eventTargets } from '../config/notify-targets.js';
 import type { FinalStatus, RunStatus } from '../run-status.js';
@@ -20,12 +21,12 @@ import {
   parentRecords,
   postponeDependent,
   readDependent,
-  skipDependent,
   type DependentKey,
   type DependentPlan,
   type ParentRecord,
 } from '../store/dependent-fires.js';
 import type { FireOutcome } from './fire-types.js';
+import { skipDependent } from '../store/fire-writes.js';
 
 /** How long the judge gives a parent's fire that has no run, and how often it looks again. */
 export interface JudgeTimings {
@@ -195,6 +196,24 @@ export async function planDependents(
   }));
 }
 
+/**
+ * The children a fire of the schedule (or of a chain) carries to its verdict: every job after it
+ * that this runner has enabled, the chain's own generation, `within` from the instant.
+ */
+export function scheduledDependents(
+  jobs: Iterable<JobDefinition>,
+  job: JobDefinition,
+): DependentPlan[] {
+  return childrenOf([...jobs], job.name)
+    .filter((child) => child.enabled && child.after)
+    .map((child) => ({
+      job: child.name,
+      rerun: 0,
+      withinMs: child.after!.withinMs,
+      deadlineFrom: 'instant' as const,
+    }));
+}
+
 /** A child's fire as its contender began it. */
 export interface ChildContention {
   /** This contention's run, once started (null: not, or not yet). */
@@ -292,7 +311,7 @@ async function contendChild(
     case 'ran':
       await markDependentStarted(env.pool, key, outcome.runId, parentRuns);
       return { state: 'started', runId: outcome.runId, contention };
-    case 'skipped':
+    case 'skipped': {
       if (outcome.kind === 'taken' || outcome.kind === 'already-ran') {
         // Another runner's contention has the fire: its run is the child's.
         const winner = await dependentWinner(env.pool, key);
@@ -318,6 +337,7 @@ async function contendChild(
         false,
       );
       return { state: 'skipped', reason: outcome.reason, dependents };
+    }
     default:
       // Not contended to the end (no session, the process stopping): judged again soon.
       return { state: 'waiting', checkAt: env.now(), waitingFor: [] };

@@ -22,10 +22,7 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { truncate } from '../text.js';
 import type { FinalStatus, RunStatus, SkipKind } from '../run-status.js';
-import { inTransaction, type Queryable } from './deadline.js';
-import { enqueueNotices } from './notifications.js';
-import { insertSkips } from './fire-writes.js';
-import type { Attempt } from './runs.js';
+import type { Queryable } from './deadline.js';
 
 /** `baton_dependent_fires.reason` is VARCHAR(512); `parent_runs` VARCHAR(2048). */
 const REASON_MAX = 512;
@@ -290,72 +287,43 @@ export interface UpstreamSkip {
 }
 
 /**
- * Closes a child's fire as not run: the row `skipped`, one `upstream` skip row in the child's
- * history, and its notifications — in one transaction, conditional on the row still `waiting`,
- * so that of every runner that judges it only one writes them. Returns whether this call did.
- *
- * Without `writeRow` (the child's own fire skipped: its pause, its overlap) no `upstream` row is
- * written: the fire has its own skip rows already.
+ * Closes a child's fire as not run (fire-writes.ts `skipDependent` writes its `upstream` row in
+ * the same transaction): conditional on the row still `waiting`, so that of every runner that
+ * judges it only one closes it. Returns whether this call did.
  */
-export async function skipDependent(
-  db: Queryable,
+export async function closeDependent(
+  tx: Queryable,
   key: DependentKey,
-  skip: UpstreamSkip,
-  attempt: Pick<Attempt, 'host' | 'pid'>,
-  /** The child's own children: their fires written too, to be judged now (nothing to wait for). */
-  cascade: readonly DependentPlan[],
-  writeRow = true,
+  reason: string,
+  parentRuns: Record<string, number>,
 ): Promise<boolean> {
-  return inTransaction(db, async (tx) => {
-    const [res] = await tx.query<ResultSetHeader>(
-      `UPDATE baton_dependent_fires
-          SET status = 'skipped', reason = ?, parent_runs = ?, updated_at = NOW(3)
-        WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
-      [
-        truncate(skip.reason, REASON_MAX),
-        truncate(JSON.stringify(skip.parentRuns), PARENT_RUNS_MAX),
-        key.namespace,
-        key.job,
-        key.scheduledAt,
-        key.rerun,
-      ],
-    );
-    if (res.affectedRows !== 1) return false;
-    await dependentsWithVerdict(tx, key.namespace, key.scheduledAt, cascade, 0);
-    if (!writeRow) return true;
-    const [runId] = await insertSkips(tx, [
-      {
-        attempt: { ...key, trigger: 'after', host: attempt.host, pid: attempt.pid },
-        reason: skip.reason,
-        kind: 'upstream',
-      },
-    ]);
-    await tx.query(
-      `UPDATE baton_dependent_fires SET run_id = ?
-        WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ?`,
-      [runId, key.namespace, key.job, key.scheduledAt, key.rerun],
-    );
-    if (skip.targets.length > 0) {
-      await enqueueNotices(tx, [
-        {
-          namespace: key.namespace,
-          subject: key.job,
-          fire: key.scheduledAt,
-          rerun: key.rerun,
-          event: 'upstream',
-          targets: skip.targets,
-          runId: runId ?? null,
-          details: {
-            parent: skip.parent,
-            parentRunId: skip.parentRunId,
-            parentStatus: skip.parentStatus,
-            reason: skip.reason,
-          },
-        },
-      ]);
-    }
-    return true;
-  });
+  const [res] = await tx.query<ResultSetHeader>(
+    `UPDATE baton_dependent_fires
+        SET status = 'skipped', reason = ?, parent_runs = ?, updated_at = NOW(3)
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
+    [
+      truncate(reason, REASON_MAX),
+      truncate(JSON.stringify(parentRuns), PARENT_RUNS_MAX),
+      key.namespace,
+      key.job,
+      key.scheduledAt,
+      key.rerun,
+    ],
+  );
+  return res.affectedRows === 1;
+}
+
+/** The row a closed child's fire points at: its `upstream` skip row. */
+export async function setDependentRun(
+  tx: Queryable,
+  key: DependentKey,
+  runId: number,
+): Promise<void> {
+  await tx.query(
+    `UPDATE baton_dependent_fires SET run_id = ?
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ?`,
+    [runId, key.namespace, key.job, key.scheduledAt, key.rerun],
+  );
 }
 
 /** The winner of a child's fire (slot 1 of its generation), if it has one. */

@@ -16,6 +16,14 @@ import { truncate } from '../text.js';
 import type { EventTargets } from '../config/notify-targets.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { enqueueNotices } from './notifications.js';
+import {
+  closeDependent,
+  dependentsWithVerdict,
+  setDependentRun,
+  type DependentKey,
+  type DependentPlan,
+  type UpstreamSkip,
+} from './dependent-fires.js';
 import { winnersOfFires } from './fire-reads.js';
 import type { MissedKind, SkipKind } from '../run-status.js';
 import type { Attempt } from './runs.js';
@@ -273,15 +281,23 @@ export async function insertMissed(
   reason: string,
   targets?: EventTargets,
   kind: MissedKind = 'not-run',
+  /** The job's children (`after:`): their fires written with the mark, judged at once. */
+  dependents: readonly DependentPlan[] = [],
 ): Promise<boolean> {
   const told = targets?.missed ?? [];
-  if (told.length === 0) return (await writeMissed(db, attempt, reason, kind)) != null;
-  // The mark and its notifications land together: a runner that dies between them loses neither.
+  if (told.length === 0 && dependents.length === 0) {
+    return (await writeMissed(db, attempt, reason, kind)) != null;
+  }
+  // The mark, its notifications and its children's fires land together: a runner that dies
+  // between them loses none of them.
   return inTransaction(db, async (tx) => {
     const runId = await writeMissed(tx, attempt, reason, kind);
     if (runId == null) return false;
     const scope = { namespace: attempt.namespace, subject: attempt.job, fire: attempt.scheduledAt };
-    await enqueueNotices(tx, [{ ...scope, event: 'missed', targets: told, runId }]);
+    if (told.length > 0) {
+      await enqueueNotices(tx, [{ ...scope, event: 'missed', targets: told, runId }]);
+    }
+    await dependentsWithVerdict(tx, attempt.namespace, attempt.scheduledAt, dependents, 0);
     return true;
   });
 }
@@ -327,4 +343,56 @@ async function writeMissed(
     if (isDuplicateKeyError(err)) return null;
     throw err;
   }
+}
+
+/**
+ * Closes a child's fire (`after:`, store/dependent-fires.ts) as not run: the row `skipped`, one `upstream` skip row in the child's
+ * history, and its notifications — in one transaction, conditional on the row still `waiting`,
+ * so that of every runner that judges it only one writes them. Returns whether this call did.
+ *
+ * Without `writeRow` (the child's own fire skipped: its pause, its overlap) no `upstream` row is
+ * written: the fire has its own skip rows already.
+ */
+export async function skipDependent(
+  db: Queryable,
+  key: DependentKey,
+  skip: UpstreamSkip,
+  attempt: Pick<Attempt, 'host' | 'pid'>,
+  /** The child's own children: their fires written too, to be judged now (nothing to wait for). */
+  cascade: readonly DependentPlan[],
+  writeRow = true,
+): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    if (!(await closeDependent(tx, key, skip.reason, skip.parentRuns))) return false;
+    await dependentsWithVerdict(tx, key.namespace, key.scheduledAt, cascade, 0);
+    if (!writeRow) return true;
+    const [runId] = await insertSkips(tx, [
+      {
+        attempt: { ...key, trigger: 'after', host: attempt.host, pid: attempt.pid },
+        reason: skip.reason,
+        kind: 'upstream',
+      },
+    ]);
+    await setDependentRun(tx, key, runId!);
+    if (skip.targets.length > 0) {
+      await enqueueNotices(tx, [
+        {
+          namespace: key.namespace,
+          subject: key.job,
+          fire: key.scheduledAt,
+          rerun: key.rerun,
+          event: 'upstream',
+          targets: skip.targets,
+          runId: runId ?? null,
+          details: {
+            parent: skip.parent,
+            parentRunId: skip.parentRunId,
+            parentStatus: skip.parentStatus,
+            reason: skip.reason,
+          },
+        },
+      ]);
+    }
+    return true;
+  });
 }
