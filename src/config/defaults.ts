@@ -21,6 +21,7 @@ export const NOTIFY_EVENTS = [
   'timeout',
   'lost',
   'missed',
+  'upstream',
   'recovered',
   'no-success',
   'runner-gone',
