@@ -13,11 +13,15 @@
  *   says the same in `chain`.
  * - `baton prune` deletes the judged chain rows older than the runs' bound (never a `waiting`
  *   one, nor the row of a child's latest success) and counts them.
+ * - The dashboard's data: the child's upstream skip is a fire of its own outcome, `upstream`, and
+ *   the job page lists it among the runs.
  * - The outbox takes an `upstream` event as store/dependent-fires.ts enqueues it, and the
  *   throttle counts it as a failure.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
+import { buildOverview } from '../../src/http/dashboard/overview.js';
+import { jobPage } from '../../src/http/dashboard/run-pages.js';
 import {
   decide,
   enqueueNotices,
@@ -379,6 +383,33 @@ describe('baton prune: the chain rows go with the runs', () => {
     expect(done.stderr).toBe('');
     expect(done.stdout).toContain('2 chain rows');
     expect(await chainRows()).toEqual(['digest 40d', 'report 42d', 'report 1d']);
+  });
+});
+
+describe('the dashboard: an upstream skip is a fire of its own', () => {
+  it('on the timeline (the last outcome) and on the job page', async () => {
+    const source = {
+      pool: db.conn,
+      namespace: NS,
+      config: loadConfig(config, { connectionVariables: 'ignore' }),
+      host: 'srv-01',
+      now: await dbNow(db),
+      nextFire: () => null,
+    };
+    const report = (await buildOverview(source)).jobs.find((j) => j.name === 'report')!;
+    expect(report.fires.map((f) => [f.scheduledAt, f.outcome])).toEqual([
+      [t1.toISOString(), 'done'],
+      [t2.toISOString(), 'upstream'],
+    ]);
+    expect(report.lastOutcome).toMatchObject({
+      outcome: 'upstream',
+      reason: `settle failed (run ${ids.settle2})`,
+    });
+    const page = await jobPage(source, 'report');
+    expect(page!.runs.map((r) => [r.id, r.status, r.reasonKind])).toEqual([
+      [ids.skip2, 'skipped', 'upstream'],
+      [ids.report1, 'done', null],
+    ]);
   });
 });
 
