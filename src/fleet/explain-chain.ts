@@ -112,7 +112,8 @@ export function judgeChain(input: ChainInput): ChainJudgement {
   const notes: string[] = [];
   for (const earlier of fires.slice(0, -1)) notes.push(`earlier ${generationWords(earlier)}`);
   if (!latest) {
-    const whose = parentJobs.length > 0 ? `${parentJobs.join(', ')}'s` : "its parents'";
+    const whose =
+      parentJobs.length > 0 ? parentJobs.map((j) => `${j}'s`).join(' or ') : "its parents'";
     return {
       state: 'no-row',
       fire: null,

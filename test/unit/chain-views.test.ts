@@ -195,7 +195,7 @@ describe('judgeChain', () => {
     const judged = judgeChain(input());
     expect(judged.state).toBe('no-row');
     expect(judged.verdict).toBe(
-      "no chain row for this instant (baton_dependent_fires): not an instant of settle, export's, " +
+      "no chain row for this instant (baton_dependent_fires): not an instant of settle's or export's, " +
         'or no runner with report was there when they fired',
     );
   });
