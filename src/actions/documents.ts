@@ -5,6 +5,7 @@
  */
 import type { Run } from '../store/runs.js';
 import type { Pause } from '../store/pauses.js';
+import type { ParentRuns } from '../store/dependent-fire-reads.js';
 
 /** A run: its fire, who ran it, how it ended. */
 export function runDocument(run: Run) {
@@ -29,6 +30,15 @@ export function runDocument(run: Run) {
     error: run.error,
     params: run.params,
   };
+}
+
+/**
+ * A run with the parent runs behind it (docs/dependencies.md): for a child's run (`after:`), the
+ * runs of its parents that let it start; for its `upstream` skip row, the one that stopped it;
+ * null on every other row. `history`, `show` and `explain` read them (`upstream`).
+ */
+export function chainedRunDocument(run: Run, upstream: ParentRuns | null | undefined) {
+  return { ...runDocument(run), upstream: upstream ?? null };
 }
 
 /**

@@ -3,11 +3,14 @@
  * ago, the job's own clock when it has a zone), the job, how it ended, the winner's host, how
  * long it took, and how many runners skipped it — fitting the terminal (80 columns when stdout
  * is not one). `--attempts` (`-o wide`) shows every row instead: the winner's, each runner's
- * skip, the `missed` mark, with every column of the table.
+ * skip, the `missed` mark, with every column of the table. A child job's fire (`after:`) names the
+ * parent runs behind it: `after settle#123` (they let it start), `stopped by settle#123` (an
+ * `upstream` skip).
  */
 import { formatDuration } from '../config/duration.js';
 import type { RunStatus } from '../run-status.js';
 import type { AuditRecord } from '../store/audit.js';
+import { parentRunsWords, type ParentRuns } from '../store/dependent-fire-reads.js';
 import type { Run } from '../store/runs.js';
 import { oneLine, formatInstant } from '../text.js';
 import { fitTable, type Cell, type Column } from './fit.js';
@@ -115,6 +118,28 @@ export interface FireViewOptions {
   zones: Map<string, string>;
   /** Operators' actions tied to the rows (a kill, a manual run), by run id (cli/audit-view.ts). */
   actions?: ReadonlyMap<number, readonly AuditRecord[]>;
+  /** The parent runs behind a child's rows, by run id (store/dependent-fire-reads.ts). */
+  upstream?: ReadonlyMap<number, ParentRuns>;
+}
+
+/** The rows of a child's fire that name the parent runs behind them (their run ids). */
+export function chainedRows(runs: readonly Run[]): number[] {
+  return runs.filter((r) => r.trigger === 'after' || r.reasonKind === 'upstream').map((r) => r.id);
+}
+
+/**
+ * The NOTE of a child's fire: the parent runs that let its latest generation start (`after
+ * settle#123`), or, when nobody ran it, those that stopped it (`stopped by settle#123`).
+ */
+export function chainNote(fire: Fire, upstream: FireViewOptions['upstream']): string {
+  if (!upstream || upstream.size === 0) return '';
+  const started = fire.rows
+    .filter((r) => r.winner && upstream.has(r.id))
+    .sort((a, b) => b.rerun - a.rerun)[0];
+  if (started) return `after ${parentRunsWords(upstream.get(started.id)!)}`;
+  if (fire.rows.some((r) => r.winner || r.status === 'missed')) return '';
+  const stopped = fire.rows.find((r) => r.reasonKind === 'upstream' && upstream.has(r.id));
+  return stopped ? `stopped by ${parentRunsWords(upstream.get(stopped.id)!)}` : '';
 }
 
 /** Who acted on the fire's rows, for the NOTE column: `kill by alice`. */
@@ -153,6 +178,7 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
     // The exit code, the reasons and the errors are in the wide view (and `baton explain`).
     const notes = [
       s.manual ? 'manual' : '',
+      chainNote(f, o.upstream),
       s.reruns > 0 ? `re-run ×${s.reruns}` : '',
       ...actionNotes(f, o.actions),
       s.skippedBy > 0 ? `skipped by ${s.skippedBy}` : '',
@@ -180,7 +206,13 @@ export function renderAttempts(
   runs: Run[],
   paint: Paint,
   actions?: ReadonlyMap<number, readonly AuditRecord[]>,
+  upstream?: ReadonlyMap<number, ParentRuns>,
 ): string {
+  // A child's row names the parent runs behind it beside its trigger: `after settle#123`.
+  const trigger = (r: Run) => {
+    const parents = upstream?.get(r.id);
+    return parents ? `${r.trigger} ${parentRunsWords(parents)}` : r.trigger;
+  };
   const acted = (r: Run) => (actions?.get(r.id) ?? []).map((a) => ` [${actionWords(a)}]`).join('');
   return table(
     [
@@ -201,7 +233,7 @@ export function renderAttempts(
       formatInstant(r.scheduledAt),
       r.host,
       winnerCell(r),
-      r.trigger,
+      trigger(r),
       // Retried runs say how many attempts it took: "done ×3".
       paint(STYLES[r.status], r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status),
       durationCell(r),

@@ -192,6 +192,7 @@ export class RetentionSchedule {
           outputChunks: result.outputChunks,
           notifications: result.notifications,
           actions: result.actions,
+          dependentFires: result.dependentFires,
           batches: result.batches,
           runsBefore: result.runsBefore?.toISOString() ?? null,
           skipsBefore: result.skipsBefore?.toISOString() ?? null,

@@ -10,6 +10,9 @@
  * "The latest fire" is the latest of the history's and — for an enabled job of the local
  * schedules file — the schedule's own latest fire by the database's clock: a fire nobody
  * attempted leaves no row, and is exactly the one to explain.
+ *
+ * A child job's fire (`after:`) is judged from its chain row instead (fleet/explain-chain.ts):
+ * waiting for a parent, started by which parent runs, or skipped as `upstream`.
  */
 import { formatDuration } from '../config/duration.js';
 import type { JobDefinition } from '../config/schema.js';
@@ -20,6 +23,8 @@ import type { Run } from '../store/runs.js';
 import type { SkipTally } from '../store/skip-tallies.js';
 import { formatInstant, oneLine } from '../text.js';
 import { lastFireAtOrBefore } from '../schedule/dead-man.js';
+import type { ChainFacts } from '../store/explain-reads.js';
+import { judgeChain, type ChainJudgement } from './explain-chain.js';
 
 /** How recent a fire may be for an alive runner without a row to count as "still contending". */
 const STILL_CONTENDING_MS = 5_000;
@@ -54,6 +59,13 @@ export function notFiredVerdict(
 ): string {
   const next = job ? nextFire(job, now) : null;
   const unloaded = latest.beforeAnyRunner;
+  if (job?.after) {
+    return (
+      `${name} has not fired yet in namespace "${namespace}": it runs after ` +
+      `${job.after.jobs.join(', ')}, and no instant of theirs has a chain row for it yet` +
+      (!job.enabled ? '; it is disabled in the schedules file' : '')
+    );
+  }
   return (
     `${name} has not fired yet in namespace "${namespace}" (no scheduled fire in the history` +
     (unloaded
@@ -84,6 +96,8 @@ export interface FireInput {
   latest: LatestFire;
   /** The job's skip tallies of the fire's hour (`skips: tally`). */
   tallies?: SkipTally[];
+  /** A child's (`after:`) rows of baton_dependent_fires at the fire, and its parents' rows there. */
+  chain?: ChainFacts | null;
 }
 
 export interface FireJudgement {
@@ -93,11 +107,34 @@ export interface FireJudgement {
   missing: MissingRunner[];
   /** The hosts that tallied skips around the fire (its hour, between their first and last). */
   tallied: string[];
+  /**
+   * A child job's fire (`after:` in the local file, or rows in baton_dependent_fires): where its
+   * chain stands. Its verdict is the fire's, and no runner is listed as missing.
+   */
+  chain: ChainJudgement | null;
 }
 
 /** Everything `baton explain` says about one fire. */
 export function judgeFire(input: FireInput): FireJudgement {
   const { name, job, fire, rows, runners, now } = input;
+  const chain =
+    job?.after != null || (input.chain?.fires.length ?? 0) > 0
+      ? judgeChain({
+          name,
+          after: job?.after ?? null,
+          now,
+          fires: input.chain?.fires ?? [],
+          parentRows: input.chain?.parentRows ?? new Map(),
+          rows,
+          runners,
+          // The chain's verdict says what started the run.
+          describeRun: (run) => winnerPhrase(run, now, null, false),
+        })
+      : null;
+  if (chain) {
+    const notes = [...chain.notes, ...notesFor(job, fire, rows, now, input.pause, null)];
+    return { verdict: chain.verdict, notes, missing: [], tallied: [], chain };
+  }
   const attemptHosts = new Set(rows.map((r) => r.host));
   // A runner that tallied skips of the job around this fire most likely skipped it too: not
   // judged as missing. Which fires its tally counted is not kept (docs/history.md).
@@ -117,7 +154,7 @@ export function judgeFire(input: FireInput): FireJudgement {
     notes.unshift("the latest fire by the schedules file's schedule; no runner wrote a row for it");
   }
   if (input.tallies?.length) notes.push(tallyNote(input.tallies, fire, tallied));
-  return { verdict, notes, missing, tallied: tallied.sort() };
+  return { verdict, notes, missing, tallied: tallied.sort(), chain: null };
 }
 
 /** What the tallies of the fire's hour say, and what they cannot: which fire each skip was. */
@@ -139,9 +176,21 @@ function tallyNote(tallies: SkipTally[], fire: Date, tallied: string[]): string 
   );
 }
 
+/**
+ * The job's cron expression; null for a child that runs only after its parents (`after:`
+ * without `schedule:`). Read through a wider type so that this holds whether the definition's
+ * `schedule` is a string or may be null.
+ */
+function cronOf(job: JobDefinition): string | null {
+  const schedule: string | null | undefined = job.schedule;
+  return typeof schedule === 'string' ? schedule : null;
+}
+
 function scheduleOf(job: JobDefinition): Schedule | null {
+  const cron = cronOf(job);
+  if (cron == null) return null;
   try {
-    return parseSchedule(job.schedule, job.timezone);
+    return parseSchedule(cron, job.timezone);
   } catch {
     return null;
   }
@@ -339,9 +388,9 @@ export function verdictOf(
   return parts.join('; ');
 }
 
-function winnerPhrase(w: Run, now: Date, slot: number | null = null): string {
+function winnerPhrase(w: Run, now: Date, slot: number | null = null, showTrigger = true): string {
   const how =
-    (w.trigger === 'schedule' ? '' : ` (${w.trigger})`) +
+    (w.trigger === 'schedule' || !showTrigger ? '' : ` (${w.trigger})`) +
     (w.rerun > 0 ? ` [generation ${w.rerun}]` : '') +
     (slot != null ? ` [slot ${slot}]` : '');
   const tries = w.attempts > 1 ? `, ${w.attempts} attempts` : '';
@@ -379,7 +428,7 @@ export function notAFireOf(job: JobDefinition, at: Date): string | null {
   const next = nextFire(job, new Date(at.getTime() - 1));
   if (!next || next.getTime() === at.getTime()) return null;
   return (
-    `${formatInstant(at)} is not a fire of "${job.schedule}" (${job.timezone}); ` +
+    `${formatInstant(at)} is not a fire of "${cronOf(job)}" (${job.timezone}); ` +
     `the next fire after it is ${formatInstant(next)} UTC`
   );
 }

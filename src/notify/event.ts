@@ -9,7 +9,7 @@ import { findRun } from '../store/history-reads.js';
 import type { Queryable } from '../store/deadline.js';
 import type { NoticeRow } from '../store/notifications.js';
 import type { Run } from '../store/runs.js';
-import type { NotificationEvent } from './types.js';
+import type { NotificationEvent, UpstreamFacts } from './types.js';
 
 /** The output excerpt: the end of the run's output, enough to see the error. */
 export const OUTPUT_EXCERPT_CHARS = 2_000;
@@ -48,11 +48,44 @@ export async function buildEvent(
     output: run?.outputTail ? run.outputTail.slice(-OUTPUT_EXCERPT_CHARS) : null,
     runId: row.runId,
     count: typeof d.count === 'number' ? d.count : null,
+    upstream: row.event === 'upstream' ? upstreamFacts(d, run) : null,
     text: '',
     at: row.createdAt.toISOString(),
   };
   event.text = headline(event, run, d);
   return event;
+}
+
+/** The details the chain's `upstream` skip enqueued (store/notifications.ts `upstreamNotice`). */
+function upstreamFacts(d: Record<string, unknown>, run: Run | null): UpstreamFacts {
+  const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
+  return {
+    parent: text(d.parent),
+    parentRunId: typeof d.parentRunId === 'number' ? d.parentRunId : null,
+    parentStatus: text(d.parentStatus),
+    // The skip row's reason when the details have none.
+    reason: text(d.reason) ?? run?.reason ?? null,
+  };
+}
+
+/** What became of a parent's run, for the `upstream` headline: `failed (run 123)`. */
+export function parentOutcome(u: UpstreamFacts): string {
+  const words: Record<string, string> = {
+    done: 'succeeded',
+    failed: 'failed',
+    timeout: 'timed out',
+    lost: 'was lost',
+    killed: 'was killed',
+    interrupted: 'was interrupted',
+    missed: 'did not run (missed)',
+    skipped: 'was skipped',
+    running: 'had not finished in time',
+  };
+  const what =
+    u.parentStatus == null
+      ? 'had no run of it in time'
+      : (words[u.parentStatus] ?? `ended ${u.parentStatus}`);
+  return `${what}${u.parentRunId != null ? ` (run ${u.parentRunId})` : ''}`;
 }
 
 const minute = (iso: string | null) => (iso ? `${iso.slice(0, 19).replace('T', ' ')} UTC` : '');
@@ -71,6 +104,13 @@ function headline(e: NotificationEvent, run: Run | null, d: Record<string, unkno
       return `${e.job} was lost${on}: its runner went away${fire}`;
     case 'missed':
       return `${e.job} did not run: nobody attempted the fire of ${minute(e.fire)}`;
+    case 'upstream': {
+      const u = e.upstream;
+      const why = u?.parent
+        ? `its parent ${u.parent} ${parentOutcome(u)}`
+        : (u?.reason ?? 'its parents did not let it run');
+      return `${e.job} did not run: ${why}${fire}`;
+    }
     case 'recovered': {
       const folded = typeof d.folded === 'number' && d.folded > 0 ? d.folded : 0;
       const more = folded > 0 ? ` (after ${folded} more failure${folded === 1 ? '' : 's'})` : '';

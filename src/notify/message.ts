@@ -6,7 +6,7 @@
  */
 import { formatDuration } from '../config/duration.js';
 import { oneLine, truncate } from '../text.js';
-import type { NotificationEvent } from './types.js';
+import type { NotificationEvent, UpstreamFacts } from './types.js';
 
 /** Bumped only when a field changes meaning or goes away; new fields keep version 1. */
 export const EVENT_DOCUMENT_VERSION = 1;
@@ -28,6 +28,8 @@ export interface EventDocument {
   output: string | null;
   runId: number | null;
   count: number | null;
+  /** For `upstream`: the parent that did not let the child run, its run and status, why. */
+  upstream: UpstreamFacts | null;
   text: string;
   at: string;
 }
@@ -53,15 +55,32 @@ export function eventDocument(e: NotificationEvent): EventDocument {
     output: e.output,
     runId: e.runId,
     count: e.count,
+    upstream: e.upstream
+      ? {
+          parent: e.upstream.parent,
+          parentRunId: e.upstream.parentRunId,
+          parentStatus: e.upstream.parentStatus,
+          reason: e.upstream.reason,
+        }
+      : null,
     text: e.text,
     at: e.at,
   };
+}
+
+/** `settle#123 (failed)`: the parent of an `upstream` event, as a fact line. */
+function parentFact(u: UpstreamFacts | null): string | null {
+  if (!u?.parent) return null;
+  const run = u.parentRunId != null ? `#${u.parentRunId}` : '';
+  return `${u.parent}${run}${u.parentStatus ? ` (${u.parentStatus})` : ''}`;
 }
 
 /** The facts worth a line each, in the order people read them; absent ones are left out. */
 function facts(e: NotificationEvent): [string, string][] {
   const rows: [string, string | null][] = [
     ['host', e.host],
+    ['parent', parentFact(e.upstream)],
+    ['reason', e.upstream?.reason == null ? null : oneLine(e.upstream.reason, 500)],
     ['exit code', e.exitCode == null ? null : String(e.exitCode)],
     ['duration', e.durationMs == null ? null : formatDuration(e.durationMs, 'brief')],
     ['error', e.error == null ? null : oneLine(e.error, 500)],
@@ -149,6 +168,10 @@ export function eventEnv(e: NotificationEvent): Record<string, string> {
     BATON_EVENT_ERROR: envValue(e.error == null ? null : truncate(e.error, 2_000)),
     BATON_EVENT_RUN_ID: envValue(e.runId),
     BATON_EVENT_COUNT: envValue(e.count),
+    BATON_EVENT_PARENT: envValue(e.upstream?.parent ?? null),
+    BATON_EVENT_PARENT_RUN_ID: envValue(e.upstream?.parentRunId ?? null),
+    BATON_EVENT_PARENT_STATUS: envValue(e.upstream?.parentStatus ?? null),
+    BATON_EVENT_REASON: envValue(e.upstream?.reason ?? null),
     BATON_EVENT_TEXT: envValue(e.text),
     BATON_EVENT_AT: envValue(e.at),
   };

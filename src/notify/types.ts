@@ -36,10 +36,24 @@ export interface NotificationEvent {
   runId: number | null;
   /** For `summary`: how many failures it tells of. */
   count: number | null;
+  /** For `upstream`: the parent that did not let the child run, and why; null otherwise. */
+  upstream: UpstreamFacts | null;
   /** One line for people: "settle failed on batch-2 (exit 3), fire of 2026-12-03 03:00 UTC". */
   text: string;
   /** When the event was recorded (ISO). */
   at: string;
+}
+
+/**
+ * Why a child job (`after:`) was skipped as `upstream`: its parent, the parent's run at the fire
+ * (null when it had none) and that run's status (`failed`, `timeout`, `missed`, `skipped`, …, or
+ * `running` when it had not ended by the child's deadline), and the reason as the history has it.
+ */
+export interface UpstreamFacts {
+  parent: string | null;
+  parentRunId: number | null;
+  parentStatus: string | null;
+  reason: string | null;
 }
 
 /** How a delivery went. */

@@ -13,6 +13,11 @@ export interface BatchDelete {
   /** `DELETE FROM t WHERE id IN (?) …`: the ids are bound first, then `deleteParams`. */
   deleteSql: string;
   deleteParams?: unknown[];
+  /**
+   * The key a found row is deleted by; default its `id`. A table keyed otherwise selects the
+   * column its DELETE matches (`scheduled_at` of one job's rows: baton_dependent_fires).
+   */
+  keyOf?: (row: RowDataPacket) => unknown;
 }
 
 export async function deleteInBatches(
@@ -26,7 +31,7 @@ export async function deleteInBatches(
   while (!signal?.aborted) {
     const [found] = await db.query<RowDataPacket[]>(d.selectSql, [...d.params, batchSize]);
     if (found.length === 0) break;
-    const ids = found.map((r) => Number(r.id));
+    const ids = found.map(d.keyOf ?? ((r) => Number(r.id)));
     const [res] = await db.query<ResultSetHeader>(d.deleteSql, [ids, ...(d.deleteParams ?? [])]);
     rows += res.affectedRows;
     batches++;

@@ -13,7 +13,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
-import type { RunStatus, Trigger } from '../run-status.js';
+import type { ReasonKind, RunStatus, Trigger } from '../run-status.js';
 import type { Run } from './runs.js';
 
 /** Fires shown per job… */
@@ -50,6 +50,8 @@ export interface FireRow {
   trigger: Trigger;
   status: RunStatus;
   reason: string | null;
+  /** The skip's or `missed` mark's kind (`reason_kind`); null on a run's row. */
+  reasonKind: ReasonKind | null;
   host: string;
   exitCode: number | null;
   /** From start to finish; null while running. */
@@ -74,7 +76,7 @@ export function firesPerJob(jobCount: number): number {
 export function fireRowsSql(fires: number): string {
   const n = Math.trunc(fires);
   return `(SELECT r.id, r.job, r.scheduled_at, r.rerun, r.winner, r.triggered_by, r.status,
-        LEFT(r.reason, ${NOTE_CHARS + 1}) AS reason, r.host, r.exit_code,
+        LEFT(r.reason, ${NOTE_CHARS + 1}) AS reason, r.reason_kind, r.host, r.exit_code,
         TIMESTAMPDIFF(MICROSECOND, r.started_at, r.finished_at) DIV 1000 AS duration_ms,
         LEFT(r.error, ${NOTE_CHARS + 1}) AS error
    FROM (SELECT DISTINCT scheduled_at FROM baton_runs FORCE INDEX (baton_runs_fire)
@@ -124,6 +126,7 @@ function toFireRow(r: RowDataPacket): FireRow {
     trigger: r.triggered_by as Trigger,
     status: r.status as RunStatus,
     reason: r.reason == null ? null : truncate(String(r.reason), NOTE_CHARS),
+    reasonKind: (r.reason_kind as ReasonKind | null) ?? null,
     host: String(r.host),
     exitCode: r.exit_code == null ? null : Number(r.exit_code),
     durationMs: r.duration_ms == null ? null : Number(r.duration_ms),

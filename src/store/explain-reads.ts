@@ -1,12 +1,14 @@
 /**
  * What `baton explain` reads about one fire, on one connection: the database's clock, the registry
  * judged at that instant, the job's pause, which fire (the one given, or the latest), the fire's
- * rows, and the hosts of the job's rows just before it.
+ * rows, and the hosts of the job's rows just before it; for a child job (`after:`), its chain rows
+ * at the fire (baton_dependent_fires) and every row of its parents there.
  *
  * One missing-schema policy for all of it: a database or a table that does not exist yet reads as
  * empty — no database at all (nobody has started baton there: this host's clock, nothing else), no
  * registry or pauses table (a database from before migrations 0003 and 0004: nobody to name, no
- * pause), no history table. Any other error is thrown.
+ * pause), no chain table (before 0018: no child has a row), no history table. Any other error is
+ * thrown.
  */
 import { talliesOfFireHour, type SkipTally } from './skip-tallies.js';
 import type { DatabaseTarget } from '../config/database-url.js';
@@ -23,6 +25,20 @@ import {
 import { findPause, type Pause } from './pauses.js';
 import { fireRows } from './history-reads.js';
 import type { Run } from './runs.js';
+import type { Queryable } from './deadline.js';
+import {
+  dependentFiresAt,
+  latestDependentFire,
+  type DependentFire,
+} from './dependent-fire-reads.js';
+
+/** What the history holds of a child's fire's chain. */
+export interface ChainFacts {
+  /** The child's rows of baton_dependent_fires at the fire, generation by generation. */
+  fires: DependentFire[];
+  /** Every row of each parent at the fire (`fireRows`), by parent. */
+  parentRows: ReadonlyMap<string, readonly Run[]>;
+}
 
 export interface FireQuery<Latest extends { fire: Date | null }> {
   namespace: string;
@@ -39,6 +55,8 @@ export interface FireQuery<Latest extends { fire: Date | null }> {
   latest: (inHistory: Date | null, runners: RunnerNow[], now: Date) => Latest;
   /** The job is known without the history (it is in the schedules file): do not ask it. */
   knownJob: boolean;
+  /** The job's parents by the local schedules file (`after:`); empty when none are known. */
+  parents?: readonly string[];
 }
 
 export interface FireFacts<Latest> {
@@ -58,6 +76,8 @@ export interface FireFacts<Latest> {
   known: boolean;
   /** The job's skip tallies of the fire's hour (`skips: tally`; store/skip-tallies.ts). */
   tallies: SkipTally[];
+  /** A child's chain at the fire: when it has rows there, or `parents` were given; else null. */
+  chain: ChainFacts | null;
 }
 
 export async function readFireFacts<Latest extends { fire: Date | null }>(
@@ -74,6 +94,7 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
     hostsBefore: new Set(),
     known: q.knownJob,
     tallies: [],
+    chain: null,
   };
   let conn;
   try {
@@ -88,7 +109,11 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
     if (registry) ({ now: facts.now, runners: facts.runners } = registry);
     facts.pause = await orEmpty(findPause(conn, q.namespace, q.job), null);
     if (!q.fire) {
-      const inHistory = await orEmpty(latestFire(conn, q.namespace, q.job), null);
+      // A child's latest instant is its chain's (its runs are `after`, not scheduled, fires).
+      const scheduled = await orEmpty(latestFire(conn, q.namespace, q.job), null);
+      const chained = await orEmpty(latestDependentFire(conn, q.namespace, q.job), null);
+      const inHistory =
+        scheduled && chained && chained > scheduled ? chained : (scheduled ?? chained);
       facts.latest = q.latest(inHistory, facts.runners, facts.now);
       facts.fire = facts.latest.fire;
     }
@@ -101,11 +126,31 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
       facts.tallies = await orEmpty(talliesOfFireHour(conn, q.namespace, q.job, facts.fire), []);
       // A runner that tallied skips of the job before the fire took part in it, like one with rows.
       for (const t of facts.tallies) if (t.firstFire < facts.fire) facts.hostsBefore.add(t.host);
+      facts.chain = await readChain(conn, q, facts.fire);
     }
     facts.known ||=
-      facts.rows.length > 0 || (await orEmpty(jobHasRows(conn, q.namespace, q.job), false));
+      facts.rows.length > 0 ||
+      (facts.chain?.fires.length ?? 0) > 0 ||
+      (await orEmpty(jobHasRows(conn, q.namespace, q.job), false));
     return facts;
   } finally {
     await conn.end().catch(() => {});
   }
+}
+
+/** A child's chain rows at `fire` and its parents' rows there (every parent named or known). */
+async function readChain(
+  conn: Queryable,
+  q: Pick<FireQuery<never>, 'namespace' | 'job' | 'parents'>,
+  fire: Date,
+): Promise<ChainFacts | null> {
+  const fires = await orEmpty(dependentFiresAt(conn, q.namespace, q.job, fire), []);
+  const named = fires.flatMap((f) => Object.keys(f.parentRuns ?? {}));
+  const parents = [...new Set([...(q.parents ?? []), ...named])];
+  if (fires.length === 0 && parents.length === 0) return null;
+  const parentRows = new Map<string, Run[]>();
+  for (const parent of parents) {
+    parentRows.set(parent, await orEmpty(fireRows(conn, q.namespace, parent, fire), []));
+  }
+  return { fires, parentRows };
 }

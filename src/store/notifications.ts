@@ -35,8 +35,17 @@ export type NoticeKind =
   | 'summary'
   | 'test';
 
-/** The events the throttle sums up: failures of one kind or another. */
-export const FAILURE_EVENTS: readonly NoticeKind[] = ['failed', 'timeout', 'lost', 'missed'];
+/**
+ * The events the throttle sums up: failures of one kind or another — of the run, or of the chain
+ * (`upstream`: a child job its parents did not let run, docs/dependencies.md).
+ */
+export const FAILURE_EVENTS: readonly NoticeKind[] = [
+  'failed',
+  'timeout',
+  'lost',
+  'missed',
+  'upstream',
+];
 
 export type NoticeStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'held' | 'folded';
 
@@ -62,6 +71,33 @@ export interface Notice extends NoticeScope {
 }
 
 const LAST_ERROR_MAX = 1024;
+
+/**
+ * What an `upstream` event says (notify/event.ts reads it back): the parent that did not let the
+ * child run, the parent's run at the fire (null when it had none), that run's status (`failed`,
+ * `missed`, `skipped`, `running` past the deadline, …; null without a run), and the reason as the
+ * skip row has it.
+ */
+export interface UpstreamDetails {
+  parent: string;
+  parentRunId: number | null;
+  parentStatus: string | null;
+  reason: string;
+}
+
+/**
+ * The `upstream` event of a child skipped because of its parents, for `enqueueNotices` in the
+ * transaction that writes the skip: `scope` is the child's fire (subject: the child; `rerun`: the
+ * chain's generation), `runId` the `upstream` skip row.
+ */
+export function upstreamNotice(
+  scope: NoticeScope,
+  targets: readonly string[],
+  runId: number,
+  details: UpstreamDetails,
+): Notice {
+  return { ...scope, event: 'upstream', targets, runId, details: { ...details } };
+}
 
 /**
  * Writes an event's rows, one per target; a row that exists already (another runner recorded the
@@ -225,9 +261,9 @@ export async function lastToldFailure(
   const [[row]] = await db.query<RowDataPacket[]>(
     `SELECT MAX(decided_at) AS told FROM baton_notifications
       WHERE namespace = ? AND subject = ? AND target = ?
-        AND event IN ('failed', 'timeout', 'lost', 'missed', 'summary')
+        AND event IN (?)
         AND status IN ('pending', 'sending', 'sent', 'failed') AND decided_at IS NOT NULL`,
-    [namespace, subject, target],
+    [namespace, subject, target, [...FAILURE_EVENTS, 'summary']],
   );
   return (row?.told as Date | null) ?? null;
 }

@@ -22,6 +22,11 @@
  *   success, and the dead-man's switch counts from it (a monthly job pruned at 30 days would
  *   otherwise show "last success: never").
  *
+ * The chain's rows (`baton_dependent_fires`, docs/dependencies.md) go with the runs' bound: a
+ * child's rows of instants before it that are judged (`started`, `skipped`; a row still `waiting`
+ * is kept, however old), per child along the primary key `(namespace, job, scheduled_at, …)`, the
+ * child's latest `done` instant kept like its run (`history` still names the parents behind it).
+ *
  * Two prunes at once (two runners, a runner and `baton prune`) are harmless: both delete by id,
  * and a row deleted twice is counted once. Runners still take a lock so that only one does the
  * work (`withPruneLock`).
@@ -33,6 +38,8 @@ import { databaseNow } from './fire-reads.js';
 import { pruneLockName } from '../lock-names.js';
 import { RUN_STATUSES, type RunStatus } from '../run-status.js';
 import { deleteActionsBefore } from './audit.js';
+import { deleteInBatches } from './batch-delete.js';
+import { orEmpty } from '../errors.js';
 import { deleteNoticesBefore } from './notifications.js';
 import { deleteRunRequestsBefore } from './run-requests.js';
 import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
@@ -76,6 +83,8 @@ export interface PruneResult {
   actions: number;
   /** Library mode's run requests (`baton_run_requests`) deleted with the runs' bound (the same). */
   runRequests: number;
+  /** The chain's judged rows (`baton_dependent_fires`) deleted with the runs' bound (or would be). */
+  dependentFires: number;
   /** DELETE statements run (or that would be). */
   batches: number;
   /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
@@ -115,6 +124,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     notifications: 0,
     actions: 0,
     runRequests: 0,
+    dependentFires: 0,
     batches: 0,
     runsBefore: before(retention.runsMs),
     skipsBefore: before(retention.skipsMs),
@@ -165,6 +175,15 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     );
     result.runRequests += requests.rows;
     result.batches += told.batches + actions.batches + requests.batches;
+  }
+  if (result.runsBefore && !options.signal?.aborted) {
+    // A database from before migration 0018 has no chain rows.
+    const chain = await orEmpty(
+      pruneDependentFires(db, namespace, result.runsBefore, batchSize, options),
+      { rows: 0, batches: 0 },
+    );
+    result.dependentFires += chain.rows;
+    result.batches += chain.batches;
   }
   if (result.skipsBefore && !options.signal?.aborted) {
     // The tallies whose whole hour is before the skips' bound (store/skip-tallies.ts).
@@ -268,6 +287,60 @@ async function deleteRange(
     if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   }
   return { rows, batches };
+}
+
+/** The namespace's next child with chain rows: one dive into the primary key. */
+export const NEXT_CHILD_SQL =
+  'SELECT MIN(job) AS job FROM baton_dependent_fires WHERE namespace = ? AND job > ?';
+/** A child's judged rows before a bound: a range of the primary key. */
+const CHAIN_RANGE = "namespace = ? AND job = ? AND scheduled_at < ? AND status <> 'waiting'";
+
+/**
+ * Deletes (or counts, for a dry run) each child's judged chain rows of instants before `bound`,
+ * by instant: every generation of an instant goes together, as its runs do.
+ */
+async function pruneDependentFires(
+  db: Queryable,
+  namespace: string,
+  bound: Date,
+  batchSize: number,
+  { dryRun = false, signal }: PruneOptions,
+): Promise<{ rows: number; batches: number }> {
+  const total = { rows: 0, batches: 0 };
+  let child = '';
+  for (;;) {
+    const [[row]] = await db.query<RowDataPacket[]>(NEXT_CHILD_SQL, [namespace, child]);
+    const next = (row?.job as string | null | undefined) ?? null;
+    if (next == null || signal?.aborted) return total;
+    child = next;
+    const before = await keepLatestDone(db, namespace, child, bound);
+    if (dryRun) {
+      const [[n]] = await db.query<RowDataPacket[]>(
+        `SELECT COUNT(*) AS n FROM baton_dependent_fires WHERE ${CHAIN_RANGE}`,
+        [namespace, child, before],
+      );
+      const rows = Number(n?.n ?? 0);
+      total.rows += rows;
+      total.batches += Math.ceil(rows / batchSize);
+      continue;
+    }
+    const done = await deleteInBatches(
+      db,
+      {
+        selectSql: `SELECT scheduled_at FROM baton_dependent_fires
+                     WHERE ${CHAIN_RANGE} LIMIT ?`,
+        params: [namespace, child, before],
+        deleteSql: `DELETE FROM baton_dependent_fires
+                     WHERE scheduled_at IN (?) AND namespace = ? AND job = ? AND status <> 'waiting'`,
+        deleteParams: [namespace, child],
+        keyOf: (r) => r.scheduled_at as Date,
+      },
+      batchSize,
+      signal,
+    );
+    total.rows += done.rows;
+    total.batches += done.batches;
+  }
 }
 
 export type PruneLockResult<T> =

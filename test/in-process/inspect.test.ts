@@ -537,6 +537,8 @@ jobs:
       lockConnectionId: expect.any(Number),
       outputTail: failed!.output_tail,
       params: null,
+      // No child job's run (`after:`): no parent runs behind it.
+      upstream: null,
       actions: [],
     });
     expect(j.outputTail).toMatch(/to-stdout\n/);

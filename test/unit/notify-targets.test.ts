@@ -36,6 +36,7 @@ const event: NotificationEvent = {
   output: 'reading ledger\n<b>totals</b> & co\n```\nfenced\n```\nlast line: ledger mismatch',
   runId: 42,
   count: null,
+  upstream: null,
   text: 'settle failed on batch-2 (exit 3), fire of 2026-12-03 03:00 UTC',
   at: '2026-12-03T03:00:13.000Z',
 };

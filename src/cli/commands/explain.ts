@@ -3,9 +3,10 @@
  * line first, then every runner's attempt for the fire, then the registered runners that were there
  * for it and left no row at all, each with why. The reads are store/explain-reads.ts's, the
  * judgement (which fire is the latest, the verdict, why a runner left no row) fleet/explain.ts's;
- * this file reads the arguments and prints.
+ * this file reads the arguments and prints. A child job's fire (`after:`) is explained by its chain
+ * instead of its runners (cli/chain-view.ts): its chain row, its parents at the instant.
  */
-import { pauseDocument, runDocument } from '../../actions/documents.js';
+import { chainedRunDocument, pauseDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
 import { UsageError } from '../../errors.js';
@@ -29,6 +30,7 @@ import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
 import { optionalConfig, resolveNamespace } from '../config-options.js';
 import { durationCell, table, winnerCell } from '../format.js';
 import { tallyToJson } from '../tally-view.js';
+import { chainHead, chainToJson, renderParents, upstreamOfFires } from '../chain-view.js';
 import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 import { parseFireTime } from '../../instants.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
@@ -81,6 +83,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       fire: given,
       latest: (inHistory, runners, now) => latestOf(job, inHistory, runners, now),
       knownJob: job != null,
+      parents: job?.after?.jobs ?? [],
     });
     if (!facts.known) {
       const where = config ? ` and not in ${config.file}` : '';
@@ -114,6 +117,9 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
 
     const judged = judgeFire({ ...facts, name, job, fire, goneAfterMs: goneAfter, latest });
     const actions = await fireActions(resolveDatabase(args), namespace, rows);
+    const upstream = upstreamOfFires(facts.chain?.fires ?? []);
+    const runDocument = (r: Run) => chainedRunDocument(r, upstream.get(r.id));
+    const after = job?.after ?? null;
     if (args.json) {
       const winners = rows.filter((r) => r.winner);
       printJson({
@@ -135,12 +141,15 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         notes: judged.notes,
         pausedNow: pauseDocument(pause),
         actions: actions.map(actionToJson),
+        // A child job's (`after:`) chain at this instant; null for any other job.
+        chain: judged.chain ? chainToJson(judged.chain, after, facts.chain?.fires ?? []) : null,
       });
       return ExitCode.Ok;
     }
     const head = [
       `job:        ${name} (namespace ${namespace})`,
       `fire:       ${formatInstant(fire)} UTC${given == null ? ' (the latest)' : ''}`,
+      ...(judged.chain ? chainHead(judged.chain, after) : []),
     ];
     process.stdout.write(render(head, rows, facts.runners.length, judged));
     if (actions.length > 0) {
@@ -157,6 +166,9 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
   const out: string[] = [verdict, '', ...head];
   for (const note of notes) out.push(`note:       ${note}`);
   out.push('');
+  if (judged.chain && judged.chain.parents.length > 0) {
+    out.push(...renderParents(judged.chain), '');
+  }
   if (rows.length === 0) {
     out.push('attempts:   none (no runner wrote a row for this fire)');
   } else {
@@ -194,7 +206,10 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
     }
   }
   out.push('');
-  if (missing.length === 0) {
+  if (judged.chain) {
+    // Judged once from its chain row by one runner: the others have nothing to leave.
+    out.push("runners: a child's fire is judged from its chain row, not contended by every runner");
+  } else if (missing.length === 0) {
     out.push(
       registered === 0
         ? 'no attempt missing: no runner is registered in this namespace'

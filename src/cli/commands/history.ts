@@ -1,18 +1,19 @@
-import { runDocument } from '../../actions/documents.js';
+import { chainedRunDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
-import { isMissingSchemaError, UsageError } from '../../errors.js';
+import { isMissingSchemaError, orEmpty, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { REASON_KINDS, RUN_STATUSES, type ReasonKind, type RunStatus } from '../../run-status.js';
 import type { Queryable } from '../../store/deadline.js';
 import { listRuns, type HistoryFilter } from '../../store/history-reads.js';
+import { parentRunsOf, type ParentRuns } from '../../store/dependent-fire-reads.js';
 import type { Run } from '../../store/runs.js';
 import type { AuditRecord } from '../../store/audit.js';
 import { action } from '../action.js';
 import { actionsByRun, actionToJson } from '../audit-view.js';
 import { clip } from '../fit.js';
-import { groupFires, renderAttempts, renderFires } from '../history-view.js';
+import { chainedRows, groupFires, renderAttempts, renderFires } from '../history-view.js';
 import { readTallies, type SkipTally } from '../../store/skip-tallies.js';
 import { renderTallies, tallyToJson } from '../tally-view.js';
 import { painter, terminalWidth } from '../terminal.js';
@@ -126,6 +127,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       let pauses: Pause[] = [];
       let actions = new Map<number, AuditRecord[]>();
       let tallies: SkipTally[] = [];
+      let upstream = new Map<number, ParentRuns>();
       let conn;
       try {
         conn = await openConnection(target, { create: false });
@@ -174,6 +176,9 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           namespace,
           runs.filter((r) => r.winner).map((r) => r.id),
         );
+        // The parent runs behind a child's rows (`after:`); a database from before migration
+        // 0018 has none.
+        upstream = await orEmpty(parentRunsOf(conn, chainedRows(runs)), upstream);
       } catch (err) {
         if (!isMissingSchemaError(err)) throw err;
         // A database nobody has started baton on yet simply has no history.
@@ -198,7 +203,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       const hinted = hint ? `baton: hint: ${hint}\n` : '';
       if (args.json) {
         const rows = runs.map((r) => ({
-          ...runDocument(r),
+          ...chainedRunDocument(r, upstream.get(r.id)),
           actions: (actions.get(r.id) ?? []).map(actionToJson),
         }));
         return done(`${JSON.stringify(rows, null, 2)}\n`, hinted);
@@ -212,7 +217,7 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         );
       }
       const paint = painter();
-      if (wide) return done(header + renderAttempts(runs, paint, actions));
+      if (wide) return done(header + renderAttempts(runs, paint, actions, upstream));
       const fires = groupFires(runs);
       const width = terminalWidth();
       const fitted = `${clip(namespaceLine(resolved), width)}\n`;
@@ -220,7 +225,9 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
         ? `\nskip tallies (skips: tally; which fires each counted is not kept):\n${renderTallies(tallies)}`
         : '';
       return done(
-        fitted + renderFires(fires, { now: new Date(), width, paint, zones, actions }) + counted,
+        fitted +
+          renderFires(fires, { now: new Date(), width, paint, zones, actions, upstream }) +
+          counted,
       );
     };
 

@@ -156,6 +156,7 @@ export function pruneToJson(r: PruneResult) {
     notifications: r.notifications,
     actions: r.actions,
     runRequests: r.runRequests,
+    dependentFires: r.dependentFires,
     batches: r.batches,
     runsBefore: r.runsBefore?.toISOString() ?? null,
     skipsBefore: r.skipsBefore?.toISOString() ?? null,
@@ -181,6 +182,7 @@ export function describePrune(r: PruneResult): string {
   const kept = !r.runsBefore ? '; runs are kept' : !r.skipsBefore ? '; skips are kept' : '';
   const output = r.outputChunks > 0 ? `, with ${count(r.outputChunks, 'chunk')} of output` : '';
   if (r.skipTallies > 0) parts.push(count(r.skipTallies, 'skip tally', 'skip tallies'));
+  if (r.dependentFires > 0) parts.push(count(r.dependentFires, 'chain row'));
   return (
     `${r.dryRun ? 'would delete' : 'deleted'} ${parts.join(' and ')}${output} in namespace ` +
     `"${r.namespace}" (${count(r.batches, 'batch', 'batches')})${kept}`

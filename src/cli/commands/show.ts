@@ -3,18 +3,24 @@
  * the error, and the tail of the job's output (`baton logs` prints all of it). Run ids are unique across namespaces, so no
  * namespace is needed to find one; the row's own is shown.
  */
-import { runDocument } from '../../actions/documents.js';
+import { chainedRunDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
-import { isMissingSchemaError, UsageError } from '../../errors.js';
+import { isMissingSchemaError, orEmpty, UsageError } from '../../errors.js';
 import type { AuditRecord } from '../../store/audit.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import { findRun } from '../../store/history-reads.js';
+import {
+  parentRunsOf,
+  parentRunsWords,
+  type ParentRuns,
+} from '../../store/dependent-fire-reads.js';
 import type { Run } from '../../store/runs.js';
 import { formatInstant } from '../../text.js';
 import { action } from '../action.js';
 import { durationCell } from '../format.js';
 import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
+import { chainedRows } from '../history-view.js';
 import { parseRunId, resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
 
 interface ShowArgs extends CommonArgs {
@@ -23,9 +29,9 @@ interface ShowArgs extends CommonArgs {
 }
 
 /** `baton show --json`: the history row's JSON shape plus what only a single run shows. */
-export function runDetailToJson(run: Run) {
+export function runDetailToJson(run: Run, upstream: ParentRuns | null = null) {
   return {
-    ...runDocument(run),
+    ...chainedRunDocument(run, upstream),
     namespace: run.namespace,
     lockConnectionId: run.lockConnectionId,
     outputTail: run.outputTail,
@@ -49,12 +55,17 @@ export const showCommand: CommandModule<object, ShowArgs> = {
 
     let run: Run | null = null;
     let actions: AuditRecord[] = [];
+    let upstream: ParentRuns | null = null;
     let conn;
     try {
       conn = await openConnection(target, { create: false });
       run = await findRun(conn, id);
       // Who acted on it (a kill, a manual run), oldest first like the rest of the page.
       if (run) actions = ((await actionsByRun(conn, run.namespace, [id])).get(id) ?? []).reverse();
+      // A child's run, or its `upstream` skip: the parent runs behind it (migration 0018).
+      if (run && chainedRows([run]).length > 0) {
+        upstream = (await orEmpty(parentRunsOf(conn, [id]), new Map())).get(id) ?? null;
+      }
     } catch (err) {
       // A database nobody has started baton on yet has no runs at all.
       if (!isMissingSchemaError(err)) throw err;
@@ -68,7 +79,7 @@ export const showCommand: CommandModule<object, ShowArgs> = {
     }
 
     if (args.json) {
-      const doc = { ...runDetailToJson(run), actions: actions.map(actionToJson) };
+      const doc = { ...runDetailToJson(run, upstream), actions: actions.map(actionToJson) };
       process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
       return ExitCode.Ok;
     }
@@ -78,6 +89,7 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       ['namespace', run.namespace],
       ['fire', `${formatInstant(run.scheduledAt)} UTC`],
       ['trigger', run.trigger],
+      ['upstream', upstream ? upstreamWords(run, upstream) : ''],
       ['generation', run.rerun > 0 ? `${run.rerun} (re-run ${run.rerun} of this fire)` : ''],
       ['params', run.params ? JSON.stringify(run.params) : ''],
       ['winner', run.winner ? 'yes (this row ran the fire)' : winnerWords(run)],
@@ -115,6 +127,14 @@ export const showCommand: CommandModule<object, ShowArgs> = {
     return ExitCode.Ok;
   }),
 };
+
+/** `settle#123 (the parent run that let it start)`, or that stopped it (an `upstream` skip). */
+function upstreamWords(run: Run, upstream: ParentRuns): string {
+  const n = Object.keys(upstream).length;
+  const what = n === 1 ? 'the parent run' : 'the parent runs';
+  const did = run.winner ? `that let it start` : n === 1 ? 'that stopped it' : 'it was judged on';
+  return `${parentRunsWords(upstream)} (${what} ${did})`;
+}
 
 function winnerWords(run: Run): string {
   if (run.status === 'missed') return 'no (a missed mark: nobody attempted this fire)';

@@ -7,7 +7,8 @@
  *
  * A fire on the timeline is one mark with one outcome — the winner's status (for a fan-out job the
  * most telling of its slots: still running, else the worst ending), `missed` when nobody attempted
- * it, `paused` when every runner skipped it because the job was paused, else `skipped` — and it
+ * it, `paused` when every runner skipped it because the job was paused, `upstream` when a child
+ * job (`after:`) was skipped because of its parents, else `skipped` — and it
  * keeps every row behind it: the winners with their hosts, the skips with theirs and why.
  *
  * Text from jobs (output, errors) and from the history (hosts, reasons) is passed on as data; the
@@ -62,7 +63,8 @@ export type FireOutcome =
   | 'running'
   | 'missed'
   | 'skipped'
-  | 'paused';
+  | 'paused'
+  | 'upstream';
 
 /** A run of the fire: its winner's row (one per worker slot of a fan-out job). */
 export interface FireRun {
@@ -104,8 +106,9 @@ export interface JobOverview {
   pause: PauseDocument | null;
   nextFire: string | null;
   /**
-   * The newest fire on the timeline that someone ran or that was missed (a run going on now
-   * included); the newest fire when every fire shown was skipped; null without history.
+   * The newest fire on the timeline that someone ran, that was missed, or that a child's parents
+   * stopped (`upstream`) (a run going on now included); the newest fire when every fire shown was
+   * skipped; null without history.
    */
   lastOutcome: FireMark | null;
   /** The latest fires, oldest first (at most `limits.firesPerJob`). */
@@ -318,7 +321,11 @@ function fireMark(rows: FireRow[]): FireMark {
   } else if (missed) {
     outcome = 'missed';
   } else {
-    outcome = skips.every((s) => s.reason?.startsWith('paused') === true) ? 'paused' : 'skipped';
+    outcome = skips.every((s) => s.reason?.startsWith('paused') === true)
+      ? 'paused'
+      : skips.some((s) => s.reasonKind === 'upstream')
+        ? 'upstream'
+        : 'skipped';
   }
   const first = winners[0] ?? missed ?? skips[0]!;
   return {

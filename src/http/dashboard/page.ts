@@ -89,6 +89,7 @@ const LEGEND: [outcome: string, letter: string, meaning: string][] = [
   ['missed', 'M', 'missed (nobody attempted it)'],
   ['skipped', 'S', 'skipped by every runner'],
   ['paused', 'P', 'skipped: paused'],
+  ['upstream', 'U', 'skipped: upstream (its parents did not let it run)'],
 ];
 
 function pageHtml(script: string, metaCsp: string): string {

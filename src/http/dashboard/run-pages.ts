@@ -45,7 +45,8 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
 }
 
 /**
- * A job's recent runs (newest first), its next fires by this runner's schedule (none for a
+ * A job's recent runs (newest first) — with a child's `upstream` skips, the fires its parents did
+ * not let run —, its next fires by this runner's schedule (none for a
  * disabled job) and its pause — who, when, why; null without a database.
  */
 export async function jobPage(source: DashboardSource, job: string) {
@@ -65,6 +66,8 @@ export async function jobPage(source: DashboardSource, job: string) {
     timezone: definition?.timezone ?? null,
     pause: pauseDocument(pause),
     nextFires: nextFires.map((d) => d.toISOString()),
-    runs: rows.filter((r) => r.winner || r.status === 'missed').map(runDocumentOverHttp),
+    runs: rows
+      .filter((r) => r.winner || r.status === 'missed' || r.reasonKind === 'upstream')
+      .map(runDocumentOverHttp),
   };
 }

@@ -112,6 +112,7 @@ tbody th { font-weight: 600; }
 .o-missed .sym, .sym.o-missed { background: transparent; color: var(--missed); box-shadow: inset 0 0 0 1.5px var(--missed); }
 .o-skipped .sym, .sym.o-skipped { background: var(--skipped); color: var(--text); }
 .o-paused .sym, .sym.o-paused { background: var(--paused); color: #1f2328; }
+.o-upstream .sym, .sym.o-upstream { background: transparent; color: var(--skip-dot); box-shadow: inset 0 0 0 1.5px var(--paused); }
 .st-alive .sym { background: var(--done); }
 .st-stopped .sym { background: var(--missed); }
 .st-gone .sym { background: var(--failed); }
@@ -121,7 +122,7 @@ ol.timeline {
 ol.timeline li { position: relative; }
 ol.timeline .sym { cursor: default; }
 /* A fire someone ran (or nobody could) that others skipped: a dot above its mark. */
-ol.timeline li[data-skips]:not([data-skips="0"]):not(.o-skipped):not(.o-paused)::before {
+ol.timeline li[data-skips]:not([data-skips="0"]):not(.o-skipped):not(.o-paused):not(.o-upstream)::before {
   content: ""; position: absolute; left: 6px; top: -5px; width: 4px; height: 4px; border-radius: 50%;
   background: var(--skip-dot);
 }

@@ -106,6 +106,8 @@ interface FailureJson {
   scheduledAt: string;
   trigger: string;
   status: string;
+  /** `upstream` on a child's skip that its parents caused (the job page lists those too). */
+  reasonKind: string | null;
   host: string;
   startedAt: string;
   finishedAt: string | null;
@@ -122,6 +124,8 @@ interface RunJson {
   scheduledAt: string;
   trigger: string;
   status: string;
+  /** `upstream` on a child's skip that its parents caused (the job page lists those too). */
+  reasonKind: string | null;
   host: string;
   startedAt: string;
   finishedAt: string | null;
@@ -204,6 +208,7 @@ interface ErrorAnswer {
     missed: 'M',
     skipped: 'S',
     paused: 'P',
+    upstream: 'U',
   };
   const HOSTS_LISTED = 8;
   const state = { lastAt: null as Date | null, inFlight: false, okCount: 0 };
@@ -825,9 +830,12 @@ interface ErrorAnswer {
       const rows = d.runs.map((r) =>
         el('tr', { 'data-run': r.id }, [
           el('td', { class: 'nowrap' }, [
-            el('a', { href: '#run/' + r.id, text: utc(r.scheduledAt) + ' UTC' }),
+            // An `upstream` skip ran nothing: no run page to open.
+            r.reasonKind === 'upstream'
+              ? el('span', { text: utc(r.scheduledAt) + ' UTC' })
+              : el('a', { href: '#run/' + r.id, text: utc(r.scheduledAt) + ' UTC' }),
           ]),
-          el('td', null, [badge(r.status)]),
+          el('td', null, [r.reasonKind === 'upstream' ? badge('upstream') : badge(r.status)]),
           el('td', { text: r.trigger }),
           el('td', { text: r.host }),
           el('td', {
