@@ -47,7 +47,14 @@ export type Trigger = (typeof TRIGGERS)[number];
  * - `upstream`: a child job (`after:`) whose parents' runs of the instant did not let it run
  *   (one failed, was skipped, missed, paused, or did not finish in time); written once per fire.
  */
-export const SKIP_KINDS = ['taken', 'already-ran', 'overlap', 'behind', 'paused', 'upstream'] as const;
+export const SKIP_KINDS = [
+  'taken',
+  'already-ran',
+  'overlap',
+  'behind',
+  'paused',
+  'upstream',
+] as const;
 export type SkipKind = (typeof SKIP_KINDS)[number];
 
 /**

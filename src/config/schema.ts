@@ -154,7 +154,13 @@ export type AfterOn = (typeof AFTER_ON)[number];
 /** `after:` — the jobs a job runs after, for the same instant (docs/dependencies.md). */
 const afterSchema = z.strictObject({
   /** The parents: jobs of the same file (namespace). One name or a list. */
-  jobs: z.union([z.string().min(1).transform((name) => [name]), z.array(z.string().min(1)).min(1)]),
+  jobs: z.union([
+    z
+      .string()
+      .min(1)
+      .transform((name) => [name]),
+    z.array(z.string().min(1)).min(1),
+  ]),
   on: z.enum(AFTER_ON).optional(),
   /**
    * How long after the instant the child waits for its parents' verdicts before it is skipped as
