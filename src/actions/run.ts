@@ -25,7 +25,7 @@ import { winnersOfFire } from '../store/fire-reads.js';
 import { findPause, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
-import { assertPastFire } from './past-fires.js';
+import { assertPastFire, ownSchedule } from './past-fires.js';
 import { describeRun, planRerun } from './rerun-plan.js';
 
 export interface RunRequest {
@@ -74,6 +74,8 @@ async function planRun(
   fires: OperatorFires,
   r: RunRequest,
 ): Promise<{ at: Date; rerun: number; rerunOf: Date | null }> {
+  // A past fire of a job that runs only after its parents is theirs (refused before any read).
+  if (r.fire != null) ownSchedule(r.job);
   const now = await fires.now();
   if (r.fire == null) return { at: manualInstant(now), rerun: 0, rerunOf: null };
   const at = assertPastFire(r.job, r.fire, now);

@@ -139,7 +139,9 @@ function tallyNote(tallies: SkipTally[], fire: Date, tallied: string[]): string 
   );
 }
 
+/** The job's own schedule; null for one that runs only after its parents (or a bad one). */
 function scheduleOf(job: JobDefinition): Schedule | null {
+  if (job.schedule == null) return null;
   try {
     return parseSchedule(job.schedule, job.timezone);
   } catch {

@@ -46,7 +46,8 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
 
 /**
  * A job's recent runs (newest first), its next fires by this runner's schedule (none for a
- * disabled job) and its pause — who, when, why; null without a database.
+ * disabled job, or one that runs only after its parents) and its pause — who, when, why; null
+ * without a database.
  */
 export async function jobPage(source: DashboardSource, job: string) {
   const { pool } = source;
@@ -54,9 +55,10 @@ export async function jobPage(source: DashboardSource, job: string) {
   const rows = await listRuns(pool, { namespace: source.namespace, job, limit: JOB_ROWS });
   const pause = await findPause(pool, source.namespace, job);
   const definition = source.config.jobs.find((j) => j.name === job);
-  const nextFires = definition?.enabled
-    ? parseSchedule(definition.schedule, definition.timezone).nextN(NEXT_FIRES, source.now)
-    : [];
+  const nextFires =
+    definition?.enabled && definition.schedule != null
+      ? parseSchedule(definition.schedule, definition.timezone).nextN(NEXT_FIRES, source.now)
+      : [];
   return {
     job,
     known: definition != null,
