@@ -28,6 +28,7 @@ import {
 import { ConfigError, UsageError } from '../../src/errors.js';
 import { ExitCode } from '../../src/exit-codes.js';
 import { buildStatus, statusToJson } from '../../src/fleet/status.js';
+import { jobPage } from '../../src/http/dashboard/run-pages.js';
 import { codeConfig, mergeConfigs } from '../../src/library/job-options.js';
 import { createScheduler } from '../../src/library/scheduler.js';
 
@@ -322,6 +323,29 @@ ${SETTLE}  import:
     expect(fetch.overdueAt).toEqual(new Date('2027-03-03T05:24:00Z'));
     expect(report.warnings.some((w) => w.kind === 'no-success' && w.job === 'fetch')).toBe(true);
     expect(statusToJson(report).jobs.find((j) => j.name === 'fetch')!.after).toEqual(fetch.after);
+  });
+
+  it("the dashboard's job page: its parents and children (links), no next fires of its own", async () => {
+    // No history: every read answers no rows.
+    const pool = { query: async () => [[], []] as never };
+    const source = {
+      pool,
+      namespace: 'default',
+      config,
+      host: 'h',
+      now: new Date('2027-01-01T00:00:00Z'),
+      nextFire: () => null,
+    };
+    const fetch = (await jobPage(source, 'fetch'))!;
+    expect(fetch).toMatchObject({
+      schedule: null,
+      after: { jobs: ['settle'], on: 'success', withinMs: 86_400_000 },
+      children: ['report'],
+      nextFires: [],
+    });
+    const settle = (await jobPage(source, 'settle'))!;
+    expect(settle).toMatchObject({ after: null, children: ['fetch', 'audit'] });
+    expect(settle.nextFires[0]).toBe('2027-01-01T03:00:00.000Z');
   });
 });
 

@@ -4,6 +4,7 @@
  * next fires and pause. Read-only, and only within the runner's own namespace.
  */
 import { pauseDocument, runDocumentOverHttp } from '../../actions/documents.js';
+import { childrenOf } from '../../config/dependencies.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
 import { findPause } from '../../store/pauses.js';
@@ -46,8 +47,9 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
 
 /**
  * A job's recent runs (newest first), its next fires by this runner's schedule (none for a
- * disabled job, or one that runs only after its parents) and its pause — who, when, why; null
- * without a database.
+ * disabled job, or one that runs only after its parents), its pause — who, when, why — and its
+ * place in the `after:` graph: the jobs it runs after, and those that run after it; null without
+ * a database.
  */
 export async function jobPage(source: DashboardSource, job: string) {
   const { pool } = source;
@@ -65,6 +67,10 @@ export async function jobPage(source: DashboardSource, job: string) {
     enabled: definition?.enabled ?? false,
     schedule: definition?.schedule ?? null,
     timezone: definition?.timezone ?? null,
+    /** The jobs it runs after (parents), `on` and `withinMs`; null: none. */
+    after: definition?.after ?? null,
+    /** The jobs that run after it (children), in the file's order. */
+    children: childrenOf(source.config.jobs, job).map((c) => c.name),
     pause: pauseDocument(pause),
     nextFires: nextFires.map((d) => d.toISOString()),
     runs: rows.filter((r) => r.winner || r.status === 'missed').map(runDocumentOverHttp),
