@@ -25,7 +25,10 @@ export function describeAfter(after: Pick<JobAfter, 'jobs' | 'on'>): string {
  * What stands for a job's schedule in a listing: its expression, or `after settle` for a job with
  * no schedule of its own (it runs only after its parents).
  */
-export function scheduleText(job: Pick<JobDefinition, 'schedule' | 'after'>): string {
+export function scheduleText(job: {
+  schedule: string | null;
+  after?: Pick<JobAfter, 'jobs' | 'on'> | null;
+}): string {
   if (job.schedule != null) return job.schedule;
   return job.after ? describeAfter(job.after) : '';
 }

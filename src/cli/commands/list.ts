@@ -5,7 +5,7 @@ import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import { plannedStart } from '../../schedule/jitter.js';
-import { childrenOf, describeAfter } from '../../config/dependencies.js';
+import { childrenOf, describeAfter, scheduleText } from '../../config/dependencies.js';
 import { formatDuration } from '../../config/duration.js';
 import type { JobAfter } from '../../config/schema.js';
 import { openConnection } from '../../store/connect.js';
@@ -198,7 +198,7 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
     ].filter((f) => f !== '');
     return [
       { text: j.name, ...(j.enabled && !j.pause ? {} : { style: 'dim' as const }) },
-      { text: j.schedule ?? describeAfter(j.after!) },
+      { text: scheduleText(j) },
       ...(zoned ? [{ text: utc ? '' : j.timezone }] : []),
       // A job that runs only after its parents has no fires of its own: not "never".
       { text: at ? shortInstant(at, form) : j.schedule == null ? '' : 'never' },
