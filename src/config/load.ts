@@ -311,8 +311,8 @@ function buildJob(
   const cwd = path.resolve(baseDir, job.cwd ?? '.');
   if (job.cwd != null && !isDirectory(cwd)) report('cwd', `directory not found: ${cwd}`);
 
+  // (A job with neither `schedule` nor `after` was reported above.)
   if (problems.length > before || !target) return undefined;
-  if (job.schedule == null && job.after == null) return undefined;
   return {
     name,
     schedule: job.schedule ?? null,
