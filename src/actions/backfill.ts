@@ -27,7 +27,7 @@ import type { Queryable } from '../store/deadline.js';
 import { winnersOfFire, winnersOfJobBetween } from '../store/fire-reads.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
-import { firesBetweenYielding } from './past-fires.js';
+import { firesBetweenYielding, ownSchedule } from './past-fires.js';
 import { describePlan, describeRun, planRerun } from './rerun-plan.js';
 import { awaitChain, operatorDependents, type ChainStep } from './dependents.js';
 
@@ -99,6 +99,8 @@ export async function planBackfill(
   r: BackfillRequest,
 ): Promise<BackfillPlan> {
   const { job, from, to } = r;
+  // A job that runs only after its parents has no fires of its own to walk: backfill a parent.
+  const schedule = ownSchedule(job);
   if (to < from) {
     throw new UsageError(`to (${to.toISOString()}) is before from (${from.toISOString()})`);
   }
@@ -114,7 +116,7 @@ export async function planBackfill(
   const list = await firesBetweenYielding(job, from, to, r.yes ? BACKFILL_MAX : BACKFILL_BOUND);
   if (list.length === 0) {
     throw new UsageError(
-      `${job.name} ("${job.schedule}", ${job.timezone}) has no fire in ` +
+      `${job.name} ("${schedule}", ${job.timezone}) has no fire in ` +
         `[${from.toISOString()}, ${to.toISOString()}]`,
     );
   }

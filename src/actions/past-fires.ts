@@ -2,14 +2,29 @@
  * The past fires of a job's schedule that `baton run --fire` and `baton backfill` may run: an
  * instant must be one of the schedule's own (a re-run keeps the fire's identity: its
  * `scheduled_at`, BATON_SCHEDULED_AT and `ctx.fire`), and it must have come by the database's
- * clock — a fire still to come is the schedule's to run, not an operator's.
+ * clock — a fire still to come is the schedule's to run, not an operator's. A job with no schedule
+ * of its own (`after:` alone: it runs at its parents' instants) has no past fires to name: its
+ * fires are its parents', and are run again through them.
  */
 import type { JobDefinition } from '../config/schema.js';
 import { UsageError } from '../errors.js';
 import { calculatorFor } from '../schedule/cron.js';
 
+/**
+ * The job's own schedule; a UsageError (exit 64) for a job that runs only after its parents,
+ * naming what to do instead. Surfaces call it before they open anything.
+ */
+export function ownSchedule(job: JobDefinition): string {
+  if (job.schedule != null) return job.schedule;
+  const parents = job.after?.jobs ?? [];
+  throw new UsageError(
+    `${job.name} has no schedule of its own: it runs after ${parents.join(', ')}; ` +
+      `backfill ${parents[0] ?? '<parent>'} --with-dependents`,
+  );
+}
+
 function cronOf(job: JobDefinition) {
-  return calculatorFor(job.schedule, job.timezone).cron;
+  return calculatorFor(ownSchedule(job), job.timezone).cron;
 }
 
 /** Whether `at` is a fire of the job's schedule. */

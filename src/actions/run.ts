@@ -25,7 +25,7 @@ import { winnersOfFire } from '../store/fire-reads.js';
 import { findPause, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
-import { assertPastFire } from './past-fires.js';
+import { assertPastFire, ownSchedule } from './past-fires.js';
 import { describeRun, planRerun } from './rerun-plan.js';
 import { operatorDependents } from './dependents.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
@@ -87,6 +87,8 @@ interface PlannedRun {
 }
 
 async function planRun(fires: OperatorFires, r: RunRequest): Promise<PlannedRun> {
+  // A past fire of a job that runs only after its parents is theirs (refused before any read).
+  if (r.fire != null) ownSchedule(r.job);
   const now = await fires.now();
   const children = (at: Date, reran: boolean) =>
     r.withDependents ? operatorDependents(fires, r.job, at, reran) : Promise.resolve([]);

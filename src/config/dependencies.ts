@@ -1,10 +1,53 @@
 /**
  * The graph of `after:` edges between a file's jobs (docs/dependencies.md): who runs after whom.
  * Plain data over validated job definitions; the runner, the commands and the dashboard read it.
+ * Types only from schema.ts: the daemon imports this module, and must not load zod
+ * (config/defaults.ts says why). The checks of the edges are in dependency-checks.ts.
  */
-import type { JobDefinition } from './schema.js';
+import type { JobAfter, JobDefinition } from './schema.js';
 
 /** The jobs that run after `parent` (its children), in the file's order. */
 export function childrenOf(jobs: readonly JobDefinition[], parent: string): JobDefinition[] {
   return jobs.filter((j) => j.after?.jobs.includes(parent));
+}
+
+/**
+ * A job's `after:` where a schedule would be shown: `after settle`, `after settle, import (on
+ * failure)`, `after settle (always)`. The default (`on: success`) is not said.
+ */
+export function describeAfter(after: Pick<JobAfter, 'jobs' | 'on'>): string {
+  const on =
+    after.on === 'success' ? '' : after.on === 'always' ? ' (always)' : ` (on ${after.on})`;
+  return `after ${after.jobs.join(', ')}${on}`;
+}
+
+/**
+ * What stands for a job's schedule in a listing: its expression, or `after settle` for a job with
+ * no schedule of its own (it runs only after its parents).
+ */
+export function scheduleText(job: {
+  schedule: string | null;
+  after?: Pick<JobAfter, 'jobs' | 'on'> | null;
+}): string {
+  if (job.schedule != null) return job.schedule;
+  return job.after ? describeAfter(job.after) : '';
+}
+
+/**
+ * The job whose schedule gives `name` its instants: the job itself when it has a schedule; for a
+ * job that runs only after its parents, its first parent's source, up the chain (a child's fire
+ * is its parents' instant). Null when there is none: an unknown job or parent, or a cycle (both
+ * refused by validation). For what needs a period without a fire of its own: the dead-man's
+ * default window of a child.
+ */
+export function instantSource(jobs: readonly JobDefinition[], name: string): JobDefinition | null {
+  const seen = new Set<string>();
+  let job = jobs.find((j) => j.name === name);
+  while (job && job.schedule == null) {
+    if (seen.has(job.name)) return null;
+    seen.add(job.name);
+    const parent = job.after?.jobs[0];
+    job = parent == null ? undefined : jobs.find((j) => j.name === parent);
+  }
+  return job ?? null;
 }

@@ -39,6 +39,11 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.outputMaxBytes !== DEFAULT_OUTPUT_MAX_BYTES
       ? { outputMaxBytes: job.outputMaxBytes }
       : {}),
+    // An edge is part of the child's definition: runners that disagree on a job's parents would
+    // judge its fires differently (drift must show it). Parents in the order written.
+    ...(job.after
+      ? { after: { jobs: job.after.jobs, on: job.after.on, withinMs: job.after.withinMs } }
+      : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

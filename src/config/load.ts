@@ -16,6 +16,7 @@ import {
   DEFAULT_TIMEZONE,
   DEFAULT_AFTER_WITHIN_MS,
 } from './defaults.js';
+import { dependencyProblems, type AfterPlace } from './dependency-checks.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -43,6 +44,12 @@ export interface LoadOptions {
   connectionVariables?: 'require' | 'ignore';
   /** Library mode: jobs without `command` or `module` that run a function given in code. */
   handlers?: ReadonlySet<string>;
+  /**
+   * Library mode: leave the `after:` edges unchecked here; they are checked once the code's jobs
+   * are merged with a schedules file's (library/job-options.ts `mergeConfigs`), where a code job's
+   * parent may be.
+   */
+  deferDependencies?: boolean;
 }
 
 export function loadConfig(file: string, options: LoadOptions = {}): Config {
@@ -121,16 +128,36 @@ function buildConfig(
   if (Object.keys(raw.jobs).length === 0) {
     problems.push(source.problem(['jobs'], 'no jobs defined'));
   }
+  const namespace = raw.namespace ?? DEFAULT_NAMESPACE;
+  if (!options.deferDependencies) {
+    const declared = new Set(Object.keys(raw.jobs));
+    const locate = (job: string, place: AfterPlace, message: string) =>
+      source.problem(afterPath(source, job, place), message);
+    problems.push(...dependencyProblems(jobs, { namespace, declared, locate }));
+  }
   const retention = raw.retention ?? null;
   if (retention) checkRetention(source, retention, jobs, problems);
   return {
     file: source.file,
-    namespace: raw.namespace ?? DEFAULT_NAMESPACE,
+    namespace,
     jobs,
     connections,
     retention,
     notifyTargets,
   };
+}
+
+/**
+ * The path of a problem of a job's `after:`: the key, its list, or the item naming a parent
+ * (its index as written; `jobs: settle` written as one name has no item: the list's key).
+ */
+function afterPath(source: YamlSource, job: string, place: AfterPlace): PathSegment[] {
+  const after = ['jobs', job, 'after'];
+  if (place === 'after') return after;
+  if (place === 'jobs') return [...after, 'jobs'];
+  const written = valueAt(source.toJS(), [...after, 'jobs']);
+  const index = Array.isArray(written) ? written.indexOf(place.parent) : -1;
+  return index >= 0 ? [...after, 'jobs', index] : [...after, 'jobs'];
 }
 
 /** `retention:` must keep what baton reads back (see `retentionTooShort`). */
@@ -216,7 +243,9 @@ function buildJob(
   if (!nameCheck.success)
     report(undefined, nameCheck.error.issues.map((i) => i.message).join('; '));
 
-  if (job.schedule == null) report(undefined, 'missing `schedule`');
+  // A job with `after:` alone has no fires of its own: it runs at its parents' instants.
+  if (job.schedule == null && job.after == null)
+    report(undefined, 'missing `schedule` (or `after:`)');
   const timezone = job.timezone ?? DEFAULT_TIMEZONE;
   let timezoneOk = true;
   try {
@@ -234,6 +263,16 @@ function buildJob(
     } else {
       report('timezone', (err as Error).message);
     }
+  }
+  // Jitter spreads the starts of a schedule's fires; a job without one starts when its parents
+  // let it. Inherited from `defaults:` it just does not apply; written on the job it is a mistake.
+  const jitterApplies = job.schedule != null;
+  if (!jitterApplies && (job.jitter ?? 0) > 0 && !inherited.has('jitter')) {
+    report(
+      'jitter',
+      `\`jitter\` delays the fires of a job's own schedule; ${name} has none (it runs after ` +
+        'its parents, when they let it): remove it',
+    );
   }
   if (job.schedule != null && timezoneOk) {
     try {
@@ -272,10 +311,11 @@ function buildJob(
   const cwd = path.resolve(baseDir, job.cwd ?? '.');
   if (job.cwd != null && !isDirectory(cwd)) report('cwd', `directory not found: ${cwd}`);
 
-  if (problems.length > before || !target || job.schedule == null) return undefined;
+  // (A job with neither `schedule` nor `after` was reported above.)
+  if (problems.length > before || !target) return undefined;
   return {
     name,
-    schedule: job.schedule,
+    schedule: job.schedule ?? null,
     timezone,
     ...(job.description != null ? { description: job.description } : {}),
     enabled: job.enabled ?? true,
@@ -293,7 +333,7 @@ function buildJob(
     expectMs: job.expect ?? null,
     workers: job.workers ?? 1,
     connection: job.connection ?? null,
-    jitterMs: job.jitter ?? 0,
+    jitterMs: jitterApplies ? (job.jitter ?? 0) : 0,
     outputMaxBytes: job.output?.max ?? DEFAULT_OUTPUT_MAX_BYTES,
     secretEnv: job.secretEnv ?? [],
     outputLog: job.output?.log ?? false,

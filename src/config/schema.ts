@@ -266,7 +266,10 @@ export const defaultsSchema = z.strictObject(inheritableShape).partial();
 export const jobSchema = z
   .strictObject({
     ...inheritableShape,
-    /** Cron expression: 5 fields, or 6 with seconds first, or a nickname such as @daily. */
+    /**
+     * Cron expression: 5 fields, or 6 with seconds first, or a nickname such as @daily. A job
+     * with `after:` may leave it out: it then runs only after its parents, at their instants.
+     */
     schedule: z.string().min(1),
     /** What to run: an argv array (no shell), or a string together with `shell: true`. */
     command: z.union([z.array(z.string()).min(1, 'command must not be empty'), z.string().min(1)]),
@@ -276,6 +279,9 @@ export const jobSchema = z
     after: afterSchema,
   })
   .partial({
+    // Optional for a job with `after:` (it runs at its parents' instants); load.ts requires one
+    // of the two.
+    schedule: true,
     timezone: true,
     shell: true,
     description: true,
@@ -369,7 +375,11 @@ export interface JobAfter {
 /** One validated job, with every default applied. */
 export interface JobDefinition {
   name: string;
-  schedule: string;
+  /**
+   * The cron expression; null: the job has no fires of its own and runs only after its parents
+   * (`after:` without `schedule:`, docs/dependencies.md).
+   */
+  schedule: string | null;
   timezone: string;
   description?: string;
   enabled: boolean;

@@ -33,7 +33,8 @@ import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
 import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
-import { childrenOf } from '../config/dependencies.js';
+import { childrenOf, instantSource } from '../config/dependencies.js';
+import { parseSchedule } from '../schedule/cron.js';
 import { planDependents, scheduledDependents, type ChildContention } from '../fire/dependents.js';
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 
@@ -344,7 +345,9 @@ export class Dispatcher {
       runs: this.o.runs,
       // An operator's run is contended like `baton run`'s: never queued, never paused.
       overlap: manual ? 'skip' : job.overlap,
-      schedule: manual ? null : (schedules.get(job.name) ?? null),
+      // A queued fire waits at most until the job's next fire: for a child with no schedule of
+      // its own, its parents' next instant.
+      schedule: manual ? null : (schedules.get(job.name) ?? instantScheduleOf(config, job.name)),
       // A paused job is skipped at its next fire on every runner (checked with the lock).
       pauseCheck: !manual,
       ...(o.afterLead ? { afterLead: true } : {}),
@@ -447,4 +450,10 @@ interface FireAsked {
    * absent, the schedule's fires carry their job's (`scheduledDependents`), an operator's none.
    */
   dependents?: readonly DependentPlan[];
+}
+
+/** The schedule a job's instants come from: its own, or its first parent's up the chain. */
+function instantScheduleOf(config: Config, job: string): Schedule | null {
+  const source = instantSource(config.jobs, job);
+  return source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null;
 }

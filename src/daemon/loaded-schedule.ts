@@ -3,8 +3,13 @@
  * the registry shows, and since when the runner has run each job's current schedule. Built whole
  * from the file at start and at each reload, and swapped whole: the loop never sees one part
  * without another.
+ *
+ * A job with `after:` and no `schedule:` (docs/dependencies.md) has no fires of its own: it is in
+ * `jobs` (the dispatcher finds it there when its parents let it run, and the registry lists it)
+ * but not in `schedules`, so the loop, recovery and the registry's next fires leave it out.
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { instantSource } from '../config/dependencies.js';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -15,7 +20,9 @@ import type { LoadedJob } from '../store/runners.js';
 import type { Loaded } from './dispatcher.js';
 
 export interface LoadedSchedule extends Loaded {
+  /** The enabled jobs, those that run only after their parents included. */
   jobs: Map<string, JobDefinition>;
+  /** The jobs' own schedules: none for a job that runs only after its parents. */
   schedules: Map<string, Schedule>;
   /** When each job's fires start after their instants (its jitter). */
   startDelay: StartDelay;
@@ -49,7 +56,7 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
   const schedules = new Map<string, Schedule>();
   const knownSince = new Map<string, Date>();
   for (const job of jobs.values()) {
-    schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
+    if (job.schedule != null) schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
     const before = previous.jobs.get(job.name);
     const same = before?.schedule === job.schedule && before.timezone === job.timezone;
     knownSince.set(job.name, (same && previous.knownSince.get(job.name)) || now);
@@ -67,6 +74,19 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
     fingerprints: scheduleFingerprint(config),
     knownSince,
   };
+}
+
+/**
+ * The schedule that gives `job` its instants: its own, or for a job that runs only after its
+ * parents, its first parent's up the chain (config/dependencies.ts `instantSource`). For what
+ * needs a period where a job has no fires of its own: the dead-man's default window of a child
+ * (`Runner.loadedJobs`, the notifier). Null for an unknown job.
+ */
+export function instantSchedule(loaded: LoadedSchedule, job: string): Schedule | null {
+  const own = loaded.schedules.get(job);
+  if (own) return own;
+  const source = instantSource(loaded.config.jobs, job);
+  return source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null;
 }
 
 /**

@@ -139,11 +139,9 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
         const reason =
           'nobody attempted this fire: no runner was connected to the database at the time ' +
           `(it was down or unreachable, or the runners were starting; recorded by ${c.host})`;
+        const targets = eventTargets(job.notify);
         const children = scheduledDependents(c.jobs.values(), job);
-        if (
-          await insertMissed(pool, attempt, reason, eventTargets(job.notify), 'not-run', children)
-        )
-          recorded++;
+        if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) recorded++;
       }
       if (recorded > 0) c.events.emit('fires:missed', { job: job.name, count: recorded });
     }

@@ -48,6 +48,7 @@ import { FleetClock } from './fleet-clock.js';
 import { DatabaseLink, type Failover } from './link.js';
 import {
   emptySchedule,
+  instantSchedule,
   loadSchedule,
   registryView,
   type LoadedSchedule,
@@ -496,11 +497,12 @@ export class Runner {
   }
 
   /** The enabled jobs as loaded, with their dead-man inputs (`expect:`, the parsed schedule). */
-  loadedJobs(): { name: string; expectMs: number | null; schedule: Schedule }[] {
+  loadedJobs(): { name: string; expectMs: number | null; schedule: Schedule | null }[] {
     return [...this.loaded.jobs.values()].map((job) => ({
       name: job.name,
       expectMs: job.expectMs,
-      schedule: this.loaded.schedules.get(job.name)!,
+      // A child's default window counts its parents' fires (it has none of its own).
+      schedule: instantSchedule(this.loaded, job.name),
     }));
   }
 

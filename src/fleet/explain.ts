@@ -176,21 +176,11 @@ function tallyNote(tallies: SkipTally[], fire: Date, tallied: string[]): string 
   );
 }
 
-/**
- * The job's cron expression; null for a child that runs only after its parents (`after:`
- * without `schedule:`). Read through a wider type so that this holds whether the definition's
- * `schedule` is a string or may be null.
- */
-function cronOf(job: JobDefinition): string | null {
-  const schedule: string | null | undefined = job.schedule;
-  return typeof schedule === 'string' ? schedule : null;
-}
-
+/** The job's own schedule; null for one that runs only after its parents (or a bad one). */
 function scheduleOf(job: JobDefinition): Schedule | null {
-  const cron = cronOf(job);
-  if (cron == null) return null;
+  if (job.schedule == null) return null;
   try {
-    return parseSchedule(cron, job.timezone);
+    return parseSchedule(job.schedule, job.timezone);
   } catch {
     return null;
   }
@@ -428,7 +418,7 @@ export function notAFireOf(job: JobDefinition, at: Date): string | null {
   const next = nextFire(job, new Date(at.getTime() - 1));
   if (!next || next.getTime() === at.getTime()) return null;
   return (
-    `${formatInstant(at)} is not a fire of "${cronOf(job)}" (${job.timezone}); ` +
+    `${formatInstant(at)} is not a fire of "${job.schedule ?? 'none'}" (${job.timezone}); ` +
     `the next fire after it is ${formatInstant(next)} UTC`
   );
 }

@@ -35,7 +35,8 @@
  * `no-success` and `detached` are critical; the others are warnings.
  */
 import { formatDuration } from '../config/duration.js';
-import type { Config } from '../config/schema.js';
+import { instantSource } from '../config/dependencies.js';
+import type { Config, JobAfter } from '../config/schema.js';
 import type { OutboxState } from '../store/notification-reads.js';
 import { notifyWarnings } from './notify-warnings.js';
 import type { Pause } from '../store/pauses.js';
@@ -108,8 +109,11 @@ export interface JobStatus {
   inConfig: boolean;
   /** From the local file; null when the job is not in it. */
   enabled: boolean | null;
+  /** Null when the job is not in the file, or has no schedule of its own (`after:` alone). */
   schedule: string | null;
   timezone: string | null;
+  /** The jobs it runs after, from the local file (docs/dependencies.md); null: none. */
+  after: JobAfter | null;
   /** From the local file's schedule (database time); null without one or when disabled. */
   nextFire: Date | null;
   paused: boolean;
@@ -231,7 +235,12 @@ export function buildStatus(input: StatusInput): StatusReport {
   const failing: Warning[] = [];
   for (const name of reportedJobs(input.config, liveRecords, input.pauses, input.running)) {
     const def = definitions.get(name);
-    const schedule = def ? parseSchedule(def.schedule, def.timezone) : null;
+    const own = def?.schedule != null ? parseSchedule(def.schedule, def.timezone) : null;
+    // A child without a schedule of its own is expected at its parents' instants (the dead-man's
+    // default window); it has no next fire of its own.
+    const source = def && !own ? instantSource(input.config!.jobs, name) : null;
+    const schedule =
+      own ?? (source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null);
     const pause = pauses.get(name) ?? null;
     const facts = input.history.get(name);
     const loadedBy = liveRecords.filter((r) => r.jobs.has(name));
@@ -248,7 +257,8 @@ export function buildStatus(input: StatusInput): StatusReport {
       enabled: def?.enabled ?? null,
       schedule: def?.schedule ?? null,
       timezone: def?.timezone ?? null,
-      nextFire: def?.enabled && schedule ? schedule.nextAfter(now) : null,
+      after: def?.after ?? null,
+      nextFire: def?.enabled && own ? own.nextAfter(now) : null,
       paused: pause != null,
       pause,
       lastSuccessAt,
@@ -419,6 +429,7 @@ export function statusToJson(report: StatusReport) {
       enabled: j.enabled,
       schedule: j.schedule,
       timezone: j.timezone,
+      after: j.after,
       nextFire: iso(j.nextFire),
       paused: j.paused,
       pause: j.pause

@@ -24,7 +24,11 @@ export interface JobWindow {
   name: string;
   /** The job's `expect:`; null for the default rule (two fires plus a grace). */
   expectMs: number | null;
-  schedule: Schedule;
+  /**
+   * The schedule its default window is counted on; null (a job that runs only after its parents
+   * and was given none of theirs, daemon/loaded-schedule.ts `instantSchedule`): no default window.
+   */
+  schedule: Schedule | null;
 }
 
 export interface JobGaugeSource {

@@ -5,12 +5,17 @@
  * the file's, naming the job (`scheduler: jobs.settle.timeout: expected a duration…`). A
  * `schedules.yaml` loaded as well (`scheduler.load`) is validated on its own, with its lines, and
  * the two are merged: one namespace, no job defined twice.
+ *
+ * The `after:` edges of the code's jobs are checked on the merged jobs (`mergeConfigs`), not job
+ * by job: a code job may run after another defined later, or after a job of the file. A job of the
+ * file runs after jobs of the file only (the file is checked alone, with its lines).
  */
 import type { z } from 'zod';
+import { dependencyProblems, type AfterPlace } from '../config/dependency-checks.js';
 import { parseConfig } from '../config/load.js';
 import { retentionTooShort } from '../config/retention.js';
 import type { Config, defaultsSchema, jobSchema } from '../config/schema.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, type ConfigProblem } from '../errors.js';
 
 /**
  * A job's options, as its entry in `schedules.yaml` would be written (`schedule`, `timezone`,
@@ -53,7 +58,11 @@ export function codeConfig(settings: CodeSettings, jobs: ReadonlyMap<string, Job
   // JSON is YAML: the file's parser reads the options exactly as it would read the file.
   const place = `${process.cwd()}/${CODE_PLACE}`;
   try {
-    return parseConfig(place, JSON.stringify(document), { handlers: new Set(jobs.keys()) });
+    return parseConfig(place, JSON.stringify(document), {
+      handlers: new Set(jobs.keys()),
+      // Checked on the merged jobs (mergeConfigs): a parent may be defined later, or in a file.
+      deferDependencies: true,
+    });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // The lines are of the generated text, not the user's code: left out.
@@ -63,8 +72,18 @@ export function codeConfig(settings: CodeSettings, jobs: ReadonlyMap<string, Job
   }
 }
 
-/** The code's jobs and a schedules file's, as one schedule; refused when they disagree. */
-export function mergeConfigs(code: Config | null, file: Config | null): Config {
+/**
+ * The code's jobs and a schedules file's, as one schedule; refused when they disagree, or when
+ * the code's jobs' `after:` edges are wrong among them all (a file's own edges were checked when
+ * it was loaded). `dependencies: false` leaves the edges out: `scheduler.load()` merges before
+ * every job is defined (a parent may come in a later `scheduler.job`); `start()` checks them.
+ */
+export function mergeConfigs(
+  code: Config | null,
+  file: Config | null,
+  o: { dependencies?: boolean } = {},
+): Config {
+  const edges = o.dependencies !== false;
   if (!code || !file) {
     const only = code ?? file;
     if (!only) {
@@ -72,9 +91,13 @@ export function mergeConfigs(code: Config | null, file: Config | null): Config {
         { file: CODE_PLACE, path: 'jobs', message: 'no jobs defined (scheduler.job or .load)' },
       ]);
     }
+    if (code && edges) {
+      const problems = mergedDependencyProblems(code, null);
+      if (problems.length > 0) throw new ConfigError(problems);
+    }
     return only;
   }
-  const problems = [];
+  const problems = edges ? mergedDependencyProblems(code, file) : [];
   if (code.namespace !== file.namespace) {
     problems.push({
       file: file.file,
@@ -127,4 +150,24 @@ export function mergeConfigs(code: Config | null, file: Config | null): Config {
     retention,
     notifyTargets: { ...file.notifyTargets, ...code.notifyTargets },
   };
+}
+
+/**
+ * The problems of the code's jobs' `after:` edges among the code's and the file's jobs, each
+ * named `scheduler: jobs.<child>.after…` (the options have no lines). The file's jobs are checked
+ * again with them; their edges name jobs of the file only, which were checked when it was loaded.
+ */
+function mergedDependencyProblems(code: Config, file: Config | null): ConfigProblem[] {
+  const jobs = [...code.jobs, ...(file?.jobs ?? [])];
+  const inCode = new Set(code.jobs.map((j) => j.name));
+  const where = (place: AfterPlace) => (place === 'after' ? 'after' : 'after.jobs');
+  return dependencyProblems(jobs, {
+    namespace: code.namespace,
+    declared: new Set(jobs.map((j) => j.name)),
+    locate: (job, place, message) => ({
+      file: inCode.has(job) ? CODE_PLACE : (file?.file ?? CODE_PLACE),
+      path: `jobs.${job}.${where(place)}`,
+      message,
+    }),
+  });
 }

@@ -249,7 +249,10 @@ export class Scheduler {
         ExitCode.Usage,
       );
     this.file = loadConfig(schedulesFile);
-    mergeConfigs(this.jobs.size > 0 ? codeConfig(this.settings, this.jobs) : null, this.file);
+    // The `after:` edges wait for start(): a code job's parent may still be to come.
+    mergeConfigs(this.jobs.size > 0 ? codeConfig(this.settings, this.jobs) : null, this.file, {
+      dependencies: false,
+    });
     return this;
   }
 

@@ -2,7 +2,9 @@
  * The dashboard's run and job pages in real headless Chromium against a real runner: a run's
  * output appears while the job is still running and grows until it ends; a job's output that
  * holds markup is shown as text (no injected element exists, no injected script ran); the job
- * page lists the job's runs linking to their pages; the "recent failures" panel links there.
+ * page lists the job's runs linking to their pages; the "recent failures" panel links there. A
+ * job with `after:` alone shows its parents in its schedule's place, and the job pages link its
+ * parents and children (docs/dependencies.md).
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +40,10 @@ jobs:
   bad:
     schedule: "*/2 * * * * *"
     command: ["sh", "-c", "echo 'bad <b>news</b>' >&2; exit 4"]
+  alarm:
+    command: ["true"]
+    enabled: false
+    after: {jobs: bad, on: failure}
 `,
     {
       'slowout.sh':
@@ -120,6 +126,36 @@ describe('dashboard run pages', () => {
     await page.locator('#run-output').getByText('bad <b>news</b>').waitFor();
     expect(await page.locator('#detail-facts').textContent()).toContain('exit 4');
     expect(failed.id).toBeGreaterThan(0);
+    await page.close();
+  });
+
+  it("links a job's parents and children, and shows after: in the schedule's place", async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(base);
+    const row = page.locator('tr[data-job="alarm"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('after bad (on failure)');
+    expect(await row.locator('code.expr').count()).toBe(0);
+
+    await page.goto(`${base}#job/alarm`);
+    const parent = page.locator('#job-parents a');
+    await parent.waitFor();
+    expect(await parent.textContent()).toBe('bad');
+    expect(await page.locator('#job-children').textContent()).toBe('no job');
+    await parent.click();
+    const child = page.locator('#job-children a');
+    await child.waitFor();
+    expect(await child.textContent()).toBe('alarm');
+    expect(await page.locator('#job-parents').textContent()).toBe(
+      'no job: it runs at its own schedule',
+    );
+    await child.click();
+    await page.locator('#job-parents a').waitFor();
+    expect(await page.locator('#detail-title').textContent()).toContain('alarm');
+    expect(errors).toEqual([]);
     await page.close();
   });
 });

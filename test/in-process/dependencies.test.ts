@@ -36,7 +36,6 @@ jobs:
     schedule: "*/2 * * * * *"
     command: ${j.yaml({ work: `sleep 0.3; ${FAIL_ON_ODD}` })}
   report:
-    schedule: "0 0 1 1 *"
     after: {jobs: [settle], on: success}
     command: ${j.yaml({ work: 'sleep 0.1' })}
 `,
@@ -121,7 +120,6 @@ jobs:
     schedule: "*/2 * * * * *"
     command: ${j.yaml({ work: 'sleep 0.2' })}
   report:
-    schedule: "0 0 1 1 *"
     after: {jobs: [settle, import]}
     command: ${j.yaml()}
 `,
@@ -166,11 +164,9 @@ jobs:
     schedule: "0 3 * * *"
     command: ${j.yaml({ work: 'sleep 0.1' })}
   report:
-    schedule: "0 0 1 1 *"
     after: {jobs: [settle]}
     command: ${j.yaml()}
   export:
-    schedule: "0 0 1 1 *"
     after: {jobs: [report]}
     command: ${j.yaml()}
 `,
@@ -267,25 +263,21 @@ jobs:
     schedule: "*/2 * * * * *"
     command: ${j.yaml()}
   after-held:
-    schedule: "0 0 1 1 *"
     after: {jobs: [held]}
     command: ${j.yaml()}
   slow:
     schedule: "*/4 * * * * *"
     command: ${j.yaml({ work: 'sleep 3' })}
   after-slow:
-    schedule: "0 0 1 1 *"
     after: {jobs: [slow], within: 1s}
     command: ${j.yaml()}
   fine:
     schedule: "*/2 * * * * *"
     command: ${j.yaml()}
   alarm:
-    schedule: "0 0 1 1 *"
     after: {jobs: [fine], on: failure}
     command: ${j.yaml()}
   after-alarm:
-    schedule: "0 0 1 1 *"
     after: {jobs: [alarm], on: always}
     command: ${j.yaml()}
 `,

@@ -354,8 +354,9 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/daemon/recovery.ts',
-        find: 'if (await insertMissed(pool, attempt, reason, eventTargets(job.notify))) recorded++;',
-        replace: 'if (await Promise.resolve(insertMissed.length < 0 && eventTargets)) recorded++;',
+        find: "if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) recorded++;",
+        replace:
+          'if (await Promise.resolve(insertMissed.length < 0 && targets && children)) recorded++;',
       },
     ],
     killers: [{ file: 'test/e2e/outage.test.ts', test: 'no runner runs blind' }],

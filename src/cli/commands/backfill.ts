@@ -27,6 +27,7 @@ import {
   previewBackfill,
   runBackfill,
 } from '../../actions/backfill.js';
+import { ownSchedule } from '../../actions/past-fires.js';
 import { errorMessage, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseFireTime } from '../../instants.js';
@@ -111,6 +112,7 @@ export const backfillCommand: CommandModule<object, BackfillArgs> = {
   handler: action(async (args: BackfillArgs) => {
     const config = resolveConfig(args);
     const job = findJob(config, args.job);
+    ownSchedule(job); // refused before the database is opened: a job after others has no fires
     const from = parseRangeEnd('--from', args.from);
     const to = parseRangeEnd('--to', args.to);
     if (to < from) throw new UsageError(`--to ${args.to} is before --from ${args.from}`);

@@ -5,7 +5,9 @@ import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import { plannedStart } from '../../schedule/jitter.js';
+import { childrenOf, describeAfter, scheduleText } from '../../config/dependencies.js';
 import { formatDuration } from '../../config/duration.js';
+import type { JobAfter } from '../../config/schema.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
 import { withDeadline } from '../../store/deadline.js';
@@ -30,8 +32,13 @@ interface ListArgs extends CommonArgs {
 /** One job as `list` shows it (and `--json` prints it). */
 interface ListedJob {
   name: string;
-  schedule: string;
+  /** Null: no schedule of its own; it runs only after its parents (`after`). */
+  schedule: string | null;
   timezone: string;
+  /** The jobs it runs after (docs/dependencies.md); null: none. */
+  after: JobAfter | null;
+  /** The jobs that run after it. */
+  children: string[];
   enabled: boolean;
   nextFires: string[];
   jitterMs: number;
@@ -73,15 +80,25 @@ export const listCommand: CommandModule<object, ListArgs> = {
     // The pauses need the database; `list` works without one (the column is then left out).
     const pauses = await readPauses(args, config.namespace);
     const jobs = config.jobs.map((job) => {
-      const fires = parseSchedule(job.schedule, job.timezone).nextN(
-        Math.max(0, Math.floor(args.count)),
-        after,
-      );
+      // A job that runs only after its parents has no fires of its own: its parents' are its.
+      const fires =
+        job.schedule != null
+          ? parseSchedule(job.schedule, job.timezone).nextN(
+              Math.max(0, Math.floor(args.count)),
+              after,
+            )
+          : [];
+      const words = [
+        job.schedule != null ? describeSchedule(job.schedule) : null,
+        job.after ? describeAfter(job.after) : null,
+      ].filter((w) => w != null);
       return {
         name: job.name,
         schedule: job.schedule,
         timezone: job.timezone,
-        describe: describeSchedule(job.schedule),
+        after: job.after ?? null,
+        children: childrenOf(config.jobs, job.name).map((c) => c.name),
+        describe: words.join(', and '),
         description: job.description ?? null,
         enabled: job.enabled,
         nextFires: fires.map((d) => d.toISOString()),
@@ -110,6 +127,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
         [
           'JOB',
           'SCHEDULE',
+          'AFTER',
           'TIME ZONE',
           'IN WORDS',
           'ENABLED',
@@ -118,7 +136,8 @@ export const listCommand: CommandModule<object, ListArgs> = {
         ],
         jobs.map((j) => [
           j.name,
-          j.schedule,
+          j.schedule ?? '',
+          j.after ? describeAfter(j.after).replace(/^after /, '') : '',
           j.timezone,
           j.describe,
           j.enabled ? 'yes' : 'no',
@@ -174,12 +193,15 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
       // Who paused it, and why, are in -o wide and `baton explain`.
       j.pause ? 'paused' : '',
       j.jitterMs > 0 ? `jitter ${formatDuration(j.jitterMs, 'compact')}` : '',
+      // A job with a schedule and parents: its schedule's cell is the expression.
+      j.after && j.schedule != null ? describeAfter(j.after) : '',
     ].filter((f) => f !== '');
     return [
       { text: j.name, ...(j.enabled && !j.pause ? {} : { style: 'dim' as const }) },
-      { text: j.schedule },
+      { text: scheduleText(j) },
       ...(zoned ? [{ text: utc ? '' : j.timezone }] : []),
-      { text: at ? shortInstant(at, form) : 'never' },
+      // A job that runs only after its parents has no fires of its own: not "never".
+      { text: at ? shortInstant(at, form) : j.schedule == null ? '' : 'never' },
       ...(zoned ? [{ text: at && !utc ? shortLocal(at, j.timezone) : '' }] : []),
       { text: at ? relative(at, from).replace(/^in /, '') : '', style: 'dim' },
       { text: flags.join(', '), style: 'yellow' },

@@ -27,6 +27,7 @@ import { resolveConfig } from '../config-options.js';
 import { describeRun, planRerun } from '../../actions/rerun-plan.js';
 import { runJob } from '../../actions/run.js';
 import { awaitChain, type ChainStep } from '../../actions/dependents.js';
+import { ownSchedule } from '../../actions/past-fires.js';
 import { invocationArgv } from '../usage.js';
 import {
   argsAfterDashes,
@@ -133,6 +134,8 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const job = findJob(config, args.job);
     const params = parseParams(job, args.env ?? [], argsAfterDashes(invocationArgv()));
     const given = args.fire != null ? parseFireTime(args.fire) : null;
+    // A past fire of a job that runs after others is theirs: refused before the database opens.
+    if (given != null) ownSchedule(job);
     const target = resolveDatabase(args);
     const host = resolveHost(args);
 

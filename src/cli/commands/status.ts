@@ -6,6 +6,7 @@
  * src/fleet/status.ts.
  */
 import type { CommandModule } from 'yargs';
+import { describeAfter } from '../../config/dependencies.js';
 import { formatDuration } from '../../config/duration.js';
 import type { Config } from '../../config/schema.js';
 import { dbErrorCode, errorMessage, orEmpty } from '../../errors.js';
@@ -89,8 +90,8 @@ BATON_CONFIG); without one they are not shown. --json prints { namespace, namesp
 { kind: flag|env|file|default, file? }, now, state, exitCode, healthy (exit code 0),
 runners: [{ host, pid, version, state, alive, clockOffsetMs, startedAt, lastSeenAt,
 lastSeenAgoMs, stoppedAt, jobs }], running: [{ runId, job, host, pid, trigger, scheduledAt,
-startedAt, runningForMs, attempts }], jobs: [{ name, inConfig, enabled, schedule, timezone,
-nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
+startedAt, runningForMs, attempts }], jobs: [{ name, inConfig, enabled, schedule (null: none of
+its own), timezone, after ({ jobs, on, withinMs } or null), nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
 overdueAt, loadedBy }], warnings: [{ kind, severity: critical|warning|info, message, job?,
 hosts? }] } (every finding is in warnings, whatever its severity); UNKNOWN prints { state,
 exitCode, healthy, error }. clockOffsetMs is how far the runner's clock is ahead of the
@@ -365,7 +366,9 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
             : j.enabled === false
               ? 'disabled'
               : j.inConfig
-                ? ''
+                ? j.after && j.schedule == null
+                  ? describeAfter(j.after)
+                  : ''
                 : 'not in the schedules file',
           j.lastSuccessAt ? formatInstant(j.lastSuccessAt) : 'never',
           formatInstant(j.overdueAt),

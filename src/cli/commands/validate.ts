@@ -1,5 +1,7 @@
 import type { CommandModule } from 'yargs';
-import type { Config } from '../../config/schema.js';
+import { describeAfter } from '../../config/dependencies.js';
+import { formatDuration } from '../../config/duration.js';
+import type { Config, JobDefinition } from '../../config/schema.js';
 import { ConfigError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { action } from '../action.js';
@@ -34,13 +36,38 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
     );
     for (const job of config.jobs) {
       const state = job.enabled ? '' : ' (disabled)';
+      const when = [
+        job.schedule != null ? `"${job.schedule}" ${job.timezone}` : null,
+        job.after ? describeAfter(job.after) : null,
+      ].filter((w) => w != null);
       process.stdout.write(
-        `  ${job.name}${state}: "${job.schedule}" ${job.timezone} → ${describeTarget(job)}\n`,
+        `  ${job.name}${state}: ${when.join(', and ')} → ${describeTarget(job)}\n`,
       );
+    }
+    const edges = edgesOf(config.jobs);
+    if (edges.length > 0) {
+      process.stdout.write(`runs after (parent → child), ${edges.length} edge(s):\n`);
+      for (const e of edges) {
+        process.stdout.write(
+          `  ${e.parent} → ${e.child} (on ${e.on}, within ${formatDuration(e.withinMs)})\n`,
+        );
+      }
     }
     return ExitCode.Ok;
   }),
 };
+
+/** The `after:` edges, one per parent of each child, in the file's order. */
+function edgesOf(jobs: readonly JobDefinition[]) {
+  return jobs.flatMap((job) =>
+    (job.after?.jobs ?? []).map((parent) => ({
+      parent,
+      child: job.name,
+      on: job.after!.on,
+      withinMs: job.after!.withinMs,
+    })),
+  );
+}
 
 /** `--json`: the verdict on stdout either way, so a pipeline reads one document. */
 function validateAsJson(args: ValidateArgs): number {
@@ -57,9 +84,16 @@ function validateAsJson(args: ValidateArgs): number {
     enabled: job.enabled,
     schedule: job.schedule,
     timezone: job.timezone,
+    after: job.after ?? null,
     target: describeTarget(job),
   }));
-  const verdict = { valid: true, file: config.file, namespace: config.namespace, jobs };
+  const verdict = {
+    valid: true,
+    file: config.file,
+    namespace: config.namespace,
+    jobs,
+    edges: edgesOf(config.jobs),
+  };
   process.stdout.write(`${JSON.stringify(verdict, null, 2)}\n`);
   return ExitCode.Ok;
 }

@@ -15,6 +15,7 @@
  * page renders it as text, never as markup.
  */
 import { type PauseDocument, pauseDocument } from '../../actions/documents.js';
+import { describeAfter } from '../../config/dependencies.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { errorMessage } from '../../errors.js';
 import {
@@ -97,9 +98,10 @@ export interface FireMark {
 export interface JobOverview {
   name: string;
   description: string | null;
-  schedule: string;
+  /** Null: no schedule of its own; it runs only after its parents (`after`). */
+  schedule: string | null;
   timezone: string;
-  /** The expression in words (in its time zone). */
+  /** The expression in words (in its time zone), and `after settle` for a job with parents. */
   scheduleWords: string;
   enabled: boolean;
   workers: number;
@@ -269,7 +271,12 @@ function jobOverview(
     description: job.description ?? null,
     schedule: job.schedule,
     timezone: job.timezone,
-    scheduleWords: scheduleWords(job.schedule),
+    scheduleWords: [
+      job.schedule != null ? scheduleWords(job.schedule) : null,
+      job.after ? describeAfter(job.after) : null,
+    ]
+      .filter((w) => w != null)
+      .join(', and '),
     enabled: job.enabled,
     workers: job.workers,
     pause: pauseDocument(pause),

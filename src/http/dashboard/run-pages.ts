@@ -4,6 +4,7 @@
  * next fires and pause. Read-only, and only within the runner's own namespace.
  */
 import { pauseDocument, runDocumentOverHttp } from '../../actions/documents.js';
+import { childrenOf } from '../../config/dependencies.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
 import { findPause } from '../../store/pauses.js';
@@ -46,8 +47,9 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
 
 /**
  * A job's recent runs (newest first) — with a child's `upstream` skips, the fires its parents did
- * not let run —, its next fires by this runner's schedule (none for a
- * disabled job) and its pause — who, when, why; null without a database.
+ * not let run —, its next fires by this runner's schedule (none for a disabled job, or one that
+ * runs only after its parents), its pause — who, when, why — and its place in the `after:` graph:
+ * the jobs it runs after, and those that run after it; null without a database.
  */
 export async function jobPage(source: DashboardSource, job: string) {
   const { pool } = source;
@@ -55,15 +57,20 @@ export async function jobPage(source: DashboardSource, job: string) {
   const rows = await listRuns(pool, { namespace: source.namespace, job, limit: JOB_ROWS });
   const pause = await findPause(pool, source.namespace, job);
   const definition = source.config.jobs.find((j) => j.name === job);
-  const nextFires = definition?.enabled
-    ? parseSchedule(definition.schedule, definition.timezone).nextN(NEXT_FIRES, source.now)
-    : [];
+  const nextFires =
+    definition?.enabled && definition.schedule != null
+      ? parseSchedule(definition.schedule, definition.timezone).nextN(NEXT_FIRES, source.now)
+      : [];
   return {
     job,
     known: definition != null,
     enabled: definition?.enabled ?? false,
     schedule: definition?.schedule ?? null,
     timezone: definition?.timezone ?? null,
+    /** The jobs it runs after (parents), `on` and `withinMs`; null: none. */
+    after: definition?.after ?? null,
+    /** The jobs that run after it (children), in the file's order. */
+    children: childrenOf(source.config.jobs, job).map((c) => c.name),
     pause: pauseDocument(pause),
     nextFires: nextFires.map((d) => d.toISOString()),
     runs: rows

@@ -170,6 +170,6 @@ pre.output .note { color: var(--muted); font-style: italic; }
 .actions button.action { border-color: var(--accent); }
 .actions button.quiet { color: var(--muted); }
 .actions button:disabled { opacity: 0.5; cursor: progress; }
-.next-fires { margin: 0 0 12px; padding-left: 18px; }
+.next-fires, .job-links { margin: 0 0 12px; padding-left: 18px; }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 24px 24px; }
 `;

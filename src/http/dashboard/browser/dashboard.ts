@@ -5,7 +5,8 @@
  * The overview (`#`) fetches `api/overview` (a relative URL, so the page works behind a reverse
  * proxy's path prefix) every few seconds and renders it. The run page (`#run/42`) shows one run's
  * whole output, read on from the last chunk while the run is running (`api/run`), each stream
- * decoded as one; the job page (`#job/settle`) shows a job's pause, next fires and recent runs
+ * decoded as one; the job page (`#job/settle`) shows a job's pause, next fires, the jobs it runs
+ * after and those that run after it (`after:`, as links to their pages) and recent runs
  * (`api/job`). With the write API on and a write token entered, those pages get buttons: run now,
  * pause/resume, kill.
  *
@@ -50,7 +51,8 @@ interface PauseJson {
 interface JobOverviewJson {
   name: string;
   description: string | null;
-  schedule: string;
+  /** Null: it runs only after its parents (scheduleWords says after which). */
+  schedule: string | null;
   timezone: string;
   scheduleWords: string;
   enabled: boolean;
@@ -162,6 +164,10 @@ interface JobPageJson {
   enabled: boolean;
   schedule: string | null;
   timezone: string | null;
+  /** The jobs it runs after; null: none. */
+  after: { jobs: string[]; on: string; withinMs: number } | null;
+  /** The jobs that run after it. */
+  children: string[];
   pause: PauseJson | null;
   nextFires: string[];
   /** Newest first. */
@@ -420,10 +426,12 @@ interface ErrorAnswer {
 
     const schedule = el('td', null, [
       job.scheduleWords,
-      el('span', { class: 'sub' }, [
-        el('code', { class: 'expr', text: job.schedule }),
-        job.timezone !== 'UTC' ? ' · ' + job.timezone : '',
-      ]),
+      job.schedule != null
+        ? el('span', { class: 'sub' }, [
+            el('code', { class: 'expr', text: job.schedule }),
+            job.timezone !== 'UTC' ? ' · ' + job.timezone : '',
+          ])
+        : null,
     ]);
 
     const last = el('td', { class: 'last nowrap' });
@@ -821,10 +829,12 @@ interface ErrorAnswer {
         });
     }
     function renderJob(d: JobPageJson): void {
+      const own =
+        d.schedule != null
+          ? 'schedule ' + d.schedule + (d.timezone !== 'UTC' ? ' (' + d.timezone + ')' : '')
+          : 'no schedule of its own';
       $('detail-facts').textContent = d.known
-        ? (d.enabled
-            ? 'schedule ' + d.schedule + (d.timezone !== 'UTC' ? ' (' + d.timezone + ')' : '')
-            : 'disabled') + ' · recent runs, newest first'
+        ? (d.enabled ? own : 'disabled') + ' · recent runs, newest first'
         : 'not in the schedules file this runner loaded; its recent runs:';
       jobActions(d, load);
       const rows = d.runs.map((r) =>
@@ -865,7 +875,11 @@ interface ErrorAnswer {
         : el('p', {
             id: 'job-next',
             class: 'sub',
-            text: d.enabled ? 'no more fires' : 'none: the job is disabled',
+            text: !d.enabled
+              ? 'none: the job is disabled'
+              : d.schedule == null && d.after
+                ? "none of its own: it runs at its parents' instants"
+                : 'no more fires',
           });
       replace('detail-body', [
         el('p', {
@@ -876,6 +890,7 @@ interface ErrorAnswer {
         }),
         el('h3', { text: 'Next fires' }),
         next,
+        ...graph(d),
         el('h3', { text: 'Recent runs' }),
         rows.length
           ? el('table', { id: 'job-runs' }, [el('thead', null, [head]), el('tbody', null, rows)])
@@ -883,6 +898,42 @@ interface ErrorAnswer {
       ]);
     }
     load();
+  }
+
+  /** The jobs it runs after and those that run after it (`after:`), as links to their pages. */
+  function graph(d: JobPageJson): HTMLElement[] {
+    if (!d.after && d.children.length === 0) return [];
+    const links = (id: string, names: string[], empty: string) =>
+      names.length
+        ? el(
+            'ul',
+            { id, class: 'job-links' },
+            names.map((n) =>
+              el('li', null, [el('a', { href: '#job/' + encodeURIComponent(n), text: n })]),
+            ),
+          )
+        : el('p', { id, class: 'sub', text: empty });
+    const on = d.after
+      ? d.after.on === 'success'
+        ? 'once every one of them succeeded'
+        : d.after.on === 'failure'
+          ? 'once every one of them failed'
+          : 'once every one of them ended'
+      : '';
+    return [
+      el('h3', { text: 'Runs after' }),
+      d.after
+        ? el('div', null, [
+            links('job-parents', d.after.jobs, ''),
+            el('p', {
+              class: 'sub',
+              text: on + ', for the same instant, waiting up to ' + span(d.after.withinMs),
+            }),
+          ])
+        : links('job-parents', [], 'no job: it runs at its own schedule'),
+      el('h3', { text: 'Run after it' }),
+      links('job-children', d.children, 'no job'),
+    ];
   }
 
   function pauseText(p: PauseJson | null): string {

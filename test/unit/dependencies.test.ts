@@ -1,0 +1,408 @@
+/**
+ * `after:` in the schedules file (docs/dependencies.md, "Configuring"): a job with `after:` alone
+ * (no schedule of its own) is valid and loaded apart from the loop's schedule; every wrong edge is
+ * refused with its file, line and path (config/dependency-checks.ts): an unknown parent, a name of
+ * another namespace, a job after itself, cycles, fan-out jobs, fan-in parents whose instants
+ * differ; `defaults:` has no `after`. And what reads the edges: the graph's helpers, the loaded
+ * schedule, the fingerprint, the refusal of a past fire of a child, status, library mode.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ownSchedule, firesBetween } from '../../src/actions/past-fires.js';
+import {
+  childrenOf,
+  describeAfter,
+  instantSource,
+  scheduleText,
+} from '../../src/config/dependencies.js';
+import { jobFingerprint } from '../../src/config/fingerprint.js';
+import { loadConfig, parseConfig } from '../../src/config/load.js';
+import {
+  emptySchedule,
+  instantSchedule,
+  loadSchedule,
+  registryView,
+} from '../../src/daemon/loaded-schedule.js';
+import { ConfigError, UsageError } from '../../src/errors.js';
+import { ExitCode } from '../../src/exit-codes.js';
+import { buildStatus, statusToJson } from '../../src/fleet/status.js';
+import { jobPage } from '../../src/http/dashboard/run-pages.js';
+import { codeConfig, mergeConfigs } from '../../src/library/job-options.js';
+import { createScheduler } from '../../src/library/scheduler.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-after-'));
+const file = path.join(dir, 'schedules.yaml');
+
+/** `line:path: message` of every problem of `yaml`, or [] when it is valid. */
+function problems(yaml: string): string[] {
+  try {
+    parseConfig(file, yaml);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      return err.problems.map((p) => `${p.line}:${p.path}: ${p.message}`);
+    }
+    throw err;
+  }
+  return [];
+}
+
+const SETTLE = `  settle:
+    schedule: "0 3 * * *"
+    command: ["true"]
+`;
+
+describe('a job with after: and no schedule', () => {
+  const yaml = `namespace: shop
+defaults:
+  jitter: 1m
+jobs:
+${SETTLE}  report:
+    command: ["true"]
+    after:
+      jobs: settle
+      on: failure
+      within: 2h
+`;
+
+  it('is valid: no schedule of its own, its after: with the defaults applied', () => {
+    const config = parseConfig(file, yaml);
+    const report = config.jobs.find((j) => j.name === 'report')!;
+    expect(report.schedule).toBeNull();
+    expect(report.after).toEqual({ jobs: ['settle'], on: 'failure', withinMs: 7_200_000 });
+    // Jitter spreads a schedule's fires; inherited by a job without one it does not apply.
+    expect(report.jitterMs).toBe(0);
+    expect(config.jobs.find((j) => j.name === 'settle')!.jitterMs).toBe(60_000);
+    const short = parseConfig(
+      file,
+      `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after: {jobs: [settle, settle]}\n`,
+    ).jobs[1]!;
+    expect(short.after).toEqual({ jobs: ['settle'], on: 'success', withinMs: 86_400_000 });
+  });
+
+  it('a job with neither schedule nor after is refused, and so is jitter written on a child', () => {
+    expect(problems('jobs:\n  a:\n    command: ["true"]\n')).toEqual([
+      '2:jobs.a: missing `schedule` (or `after:`)',
+    ]);
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    jitter: 5m\n    after: {jobs: settle}\n`,
+      ),
+    ).toEqual([
+      "7:jobs.report.jitter: `jitter` delays the fires of a job's own schedule; report has none " +
+        '(it runs after its parents, when they let it): remove it',
+    ]);
+  });
+
+  it('is loaded among the jobs the dispatcher knows, but not in the loop, recovery or registry schedules', async () => {
+    const config = parseConfig(file, yaml);
+    const loaded = loadSchedule(config, emptySchedule(config), new Date('2027-01-01T00:00:00Z'));
+    expect([...loaded.jobs.keys()]).toEqual(['settle', 'report']);
+    expect([...loaded.schedules.keys()]).toEqual(['settle']);
+    expect(loaded.knownSince.has('report')).toBe(true);
+    const view = await registryView(loaded, new Date('2027-01-01T00:00:00Z'));
+    expect(view.report!.next).toBeUndefined();
+    expect(view.settle!.next?.at).toHaveLength(3);
+    // The dead-man's default window of the child is counted on its parent's fires.
+    expect(instantSchedule(loaded, 'report')?.expression).toBe('0 3 * * *');
+    expect(instantSchedule(loaded, 'settle')?.expression).toBe('0 3 * * *');
+    expect(instantSchedule(loaded, 'nobody')).toBeNull();
+  });
+
+  it('has no past fires to run: run --fire and backfill are refused (exit 64), naming the parent', () => {
+    const report = parseConfig(file, yaml).jobs[1]!;
+    let error: unknown;
+    try {
+      firesBetween(report, new Date('2027-01-01'), new Date('2027-01-02'), 10);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).exitCode).toBe(ExitCode.Usage);
+    expect((error as Error).message).toBe(
+      'report has no schedule of its own: it runs after settle; backfill settle --with-dependents',
+    );
+    expect(() => ownSchedule(report)).toThrow(UsageError);
+    expect(ownSchedule(parseConfig(file, yaml).jobs[0]!)).toBe('0 3 * * *');
+  });
+
+  it("its fingerprint has its after:, so drift sees an edge change; others' stay as they were", () => {
+    const a = parseConfig(file, yaml);
+    const b = parseConfig(file, yaml.replace('on: failure', 'on: always'));
+    expect(jobFingerprint(a.jobs[1]!, file)).not.toBe(jobFingerprint(b.jobs[1]!, file));
+    expect(jobFingerprint(a.jobs[0]!, file)).toBe(jobFingerprint(b.jobs[0]!, file));
+    const withSchedule = (after: string) =>
+      parseConfig(
+        file,
+        `jobs:\n${SETTLE}  x:\n    schedule: "0 4 * * *"\n    command: ["true"]\n${after}`,
+      ).jobs[1]!;
+    expect(jobFingerprint(withSchedule(''), file)).not.toBe(
+      jobFingerprint(withSchedule('    after: {jobs: settle}\n'), file),
+    );
+  });
+});
+
+describe('the checks of the edges', () => {
+  it('an unknown parent, at the item of the list, with the jobs and the closest name', () => {
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after:\n      jobs: [setle]\n`,
+      ),
+    ).toEqual([
+      '8:jobs.report.after.jobs.0: unknown job "setle" (jobs: settle); did you mean "settle"?',
+    ]);
+    // One name, not a list: the list's key.
+    expect(
+      problems(`jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after: {jobs: nope}\n`),
+    ).toEqual(['7:jobs.report.after.jobs: unknown job "nope" (jobs: settle)']);
+  });
+
+  it("a parent written as another namespace's job, or as no job name at all", () => {
+    expect(
+      problems(
+        `namespace: shop\njobs:\n${SETTLE}  report:\n    command: ["true"]\n    after:\n      jobs:\n        - settle\n        - other/settle\n        - "other:settle"\n        - "set tle"\n`,
+      ),
+    ).toEqual([
+      '11:jobs.report.after.jobs.1: "other/settle" is not a job of this file: parents must be ' +
+        'jobs of this file\'s namespace ("shop"), named as under `jobs:` (a job of namespace ' +
+        '"other" cannot be a parent)',
+      '12:jobs.report.after.jobs.2: "other:settle" is not a job of this file: parents must be ' +
+        'jobs of this file\'s namespace ("shop"), named as under `jobs:` (a job of namespace ' +
+        '"other" cannot be a parent)',
+      '13:jobs.report.after.jobs.3: "set tle" is not a job of this file: parents must be jobs ' +
+        'of this file\'s namespace ("shop"), named as under `jobs:`',
+    ]);
+  });
+
+  it('a job after itself', () => {
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after: {jobs: [settle, report]}\n`,
+      ),
+    ).toEqual(['7:jobs.report.after.jobs.1: report cannot run after itself']);
+  });
+
+  it('a cycle of two and one of three: once per cycle, at each of its jobs', () => {
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  a:\n    command: ["true"]\n    after: {jobs: b}\n  b:\n    command: ["true"]\n    after: {jobs: [a, settle]}\n`,
+      ),
+    ).toEqual([
+      '7:jobs.a.after: a cycle: a → b → a (each runs after the next): none of them would ever run',
+      '10:jobs.b.after: a cycle: b → a → b (each runs after the next): none of them would ever run',
+    ]);
+    const three = problems(
+      `jobs:\n${SETTLE}  x:\n    schedule: "0 4 * * *"\n    command: ["true"]\n    after: {jobs: z}\n  y:\n    command: ["true"]\n    after: {jobs: x}\n  z:\n    command: ["true"]\n    after: {jobs: y}\n`,
+    );
+    expect(three).toEqual([
+      '8:jobs.x.after: a cycle: x → z → y → x (each runs after the next): none of them would ever run',
+      '14:jobs.z.after: a cycle: z → y → x → z (each runs after the next): none of them would ever run',
+      '11:jobs.y.after: a cycle: y → x → z → y (each runs after the next): none of them would ever run',
+    ]);
+  });
+
+  it('a fan-out job as a child or as a parent', () => {
+    expect(
+      problems(
+        `jobs:\n  fan:\n    schedule: "0 3 * * *"\n    workers: 3\n    command: ["true"]\n${SETTLE}  report:\n    workers: 2\n    command: ["true"]\n    after: {jobs: [settle, fan]}\n`,
+      ),
+    ).toEqual([
+      '12:jobs.report.after.jobs.1: cannot be honoured: fan is a fan-out job (`workers: 3`); a ' +
+        'fan-out job (`workers` > 1) cannot be a parent or a child in `after:` yet',
+      '12:jobs.report.after: cannot be honoured: report is a fan-out job (`workers: 2`); a ' +
+        'fan-out job (`workers` > 1) cannot be a parent or a child in `after:` yet',
+    ]);
+  });
+
+  it("fan-in parents must share their instants (an after-only parent has its own parents')", () => {
+    const hourly = `  hourly:\n    schedule: "0 * * * *"\n    command: ["true"]\n`;
+    expect(
+      problems(
+        `jobs:\n${SETTLE}${hourly}  report:\n    command: ["true"]\n    after: {jobs: [settle, hourly]}\n`,
+      ),
+    ).toEqual([
+      '10:jobs.report.after.jobs: the parents of report do not fire at the same instants ' +
+        '(settle: "0 3 * * *" UTC, hourly: "0 * * * *" UTC; 2026-01-01T01:00:00Z is a fire of ' +
+        'hourly, not of settle): a child runs at an instant all its parents share',
+    ]);
+    // The same wall clock in another zone is another instant.
+    const seoul = `  seoul:\n    schedule: "0 3 * * *"\n    timezone: Asia/Seoul\n    command: ["true"]\n`;
+    const chain = `  fetch:\n    command: ["true"]\n    after: {jobs: settle}\n`;
+    expect(
+      problems(
+        `jobs:\n${SETTLE}${seoul}${chain}  report:\n    command: ["true"]\n    after: {jobs: [fetch, seoul]}\n`,
+      ),
+    ).toEqual([
+      '14:jobs.report.after.jobs: the parents of report do not fire at the same instants ' +
+        '(fetch: after settle, seoul: "0 3 * * *" Asia/Seoul; 2026-01-01T03:00:00Z is a fire of ' +
+        'fetch, not of seoul): a child runs at an instant all its parents share',
+    ]);
+    // Parents that agree — one of them through its own parent — are fine.
+    const same = `  import:\n    schedule: "0 3 * * *"\n    command: ["true"]\n`;
+    expect(
+      problems(
+        `jobs:\n${SETTLE}${same}${chain}  report:\n    command: ["true"]\n    after: {jobs: [fetch, import], on: always}\n`,
+      ),
+    ).toEqual([]);
+  });
+
+  it('disabled parents and children, and overlap: allow on a child, are fine', () => {
+    expect(
+      problems(
+        `jobs:\n  settle:\n    schedule: "0 3 * * *"\n    enabled: false\n    command: ["true"]\n  report:\n    command: ["true"]\n    enabled: false\n    overlap: allow\n    after: {jobs: settle}\n`,
+      ),
+    ).toEqual([]);
+  });
+
+  it('a parent whose own definition is wrong is not "unknown": only its own problem is told', () => {
+    expect(
+      problems(
+        `jobs:\n  settle:\n    schedule: "61 3 * * *"\n    command: ["true"]\n  report:\n    command: ["true"]\n    after: {jobs: settle}\n`,
+      ),
+    ).toEqual([expect.stringMatching(/^3:jobs\.settle\.schedule: invalid cron expression/)]);
+  });
+
+  it("defaults: has no after: (an edge is a job's own)", () => {
+    expect(problems(`defaults:\n  after: {jobs: settle}\njobs:\n${SETTLE}`)).toEqual([
+      '2:defaults.after: unknown key "after"',
+    ]);
+  });
+});
+
+describe('the graph, read', () => {
+  const config = parseConfig(
+    file,
+    `jobs:
+${SETTLE}  import:
+    schedule: "0 3 * * *"
+    command: ["true"]
+  fetch:
+    command: ["true"]
+    after: {jobs: settle}
+  report:
+    command: ["true"]
+    after: {jobs: [fetch, import], on: failure}
+  audit:
+    schedule: "0 3 * * *"
+    command: ["true"]
+    after: {jobs: settle, on: always}
+`,
+  );
+
+  it('children, words for a schedule cell, and where a child gets its instants', () => {
+    expect(childrenOf(config.jobs, 'settle').map((j) => j.name)).toEqual(['fetch', 'audit']);
+    expect(childrenOf(config.jobs, 'report')).toEqual([]);
+    const [settle, , fetch, report, audit] = config.jobs;
+    expect(describeAfter(fetch!.after!)).toBe('after settle');
+    expect(describeAfter(report!.after!)).toBe('after fetch, import (on failure)');
+    expect(describeAfter(audit!.after!)).toBe('after settle (always)');
+    expect(scheduleText(report!)).toBe('after fetch, import (on failure)');
+    expect(scheduleText(audit!)).toBe('0 3 * * *');
+    expect(instantSource(config.jobs, 'report')).toBe(settle);
+    expect(instantSource(config.jobs, 'audit')).toBe(audit);
+    expect(instantSource(config.jobs, 'nobody')).toBeNull();
+  });
+
+  it("status: a child has no next fire of its own, and its dead-man window is its parent's", () => {
+    const now = new Date('2027-03-10T12:00:00Z');
+    const lastSuccessAt = new Date('2027-03-01T03:05:00Z');
+    const report = buildStatus({
+      now,
+      namespace: 'default',
+      runners: [],
+      running: [],
+      config,
+      pauses: [],
+      history: new Map([['fetch', { lastSuccessAt, firstSeenAt: lastSuccessAt }]]),
+    });
+    const fetch = report.jobs.find((j) => j.name === 'fetch')!;
+    expect(fetch).toMatchObject({ schedule: null, nextFire: null });
+    expect(fetch.after).toEqual({ jobs: ['settle'], on: 'success', withinMs: 86_400_000 });
+    // Two daily fires after the success, plus 10% of a day.
+    expect(fetch.overdueAt).toEqual(new Date('2027-03-03T05:24:00Z'));
+    expect(report.warnings.some((w) => w.kind === 'no-success' && w.job === 'fetch')).toBe(true);
+    expect(statusToJson(report).jobs.find((j) => j.name === 'fetch')!.after).toEqual(fetch.after);
+  });
+
+  it("the dashboard's job page: its parents and children (links), no next fires of its own", async () => {
+    // No history: every read answers no rows.
+    const pool = { query: async () => [[], []] as never };
+    const source = {
+      pool,
+      namespace: 'default',
+      config,
+      host: 'h',
+      now: new Date('2027-01-01T00:00:00Z'),
+      nextFire: () => null,
+    };
+    const fetch = (await jobPage(source, 'fetch'))!;
+    expect(fetch).toMatchObject({
+      schedule: null,
+      after: { jobs: ['settle'], on: 'success', withinMs: 86_400_000 },
+      children: ['report'],
+      nextFires: [],
+    });
+    const settle = (await jobPage(source, 'settle'))!;
+    expect(settle).toMatchObject({ after: null, children: ['fetch', 'audit'] });
+    expect(settle.nextFires[0]).toBe('2027-01-01T03:00:00.000Z');
+  });
+});
+
+describe('library mode', () => {
+  const fileWithSettle = path.join(dir, 'library.yaml');
+  writeFileSync(fileWithSettle, `jobs:\n${SETTLE}`);
+  const settings = { namespace: 'default' };
+
+  it('a code job after a file job: its edges are checked on the merged jobs', () => {
+    const code = codeConfig(settings, new Map([['report', { after: { jobs: ['settle'] } }]]));
+    const merged = mergeConfigs(code, loadConfig(fileWithSettle));
+    expect(merged.jobs.map((j) => [j.name, j.schedule, j.after?.jobs])).toEqual([
+      ['report', null, ['settle']],
+      ['settle', '0 3 * * *', undefined],
+    ]);
+  });
+
+  it('a wrong edge of a code job is refused at the merge, named scheduler: jobs.…', () => {
+    const code = codeConfig(
+      settings,
+      new Map<string, object>([
+        ['report', { after: { jobs: ['setle'] } }],
+        ['loop', { after: { jobs: 'loop' } }],
+      ]),
+    );
+    let error: unknown;
+    try {
+      mergeConfigs(code, loadConfig(fileWithSettle));
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      {
+        file: 'scheduler',
+        path: 'jobs.report.after.jobs',
+        message: 'unknown job "setle" (jobs: loop, settle); did you mean "settle"?',
+      },
+      { file: 'scheduler', path: 'jobs.loop.after.jobs', message: 'loop cannot run after itself' },
+    ]);
+    // Without a file, the code's own jobs are checked together.
+    expect(() => mergeConfigs(code, null)).toThrow(
+      /scheduler: jobs\.report\.after\.jobs: unknown job "setle"/,
+    );
+  });
+
+  it('scheduler.job takes a job with after: alone, whose parent may come later or from a file', () => {
+    const scheduler = createScheduler({
+      databaseUrl: 'mysql://root@127.0.0.1:3306/baton_never_connected',
+      host: 'h',
+    });
+    const handler = () => {};
+    expect(() =>
+      scheduler
+        .job('report', { after: { jobs: ['settle'], on: 'always', within: '2h' } }, handler)
+        .job('summary', { after: { jobs: 'report' } }, handler)
+        .load(fileWithSettle),
+    ).not.toThrow();
+  });
+});
