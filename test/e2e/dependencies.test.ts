@@ -386,9 +386,23 @@ describe('kill -9 of the runner that wrote the parent’s verdict', () => {
       (r) => r.job === 'settle' && r.winner === 1 && r.status === 'done' && r.scheduled_at <= last,
     );
     expect(settles.length).toBeGreaterThanOrEqual(8);
+    // And the chain's outbox agrees: report's fire at each of them started, with that run (none
+    // left waiting, none started twice).
+    const outbox = await db.query<{
+      scheduled_at: Date;
+      rerun: number;
+      status: string;
+      run_id: number | null;
+    }>(
+      "SELECT scheduled_at, rerun, status, run_id FROM baton_dependent_fires WHERE job = 'report'",
+    );
     for (const s of settles) {
       const report = rowsAt(rows, 'report', s.scheduled_at).filter((r) => (r.winner ?? 0) >= 1);
       expect(report, `report's winners at ${at(s.scheduled_at)}`).toHaveLength(1);
+      const fire = outbox.filter((o) => o.scheduled_at.getTime() === s.scheduled_at.getTime());
+      expect(fire, `report's fire at ${at(s.scheduled_at)}`).toEqual([
+        { scheduled_at: s.scheduled_at, rerun: 0, status: 'started', run_id: report[0]!.id },
+      ]);
     }
   });
 });
