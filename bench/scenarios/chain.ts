@@ -18,9 +18,10 @@
  *
  * The windows are bounded by reloads (SIGHUP): the runners start with the chain on a yearly
  * schedule (nothing fires; the background is measured), the file then gives settle `* * * * * *`
- * for the window and its yearly schedule back after it. The control runs last: a runner that had
- * no child job and is given one by a reload expects the children of every parent instant since
- * it started (see the issue 37 report), which the chain's phases would then meet.
+ * for the window and its yearly schedule back after it. The control runs last: a runner whose
+ * file had no child job for a while, then gets one by a reload, writes the child's fires for every
+ * instant of the parent in between (daemon/dependent-watch.ts moves `expectedUntil` only while
+ * it has children) and runs them 30 s (`settleMs`) later — which the chain's phases would meet.
  *
  * Second phase, the failover: `kill -9` of the runner that wrote settle's verdict right after the
  * commit (the verdict seen by polling the row), 5 times (quick: 2), each victim replaced; the
