@@ -136,6 +136,8 @@ export interface RunRow {
   id: number;
   job: string;
   scheduled_at: Date;
+  /** The fire's generation (0: the schedule's own; docs/history.md "Re-runs"); `SELECT *` reads it. */
+  rerun?: number;
   winner: number | null;
   triggered_by: string;
   status: string;
