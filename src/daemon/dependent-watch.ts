@@ -72,15 +72,16 @@ export interface DependentWatchOptions {
 export class DependentWatch {
   /** Children's fires being judged here now, by key: one judgement of a fire at a time. */
   private readonly judging = new Map<string, Promise<void>>();
-  /** The parents' instants up to here have their children's fires written. */
-  private expectedUntil = new Date(0);
+  /**
+   * Per child, its parents' instants up to here have its fires written. A child first seen at a
+   * look (the runner's start, a reload that adds it) starts there: never before the runner had
+   * the edge, so a chain added to a running fleet starts with the parents' next fire.
+   */
+  private readonly expectedUntil = new Map<string, Date>();
 
   constructor(private readonly o: DependentWatchOptions) {}
 
   start(): void {
-    // Never before the runner came: a chain added to a running fleet starts with the next fire,
-    // it does not run the children of parents that ran before it existed.
-    this.expectedUntil = this.o.now();
     const { timings: t, signal, log, keepAlive } = this.o;
     repeat(t.pollMs, () => this.look(), signal, log, keepAlive);
   }
@@ -101,6 +102,7 @@ export class DependentWatch {
   private async look(): Promise<void> {
     const pool = this.o.pool();
     const children = this.children();
+    if (children.length === 0) this.expectedUntil.clear();
     if (!pool || children.length === 0) return;
     await this.expect(pool, children);
     const due = await dueDependents(
@@ -119,30 +121,41 @@ export class DependentWatch {
 
   /** The children's fires of the instants their parents reached since the last look. */
   private async expect(pool: Queryable, children: readonly JobDefinition[]): Promise<void> {
-    const from = this.expectedUntil;
     const until = this.o.now();
-    if (until <= from) return;
     const namespace = this.o.namespace();
     const rows: Expected[] = [];
+    const reached = new Map<string, Date>();
     for (const child of children) {
+      const from = this.expectedUntil.get(child.name) ?? until;
+      // Each parent schedule's instants in (from, until], at most EXPECTED_PER_LOOK of them: a
+      // runner back from a long stall writes the rest at its next looks.
       const instants = new Set<number>();
+      let cut: number | null = null;
       for (const schedule of this.instantsOf(child, new Set())) {
         let at = schedule.nextAfter(from);
-        for (let n = 0; at && at <= until && n < EXPECTED_PER_LOOK; n++) {
+        let n = 0;
+        for (; at && at <= until && n < EXPECTED_PER_LOOK; n++) {
           instants.add(at.getTime());
           at = schedule.nextAfter(at);
         }
+        if (n === EXPECTED_PER_LOOK && at && at <= until) {
+          cut = Math.min(cut ?? Infinity, [...instants].reduce((a, b) => Math.max(a, b), 0));
+        }
       }
       for (const ms of instants) {
+        if (cut != null && ms > cut) continue;
         rows.push({
           key: { namespace, job: child.name, scheduledAt: new Date(ms), rerun: 0 },
           checkAt: new Date(ms + this.o.timings.settleMs),
           deadline: new Date(ms + child.after!.withinMs),
         });
       }
+      reached.set(child.name, cut != null ? new Date(cut) : until);
     }
     await expectDependents(pool, rows);
-    this.expectedUntil = until;
+    // A child gone from the schedule is forgotten; back, it starts afresh.
+    this.expectedUntil.clear();
+    for (const [job, at] of reached) this.expectedUntil.set(job, at);
   }
 
   /**

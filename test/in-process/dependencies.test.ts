@@ -7,9 +7,11 @@
  *   failed — nothing twice, whatever the number of runners that saw the parent finish;
  * - fan-in: a child after two parents runs only at instants both succeeded.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
 import { baton } from '../helpers/cli-in-process.js';
-import { allRuns, type RunRow } from '../helpers/db.js';
+import { allRuns, dbNow, type RunRow } from '../helpers/db.js';
 import { writeJournaledSchedule, type JournalAttempt } from '../helpers/ground-truth.js';
 import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 import { waitFor } from '../helpers/wait.js';
@@ -323,5 +325,56 @@ jobs:
     // None of the children ran.
     const ran = journal.attempts().filter((a) => a.job.startsWith('after-') || a.job === 'alarm');
     expect(ran).toEqual([]);
+  });
+});
+
+describe('a chain added to a running fleet', () => {
+  it('starts with the parent’s next fire: a reload that adds a child runs it for no instant before the reload', async () => {
+    const { config } = writeJournaledSchedule(
+      (j) => `
+namespace: added
+jobs:
+  settle:
+    schedule: "* * * * * *"
+    command: ${j.yaml()}
+`,
+    );
+    const [runner] = await fleet.start(['a1'], {
+      config,
+      runner: {
+        timings: { dependents: { pollMs: 200, leadMs: 300, settleMs: 500, recheckMs: 500 } },
+      },
+    });
+    // Some of settle's fires run before the child exists.
+    await waitFor(
+      'three runs of settle',
+      async () => ((await allRuns(fleet.db, 'settle')).length >= 3 ? true : null),
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8') +
+        `  report:\n    after: {jobs: [settle]}\n    command: ["true"]\n`,
+    );
+    const reloadedAt = await dbNow(fleet.db);
+    runner!.runner.reload(loadConfig(config));
+    const reports = await waitFor(
+      'three runs of report',
+      async () => {
+        const rows = (await allRuns(fleet.db, 'report')).filter((r) => r.winner === 1);
+        return rows.length >= 3 ? rows : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    // Give a backfill every chance to show: judged rows of past instants would be due by now.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const all = await allRuns(fleet.db, 'report');
+    const before = all.filter((r) => r.scheduled_at < reloadedAt);
+    // At most the instant the reload landed in (its parent may end after the reload).
+    expect(
+      before.length,
+      before.map((r) => r.scheduled_at.toISOString()).join(' '),
+    ).toBeLessThanOrEqual(1);
+    expect(reports.length).toBeGreaterThanOrEqual(3);
   });
 });
