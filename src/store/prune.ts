@@ -23,8 +23,9 @@
  *   otherwise show "last success: never").
  *
  * The chain's rows (`baton_dependent_fires`, docs/dependencies.md) go with the runs' bound: a
- * child's rows of instants before it that are judged (`started`, `skipped`; a row still `waiting`
- * is kept, however old), per child along the primary key `(namespace, job, scheduled_at, …)`, the
+ * child's rows of instants before it that are judged (`started`, `skipped`), and those still
+ * `waiting` whose deadline is before the bound too (a child removed from the schedule, or one no
+ * runner had, is never judged), per child along the primary key `(namespace, job, scheduled_at, …)`, the
  * child's latest `done` instant kept like its run (`history` still names the parents behind it).
  *
  * Two prunes at once (two runners, a runner and `baton prune`) are harmless: both delete by id,
@@ -293,7 +294,8 @@ async function deleteRange(
 export const NEXT_CHILD_SQL =
   'SELECT MIN(job) AS job FROM baton_dependent_fires WHERE namespace = ? AND job > ?';
 /** A child's judged rows before a bound: a range of the primary key. */
-const CHAIN_RANGE = "namespace = ? AND job = ? AND scheduled_at < ? AND status <> 'waiting'";
+const CHAIN_RANGE =
+  "namespace = ? AND job = ? AND scheduled_at < ? AND (status <> 'waiting' OR deadline < ?)";
 
 /**
  * Deletes (or counts, for a dry run) each child's judged chain rows of instants before `bound`,
@@ -317,7 +319,7 @@ async function pruneDependentFires(
     if (dryRun) {
       const [[n]] = await db.query<RowDataPacket[]>(
         `SELECT COUNT(*) AS n FROM baton_dependent_fires WHERE ${CHAIN_RANGE}`,
-        [namespace, child, before],
+        [namespace, child, before, bound],
       );
       const rows = Number(n?.n ?? 0);
       total.rows += rows;
@@ -329,10 +331,11 @@ async function pruneDependentFires(
       {
         selectSql: `SELECT scheduled_at FROM baton_dependent_fires
                      WHERE ${CHAIN_RANGE} LIMIT ?`,
-        params: [namespace, child, before],
+        params: [namespace, child, before, bound],
         deleteSql: `DELETE FROM baton_dependent_fires
-                     WHERE scheduled_at IN (?) AND namespace = ? AND job = ? AND status <> 'waiting'`,
-        deleteParams: [namespace, child],
+                     WHERE scheduled_at IN (?) AND namespace = ? AND job = ?
+                       AND (status <> 'waiting' OR deadline < ?)`,
+        deleteParams: [namespace, child, bound],
         keyOf: (r) => r.scheduled_at as Date,
       },
       batchSize,

@@ -335,7 +335,7 @@ describe('baton explain <child>: the chain', () => {
 });
 
 describe('baton prune: the chain rows go with the runs', () => {
-  it('deletes judged rows older than the bound, keeps waiting ones and the latest success’s', async () => {
+  it('deletes judged rows older than the bound and waiting ones past their deadline too, keeps the latest success’s', async () => {
     const ns = 'chain-prune';
     const now = await dbNow(db);
     const ago = (days: number) =>
@@ -347,7 +347,16 @@ describe('baton prune: the chain rows go with the runs', () => {
     await plantRun(db, { namespace: ns, job: 'digest', scheduledAt: ago(40), trigger: 'after' });
     await plant('report', 40, 'started');
     await plant('report', 41, 'skipped');
+    // Waiting, its deadline 2 hours after it (42 days ago): never judged (a removed child).
     await plant('report', 42, 'waiting');
+    // Waiting with a deadline within the bound (`within: 45d`): still judged some day, kept.
+    await plantChainRow({
+      namespace: ns,
+      job: 'report',
+      scheduledAt: ago(43),
+      status: 'waiting',
+      deadline: ago(-2),
+    });
     await plant('report', 1, 'started');
     await plant('digest', 40, 'started');
     const chainRows = async () =>
@@ -376,13 +385,13 @@ describe('baton prune: the chain rows go with the runs', () => {
       );
 
     const dry = await prune('--dry-run', '--json');
-    expect(json<{ dependentFires: number }>(dry).dependentFires).toBe(2);
-    expect(await chainRows()).toHaveLength(5);
+    expect(json<{ dependentFires: number }>(dry).dependentFires).toBe(3);
+    expect(await chainRows()).toHaveLength(6);
 
     const done = await prune();
     expect(done.stderr).toBe('');
-    expect(done.stdout).toContain('2 chain rows');
-    expect(await chainRows()).toEqual(['digest 40d', 'report 42d', 'report 1d']);
+    expect(done.stdout).toContain('3 chain rows');
+    expect(await chainRows()).toEqual(['digest 40d', 'report 43d', 'report 1d']);
   });
 });
 

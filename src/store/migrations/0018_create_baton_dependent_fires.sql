@@ -22,6 +22,7 @@ CREATE TABLE baton_dependent_fires (
   created_at   DATETIME(3)  NOT NULL,
   updated_at   DATETIME(3)  NOT NULL,
   PRIMARY KEY (namespace, job, scheduled_at, rerun),
-  KEY baton_dependent_fires_due (namespace, status, check_at),
+  -- The runners' look for the rows due: their own children's, never a removed child's rows.
+  KEY baton_dependent_fires_due (namespace, status, job, check_at),
   KEY baton_dependent_fires_run (run_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci
