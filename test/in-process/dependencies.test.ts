@@ -8,13 +8,14 @@
  * - fan-in: a child after two parents runs only at instants both succeeded.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { baton } from '../helpers/cli-in-process.js';
 import { allRuns, dbNow, type RunRow } from '../helpers/db.js';
 import { writeJournaledSchedule, type JournalAttempt } from '../helpers/ground-truth.js';
 import { useInProcessFleet } from '../helpers/in-process-fleet.js';
 import { waitFor } from '../helpers/wait.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const fleet = useInProcessFleet('dependencies', { perTest: true });
 
@@ -256,10 +257,15 @@ jobs:
 });
 
 describe('not run, and why', () => {
-  it('a paused parent, a parent slower than `within`, `on: failure` after a success: one upstream skip each, naming the parent; the skip cascades to the grandchild', async () => {
+  it('a paused parent, a parent slower than `within`, `on: failure` after a success: one upstream skip each, naming the parent, told once to a real receiver; the skip cascades to the grandchild', async () => {
+    const receiver = await WebhookReceiver.start();
+    onTestFinished(() => receiver.down());
     const { config, journal } = writeJournaledSchedule(
       (j) => `
 namespace: why
+notify:
+  ops:
+    webhook: {url: "${receiver.url()}", format: json}
 jobs:
   held:
     schedule: "*/2 * * * * *"
@@ -279,6 +285,7 @@ jobs:
   alarm:
     after: {jobs: [fine], on: failure}
     command: ${j.yaml()}
+    notify: {on: [upstream], to: [ops]}
   after-alarm:
     after: {jobs: [alarm], on: always}
     command: ${j.yaml()}
@@ -325,6 +332,22 @@ jobs:
     // None of the children ran.
     const ran = journal.attempts().filter((a) => a.job.startsWith('after-') || a.job === 'alarm');
     expect(ran).toEqual([]);
+    // Told: each of alarm's upstream skips once, with its parent and the reason.
+    const told = await waitFor(
+      "the receiver told of alarm's first upstream skip",
+      () => {
+        const got = receiver.accepted().filter((r) => r.body.event === 'upstream');
+        return got.length > 0 ? got : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    const first = told.find((r) => r.body.fire === alarm.scheduled_at.toISOString());
+    expect(first?.body).toMatchObject({
+      job: 'alarm',
+      upstream: { parent: 'fine', parentStatus: 'done', reason: alarm.reason },
+    });
+    const ids = receiver.accepted().map((r) => r.body.id);
+    expect(new Set(ids).size, 'each event once').toBe(ids.length);
   });
 });
 
