@@ -10,7 +10,6 @@
  */
 import { childrenOf } from '../config/dependencies.js';
 import type { JobDefinition } from '../config/schema.js';
-import { DEPENDENT_TIMINGS } from '../daemon/dependent-watch.js';
 import { delay } from '../delay.js';
 import { planDependents } from '../fire/dependents.js';
 import type { OperatorFires } from '../fire/operator-fire.js';
@@ -24,6 +23,12 @@ import { findRun } from '../store/history-reads.js';
 
 /** How often the chain's rows are read while it goes on. */
 const CHAIN_POLL_MS = 100;
+/**
+ * A waiting row whose next judgement is further away than this was judged and left waiting (for
+ * another parent: the judge postpones by a minute at least), not merely left to the verdict's
+ * writer (a lead of seconds).
+ */
+const POSTPONED_MS = 10_000;
 
 /**
  * The children an operator's run of `parent` at `at` carries: its enabled children, as the next
@@ -110,13 +115,15 @@ async function judged(
       rerun >= 0
         ? await readDependent(fires.pool, key)
         : await latestDependent(fires.pool, fires.namespace, job, at);
-    const now = await fires.now();
-    const postponed =
+    const now = (await fires.now()).getTime();
+    // Left waiting for another parent, or waiting past its deadline (nobody judges it: no live
+    // runner has the child): the chain is over for this command.
+    const leftWaiting =
       row?.status === 'waiting' &&
-      row.checkAt.getTime() > now.getTime() + DEPENDENT_TIMINGS.leadMs + DEPENDENT_TIMINGS.pollMs;
+      (row.checkAt.getTime() > now + POSTPONED_MS || now > row.deadline.getTime() + POSTPONED_MS);
     // No row: the parent's verdict carried none (it is written with the verdict, in one
     // transaction, before this is asked).
-    if (!row || row.status !== 'waiting' || postponed || fires.stopping()) return row;
+    if (!row || row.status !== 'waiting' || leftWaiting || fires.stopping()) return row;
     await delay(CHAIN_POLL_MS);
   }
 }

@@ -42,13 +42,14 @@ export function chainedRunDocument(run: Run, upstream: ParentRuns | null | undef
 }
 
 /**
- * A run as the HTTP surfaces (the dashboard's data) show it: the same document without `params`,
+ * A run as the HTTP surfaces (the dashboard's data) show it: the same document (its `upstream`
+ * where the caller read it; null otherwise) without `params`,
  * a manual run's `--env` values and arguments. Only a job's `secretEnv` values are masked in
  * them, and a read token (or loopback without one) is a weaker key than the database access
  * `history` and `show` need.
  */
-export function runDocumentOverHttp(run: Run) {
-  const { params: _params, ...doc } = runDocument(run);
+export function runDocumentOverHttp(run: Run, upstream: ParentRuns | null = null) {
+  const { params: _params, ...doc } = chainedRunDocument(run, upstream);
   return doc;
 }
 

@@ -36,10 +36,16 @@ import {
 } from '../fire/operator-fire.js';
 import { startFire } from '../fire/run-fire.js';
 import { childrenOf } from '../config/dependencies.js';
-import { planDependents, resolveDependent, type DependentEnv } from '../fire/dependents.js';
-import { DEPENDENT_TIMINGS } from '../daemon/dependent-watch.js';
+import {
+  JUDGE_TIMINGS,
+  planDependents,
+  resolveDependent,
+  WRITER_LEAD_MS,
+  type DependentEnv,
+} from '../fire/dependents.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
 import { openPool } from '../store/connect.js';
+import { findPause, pausedReason } from '../store/pauses.js';
 import { DeadlinePool } from '../store/deadline.js';
 
 export type SignalMode = 'stop' | 'finish';
@@ -192,7 +198,7 @@ export class ForegroundSession implements OperatorFires {
       ...(f.unlessDone ? { unlessDone: true } : {}),
       ...(f.params ? { params: f.params } : {}),
       ...(f.dependents?.length
-        ? { dependents: { plans: f.dependents, leadMs: DEPENDENT_TIMINGS.leadMs } }
+        ? { dependents: { plans: f.dependents, leadMs: WRITER_LEAD_MS } }
         : {}),
       interruptBeforeStart: () => {
         if (this.interruptedBy) return `${this.interruptedBy} came while the lock was being taken`;
@@ -269,9 +275,25 @@ export class ForegroundSession implements OperatorFires {
       host: this.host,
       pid: process.pid,
       now: () => this.lock.toDatabaseTime(new Date()) ?? new Date(),
-      timings: DEPENDENT_TIMINGS,
+      timings: JUDGE_TIMINGS,
       fire: async (child, key) => {
         if (this.stopRequested) return null;
+        // A child paused is skipped as at a runner (its pause stops its chain's fires too); an
+        // operator who wants it anyway runs it by name.
+        const pause = await findPause(this.pool, key.namespace, child.name);
+        if (pause) {
+          const reason = pausedReason(pause);
+          return {
+            startedRunId: () => null,
+            outcome: Promise.resolve({
+              status: 'skipped' as const,
+              runId: null,
+              kind: 'paused' as const,
+              reason,
+              contendMs: 0,
+            }),
+          };
+        }
         const grandchildren = await plansOf(child, key.scheduledAt);
         const handle = this.fire({
           job: child,

@@ -12,7 +12,10 @@
  *   and which slot a child's run would be, is not defined yet;
  * - parents that do not fire at the same instants: a child runs at an instant all its parents
  *   share (its fire is their instant), so parents whose instants differ would leave it waiting,
- *   then skipped as `upstream`, at every instant only some of them have.
+ *   then skipped as `upstream`, at every instant only some of them have;
+ * - a child whose own `schedule:` fires at an instant of its parents': its own fire of that
+ *   instant would run at the instant, before its parents, and take the fire key the chain's run
+ *   needs (the fire is one, whoever starts it).
  */
 import type { ConfigProblem } from '../errors.js';
 import { parseSchedule } from '../schedule/cron.js';
@@ -70,6 +73,10 @@ export function dependencyProblems(
     if (parentsKnown && job.after.jobs.length > 1) {
       const disagreement = instantsDisagree(job, byName, instants);
       if (disagreement) at('jobs', disagreement);
+    }
+    if (parentsKnown && job.schedule != null) {
+      const shared = ownInstantShared(job, byName, instants);
+      if (shared) at('after', shared);
     }
   }
   for (const cycle of cyclesOf(jobs, byName)) {
@@ -201,6 +208,37 @@ function instantsDisagree(
     `the parents of ${child.name} do not fire at the same instants (${labels.join(', ')}; ` +
     `${iso(witness)} is a fire of ${has.join(', ')}, not of ${lacks.join(', ')}): a child ` +
     'runs at an instant all its parents share'
+  );
+}
+
+/**
+ * Why the child's own schedule may not be what it has (it fires at an instant of its parents'),
+ * or null.
+ */
+function ownInstantShared(
+  child: JobDefinition,
+  byName: ReadonlyMap<string, JobDefinition>,
+  memo: Map<string, Instants | null>,
+): string | null {
+  let own: Instants;
+  try {
+    const at = parseSchedule(child.schedule!, child.timezone)
+      .nextN(INSTANTS_COMPARED, INSTANTS_ANCHOR)
+      .map((d) => d.getTime());
+    own = { at, horizon: at.length === INSTANTS_COMPARED ? at.at(-1)! : Infinity };
+  } catch {
+    return null; // a bad schedule is its own problem
+  }
+  const parent = child.after!.jobs[0]!;
+  const theirs = instantsOf(parent, byName, memo, new Set());
+  if (!theirs) return null;
+  const horizon = Math.min(own.horizon, theirs.horizon);
+  const shared = own.at.find((t) => t <= horizon && theirs.at.includes(t));
+  if (shared == null) return null;
+  return (
+    `${child.name}'s own schedule ("${child.schedule}" ${child.timezone}) fires at instants of ` +
+    `${parent}'s too (${iso(shared)}): there it would run at the instant, before ${parent}, not ` +
+    `after it; give ${child.name} \`after:\` alone, or a schedule of other instants`
   );
 }
 

@@ -142,8 +142,8 @@ export type SkipRecord = (typeof SKIP_RECORDS)[number];
 /**
  * When a child job (`after:`) runs after its parents' runs of an instant:
  * - `success`: every parent's run of the instant ended `done` (the default);
- * - `failure`: every parent's run ended otherwise (`failed`, `timeout`, `killed`, `lost`,
- *   `interrupted`) — a clean-up or an alarm job;
+ * - `failure`: every parent's run failed (`failed`, `timeout`, `killed`, `lost`; not `interrupted`,
+ *   a graceful stop of its runner) — a clean-up or an alarm job;
  * - `always`: every parent ran and has a verdict, whichever.
  * A parent that did not run the instant at all (skipped, missed, paused) never lets its child
  * run: the child is skipped as `upstream` (docs/dependencies.md).

@@ -5,7 +5,7 @@
  *   does not run an instant — paused, skipped, nobody there — still decides its child;
  * - judges the children's fires whose time has come (`dueDependents`: a parent's verdict written,
  *   the writer's lead over, or a check postponed), every `pollMs`;
- * - and at once the children of a verdict it wrote itself (`judge`, from the dispatcher): the
+ * - and at once the children of a verdict it wrote itself (`judgeVerdict`, from the dispatcher): the
  *   child starts milliseconds after its parent's verdict while the parent's runner lives, and
  *   within `leadMs` + `pollMs` on another runner when it does not.
  *
@@ -25,7 +25,13 @@ import {
   type DependentPlan,
   type Expected,
 } from '../store/dependent-fires.js';
-import { resolveDependent, type ChildContention, type JudgeTimings } from '../fire/dependents.js';
+import {
+  JUDGE_TIMINGS,
+  resolveDependent,
+  WRITER_LEAD_MS,
+  type ChildContention,
+  type JudgeTimings,
+} from '../fire/dependents.js';
 import type { Loaded } from './dispatcher.js';
 import { repeat } from './repeat.js';
 
@@ -42,9 +48,8 @@ export interface DependentTimings extends JudgeTimings {
 
 export const DEPENDENT_TIMINGS: Readonly<DependentTimings> = {
   pollMs: 1_000,
-  leadMs: 2_000,
-  settleMs: 30_000,
-  recheckMs: 60_000,
+  leadMs: WRITER_LEAD_MS,
+  ...JUDGE_TIMINGS,
 };
 
 /** How many children's fires one look judges; the rest wait for the next. */
@@ -139,7 +144,10 @@ export class DependentWatch {
           at = schedule.nextAfter(at);
         }
         if (n === EXPECTED_PER_LOOK && at && at <= until) {
-          cut = Math.min(cut ?? Infinity, [...instants].reduce((a, b) => Math.max(a, b), 0));
+          cut = Math.min(
+            cut ?? Infinity,
+            [...instants].reduce((a, b) => Math.max(a, b), 0),
+          );
         }
       }
       for (const ms of instants) {

@@ -21,12 +21,17 @@ import {
   parentRecords,
   postponeDependent,
   readDependent,
+  renewDependent,
+  takeDependent,
   type DependentKey,
   type DependentPlan,
   type ParentRecord,
 } from '../store/dependent-fires.js';
 import type { FireOutcome } from './fire-types.js';
 import { skipDependent } from '../store/fire-writes.js';
+
+/** A judgement that could not finish (no session, a claim in flight) is taken again this soon. */
+const RETRY_SOON_MS = 1_000;
 
 /** How long the judge gives a parent's fire that has no run, and how often it looks again. */
 export interface JudgeTimings {
@@ -37,7 +42,24 @@ export interface JudgeTimings {
   settleMs: number;
   /** A child still waiting is judged again at least this often (a parent lost by the reaper). */
   recheckMs: number;
+  /**
+   * How long a judge holds a child's fire (`takeDependent`) before another may take it: renewed
+   * while it contends the fire, so only a judge that died lets it lapse.
+   */
+  leaseMs: number;
 }
+
+export const JUDGE_TIMINGS: Readonly<JudgeTimings> = {
+  settleMs: 30_000,
+  recheckMs: 60_000,
+  leaseMs: 3_000,
+};
+
+/**
+ * How long the other runners leave the children of a verdict to the process that wrote it (it
+ * judges them at once): the fire's `check_at` is this far after the verdict.
+ */
+export const WRITER_LEAD_MS = 2_000;
 
 export type Judgement =
   /** Every parent's run lets the child run: these runs. */
@@ -54,13 +76,11 @@ export type Judgement =
       parentRuns: Record<string, number>;
     };
 
-const FAILURES: ReadonlySet<RunStatus> = new Set([
-  'failed',
-  'timeout',
-  'killed',
-  'lost',
-  'interrupted',
-]);
+/**
+ * The verdicts `on: failure` runs after. Not `interrupted`: a runner's graceful stop (a deploy)
+ * is no failure of the batch, and an alarm job would page at every deploy; `always` runs after it.
+ */
+const FAILURES: ReadonlySet<RunStatus> = new Set(['failed', 'timeout', 'killed', 'lost']);
 
 /** Whether a parent's verdict lets its child run, by `on:`. */
 export function lets(on: JobAfter['on'], status: FinalStatus): boolean {
@@ -250,7 +270,9 @@ export type Resolution =
 
 /**
  * Judges a child's fire and acts: contends it, skips it as `upstream`, or leaves it to be judged
- * again. The row is read first: a fire started or skipped meanwhile is left alone.
+ * again. The judgement is taken first (`takeDependent`): a fire started or skipped meanwhile, or
+ * being judged by another runner, is left alone — one judge at a time, so that one runner never
+ * contends a fire another closes as `upstream`.
  */
 export async function resolveDependent(
   env: DependentEnv,
@@ -258,12 +280,13 @@ export async function resolveDependent(
   key: DependentKey,
 ): Promise<Resolution> {
   const after = child.after;
-  const row = await readDependent(env.pool, key);
-  if (!row || row.status !== 'waiting' || !after) {
+  const row = after ? await takeDependent(env.pool, key, env.host, env.timings.leaseMs) : null;
+  if (!row || !after) {
+    const now = await readDependent(env.pool, key);
     return {
       state: 'settled',
-      status: row?.status === 'waiting' ? null : (row?.status ?? null),
-      runId: row?.runId ?? null,
+      status: now?.status === 'waiting' || !now ? null : now.status,
+      runId: now?.runId ?? null,
     };
   }
   const parents = await parentRecords(env.pool, key.namespace, after.jobs, key.scheduledAt);
@@ -277,7 +300,7 @@ export async function resolveDependent(
   );
   switch (judgement.kind) {
     case 'wait':
-      await postponeDependent(env.pool, key, judgement.checkAt);
+      await postponeDependent(env.pool, key, judgement.checkAt, env.host, env.timings.leaseMs);
       return { state: 'waiting', checkAt: judgement.checkAt, waitingFor: judgement.waitingFor };
     case 'upstream': {
       const targets = eventTargets(child.notify).upstream ?? [];
@@ -290,17 +313,44 @@ export async function resolveDependent(
   }
 }
 
-/** The child's fire contended; the row then says how it went. */
+/**
+ * The child's fire contended, the judgement held meanwhile (renewed: a queued fire may wait); the
+ * row then says how it went.
+ */
 async function contendChild(
   env: DependentEnv,
   child: JobDefinition,
   key: DependentKey,
   parentRuns: Record<string, number>,
 ): Promise<Resolution> {
-  const contention = await env.fire(child, key);
-  if (!contention) {
-    return { state: 'waiting', checkAt: env.now(), waitingFor: [] };
+  const { leaseMs } = env.timings;
+  const renewal = setInterval(
+    () => void renewDependent(env.pool, key, env.host, leaseMs).catch(() => {}),
+    leaseMs / 3,
+  );
+  renewal.unref();
+  try {
+    return await contendHeld(env, child, key, parentRuns);
+  } finally {
+    clearInterval(renewal);
   }
+}
+
+async function contendHeld(
+  env: DependentEnv,
+  child: JobDefinition,
+  key: DependentKey,
+  parentRuns: Record<string, number>,
+): Promise<Resolution> {
+  // Judged again soon: not contended to the end (no session, the process stopping), or its fire
+  // is held by a claim that is not there (yet).
+  const again = async (): Promise<Resolution> => {
+    const checkAt = new Date(env.now().getTime() + RETRY_SOON_MS);
+    await postponeDependent(env.pool, key, checkAt, env.host, env.timings.leaseMs);
+    return { state: 'waiting', checkAt, waitingFor: [] };
+  };
+  const contention = await env.fire(child, key);
+  if (!contention) return again();
   const started = contention.startedRunId();
   if (started != null) {
     await markDependentStarted(env.pool, key, started, parentRuns);
@@ -313,8 +363,11 @@ async function contendChild(
       return { state: 'started', runId: outcome.runId, contention };
     case 'skipped': {
       if (outcome.kind === 'taken' || outcome.kind === 'already-ran') {
-        // Another runner's contention has the fire: its run is the child's.
+        // Another contention has the fire (a judge before this one that died after its claim):
+        // its run is the child's. None found: a claim in flight, or a run of another generation
+        // of the instant held the lock — judged again soon.
         const winner = await dependentWinner(env.pool, key);
+        if (winner == null) return again();
         await markDependentStarted(env.pool, key, winner, parentRuns);
         return { state: 'started', runId: winner, contention: null };
       }
@@ -339,7 +392,6 @@ async function contendChild(
       return { state: 'skipped', reason: outcome.reason, dependents };
     }
     default:
-      // Not contended to the end (no session, the process stopping): judged again soon.
-      return { state: 'waiting', checkAt: env.now(), waitingFor: [] };
+      return again();
   }
 }

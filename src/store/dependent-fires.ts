@@ -162,11 +162,49 @@ export async function dueDependents(
   if (jobs.length === 0) return [];
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
-      WHERE namespace = ? AND status = 'waiting' AND check_at <= NOW(3) AND job IN (?)
+      WHERE namespace = ? AND status = 'waiting' AND job IN (?) AND check_at <= NOW(3)
+        AND (judged_until IS NULL OR judged_until < NOW(3))
       ORDER BY check_at LIMIT ?`,
     [namespace, jobs, limit],
   );
   return rows.map(toRow);
+}
+
+/**
+ * Takes the judgement of a waiting child's fire for `host`, for `leaseMs`: none else judges it
+ * meanwhile (one judge at a time, so that a fire is never contended by one runner and skipped as
+ * upstream by another). Null when it is not `waiting`, or another judge holds it; else the row.
+ */
+export async function takeDependent(
+  db: Queryable,
+  key: DependentKey,
+  host: string,
+  leaseMs: number,
+): Promise<DependentRow | null> {
+  const [res] = await db.query<ResultSetHeader>(
+    `UPDATE baton_dependent_fires
+        SET judged_by = ?, judged_until = NOW(3) + INTERVAL ? MICROSECOND
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
+        AND (judged_until IS NULL OR judged_until < NOW(3))`,
+    [host, leaseMs * 1000, key.namespace, key.job, key.scheduledAt, key.rerun],
+  );
+  if (res.affectedRows !== 1) return null;
+  return readDependent(db, key);
+}
+
+/** The judgement goes on (its judge contends the child's fire): held `leaseMs` more. */
+export async function renewDependent(
+  db: Queryable,
+  key: DependentKey,
+  host: string,
+  leaseMs: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE baton_dependent_fires SET judged_until = NOW(3) + INTERVAL ? MICROSECOND
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
+        AND judged_by = ?`,
+    [leaseMs * 1000, key.namespace, key.job, key.scheduledAt, key.rerun, host],
+  );
 }
 
 /** One child's fire, as it stands; null: no row (nothing of its parents is known yet). */
@@ -235,16 +273,25 @@ export async function parentRecords(
   });
 }
 
-/** A waiting row judged again later. */
+/**
+ * A waiting row judged again later: its judge (`host`, holding it for `leaseMs` since its last
+ * take or renewal) lets it go. A parent's verdict written since (`updated_at` after the take: it
+ * moved `check_at` to its lead) keeps that earlier time — the judge read the parents before it.
+ */
 export async function postponeDependent(
   db: Queryable,
   key: DependentKey,
   checkAt: Date,
+  host: string,
+  leaseMs: number,
 ): Promise<void> {
   await db.query(
-    `UPDATE baton_dependent_fires SET check_at = ?, updated_at = NOW(3)
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
-    [checkAt, key.namespace, key.job, key.scheduledAt, key.rerun],
+    `UPDATE baton_dependent_fires
+        SET check_at = IF(updated_at > judged_until - INTERVAL ? MICROSECOND, check_at, ?),
+            judged_by = NULL, judged_until = NULL
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
+        AND judged_by = ?`,
+    [leaseMs * 1000, checkAt, key.namespace, key.job, key.scheduledAt, key.rerun, host],
   );
 }
 
@@ -260,7 +307,8 @@ export async function markDependentStarted(
 ): Promise<void> {
   await db.query(
     `UPDATE baton_dependent_fires
-        SET status = 'started', run_id = ?, parent_runs = ?, updated_at = NOW(3)
+        SET status = 'started', run_id = ?, parent_runs = ?, judged_by = NULL,
+            judged_until = NULL, updated_at = NOW(3)
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
     [
       runId,
@@ -288,19 +336,22 @@ export interface UpstreamSkip {
 
 /**
  * Closes a child's fire as not run (fire-writes.ts `skipDependent` writes its `upstream` row in
- * the same transaction): conditional on the row still `waiting`, so that of every runner that
- * judges it only one closes it. Returns whether this call did.
+ * the same transaction): conditional on the row still `waiting` and judged by `host`
+ * (`takeDependent`), so that only its judge closes it, once. Returns whether this call did.
  */
 export async function closeDependent(
   tx: Queryable,
   key: DependentKey,
   reason: string,
   parentRuns: Record<string, number>,
+  host: string,
 ): Promise<boolean> {
   const [res] = await tx.query<ResultSetHeader>(
     `UPDATE baton_dependent_fires
-        SET status = 'skipped', reason = ?, parent_runs = ?, updated_at = NOW(3)
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
+        SET status = 'skipped', reason = ?, parent_runs = ?, judged_by = NULL,
+            judged_until = NULL, updated_at = NOW(3)
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
+        AND judged_by = ?`,
     [
       truncate(reason, REASON_MAX),
       truncate(JSON.stringify(parentRuns), PARENT_RUNS_MAX),
@@ -308,6 +359,7 @@ export async function closeDependent(
       key.job,
       key.scheduledAt,
       key.rerun,
+      host,
     ],
   );
   return res.affectedRows === 1;
@@ -337,8 +389,10 @@ export async function dependentWinner(db: Queryable, key: DependentKey): Promise
 }
 
 /**
- * The next free generation of each job's fire at `scheduledAt` (0 where it has no winner yet):
- * what an operator's chain claims for its children, never a generation one of them ran already.
+ * The next free generation of each job's fire at `scheduledAt` (0 where it has neither a winner
+ * nor a chain row yet): what an operator's chain claims for its children — never a generation
+ * one of them ran already, nor one a chain judged already (a child skipped as `upstream` at the
+ * instant has no winner there, but its generation is decided: a re-run is the next one).
  */
 export async function nextGenerations(
   db: Queryable,
@@ -349,10 +403,14 @@ export async function nextGenerations(
   const next = new Map(jobs.map((j) => [j, 0]));
   if (jobs.length === 0) return next;
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT job, MAX(rerun) AS latest FROM baton_runs
-      WHERE namespace = ? AND job IN (?) AND scheduled_at = ? AND winner >= 1
+    `SELECT job, MAX(latest) AS latest FROM (
+       SELECT job, MAX(rerun) AS latest FROM baton_runs
+        WHERE namespace = ? AND job IN (?) AND scheduled_at = ? AND winner >= 1 GROUP BY job
+       UNION ALL
+       SELECT job, MAX(rerun) AS latest FROM baton_dependent_fires
+        WHERE namespace = ? AND job IN (?) AND scheduled_at = ? GROUP BY job) AS g
       GROUP BY job`,
-    [namespace, jobs, scheduledAt],
+    [namespace, jobs, scheduledAt, namespace, jobs, scheduledAt],
   );
   for (const r of rows) next.set(String(r.job), Number(r.latest) + 1);
   return next;

@@ -363,7 +363,7 @@ export async function skipDependent(
   writeRow = true,
 ): Promise<boolean> {
   return inTransaction(db, async (tx) => {
-    if (!(await closeDependent(tx, key, skip.reason, skip.parentRuns))) return false;
+    if (!(await closeDependent(tx, key, skip.reason, skip.parentRuns, attempt.host))) return false;
     await dependentsWithVerdict(tx, key.namespace, key.scheduledAt, cascade, 0);
     if (!writeRow) return true;
     const [runId] = await insertSkips(tx, [

@@ -27,7 +27,7 @@ jobs:
       on: failure
       within: 2h
   audit:
-    schedule: "0 3 * * *"
+    schedule: "30 3 * * *"
     command: ["true"]
     after: {jobs: settle, on: always}
 `);
@@ -50,7 +50,7 @@ describe('the after: graph in the CLI', () => {
     expect(lines).toContain('  settle: "0 3 * * *" UTC → true');
     expect(lines).toContain('  fetch: after settle → true');
     expect(lines).toContain('  report: after fetch, import (on failure) → true');
-    expect(lines).toContain('  audit: "0 3 * * *" UTC, and after settle (always) → true');
+    expect(lines).toContain('  audit: "30 3 * * *" UTC, and after settle (always) → true');
     expect(r.stdout).toContain(
       [
         'runs after (parent → child), 4 edge(s):',
@@ -109,7 +109,7 @@ describe('the after: graph in the CLI', () => {
       after: { jobs: ['fetch', 'import'], on: 'failure', withinMs: 7_200_000 },
       children: [],
     });
-    expect(jobs.get('audit')!.describe).toBe('At 03:00, and after settle (always)');
+    expect(jobs.get('audit')!.describe).toBe('At 03:30, and after settle (always)');
   });
 
   it('baton list: the schedule cell says after settle; -o wide has an AFTER column', async () => {
@@ -120,7 +120,7 @@ describe('the after: graph in the CLI', () => {
     expect(row('fetch')).toMatch(/^fetch\s+after settle\s*$/);
     expect(row('report')).toMatch(/after fetch, import \(on failure\)/);
     // A job with a schedule and parents: the expression, and its parents among the flags.
-    expect(row('audit')).toMatch(/0 3 \* \* \*.*after settle/);
+    expect(row('audit')).toMatch(/30 3 \* \* \*.*after settle/);
     const wide = await baton(['list', '-o', 'wide', '--config', CONFIG]);
     expect(wide.code).toBe(0);
     expect(wide.stdout).toMatch(/AFTER/);

@@ -125,6 +125,7 @@ describe('the daemon', () => {
     // Nothing was dropped, nothing was injected.
     expect(await tablesOf()).toEqual([
       'baton_audit',
+      'baton_dependent_fires',
       'baton_failovers',
       'baton_migrations',
       'baton_notifications',
@@ -263,6 +264,7 @@ describe('baton run', () => {
 
     expect(await tablesOf()).toEqual([
       'baton_audit',
+      'baton_dependent_fires',
       'baton_failovers',
       'baton_migrations',
       'baton_notifications',

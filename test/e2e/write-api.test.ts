@@ -279,14 +279,16 @@ describe('the write API', () => {
       Object.fromEntries(Object.keys(fromApi).map((key) => [key, fromCli[key]])),
     );
     // A manual run's --env values are the database's readers' only (documents.ts).
-    expect(Object.keys(fromCli)).toEqual([
-      ...Object.keys(fromApi),
-      'params',
-      'namespace',
-      'lockConnectionId',
-      'outputTail',
-      'actions',
-    ]);
+    expect(Object.keys(fromCli).sort()).toEqual(
+      [
+        ...Object.keys(fromApi),
+        'params',
+        'namespace',
+        'lockConnectionId',
+        'outputTail',
+        'actions',
+      ].sort(),
+    );
   });
 
   it('pauses and resumes a job, recording who and why', async () => {

@@ -8,6 +8,8 @@
  * - fan-in: a child after two parents runs only at instants both succeeded.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { baton } from '../helpers/cli-in-process.js';
@@ -256,6 +258,45 @@ jobs:
   });
 });
 
+describe("an operator's chain after a failure", () => {
+  it('running the failed parent fire again runs the child it had skipped, as its next generation', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: again
+jobs:
+  settle:
+    schedule: "0 3 * * *"
+    command: ${j.yaml({ work: 'test -f "$J/../ok"' })}
+  report:
+    after: {jobs: [settle]}
+    command: ${j.yaml()}
+`,
+    );
+    const cli = (args: string[]) =>
+      baton([...args, '--config', config, '--database-url', fleet.db.url, '--host', 'laptop']);
+    const day = 86_400_000;
+    const at = new Date(Math.floor((Date.now() - day) / day) * day + 3 * 3600_000).toISOString();
+    const failed = await cli(['run', 'settle', '--fire', at, '--with-dependents']);
+    expect(failed.code).toBe(1);
+    const skipped = (await allRuns(fleet.db, 'report')).filter((r) => r.reason_kind === 'upstream');
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]!.reason).toMatch(/^settle failed \(run \d+\)$/);
+
+    writeFileSync(path.join(path.dirname(config), 'ok'), '');
+    const again = await cli(['run', 'settle', '--fire', at, '--with-dependents', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    const doc = JSON.parse(again.stdout) as {
+      rerun: number;
+      dependents: { job: string; rerun: number; status: string }[];
+    };
+    expect(doc.rerun).toBe(1);
+    expect(doc.dependents).toEqual([
+      expect.objectContaining({ job: 'report', rerun: 1, status: 'done' }),
+    ]);
+    expect(journal.attempts().filter((a) => a.job === 'report')).toHaveLength(1);
+  });
+});
+
 describe('not run, and why', () => {
   it('a paused parent, a parent slower than `within`, `on: failure` after a success: one upstream skip each, naming the parent, told once to a real receiver; the skip cascades to the grandchild', async () => {
     const receiver = await WebhookReceiver.start();
@@ -399,5 +440,46 @@ jobs:
       before.map((r) => r.scheduled_at.toISOString()).join(' '),
     ).toBeLessThanOrEqual(1);
     expect(reports.length).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('library mode', () => {
+  it('scheduler.job with after: runs the child handler once per successful parent instant across two replicas, with the parent’s instant', async () => {
+    const { createScheduler } = await import('../../src/index.js');
+    const seen: { job: string; at: number; host: string }[] = [];
+    const replicas = ['lib1', 'lib2'].map((host) => {
+      const s = createScheduler({
+        databaseUrl: fleet.db.url,
+        host,
+        namespace: 'lib',
+        log: pino({ level: 'silent' }),
+        timings: { dependents: { pollMs: 200, leadMs: 500 } },
+      });
+      s.job('settle', { schedule: '* * * * * *' }, (ctx) => {
+        seen.push({ job: 'settle', at: ctx.scheduledAt.getTime(), host });
+      });
+      s.job('report', { after: { jobs: ['settle'] } }, (ctx) => {
+        seen.push({ job: 'report', at: ctx.scheduledAt.getTime(), host });
+      });
+      return s;
+    });
+    await Promise.all(replicas.map((s) => s.start()));
+    onTestFinished(() => Promise.all(replicas.map((s) => s.stop())).then(() => {}));
+    await waitFor(
+      'four reports',
+      () => (seen.filter((s) => s.job === 'report').length >= 4 ? true : null),
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
+    const reports = seen.filter((s) => s.job === 'report');
+    const instants = reports.map((r) => r.at);
+    expect(new Set(instants).size, 'once per instant').toBe(instants.length);
+    for (const r of reports) {
+      expect(
+        seen.some((s) => s.job === 'settle' && s.at === r.at),
+        `settle at ${r.at}`,
+      ).toBe(true);
+    }
+    const rows = (await allRuns(fleet.db, 'report')).filter((r) => r.winner === 1);
+    expect(rows.every((r) => r.triggered_by === 'after')).toBe(true);
   });
 });

@@ -144,6 +144,21 @@ ${SETTLE}  report:
 });
 
 describe('the checks of the edges', () => {
+  it('a child whose own schedule fires at an instant of its parents: refused (it would run before them); other instants are fine', () => {
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  report:\n    schedule: "0 3 * * 1"\n    command: ["true"]\n    after: {jobs: settle}\n`,
+      ),
+    ).toEqual([
+      `8:jobs.report.after: report's own schedule ("0 3 * * 1" UTC) fires at instants of settle's too (2026-01-05T03:00:00Z): there it would run at the instant, before settle, not after it; give report \`after:\` alone, or a schedule of other instants`,
+    ]);
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  report:\n    schedule: "0 4 * * 1"\n    command: ["true"]\n    after: {jobs: settle}\n`,
+      ),
+    ).toEqual([]);
+  });
+
   it('an unknown parent, at the item of the list, with the jobs and the closest name', () => {
     expect(
       problems(
@@ -284,7 +299,7 @@ ${SETTLE}  import:
     command: ["true"]
     after: {jobs: [fetch, import], on: failure}
   audit:
-    schedule: "0 3 * * *"
+    schedule: "30 3 * * *"
     command: ["true"]
     after: {jobs: settle, on: always}
 `,
@@ -298,7 +313,7 @@ ${SETTLE}  import:
     expect(describeAfter(report!.after!)).toBe('after fetch, import (on failure)');
     expect(describeAfter(audit!.after!)).toBe('after settle (always)');
     expect(scheduleText(report!)).toBe('after fetch, import (on failure)');
-    expect(scheduleText(audit!)).toBe('0 3 * * *');
+    expect(scheduleText(audit!)).toBe('30 3 * * *');
     expect(instantSource(config.jobs, 'report')).toBe(settle);
     expect(instantSource(config.jobs, 'audit')).toBe(audit);
     expect(instantSource(config.jobs, 'nobody')).toBeNull();

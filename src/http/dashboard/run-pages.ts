@@ -7,6 +7,7 @@ import { pauseDocument, runDocumentOverHttp } from '../../actions/documents.js';
 import { childrenOf } from '../../config/dependencies.js';
 import { parseSchedule } from '../../schedule/cron.js';
 import { findRun, listRuns } from '../../store/history-reads.js';
+import { parentRunsOf } from '../../store/dependent-fire-reads.js';
 import { findPause } from '../../store/pauses.js';
 import { readOutput } from '../../store/run-output.js';
 import type { DashboardSource } from './overview.js';
@@ -27,8 +28,11 @@ export async function runPage(source: DashboardSource, id: number, afterSeq: num
   const run = await findRun(pool, id);
   if (!run || run.namespace !== source.namespace || !run.winner) return null;
   const rows = await readOutput(pool, id, { afterSeq, limit: CHUNKS_PER_READ });
+  // A child's run: the parent runs that let it start (docs/dependencies.md).
+  const upstream =
+    run.trigger === 'after' ? ((await parentRunsOf(pool, [id])).get(id) ?? null) : null;
   return {
-    run: runDocumentOverHttp(run),
+    run: runDocumentOverHttp(run, upstream),
     chunks: rows.map((r) => ({
       seq: r.seq,
       attempt: r.attempt,
@@ -75,6 +79,6 @@ export async function jobPage(source: DashboardSource, job: string) {
     nextFires: nextFires.map((d) => d.toISOString()),
     runs: rows
       .filter((r) => r.winner || r.status === 'missed' || r.reasonKind === 'upstream')
-      .map(runDocumentOverHttp),
+      .map((r) => runDocumentOverHttp(r)),
   };
 }

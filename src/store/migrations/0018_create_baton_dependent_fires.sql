@@ -13,6 +13,11 @@ CREATE TABLE baton_dependent_fires (
   -- (run_id); skipped: judged not to run (reason, run_id = the `upstream` skip row).
   status       VARCHAR(16)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   check_at     DATETIME(3)  NOT NULL,            -- when runners judge it next (database time)
+  -- The runner judging it now, until when (database time): one judge at a time, so that a fire
+  -- is never both contended by one runner and skipped as upstream by another. Renewed while its
+  -- judge contends the child's fire; a judge that dies lets it lapse.
+  judged_by    VARCHAR(255) NULL,
+  judged_until DATETIME(3)  NULL,
   deadline     DATETIME(3)  NOT NULL,            -- scheduled_at + `within`
   -- The parent runs the judgement rested on, as JSON {"settle": 123, ...}: those that let the
   -- child start, or the one that stopped it.
