@@ -51,3 +51,22 @@ export function instantSource(jobs: readonly JobDefinition[], name: string): Job
   }
   return job ?? null;
 }
+
+/**
+ * The job whose schedule counts a job's dead-man's default window (`expect:` not given): its
+ * `instantSource` — but none for a child that does not run at every one of those instants by
+ * design (`on: failure`, `on: always` after a parent that may not run, anywhere up its chain):
+ * a child that runs only after failures would be "no success for two periods" whenever its
+ * parents are healthy. Such a child is watched only with an `expect:` of its own.
+ */
+export function deadManSource(jobs: readonly JobDefinition[], name: string): JobDefinition | null {
+  const seen = new Set<string>();
+  let job = jobs.find((j) => j.name === name);
+  while (job && job.schedule == null) {
+    if (seen.has(job.name) || job.after?.on !== 'success') return null;
+    seen.add(job.name);
+    const parent = job.after.jobs[0];
+    job = parent == null ? undefined : jobs.find((j) => j.name === parent);
+  }
+  return job ?? null;
+}

@@ -9,7 +9,7 @@
  * but not in `schedules`, so the loop, recovery and the registry's next fires leave it out.
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { instantSource } from '../config/dependencies.js';
+import { deadManSource } from '../config/dependencies.js';
 import { scheduleFingerprint } from '../config/fingerprint.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -77,15 +77,15 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
 }
 
 /**
- * The schedule that gives `job` its instants: its own, or for a job that runs only after its
- * parents, its first parent's up the chain (config/dependencies.ts `instantSource`). For what
- * needs a period where a job has no fires of its own: the dead-man's default window of a child
- * (`Runner.loadedJobs`, the notifier). Null for an unknown job.
+ * The schedule a job's dead-man's default window counts: its own, or for a job that runs only
+ * after its parents, its first parent's up the chain (config/dependencies.ts `deadManSource`:
+ * none for a child that runs on its parents' failures). For `Runner.loadedJobs` (the metrics'
+ * expectation). Null for an unknown job, or none.
  */
-export function instantSchedule(loaded: LoadedSchedule, job: string): Schedule | null {
+export function deadManSchedule(loaded: LoadedSchedule, job: string): Schedule | null {
   const own = loaded.schedules.get(job);
   if (own) return own;
-  const source = instantSource(loaded.config.jobs, job);
+  const source = deadManSource(loaded.config.jobs, job);
   return source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null;
 }
 

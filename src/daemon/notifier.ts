@@ -19,7 +19,7 @@
 import type { PoolConnection } from 'mysql2/promise';
 import { withheldVariables } from '../config/connections.js';
 import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from '../config/defaults.js';
-import { instantSource } from '../config/dependencies.js';
+import { deadManSource } from '../config/dependencies.js';
 import type { Config, NotifyTarget } from '../config/schema.js';
 import { delay } from '../delay.js';
 import type { KeepAlive } from '../keep-alive.js';
@@ -372,8 +372,9 @@ export class Notifier {
         const f = facts.get(job.name);
         const since = f?.lastSuccessAt ?? f?.firstSeenAt;
         if (!since) continue;
-        // A child without a schedule of its own is expected at its parents' instants.
-        const source = instantSource(config.jobs, job.name);
+        // A child without a schedule of its own is expected at its parents' instants (one that
+        // runs on their failures is not: config/dependencies.ts).
+        const source = deadManSource(config.jobs, job.name);
         const schedule =
           source?.schedule != null ? safeSchedule(source.schedule, source.timezone) : null;
         const e = expectation({ expectMs: job.expectMs, schedule }, since);

@@ -48,7 +48,7 @@ import { FleetClock } from './fleet-clock.js';
 import { DatabaseLink, type Failover } from './link.js';
 import {
   emptySchedule,
-  instantSchedule,
+  deadManSchedule,
   loadSchedule,
   registryView,
   type LoadedSchedule,
@@ -502,7 +502,7 @@ export class Runner {
       name: job.name,
       expectMs: job.expectMs,
       // A child's default window counts its parents' fires (it has none of its own).
-      schedule: instantSchedule(this.loaded, job.name),
+      schedule: deadManSchedule(this.loaded, job.name),
     }));
   }
 

@@ -265,7 +265,7 @@ export type Resolution =
   /** Not run; `dependents`: its children's fires, written to be judged now. */
   | { state: 'skipped'; reason: string; dependents: DependentPlan[] }
   | { state: 'waiting'; checkAt: Date; waitingFor: string[] }
-  /** Nothing to do: no row, or it was started or skipped already (by `by`). */
+  /** Nothing to do here: no row, started or skipped already, or another runner judges it now. */
   | { state: 'settled'; status: 'started' | 'skipped' | null; runId: number | null };
 
 /**

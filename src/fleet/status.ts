@@ -35,7 +35,7 @@
  * `no-success` and `detached` are critical; the others are warnings.
  */
 import { formatDuration } from '../config/duration.js';
-import { instantSource } from '../config/dependencies.js';
+import { deadManSource } from '../config/dependencies.js';
 import type { Config, JobAfter } from '../config/schema.js';
 import type { OutboxState } from '../store/notification-reads.js';
 import { notifyWarnings } from './notify-warnings.js';
@@ -237,8 +237,8 @@ export function buildStatus(input: StatusInput): StatusReport {
     const def = definitions.get(name);
     const own = def?.schedule != null ? parseSchedule(def.schedule, def.timezone) : null;
     // A child without a schedule of its own is expected at its parents' instants (the dead-man's
-    // default window); it has no next fire of its own.
-    const source = def && !own ? instantSource(input.config!.jobs, name) : null;
+    // default window, unless it runs on their failures); it has no next fire of its own.
+    const source = def && !own ? deadManSource(input.config!.jobs, name) : null;
     const schedule =
       own ?? (source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null);
     const pause = pauses.get(name) ?? null;

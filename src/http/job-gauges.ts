@@ -26,7 +26,7 @@ export interface JobWindow {
   expectMs: number | null;
   /**
    * The schedule its default window is counted on; null (a job that runs only after its parents
-   * and was given none of theirs, daemon/loaded-schedule.ts `instantSchedule`): no default window.
+   * and was given none of theirs, daemon/loaded-schedule.ts `deadManSchedule`): no default window.
    */
   schedule: Schedule | null;
 }

@@ -21,7 +21,7 @@ import { jobFingerprint } from '../../src/config/fingerprint.js';
 import { loadConfig, parseConfig } from '../../src/config/load.js';
 import {
   emptySchedule,
-  instantSchedule,
+  deadManSchedule,
   loadSchedule,
   registryView,
 } from '../../src/daemon/loaded-schedule.js';
@@ -104,10 +104,14 @@ ${SETTLE}  report:
     const view = await registryView(loaded, new Date('2027-01-01T00:00:00Z'));
     expect(view.report!.next).toBeUndefined();
     expect(view.settle!.next?.at).toHaveLength(3);
-    // The dead-man's default window of the child is counted on its parent's fires.
-    expect(instantSchedule(loaded, 'report')?.expression).toBe('0 3 * * *');
-    expect(instantSchedule(loaded, 'settle')?.expression).toBe('0 3 * * *');
-    expect(instantSchedule(loaded, 'nobody')).toBeNull();
+    // The dead-man's default window of a child is counted on its parent's fires — not for this
+    // one, which runs on its parent's failures (it would be "no success" whenever settle is well).
+    expect(deadManSchedule(loaded, 'report')).toBeNull();
+    expect(deadManSchedule(loaded, 'settle')?.expression).toBe('0 3 * * *');
+    expect(deadManSchedule(loaded, 'nobody')).toBeNull();
+    const onSuccess = parseConfig(file, yaml.replace('on: failure', 'on: success'));
+    const loadedOnSuccess = loadSchedule(onSuccess, emptySchedule(onSuccess), new Date());
+    expect(deadManSchedule(loadedOnSuccess, 'report')?.expression).toBe('0 3 * * *');
   });
 
   it('has no past fires to run: run --fire and backfill are refused (exit 64), naming the parent', () => {
