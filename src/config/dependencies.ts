@@ -70,3 +70,23 @@ export function deadManSource(jobs: readonly JobDefinition[], name: string): Job
   }
   return job ?? null;
 }
+
+/**
+ * The jobs whose own schedules give a child its fires (its parents' instants): its first parent
+ * when that one has a schedule, and — when that parent runs after others too — their sources, up
+ * the chain (every parent of a child fires at the same instants: config/dependency-checks.ts).
+ * Empty for a job without `after:`, or an unknown or disabled parent.
+ */
+export function chainSources(jobs: readonly JobDefinition[], name: string): JobDefinition[] {
+  const sources: JobDefinition[] = [];
+  const seen = new Set<string>([name]);
+  let child = jobs.find((j) => j.name === name);
+  for (;;) {
+    const parent = jobs.find((j) => j.name === child?.after?.jobs[0]);
+    // A disabled parent never runs: its instants give its children nothing.
+    if (!parent || !parent.enabled || seen.has(parent.name)) return sources;
+    seen.add(parent.name);
+    if (parent.schedule != null) sources.push(parent);
+    child = parent;
+  }
+}

@@ -12,6 +12,7 @@
  * Judging and acting is fire/dependents.ts; the child's fire goes down the dispatcher's chain of
  * its job (`Dispatcher.dependentFire`) like any fire, so its lock and fire key decide who runs it.
  */
+import { chainSources } from '../config/dependencies.js';
 import type { JobDefinition } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import type { KeepAlive } from '../keep-alive.js';
@@ -136,7 +137,7 @@ export class DependentWatch {
       // runner back from a long stall writes the rest at its next looks.
       const instants = new Set<number>();
       let cut: number | null = null;
-      for (const schedule of this.instantsOf(child, new Set())) {
+      for (const schedule of this.instantsOf(child)) {
         let at = schedule.nextAfter(from);
         let n = 0;
         for (; at && at <= until && n < EXPECTED_PER_LOOK; n++) {
@@ -166,18 +167,12 @@ export class DependentWatch {
     for (const [job, at] of reached) this.expectedUntil.set(job, at);
   }
 
-  /**
-   * The schedules whose instants a child's fires are: its first parent's own, and the instants
-   * that parent runs after its own parents (every parent of a child fires at the same instants:
-   * config/dependencies.ts). None when that parent is not this runner's (disabled here).
-   */
-  private instantsOf(child: JobDefinition, seen: Set<string>): Schedule[] {
-    const { jobs, schedules } = this.o.loaded();
-    const parent = jobs.get(child.after?.jobs[0] ?? '');
-    if (!parent || seen.has(parent.name)) return [];
-    seen.add(parent.name);
-    const own = schedules.get(parent.name);
-    return [...(own ? [own] : []), ...(parent.after ? this.instantsOf(parent, seen) : [])];
+  /** The schedules this runner has (enabled here) whose instants the child's fires are. */
+  private instantsOf(child: JobDefinition): Schedule[] {
+    const { config, schedules } = this.o.loaded();
+    return chainSources(config.jobs, child.name)
+      .map((source) => schedules.get(source.name))
+      .filter((schedule): schedule is Schedule => schedule != null);
   }
 
   /** Judges one child's fire, unless it is being judged here already. */

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ownSchedule, firesBetween } from '../../src/actions/past-fires.js';
 import {
+  chainSources,
   childrenOf,
   describeAfter,
   instantSource,
@@ -321,6 +322,13 @@ ${SETTLE}  import:
     expect(instantSource(config.jobs, 'report')).toBe(settle);
     expect(instantSource(config.jobs, 'audit')).toBe(audit);
     expect(instantSource(config.jobs, 'nobody')).toBeNull();
+    // The schedules a child's fires come from (the runners' expectation of them): up the chain.
+    const names = (job: string) => chainSources(config.jobs, job).map((j) => j.name);
+    expect(names('report')).toEqual(['settle']); // fetch has no schedule: settle's instants
+    expect(names('audit')).toEqual(['settle']);
+    expect(names('settle')).toEqual([]);
+    const disabled = config.jobs.map((j) => (j.name === 'fetch' ? { ...j, enabled: false } : j));
+    expect(chainSources(disabled, 'report')).toEqual([]);
   });
 
   it("status: a child has no next fire of its own, and its dead-man window is its parent's", () => {
