@@ -359,10 +359,23 @@ describe('kill -9 of the runner that wrote the parent’s verdict', () => {
     // Nothing twice anywhere; every successful instant of settle (whose chain had time to end)
     // has exactly one run of report.
     const last = trials.at(-1)!.instant;
-    await waitFor('every run of the window ended', async () => {
-      const rows = (await allRuns(db)).filter((r) => r.scheduled_at <= last);
-      return rows.every((r) => r.status !== 'running');
-    });
+    // Ended: every run of the window, and the judgement of report at every instant settle
+    // succeeded (a judge killed after taking it holds it for its lease, then another takes it).
+    await waitFor(
+      'every run of the window ended, and report judged at each success of settle',
+      async () => {
+        const rows = (await allRuns(db)).filter((r) => r.scheduled_at <= last);
+        const judged = await db.query<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM baton_runs s
+            WHERE s.job = 'settle' AND s.winner = 1 AND s.status = 'done' AND s.scheduled_at <= ?
+              AND NOT EXISTS (SELECT 1 FROM baton_dependent_fires d WHERE d.job = 'report'
+                AND d.scheduled_at = s.scheduled_at AND d.status <> 'waiting')`,
+          [last],
+        );
+        return rows.every((r) => r.status !== 'running') && Number(judged[0]!.n) === 0;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     const codes = await Promise.all(shared.runners.map((r) => r.stop('SIGTERM')));
     expect(codes).toEqual(shared.runners.map(() => 0));
     for (const r of shared.runners) {

@@ -195,24 +195,24 @@ jobs:
     await cli(['run', 'settle']);
     expect((await allRuns(fleet.db)).filter((r) => r.job === 'report')).toHaveLength(1);
 
-    // Four past instants of settle, each with its chain, in order; then all again.
+    // Ten past instants of settle, each with its chain, in order; then the last three again.
     const now = Date.now();
     const day = 86_400_000;
     const to = new Date(Math.floor((now - day) / day) * day + 3 * 3600_000);
-    const from = new Date(to.getTime() - 3 * day);
-    const backfill = (extra: string[] = []) =>
+    const from = new Date(to.getTime() - 9 * day);
+    const backfill = (start: Date, extra: string[] = []) =>
       cli([
         'backfill',
         'settle',
         '--from',
-        from.toISOString(),
+        start.toISOString(),
         '--to',
         to.toISOString(),
         '--with-dependents',
         '--json',
         ...extra,
       ]);
-    const first = await backfill();
+    const first = await backfill(from);
     expect(first.code, first.stderr).toBe(0);
     const lines = first.stdout
       .trim()
@@ -221,26 +221,28 @@ jobs:
         (l) => JSON.parse(l) as { fire?: string; dependents?: { job: string; status: string }[] },
       );
     const fireLines = lines.filter((l) => l.fire);
-    expect(fireLines).toHaveLength(4);
+    expect(fireLines).toHaveLength(10);
     for (const l of fireLines) {
       expect(l.dependents?.map((d) => `${d.job} ${d.status}`)).toEqual([
         'report done',
         'export done',
       ]);
     }
-    const again = await backfill(['--again']);
+    const lastThree = new Date(to.getTime() - 2 * day);
+    const again = await backfill(lastThree, ['--again']);
     expect(again.code, again.stderr).toBe(0);
 
     // The journal: per instant, settle then report then export, each started after the one
-    // before ended; two generations of each instant, never two runs of one generation.
+    // before ended; a second generation of the last three, never two runs of one generation.
     const attempts = journal.attempts(undefined, { from, until: to });
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 10; i++) {
       const at = from.getTime() + i * day;
       const of = (job: string) =>
         attempts.filter((a) => a.job === job && a.fire === at).sort((a, b) => a.start - b.start);
+      const generations = at >= lastThree.getTime() ? 2 : 1;
       for (const job of ['settle', 'report', 'export'])
-        expect(of(job), `${job} at ${at}`).toHaveLength(2);
-      for (const generation of [0, 1]) {
+        expect(of(job), `${job} at ${at}`).toHaveLength(generations);
+      for (let generation = 0; generation < generations; generation++) {
         const [s, r, e] = ['settle', 'report', 'export'].map((job) => of(job)[generation]!);
         expect(r!.start).toBeGreaterThanOrEqual(s!.end!);
         expect(e!.start).toBeGreaterThanOrEqual(r!.end!);
@@ -253,7 +255,10 @@ jobs:
       (r) => r.job === 'report' && r.winner === 1 && r.scheduled_at >= from && r.scheduled_at <= to,
     );
     expect(generations.map((r) => (r as RunRow & { rerun: number }).rerun).sort()).toEqual([
-      0, 0, 0, 0, 1, 1, 1, 1,
+      ...Array<number>(10).fill(0),
+      1,
+      1,
+      1,
     ]);
   });
 });
