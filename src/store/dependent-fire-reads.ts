@@ -5,6 +5,7 @@
  *
  * Every read goes along a key: `run_id` (`baton_dependent_fires_run`) for the runs a view shows,
  * the primary key `(namespace, job, scheduled_at, rerun)` for a child's instant and its latest.
+ * The row's type and its reading are the table's one (store/dependent-fires.ts reads with them).
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';
@@ -39,7 +40,7 @@ export interface DependentFire {
   updatedAt: Date;
 }
 
-const COLUMNS = `namespace, job, scheduled_at, rerun, status, check_at, deadline, parent_runs,
+export const DEPENDENT_FIRE_COLUMNS = `namespace, job, scheduled_at, rerun, status, check_at, deadline, parent_runs,
   run_id, reason, created_at, updated_at`;
 
 /**
@@ -63,7 +64,8 @@ export function parseParentRuns(text: string | null): ParentRuns | null {
   return Object.keys(runs).length > 0 ? runs : null;
 }
 
-function toDependentFire(r: RowDataPacket): DependentFire {
+/** A row as read with DEPENDENT_FIRE_COLUMNS. */
+export function toDependentFire(r: RowDataPacket): DependentFire {
   return {
     namespace: String(r.namespace),
     job: String(r.job),
@@ -110,7 +112,7 @@ export async function dependentFiresAt(
   scheduledAt: Date,
 ): Promise<DependentFire[]> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT ${COLUMNS} FROM baton_dependent_fires
+    `SELECT ${DEPENDENT_FIRE_COLUMNS} FROM baton_dependent_fires
       WHERE namespace = ? AND job = ? AND scheduled_at = ? ORDER BY rerun`,
     [namespace, job, scheduledAt],
   );

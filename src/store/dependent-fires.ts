@@ -23,12 +23,15 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { truncate } from '../text.js';
 import type { FinalStatus, RunStatus, SkipKind } from '../run-status.js';
 import type { Queryable } from './deadline.js';
+import {
+  DEPENDENT_FIRE_COLUMNS,
+  toDependentFire,
+  type DependentFire,
+} from './dependent-fire-reads.js';
 
 /** `baton_dependent_fires.reason` is VARCHAR(512); `parent_runs` VARCHAR(2048). */
 const REASON_MAX = 512;
 const PARENT_RUNS_MAX = 2048;
-
-export type DependentStatus = 'waiting' | 'started' | 'skipped';
 
 /** A child's fire: its job, the parents' instant, the generation it claims. */
 export interface DependentKey {
@@ -51,14 +54,8 @@ export interface DependentPlan {
   deadlineFrom: 'instant' | 'now';
 }
 
-export interface DependentRow extends DependentKey {
-  status: DependentStatus;
-  checkAt: Date;
-  deadline: Date;
-  parentRuns: Record<string, number> | null;
-  runId: number | null;
-  reason: string | null;
-}
+/** A row as read (store/dependent-fire-reads.ts: the one reading of the table's rows). */
+export type DependentRow = DependentFire;
 
 /**
  * The children of a parent's run, written in the transaction of its verdict: a runner that dies
@@ -125,33 +122,6 @@ export async function expectDependents(db: Queryable, rows: readonly Expected[])
   );
 }
 
-const ROW_COLUMNS = `namespace, job, scheduled_at, rerun, status, check_at, deadline, parent_runs,
-  run_id, reason`;
-
-function toRow(r: RowDataPacket): DependentRow {
-  return {
-    namespace: String(r.namespace),
-    job: String(r.job),
-    scheduledAt: r.scheduled_at as Date,
-    rerun: Number(r.rerun),
-    status: r.status as DependentStatus,
-    checkAt: r.check_at as Date,
-    deadline: r.deadline as Date,
-    parentRuns: parseParentRuns(r.parent_runs),
-    runId: r.run_id == null ? null : Number(r.run_id),
-    reason: r.reason == null ? null : String(r.reason),
-  };
-}
-
-function parseParentRuns(text: unknown): Record<string, number> | null {
-  if (typeof text !== 'string') return null;
-  try {
-    return JSON.parse(text) as Record<string, number>;
-  } catch {
-    return null;
-  }
-}
-
 /** The waiting rows of `jobs` whose time to be judged has come, oldest first. */
 export async function dueDependents(
   db: Queryable,
@@ -161,13 +131,13 @@ export async function dueDependents(
 ): Promise<DependentRow[]> {
   if (jobs.length === 0) return [];
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
+    `SELECT ${DEPENDENT_FIRE_COLUMNS} FROM baton_dependent_fires
       WHERE namespace = ? AND status = 'waiting' AND job IN (?) AND check_at <= NOW(3)
         AND (judged_until IS NULL OR judged_until < NOW(3))
       ORDER BY check_at LIMIT ?`,
     [namespace, jobs, limit],
   );
-  return rows.map(toRow);
+  return rows.map(toDependentFire);
 }
 
 /**
@@ -213,11 +183,11 @@ export async function readDependent(
   key: DependentKey,
 ): Promise<DependentRow | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
+    `SELECT ${DEPENDENT_FIRE_COLUMNS} FROM baton_dependent_fires
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ?`,
     [key.namespace, key.job, key.scheduledAt, key.rerun],
   );
-  return rows[0] ? toRow(rows[0]) : null;
+  return rows[0] ? toDependentFire(rows[0]) : null;
 }
 
 /** What a parent did with an instant: its latest generation's run, and what else was written. */
@@ -424,9 +394,9 @@ export async function latestDependent(
   scheduledAt: Date,
 ): Promise<DependentRow | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT ${ROW_COLUMNS} FROM baton_dependent_fires
+    `SELECT ${DEPENDENT_FIRE_COLUMNS} FROM baton_dependent_fires
       WHERE namespace = ? AND job = ? AND scheduled_at = ? ORDER BY rerun DESC LIMIT 1`,
     [namespace, job, scheduledAt],
   );
-  return rows[0] ? toRow(rows[0]) : null;
+  return rows[0] ? toDependentFire(rows[0]) : null;
 }
