@@ -52,7 +52,7 @@ export interface JudgeTimings {
 export const JUDGE_TIMINGS: Readonly<JudgeTimings> = {
   settleMs: 30_000,
   recheckMs: 60_000,
-  leaseMs: 3_000,
+  leaseMs: 1_000,
 };
 
 /**

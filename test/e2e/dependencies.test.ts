@@ -289,7 +289,17 @@ describe('kill -9 of the runner that wrote the parent’s verdict', () => {
           `report at ${at(instant)} decided`,
           () => reportDecided(instant),
           { timeoutMs: FAILOVER_BOUND_MS + 10_000, intervalMs: 100 },
-        );
+        ).catch(async (err: unknown) => {
+          // What the chain's row and report's rows say, for the one reading the failure.
+          const fire = await db.query(
+            "SELECT *, NOW(3) AS now FROM baton_dependent_fires WHERE job = 'report' AND scheduled_at = ?",
+            [instant],
+          );
+          console.log('report chain row:', JSON.stringify(fire));
+          console.log('report rows:', JSON.stringify(rowsAt(await allRuns(db), 'report', instant)));
+          for (const r of shared.runners) console.log(r.host, r.errors());
+          throw err;
+        });
         const winners = report.filter((r) => (r.winner ?? 0) >= 1);
         expect(winners, `report's winners at ${at(instant)}`).toHaveLength(1);
         const winner = winners[0]!;
