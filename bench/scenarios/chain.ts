@@ -80,9 +80,9 @@ function schedule(stamp: Stamp, stamps: string, shape: Shape, firing: boolean): 
     shape === 'chain'
       ? {
           settle: { schedule: every, command },
-          // In this tree a child still has a schedule of its own: one that never comes.
-          report: { schedule: YEARLY, after: { jobs: ['settle'] }, command },
-          export: { schedule: YEARLY, after: { jobs: ['report'] }, command },
+          // The children run only after their parents: no schedule of their own.
+          report: { after: { jobs: ['settle'] }, command },
+          export: { after: { jobs: ['report'] }, command },
         }
       : {
           settle: { schedule: every, command },
