@@ -144,9 +144,12 @@ export function runCommand(
         }
       };
       // stderr's last words arrive after 'exit'; a grandchild holding it open is not waited for.
+      // The wait ends a turn after its timer (setImmediate runs after that turn's I/O): an event
+      // loop that stalled past the timer still takes in the stderr that came meanwhile first
+      // (timers run before I/O in a turn).
       if (child.stderr.readableEnded) done();
       else {
-        const t = setTimeout(done, STDERR_DRAIN_MS);
+        const t = setTimeout(() => setImmediate(done), STDERR_DRAIN_MS);
         child.stderr.once('end', () => {
           clearTimeout(t);
           done();
