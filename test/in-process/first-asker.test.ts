@@ -2,9 +2,12 @@
  * Each fire's first asker (coordination/first-asker.ts), with three runners built in the test
  * process (in-process-fleet.ts) and twelve every-second jobs:
  *
- * - Once every runner sees the other two in the registry, each fire is won by its first asker —
- *   the runner the rendezvous hash names — and the instant's fires are spread over all three,
- *   where first come, first served let one runner's single GET_LOCK statement take most of them.
+ * - Once every runner sees the other two in the registry, each fire's first asker — the runner
+ *   the rendezvous hash names — contends at the instant, the others only after the lead: no fire
+ *   is won by another runner before the lead is over, first askers win fires before it, and
+ *   every runner wins fires (first come, first served let one runner's single GET_LOCK statement
+ *   take most of an instant's). How many a first asker wins depends on the machine's load (a
+ *   first asker later than the lead is overtaken): judged is the order of asking, which does not.
  * - A companion's jobs, as the first asker reads them from the registry, are those it runs.
  *
  * A first asker killed with `kill -9` (overtaken after the lead) needs a runner process to kill:
@@ -33,7 +36,14 @@ const JOBS = Array.from({ length: 12 }, (_, i) => `job-${String(i).padStart(2, '
  * instant for most fires (0.23 of them won by it, once). What is judged is who asks first, not
  * how soon; the lead's cost is the bench's (fire-lag).
  */
-const TIMINGS = { fleetWatch: { companionsMs: 500 }, dispatcher: { firstAskerLeadMs: 400 } };
+const LEAD_MS = 400;
+const TIMINGS = { fleetWatch: { companionsMs: 500 }, dispatcher: { firstAskerLeadMs: LEAD_MS } };
+/**
+ * How far a runner's idea of the database's clock may be off (daemon/clock.ts: it fires by the
+ * database's time, from round trips of a few ms on this host); a row's `started_at` is the
+ * database's.
+ */
+const CLOCK_TOLERANCE_MS = 50;
 const fleet = useInProcessFleet('first_asker');
 
 /** Waits until `runner` logged that it sees `hosts` as its companions (daemon/fleet-watch.ts). */
@@ -74,6 +84,9 @@ async function winnersBetween(from: Date, until: Date): Promise<RunRow[]> {
   );
 }
 
+/** How long after its fire's instant a winner started (database time). */
+const startedAfterInstantMs = (w: RunRow) => w.started_at.getTime() - w.scheduled_at.getTime();
+
 /** The next `seconds` instants, once every runner has decided every job's fire of each. */
 async function fireWindow(
   decided: Map<string, Set<string>>,
@@ -110,19 +123,38 @@ describe('the first asker of each fire', () => {
       ),
     );
 
-    // Every runner sees the other two: each fire is its first asker's.
-    const steady = await fireWindow(decided, 6);
-    const won = await winnersBetween(steady.from, steady.until);
-    expect(won.length).toBeGreaterThanOrEqual(JOBS.length * 5);
-    const byFirstAsker = won.filter(
-      (w) => w.host === firstAsker(HOSTS, w.job, w.scheduled_at),
-    ).length;
-    // A first asker slower than the lead may be overtaken now and then. First come, first
-    // served would match it for about a third of the fires (sd 0.06 over 60 fires): 0.6 is far
-    // from that.
-    expect(byFirstAsker / won.length).toBeGreaterThan(0.6);
-    const share = new Map(HOSTS.map((h) => [h, won.filter((w) => w.host === h).length]));
-    for (const [host, n] of share) expect(n, `${host}'s fires`).toBeGreaterThan(won.length / 6);
+    // Every runner sees the other two: each fire is its first asker's unless its first asker
+    // came later than the lead. How often that happens depends on the machine's load, so what is
+    // judged is the order of asking, which does not: no other runner won a fire before the lead
+    // was over, and first askers did win fires before it (a fleet where every runner waited the
+    // lead, or none did, fails one or the other). Windows are looked at until one shows a first
+    // asker's early win: on a saturated machine, first askers may all be late for a while.
+    let won: RunRow[] = [];
+    let earlyByFirstAsker: RunRow[] = [];
+    for (let window = 0; window < 5 && earlyByFirstAsker.length === 0; window++) {
+      const steady = await fireWindow(decided, 6);
+      won = await winnersBetween(steady.from, steady.until);
+      expect(won.length).toBeGreaterThanOrEqual(JOBS.length * 5);
+      const isFirstAsker = (w: RunRow) => w.host === firstAsker(HOSTS, w.job, w.scheduled_at);
+      for (const w of won.filter((r) => !isFirstAsker(r))) {
+        expect(
+          startedAfterInstantMs(w),
+          `${w.job}@${w.scheduled_at.toISOString()}: won by ${w.host}, not its first asker`,
+        ).toBeGreaterThanOrEqual(LEAD_MS - CLOCK_TOLERANCE_MS);
+      }
+      earlyByFirstAsker = won.filter(
+        (w) => isFirstAsker(w) && startedAfterInstantMs(w) < LEAD_MS - CLOCK_TOLERANCE_MS,
+      );
+    }
+    expect(
+      earlyByFirstAsker.length,
+      'fires won by their first asker before the lead',
+    ).toBeGreaterThan(0);
+    // Spread over the fleet: every runner won fires (first come, first served let one runner's
+    // single GET_LOCK statement take most of an instant's).
+    for (const host of HOSTS) {
+      expect(won.filter((w) => w.host === host).length, `${host}'s fires`).toBeGreaterThan(0);
+    }
 
     await Promise.all(runners.map((r) => r.stop()));
     expectQuiet(runners);
