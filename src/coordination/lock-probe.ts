@@ -26,10 +26,12 @@
  * migrations open anyway (A) and one opened for the probe (B), closed at once.
  */
 import { randomBytes } from 'node:crypto';
-import type { Connection, RowDataPacket } from 'mysql2/promise';
+import type { RowDataPacket } from 'mysql2/promise';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { dbErrorCategory, errorMessage } from '../errors.js';
 import { openConnection } from '../store/connect.js';
+import { queryWithDeadline, type Queryable } from '../store/deadline.js';
+import { MIGRATION_CHECK_DEADLINE_MS } from '../store/migrate.js';
 import type { KeepAlive } from '../keep-alive.js';
 import { UnsupportedServerError } from '../store/server-check.js';
 
@@ -57,9 +59,11 @@ const WHAT_TO_DO =
 
 /** Runs the probe with `a` as session A; opens and closes session B itself. */
 export async function probeLocks(
-  a: Connection,
+  a: Queryable,
   target: DatabaseTarget,
   keepAlive?: KeepAlive,
+  /** Of the second session's statement (`a`'s are the caller's): a silent link fails the probe. */
+  statementDeadlineMs = MIGRATION_CHECK_DEADLINE_MS,
 ): Promise<LockCapability> {
   const [[self]] = await a.query<RowDataPacket[]>(
     'SELECT CONNECTION_ID() AS id, VERSION() AS version, @@version_comment AS comment',
@@ -79,9 +83,11 @@ export async function probeLocks(
     const b = await openConnection(target, { create: false, ...(keepAlive ? { keepAlive } : {}) });
     try {
       const sentAt = performance.now();
-      const [[other]] = await b.query<RowDataPacket[]>(
+      const [[other]] = await queryWithDeadline<RowDataPacket[]>(
+        b,
         'SELECT GET_LOCK(?, 0) AS got, IS_USED_LOCK(?) AS holder',
         [name, name],
+        statementDeadlineMs,
       );
       const refusalMs = Math.round(performance.now() - sentAt);
       if (Number(other?.got) !== 0) {

@@ -127,25 +127,29 @@ export class LockSession {
     keepAlive: KeepAlive = HOLDS_PROCESS,
   ): Promise<LockSession> {
     const conn = await openConnection(target, { keepAlive });
+    // Its statements have the deadline of every lock statement: a link that goes silent while
+    // the session is set up fails the attempt (the caller tries again) instead of holding it.
+    const query = <T>(sql: string, values: QueryValues = []) =>
+      queryWithDeadline<T>(conn, sql, values, statementDeadlineMs);
     try {
       // Set explicitly: the server's default (often lowered by DBAs, or 8 hours) must not decide
       // how long a dead runner's locks outlive it.
-      await conn.query('SET SESSION wait_timeout = ?', [idleTimeoutSeconds]);
-      const [[row]] = await conn.query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
+      await query('SET SESSION wait_timeout = ?', [idleTimeoutSeconds]);
+      const [[row]] = await query<RowDataPacket[]>('SELECT CONNECTION_ID() AS id');
       const id = Number(row?.id);
-      const [[self]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
+      const [[self]] = await query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
         sessionLockName(id),
       ]);
       if (self?.got !== 1) throw new Error(`could not take the session lock of connection ${id}`);
       const session = new LockSession(conn, id, statementDeadlineMs, keepAlive);
-      const [[token]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
+      const [[token]] = await query<RowDataPacket[]>('SELECT GET_LOCK(?, 0) AS got', [
         session.tokenLockName,
       ]);
       if (token?.got !== 1) throw new Error(`could not take the token lock of connection ${id}`);
       // One clock sample before anyone uses the session: a runner must never fire by its own
       // clock, not even until the first heartbeat answers.
       const sentAt = session.clock.monotonicNow();
-      const [[clock]] = await conn.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+      const [[clock]] = await query<RowDataPacket[]>('SELECT NOW(3) AS now');
       session.clock.addSample(sentAt, session.clock.monotonicNow(), clock?.now as Date | undefined);
       return session;
     } catch (err) {

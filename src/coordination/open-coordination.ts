@@ -36,13 +36,23 @@ export interface Coordination {
 export interface CoordinationOptions {
   idleTimeoutSeconds?: number;
   lockStatementDeadlineMs?: number;
+  /**
+   * Of the server check and the migrations ledger read (MIGRATION_CHECK_DEADLINE_MS when not
+   * given): a link that goes silent under them fails the attempt rather than hold it.
+   */
+  checkDeadlineMs?: number;
   keepAlive?: KeepAlive;
 }
 
 export async function openCoordination(
   target: DatabaseTarget,
   pool: Queryable,
-  { idleTimeoutSeconds, lockStatementDeadlineMs, keepAlive }: CoordinationOptions = {},
+  {
+    idleTimeoutSeconds,
+    lockStatementDeadlineMs,
+    checkDeadlineMs,
+    keepAlive,
+  }: CoordinationOptions = {},
 ): Promise<Coordination> {
   let facts: ServerFacts | undefined;
   let locks: LockCapability | undefined;
@@ -50,8 +60,9 @@ export async function openCoordination(
     check: async (conn) => {
       facts = await probeServer(conn);
       assertCoordinationPossible(facts);
-      locks = await probeLocks(conn, target, keepAlive);
+      locks = await probeLocks(conn, target, keepAlive, checkDeadlineMs);
     },
+    ...(checkDeadlineMs != null ? { checkDeadlineMs } : {}),
     ...(keepAlive ? { keepAlive } : {}),
   });
   await assertFireKey(pool);

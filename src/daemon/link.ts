@@ -10,6 +10,10 @@
  *   attempts in between). At start-up, an error that waiting cannot fix (bad credentials, an
  *   unsupported server, a schema this code does not know) is thrown instead; later it is retried
  *   like any other (an operator may fix the grants while the runner waits).
+ * - **Silent** link under an attempt (a VIP moved, a firewall dropping one connection's packets:
+ *   no FIN, no RST): every statement of an attempt has a deadline — the connect timeout, the
+ *   check's (`poolStatementDeadlineMs`), the lock session's — so the attempt fails and the next
+ *   one comes; none waits for TCP to give up (e2e/reconnect-stall.test.ts).
  * - **Lost** lock session (KILL, server restart, partition — found by the heartbeat within
  *   `heartbeatMs + heartbeatDeadlineMs`): every lock it held is gone, so every run this process
  *   has going is aborted (recorded `lost`; SIGTERM, SIGKILL after LOST_KILL_GRACE_MS), then the
@@ -89,7 +93,10 @@ export interface LinkTimings {
   reconnectLogEveryMs: number;
   /** LOST_SESSION_WAIT_MS: a lost session's aborted runs are waited for at most this long. */
   lostSessionWaitMs: number;
-  /** POOL_STATEMENT_DEADLINE_MS (coordination/open-coordination.ts): each pool statement. */
+  /**
+   * POOL_STATEMENT_DEADLINE_MS (coordination/open-coordination.ts): each pool statement, and each
+   * of a connect's server check and ledger read.
+   */
   poolStatementDeadlineMs: number;
   /** LOCK_STATEMENT_DEADLINE_MS (coordination/lock-session.ts): each lock-session statement. */
   lockStatementDeadlineMs: number;
@@ -313,6 +320,7 @@ export class DatabaseLink {
     const { lock, facts, locks, applied } = await openCoordination(target, this.pool, {
       idleTimeoutSeconds: lockSessionIdleTimeoutSeconds(this.t),
       lockStatementDeadlineMs: this.t.lockStatementDeadlineMs,
+      checkDeadlineMs: this.t.poolStatementDeadlineMs,
       ...(this.o.keepAlive ? { keepAlive: this.o.keepAlive } : {}),
     });
     if (applied.length > 0) log.info({ applied }, 'migrations applied');

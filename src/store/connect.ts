@@ -10,6 +10,14 @@ import mysql, { type Connection, type ConnectionOptions, type Pool } from 'mysql
 import { DatabaseUnavailableError, dbErrorCode, errorMessage } from '../errors.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
+import { queryWithDeadline } from './deadline.js';
+
+/**
+ * How long a connection may take to open: the handshake (mysql2's `connectTimeout`) and, for a
+ * single connection, its session set-up. A link that goes silent in between would otherwise keep
+ * the opener waiting until TCP gives up, a quarter of an hour.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
 
 const COMMON: ConnectionOptions = {
   timezone: 'Z',
@@ -17,7 +25,7 @@ const COMMON: ConnectionOptions = {
   supportBigNumbers: true,
   bigNumberStrings: false,
   charset: 'utf8mb4_unicode_ci',
-  connectTimeout: 5_000,
+  connectTimeout: CONNECT_TIMEOUT_MS,
   multipleStatements: false,
 };
 
@@ -64,7 +72,12 @@ export async function openConnection(
   // unhandled 'error' event; callers notice through failing queries.
   conn.on('error', () => {});
   backgroundSocket((conn as unknown as { connection: RawConnection }).connection, keepAlive);
-  await conn.query(SESSION_SETUP);
+  try {
+    await queryWithDeadline(conn, SESSION_SETUP, [], CONNECT_TIMEOUT_MS);
+  } catch (err) {
+    conn.destroy();
+    throw err;
+  }
   return conn;
 }
 

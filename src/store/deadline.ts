@@ -118,6 +118,18 @@ export function queryWithDeadline<T>(
 }
 
 /**
+ * `conn` seen through `queryWithDeadline`: every statement on it has the deadline `ms`, and one
+ * that misses it destroys the connection. For a single connection's short statements (a server
+ * check, a ledger read), where a silent link must not leave the caller waiting for TCP to give up.
+ */
+export function withStatementDeadline(conn: Connection, ms: number): Queryable {
+  return {
+    query: <T>(sql: string, values?: QueryValues) =>
+      queryWithDeadline<T>(conn, sql, values ?? [], ms),
+  };
+}
+
+/**
  * Runs `fn` in a transaction on one connection of `db`: BEGIN, `fn`, COMMIT. For the few writes
  * that must land together (a verdict and the notifications it carries). On a `DeadlinePool` every
  * statement keeps the pool's deadline; on any failure the connection is destroyed rather than

@@ -14,6 +14,7 @@ import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { DatabaseUnavailableError, dbErrorCode } from '../errors.js';
 import { migrationLockName } from '../lock-names.js';
 import { openConnection } from './connect.js';
+import { queryWithDeadline, withStatementDeadline, type Queryable } from './deadline.js';
 import type { KeepAlive } from '../keep-alive.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 
@@ -36,6 +37,14 @@ const LEDGER_DDL = `CREATE TABLE IF NOT EXISTS baton_migrations (
 
 /** How long a starting runner waits for another one that is migrating. */
 const MIGRATION_LOCK_WAIT_SECONDS = 60;
+/**
+ * Deadline of the statements every start (and every reconnect) makes on its way to "the schema
+ * is current": the server check and the ledger read, each a moment's work. A link that goes
+ * silent under one of them fails the attempt, which is tried again, rather than leave a runner
+ * waiting for TCP to give up. (The migrations themselves have none: DDL on a large table takes
+ * as long as it takes.)
+ */
+export const MIGRATION_CHECK_DEADLINE_MS = 10_000;
 
 export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir)
@@ -86,18 +95,22 @@ export async function migrate(
   database: string,
   /** This baton's migrations; a test passes the first few of them to build an older schema. */
   migrations: readonly Migration[] = loadMigrations(),
+  /** Of the ledger read and (beyond the wait itself) of the wait for the migration lock. */
+  checkDeadlineMs = MIGRATION_CHECK_DEADLINE_MS,
 ): Promise<MigrationResult> {
-  const ledger = await readLedger(conn);
+  const ledger = await readLedger(withStatementDeadline(conn, checkDeadlineMs));
   if (ledger) {
     checkLedger(ledger, migrations);
     if (pending(ledger, migrations).length === 0) return { applied: [] };
   }
 
   const lock = migrationLockName(database);
-  const [[got]] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
-    lock,
-    MIGRATION_LOCK_WAIT_SECONDS,
-  ]);
+  const [[got]] = await queryWithDeadline<RowDataPacket[]>(
+    conn,
+    'SELECT GET_LOCK(?, ?) AS got',
+    [lock, MIGRATION_LOCK_WAIT_SECONDS],
+    MIGRATION_LOCK_WAIT_SECONDS * 1000 + checkDeadlineMs,
+  );
   if (got?.got !== 1) {
     throw new DatabaseUnavailableError(
       `another process kept the migration lock for ${MIGRATION_LOCK_WAIT_SECONDS}s; is a migration stuck?`,
@@ -134,13 +147,23 @@ export async function migrate(
  */
 export async function migrateDatabase(
   target: DatabaseTarget,
-  { check, keepAlive }: { check?: (conn: Connection) => Promise<void>; keepAlive?: KeepAlive } = {},
+  {
+    check,
+    checkDeadlineMs = MIGRATION_CHECK_DEADLINE_MS,
+    keepAlive,
+  }: {
+    /** Runs first, on the same connection; each of its statements has `checkDeadlineMs`. */
+    check?: (conn: Queryable) => Promise<void>;
+    /** Of the check's statements and the ledger read (MIGRATION_CHECK_DEADLINE_MS). */
+    checkDeadlineMs?: number;
+    keepAlive?: KeepAlive;
+  } = {},
 ): Promise<MigrationResult> {
   const conn = await openConnection(target, keepAlive ? { keepAlive } : {});
   try {
     // A server that fails this check gets no tables (fail closed: write nothing there).
-    await check?.(conn);
-    return await migrate(conn, target.database);
+    await check?.(withStatementDeadline(conn, checkDeadlineMs));
+    return await migrate(conn, target.database, loadMigrations(), checkDeadlineMs);
   } finally {
     await conn.end().catch(() => {});
   }
@@ -165,7 +188,7 @@ async function readCommitted(conn: Connection): Promise<void> {
 }
 
 /** The ledger's rows, or null when there is no ledger yet (a fresh database). */
-async function readLedger(conn: Connection): Promise<LedgerRow[] | null> {
+async function readLedger(conn: Queryable): Promise<LedgerRow[] | null> {
   try {
     const [rows] = await conn.query<LedgerRow[]>(
       'SELECT version, name, checksum FROM baton_migrations ORDER BY version',

@@ -59,6 +59,12 @@ export interface TcpProxy {
   readonly frozen: boolean;
   /** Changes the latency of every connection from now on (see ProxyOptions). */
   setLatency(options: ProxyOptions): void;
+  /**
+   * Blackholes the next connection whose client sends `text` (a statement's words): that chunk
+   * and everything after it, either way, is dropped, and nothing is closed — one connection lost
+   * to a silent link (a VIP moved, a firewall dropping its packets) while new ones work.
+   */
+  blackholeNext(text: string): void;
   /** Client connections currently open through the proxy (including ones waiting for a thaw). */
   readonly connections: number;
 }
@@ -70,6 +76,8 @@ interface Pair {
   cut: boolean;
   /** The client closed while frozen: the server learns of it on thaw. */
   clientGone: boolean;
+  /** Nothing is forwarded any more, either way (`blackholeNext`). */
+  blackholed: boolean;
 }
 
 export interface ProxyOptions {
@@ -98,6 +106,7 @@ export async function startTcpProxy(
   /** Server sides of stranded connections, kept open until `close()`. */
   const stranded = new Set<Socket>();
   let frozen = false;
+  let blackholeText: string | null = null;
 
   const drop = (pair: Pair) => {
     pairs.delete(pair);
@@ -107,8 +116,13 @@ export async function startTcpProxy(
 
   // Forwards by hand rather than with pipe(): pipe() resumes its source on 'drain', which would
   // undo a freeze.
-  const forward = (from: Socket, to: Socket, delay: () => number) => {
+  const forward = (pair: Pair, from: Socket, to: Socket, delay: () => number) => {
     from.on('data', (chunk: Buffer) => {
+      if (from === pair.client && blackholeText != null && chunk.includes(blackholeText)) {
+        blackholeText = null;
+        pair.blackholed = true;
+      }
+      if (pair.blackholed) return;
       const delayMs = delay();
       if (delayMs > 0) {
         // A delayed chunk is written later whatever happens meanwhile (as bytes already on the
@@ -126,8 +140,8 @@ export async function startTcpProxy(
     const upstream = connect(upstreamTarget.port, upstreamTarget.host);
     pair.upstream = upstream;
     upstream.setNoDelay(true);
-    forward(pair.client, upstream, () => upMs);
-    forward(upstream, pair.client, () => downMs);
+    forward(pair, pair.client, upstream, () => upMs);
+    forward(pair, upstream, pair.client, () => downMs);
     // Either side ending ends the pair; errors (ECONNRESET, ECONNREFUSED) end it the same way.
     // On a slow link the client learns of it only after what the server sent before it.
     const dropLater = () => (downMs > 0 ? setTimeout(() => drop(pair), downMs) : drop(pair));
@@ -142,7 +156,13 @@ export async function startTcpProxy(
   };
 
   const server = createServer({ pauseOnConnect: true }, (client) => {
-    const pair: Pair = { client, upstream: undefined, cut: false, clientGone: false };
+    const pair: Pair = {
+      client,
+      upstream: undefined,
+      cut: false,
+      clientGone: false,
+      blackholed: false,
+    };
     pairs.add(pair);
     client.setNoDelay(true);
     // On a slow link the server learns of it only after what the client sent before it.
@@ -189,6 +209,9 @@ export async function startTcpProxy(
     },
     retarget(to) {
       upstreamTarget = to;
+    },
+    blackholeNext(text) {
+      blackholeText = text;
     },
     freeze() {
       frozen = true;
