@@ -20,7 +20,8 @@ import {
 } from '../config/database-url.js';
 import { DURATION_HINT, parseDuration } from '../config/duration.js';
 import type { Config } from '../config/schema.js';
-import { UsageError } from '../errors.js';
+import { parseRunnerTags } from '../config/placement.js';
+import { errorMessage, UsageError } from '../errors.js';
 import { checkHostName } from '../host-name.js';
 import { closest } from '../text.js';
 
@@ -131,6 +132,22 @@ export function resolveHost(args: CommonArgs): string {
   const env = process.env.BATON_HOST;
   if (env != null) return checkHostName(env, 'BATON_HOST');
   return checkHostName(os.hostname(), "the machine's host name (give --host)");
+}
+
+/**
+ * The runner's tags: `--tag` (each use one tag), else BATON_TAGS (comma-separated), else none.
+ * A word that is not a tag is refused (exit 64) naming where it came from.
+ */
+export function resolveTags(flags: readonly string[] | undefined): string[] {
+  const [values, where] =
+    flags != null && flags.length > 0
+      ? [flags, '--tag']
+      : [(process.env.BATON_TAGS ?? '').split(','), 'BATON_TAGS'];
+  try {
+    return parseRunnerTags(values, where);
+  } catch (err) {
+    throw new UsageError(errorMessage(err));
+  }
 }
 
 export function findJob(config: Config, name: string) {

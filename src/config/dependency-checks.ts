@@ -124,6 +124,12 @@ function parentProblem(
   }
   const definition = byName.get(parent);
   if (definition && definition.workers > 1) return fanOut(definition);
+  if (definition?.every) {
+    return (
+      `cannot be honoured: ${definition.name} runs on every runner (\`every: true\`), once per ` +
+      'runner and instant; such a job cannot be a parent in `after:`'
+    );
+  }
   return null;
 }
 

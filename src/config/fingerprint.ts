@@ -44,6 +44,10 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.after
       ? { after: { jobs: job.after.jobs, on: job.after.on, withinMs: job.after.withinMs } }
       : {}),
+    // Where it runs: runners that disagree would each think others may (or may not) run it.
+    ...(job.runOn ? { runOn: job.runOn } : {}),
+    ...(job.prefer ? { prefer: job.prefer } : {}),
+    ...(job.every ? { every: true } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

@@ -274,18 +274,21 @@ function buildJob(
         'its parents, when they let it): remove it',
     );
   }
+  // Reported where it is written: on the job, or in `defaults:` for each job inheriting it.
+  const reportSetting = (key: string, message: string) =>
+    inherited.has(key)
+      ? problems.push(source.problem(['defaults', key], `${message} (inherited by jobs.${name})`))
+      : report(key, message);
   if (job.schedule != null && timezoneOk) {
     try {
       const schedule = parseSchedule(job.schedule, timezone);
       if ((job.jitter ?? 0) > 0) {
-        const tooLong = jitterTooLong(job.jitter!, schedule);
-        if (tooLong && inherited.has('jitter')) {
-          problems.push(
-            source.problem(['defaults', 'jitter'], `${tooLong} (inherited by jobs.${name})`),
-          );
-        } else if (tooLong) {
-          report('jitter', tooLong);
-        }
+        const tooLong = notShorterThanPeriod('jitter', job.jitter!, schedule);
+        if (tooLong) reportSetting('jitter', tooLong);
+      }
+      if (job.prefer) {
+        const tooLong = notShorterThanPeriod('the lead of `prefer`', job.prefer.leadMs, schedule);
+        if (tooLong) reportSetting('prefer', tooLong);
       }
     } catch (err) {
       report('schedule', (err as Error).message);
@@ -299,6 +302,7 @@ function buildJob(
   if ((job.workers ?? 1) > 1 && job.overlap === 'queue') {
     report('workers', 'a fan-out job (`workers` > 1) cannot use `overlap: queue`');
   }
+  checkPlacement(job, report, reportSetting);
   if (
     job.connection != null &&
     target &&
@@ -347,27 +351,69 @@ function buildJob(
           },
         }
       : {}),
+    ...(job.runOn
+      ? { runOn: { tags: [...new Set(job.runOn.tags)], hosts: [...new Set(job.runOn.hosts)] } }
+      : {}),
+    ...(job.prefer ? { prefer: { ...job.prefer, hosts: [...new Set(job.prefer.hosts)] } } : {}),
+    ...(job.every ? { every: true as const } : {}),
   };
+}
+
+/**
+ * `runOn`, `prefer` and `every` together (docs/placement.md): what cannot be meant at once.
+ * `report` names the job's own key, `reportSetting` the key where it is written (the job's, or
+ * `defaults:`).
+ */
+function checkPlacement(
+  job: RawJob,
+  report: (key: string | undefined, message: string) => void,
+  reportSetting: (key: string, message: string) => void,
+): void {
+  if (job.every) {
+    if ((job.workers ?? 1) > 1) {
+      report(
+        'every',
+        '`every` runs each fire once on every runner; it cannot also fan out with `workers`',
+      );
+    }
+    if (job.prefer) {
+      reportSetting('prefer', '`prefer` picks one runner; a job with `every` runs on all of them');
+    }
+    if (job.after) {
+      report('every', '`every` cannot run after other jobs (`after:`): whose run would it follow?');
+    }
+  }
+  if (job.prefer && job.runOn && job.runOn.hosts.length > 0) {
+    const outside = job.prefer.hosts.filter((h) => !job.runOn!.hosts.includes(h));
+    if (outside.length > 0) {
+      reportSetting(
+        'prefer',
+        `${outside.join(', ')} may not run this job (its runOn lists only ` +
+          `${job.runOn.hosts.join(', ')})`,
+      );
+    }
+  }
 }
 
 /** How many fires ahead the shortest period is looked for (a year of a daily job and more). */
 const PERIOD_SAMPLE = 500;
 
 /**
- * Why `jitterMs` is too long for `schedule`, or null. A delay as long as the gap to the next fire
+ * Why a delay of `ms` after each instant (`what`: jitter, a preferred runner's lead) is too long for
+ * `schedule`, or null. A delay as long as the gap to the next fire
  * would start a fire after its successor's instant: fires would overtake each other and overlap
  * rules would judge the wrong one. The shortest gap over the next fires is the bound, so that a
  * schedule with uneven gaps (`0 9,10 * * *`) is held to its shortest one.
  */
-function jitterTooLong(jitterMs: number, schedule: Schedule): string | null {
+function notShorterThanPeriod(what: string, ms: number, schedule: Schedule): string | null {
   const fires = schedule.nextN(PERIOD_SAMPLE + 1, new Date());
   let shortest = Infinity;
   for (let i = 1; i < fires.length; i++) {
     shortest = Math.min(shortest, fires[i]!.getTime() - fires[i - 1]!.getTime());
   }
-  if (jitterMs < shortest) return null;
+  if (ms < shortest) return null;
   return (
-    `jitter ${formatDuration(jitterMs)} is not shorter than the schedule's shortest period ` +
+    `${what} ${formatDuration(ms)} is not shorter than the schedule's shortest period ` +
     `(${formatDuration(shortest)} between fires): write less than ${formatDuration(shortest)}`
   );
 }

@@ -10,6 +10,13 @@ import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
 import { duration, durationOrZero } from './value-schemas.js';
 import {
+  DEFAULT_PREFER_LEAD_MS,
+  TAG_HINT,
+  TAG_PATTERN,
+  type Prefer,
+  type RunOn,
+} from './placement.js';
+import {
   jobNotifySchema,
   targetsSchema,
   type JobNotify,
@@ -172,6 +179,28 @@ const afterSchema = z.strictObject({
 /** The worker slot is stored in `baton_runs.winner` (TINYINT). */
 export const MAX_WORKERS = 100;
 
+const hostList = z.array(z.string().min(1, 'a host must not be empty').max(255)).min(1);
+
+/** `runOn:` — which runners may run the job (config/placement.ts); at least one of the two. */
+const runOnSchema = z
+  .strictObject({
+    tags: z.array(z.string().regex(TAG_PATTERN, TAG_HINT)).min(1, 'tags must not be empty'),
+    hosts: hostList,
+  })
+  .partial()
+  .refine((r) => r.tags != null || r.hosts != null, {
+    message: 'runOn needs `tags`, `hosts` or both (an empty runOn would run nowhere)',
+  })
+  .transform((r): RunOn => ({ tags: r.tags ?? [], hosts: r.hosts ?? [] }));
+
+/** `prefer:` — a list of hosts, or `{hosts, lead}` (config/placement.ts). */
+const preferSchema = z.union([
+  hostList.transform((hosts): Prefer => ({ hosts, leadMs: DEFAULT_PREFER_LEAD_MS })),
+  z
+    .strictObject({ hosts: hostList, lead: duration.optional() })
+    .transform((p): Prefer => ({ hosts: p.hosts, leadMs: p.lead ?? DEFAULT_PREFER_LEAD_MS })),
+]);
+
 /**
  * A database a module job works on (`ctx.db`). The URL may be written here or, better (it holds
  * a password), named by an environment variable of the runner.
@@ -259,6 +288,10 @@ const inheritableShape = {
    * with targets from the top-level `notify:`; `false` turns off what `defaults:` gives.
    */
   notify: jobNotifySchema,
+  /** Which runners may run it: `{tags: [sftp]}`, `{hosts: [srv-01]}` (docs/placement.md). */
+  runOn: runOnSchema,
+  /** Which runner runs it while alive and on time; the others after `lead` (docs/placement.md). */
+  prefer: preferSchema,
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -277,6 +310,8 @@ export const jobSchema = z
     module: z.string().min(1),
     /** Run after other jobs' runs of the same instant (docs/dependencies.md). */
     after: afterSchema,
+    /** Each fire runs once on every runner that may run the job (docs/placement.md). */
+    every: z.boolean(),
   })
   .partial({
     // Optional for a job with `after:` (it runs at its parents' instants); load.ts requires one
@@ -305,6 +340,9 @@ export const jobSchema = z
     command: true,
     module: true,
     after: true,
+    runOn: true,
+    prefer: true,
+    every: true,
   });
 
 /**
@@ -418,6 +456,12 @@ export interface JobDefinition {
   notify: JobNotify | null;
   /** The jobs it runs after (a child); absent: none. */
   after?: JobAfter;
+  /** Which runners may run it (`runOn:`); absent: any. */
+  runOn?: RunOn;
+  /** The runners that ask first for its fires while alive (`prefer:`); absent: none. */
+  prefer?: Prefer;
+  /** Each fire runs once on every runner that may run it (`every: true`); absent: false. */
+  every?: true;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */

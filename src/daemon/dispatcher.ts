@@ -31,6 +31,7 @@ import type { DueFire, Wake } from '../schedule/fire-schedule.js';
 import type { RunnerEvents } from './runner-events.js';
 import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
+import { preferredAsker } from '../config/placement.js';
 import * as skips from '../coordination/skip-reasons.js';
 import { SentFires, type FireSettled, type SentFire } from './sent-fires.js';
 import { childrenOf, instantSource } from '../config/dependencies.js';
@@ -136,28 +137,39 @@ export class Dispatcher {
     // winner first (coordination/first-asker.ts): an instant's fires are spread over the fleet.
     // Fires of the same instant in an order of this runner's own: runners that cannot tell who
     // asks first (a fleet not seen yet) then mostly contend for different jobs first.
-    const { now, later } = splitByLead(shuffleWithinInstant(due), (fire) => this.asksFirst(fire));
-    for (const fire of now) this.dispatch(fire, 'schedule');
-    if (later.length > 0) {
+    const groups = groupByLead(shuffleWithinInstant(due), (fire) => this.leadOf(fire));
+    for (const { leadMs, fires } of groups) {
+      if (leadMs === 0) {
+        for (const fire of fires) this.dispatch(fire, 'schedule');
+        continue;
+      }
       (this.o.keepAlive ?? HOLDS_PROCESS).background(
         setTimeout(() => {
           if (this.o.signal.aborted) return;
-          for (const fire of later) this.dispatch(fire, 'schedule', true);
-        }, this.t.firstAskerLeadMs),
+          for (const fire of fires) this.dispatch(fire, 'schedule', true);
+        }, leadMs),
       );
     }
   }
 
   /**
-   * Whether this runner contends for `fire` at once: it is the fire's first asker among the
-   * runners that run the job, or the fire is one every runner should take at once — a fan-out
-   * job's (each of its slots has a winner of its own).
+   * How long after its instant this runner contends for `fire`: 0 when it asks first — it is
+   * the fire's first asker among the runners that run the job, or the fire is one every runner
+   * takes at once (a fan-out job's slots, a job that runs on every runner) — else the lead it
+   * leaves the first asker. A job with `prefer` is asked first for by its first preferred runner
+   * alive, the others waiting its own lead (config/placement.ts); with none of them alive, as
+   * any job.
    */
-  private asksFirst(fire: DueFire): boolean {
+  private leadOf(fire: DueFire): number {
     const job = this.o.loaded().jobs.get(fire.job);
-    if (!job || job.workers > 1 || !this.o.companionsRunning) return true;
+    if (!job || job.workers > 1 || job.every || !this.o.companionsRunning) return 0;
     const hosts = [this.o.host, ...this.o.companionsRunning(fire.job)];
-    return hosts.length === 1 || firstAsker(hosts, fire.job, fire.scheduledAt) === this.o.host;
+    const preferred = job.prefer ? preferredAsker(job.prefer, hosts) : null;
+    if (preferred != null) return preferred === this.o.host ? 0 : job.prefer!.leadMs;
+    if (hosts.length === 1 || firstAsker(hosts, fire.job, fire.scheduledAt) === this.o.host) {
+      return 0;
+    }
+    return this.t.firstAskerLeadMs;
   }
 
   /**
@@ -412,27 +424,28 @@ export function shuffleWithinInstant(due: DueFire[]): DueFire[] {
 }
 
 /**
- * A wake's fires (oldest first) split into those this runner contends for at once and those after
- * the first asker's lead, each in order. A job's fires keep their order in its chain: once one of
- * them waits for the lead, its later ones (a late wake can hold several of one job) wait too, or
- * the later fire would run first and the earlier one be skipped as overlapping it.
+ * A wake's fires (oldest first) grouped by how long after the wake this runner contends for them
+ * (`leadOf`: 0 at once), shortest lead first, each group in order. A job's fires keep their order
+ * in its chain: once one of them waits for a lead, its later ones (a late wake can hold several
+ * of one job) wait at least as long, or the later fire would run first and the earlier one be
+ * skipped as overlapping it.
  */
-export function splitByLead(
+export function groupByLead(
   due: readonly DueFire[],
-  asksFirst: (fire: DueFire) => boolean,
-): { now: DueFire[]; later: DueFire[] } {
-  const now: DueFire[] = [];
-  const later: DueFire[] = [];
-  const waiting = new Set<string>();
+  leadOf: (fire: DueFire) => number,
+): { leadMs: number; fires: DueFire[] }[] {
+  const waiting = new Map<string, number>();
+  const groups = new Map<number, DueFire[]>();
   for (const fire of due) {
-    if (!waiting.has(fire.job) && asksFirst(fire)) {
-      now.push(fire);
-    } else {
-      waiting.add(fire.job);
-      later.push(fire);
-    }
+    const leadMs = Math.max(waiting.get(fire.job) ?? 0, leadOf(fire));
+    if (leadMs > 0) waiting.set(fire.job, leadMs);
+    let group = groups.get(leadMs);
+    if (!group) groups.set(leadMs, (group = []));
+    group.push(fire);
   }
-  return { now, later };
+  return [...groups.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([leadMs, fires]) => ({ leadMs, fires }));
 }
 
 /** How a fire was asked for: by the schedule (the default), or by an operator. */

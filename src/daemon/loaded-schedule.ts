@@ -11,6 +11,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { deadManSource } from '../config/dependencies.js';
 import { scheduleFingerprint } from '../config/fingerprint.js';
+import { describeRunOn, mayRun, type RunnerPlace } from '../config/placement.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { NO_DELAY, type StartDelay } from '../schedule/fire-schedule.js';
@@ -20,8 +21,13 @@ import type { LoadedJob } from '../store/runners.js';
 import type { Loaded } from './dispatcher.js';
 
 export interface LoadedSchedule extends Loaded {
-  /** The enabled jobs, those that run only after their parents included. */
+  /**
+   * The jobs this runner runs: enabled, and placed here (`runOn`, config/placement.ts); those
+   * that run only after their parents included.
+   */
   jobs: Map<string, JobDefinition>;
+  /** The enabled jobs this runner may not run (`runOn`), with why: "needs tag sftp". */
+  elsewhere: Map<string, string>;
   /** The jobs' own schedules: none for a job that runs only after its parents. */
   schedules: Map<string, Schedule>;
   /** When each job's fires start after their instants (its jitter). */
@@ -40,6 +46,7 @@ export function emptySchedule(config: Config): LoadedSchedule {
   return {
     config,
     jobs: new Map(),
+    elsewhere: new Map(),
     schedules: new Map(),
     startDelay: NO_DELAY,
     fingerprints: {},
@@ -48,11 +55,22 @@ export function emptySchedule(config: Config): LoadedSchedule {
 }
 
 /**
- * `config` loaded at `now`. A job keeps its `knownSince` from `previous` while its schedule and
- * timezone stay the same; a new job, or one whose schedule changed, is known from `now`.
+ * `config` loaded at `now` by the runner `place` (every job is placed on a runner that is not
+ * given). A job keeps its `knownSince` from `previous` while its schedule and timezone stay the
+ * same; a new job, or one whose schedule changed, is known from `now`.
  */
-export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date): LoadedSchedule {
-  const jobs = new Map(config.jobs.filter((j) => j.enabled).map((j) => [j.name, j]));
+export function loadSchedule(
+  config: Config,
+  previous: LoadedSchedule,
+  now: Date,
+  place?: RunnerPlace,
+): LoadedSchedule {
+  const enabled = config.jobs.filter((j) => j.enabled);
+  const here = (j: JobDefinition) => !place || mayRun(j.runOn, place);
+  const jobs = new Map(enabled.filter(here).map((j) => [j.name, j]));
+  const elsewhere = new Map(
+    enabled.filter((j) => !here(j)).map((j) => [j.name, describeRunOn(j.runOn!)]),
+  );
   const schedules = new Map<string, Schedule>();
   const knownSince = new Map<string, Date>();
   for (const job of jobs.values()) {
@@ -69,6 +87,7 @@ export function loadSchedule(config: Config, previous: LoadedSchedule, now: Date
   return {
     config,
     jobs,
+    elsewhere,
     schedules,
     startDelay,
     fingerprints: scheduleFingerprint(config),
@@ -108,9 +127,11 @@ export async function registryView(
   const view: Record<string, LoadedJob> = {};
   for (const [job, fp] of Object.entries(loaded.fingerprints)) {
     const secret = secretEnv.get(job) ?? [];
+    const ineligible = loaded.elsewhere.get(job);
     const entry: LoadedJob = {
       fp,
       since: loaded.knownSince.get(job)?.toISOString() ?? null,
+      ...(ineligible != null ? { ineligible } : {}),
       ...(secret.length > 0 ? { secretEnv: [...secret] } : {}),
     };
     const schedule = loaded.schedules.get(job);

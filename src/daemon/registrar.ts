@@ -35,6 +35,8 @@ export const REGISTRAR_TIMINGS: Readonly<RegistrarTimings> = { refreshMs: DEFAUL
 
 export interface RegistrarOptions {
   host: string;
+  /** Its tags (config/placement.ts), shown by `baton status`. */
+  tags: readonly string[];
   namespace: () => string;
   link: DatabaseLink;
   clock: FleetClock;
@@ -78,6 +80,7 @@ export class Registrar {
       dbServer: this.o.link.serverIdentity,
       detached: this.o.link.fleet.detachedReason,
       schedule,
+      tags: this.o.tags,
     };
   }
 

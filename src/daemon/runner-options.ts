@@ -16,6 +16,8 @@ export interface RunnerOptions {
   config: Config;
   target: DatabaseTarget;
   host: string;
+  /** Its tags (`--tag`, BATON_TAGS, library mode `tags`): which jobs' `runOn` it matches. */
+  tags?: readonly string[];
   log: Logger;
   /** How long a graceful stop waits for running jobs before stopping them. */
   graceMs: number;
@@ -60,7 +62,7 @@ export const RUNNER_DEFAULTS = {
 
 /** The runner's timings: `timings`, with the flat shorthands laid over it, over the defaults. */
 export function runnerTimings(
-  o: Omit<RunnerOptions, 'config' | 'target' | 'host' | 'log' | 'graceMs'>,
+  o: Omit<RunnerOptions, 'config' | 'target' | 'host' | 'tags' | 'log' | 'graceMs'>,
 ): Timings {
   const defined = <T extends object>(v: T) =>
     Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined)) as Partial<T>;

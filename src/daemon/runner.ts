@@ -140,6 +140,7 @@ export class Runner {
     });
     this.registrar = new Registrar({
       host,
+      tags: options.tags ?? [],
       namespace: () => this.loaded.config.namespace,
       link: this.link,
       clock: this.clock,
@@ -420,7 +421,10 @@ export class Runner {
   }
 
   private applyConfig(config: Config, now: Date): void {
-    this.loaded = loadSchedule(config, this.loaded, now);
+    this.loaded = loadSchedule(config, this.loaded, now, {
+      host: this.options.host,
+      tags: this.options.tags ?? [],
+    });
     // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
     this.launchers.warmHosts.warmFor(warmed, withheldVariables(config), this.log);

@@ -39,9 +39,10 @@ import type { ManualStart } from '../fire/operator-fire.js';
 import { runnerEvents, type RunnerEvents } from '../daemon/runner-events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
 import { resolveTimings, type PartialTimings } from '../daemon/timings.js';
-import { BatonError, ConfigError, UsageError } from '../errors.js';
+import { BatonError, ConfigError, errorMessage, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { checkHostName } from '../host-name.js';
+import { parseRunnerTags } from '../config/placement.js';
 import { InProcessJobs, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
 import { KeepAlive } from '../keep-alive.js';
@@ -66,6 +67,11 @@ export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'
   database?: { host?: string; port?: number; user?: string; password?: string; database: string };
   /** This replica's name in the history and the registry; unique in the fleet. Default: os.hostname(). */
   host?: string;
+  /**
+   * This replica's tags, which jobs' `runOn: {tags}` match (docs/placement.md), as
+   * `baton start --tag`: `['sftp', 'region=eu']`. Default none.
+   */
+  tags?: readonly string[];
   /** Scopes the locks and the history, as in schedules.yaml. Default `default`. */
   namespace?: string;
   /** A pino logger (the scheduler logs as a daemon does). Default: JSON lines to stdout. */
@@ -144,6 +150,8 @@ export class Scheduler {
   /** The replica's Prometheus metrics, to mount on the application's own /metrics (after start). */
   readonly metrics: Registry;
   readonly host: string;
+  /** Its tags (`tags`), checked. */
+  readonly tags: readonly string[];
   readonly namespace: string;
   private readonly log: Logger;
   private readonly target: DatabaseTarget;
@@ -170,6 +178,11 @@ export class Scheduler {
         ? checkHostName(options.host, 'host')
         : checkHostName(os.hostname(), "the machine's host name (give `host`)");
     this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
+    try {
+      this.tags = parseRunnerTags(options.tags ?? [], 'tags');
+    } catch (err) {
+      throw new ConfigError([{ file: CODE_PLACE, path: 'tags', message: errorMessage(err) }]);
+    }
     this.target = databaseTarget(options);
     this.keepAlive = new KeepAlive(options.keepAlive ?? true);
     this.log = (options.log ?? createLogger()).child({ host: this.host });
@@ -281,6 +294,7 @@ export class Scheduler {
       config,
       target: this.target,
       host: this.host,
+      tags: this.tags,
       log: this.log,
       graceMs: ms('grace', this.options.grace) ?? DEFAULT_GRACE_MS,
       events: this.events,

@@ -13,8 +13,13 @@ import type { Queryable } from './deadline.js';
 /** What a runner loaded for one job: its definition's fingerprint, and since when (ISO). */
 export interface LoadedJob {
   fp: string;
-  /** When this runner loaded this definition (database time); null for a disabled job. */
+  /**
+   * When this runner loaded this definition (database time); null for a job it does not run:
+   * disabled, or placed on other runners (`ineligible`).
+   */
   since: string | null;
+  /** Why this runner may not run it (`runOn`: "needs tag sftp"); absent when it may. */
+  ineligible?: string;
   /** The names of the job's `secretEnv` variables; absent when it has none. */
   secretEnv?: string[];
   /** Its next fires as this runner computes them (enabled jobs; rows of older runners: none). */
@@ -78,18 +83,21 @@ export interface RunnerHeartbeat {
   /** Why the runner holds its fires, detached from the fleet (daemon/fleet-watch.ts); or null. */
   detached: string | null;
   schedule: Record<string, LoadedJob>;
+  /** Its tags (config/placement.ts); written at registration (they change only with a restart). */
+  tags?: readonly string[];
 }
 
 /** Registers (or re-registers, after a restart) this runner; `started_at` is now. */
 export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise<void> {
   await db.query(
     `INSERT INTO baton_runners (namespace, host, pid, version, started_at, last_seen_at,
-       stopped_at, clock_offset_ms, lock_connection_id, db_server, detached, schedule)
-     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?, ?, ?)
+       stopped_at, clock_offset_ms, lock_connection_id, db_server, detached, schedule, tags)
+     VALUES (?, ?, ?, ?, NOW(3), NOW(3), NULL, ?, ?, ?, ?, ?, ?)
      ON DUPLICATE KEY UPDATE pid = VALUES(pid), version = VALUES(version),
        started_at = VALUES(started_at), last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
        clock_offset_ms = VALUES(clock_offset_ms), lock_connection_id = VALUES(lock_connection_id),
-       db_server = VALUES(db_server), detached = VALUES(detached), schedule = VALUES(schedule)`,
+       db_server = VALUES(db_server), detached = VALUES(detached), schedule = VALUES(schedule),
+       tags = VALUES(tags)`,
     [
       r.namespace,
       r.host,
@@ -100,6 +108,7 @@ export async function registerRunner(db: Queryable, r: RunnerHeartbeat): Promise
       r.dbServer,
       r.detached,
       JSON.stringify(r.schedule),
+      r.tags && r.tags.length > 0 ? JSON.stringify(r.tags) : null,
     ],
   );
 }

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../src/fire/limiter.js';
-import { shuffleWithinInstant, splitByLead } from '../../src/daemon/dispatcher.js';
+import { groupByLead, shuffleWithinInstant } from '../../src/daemon/dispatcher.js';
 import type { DueFire } from '../../src/schedule/fire-schedule.js';
 
 describe('Limiter', () => {
@@ -64,27 +64,42 @@ describe('shuffleWithinInstant', () => {
   });
 });
 
-describe('splitByLead', () => {
+describe('groupByLead', () => {
   const fire = (job: string, second: number): DueFire => ({
     job,
     scheduledAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)),
     lateMs: 0,
   });
   const names = (fires: DueFire[]) => fires.map((f) => `${f.job}@${f.scheduledAt.getUTCSeconds()}`);
+  const grouped = (due: DueFire[], leadOf: (f: DueFire) => number) =>
+    groupByLead(due, leadOf).map((g) => [g.leadMs, names(g.fires)]);
 
   it("keeps a job's fires in order: after one waits for the lead, its later ones wait too", () => {
     // A late wake holds two fires of `a`: this runner asks first for the later one only.
     const due = [fire('a', 1), fire('b', 1), fire('a', 2), fire('b', 2)];
     const firstFor = new Set(['a@2', 'b@1', 'b@2']);
-    const { now, later } = splitByLead(due, (f) => firstFor.has(names([f])[0]!));
-    expect(names(now)).toEqual(['b@1', 'b@2']);
-    expect(names(later)).toEqual(['a@1', 'a@2']);
+    expect(grouped(due, (f) => (firstFor.has(names([f])[0]!) ? 0 : 50))).toEqual([
+      [0, ['b@1', 'b@2']],
+      [50, ['a@1', 'a@2']],
+    ]);
   });
 
   it('contends at once for every fire it asks first for while none of its job waits', () => {
     const due = [fire('a', 1), fire('a', 2), fire('b', 2)];
-    const { now, later } = splitByLead(due, (f) => f.job === 'a');
-    expect(names(now)).toEqual(['a@1', 'a@2']);
-    expect(names(later)).toEqual(['b@2']);
+    expect(grouped(due, (f) => (f.job === 'a' ? 0 : 50))).toEqual([
+      [0, ['a@1', 'a@2']],
+      [50, ['b@2']],
+    ]);
+  });
+
+  it("groups by each job's own lead (a preferred runner's), shortest first; a job's later fires never wait less", () => {
+    const due = [fire('p', 1), fire('a', 1), fire('p', 2), fire('a', 2)];
+    // `p` waits a preferred runner's 2 s at its first fire; its second, by itself 50 ms, waits too.
+    const lead = (f: DueFire) =>
+      f.job === 'p' ? (f.scheduledAt.getUTCSeconds() === 1 ? 2000 : 50) : 0;
+    expect(grouped(due, lead)).toEqual([
+      [0, ['a@1', 'a@2']],
+      [2000, ['p@1', 'p@2']],
+    ]);
   });
 });

@@ -22,7 +22,9 @@ import {
   durationOption,
   resolveDatabase,
   resolveHost,
+  resolveTags,
   withCommonOptions,
+  REPEATABLE,
   type CommonArgs,
 } from '../options.js';
 
@@ -37,6 +39,7 @@ interface StartArgs extends CommonArgs {
   reaperInterval?: string;
   registryInterval?: string;
   clockWarn?: string;
+  tag?: string[];
   timings?: string;
   http?: string;
   httpToken?: string;
@@ -79,6 +82,12 @@ export const startCommand: CommandModule<object, StartArgs> = {
           'how often this runner refreshes its row in the runner registry; "baton status" ' +
           'calls a runner gone after three missed refreshes (its --gone-after, default 15s)',
       })
+      .option('tag', {
+        ...REPEATABLE,
+        describe:
+          "this runner's tags, for jobs' runOn: --tag sftp --tag region=eu (env BATON_TAGS, " +
+          'comma-separated)',
+      })
       .option('clock-warn', {
         type: 'string',
         defaultDescription: `${RUNNER_DEFAULTS.clockWarnMs}ms`,
@@ -117,6 +126,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
     const config = await loadConfigIsolated(configPath(args));
     const target = resolveDatabase(args);
     const host = resolveHost(args);
+    const tags = resolveTags(args.tag);
     // A flag not given leaves its timing to --timings, then to the default (timings.ts).
     const flag = (name: string, value: string | undefined) =>
       value == null ? undefined : durationOption(name, value);
@@ -154,6 +164,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
       config,
       target,
       host,
+      tags,
       log,
       graceMs: args.grace * 1000,
       timings,
