@@ -17,6 +17,7 @@ import {
   DEFAULT_AFTER_WITHIN_MS,
 } from './defaults.js';
 import { dependencyProblems, type AfterPlace } from './dependency-checks.js';
+import { DEFAULT_PREFER_LEAD_MS } from './placement.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -274,6 +275,7 @@ function buildJob(
         'its parents, when they let it): remove it',
     );
   }
+  let preferLeadMs = job.prefer?.lead ?? DEFAULT_PREFER_LEAD_MS;
   // Reported where it is written: on the job, or in `defaults:` for each job inheriting it.
   const reportSetting = (key: string, message: string) =>
     inherited.has(key)
@@ -286,10 +288,11 @@ function buildJob(
         const tooLong = notShorterThanPeriod('jitter', job.jitter!, schedule);
         if (tooLong) reportSetting('jitter', tooLong);
       }
-      if (job.prefer) {
-        const tooLong = notShorterThanPeriod('the lead of `prefer`', job.prefer.leadMs, schedule);
+      if (job.prefer?.lead != null) {
+        const tooLong = notShorterThanPeriod('the lead of `prefer`', job.prefer.lead, schedule);
         if (tooLong) reportSetting('prefer', tooLong);
       }
+      if (job.prefer) preferLeadMs = job.prefer.lead ?? defaultPreferLead(schedule);
     } catch (err) {
       report('schedule', (err as Error).message);
     }
@@ -354,7 +357,9 @@ function buildJob(
     ...(job.runOn
       ? { runOn: { tags: [...new Set(job.runOn.tags)], hosts: [...new Set(job.runOn.hosts)] } }
       : {}),
-    ...(job.prefer ? { prefer: { ...job.prefer, hosts: [...new Set(job.prefer.hosts)] } } : {}),
+    ...(job.prefer
+      ? { prefer: { hosts: [...new Set(job.prefer.hosts)], leadMs: preferLeadMs } }
+      : {}),
     ...(job.every ? { every: true as const } : {}),
   };
 }
@@ -395,6 +400,14 @@ function checkPlacement(
   }
 }
 
+/**
+ * The lead of a `prefer` that does not say: DEFAULT_PREFER_LEAD_MS, or half the schedule's
+ * shortest period when that is shorter (an every-second job leaves its preferred runner 500 ms).
+ */
+function defaultPreferLead(schedule: Schedule): number {
+  return Math.min(DEFAULT_PREFER_LEAD_MS, Math.floor(shortestPeriodMs(schedule) / 2));
+}
+
 /** How many fires ahead the shortest period is looked for (a year of a daily job and more). */
 const PERIOD_SAMPLE = 500;
 
@@ -406,16 +419,22 @@ const PERIOD_SAMPLE = 500;
  * schedule with uneven gaps (`0 9,10 * * *`) is held to its shortest one.
  */
 function notShorterThanPeriod(what: string, ms: number, schedule: Schedule): string | null {
-  const fires = schedule.nextN(PERIOD_SAMPLE + 1, new Date());
-  let shortest = Infinity;
-  for (let i = 1; i < fires.length; i++) {
-    shortest = Math.min(shortest, fires[i]!.getTime() - fires[i - 1]!.getTime());
-  }
+  const shortest = shortestPeriodMs(schedule);
   if (ms < shortest) return null;
   return (
     `${what} ${formatDuration(ms)} is not shorter than the schedule's shortest period ` +
     `(${formatDuration(shortest)} between fires): write less than ${formatDuration(shortest)}`
   );
+}
+
+/** The shortest gap between two of the schedule's next PERIOD_SAMPLE fires. */
+function shortestPeriodMs(schedule: Schedule): number {
+  const fires = schedule.nextN(PERIOD_SAMPLE + 1, new Date());
+  let shortest = Infinity;
+  for (let i = 1; i < fires.length; i++) {
+    shortest = Math.min(shortest, fires[i]!.getTime() - fires[i - 1]!.getTime());
+  }
+  return shortest;
 }
 
 function buildTarget(

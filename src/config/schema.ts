@@ -9,13 +9,7 @@
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
 import { duration, durationOrZero } from './value-schemas.js';
-import {
-  DEFAULT_PREFER_LEAD_MS,
-  TAG_HINT,
-  TAG_PATTERN,
-  type Prefer,
-  type RunOn,
-} from './placement.js';
+import { TAG_HINT, TAG_PATTERN, type Prefer, type RunOn } from './placement.js';
 import {
   jobNotifySchema,
   targetsSchema,
@@ -193,12 +187,13 @@ const runOnSchema = z
   })
   .transform((r): RunOn => ({ tags: r.tags ?? [], hosts: r.hosts ?? [] }));
 
-/** `prefer:` — a list of hosts, or `{hosts, lead}` (config/placement.ts). */
+/**
+ * `prefer:` — a list of hosts, or `{hosts, lead}` (config/placement.ts). The lead is resolved by
+ * load.ts (its default depends on the schedule's period).
+ */
 const preferSchema = z.union([
-  hostList.transform((hosts): Prefer => ({ hosts, leadMs: DEFAULT_PREFER_LEAD_MS })),
-  z
-    .strictObject({ hosts: hostList, lead: duration.optional() })
-    .transform((p): Prefer => ({ hosts: p.hosts, leadMs: p.lead ?? DEFAULT_PREFER_LEAD_MS })),
+  hostList.transform((hosts) => ({ hosts, lead: undefined as number | undefined })),
+  z.strictObject({ hosts: hostList, lead: duration.optional() }),
 ]);
 
 /**
