@@ -59,6 +59,15 @@
  * its own place in the fire key (`winner` = the slot), and a runner takes the first slot it can
  * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
  * slot ever runs twice.
+ *
+ * Every runner (`every: true`, docs/placement.md) repeats steps 1–2 in one slot only: its host's
+ * own (`ContendOptions.slot`, given once per host and namespace and kept for good:
+ * store/host-slots.ts). Each runner is the only one that ever claims its slot, so each fire gets
+ * one winner row per runner and no skip rows for the others' shares; the slot's lock is the
+ * host's, so overlap and `queue` are judged per host. A restarted runner claims the same slot:
+ * the fire key refuses it a fire it ran before the restart. Another runner's winner says nothing
+ * of this runner's run, so the looks that skip a fire because it "has a winner" (a fire contended
+ * late, a lock met passing, a queue's wait) look at this runner's slot alone.
  */
 import { errorMessage } from '../errors.js';
 import { jobLockName } from '../lock-names.js';

@@ -43,12 +43,12 @@ function slotsFull(namespace: string, host: string): BatonError {
  * The slots already read, by pool: a host's slot never changes while its row stays, so one read
  * per pool (a reconnect opens a new pool and reads again) keeps the look-up off every fire.
  */
-const known = new WeakMap<object, Map<string, number>>();
+const slotsByPool = new WeakMap<object, Map<string, number>>();
 
 /** `host`'s slot in `namespace`, given now if it has none yet. */
 export async function hostSlot(db: Queryable, namespace: string, host: string): Promise<number> {
-  let cache = known.get(db);
-  if (!cache) known.set(db, (cache = new Map()));
+  let cache = slotsByPool.get(db);
+  if (!cache) slotsByPool.set(db, (cache = new Map()));
   const key = `${namespace}\0${host}`;
   const cached = cache.get(key);
   if (cached != null) return cached;
