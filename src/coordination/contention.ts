@@ -72,6 +72,11 @@ export interface ContendOptions {
   signal?: AbortSignal;
   /** Fan-out: how many runners may win this fire, one per worker slot. Default 1. */
   workers?: number;
+  /**
+   * `every: true`: the one slot this runner claims, its host's (store/host-slots.ts) — each
+   * runner wins the fire in its own slot, under that slot's lock. Instead of `workers`.
+   */
+  slot?: number;
   /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
   pauseCheck?: boolean;
   /** Whom the job's events are told to: a dead earlier run declared `lost` here notifies them. */

@@ -39,6 +39,11 @@ export interface FireAsk {
   job: string;
   scheduledAt: Date;
   rerun?: number;
+  /**
+   * Only this slot's winner counts (an `every` job's runner looks at its own host's slot: the
+   * other runners' winners say nothing of its own run). Default: the first slot taken.
+   */
+  slot?: number;
 }
 
 export interface HolderAsk extends FireAsk {
@@ -162,12 +167,13 @@ export class FireBatches {
   );
 }
 
-/** Of `winners` (rows of several fires), the asked generation's first slot taken. */
+/** Of `winners` (rows of several fires), the asked generation's first slot taken (or asked). */
 function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
   let first: Run | null = null;
   for (const r of winners) {
     if (r.job !== ask.job || r.scheduledAt.getTime() !== ask.scheduledAt.getTime()) continue;
     if (r.rerun !== (ask.rerun ?? 0)) continue;
+    if (ask.slot != null && r.workerSlot !== ask.slot) continue;
     if (!first || r.workerSlot! < first.workerSlot!) first = r;
   }
   return first;

@@ -59,6 +59,15 @@
  * its own place in the fire key (`winner` = the slot), and a runner takes the first slot it can
  * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
  * slot ever runs twice.
+ *
+ * Every runner (`every: true`, docs/placement.md) repeats steps 1–2 in one slot only: its host's
+ * own (`ContendOptions.slot`, given once per host and namespace and kept for good:
+ * store/host-slots.ts). Each runner is the only one that ever claims its slot, so each fire gets
+ * one winner row per runner and no skip rows for the others' shares; the slot's lock is the
+ * host's, so overlap and `queue` are judged per host. A restarted runner claims the same slot:
+ * the fire key refuses it a fire it ran before the restart. Another runner's winner says nothing
+ * of this runner's run, so the looks that skip a fire because it "has a winner" (a fire contended
+ * late, a lock met passing, a queue's wait) look at this runner's slot alone.
  */
 import { errorMessage } from '../errors.js';
 import { jobLockName } from '../lock-names.js';
@@ -156,7 +165,13 @@ export async function contend(
 
   const overlap = options.overlap ?? 'skip';
   const workers = options.workers ?? 1;
-  if (workers === 1 && (options.afterLead || isStale(c, attempt))) {
+  // The slots this runner may claim: its host's own for an `every` job (the other runners'
+  // slots are theirs to claim and to skip), else the fan-out's 1..workers.
+  const slots =
+    options.slot != null ? [options.slot] : Array.from({ length: workers }, (_, i) => i + 1);
+  // Not for an `every` job: another runner's winner does not stand for this runner's run, and
+  // its slot's lock is no other runner's to hold.
+  if (options.slot == null && workers === 1 && (options.afterLead || isStale(c, attempt))) {
     // A fire contended after its first asker's lead (first-asker.ts) has most likely been won by
     // it; one found this late (a runner thawed after a stall, a wake long behind) by a runner
     // that was on time. Look before anything else: the look is one statement for all of a turn's
@@ -190,10 +205,10 @@ export async function contend(
     await c.lock.assertWritable();
     const pause = await prefetch.pause;
     if (pause) return skip(skips.paused(pause));
-    for (let slot = 1; slot <= workers; slot++) {
+    for (const slot of slots) {
       const won = await claim(c, { ...attempt, slot }, null, prefetch);
       if (won.won) return won;
-      if (slot === workers) return skip(won.skip);
+      if (slot === slots.at(-1)) return skip(won.skip);
     }
   }
   const queued = overlap === 'queue' && options.queueUntil != null;
@@ -219,22 +234,22 @@ export async function contend(
       const deadline = Date.now() + options.waitSeconds! * 1000;
       const once = { ...options, waitSeconds: 0 };
       for (;;) {
-        const won = await contendSlots(c, attempt, once, workers, gaveUp, prefetch);
+        const won = await contendSlots(c, attempt, once, slots, gaveUp, prefetch);
         if (won.won || Date.now() >= deadline) return won.won ? won : skip(won.skip);
         await new Promise((r) => setTimeout(r, timingsOf(c).queuePollMs));
       }
     }
   }
-  const won = await contendSlots(c, attempt, options, workers, gaveUp, prefetch);
+  const won = await contendSlots(c, attempt, options, slots, gaveUp, prefetch);
   return won.won ? won : skip(won.skip);
 }
 
-/** Steps 1–2 over the worker slots: the first slot this runner can lock and claim. */
+/** Steps 1–2 over the worker slots: the first of `slots` this runner can lock and claim. */
 async function contendSlots(
   c: FireContext,
   attempt: Attempt,
   options: ContendOptions,
-  workers: number,
+  slots: readonly number[],
   gaveUp: (holder: SkipReason) => SkipReason,
   prefetch: Prefetch,
 ): Promise<Won | NotWon> {
@@ -242,13 +257,14 @@ async function contendSlots(
   // busy slots are named only once no slot was won (see nameHolders).
   const busy: (SkipReason | null)[] = [];
   const held: { index: number; lockName: string; attempt: Attempt }[] = [];
-  for (let slot = 1; slot <= workers; slot++) {
+  for (const slot of slots) {
     const slotAttempt = { ...attempt, slot };
     const lockName = jobLockName(c.database, c.namespace, attempt.job, slot);
     const got = await acquire(c, lockName, slotAttempt, options);
     if (got === 'taken') {
-      // While this fire waited in the queue, another runner won this very fire.
-      const winner = await findAttemptWinner(c.pool, c.namespace, attempt);
+      // While this fire waited in the queue, another runner won this very fire (this slot of
+      // it, for an `every` job: this host ran it already).
+      const winner = await findAttemptWinner(c.pool, c.namespace, attempt, options.slot);
       busy.push(skips.fireHasWinner(winner));
       continue;
     }
@@ -279,9 +295,9 @@ async function contendSlots(
       await new Promise((r) => setTimeout(r, timingsOf(c).describeDelayMs));
     }
     const named = await Promise.all(
-      held.map((h) => describeHolder(c.pool, c.namespace, h.lockName, h.attempt)),
+      held.map((h) => describeHolder(c.pool, c.namespace, h.lockName, h.attempt, options.slot)),
     );
-    if (workers === 1 && !queued && named[0]!.passing != null) {
+    if (slots.length === 1 && !queued && named[0]!.passing != null) {
       // The lock is passing, not held by a run: ask again for a moment rather than leave the
       // fire without a winner (see LOCK_PASSING_WAIT_MS).
       const again = await contendWhileLockPasses(
@@ -296,7 +312,7 @@ async function contendSlots(
     }
     held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!.skip)));
   }
-  if (workers === 1) return { won: false, skip: busy[0]! };
+  if (slots.length === 1) return { won: false, skip: busy[0]! };
   return { won: false, skip: skips.allSlotsTaken(busy as SkipReason[]) };
 }
 
@@ -314,7 +330,7 @@ async function acquire(
     if (await c.lock.tryAcquire(lockName, options.waitSeconds ?? 0)) return 'acquired';
     const until = options.overlap === 'queue' ? options.queueUntil?.getTime() : undefined;
     if (until == null || options.signal?.aborted) return 'busy';
-    if (await findAttemptWinner(c.pool, c.namespace, attempt)) return 'taken';
+    if (await findAttemptWinner(c.pool, c.namespace, attempt, options.slot)) return 'taken';
     const now = c.now?.().getTime() ?? Date.now();
     const wait = Math.min(timingsOf(c).queuePollMs, until - now);
     if (wait <= 0) return 'busy';
@@ -456,7 +472,7 @@ export async function contendWhileLockPasses(
     const left = deadline - performance.now();
     if (left <= 0 || options.signal?.aborted || !c.lock.usable) break;
     await new Promise((r) => setTimeout(r, Math.min(wait, left)));
-    const holder = await describeHolder(c.pool, c.namespace, lockName, attempt);
+    const holder = await describeHolder(c.pool, c.namespace, lockName, attempt, options.slot);
     last = holder.skip;
     if (holder.passing == null) return { won: false, skip: holder.skip };
     if (holder.passing === 'free' && (await c.lock.tryAcquire(lockName, 0))) {
@@ -470,7 +486,7 @@ export async function contendWhileLockPasses(
   }
   return {
     won: false,
-    skip: last ?? (await describeHolder(c.pool, c.namespace, lockName, attempt)).skip,
+    skip: last ?? (await describeHolder(c.pool, c.namespace, lockName, attempt, options.slot)).skip,
   };
 }
 

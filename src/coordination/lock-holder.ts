@@ -20,11 +20,16 @@ export interface LockHolder {
   passing: 'free' | 'held' | null;
 }
 
+/**
+ * The holder of `lockName`, seen from `attempt`. `slot`: the fire's winner is looked for in that
+ * slot only (an `every` job's runner, in its host's); else any slot's winner is the fire's.
+ */
 export async function describeHolder(
   pool: Queryable,
   namespace: string,
   lockName: string,
   attempt: Attempt,
+  slot?: number,
 ): Promise<LockHolder> {
   // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
   // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
@@ -34,6 +39,7 @@ export async function describeHolder(
     job: attempt.job,
     scheduledAt: attempt.scheduledAt,
     rerun: attempt.rerun ?? 0,
+    ...(slot != null ? { slot } : {}),
   });
   const final = (skip: SkipReason): LockHolder => ({ skip, passing: null });
   if (facts.holder == null) {

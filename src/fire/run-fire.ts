@@ -39,6 +39,7 @@ import type { FireInfo } from '../execution/job-context.js';
 import type { OutputSink } from '../execution/job-launch.js';
 import { startJob, type JobResult } from '../execution/job-process.js';
 import { plannedStart } from '../schedule/jitter.js';
+import { hostSlot } from '../store/host-slots.js';
 import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
 import type { FireRef, NotAttemptedCause } from './fire-events.js';
@@ -235,11 +236,15 @@ class Fire {
   ): Promise<Contention> {
     const { job, o } = this;
     try {
+      // An `every` job's fire is this runner's own to run, in its host's slot for good: a
+      // restart claims the same slot and meets its own row (store/host-slots.ts).
+      const slot = job.every ? await hostSlot(ctx.pool, ctx.namespace, ctx.host) : null;
       return await contend(ctx, attempt, {
         overlap: policy,
         runningHere,
         queueUntil,
         workers: job.workers,
+        ...(slot != null ? { slot } : {}),
         skips: job.skips,
         ...(job.notify ? { eventTargets: eventTargets(job.notify) } : {}),
         ...(o.waitSeconds != null ? { waitSeconds: o.waitSeconds } : {}),
@@ -320,7 +325,8 @@ class Fire {
         trigger: ref.trigger,
         host: c.host,
         attempt: 1,
-        worker: { slot: claim.slot, count: job.workers },
+        // An `every` run is not a share of a fan-out: its host slot means nothing to the job.
+        worker: job.every ? { slot: 1, count: 1 } : { slot: claim.slot, count: job.workers },
         ...(o.params ? { params: o.params.given } : {}),
       };
       const { result, attempts } = await this.attemptRuns(w, fire);

@@ -69,6 +69,11 @@ export interface JobOptions {
    * stopped before the other run let go still tells how long it lived beside it.
    */
   timeOverlap?: boolean;
+  /**
+   * The job's lock file is its host's (and worker slot's): an `every: true` job runs each fire on
+   * every runner at once by design, so only two runs on one host at once are an overlap.
+   */
+  lockPerHost?: boolean;
 }
 
 export interface Journal {
@@ -141,7 +146,7 @@ export function journal(dir: string): Journal {
 
 function script(
   folder: string,
-  { work = '', ignoreTerm = false, timeOverlap = false }: JobOptions,
+  { work = '', ignoreTerm = false, timeOverlap = false, lockPerHost = false }: JobOptions,
 ): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   // Every field is one word; the line ends in " ." so that a torn line is never read.
@@ -156,7 +161,7 @@ function script(
     'fire() { LD_PRELOAD= date -d "$BATON_SCHEDULED_AT" +%s%3N; }',
     `rec() { echo "$1 ${fields} $(now) $2 ." >> "$J/journal"; }`,
     // fd 9 (and the lock on it) is inherited by everything the job starts.
-    'exec 9>>"$J/locks/$BATON_JOB.${BATON_WORKER:-1}"',
+    `exec 9>>"$J/locks/$BATON_JOB.\${BATON_WORKER:-1}${lockPerHost ? '.$BATON_HOST' : ''}"`,
     'if flock -n 9; then o=0; else o=1; fi',
     'rec start $o',
     // `flock` on the same fd 9 (one open file description with the job's): once the other run

@@ -32,6 +32,7 @@ const ALLOWED: Record<string, string> = {
   'src/http/dashboard/overview.ts: wordsCache': 'memo: rendered words by input',
   // Weakly keyed by an object whose owner owns the entry's life (it goes with the key).
   'src/store/run-verdicts.ts: verdictBatchers': "a pool's verdict batcher, keyed by the pool",
+  'src/store/host-slots.ts: slotsByPool': "the hosts' slots read on a pool, keyed by the pool",
   'src/sdk/unique-key.ts: verified': "a job's connection's checked unique keys, by connection",
   'src/sdk/server-flavor.ts: cache': "a job's connection's server facts, by connection",
   'src/sdk/connection.ts: broken': "a job's connections known broken",
