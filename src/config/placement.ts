@@ -11,7 +11,8 @@
  * - **`prefer`**: `{hosts: [...], lead}` — of the live runners that may run the job, the first one
  *   of the list asks first for each fire (coordination/first-asker.ts); the others contend `lead`
  *   later, so a preferred runner that is gone or late is overtaken within the lead.
- * - **`every`**: each fire runs once on every runner that may run the job (fire/every.ts).
+ * - **`every`**: each fire runs once on every runner that may run the job, each in its host's own slot
+ *   of the fire key (store/host-slots.ts).
  */
 
 /** `runOn:` as loaded: both lists, either may be empty (not both). */
