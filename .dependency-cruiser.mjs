@@ -130,12 +130,11 @@ export default {
   // imports it, so that a surface cannot grow its own copy unnoticed. Which surfaces offer what:
   // docs/architecture.md, "Operator actions".
   required: [
-    ...surfaces('run', [
-      'cli/commands/run',
-      'http/write-actions',
-      'library/run-request-watch',
-      'library/scheduler',
-    ]),
+    ...surfaces('run', ['cli/commands/run', 'http/write-actions', 'library/scheduler']),
+    // Asking another runner (`--on-host`, a placed job, a library-mode job): one implementation.
+    ...surfaces('run-request', ['cli/fleet-run', 'http/write-actions']),
+    // Every runner takes the requests: both composition roots start the one watch.
+    ...surfaces('run-request-watch', ['cli/commands/start', 'library/scheduler']),
     ...surfaces('backfill', ['cli/commands/backfill', 'http/write-actions']),
     ...surfaces('pause', ['cli/commands/pause', 'http/write-actions']),
     ...surfaces('kill', ['cli/commands/kill', 'http/write-actions']),

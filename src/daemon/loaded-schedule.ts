@@ -26,7 +26,11 @@ export interface LoadedSchedule extends Loaded {
    * that run only after their parents included.
    */
   jobs: Map<string, JobDefinition>;
-  /** The enabled jobs this runner may not run (`runOn`), with why: "needs tag sftp". */
+  /**
+   * The jobs this runner may not run (`runOn`), with why: "needs tag sftp". Disabled ones too:
+   * an operator may still ask a runner for one (`baton run --on-host`), and the registry says
+   * which runner may take it.
+   */
   elsewhere: Map<string, string>;
   /** The jobs' own schedules: none for a job that runs only after its parents. */
   schedules: Map<string, Schedule>;
@@ -69,7 +73,7 @@ export function loadSchedule(
   const here = (j: JobDefinition) => !place || mayRun(j.runOn, place);
   const jobs = new Map(enabled.filter(here).map((j) => [j.name, j]));
   const elsewhere = new Map(
-    enabled.filter((j) => !here(j)).map((j) => [j.name, describeRunOn(j.runOn!)]),
+    config.jobs.filter((j) => !here(j)).map((j) => [j.name, describeRunOn(j.runOn!)]),
   );
   const schedules = new Map<string, Schedule>();
   const knownSince = new Map<string, Date>();

@@ -553,6 +553,21 @@ export class Runner {
     };
   }
 
+  /**
+   * The jobs of the loaded file this runner may run (`runOn`, config/placement.ts), disabled ones
+   * included: the run requests it takes when they are addressed to no one in particular.
+   */
+  jobsRunnableHere(): string[] {
+    return this.loaded.config.jobs
+      .filter((j) => !this.loaded.elsewhere.has(j.name))
+      .map((j) => j.name);
+  }
+
+  /** Why this runner may not run `job` ("needs tag sftp"); null when it may, or has no such job. */
+  whyNotHere(job: string): string | null {
+    return this.loaded.elsewhere.get(job) ?? null;
+  }
+
   /** The pool, while this runner can coordinate: for the write API's pauses and audit rows. */
   get writePool(): Queryable | null {
     return this.link.usable && !this.link.readOnly ? this.link.anyPool : null;

@@ -21,8 +21,14 @@ import {
   type Actor,
 } from '../actions/pause.js';
 import { AlreadyRanError, runJob, type RunAction } from '../actions/run.js';
+import {
+  askRun,
+  noRunnerForPlacedJob,
+  RUN_ELSEWHERE_REFUSALS,
+  runnersToAsk,
+} from '../actions/run-request.js';
 import type { JobDefinition } from '../config/schema.js';
-import { errorMessage, UsageError } from '../errors.js';
+import { BatonError, errorMessage, LockHeldError, UsageError } from '../errors.js';
 import { killOutcomeDocument, killRun } from '../actions/kill.js';
 import type { OperatorFires } from '../fire/operator-fire.js';
 import { parseFireTime } from '../instants.js';
@@ -37,6 +43,8 @@ export interface WriteSubject {
   namespace(): string;
   /** Every job of the loaded schedules file, disabled ones included. */
   jobs(): readonly string[];
+  /** Why this runner may not run `job` (`runOn`: "needs tag sftp"); null when it may. */
+  whyNotHere(job: string): string | null;
   /** A pool that takes writes; null while the runner cannot coordinate. */
   pool(): Queryable | null;
   /** The runner as the process of operators' fires (daemon/runner.ts); null as `pool`. */
@@ -45,15 +53,23 @@ export interface WriteSubject {
   log: Logger;
 }
 
+interface RunBody {
+  fire?: string;
+  again?: boolean;
+  withDependents?: boolean;
+  onHost?: string;
+}
+
 /**
  * POST /api/jobs/{job}/run: 202 once the run holds the lock, 409 naming who holds it. With
  * `fire`, that past fire of the schedule again (`baton run --fire`): 409 when it already ran
- * successfully, unless `again`.
+ * successfully, unless `again`. With `onHost`, or for a job this runner may not run (`runOn`),
+ * another runner is asked (`runElsewhere`).
  */
 export async function runAction(
   s: WriteSubject,
   job: string,
-  body: { fire?: string; again?: boolean; withDependents?: boolean },
+  body: RunBody,
   r: Who,
 ): Promise<ApiAnswer> {
   const definition = knownJob(s, job);
@@ -61,6 +77,8 @@ export async function runAction(
   if (body.again && fire == null) {
     throw new ApiError(400, 'bad-request', 'the body: again: needs fire');
   }
+  const whyNot = s.whyNotHere(job);
+  if (body.onHost != null || whyNot != null) return runElsewhere(s, job, body, r, whyNot);
   const fires = usableFires(s);
   let run: RunAction;
   try {
@@ -108,6 +126,65 @@ export async function runAction(
       );
     default:
       throw new ApiError(503, 'not-run', `${job} not run: ${start.reason}`);
+  }
+}
+
+/** How the write API answers each refusal of a request to another runner (actions/run-request.ts). */
+const REFUSAL_STATUS: Readonly<Record<string, [number, string]>> = {
+  [RUN_ELSEWHERE_REFUSALS.unknownRunner]: [404, 'not-found'],
+  [RUN_ELSEWHERE_REFUSALS.noJob]: [404, 'not-found'],
+  [RUN_ELSEWHERE_REFUSALS.mayNotRun]: [409, 'ineligible'],
+  [RUN_ELSEWHERE_REFUSALS.notLive]: [503, 'unavailable'],
+  [RUN_ELSEWHERE_REFUSALS.noneMayRun]: [503, 'unavailable'],
+};
+
+/**
+ * The run route asking another runner (actions/run-request.ts, as `baton run --on-host` and a
+ * placed job's `baton run` do): `onHost` names it, else any live runner that may run the job. The
+ * same checks from the registry, refused before anything is written; then the audit row and the
+ * request, answered 202 once the runner asked has started the run (`host` says which).
+ */
+async function runElsewhere(
+  s: WriteSubject,
+  job: string,
+  body: RunBody,
+  r: Who,
+  whyNot: string | null,
+): Promise<ApiAnswer> {
+  const why =
+    body.onHost != null
+      ? `onHost asks ${body.onHost} to run ${job}`
+      : `${s.host} may not run ${job}: ${whyNot}`;
+  if (body.fire != null || body.withDependents) {
+    throw new ApiError(
+      400,
+      'bad-request',
+      `${why}: fire and withDependents are not sent to another runner`,
+    );
+  }
+  const pool = usablePool(s);
+  const ask = { namespace: s.namespace(), job, onHost: body.onHost ?? null, env: {} };
+  try {
+    const runners = await runnersToAsk(pool, ask);
+    if (!runners) throw noRunnerForPlacedJob(ask.namespace, job, whyNot ?? '');
+    const started = await askRun(pool, ask, runners, actor(s, r));
+    return {
+      status: 202,
+      body: {
+        job,
+        runId: started.runId,
+        host: started.host,
+        auditId: started.auditId,
+        requestId: started.requestId,
+      },
+    };
+  } catch (err) {
+    if (err instanceof LockHeldError) throw new ApiError(409, 'busy', err.message);
+    if (err instanceof BatonError) {
+      const [status, code] = REFUSAL_STATUS[err.code] ?? [503, 'not-run'];
+      throw new ApiError(status, code, err.message);
+    }
+    throw err;
   }
 }
 

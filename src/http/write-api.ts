@@ -68,6 +68,8 @@ const runBody = reasonBody
     fire: instant.optional(),
     again: z.boolean().optional(),
     withDependents: z.boolean().optional(),
+    // A runner's host id, compared with the registry's names only (HOST_MAX_CHARS).
+    onHost: z.string().min(1).max(255).optional(),
   })
   .strict();
 const killBody = reasonBody.extend({ grace: z.string().max(32).optional() }).strict();

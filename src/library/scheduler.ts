@@ -9,7 +9,8 @@
  * same fire protocol, fire key, history, registry, pause, catch-up, notifications and kill
  * requests, so `baton status/history/explain/kill` see a fleet of replicas as they see daemons.
  * What differs is where a job runs — its handler, in this process (execution/in-process.ts) — and
- * `baton run <job>`, which asks a replica to run it (run-request-watch.ts), since the CLI cannot.
+ * `baton run <job>`, which asks a replica to run it (actions/run-request-watch.ts), since the CLI
+ * cannot.
  *
  * The lifecycle: `start()` connects (waiting while the database is unreachable, like a daemon)
  * and keeps the process alive while started — its lock session is an open connection, and a
@@ -35,6 +36,7 @@ import { loadConfig } from '../config/load.js';
 import { DEFAULT_NAMESPACE } from '../config/defaults.js';
 import type { Config } from '../config/schema.js';
 import { startRun } from '../actions/run.js';
+import { watchRunRequests } from '../actions/run-request-watch.js';
 import type { ManualStart } from '../fire/operator-fire.js';
 import { runnerEvents, type RunnerEvents } from '../daemon/runner-events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
@@ -55,7 +57,6 @@ import {
   type CodeSettings,
   type JobOptions,
 } from './job-options.js';
-import { watchRunRequests } from './run-request-watch.js';
 
 /** A duration as in schedules.yaml (`'30s'`, `'2m'`) or milliseconds. */
 export type Duration = string | number;
@@ -343,7 +344,8 @@ export class Scheduler {
         fires: () => runner.operatorFires(),
         namespace: config.namespace,
         host: this.host,
-        jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
+        jobs: () => runner.jobsRunnableHere(),
+        whyNot: (job) => runner.whyNotHere(job),
         log: this.log,
         keepAlive: this.keepAlive,
       },

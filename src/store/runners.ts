@@ -50,6 +50,8 @@ export interface LoadedDefinition {
   secretEnv?: readonly string[];
   /** The job's next fires as the runner computed them; absent when the row does not say. */
   next?: UpcomingFires;
+  /** Why the runner may not run it (`runOn`: "needs tag sftp"); absent when it may. */
+  ineligible?: string;
 }
 
 export interface RunnerRecord {
@@ -271,9 +273,10 @@ function parseJson(text: string): Readonly<Record<string, unknown>> {
 
 /**
  * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
- * fingerprint}` (runners that do not say since when) and `{job: {fp, since, next?, secretEnv?}}`
- * with `since` an ISO instant (or a Date), null for a disabled job, `next` its next fires
- * (UpcomingFires) and `secretEnv` the names of its secret variables. Entries of any other shape
+ * fingerprint}` (runners that do not say since when) and `{job: {fp, since, next?, secretEnv?,
+ * ineligible?}}` with `since` an ISO instant (or a Date), null for a job it does not run, `next`
+ * its next fires (UpcomingFires), `secretEnv` the names of its secret variables and `ineligible`
+ * why it may not run it (`runOn`). Entries of any other shape
  * are left out.
  */
 export function loadedJobs(r: {
@@ -288,11 +291,12 @@ export function loadedJobs(r: {
       continue;
     }
     if (entry == null || typeof entry !== 'object') continue;
-    const { fp, since, next, secretEnv } = entry as {
+    const { fp, since, next, secretEnv, ineligible } = entry as {
       fp?: unknown;
       since?: unknown;
       next?: unknown;
       secretEnv?: unknown;
+      ineligible?: unknown;
     };
     if (typeof fp !== 'string') continue;
     const at =
@@ -305,6 +309,7 @@ export function loadedJobs(r: {
         ? { secretEnv: secretEnv.filter((n): n is string => typeof n === 'string') }
         : {}),
       ...(upcoming && { next: upcoming }),
+      ...(typeof ineligible === 'string' ? { ineligible } : {}),
     });
   }
   return jobs;

@@ -208,7 +208,9 @@ describe('library mode: the example app as three replicas', () => {
       'UPDATE baton_run_requests SET requested_at = NOW(3) - INTERVAL 20 SECOND WHERE id = ?',
       [stale],
     );
-    expect((await openRunRequests(db.conn, 'shop', ['nobody'])).map((r) => r.id)).toEqual([]);
+    expect((await openRunRequests(db.conn, 'shop', 'lib-a', ['nobody'])).map((r) => r.id)).toEqual(
+      [],
+    );
     expect(await takeRunRequest(db.conn, stale, 'lib-a')).toBe(false);
   });
 

@@ -29,6 +29,8 @@ import { runJob } from '../../actions/run.js';
 import { awaitChain, type ChainStep } from '../../actions/dependents.js';
 import { ownSchedule } from '../../actions/past-fires.js';
 import { invocationArgv } from '../usage.js';
+import { describeRunOn } from '../../config/placement.js';
+import { HOST_MAX_CHARS } from '../../host-name.js';
 import {
   argsAfterDashes,
   checkParamsSize,
@@ -46,6 +48,7 @@ interface RunArgs extends CommonArgs {
   env?: string[];
   namespace?: string;
   withDependents: boolean;
+  onHost?: string;
 }
 
 // Shared with the daemon's write API (fire/manual-instant.ts); exported here for the unit tests.
@@ -89,6 +92,13 @@ export const runCommand: CommandModule<object, RunArgs> = {
           "then run the job's children (after:) for the same instant, as its schedule would; " +
           'waits for them (docs/dependencies.md)',
       })
+      .option('on-host', {
+        ...FREE_TEXT,
+        describe:
+          'ask this live runner (its host id, as baton status lists it) to run the job; refused ' +
+          'when it may not (runOn). A job with runOn is always asked of a runner that may run ' +
+          'it, never run here (docs/cli.md, "Running a placed job by hand")',
+      })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the audit (baton audit)' })
       .option('namespace', {
         type: 'string',
@@ -106,12 +116,17 @@ export const runCommand: CommandModule<object, RunArgs> = {
     }
     if (args.again && args.fire == null) throw new UsageError('--again needs --fire <instant>');
     const reason = checkedReason(args.reason);
+    const onHost = args.onHost == null ? null : checkedOnHost(args.onHost);
     // Checked here for a library replica's job too (cli/fleet-run.ts): nothing is written yet.
     checkParamsSize(parseEnvPairs(args.env ?? []), argsAfterDashes(invocationArgv()));
     // A job of no schedules file here may be a library-mode replica's (cli/fleet-run.ts).
     const file = existsSync(configPath(args)) ? resolveConfig(args) : null;
-    if (!file?.jobs.some((j) => j.name === args.job) && args.fire == null) {
-      if (args.withDependents) {
+    const inFile = file?.jobs.find((j) => j.name === args.job) ?? null;
+    // This host is not a runner and has no tags: a placed job is never run here, where its mount
+    // or licence may be missing; a runner that may run it is asked instead.
+    const placed = inFile?.runOn ? describeRunOn(inFile.runOn) : null;
+    if (onHost != null || placed != null || (!inFile && args.fire == null)) {
+      if (!inFile && onHost == null && args.withDependents) {
         throw new UsageError(
           `--with-dependents runs the children a schedules file gives ${args.job}; ` +
             'no schedules file here has it',
@@ -124,9 +139,13 @@ export const runCommand: CommandModule<object, RunArgs> = {
         host: resolveHost(args),
         json: args.json,
         ...(reason != null ? { reason } : {}),
+        onHost,
+        placed,
         env: parseEnvPairs(args.env ?? []),
         args: argsAfterDashes(invocationArgv()),
         wait: args.wait,
+        fire: args.fire != null,
+        withDependents: args.withDependents,
       });
       if (code != null) return code;
     }
@@ -219,6 +238,20 @@ export const runCommand: CommandModule<object, RunArgs> = {
     }
   }),
 };
+
+/**
+ * `--on-host`'s value: a runner's host id, compared with the registry's names only (never parsed
+ * as anything else). Empty, or longer than any host id can be, names no runner.
+ */
+function checkedOnHost(value: string): string {
+  if (value.length === 0 || value.length > HOST_MAX_CHARS) {
+    throw new UsageError(
+      `--on-host needs the host id of a live runner, 1 to ${HOST_MAX_CHARS} characters ` +
+        `(got ${value.length}; baton status lists the runners)`,
+    );
+  }
+  return value;
+}
 
 /**
  * `--json`: the run's row as `baton history --json` prints it, read back once the verdict is

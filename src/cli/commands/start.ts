@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandModule } from 'yargs';
 import { loadConfigIsolated } from '../../config/load-isolated.js';
+import { watchRunRequests } from '../../actions/run-request-watch.js';
 import { Runner, RUNNER_DEFAULTS } from '../../daemon/runner.js';
 import { runnerTimings } from '../../daemon/runner-options.js';
 import { resolveTimings, type PartialTimings } from '../../daemon/timings.js';
@@ -179,6 +180,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
     // runner still waiting for the database must stop cleanly too. First SIGTERM/SIGINT drains
     // (up to --grace), a second stops at once.
     let stopping: Promise<void> | null = null;
+    // The watch of `baton run` requests (actions/run-request-watch.ts) stops with the first signal.
+    const requests = new AbortController();
     const stopped = new Promise<void>((resolve) => {
       const onSignal = (signal: NodeJS.Signals) => {
         if (stopping) {
@@ -187,6 +190,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
           return;
         }
         log.info({ signal }, 'stopping');
+        requests.abort();
         stopping = runner.stop(signal).finally(resolve);
       };
       process.on('SIGTERM', onSignal);
@@ -213,6 +217,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
                 host,
                 namespace: () => runner.loadedConfig.namespace,
                 jobs: () => runner.loadedConfig.jobs.map((j) => j.name),
+                whyNotHere: (job: string) => runner.whyNotHere(job),
                 pool: () => runner.writePool,
                 fires: () => runner.operatorFires(),
                 log,
@@ -229,8 +234,23 @@ export const startCommand: CommandModule<object, StartArgs> = {
           })
         : null;
     try {
-      await runner.start();
+      if (await runner.start()) {
+        // Every runner takes the `baton run` requests addressed to it, and those of the jobs it may
+        // run addressed to no one (a placed job asked for by hand: docs/cli.md).
+        watchRunRequests(
+          {
+            fires: () => runner.operatorFires(),
+            namespace: config.namespace,
+            host,
+            jobs: () => runner.jobsRunnableHere(),
+            whyNot: (job) => runner.whyNotHere(job),
+            log,
+          },
+          requests.signal,
+        );
+      }
     } catch (err) {
+      requests.abort();
       await runner.stop('start-up failed', true);
       await endpoint?.close();
       throw err;
