@@ -9,8 +9,11 @@
  *   at all), naming what the job needs and the live runners; and a webhook is told once.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeSchedule } from '../helpers/cli.js';
 import { useFleet } from '../helpers/fleet.js';
 import { writeJournaledSchedule } from '../helpers/ground-truth.js';
+import { baton } from '../helpers/cli-in-process.js';
+import { inspectCli } from '../helpers/inspect.js';
 import { status } from '../helpers/status-cli.js';
 import { waitFor } from '../helpers/wait.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -74,6 +77,15 @@ jobs:
     await waitFor('five runs of upload', () => journal.attempts('upload').length >= 5, {
       timeoutMs: 20_000,
     });
+    // explain: the untagged runners stood aside by design, not "left no attempt".
+    const fire = new Date(journal.attempts('upload').at(-1)!.fire).toISOString();
+    const explained = await inspectCli(fleet.db, config, 'explain', 'upload', fire);
+    expect(explained.code, explained.stderr).toBe(0);
+    expect(explained.stdout).toContain('ran on tagged');
+    expect(explained.stdout).toContain('plain-a: not eligible here (needs tag sftp)');
+    expect(explained.stdout).toContain('plain-b: not eligible here (needs tag sftp)');
+    expect(explained.stdout).toContain('runs only on runners tagged sftp: tagged');
+    expect(explained.stdout).not.toContain('left no attempt');
     await tagged!.stop('SIGKILL');
     const ran = journal.attempts('upload');
     expect(new Set(ran.map((a) => a.host))).toEqual(new Set(['tagged']));
@@ -154,4 +166,40 @@ jobs:
     expect(Number(outbox[0]!.n)).toBe(1);
     for (const r of plain) expect(r.errors(), r.host).toEqual([]);
   }, 60_000);
+});
+
+describe('baton list', () => {
+  it('says where each job may run', async () => {
+    const config = writeSchedule(`
+namespace: placement-list
+jobs:
+  anywhere:
+    schedule: "0 * * * *"
+    command: ['true']
+  upload:
+    schedule: "0 * * * *"
+    runOn: {tags: [sftp, region=eu]}
+    command: ['true']
+  report:
+    schedule: "0 * * * *"
+    runOn: {hosts: [srv-01, srv-02]}
+    prefer: {hosts: [srv-02], lead: 2s}
+    command: ['true']
+`);
+    const listed = await baton(['list', '--json', '--config', config]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const jobs = (JSON.parse(listed.stdout) as { jobs: { name: string; runsOn: string }[] }).jobs;
+    expect(Object.fromEntries(jobs.map((j) => [j.name, j.runsOn]))).toEqual({
+      anywhere: 'any runner',
+      upload: 'runners tagged sftp and region=eu',
+      report: 'srv-01, srv-02; srv-02 first, the others after 2s',
+    });
+    const wide = await baton(['list', '-o', 'wide', '--config', config]);
+    expect(wide.code, wide.stderr).toBe(0);
+    expect(wide.stdout).toContain('RUNS ON');
+    expect(wide.stdout).toContain('runners tagged sftp and region=eu');
+    const compact = await baton(['list', '--config', config], { env: { COLUMNS: '200' } });
+    expect(compact.stdout).toContain('on runners tagged sftp and region=eu');
+    expect(compact.stdout).not.toMatch(/anywhere.*on any runner/);
+  });
 });
