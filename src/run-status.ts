@@ -62,9 +62,11 @@ export type SkipKind = (typeof SKIP_KINDS)[number];
  * before a database failover and the new primary has no row of it: it may have run on the old
  * one, so it is not caught up; daemon/in-doubt.ts) or `not-claimed` (a runner held the job's lock
  * for the fire but could not write its claim — the database did not answer in time, or its clock
- * had not reached the fire — so the job did not run; recorded late, fire/verdict-backlog.ts).
+ * had not reached the fire — so the job did not run; recorded late, fire/verdict-backlog.ts) or
+ * `no-eligible-runner` (runners were alive, but none of them may run the job: its `runOn` asks
+ * for tags or hosts none of them has; daemon/placement-watch.ts, docs/placement.md).
  */
-export const MISSED_KINDS = ['not-run', 'in-doubt', 'not-claimed'] as const;
+export const MISSED_KINDS = ['not-run', 'in-doubt', 'not-claimed', 'no-eligible-runner'] as const;
 export type MissedKind = (typeof MISSED_KINDS)[number];
 
 /**

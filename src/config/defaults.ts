@@ -26,6 +26,7 @@ export const NOTIFY_EVENTS = [
   'no-success',
   'runner-gone',
   'detached',
+  'no-eligible-runner',
 ] as const;
 export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
 

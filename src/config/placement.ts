@@ -90,6 +90,27 @@ export function describeRunOn(runOn: RunOn): string {
 }
 
 /**
+ * Where a job may run, in words for `list`, `explain` and the dashboard: "any runner", "runners
+ * tagged sftp", "srv-01, srv-02", "runners tagged sftp among srv-01"; then `prefer` ("srv-01
+ * first, the others after 1s") and `every` ("every one of them, each fire"). `lead` is rendered
+ * by the caller's duration format.
+ */
+export function describePlacement(
+  job: { runOn?: RunOn | null; prefer?: Prefer | null; every?: boolean },
+  duration: (ms: number) => string,
+): string {
+  const runOn = job.runOn;
+  const tags = runOn && runOn.tags.length > 0 ? `runners tagged ${runOn.tags.join(' and ')}` : null;
+  const hosts = runOn && runOn.hosts.length > 0 ? runOn.hosts.join(', ') : null;
+  let where = tags && hosts ? `${tags} among ${hosts}` : (tags ?? hosts ?? 'any runner');
+  if (job.every) where += ', every one of them each fire';
+  if (job.prefer && job.prefer.hosts.length > 0) {
+    where += `; ${job.prefer.hosts.join(', then ')} first, the others after ${duration(job.prefer.leadMs)}`;
+  }
+  return where;
+}
+
+/**
  * The runner that asks first for a fire of a job with `prefer`: the first host of its list among
  * `live` (the runners that run the job, this one included); null when none of them is live.
  */

@@ -105,6 +105,9 @@ export class FleetWatch {
   /** The jobs each of them registered, and the digest of its schedule they were read at. */
   private companionJobs = new Map<string, { digest: string; jobs: ReadonlySet<string> }>();
 
+  /** When the last look succeeded (this host's clock); null before the first. */
+  private lookedAtMs: number | null = null;
+
   private watching = false;
 
   private readonly t: FleetWatchTimings;
@@ -136,6 +139,7 @@ export class FleetWatch {
             }
             this.companions = hosts;
             this.companionJobs = new Map(alive.map((p) => [p.host, p.known]));
+            this.lookedAtMs = Date.now();
           }
         }
         await delay(this.t.companionsMs, o.signal, o.keepAlive);
@@ -151,6 +155,15 @@ export class FleetWatch {
     const hosts: string[] = [];
     for (const [host, { jobs }] of this.companionJobs) if (jobs.has(job)) hosts.push(host);
     return hosts;
+  }
+
+  /**
+   * The other runners alive with this one at the last look (every COMPANIONS_MS), and when that
+   * look was (this host's clock; null before the first): daemon/placement-watch.ts judges "no
+   * live runner may run this job" only from a look newer than its own start.
+   */
+  get lastLook(): { hosts: readonly string[]; atMs: number } | null {
+    return this.lookedAtMs == null ? null : { hosts: this.companions, atMs: this.lookedAtMs };
   }
 
   /** The companions alive now, with their jobs: read again only for a schedule that changed. */

@@ -6,7 +6,7 @@
  * 2. If so, the runner takes the namespace's notify lock (`GET_LOCK(…, 0)` on a connection of its
  *    own) and, holding it, decides: the throttle lets a new failure through or holds it, held
  *    failures whose window has passed become one summary, a recovery folds the held ones in; the
- *    evaluations no verdict carries (`no-success`, `runner-gone`) run here, every 15 s, and write
+ *    evaluations no verdict carries (`no-success`, `runner-gone`, `no-eligible-runner`) run here, every 15 s, and write
  *    their events under the unique key — once per episode. Then it claims the due rows
  *    (`claim_until`: the claim lapses if this runner dies) and lets the lock go.
  * 3. It delivers what it claimed, outside the lock, and records each outcome: sent, a retry
@@ -53,7 +53,7 @@ import {
   type NoticeRow,
 } from '../store/notifications.js';
 import { DEFAULT_GONE_AFTER_MS, listRunners, runnerState } from '../store/runners.js';
-import { databaseNow } from '../store/fire-reads.js';
+import { databaseNow, unplacedEpisode } from '../store/fire-reads.js';
 
 export const NOTIFY_INTERVAL_MS = 1_000;
 /** How often the evaluations without a verdict (no-success, runner-gone, detached) run. */
@@ -356,7 +356,10 @@ export class Notifier {
     }
   }
 
-  /** The events no verdict carries: a job silent past its `expect`, a runner gone. */
+  /**
+   * The events no verdict carries: a job silent past its `expect`, a job no live runner may run,
+   * a runner gone or detached.
+   */
   private async evaluate(db: Queryable, config: Config): Promise<void> {
     const ns = this.o.namespace;
     const now = await databaseNow(db);
@@ -394,6 +397,25 @@ export class Notifier {
           },
         });
       }
+    }
+    // A job no live runner may run (daemon/placement-watch.ts writes its fires' `missed` rows):
+    // one event per episode, keyed by its first such fire after the job last ran.
+    const unplaced = config.jobs.filter(
+      (j) => j.enabled && j.runOn && j.notify?.on.includes('no-eligible-runner'),
+    );
+    for (const job of unplaced) {
+      const episode = await unplacedEpisode(db, ns, job.name);
+      // Episodes older than a week are history, not news (a target added since).
+      if (!episode || now.getTime() - episode.scheduledAt.getTime() > 7 * 86_400_000) continue;
+      notices.push({
+        namespace: ns,
+        subject: job.name,
+        fire: episode.scheduledAt,
+        event: 'no-eligible-runner',
+        targets: job.notify!.to,
+        runId: episode.runId,
+        details: { reason: episode.reason },
+      });
     }
     const targetsOf = (event: 'runner-gone' | 'detached') => [
       ...new Set(
@@ -442,7 +464,9 @@ export class Notifier {
 
 function hasEvaluations(config: Config): boolean {
   return config.jobs.some((j) =>
-    (['no-success', 'runner-gone', 'detached'] as const).some((e) => j.notify?.on.includes(e)),
+    (['no-success', 'runner-gone', 'detached', 'no-eligible-runner'] as const).some((e) =>
+      j.notify?.on.includes(e),
+    ),
   );
 }
 

@@ -68,6 +68,7 @@ import { Releasers } from './releasers.js';
 import { repeat } from './repeat.js';
 import { RetentionSchedule } from './retention-schedule.js';
 import { Notifier } from './notifier.js';
+import { PlacementWatch } from './placement-watch.js';
 import { deliverNotification } from '../notify/deliver.js';
 
 export class Runner {
@@ -88,6 +89,8 @@ export class Runner {
   private readonly registrar: Registrar;
   private readonly dispatcher: Dispatcher;
   private readonly dependents: DependentWatch;
+  /** Fires of jobs no live runner may run: their `missed` rows (placement-watch.ts). */
+  private readonly placement: PlacementWatch;
   private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
@@ -190,6 +193,25 @@ export class Runner {
       timings: timings.dependents,
       keepAlive,
     });
+    this.placement = new PlacementWatch({
+      host,
+      namespace: () => this.loaded.config.namespace,
+      loaded: () => this.loaded,
+      // Only while this runner can coordinate and is with the fleet (not holding its fires).
+      pool: () =>
+        this.link.usable && this.link.fleet.state === 'with-fleet' ? this.link.anyPool : null,
+      fleet: {
+        companionsRunning: (job) => this.link.fleet.companionsRunning(job),
+        lastLook: () => this.link.fleet.lastLook,
+        timings: timings.fleetWatch,
+      },
+      now: () => this.clock.now(),
+      events: this.events,
+      log,
+      signal,
+      timings: timings.placement,
+      keepAlive,
+    });
     // After a failover the fires this runner contended may have lost their rows with the old
     // primary (replication lag): the dispatcher's memory of them no longer says they are done.
     this.events.on('db:failover', () => this.dispatcher.forgetSent());
@@ -268,6 +290,7 @@ export class Runner {
     });
     this.notifier.start();
     this.dependents.start();
+    this.placement.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;
     // Two runners of one process (library mode's schedulers, in-process tests) are two runners

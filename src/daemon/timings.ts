@@ -23,6 +23,7 @@ import { FLEET_WATCH_TIMINGS, type FleetWatchTimings } from './fleet-watch.js';
 import { HEALTH_TIMINGS, type HealthTimings } from './health.js';
 import { LINK_TIMINGS, type LinkTimings } from './link.js';
 import { NOTIFIER_TIMINGS, type NotifierTimings } from './notifier.js';
+import { PLACEMENT_TIMINGS, type PlacementTimings } from './placement-watch.js';
 import { RECOVERY_TIMINGS, type RecoveryTimings } from './recovery.js';
 import { REGISTRAR_TIMINGS, type RegistrarTimings } from './registrar.js';
 import { RETENTION_TIMINGS, type RetentionTimings } from './retention-schedule.js';
@@ -50,6 +51,8 @@ export interface Timings {
   recovery: RecoveryTimings;
   /** The notification outbox: its passes, evaluations, claims and back-off. */
   notifier: NotifierTimings;
+  /** The jobs placed elsewhere: the look for fires no live runner may run, its settle. */
+  placement: PlacementTimings;
   /** Pruning by `retention:`. */
   retention: RetentionTimings;
   /** `/healthz`: when the loop counts as stuck. */
@@ -77,6 +80,7 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
   runs: RUN_TIMINGS,
   recovery: RECOVERY_TIMINGS,
   notifier: NOTIFIER_TIMINGS,
+  placement: PLACEMENT_TIMINGS,
   retention: RETENTION_TIMINGS,
   health: HEALTH_TIMINGS,
   metrics: METRICS_TIMINGS,

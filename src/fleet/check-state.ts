@@ -7,6 +7,7 @@ import { CheckExitCode, type CheckState } from '../exit-codes.js';
 
 export const WARNING_KINDS = [
   'no-runner',
+  'no-eligible-runner',
   'runner-gone',
   'detached',
   'clock-offset',
@@ -21,11 +22,18 @@ export type WarningKind = (typeof WARNING_KINDS)[number];
 export type Severity = 'critical' | 'warning' | 'info';
 
 /**
- * How much a finding weighs: jobs not run at all are critical (and a runner detached from the
- * fleet: a split brain), a deliberate pause is not.
+ * How much a finding weighs: jobs not run at all are critical (no runner, or none that may run
+ * the job; and a runner detached from the fleet: a split brain), a deliberate pause is not.
  */
 export function severityOf(kind: WarningKind, { warnPaused = false } = {}): Severity {
-  if (kind === 'no-runner' || kind === 'no-success' || kind === 'detached') return 'critical';
+  if (
+    kind === 'no-runner' ||
+    kind === 'no-eligible-runner' ||
+    kind === 'no-success' ||
+    kind === 'detached'
+  ) {
+    return 'critical';
+  }
   if (kind === 'paused') return warnPaused ? 'warning' : 'info';
   return 'warning';
 }

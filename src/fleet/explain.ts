@@ -3,7 +3,8 @@
  * registry judged now, the job's pause; store/explain-reads.ts reads them) and the local
  * schedules file, which fire is "the latest", the one-line verdict, the notes, and why each
  * registered runner that was there for the fire left no row — judged now: gone (crashed or cut
- * off), stopped, alive without the job in its schedule, alive but given the job only after the
+ * off), stopped, alive without the job in its schedule, alive but not eligible for it (its
+ * `runOn`: docs/placement.md), alive but given the job only after the
  * fire (a reload), or alive and lagging — and those restarted since the fire that took part in
  * the job before it (down, or still starting, at the fire).
  *
@@ -15,6 +16,7 @@
  * waiting for a parent, started by which parent runs, or skipped as `upstream`.
  */
 import { formatDuration } from '../config/duration.js';
+import { describePlacement } from '../config/placement.js';
 import type { JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { restartedSince, runnersAtFire, type RunnerNow } from '../store/fire-reads.js';
@@ -29,7 +31,8 @@ import { judgeChain, type ChainJudgement } from './explain-chain.js';
 /** How recent a fire may be for an alive runner without a row to count as "still contending". */
 const STILL_CONTENDING_MS = 5_000;
 
-export type MissingState = 'gone' | 'stopped' | 'no-job' | 'loaded-later' | 'lagging' | 'restarted';
+export type MissingState =
+  'gone' | 'stopped' | 'no-job' | 'ineligible' | 'loaded-later' | 'lagging' | 'restarted';
 
 export interface MissingRunner {
   host: string;
@@ -154,7 +157,30 @@ export function judgeFire(input: FireInput): FireJudgement {
     notes.unshift("the latest fire by the schedules file's schedule; no runner wrote a row for it");
   }
   if (input.tallies?.length) notes.push(tallyNote(input.tallies, fire, tallied));
+  const placed = placementNote(name, job, runners, missing);
+  if (placed) notes.push(placed);
   return { verdict, notes, missing, tallied: tallied.sort(), chain: null };
+}
+
+/**
+ * Where the job may run, when runners that were there stood aside for it (`runOn`): "runs only on
+ * runners tagged sftp: b" — the live runners that may run it now, by the registry.
+ */
+function placementNote(
+  name: string,
+  job: JobDefinition | null,
+  runners: RunnerNow[],
+  missing: MissingRunner[],
+): string | null {
+  if (!missing.some((m) => m.state === 'ineligible')) return null;
+  const eligible = runners
+    .filter((r) => r.alive && r.jobs.has(name) && r.jobs.get(name)!.ineligible == null)
+    .map((r) => r.host)
+    .sort();
+  const where = job?.runOn
+    ? describePlacement({ runOn: job.runOn }, (ms) => formatDuration(ms, 'brief'))
+    : 'the runners its runOn names';
+  return `runs only on ${where}: ${eligible.length > 0 ? eligible.join(', ') : 'none alive now'}`;
 }
 
 /** What the tallies of the fire's hour say, and what they cannot: which fire each skip was. */
@@ -281,6 +307,10 @@ export function judgeMissing(
       detail: `alive, but its schedule has no job "${job}" (a different schedules file?)`,
     };
   }
+  if (loaded.ineligible != null) {
+    // Placed elsewhere (`runOn`): by design it writes nothing for the job's fires.
+    return { ...base, state: 'ineligible', detail: `not eligible here (${loaded.ineligible})` };
+  }
   if (loaded.since.getTime() > fire.getTime()) {
     return {
       ...base,
@@ -366,14 +396,16 @@ export function verdictOf(
           ? `stopped at ${formatInstant(m.stoppedAt ? new Date(m.stoppedAt) : null)}`
           : m.state === 'no-job'
             ? 'alive, without this job in its schedule'
-            : m.state === 'loaded-later'
-              ? 'alive, given the job only after this fire'
-              : m.state === 'restarted'
-                ? `restarted at ${formatInstant(new Date(m.startedAt))}: down or starting at the fire`
-                : recent
-                  ? 'alive: its attempt is not written yet'
-                  : 'alive now: lagging, or it was not connected then';
-    parts.push(`${m.host} left no attempt (${state})`);
+            : m.state === 'ineligible'
+              ? null
+              : m.state === 'loaded-later'
+                ? 'alive, given the job only after this fire'
+                : m.state === 'restarted'
+                  ? `restarted at ${formatInstant(new Date(m.startedAt))}: down or starting at the fire`
+                  : recent
+                    ? 'alive: its attempt is not written yet'
+                    : 'alive now: lagging, or it was not connected then';
+    parts.push(state == null ? `${m.host}: ${m.detail}` : `${m.host} left no attempt (${state})`);
   }
   return parts.join('; ');
 }

@@ -12,6 +12,9 @@
  * (severityOf) that makes the monitoring state (checkState):
  * - `no-runner` (critical): no runner of the namespace is alive, so no job runs at all. Then
  *   the file's jobs that no live runner loaded are not drift each — that is this one finding;
+ * - `no-eligible-runner` (critical): an enabled job that runners are alive for, but that every
+ *   live runner registered as one it may not run (its `runOn`: tags or hosts none of them has,
+ *   docs/placement.md) — its fires are recorded `missed` (daemon/placement-watch.ts), none runs;
  * - `runner-gone`: a runner stopped heartbeating without stopping;
  * - `detached` (critical): a live runner holds its fires after a failover, as no other runner
  *   heartbeats on this server: the fleet has left it (daemon/fleet-watch.ts) — a split brain;
@@ -32,7 +35,8 @@
  *   however old: the next success clears it. Not for a paused job, nor one disabled in the file;
  * - `paused` (informational; a warning with `warnPaused`): each paused job, since a pause is easy
  *   to forget.
- * `no-success` and `detached` are critical; the others are warnings.
+ * `no-runner`, `no-eligible-runner`, `no-success` and `detached` are critical; the others are
+ * warnings.
  */
 import { formatDuration } from '../config/duration.js';
 import { deadManSource } from '../config/dependencies.js';
@@ -89,6 +93,8 @@ export interface RunnerStatus {
   clockOffsetMs: number | null;
   /** The jobs it loaded (enabled or not), by name. */
   jobs: string[];
+  /** Its tags (`baton start --tag`, config/placement.ts); empty: none. */
+  tags: string[];
 }
 
 export interface RunningStatus {
@@ -126,6 +132,11 @@ export interface JobStatus {
   expectMs: number | null;
   /** Live runners that loaded it. */
   loadedBy: string[];
+  /**
+   * Live runners that loaded it as one they may not run, with why (`runOn`: "needs tag sftp");
+   * empty when every runner that loaded it may run it.
+   */
+  ineligibleOn: { host: string; why: string }[];
 }
 
 export interface StatusInput {
@@ -195,6 +206,7 @@ export function buildStatus(input: StatusInput): StatusReport {
       stoppedAt: r.stoppedAt,
       clockOffsetMs: r.clockOffsetMs,
       jobs: [...r.jobs.keys()].sort(),
+      tags: [...(r.tags ?? [])],
     };
   });
   const liveRecords = currentRunners(input.runners, now).filter(
@@ -232,6 +244,7 @@ export function buildStatus(input: StatusInput): StatusReport {
   const definitions = new Map(input.config?.jobs.map((j) => [j.name, j]));
   const jobs: JobStatus[] = [];
   const deadMan: Warning[] = [];
+  const unplaced: Warning[] = [];
   const failing: Warning[] = [];
   for (const name of reportedJobs(input.config, liveRecords, input.pauses, input.running)) {
     const def = definitions.get(name);
@@ -266,7 +279,13 @@ export function buildStatus(input: StatusInput): StatusReport {
       overdueAt: expected?.overdueAt ?? null,
       expectMs: expected?.expectMs ?? null,
       loadedBy: loadedBy.map((r) => r.host),
+      ineligibleOn: loadedBy.flatMap((r) => {
+        const why = r.jobs.get(name)?.ineligible;
+        return why != null ? [{ host: r.host, why }] : [];
+      }),
     });
+    const placed = noEligibleWarning(name, def?.enabled ?? null, liveRecords);
+    if (placed) unplaced.push(placed);
     if (expected && !pause && now.getTime() > expected.overdueAt.getTime()) {
       deadMan.push(noSuccessWarning(name, lastSuccessAt, since!, expected.expectMs, now));
     }
@@ -274,7 +293,7 @@ export function buildStatus(input: StatusInput): StatusReport {
       failing.push(failingWarning(name, lastSuccessAt, failures));
     }
   }
-  warnings.push(...deadMan, ...failing);
+  warnings.push(...unplaced, ...deadMan, ...failing);
   for (const p of input.pauses) warnings.push(pausedWarning(p));
   if (input.notifications) warnings.push(...notifyWarnings(input.notifications));
 
@@ -298,6 +317,34 @@ function firstAppearance(
   );
   if (candidates.length === 0) return null;
   return new Date(Math.min(...candidates.map((d) => d.getTime())));
+}
+
+/**
+ * `no-eligible-runner`: live runners registered the job as one they may not run, and none of
+ * them runs it (none loaded it as eligible and enabled). Not for a job the local file disables.
+ */
+function noEligibleWarning(
+  job: string,
+  enabledInFile: boolean | null,
+  live: RunnerRecord[],
+): Warning | null {
+  if (enabledInFile === false || live.length === 0) return null;
+  const loaded = live.map((r) => ({ host: r.host, def: r.jobs.get(job) }));
+  const ineligible = loaded.filter((l) => l.def?.ineligible != null);
+  if (ineligible.length === 0) return null;
+  if (loaded.some((l) => l.def && l.def.ineligible == null && !l.def.disabled)) return null;
+  const whys = [...new Set(ineligible.map((l) => l.def!.ineligible!))];
+  const hosts = live.map((r) => r.host);
+  const tagged = (r: RunnerRecord) =>
+    r.tags && r.tags.length > 0 ? `${r.host} [${r.tags.join(', ')}]` : r.host;
+  return {
+    kind: 'no-eligible-runner',
+    message:
+      `job "${job}" has no eligible runner: ${whys.join('; ')}; live runners: ` +
+      `${live.map(tagged).join(', ')} — none of them may run it, its fires are recorded missed`,
+    job,
+    hosts,
+  };
 }
 
 function noRunnerWarning(namespace: string, runners: RunnerStatus[], now: Date): Warning {
@@ -411,6 +458,7 @@ export function statusToJson(report: StatusReport) {
       lastSeenAgoMs: report.now.getTime() - r.lastSeenAt.getTime(),
       stoppedAt: iso(r.stoppedAt),
       jobs: r.jobs,
+      tags: r.tags,
     })),
     running: report.running.map((r) => ({
       runId: r.runId,
@@ -446,6 +494,7 @@ export function statusToJson(report: StatusReport) {
       expectMs: j.expectMs,
       overdueAt: iso(j.overdueAt),
       loadedBy: j.loadedBy,
+      ineligibleOn: j.ineligibleOn,
     })),
     warnings: report.warnings.map((w) => ({
       ...w,

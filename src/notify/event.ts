@@ -126,6 +126,10 @@ function headline(e: NotificationEvent, run: Run | null, d: Record<string, unkno
       return `runner ${d.host ?? e.host ?? '?'} is gone: no heartbeat since ${minute(String(d.lastSeenAt ?? ''))}`;
     case 'detached':
       return `runner ${d.host ?? e.host ?? '?'} is detached from the fleet after a failover: it holds its fires`;
+    case 'no-eligible-runner': {
+      const why = typeof d.reason === 'string' && d.reason !== '' ? `: ${d.reason}` : '';
+      return `${e.job} does not run: no live runner may run it, from the fire of ${minute(e.fire)}${why}`;
+    }
     case 'summary': {
       const n = e.count ?? 0;
       const since = typeof d.since === 'string' ? ` since ${minute(d.since)}` : '';

@@ -107,7 +107,7 @@ export async function runnersNow(
 ): Promise<{ now: Date; runners: RunnerNow[] }> {
   const [rows] = await db.query<RegistryRow[]>(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
-            lock_connection_id, db_server, schedule, NOW(3) AS now,
+            lock_connection_id, db_server, tags, schedule, NOW(3) AS now,
             IF(lock_connection_id IS NULL, NULL,
                IS_USED_LOCK(${sessionLockSql('lock_connection_id')}) <=> lock_connection_id)
               AS session_held
@@ -323,4 +323,40 @@ export async function winnersOfJobBetween(
     [namespace, job, from, to],
   );
   return rows.map(toRun);
+}
+
+/** The first fire of an episode of a job no live runner may run (daemon/notifier.ts). */
+export interface UnplacedEpisode {
+  /** Its `missed` row. */
+  runId: number;
+  scheduledAt: Date;
+  reason: string | null;
+}
+
+/**
+ * The first `missed` row of kind `no-eligible-runner` (daemon/placement-watch.ts) of `job` after
+ * the latest fire that had a winner: the episode that goes on, or the last one, since the job
+ * last ran. Every runner that asks gets the same row, so the notification keyed by its instant
+ * is one per episode. Null: none since the job last ran.
+ */
+export async function unplacedEpisode(
+  db: Queryable,
+  namespace: string,
+  job: string,
+): Promise<UnplacedEpisode | null> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, scheduled_at, reason FROM baton_runs
+      WHERE namespace = ? AND job = ? AND winner = 0 AND reason_kind = 'no-eligible-runner'
+        AND scheduled_at > COALESCE((SELECT MAX(w.scheduled_at) FROM baton_runs AS w
+              WHERE w.namespace = ? AND w.job = ? AND w.winner >= 1), '1000-01-01')
+      ORDER BY scheduled_at LIMIT 1`,
+    [namespace, job, namespace, job],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    runId: Number(r.id),
+    scheduledAt: r.scheduled_at as Date,
+    reason: (r.reason as string | null) ?? null,
+  };
 }

@@ -269,9 +269,10 @@ function fireKey(job: string, scheduledAt: Date, trigger: string): string {
  * that a fire is in doubt after a failover (`in-doubt`: daemon/in-doubt.ts); or that a runner
  * contended a fire but its claim could not be written (`not-claimed`: the database did not
  * answer in time, or its clock had not reached the fire), written late from the runner's backlog
- * (fire/verdict-backlog.ts).
+ * (fire/verdict-backlog.ts); or that no live runner may run the job (`no-eligible-runner`:
+ * daemon/placement-watch.ts).
  * The row takes the fire key's `winner = 0` slot: written once however many runners notice, and
- * never in the way of a winner (`winner = 1`). A `not-claimed` row is written only while the fire
+ * never in the way of a winner (`winner = 1`). A `not-claimed` or `no-eligible-runner` row is written only while the fire
  * has no winner (another runner may have won it after this one gave up): it yields to the winner
  * as to another runner's `missed` row. Returns whether this call wrote it.
  */
@@ -313,7 +314,7 @@ async function writeMissed(
   // A winner already there wins: the fire ran (or runs) after all. One that comes later meets a
   // `missed` row the way it would meet the look-back's.
   const unlessWon =
-    kind === 'not-claimed'
+    kind === 'not-claimed' || kind === 'no-eligible-runner'
       ? `WHERE NOT EXISTS (SELECT 1 FROM baton_runs AS w
           WHERE w.namespace = ? AND w.job = ? AND w.scheduled_at = ? AND w.rerun = ?
             AND w.winner >= 1)`

@@ -32,6 +32,7 @@ export type NoticeKind =
   | 'no-success'
   | 'runner-gone'
   | 'detached'
+  | 'no-eligible-runner'
   | 'summary'
   | 'test';
 

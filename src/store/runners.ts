@@ -48,10 +48,12 @@ export interface LoadedDefinition {
   since: Date;
   /** The names of the job's `secretEnv` variables; absent when it has none (or does not say). */
   secretEnv?: readonly string[];
-  /** The job's next fires as the runner computed them; absent when the row does not say. */
-  next?: UpcomingFires;
   /** Why the runner may not run it (`runOn`: "needs tag sftp"); absent when it may. */
   ineligible?: string;
+  /** The runner loaded it disabled (`since` null, not `ineligible`): it does not run it. */
+  disabled?: true;
+  /** The job's next fires as the runner computed them; absent when the row does not say. */
+  next?: UpcomingFires;
 }
 
 export interface RunnerRecord {
@@ -69,6 +71,8 @@ export interface RunnerRecord {
   dbServer?: string | null;
   /** Why it holds its fires, detached from the fleet (migration 0016); null: it is not. */
   detached?: string | null;
+  /** Its tags (migration 0019, config/placement.ts); absent or empty: none. */
+  tags?: readonly string[];
   /** Job name → the definition the runner loaded (the `schedule` column, decoded). */
   jobs: ReadonlyMap<string, LoadedDefinition>;
 }
@@ -231,6 +235,7 @@ export interface RunnerRow extends RowDataPacket {
   lock_connection_id: number | null;
   db_server?: string | null;
   detached?: string | null;
+  tags?: string | null;
   schedule: string;
 }
 
@@ -238,7 +243,7 @@ export interface RunnerRow extends RowDataPacket {
 export async function listRunners(db: Queryable, namespace: string): Promise<RunnerRecord[]> {
   const [rows] = await db.query<RunnerRow[]>(
     `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
-            lock_connection_id, db_server, detached, schedule
+            lock_connection_id, db_server, detached, tags, schedule
        FROM baton_runners WHERE namespace = ? ORDER BY host`,
     [namespace],
   );
@@ -258,8 +263,20 @@ export function toRunnerRecord(r: RunnerRow): RunnerRecord {
     lockConnectionId: r.lock_connection_id == null ? null : Number(r.lock_connection_id),
     dbServer: r.db_server ?? null,
     detached: r.detached ?? null,
+    tags: tagsOf(r.tags),
     jobs: loadedJobs({ schedule: parseJson(r.schedule), startedAt: r.started_at }),
   };
+}
+
+/** The `tags` column: a JSON array of strings, or NULL; anything else reads as none. */
+function tagsOf(column: string | null | undefined): string[] {
+  if (column == null) return [];
+  try {
+    const value = JSON.parse(column) as unknown;
+    return Array.isArray(value) ? value.filter((t): t is string => typeof t === 'string') : [];
+  } catch {
+    return [];
+  }
 }
 
 function parseJson(text: string): Readonly<Record<string, unknown>> {
@@ -308,8 +325,12 @@ export function loadedJobs(r: {
       ...(Array.isArray(secretEnv) && secretEnv.length > 0
         ? { secretEnv: secretEnv.filter((n): n is string => typeof n === 'string') }
         : {}),
+      ...(typeof ineligible === 'string'
+        ? { ineligible }
+        : since === null
+          ? { disabled: true }
+          : {}),
       ...(upcoming && { next: upcoming }),
-      ...(typeof ineligible === 'string' ? { ineligible } : {}),
     });
   }
   return jobs;

@@ -57,7 +57,9 @@
  *                          ← daemon/recovery.ts, in its look-back after (re)connecting;
  *                          'in-doubt' ← daemon/in-doubt.ts after a failover; 'not-claimed' (only
  *                          while the fire has no winner) ← fire/verdict-backlog.ts, for a fire
- *                          whose claim the database did not take.
+ *                          whose claim the database did not take; 'no-eligible-runner' (only
+ *                          while the fire has no winner) ← daemon/placement-watch.ts, for a fire
+ *                          of a job no live runner may run (`runOn`).
  *   finished ──▶ (gone)    DELETE, store/prune.ts only ← daemon/retention-schedule.ts and
  *                          `baton prune`; never a `running` row.
  *

@@ -220,19 +220,23 @@ function render(head: string[], rows: Run[], registered: number, judged: FireJud
             : 'no attempt missing: every runner that was running at the fire left a row',
     );
   } else {
-    out.push(`runners that left no attempt (${missing.length}):`);
-    out.push(
+    // Runners placed elsewhere (`runOn`) write nothing by design: listed apart, not as missing.
+    const ineligible = missing.filter((m) => m.state === 'ineligible');
+    const silent = missing.filter((m) => m.state !== 'ineligible');
+    const listing = (ms: typeof missing) =>
       table(
         ['HOST', 'PID', 'STATE', 'LAST SEEN', 'DETAIL'],
-        missing.map((m) => [
-          m.host,
-          m.pid,
-          m.state,
-          formatInstant(new Date(m.lastSeenAt)),
-          m.detail,
-        ]),
-      ).trimEnd(),
-    );
+        ms.map((m) => [m.host, m.pid, m.state, formatInstant(new Date(m.lastSeenAt)), m.detail]),
+      ).trimEnd();
+    if (silent.length > 0) {
+      out.push(`runners that left no attempt (${silent.length}):`);
+      out.push(listing(silent));
+    }
+    if (ineligible.length > 0) {
+      if (silent.length > 0) out.push('');
+      out.push(`runners not eligible for this job (${ineligible.length}):`);
+      out.push(listing(ineligible));
+    }
   }
   return `${out.join('\n')}\n`;
 }

@@ -7,6 +7,7 @@ import { describeSchedule } from '../../schedule/describe.js';
 import { plannedStart } from '../../schedule/jitter.js';
 import { childrenOf, describeAfter, scheduleText } from '../../config/dependencies.js';
 import { formatDuration } from '../../config/duration.js';
+import { describePlacement } from '../../config/placement.js';
 import type { JobAfter } from '../../config/schema.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
@@ -44,6 +45,10 @@ interface ListedJob {
   jitterMs: number;
   paused: boolean | null;
   pause: ReturnType<typeof pauseDocument>;
+  /** Where it may run, in words (config/placement.ts `describePlacement`): "any runner", … */
+  runsOn: string;
+  /** Whether it says where (`runOn`, `prefer` or `every`): the compact view flags only those. */
+  placed: boolean;
 }
 
 export const listCommand: CommandModule<object, ListArgs> = {
@@ -112,6 +117,11 @@ export const listCommand: CommandModule<object, ListArgs> = {
         // null: unknown (no database to ask).
         paused: pauses ? pauses.has(job.name) : null,
         pause: pauseDocument(pauses?.get(job.name)),
+        runOn: job.runOn ?? null,
+        prefer: job.prefer ?? null,
+        every: job.every ?? false,
+        runsOn: describePlacement(job, (ms) => formatDuration(ms, 'compact')),
+        placed: job.runOn != null || job.prefer != null || job.every === true,
       };
     });
     if (args.json) {
@@ -131,6 +141,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
           'TIME ZONE',
           'IN WORDS',
           'ENABLED',
+          'RUNS ON',
           ...(pauses ? ['PAUSED'] : []),
           'NEXT FIRES (UTC, then local)',
         ],
@@ -141,6 +152,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
           j.timezone,
           j.describe,
           j.enabled ? 'yes' : 'no',
+          j.runsOn,
           ...(pauses ? [j.pause ? `yes, by ${j.pause.pausedBy}` : 'no'] : []),
           j.nextFires
             .map((f, i) => {
@@ -195,6 +207,7 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
       j.jitterMs > 0 ? `jitter ${formatDuration(j.jitterMs, 'compact')}` : '',
       // A job with a schedule and parents: its schedule's cell is the expression.
       j.after && j.schedule != null ? describeAfter(j.after) : '',
+      j.placed ? `on ${j.runsOn}` : '',
     ].filter((f) => f !== '');
     return [
       { text: j.name, ...(j.enabled && !j.pause ? {} : { style: 'dim' as const }) },

@@ -66,12 +66,15 @@ interface StatusArgs extends CommonArgs {
 const EPILOGUE = `Exit status, as a monitoring check (Nagios, Icinga, Sensu):
   0 OK        nothing to act on; a paused job is only informational (unless --warn-paused)
   1 WARNING   runner-gone, clock-offset, schedule-drift, failing, paused with --warn-paused
-  2 CRITICAL  no-runner (no runner alive in the namespace), no-success (a job past its expect)
+  2 CRITICAL  no-runner (no runner alive in the namespace), no-eligible-runner (runners are
+              alive, but none may run a job: its runOn), no-success (a job past its expect)
   3 UNKNOWN   no verdict: the database cannot be read, a bad option or schedules file (the
               message says which; status never exits 64, 69 or 78 as other commands do)
 
 Findings (kind): no-runner (no live runner in the namespace's registry: no job runs; the jobs
 no runner loaded are then not reported as drift one by one),
+no-eligible-runner (an enabled job every live runner registered as one it may not run: its runOn
+asks for tags or hosts none of them has; its fires are recorded missed, docs/placement.md),
 runner-gone (no heartbeat for --gone-after without a graceful stop),
 clock-offset (a live runner's clock is off the database's by more than --clock-threshold),
 schedule-drift (live runners loaded different definitions of a job, or only some loaded it; or
@@ -89,10 +92,10 @@ Times are the database's clock. Next fires come from the schedules file (--confi
 BATON_CONFIG); without one they are not shown. --json prints { namespace, namespaceSource:
 { kind: flag|env|file|default, file? }, now, state, exitCode, healthy (exit code 0),
 runners: [{ host, pid, version, state, alive, clockOffsetMs, startedAt, lastSeenAt,
-lastSeenAgoMs, stoppedAt, jobs }], running: [{ runId, job, host, pid, trigger, scheduledAt,
+lastSeenAgoMs, stoppedAt, jobs, tags }], running: [{ runId, job, host, pid, trigger, scheduledAt,
 startedAt, runningForMs, attempts }], jobs: [{ name, inConfig, enabled, schedule (null: none of
 its own), timezone, after ({ jobs, on, withinMs } or null), nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
-overdueAt, loadedBy }], warnings: [{ kind, severity: critical|warning|info, message, job?,
+overdueAt, loadedBy, ineligibleOn: [{ host, why }] }], warnings: [{ kind, severity: critical|warning|info, message, job?,
 hosts? }] } (every finding is in warnings, whatever its severity); UNKNOWN prints { state,
 exitCode, healthy, error }. clockOffsetMs is how far the runner's clock is ahead of the
 database's (negative: behind).`;
@@ -271,6 +274,8 @@ function label(w: Warning): string {
   switch (w.kind) {
     case 'no-runner':
       return 'no runner alive';
+    case 'no-eligible-runner':
+      return `no eligible runner for ${job}`;
     case 'runner-gone':
       return `runner ${host} gone`;
     case 'detached':
@@ -316,10 +321,11 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
     report.runners.length === 0
       ? 'no runner has registered in this namespace\n'
       : table(
-          ['HOST', 'STATE', 'PID', 'VERSION', 'CLOCK OFFSET', 'LAST SEEN', 'STARTED (UTC)'],
+          ['HOST', 'STATE', 'TAGS', 'PID', 'VERSION', 'CLOCK OFFSET', 'LAST SEEN', 'STARTED (UTC)'],
           report.runners.map((r) => [
             r.host,
             r.state,
+            r.tags.join(', '),
             r.pid,
             r.version,
             r.clockOffsetMs == null ? 'not measured yet' : signed(r.clockOffsetMs),

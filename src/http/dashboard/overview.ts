@@ -16,6 +16,8 @@
  */
 import { type PauseDocument, pauseDocument } from '../../actions/documents.js';
 import { describeAfter } from '../../config/dependencies.js';
+import { formatDuration } from '../../config/duration.js';
+import { describePlacement } from '../../config/placement.js';
 import type { Config, JobDefinition } from '../../config/schema.js';
 import { errorMessage } from '../../errors.js';
 import {
@@ -105,6 +107,11 @@ export interface JobOverview {
   scheduleWords: string;
   enabled: boolean;
   workers: number;
+  /**
+   * Where it may run, in words (`runOn`, `prefer`, `every`: config/placement.ts
+   * `describePlacement`); null for a job any runner may run.
+   */
+  runsOn: string | null;
   pause: PauseDocument | null;
   nextFire: string | null;
   /**
@@ -130,6 +137,8 @@ export interface RunnerOverview {
   stoppedAt: string | null;
   /** Whether the lock session it registered still holds its session lock; null = it named none. */
   lockSessionHeld: boolean | null;
+  /** Its tags (`baton start --tag`); empty: none. */
+  tags: string[];
   /** The runner serving this page. */
   self: boolean;
 }
@@ -248,6 +257,7 @@ async function readHistory(
       lastSeenAgoMs: r.lastSeenAgoMs,
       stoppedAt: r.stoppedAt?.toISOString() ?? null,
       lockSessionHeld: r.lockSessionHeld,
+      tags: [...(r.tags ?? [])],
       self: r.host === source.host,
     };
   });
@@ -279,6 +289,10 @@ function jobOverview(
       .join(', and '),
     enabled: job.enabled,
     workers: job.workers,
+    runsOn:
+      job.runOn || job.prefer || job.every
+        ? describePlacement(job, (ms) => formatDuration(ms, 'compact'))
+        : null,
     pause: pauseDocument(pause),
     nextFire: source.nextFire(job.name)?.toISOString() ?? null,
     lastOutcome: ran ?? fires[fires.length - 1] ?? null,

@@ -57,6 +57,8 @@ interface JobOverviewJson {
   scheduleWords: string;
   enabled: boolean;
   workers: number;
+  /** Where it may run, in words; null: any runner. */
+  runsOn: string | null;
   pause: PauseJson | null;
   nextFire: string | null;
   lastOutcome: FireJson | null;
@@ -98,6 +100,8 @@ interface RunnerJson {
   lastSeenAgoMs: number;
   stoppedAt: string | null;
   lockSessionHeld: boolean | null;
+  /** Its tags; empty: none. */
+  tags: string[];
   self: boolean;
 }
 
@@ -432,6 +436,7 @@ interface ErrorAnswer {
             job.timezone !== 'UTC' ? ' · ' + job.timezone : '',
           ])
         : null,
+      job.runsOn != null ? el('span', { class: 'sub runs-on', text: 'on ' + job.runsOn }) : null,
     ]);
 
     const last = el('td', { class: 'last nowrap' });
@@ -484,6 +489,7 @@ interface ErrorAnswer {
   function runnerRow(r: RunnerJson, o: OverviewJson): HTMLElement {
     const host = el('th', { scope: 'row' }, [r.host]);
     if (r.self) host.appendChild(el('span', { class: 'tag', text: 'serves this page' }));
+    for (const t of r.tags) host.appendChild(el('span', { class: 'tag', text: t }));
     const letter = ({ alive: 'A', stopped: 'S', gone: 'G' } as Record<string, string>)[r.state];
     const stateCell = el('td', { class: 'nowrap st-' + r.state }, [
       el('span', { class: 'badge' }, [
