@@ -77,8 +77,17 @@ jobs:
     await waitFor('five runs of upload', () => journal.attempts('upload').length >= 5, {
       timeoutMs: 20_000,
     });
-    // explain: the untagged runners stood aside by design, not "left no attempt".
-    const fire = new Date(journal.attempts('upload').at(-1)!.fire).toISOString();
+    // explain: the untagged runners stood aside by design, not "left no attempt" — for a fire
+    // after both of them registered (on a loaded machine they may start seconds after it ran).
+    const [{ since }] = (await fleet.db.query<{ since: Date }>(
+      `SELECT MAX(started_at) AS since FROM baton_runners WHERE host IN ('plain-a', 'plain-b')`,
+    )) as [{ since: Date }];
+    const explainedRun = await waitFor(
+      'a run of upload after the plain runners registered',
+      () => journal.attempts('upload').find((a) => a.fire > since.getTime() + 1_000),
+      { timeoutMs: 20_000 },
+    );
+    const fire = new Date(explainedRun.fire).toISOString();
     const explained = await inspectCli(fleet.db, config, 'explain', 'upload', fire);
     expect(explained.code, explained.stderr).toBe(0);
     expect(explained.stdout).toContain('ran on tagged');
