@@ -314,7 +314,7 @@ async function backfillOne(
       // The instant's chain is over before the next instant's parent starts.
       const chain =
         dependents.length > 0 && outcome.recorded
-          ? await awaitChain(fires, job.name, at, dependents)
+          ? await awaitChain(fires, job.name, at, outcome.dependents ?? dependents)
           : null;
       return {
         action: 'run',

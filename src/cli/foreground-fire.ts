@@ -197,6 +197,7 @@ export class ForegroundSession implements OperatorFires {
       ...(f.rerun ? { rerun: f.rerun } : {}),
       ...(f.unlessDone ? { unlessDone: true } : {}),
       ...(f.params ? { params: f.params } : {}),
+      ...(f.chain ? { chain: f.chain } : {}),
       ...(f.dependents?.length
         ? { dependents: { plans: f.dependents, leadMs: WRITER_LEAD_MS } }
         : {}),
@@ -240,7 +241,10 @@ export class ForegroundSession implements OperatorFires {
       // Like a runner: the verdict's children judged here at once, those due run by this session.
       void this.track(
         outcome.then(
-          (over) => (over.status === 'ran' && over.recorded ? this.judgeChildren(f, plans) : null),
+          (over) =>
+            over.status === 'ran' && over.recorded
+              ? this.judgeChildren(f, over.dependents ?? plans)
+              : null,
           () => null,
         ),
       );
@@ -276,7 +280,7 @@ export class ForegroundSession implements OperatorFires {
       pid: process.pid,
       now: () => this.lock.toDatabaseTime(new Date()) ?? new Date(),
       timings: JUDGE_TIMINGS,
-      fire: async (child, key) => {
+      fire: async (child, key, fence) => {
         if (this.stopRequested) return null;
         // A child paused is skipped as at a runner (its pause stops its chain's fires too); an
         // operator who wants it anyway runs it by name.
@@ -300,6 +304,7 @@ export class ForegroundSession implements OperatorFires {
           at: key.scheduledAt,
           trigger: 'after',
           rerun: key.rerun,
+          chain: fence,
           unlessDone: false,
           waitSeconds: 0,
           ...(grandchildren.length > 0 ? { dependents: grandchildren } : {}),

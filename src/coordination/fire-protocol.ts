@@ -349,7 +349,7 @@ export async function claim(
   lockName: string | null,
   prefetch: Prefetch,
 ): Promise<Won | NotWon> {
-  let claimed: number | 'taken';
+  let claimed: number | 'taken' | 'fenced';
   try {
     if (lockName) {
       // The lock is ours, so any earlier run of the job that still says `running` is dead.
@@ -377,8 +377,10 @@ export async function claim(
       err,
     );
   }
-  if (claimed !== 'taken') return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
+  if (typeof claimed === 'number')
+    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
   if (lockName) await c.lock.release(lockName);
+  if (claimed === 'fenced') return { won: false, skip: skips.chainJudgedElsewhere() };
   const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }
@@ -432,7 +434,7 @@ async function claimWhenDue(
   c: FireContext,
   attempt: Attempt,
   locked: boolean,
-): Promise<number | 'taken'> {
+): Promise<number | 'taken' | 'fenced'> {
   // Claims under their job's lock are batched. Lock-free ones (`allow`) race the other runners
   // for the same fire keys: alone, each gets its answer without holding up a batch.
   const claim = { attempt, lockConnectionId: c.lock.connectionId };
@@ -442,7 +444,7 @@ async function claimWhenDue(
   const giveUpAt = Date.now() + limitMs;
   for (;;) {
     const result = locked ? await batched.load(claim) : (await claimFires(c.pool, [claim]))[0]!;
-    if (result === 'taken') return result;
+    if (result === 'taken' || result === 'fenced') return result;
     if (result !== 'early') return result.runId;
     if (Date.now() > giveUpAt) {
       throw new Error(

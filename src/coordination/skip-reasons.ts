@@ -63,6 +63,20 @@ export function claimedElsewhere(winner: Run | null): SkipReason {
 }
 
 /**
+ * A child's fire (`after:`) whose judge no longer held the chain's judgement at its claim: it
+ * stalled past its lease, and another runner may have taken the judgement (or closed the fire)
+ * since. Not claimed; the fire is judged again, by whoever takes the judgement next.
+ */
+export function chainJudgedElsewhere(): SkipReason {
+  return {
+    kind: 'taken',
+    text:
+      "not claimed: this runner's judgement of the chain lapsed before its claim " +
+      '(it stalled past its lease); the fire is judged again',
+  };
+}
+
+/**
  * This runner sent this very fire already — its loop and a catch-up both reached it — and won it
  * (daemon/sent-fires.ts): the second sending is told so, and writes no row.
  */

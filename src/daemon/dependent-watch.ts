@@ -30,7 +30,7 @@ import {
   JUDGE_TIMINGS,
   resolveDependent,
   WRITER_LEAD_MS,
-  type ChildContention,
+  type DependentEnv,
   type JudgeTimings,
 } from '../fire/dependents.js';
 import type { Loaded } from './dispatcher.js';
@@ -66,7 +66,7 @@ export interface DependentWatchOptions {
   pool: () => Queryable | null;
   /** Now by the database's clock. */
   now: () => Date;
-  fire: (job: JobDefinition, key: DependentKey) => Promise<ChildContention | null>;
+  fire: DependentEnv['fire'];
   /** The children a fire of `job` carries (Dispatcher.dependentsOf). */
   plans: (job: JobDefinition, key: DependentKey) => Promise<DependentPlan[]>;
   log: Logger;

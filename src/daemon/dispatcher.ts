@@ -38,6 +38,7 @@ import { childrenOf, instantSource } from '../config/dependencies.js';
 import { parseSchedule } from '../schedule/cron.js';
 import { planDependents, scheduledDependents, type ChildContention } from '../fire/dependents.js';
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
+import type { ChainFence } from '../store/runs.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -272,6 +273,7 @@ export class Dispatcher {
         ...(f.rerun ? { rerun: f.rerun } : {}),
         ...(f.unlessDone ? { unlessDone: true } : {}),
         ...(f.dependents ? { dependents: f.dependents } : {}),
+        ...(f.chain ? { chain: f.chain } : {}),
       }),
     );
     const outcome = contended.then((c) => c?.outcome ?? null);
@@ -288,12 +290,17 @@ export class Dispatcher {
    * job's chain like a scheduled fire — its overlap policy, its pause — with the trigger `after`
    * and the parents' instant.
    */
-  async dependentFire(job: JobDefinition, key: DependentKey): Promise<ChildContention | null> {
+  async dependentFire(
+    job: JobDefinition,
+    key: DependentKey,
+    fence: ChainFence,
+  ): Promise<ChildContention | null> {
     const dependents = await this.dependentsOf(job, key);
     return this.chain(job.name, () =>
       this.fire(job, key.scheduledAt, 'after', {
         ...(key.rerun ? { rerun: key.rerun } : {}),
         dependents,
+        chain: fence,
       }),
     );
   }
@@ -365,6 +372,7 @@ export class Dispatcher {
       ...(o.afterLead ? { afterLead: true } : {}),
       ...(o.rerun ? { rerun: o.rerun } : {}),
       ...(o.unlessDone ? { unlessDone: true } : {}),
+      ...(o.chain ? { chain: o.chain } : {}),
       signal,
       places: this.places,
       verdicts: this.o.verdicts,
@@ -386,7 +394,7 @@ export class Dispatcher {
       // Judged here at once, the verdict just written; the others wait out the lead first.
       void handle.outcome.then(
         (o) => {
-          if (o?.status === 'ran' && o.recorded) told.judge(scheduledAt, plans);
+          if (o?.status === 'ran' && o.recorded) told.judge(scheduledAt, o.dependents ?? plans);
         },
         () => {},
       );
@@ -463,6 +471,8 @@ interface FireAsked {
    * absent, the schedule's fires carry their job's (`scheduledDependents`), an operator's none.
    */
   dependents?: readonly DependentPlan[];
+  /** A chain's child: the judgement its claim rests on (store/runs.ts). */
+  chain?: ChainFence;
 }
 
 /** The schedule a job's instants come from: its own, or its first parent's up the chain. */

@@ -186,7 +186,7 @@ export class Runner {
       // Only while this runner can coordinate: the database answers and is the fleet's.
       pool: () => (this.link.usable ? this.link.anyPool : null),
       now: () => this.clock.now(),
-      fire: (job, key) => this.dispatcher.dependentFire(job, key),
+      fire: (job, key, fence) => this.dispatcher.dependentFire(job, key, fence),
       plans: (job, key) => this.dispatcher.dependentsOf(job, key),
       log,
       signal,

@@ -21,12 +21,14 @@ import {
   parentRecords,
   postponeDependent,
   readDependent,
+  judgeName,
   renewDependent,
   takeDependent,
   type DependentKey,
   type DependentPlan,
   type ParentRecord,
 } from '../store/dependent-fires.js';
+import type { ChainFence } from '../store/runs.js';
 import type { FireOutcome } from './fire-types.js';
 import { skipDependent } from '../store/fire-writes.js';
 
@@ -249,8 +251,15 @@ export interface DependentEnv {
   /** Now by the database's clock. */
   now: () => Date;
   timings: JudgeTimings;
-  /** Contends the child's fire (trigger `after`); null: not contended (the process stops). */
-  fire: (job: JobDefinition, key: DependentKey) => Promise<ChildContention | null>;
+  /**
+   * Contends the child's fire (trigger `after`), its claim fenced by `fence` (store/runs.ts);
+   * null: not contended (the process stops).
+   */
+  fire: (
+    job: JobDefinition,
+    key: DependentKey,
+    fence: ChainFence,
+  ) => Promise<ChildContention | null>;
   /**
    * The children of `job`'s fire `key` (`planDependents`): written with its skip, so that they
    * are judged at once rather than wait for a run that will not come.
@@ -270,9 +279,12 @@ export type Resolution =
 
 /**
  * Judges a child's fire and acts: contends it, skips it as `upstream`, or leaves it to be judged
- * again. The judgement is taken first (`takeDependent`): a fire started or skipped meanwhile, or
- * being judged by another runner, is left alone — one judge at a time, so that one runner never
- * contends a fire another closes as `upstream`.
+ * again. The judgement is taken first (`takeDependent`, under a name of this judgement alone:
+ * `judgeName`): a fire started or skipped meanwhile, or being judged by another runner, is left
+ * alone — one judge at a time, so that one runner never contends a fire another closes as
+ * `upstream`. Every write after it is conditional on the judgement still being this one's, and
+ * the claim of the child's fire is fenced by it (store/fire-writes.ts): a judge stopped anywhere
+ * (SIGSTOP, a long pause) past its lease finds, when it goes on, that it may no longer act.
  */
 export async function resolveDependent(
   env: DependentEnv,
@@ -280,16 +292,17 @@ export async function resolveDependent(
   key: DependentKey,
 ): Promise<Resolution> {
   const after = child.after;
-  const row = after ? await takeDependent(env.pool, key, env.host, env.timings.leaseMs) : null;
-  if (!row || !after) {
-    const now = await readDependent(env.pool, key);
-    return {
-      state: 'settled',
-      status: now?.status === 'waiting' || !now ? null : now.status,
-      runId: now?.runId ?? null,
-    };
-  }
-  const parents = await parentRecords(env.pool, key.namespace, after.jobs, key.scheduledAt);
+  const judge = judgeName(env.host, env.pid);
+  const row = after ? await takeDependent(env.pool, key, judge, env.timings.leaseMs) : null;
+  if (!row || !after) return settled(env, key);
+  // An operator's chain is judged after the parent run that carried it (its row names it).
+  const parents = await parentRecords(
+    env.pool,
+    key.namespace,
+    after.jobs,
+    key.scheduledAt,
+    key.rerun > 0 ? row.parentRuns : null,
+  );
   const judgement = judgeDependent(
     after,
     parents,
@@ -300,37 +313,66 @@ export async function resolveDependent(
   );
   switch (judgement.kind) {
     case 'wait':
-      await postponeDependent(env.pool, key, judgement.checkAt, env.host, env.timings.leaseMs);
+      await postponeDependent(env.pool, key, judgement.checkAt, judge, env.timings.leaseMs);
       return { state: 'waiting', checkAt: judgement.checkAt, waitingFor: judgement.waitingFor };
     case 'upstream': {
       const targets = eventTargets(child.notify).upstream ?? [];
-      const dependents = await env.plans(child, key);
-      await skipDependent(env.pool, key, { ...judgement, targets }, env, dependents);
-      return { state: 'skipped', reason: judgement.reason, dependents };
+      const plans = await env.plans(child, key);
+      const written = await skipDependent(
+        env.pool,
+        key,
+        { ...judgement, targets },
+        { ...env, judge },
+        plans,
+      );
+      if (!written) return settled(env, key);
+      return { state: 'skipped', reason: judgement.reason, dependents: written };
     }
     case 'due':
-      return contendChild(env, child, key, judgement.parentRuns);
+      return contendChild(env, child, key, { judge, parentRuns: judgement.parentRuns });
   }
+}
+
+/** The row as it stands, for a judge that may not act on it (not its judgement, or not any more). */
+async function settled(env: DependentEnv, key: DependentKey): Promise<Resolution> {
+  const now = await readDependent(env.pool, key);
+  return {
+    state: 'settled',
+    status: now?.status === 'waiting' || !now ? null : now.status,
+    runId: now?.runId ?? null,
+  };
 }
 
 /**
  * The child's fire contended, the judgement held meanwhile (renewed: a queued fire may wait); the
- * row then says how it went.
+ * row then says how it went. A renewal that finds the judgement gone (the judge stalled past its
+ * lease) stops renewing: the claim is fenced by it, and nothing after is this judge's to write.
  */
 async function contendChild(
   env: DependentEnv,
   child: JobDefinition,
   key: DependentKey,
-  parentRuns: Record<string, number>,
+  fence: ChainFence,
 ): Promise<Resolution> {
   const { leaseMs } = env.timings;
-  const renewal = setInterval(
-    () => void renewDependent(env.pool, key, env.host, leaseMs).catch(() => {}),
-    leaseMs / 3,
-  );
+  let held = true;
+  const renewal = setInterval(() => {
+    void renewDependent(env.pool, key, fence.judge, leaseMs).then(
+      (still) => {
+        if (still) return;
+        held = false;
+        clearInterval(renewal);
+      },
+      // A renewal the database did not answer proves nothing lost: the next one asks again.
+      () => {},
+    );
+  }, leaseMs / 3);
   renewal.unref();
   try {
-    return await contendHeld(env, child, key, parentRuns);
+    const resolution = await contendHeld(env, child, key, fence);
+    // A run of this contention started is the chain's (its claim was fenced); anything else
+    // found with the judgement gone is another judge's to say.
+    return held || resolution.state === 'started' ? resolution : settled(env, key);
   } finally {
     clearInterval(renewal);
   }
@@ -340,58 +382,63 @@ async function contendHeld(
   env: DependentEnv,
   child: JobDefinition,
   key: DependentKey,
-  parentRuns: Record<string, number>,
+  fence: ChainFence,
 ): Promise<Resolution> {
+  const { judge, parentRuns } = fence;
   // Judged again soon: not contended to the end (no session, the process stopping), or its fire
   // is held by a claim that is not there (yet).
   const again = async (): Promise<Resolution> => {
     const checkAt = new Date(env.now().getTime() + RETRY_SOON_MS);
-    await postponeDependent(env.pool, key, checkAt, env.host, env.timings.leaseMs);
+    await postponeDependent(env.pool, key, checkAt, judge, env.timings.leaseMs);
     return { state: 'waiting', checkAt, waitingFor: [] };
   };
-  const contention = await env.fire(child, key);
+  const contention = await env.fire(child, key, fence);
   if (!contention) return again();
+  // Its claim marked the row started, in the claim's transaction (fenced by the judgement).
   const started = contention.startedRunId();
-  if (started != null) {
-    await markDependentStarted(env.pool, key, started, parentRuns);
-    return { state: 'started', runId: started, contention };
-  }
+  if (started != null) return { state: 'started', runId: started, contention };
   const outcome = await contention.outcome;
-  switch (outcome?.status) {
-    case 'ran':
-      await markDependentStarted(env.pool, key, outcome.runId, parentRuns);
-      return { state: 'started', runId: outcome.runId, contention };
-    case 'skipped': {
-      if (outcome.kind === 'taken' || outcome.kind === 'already-ran') {
-        // Another contention has the fire (a judge before this one that died after its claim):
-        // its run is the child's. None found: a claim in flight, or a run of another generation
-        // of the instant held the lock — judged again soon.
-        const winner = await dependentWinner(env.pool, key);
-        if (winner == null) return again();
-        await markDependentStarted(env.pool, key, winner, parentRuns);
-        return { state: 'started', runId: winner, contention: null };
-      }
-      // The child itself did not run the fire (paused, or an earlier run of it still going):
-      // its own skip rows say so; the row is closed with the same words, without an `upstream` row.
-      const dependents = await env.plans(child, key);
-      await skipDependent(
-        env.pool,
-        key,
-        {
-          reason: `${child.name} skipped the fire: ${outcome.reason}`,
-          parentRuns,
-          parent: child.name,
-          parentStatus: 'skipped',
-          parentRunId: null,
-          targets: [],
-        },
-        env,
-        dependents,
-        false,
-      );
-      return { state: 'skipped', reason: outcome.reason, dependents };
-    }
-    default:
-      return again();
+  if (outcome?.status === 'ran') return { state: 'started', runId: outcome.runId, contention };
+  if (outcome?.status !== 'skipped') return again();
+  // Not run by this contention. A winner of the fire's generation is the chain's run only when a
+  // chain claimed it (trigger `after`: a judge before this one, of an older baton that marked the
+  // row after its claim, that died in between); a run of the child's own schedule (or catch-up)
+  // started without its parents' verdicts, and is never recorded as a run after them.
+  const winner = await dependentWinner(env.pool, key);
+  if (winner?.trigger === 'after') {
+    await markDependentStarted(env.pool, key, winner.id, parentRuns, judge);
+    return { state: 'started', runId: winner.id, contention: null };
   }
+  const closeWith = async (reason: string): Promise<Resolution> => {
+    const plans = await env.plans(child, key);
+    const written = await skipDependent(
+      env.pool,
+      key,
+      {
+        reason,
+        parentRuns,
+        parent: child.name,
+        parentStatus: 'skipped',
+        parentRunId: null,
+        targets: [],
+      },
+      { ...env, judge },
+      plans,
+      false,
+    );
+    if (!written) return settled(env, key);
+    return { state: 'skipped', reason, dependents: written };
+  };
+  if (winner) {
+    return closeWith(
+      `${child.name}'s fire was taken by its own ${winner.trigger} run (run ${winner.id} on ` +
+        `${winner.host}, started ${winner.startedAt.toISOString()}), not a run after its parents`,
+    );
+  }
+  // None found: a claim in flight, or a run of another generation of the instant held the lock
+  // — judged again soon.
+  if (outcome.kind === 'taken' || outcome.kind === 'already-ran') return again();
+  // The child itself did not run the fire (paused, or an earlier run of it still going): its
+  // own skip rows say so; the row is closed with the same words, without an `upstream` row.
+  return closeWith(`${child.name} skipped the fire: ${outcome.reason}`);
 }

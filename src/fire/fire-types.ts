@@ -9,7 +9,7 @@ import type { JobResult, Launchers } from '../execution/job-process.js';
 import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
-import type { RunParams } from '../store/runs.js';
+import type { ChainFence, RunParams } from '../store/runs.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
 import type { FireEvents, NotAttemptedCause } from './fire-events.js';
 import type { Limiter } from './limiter.js';
@@ -19,7 +19,18 @@ import type { RunTimings } from './run-timings.js';
 import type { VerdictBacklog } from './verdict-backlog.js';
 
 export type FireOutcome =
-  | { status: 'ran'; runId: number; result: JobResult; attempts: number; recorded: boolean }
+  | {
+      status: 'ran';
+      runId: number;
+      result: JobResult;
+      attempts: number;
+      recorded: boolean;
+      /**
+       * The children its verdict carried, as written (`dependentsWithVerdict`): an operator's
+       * chain's generation may be a later one than planned. Absent: none, or not recorded.
+       */
+      dependents?: readonly DependentPlan[];
+    }
   | { status: 'skipped'; runId: number | null; kind: SkipKind; reason: string; contendMs: number }
   /** Not contended, or not to the end; the `fire:notAttempted` event said why. */
   | { status: 'not-attempted'; cause: NotAttemptedCause }
@@ -88,4 +99,6 @@ export interface FireOptions {
    * long the other runners leave them to this one. None: the run has no children to tell.
    */
   dependents?: { plans: readonly DependentPlan[]; leadMs: number };
+  /** A chain's child: claimed only while its judge holds the judgement (store/runs.ts). */
+  chain?: ChainFence;
 }

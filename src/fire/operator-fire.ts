@@ -13,6 +13,7 @@ import type { JobDefinition } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
+import type { ChainFence } from '../store/runs.js';
 
 export interface OperatorFire {
   /** The job as this run starts it (manual parameters applied: run-params.ts). */
@@ -41,6 +42,8 @@ export interface OperatorFire {
    * `after`) with their own children; none: none.
    */
   dependents?: readonly DependentPlan[];
+  /** A chain's child (trigger `after`): the judgement its claim rests on (store/runs.ts). */
+  chain?: ChainFence;
 }
 
 /**

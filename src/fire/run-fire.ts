@@ -198,6 +198,7 @@ class Fire {
         ...(o.rerun ? { rerun: o.rerun } : {}),
         ...(o.unlessDone ? { unlessDone: true } : {}),
         ...(o.params?.recorded ? { params: o.params.recorded } : {}),
+        ...(o.chain ? { chain: o.chain } : {}),
       };
       const contendStart = performance.now();
       const claim = await this.tryWin(ctx, attempt, policy, overlap);
@@ -314,6 +315,7 @@ class Fire {
             namespace: c.namespace,
             scheduledAt: ref.scheduledAt,
             plans: o.dependents.plans,
+            parentJob: job.name,
             leadMs: o.dependents.leadMs,
           }
         : undefined;
@@ -362,7 +364,15 @@ class Fire {
         o.verdicts.keep(claim.runId, outcome);
         o.events?.emit('verdict:kept', { fire: ref, runId: claim.runId, status: outcome.status });
       }
-      return { status: 'ran', runId: claim.runId, result, attempts, recorded };
+      const written = recorded ? outcome.dependents?.written : undefined;
+      return {
+        status: 'ran',
+        runId: claim.runId,
+        result,
+        attempts,
+        recorded,
+        ...(written ? { dependents: written } : {}),
+      };
     } catch (err) {
       // The job could not be started or its verdict not written; leave no row `running` if the
       // database still answers.

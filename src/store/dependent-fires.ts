@@ -19,7 +19,9 @@
  * row is started or skipped once however many runners judge it; the child's own fire key
  * (namespace, job, scheduled_at, rerun, slot) keeps its run to one.
  */
+import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { isDuplicateKeyError } from '../errors.js';
 import { truncate } from '../text.js';
 import type { FinalStatus, RunStatus, SkipKind } from '../run-status.js';
 import type { Queryable } from './deadline.js';
@@ -61,6 +63,15 @@ export type DependentRow = DependentFire;
  * The children of a parent's run, written in the transaction of its verdict: a runner that dies
  * right after the verdict leaves them for another to judge. `check_at` is `leadMs` ahead, so that
  * the writer (which judges them at once) goes first and the others come only if it does not.
+ *
+ * The schedule's chain (`deadlineFrom: 'instant'`) writes generation 0, and the verdicts of a
+ * child's parents (fan-in) meet on that one row. An operator's chain (`'now'`) owns its rows: its
+ * generation was planned before the parent's run, and another chain of the same instant (two
+ * `--again --with-dependents` at once) may have taken it meanwhile — then the next free one is
+ * taken here, never the other chain's row, which would give two parent runs one child run.
+ * Its row names the parent run that carried it (`carrier`, in `parent_runs`): the chain's child is
+ * judged after that run, not after whichever generation of the parent is the latest by then.
+ * Returns the plans as written (the generations each child's fire really has).
  */
 export async function dependentsWithVerdict(
   tx: Queryable,
@@ -68,28 +79,82 @@ export async function dependentsWithVerdict(
   scheduledAt: Date,
   plans: readonly DependentPlan[],
   leadMs: number,
-): Promise<void> {
-  if (plans.length === 0) return;
-  const row =
-    "(?, ?, ?, ?, 'waiting', NOW(3) + INTERVAL ? MICROSECOND, " +
-    'IF(? = 1, ?, NOW(3)) + INTERVAL ? MICROSECOND, NOW(3), NOW(3))';
-  await tx.query(
-    `INSERT INTO baton_dependent_fires (namespace, job, scheduled_at, rerun, status, check_at,
-       deadline, created_at, updated_at)
-     VALUES ${plans.map(() => row).join(', ')}
-     ON DUPLICATE KEY UPDATE
-       check_at = IF(status = 'waiting', LEAST(check_at, VALUES(check_at)), check_at),
-       updated_at = NOW(3)`,
-    plans.flatMap((p) => [
-      namespace,
-      p.job,
-      scheduledAt,
-      p.rerun,
-      leadMs * 1000,
-      p.deadlineFrom === 'instant' ? 1 : 0,
-      scheduledAt,
-      p.withinMs * 1000,
-    ]),
+  carrier: { job: string; runId: number } | null = null,
+): Promise<DependentPlan[]> {
+  const shared = plans.filter((p) => p.deadlineFrom === 'instant');
+  if (shared.length > 0) {
+    await tx.query(
+      `INSERT INTO baton_dependent_fires (namespace, job, scheduled_at, rerun, status, check_at,
+         deadline, created_at, updated_at)
+       VALUES ${shared.map(() => `(${DEPENDENT_ROW})`).join(', ')}
+       ON DUPLICATE KEY UPDATE
+         check_at = IF(status = 'waiting', LEAST(check_at, VALUES(check_at)), check_at),
+         updated_at = NOW(3)`,
+      shared.flatMap((p) => rowValues(namespace, scheduledAt, p, leadMs)),
+    );
+  }
+  const written: DependentPlan[] = [];
+  for (const plan of plans) {
+    written.push(
+      plan.deadlineFrom === 'instant'
+        ? plan
+        : await ownRow(tx, namespace, scheduledAt, plan, leadMs, carrier),
+    );
+  }
+  return written;
+}
+
+/** One row of a verdict's children: namespace, job, instant, generation, lead, deadline. */
+const DEPENDENT_ROW =
+  "?, ?, ?, ?, 'waiting', NOW(3) + INTERVAL ? MICROSECOND, " +
+  'IF(? = 1, ?, NOW(3)) + INTERVAL ? MICROSECOND, NOW(3), NOW(3)';
+
+function rowValues(namespace: string, scheduledAt: Date, p: DependentPlan, leadMs: number) {
+  return [
+    namespace,
+    p.job,
+    scheduledAt,
+    p.rerun,
+    leadMs * 1000,
+    p.deadlineFrom === 'instant' ? 1 : 0,
+    scheduledAt,
+    p.withinMs * 1000,
+  ];
+}
+
+/**
+ * How many generations past the planned one an operator's chain looks for a free one: as many
+ * chains of one instant as ran meanwhile (each holds the parent's lock for its run).
+ */
+const GENERATIONS_AHEAD = 1_000;
+
+/**
+ * An operator's chain's row, at its planned generation or the first free one after it. A plain
+ * INSERT: its duplicate key (another chain's row) fails the statement alone, not the transaction.
+ */
+async function ownRow(
+  tx: Queryable,
+  namespace: string,
+  scheduledAt: Date,
+  plan: DependentPlan,
+  leadMs: number,
+  carrier: { job: string; runId: number } | null,
+): Promise<DependentPlan> {
+  const pinned = carrier ? JSON.stringify({ [carrier.job]: carrier.runId }) : null;
+  for (let rerun = plan.rerun; rerun < plan.rerun + GENERATIONS_AHEAD; rerun++) {
+    try {
+      await tx.query(
+        `INSERT INTO baton_dependent_fires (namespace, job, scheduled_at, rerun, status,
+           check_at, deadline, created_at, updated_at, parent_runs) VALUES (${DEPENDENT_ROW}, ?)`,
+        [...rowValues(namespace, scheduledAt, { ...plan, rerun }, leadMs), pinned],
+      );
+      return { ...plan, rerun };
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+    }
+  }
+  throw new Error(
+    `no free generation of ${plan.job}'s fire ${scheduledAt.toISOString()} from ${plan.rerun} on`,
   );
 }
 
@@ -141,14 +206,15 @@ export async function dueDependents(
 }
 
 /**
- * Takes the judgement of a waiting child's fire for `host`, for `leaseMs`: none else judges it
- * meanwhile (one judge at a time, so that a fire is never contended by one runner and skipped as
- * upstream by another). Null when it is not `waiting`, or another judge holds it; else the row.
+ * Takes the judgement of a waiting child's fire for `judge` (one judgement's own name: `judgeName`),
+ * for `leaseMs`: none else judges it meanwhile (one judge at a time, so that a fire is never
+ * contended by one runner and skipped as upstream by another). Null when it is not `waiting`, or
+ * another judge holds it; else the row.
  */
 export async function takeDependent(
   db: Queryable,
   key: DependentKey,
-  host: string,
+  judge: string,
   leaseMs: number,
 ): Promise<DependentRow | null> {
   const [res] = await db.query<ResultSetHeader>(
@@ -156,25 +222,61 @@ export async function takeDependent(
         SET judged_by = ?, judged_until = NOW(3) + INTERVAL ? MICROSECOND
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
         AND (judged_until IS NULL OR judged_until < NOW(3))`,
-    [host, leaseMs * 1000, key.namespace, key.job, key.scheduledAt, key.rerun],
+    [judge, leaseMs * 1000, key.namespace, key.job, key.scheduledAt, key.rerun],
   );
   if (res.affectedRows !== 1) return null;
   return readDependent(db, key);
 }
 
-/** The judgement goes on (its judge contends the child's fire): held `leaseMs` more. */
+/**
+ * A judgement's name in `judged_by`: its runner's host, pid and a random token, so that two
+ * processes — two runners given the same `--host` by mistake, or one process's two judgements of a
+ * fire — never take one lease for their own. Within VARCHAR(255) whatever the host's length.
+ */
+export function judgeName(host: string, pid: number): string {
+  return `${host.slice(0, 200)} pid ${pid} ${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * The judgement goes on (its judge contends the child's fire): held `leaseMs` more — only while
+ * it is still `judge`'s, unexpired, and the row still `waiting`. Returns whether it was: false
+ * means the lease lapsed (the judge stalled) and another may have taken and closed the fire.
+ */
 export async function renewDependent(
   db: Queryable,
   key: DependentKey,
-  host: string,
+  judge: string,
   leaseMs: number,
-): Promise<void> {
-  await db.query(
+): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_dependent_fires SET judged_until = NOW(3) + INTERVAL ? MICROSECOND
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
-        AND judged_by = ?`,
-    [leaseMs * 1000, key.namespace, key.job, key.scheduledAt, key.rerun, host],
+        AND judged_by = ? AND judged_until >= NOW(3)`,
+    [leaseMs * 1000, key.namespace, key.job, key.scheduledAt, key.rerun, judge],
   );
+  return res.affectedRows === 1;
+}
+
+/**
+ * The fence of a judge's claim of the child's fire (store/fire-writes.ts): in the claim's
+ * transaction, the row locked and checked still `waiting` and judged by `judge`, its lease not
+ * expired. Another judge's take or close waits on the row lock until the claim has committed (and
+ * then finds the row started); a claim after another's take finds it not its own. So a judge
+ * that stalled anywhere before its claim never claims a fire another judge has taken since.
+ */
+export async function holdsJudgement(
+  tx: Queryable,
+  key: DependentKey,
+  judge: string,
+): Promise<boolean> {
+  const [rows] = await tx.query<RowDataPacket[]>(
+    `SELECT 1 FROM baton_dependent_fires
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
+        AND judged_by = ? AND judged_until >= NOW(3)
+      FOR UPDATE`,
+    [key.namespace, key.job, key.scheduledAt, key.rerun, judge],
+  );
+  return rows.length === 1;
 }
 
 /** One child's fire, as it stands; null: no row (nothing of its parents is known yet). */
@@ -201,12 +303,17 @@ export interface ParentRecord {
   skips: { id: number; kind: SkipKind | null; reason: string | null }[];
 }
 
-/** Every row the parents have at the instant, folded per parent (`parents` order). */
+/**
+ * Every row the parents have at the instant, folded per parent (`parents` order). `pinned`: the
+ * parent run that carried an operator's chain (`dependentsWithVerdict`) stands for its job rather
+ * than its latest generation — another chain's later run of it is not this chain's parent.
+ */
 export async function parentRecords(
   db: Queryable,
   namespace: string,
   parents: readonly string[],
   scheduledAt: Date,
+  pinned: Readonly<Record<string, number>> | null = null,
 ): Promise<ParentRecord[]> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT id, job, rerun, winner, status, reason, reason_kind, host, started_at FROM baton_runs
@@ -216,7 +323,10 @@ export async function parentRecords(
   );
   return parents.map((job) => {
     const mine = rows.filter((r) => String(r.job) === job);
-    const latest = mine.find((r) => r.winner != null && Number(r.winner) >= 1);
+    const carrier = pinned?.[job];
+    const latest =
+      (carrier != null ? mine.find((r) => Number(r.id) === carrier) : undefined) ??
+      mine.find((r) => r.winner != null && Number(r.winner) >= 1);
     const missed = mine.find((r) => r.status === 'missed');
     return {
       job,
@@ -244,7 +354,7 @@ export async function parentRecords(
 }
 
 /**
- * A waiting row judged again later: its judge (`host`, holding it for `leaseMs` since its last
+ * A waiting row judged again later: its judge (`judge`, holding it for `leaseMs` since its last
  * take or renewal) lets it go. A parent's verdict written since (`updated_at` after the take: it
  * moved `check_at` to its lead) keeps that earlier time — the judge read the parents before it.
  */
@@ -252,7 +362,7 @@ export async function postponeDependent(
   db: Queryable,
   key: DependentKey,
   checkAt: Date,
-  host: string,
+  judge: string,
   leaseMs: number,
 ): Promise<void> {
   await db.query(
@@ -261,25 +371,29 @@ export async function postponeDependent(
             judged_by = NULL, judged_until = NULL
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
         AND judged_by = ?`,
-    [leaseMs * 1000, checkAt, key.namespace, key.job, key.scheduledAt, key.rerun, host],
+    [leaseMs * 1000, checkAt, key.namespace, key.job, key.scheduledAt, key.rerun, judge],
   );
 }
 
 /**
- * The child's fire was contended and has its run (this runner's, or the winner another runner's
- * contention found). Conditional on `waiting`: the first to write it stands.
+ * The child's fire was contended and has its run: its judge's claim (in the claim's transaction,
+ * store/fire-writes.ts), or a chain's claim of an earlier judge found by this one. Conditional on
+ * `waiting` and on `judge` still named on it (any other judge takes it first, renaming it): only
+ * its judge starts it, once.
  */
 export async function markDependentStarted(
   db: Queryable,
   key: DependentKey,
   runId: number | null,
   parentRuns: Record<string, number>,
-): Promise<void> {
-  await db.query(
+  judge: string,
+): Promise<boolean> {
+  const [res] = await db.query<ResultSetHeader>(
     `UPDATE baton_dependent_fires
         SET status = 'started', run_id = ?, parent_runs = ?, judged_by = NULL,
             judged_until = NULL, updated_at = NOW(3)
-      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'`,
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND status = 'waiting'
+        AND judged_by = ?`,
     [
       runId,
       truncate(JSON.stringify(parentRuns), PARENT_RUNS_MAX),
@@ -287,8 +401,10 @@ export async function markDependentStarted(
       key.job,
       key.scheduledAt,
       key.rerun,
+      judge,
     ],
   );
+  return res.affectedRows === 1;
 }
 
 /** Why a child does not run an instant, as its `upstream` skip row and notification say. */
@@ -306,7 +422,7 @@ export interface UpstreamSkip {
 
 /**
  * Closes a child's fire as not run (fire-writes.ts `skipDependent` writes its `upstream` row in
- * the same transaction): conditional on the row still `waiting` and judged by `host`
+ * the same transaction): conditional on the row still `waiting` and judged by `judge`
  * (`takeDependent`), so that only its judge closes it, once. Returns whether this call did.
  */
 export async function closeDependent(
@@ -314,7 +430,7 @@ export async function closeDependent(
   key: DependentKey,
   reason: string,
   parentRuns: Record<string, number>,
-  host: string,
+  judge: string,
 ): Promise<boolean> {
   const [res] = await tx.query<ResultSetHeader>(
     `UPDATE baton_dependent_fires
@@ -329,7 +445,7 @@ export async function closeDependent(
       key.job,
       key.scheduledAt,
       key.rerun,
-      host,
+      judge,
     ],
   );
   return res.affectedRows === 1;
@@ -348,14 +464,25 @@ export async function setDependentRun(
   );
 }
 
-/** The winner of a child's fire (slot 1 of its generation), if it has one. */
-export async function dependentWinner(db: Queryable, key: DependentKey): Promise<number | null> {
+/** The winner of a child's fire (slot 1 of its generation), if it has one: who claimed it, how. */
+export async function dependentWinner(
+  db: Queryable,
+  key: DependentKey,
+): Promise<{ id: number; trigger: string; host: string; startedAt: Date } | null> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id FROM baton_runs
+    `SELECT id, triggered_by, host, started_at FROM baton_runs
       WHERE namespace = ? AND job = ? AND scheduled_at = ? AND rerun = ? AND winner = 1`,
     [key.namespace, key.job, key.scheduledAt, key.rerun],
   );
-  return rows[0] ? Number(rows[0].id) : null;
+  const row = rows[0];
+  return row
+    ? {
+        id: Number(row.id),
+        trigger: String(row.triggered_by),
+        host: String(row.host),
+        startedAt: row.started_at as Date,
+      }
+    : null;
 }
 
 /**

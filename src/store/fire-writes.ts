@@ -19,6 +19,8 @@ import { enqueueNotices } from './notifications.js';
 import {
   closeDependent,
   dependentsWithVerdict,
+  holdsJudgement,
+  markDependentStarted,
   setDependentRun,
   type DependentKey,
   type DependentPlan,
@@ -33,9 +35,10 @@ const REASON_MAX = 512;
 
 /**
  * A claim's answer: the winning row's id; `early` (not due yet by the database's clock: ask
- * again); or `taken` (this slot of the fire already has a winner).
+ * again); `taken` (this slot of the fire already has a winner); or `fenced` (a chain's claim
+ * whose judge no longer holds the judgement: `Attempt.chain`).
  */
-export type ClaimResult = { runId: number } | 'early' | 'taken';
+export type ClaimResult = { runId: number } | 'early' | 'taken' | 'fenced';
 
 export interface Claim {
   attempt: Attempt;
@@ -75,7 +78,7 @@ function claimValues(c: Claim): unknown[] {
  * giving them up would leave their fires to nobody.
  */
 export async function claimFires(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
-  if (claims.length > 1 && !claims.some((c) => c.attempt.unlessDone)) {
+  if (claims.length > 1 && !claims.some((c) => c.attempt.unlessDone || c.attempt.chain)) {
     const order = claims.map((_, i) => i).sort((i, j) => compareFireKeys(claims[i]!, claims[j]!));
     try {
       const sorted = await claimTogether(
@@ -112,6 +115,23 @@ const NOT_DONE = `AND NOT EXISTS (SELECT 1 FROM baton_runs AS d
     AND d.status = 'done')`;
 
 async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
+  const chain = c.attempt.chain;
+  if (!chain) return insertClaim(db, c);
+  // A chain's claim: fenced by its judgement, and the chain row started with the run, in one
+  // transaction (holdsJudgement) — a judge that stalled past its lease claims nothing, and no
+  // judge ever finds a claimed child's row still `waiting`.
+  const key = { ...c.attempt, rerun: c.attempt.rerun ?? 0 };
+  return inTransaction(db, async (tx) => {
+    if (!(await holdsJudgement(tx, key, chain.judge))) return 'fenced';
+    const result = await insertClaim(tx, c);
+    if (typeof result === 'object') {
+      await markDependentStarted(tx, key, result.runId, chain.parentRuns, chain.judge);
+    }
+    return result;
+  });
+}
+
+async function insertClaim(db: Queryable, c: Claim): Promise<ClaimResult> {
   const a = c.attempt;
   try {
     const [res] = await db.query<ResultSetHeader>(
@@ -348,8 +368,10 @@ async function writeMissed(
 
 /**
  * Closes a child's fire (`after:`, store/dependent-fires.ts) as not run: the row `skipped`, one `upstream` skip row in the child's
- * history, and its notifications — in one transaction, conditional on the row still `waiting`,
- * so that of every runner that judges it only one writes them. Returns whether this call did.
+ * history, and its notifications — in one transaction, conditional on the row still `waiting`
+ * and judged by `judge`, so that of every runner that judges it only one writes them. Returns
+ * the child's own children as written (`dependentsWithVerdict`), or null: this call did not close
+ * it.
  *
  * Without `writeRow` (the child's own fire skipped: its pause, its overlap) no `upstream` row is
  * written: the fire has its own skip rows already.
@@ -358,15 +380,15 @@ export async function skipDependent(
   db: Queryable,
   key: DependentKey,
   skip: UpstreamSkip,
-  attempt: Pick<Attempt, 'host' | 'pid'>,
+  attempt: Pick<Attempt, 'host' | 'pid'> & { judge: string },
   /** The child's own children: their fires written too, to be judged now (nothing to wait for). */
   cascade: readonly DependentPlan[],
   writeRow = true,
-): Promise<boolean> {
+): Promise<DependentPlan[] | null> {
   return inTransaction(db, async (tx) => {
-    if (!(await closeDependent(tx, key, skip.reason, skip.parentRuns, attempt.host))) return false;
-    await dependentsWithVerdict(tx, key.namespace, key.scheduledAt, cascade, 0);
-    if (!writeRow) return true;
+    if (!(await closeDependent(tx, key, skip.reason, skip.parentRuns, attempt.judge))) return null;
+    const written = await dependentsWithVerdict(tx, key.namespace, key.scheduledAt, cascade, 0);
+    if (!writeRow) return written;
     const [runId] = await insertSkips(tx, [
       {
         attempt: { ...key, trigger: 'after', host: attempt.host, pid: attempt.pid },
@@ -394,6 +416,6 @@ export async function skipDependent(
         },
       ]);
     }
-    return true;
+    return written;
   });
 }

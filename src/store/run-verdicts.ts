@@ -46,6 +46,13 @@ export interface RunDependents {
   plans: readonly DependentPlan[];
   /** How long the other runners leave the children to the verdict's writer (it judges at once). */
   leadMs: number;
+  /** The parent's job (its run is the verdict's): an operator's chain's rows name the run. */
+  parentJob: string;
+  /**
+   * Set by `finishRun` once the verdict is written: the children as written, whose generations
+   * (an operator's chain's) may be later than planned (`dependentsWithVerdict`).
+   */
+  written?: readonly DependentPlan[];
 }
 
 /** What a run's events are about, and whom each is told to (config/notify-targets.ts). */
@@ -76,7 +83,17 @@ export async function finishRun(db: Queryable, id: number, outcome: RunOutcome):
       if (told) await enqueueNotices(tx, await runEvents(tx, id, outcome.status, notices));
       if (dependents) {
         const { namespace, scheduledAt, plans, leadMs } = dependents;
-        await dependentsWithVerdict(tx, namespace, scheduledAt, plans, leadMs);
+        dependents.written = await dependentsWithVerdict(
+          tx,
+          namespace,
+          scheduledAt,
+          plans,
+          leadMs,
+          {
+            job: dependents.parentJob,
+            runId: id,
+          },
+        );
       }
       return true;
     });

@@ -152,6 +152,18 @@ export interface Attempt {
    * decided by the claim's own statement, so a re-run finished elsewhere a moment before is seen.
    */
   unlessDone?: boolean;
+  /**
+   * A child's fire claimed by the judge of its chain (`after:`, fire/dependents.ts): claimed only
+   * while `judge` still holds the chain row's judgement, and the row marked started with the run
+   * in the claim's transaction (store/fire-writes.ts).
+   */
+  chain?: ChainFence;
+}
+
+/** The judgement a chain's claim rests on, and the parents' runs that let the child run. */
+export interface ChainFence {
+  judge: string;
+  parentRuns: Record<string, number>;
 }
 
 /** The columns `toRun` reads, for `SELECT ${COLUMNS} FROM baton_runs`. */

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baton, writeSchedule } from '../helpers/cli.js';
+import { writeJournaledSchedule } from '../helpers/ground-truth.js';
 import { foregroundRuns } from '../helpers/foreground-runs.js';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
 
@@ -127,5 +128,65 @@ describe('baton run --fire', () => {
     expect(lines('slow.txt')).toEqual([fireIso]);
     const winners = (await rowsOf('slow')).filter((r) => r.winner === 1);
     expect(winners).toMatchObject([{ host: winnerHost, status: 'done', rerun: 0 }]);
+  });
+});
+
+/**
+ * Two operators run the same past fire again with its chain at once. Each command planned its
+ * children before its parent's run; the verdict's transaction decides the child's generation
+ * (store/dependent-fires.ts `dependentsWithVerdict`), so each parent run gets a child run of its
+ * own, judged after it — never one row merged for both (report once, the other command told
+ * `report waiting`).
+ */
+describe('two `--again --with-dependents` of one fire at once', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('rerun_chains');
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('each settle run gets its own report run, after it', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: reruns
+jobs:
+  settle:
+    schedule: "0 3 * * *"
+    command: ${j.yaml({ work: 'sleep 1' })}
+  report:
+    after: {jobs: settle}
+    command: ${j.yaml({ work: 'true' })}
+`,
+    );
+    const T = '2026-11-15T03:00Z';
+    const args = ['--config', config, '--database-url', db.url];
+    expect((await baton(['run', 'settle', '--fire', T, '--with-dependents', ...args])).code).toBe(
+      0,
+    );
+    const again = ['run', 'settle', '--fire', T, '--again', '--with-dependents', '--wait', '20'];
+    const ops = await Promise.all([baton([...again, ...args]), baton([...again, ...args])]);
+    for (const op of ops) {
+      expect(op.code, op.stderr).toBe(0);
+      expect(op.stderr).toMatch(/^baton: report done \(run \d+, generation [12]\)$/m);
+    }
+    // The journal: settle ran three times, report three times, each report after a settle that
+    // had ended, and no settle without its own report after it.
+    const settles = journal.attempts('settle').sort((a, b) => a.start - b.start);
+    const reports = journal.attempts('report').sort((a, b) => a.start - b.start);
+    expect(settles).toHaveLength(3);
+    expect(reports).toHaveLength(3);
+    // Each chain row names its own settle run, and its report run started after that one ended.
+    const chain = await db.query<{ run_id: number; parent_runs: string }>(
+      "SELECT run_id, parent_runs FROM baton_dependent_fires WHERE job = 'report' ORDER BY rerun",
+    );
+    const parents = chain.map((c) => (JSON.parse(c.parent_runs) as { settle: number }).settle);
+    expect([...parents].sort()).toEqual(settles.map((s) => s.runId).sort());
+    chain.forEach((c, i) => {
+      const parent = settles.find((s) => s.runId === parents[i])!;
+      const child = reports.find((r) => r.runId === Number(c.run_id));
+      expect(child?.start, `report run ${c.run_id}`).toBeGreaterThanOrEqual(parent.end!);
+    });
   });
 });

@@ -189,7 +189,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       // The children, run by this session once the verdict was written: over before the exit.
       const chain =
         outcome?.status === 'ran' && outcome.recorded && run.dependents.length > 0
-          ? await awaitChain(session, job.name, run.at, run.dependents)
+          ? await awaitChain(session, job.name, run.at, outcome.dependents ?? run.dependents)
           : null;
       // (A manual run's skip always has its row: only scheduled fires are tallied.)
       if (
