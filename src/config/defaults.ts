@@ -11,6 +11,13 @@ export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_RETRY_DELAY_MS = 10_000;
 /** How long a child (`after:`) waits for its parents' verdicts by default: a day. */
 export const DEFAULT_AFTER_WITHIN_MS = 24 * 3600_000;
+/**
+ * The longest `within`: 366 days. A yearly parent's child can wait for the whole year (a leap
+ * one included); past that a child's fire would stay waiting longer than its parent's next
+ * instant, which never helps anyone. It also keeps each child's deadline (instant + within)
+ * a date MariaDB can store: the store clamps to it too (store/dependent-fires.ts).
+ */
+export const MAX_AFTER_WITHIN_MS = 366 * 86_400_000;
 
 /** What the history keeps of an attempt's output by default: a batch log, not a flood. */
 export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;

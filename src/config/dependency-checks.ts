@@ -18,7 +18,7 @@
  *   needs (the fire is one, whoever starts it).
  */
 import type { ConfigProblem } from '../errors.js';
-import { parseSchedule } from '../schedule/cron.js';
+import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { closest } from '../text.js';
 import { describeAfter } from './dependencies.js';
 import { JOB_NAME_PATTERN, type JobDefinition } from './schema.js';
@@ -40,12 +40,34 @@ export interface DependencyCheck {
   locate: (job: string, place: AfterPlace, message: string) => ConfigProblem;
 }
 
-/** Instants compared per parent (from INSTANTS_ANCHOR) to tell whether fan-in parents agree. */
+/**
+ * Whether two schedules fire at the same instants cannot be read from their expressions in
+ * general (day-of-month OR day-of-week, `L`, `W`, `#`, time zones and their DST), so it is
+ * sampled, in two ways:
+ * - the first INSTANTS_COMPARED instants of each after INSTANTS_ANCHOR, one after another: a
+ *   difference in a dense schedule's first minutes;
+ * - the first instant after each of SAMPLES points spread over two years from the anchor,
+ *   SAMPLE_STEP_MS apart — a day, an hour, a minute and a second, so that the points fall on every
+ *   day of the two years, and walk through every hour of the day, minute of the hour and second
+ *   of the minute: `*⁠/2 0-58 * * * *` against `*⁠/2 * * * * *` differs at minute 59 of
+ *   each hour, past the first 50 instants; dozens of the points are in a minute 59.
+ * Two schedules whose first instants after a point differ do not share their instants (the
+ * earlier one is a fire of one, not of the other). What neither way can see: schedules that
+ * differ only in a moment no point falls before, such as one second a week.
+ *
+ * A schedule's samples cost about 40 ms (croner, 700 instants), once per expression and time
+ * zone: only for jobs whose instants are compared (fan-in parents, a child's parent when the
+ * child has its own schedule), and never for parents of one expression.
+ */
 export const INSTANTS_COMPARED = 50;
 /** A fixed anchor, so that a file's verdict (and its message) is the same on every day. */
 export const INSTANTS_ANCHOR = new Date('2026-01-01T00:00:00Z');
+const SAMPLE_STEP_MS = 86_400_000 + 3_600_000 + 60_000 + 1_000;
+const SAMPLES = Math.floor((2 * 365 * 86_400_000) / SAMPLE_STEP_MS);
 /** Job names listed in an "unknown job" message before the rest are counted. */
 const NAMES_LISTED = 20;
+/** A cycle longer than this is told by its first and last few jobs and its length. */
+const CYCLE_SHOWN = 10;
 
 /** Every problem of the jobs' `after:` edges, in the jobs' order. */
 export function dependencyProblems(
@@ -53,7 +75,7 @@ export function dependencyProblems(
   check: DependencyCheck,
 ): ConfigProblem[] {
   const byName = new Map(jobs.map((j) => [j.name, j]));
-  const instants = new Map<string, Instants | null>();
+  const instants: InstantsMemo = { jobs: new Map(), schedules: new Map() };
   const problems: ConfigProblem[] = [];
   for (const job of jobs) {
     if (!job.after) continue;
@@ -79,21 +101,33 @@ export function dependencyProblems(
       if (shared) at('after', shared);
     }
   }
+  const order = new Map(jobs.map((j, i) => [j.name, i]));
   for (const cycle of cyclesOf(jobs, byName)) {
-    // Once per cycle at each of its jobs, read from that job: `b → a → b` at b.
-    for (let i = 0; i < cycle.length; i++) {
-      const from = [...cycle.slice(i), ...cycle.slice(0, i)];
-      const words = [...from, from[0]].join(' → ');
-      problems.push(
-        check.locate(
-          from[0]!,
-          'after',
-          `a cycle: ${words} (each runs after the next): none of them would ever run`,
-        ),
-      );
+    // Once per cycle, at its job first in the file, read from it: `a → b → a` at a. Not at each
+    // of its jobs: a cycle of 3,000 jobs told at each one was 3,000 messages of 3,000 names.
+    let first = 0;
+    for (let i = 1; i < cycle.length; i++) {
+      if (order.get(cycle[i]!)! < order.get(cycle[first]!)!) first = i;
     }
+    const from = [...cycle.slice(first), ...cycle.slice(0, first)];
+    problems.push(
+      check.locate(
+        from[0]!,
+        'after',
+        `a cycle: ${cycleWords(from)} (each runs after the next): none of them would ever run`,
+      ),
+    );
   }
   return problems;
+}
+
+/** `a → b → c → a`; a long cycle as its first and last few jobs, and how many it has. */
+function cycleWords(cycle: readonly string[]): string {
+  if (cycle.length <= CYCLE_SHOWN) return [...cycle, cycle[0]].join(' → ');
+  const head = cycle.slice(0, CYCLE_SHOWN - 3);
+  const tail = cycle.slice(-2);
+  const left = cycle.length - head.length - tail.length;
+  return [...head, `… ${left} more …`, ...tail, cycle[0]].join(' → ') + `, ${cycle.length} jobs`;
 }
 
 function parentProblem(
@@ -149,16 +183,36 @@ function cyclesOf(
   byName: ReadonlyMap<string, JobDefinition>,
 ): string[][] {
   const state = new Map<string, 'open' | 'done'>();
-  const stack: string[] = [];
+  /** The open path, and where each of its jobs is on it. */
+  const path: string[] = [];
+  const onPath = new Map<string, number>();
   const cycles: string[][] = [];
   const seen = new Set<string>();
-  const visit = (name: string) => {
+  // A depth-first walk with its own stack, not recursion: a chain of 10,000 jobs is as deep.
+  const frames: { name: string; next: number }[] = [];
+  const enter = (name: string) => {
     state.set(name, 'open');
-    stack.push(name);
-    for (const parent of byName.get(name)?.after?.jobs ?? []) {
-      if (parent === name || !byName.has(parent)) continue;
+    onPath.set(name, path.length);
+    path.push(name);
+    frames.push({ name, next: 0 });
+  };
+  for (const job of jobs) {
+    if (state.has(job.name)) continue;
+    enter(job.name);
+    while (frames.length > 0) {
+      const frame = frames.at(-1)!;
+      const parents = byName.get(frame.name)?.after?.jobs ?? [];
+      if (frame.next === parents.length) {
+        frames.pop();
+        path.pop();
+        onPath.delete(frame.name);
+        state.set(frame.name, 'done');
+        continue;
+      }
+      const parent = parents[frame.next++]!;
+      if (parent === frame.name || !byName.has(parent)) continue;
       if (state.get(parent) === 'open') {
-        const cycle = stack.slice(stack.indexOf(parent));
+        const cycle = path.slice(onPath.get(parent));
         // The same cycle is met from each of its jobs' back edges only once in one walk, but
         // keyed anyway by its rotation that starts at its smallest name.
         const key = rotationKey(cycle);
@@ -167,13 +221,10 @@ function cyclesOf(
           cycles.push(cycle);
         }
       } else if (!state.has(parent)) {
-        visit(parent);
+        enter(parent);
       }
     }
-    stack.pop();
-    state.set(name, 'done');
-  };
-  for (const job of jobs) if (!state.has(job.name)) visit(job.name);
+  }
   return cycles;
 }
 
@@ -183,38 +234,52 @@ function rotationKey(cycle: string[]): string {
 }
 
 /**
- * A job's first instants after the anchor, complete up to `horizon` (the last one when the
- * schedule has more; Infinity when the list holds every one it has).
+ * A job's instants as far as they are compared (INSTANTS_COMPARED above): `at`, its first ones
+ * after the anchor, complete up to `horizon` (the last one when the schedule has more; Infinity
+ * when the list holds every one it has); and `samples`, its first instant after each sample point
+ * (null: none).
  */
 interface Instants {
   at: number[];
   horizon: number;
+  samples: (number | null)[];
+}
+
+/** Instants per job (null: not told), and per schedule (expression and time zone). */
+interface InstantsMemo {
+  jobs: Map<string, Instants | null>;
+  schedules: Map<string, Instants | null>;
 }
 
 /**
  * Why the child's parents do not share their instants, or null when they do (as far as the
- * first INSTANTS_COMPARED of each tell). A parent that runs only after its own parents has
- * theirs; one with a schedule and `after:` has both.
+ * samples tell). A parent that runs only after its own parents has theirs; one with a schedule
+ * and `after:` has both.
  */
 function instantsDisagree(
   child: JobDefinition,
   byName: ReadonlyMap<string, JobDefinition>,
-  memo: Map<string, Instants | null>,
+  memo: InstantsMemo,
 ): string | null {
   const parents = child.after!.jobs;
-  const lists = parents.map((p) => instantsOf(p, byName, memo, new Set()));
+  const lists = parents.map((p) => instantsOf(p, byName, memo));
   // A parent whose instants cannot be told (a cycle, a bad parent further up) has its own problem.
   if (lists.some((l) => l == null)) return null;
   const witness = firstUnshared(lists as Instants[]);
   if (witness == null) return null;
-  const has = parents.filter((_, i) => lists[i]!.at.includes(witness));
-  const lacks = parents.filter((_, i) => !lists[i]!.at.includes(witness));
+  const has = parents.filter((_, i) => hasInstant(lists[i]!, witness));
+  const lacks = parents.filter((_, i) => !hasInstant(lists[i]!, witness));
   const labels = parents.map((p) => `${p}: ${scheduleLabel(byName.get(p)!)}`);
   return (
     `the parents of ${child.name} do not fire at the same instants (${labels.join(', ')}; ` +
     `${iso(witness)} is a fire of ${has.join(', ')}, not of ${lacks.join(', ')}): a child ` +
     'runs at an instant all its parents share'
   );
+}
+
+/** Whether `t`, an instant of some list, is one of `list` as far as its samples tell. */
+function hasInstant(list: Instants, t: number): boolean {
+  return list.at.includes(t) || list.samples.includes(t);
 }
 
 /**
@@ -224,22 +289,24 @@ function instantsDisagree(
 function ownInstantShared(
   child: JobDefinition,
   byName: ReadonlyMap<string, JobDefinition>,
-  memo: Map<string, Instants | null>,
+  memo: InstantsMemo,
 ): string | null {
-  let own: Instants;
+  let schedule: Schedule;
   try {
-    const at = parseSchedule(child.schedule!, child.timezone)
-      .nextN(INSTANTS_COMPARED, INSTANTS_ANCHOR)
-      .map((d) => d.getTime());
-    own = { at, horizon: at.length === INSTANTS_COMPARED ? at.at(-1)! : Infinity };
+    schedule = parseSchedule(child.schedule!, child.timezone);
   } catch {
     return null; // a bad schedule is its own problem
   }
+  const own = scheduleInstants(child, memo);
   const parent = child.after!.jobs[0]!;
-  const theirs = instantsOf(parent, byName, memo, new Set());
-  if (!theirs) return null;
+  const theirs = instantsOf(parent, byName, memo);
+  if (!own || !theirs) return null;
   const horizon = Math.min(own.horizon, theirs.horizon);
-  const shared = own.at.find((t) => t <= horizon && theirs.at.includes(t));
+  // Their sampled instants, each asked of the child's own schedule: is it one of its fires?
+  const shared =
+    own.at.find((t) => t <= horizon && theirs.at.includes(t)) ??
+    own.samples.find((t, i) => t != null && t === theirs.samples[i]) ??
+    theirs.samples.find((t) => t != null && schedule.nextAfter(new Date(t - 1))?.getTime() === t);
   if (shared == null) return null;
   return (
     `${child.name}'s own schedule ("${child.schedule}" ${child.timezone}) fires at instants of ` +
@@ -258,55 +325,117 @@ function iso(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');
 }
 
-/** The first instant, within every list's horizon, that is not in all of them; null if none. */
+/**
+ * The first instant that is not in all of the lists, or null if none: within every list's
+ * horizon among their first instants, else the earliest of a sample point's first instants that
+ * differ.
+ */
 function firstUnshared(lists: Instants[]): number | null {
   const horizon = Math.min(...lists.map((l) => l.horizon));
   const sets = lists.map((l) => new Set(l.at));
   const all = [...new Set(lists.flatMap((l) => l.at))].sort((a, b) => a - b);
-  return all.find((t) => t <= horizon && sets.some((s) => !s.has(t))) ?? null;
+  const early = all.find((t) => t <= horizon && sets.some((s) => !s.has(t)));
+  if (early != null) return early;
+  for (let i = 0; i < SAMPLES; i++) {
+    const firsts = lists.map((l) => l.samples[i] ?? Infinity);
+    if (firsts.every((t) => t === firsts[0])) continue;
+    // The earliest of them is a fire of its lists, and not of those whose first is later.
+    const earliest = Math.min(...firsts);
+    if (Number.isFinite(earliest)) return earliest;
+  }
+  return null;
 }
 
-function instantsOf(
-  name: string,
-  byName: ReadonlyMap<string, JobDefinition>,
-  memo: Map<string, Instants | null>,
-  open: Set<string>,
-): Instants | null {
-  if (memo.has(name)) return memo.get(name)!;
-  const job = byName.get(name);
-  if (!job || open.has(name)) return null;
-  open.add(name);
-  const parts: Instants[] = [];
-  let known = true;
-  if (job.schedule != null) {
-    try {
-      const at = parseSchedule(job.schedule, job.timezone)
-        .nextN(INSTANTS_COMPARED, INSTANTS_ANCHOR)
-        .map((d) => d.getTime());
-      parts.push({ at, horizon: at.length === INSTANTS_COMPARED ? at.at(-1)! : Infinity });
-    } catch {
-      known = false;
+/** A schedule's own instants (memoised per expression and time zone), or null: a bad one. */
+function scheduleInstants(job: JobDefinition, memo: InstantsMemo): Instants | null {
+  const key = `${job.schedule}\u0000${job.timezone}`;
+  if (memo.schedules.has(key)) return memo.schedules.get(key)!;
+  let result: Instants | null;
+  try {
+    const schedule = parseSchedule(job.schedule!, job.timezone);
+    const at = schedule.nextN(INSTANTS_COMPARED, INSTANTS_ANCHOR).map((d) => d.getTime());
+    const samples: (number | null)[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      const point = new Date(INSTANTS_ANCHOR.getTime() + i * SAMPLE_STEP_MS);
+      samples.push(schedule.nextAfter(point)?.getTime() ?? null);
     }
+    result = { at, horizon: at.length === INSTANTS_COMPARED ? at.at(-1)! : Infinity, samples };
+  } catch {
+    result = null;
   }
-  if (job.after) {
-    const lists = job.after.jobs.map((p) => instantsOf(p, byName, memo, open));
-    // Parents that disagree are refused at this job: what it would run at is not told here.
-    if (lists.some((l) => l == null) || firstUnshared(lists as Instants[]) != null) known = false;
-    else {
-      const horizon = Math.min(...lists.map((l) => l!.horizon));
-      parts.push({ at: lists[0]!.at.filter((t) => t <= horizon), horizon });
-    }
-  }
-  open.delete(name);
-  const result: Instants | null = known ? union(parts) : null;
-  memo.set(name, result);
+  memo.schedules.set(key, result);
   return result;
 }
 
+/**
+ * A job's instants (its schedule's, its parents' or both), or null when they cannot be told: a
+ * bad schedule, a cycle, parents that disagree. Walked with its own stack, not recursion: a chain
+ * of 10,000 jobs is as deep.
+ */
+function instantsOf(
+  name: string,
+  byName: ReadonlyMap<string, JobDefinition>,
+  memo: InstantsMemo,
+): Instants | null {
+  const open = new Set<string>();
+  const stack = [name];
+  while (stack.length > 0) {
+    const current = stack.at(-1)!;
+    const job = byName.get(current);
+    if (memo.jobs.has(current) || !job) {
+      if (!job) memo.jobs.set(current, null);
+      stack.pop();
+      continue;
+    }
+    if (!open.has(current)) {
+      // First met: its parents first. One that is open is a cycle: it has no instants here.
+      open.add(current);
+      const pending = (job.after?.jobs ?? []).filter((p) => !memo.jobs.has(p) && !open.has(p));
+      if (pending.length > 0) {
+        stack.push(...pending);
+        continue;
+      }
+    }
+    stack.pop();
+    open.delete(current);
+    memo.jobs.set(current, ownAndParents(job, memo, open));
+  }
+  return memo.jobs.get(name) ?? null;
+}
+
+/** A job's instants from its schedule's and its parents' (told already, or open: a cycle). */
+function ownAndParents(
+  job: JobDefinition,
+  memo: InstantsMemo,
+  open: ReadonlySet<string>,
+): Instants | null {
+  const parts: Instants[] = [];
+  if (job.schedule != null) {
+    const own = scheduleInstants(job, memo);
+    if (!own) return null;
+    parts.push(own);
+  }
+  if (job.after) {
+    const lists = job.after.jobs.map((p) => (open.has(p) ? null : (memo.jobs.get(p) ?? null)));
+    // Parents that disagree are refused at this job: what it would run at is not told here.
+    if (lists.some((l) => l == null) || firstUnshared(lists as Instants[]) != null) return null;
+    const horizon = Math.min(...lists.map((l) => l!.horizon));
+    const first = lists[0]!;
+    parts.push({ at: first.at.filter((t) => t <= horizon), horizon, samples: first.samples });
+  }
+  return union(parts);
+}
+
+/** The instants of several parts together: a sample point's first is the earliest of theirs. */
 function union(parts: Instants[]): Instants {
+  if (parts.length === 1) return parts[0]!;
   const horizon = Math.min(...parts.map((p) => p.horizon));
   const at = [...new Set(parts.flatMap((p) => p.at))]
     .filter((t) => t <= horizon)
     .sort((a, b) => a - b);
-  return { at, horizon };
+  const samples = parts[0]!.samples.map((_, i) => {
+    const firsts = parts.map((p) => p.samples[i]).filter((t): t is number => t != null);
+    return firsts.length > 0 ? Math.min(...firsts) : null;
+  });
+  return { at, horizon, samples };
 }

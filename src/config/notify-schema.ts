@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { NOTIFY_EVENTS, type NotifyEventName } from './defaults.js';
-import { duration, durationOrZero } from './value-schemas.js';
+import { durationOrZero, timerDuration } from './value-schemas.js';
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name');
 const targetName = z
@@ -39,7 +39,7 @@ export const targetSchema = z.strictObject({
     .record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String))
     .optional(),
   email: emailSchema.optional(),
-  timeout: duration.optional(),
+  timeout: timerDuration.optional(),
 });
 export type RawTarget = z.infer<typeof targetSchema>;
 

@@ -8,7 +8,13 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, parseDuration } from './duration.js';
-import { duration, durationOrZero } from './value-schemas.js';
+import {
+  duration,
+  durationOrZero,
+  timerDuration,
+  timerDurationOrZero,
+  withinDuration,
+} from './value-schemas.js';
 import { TAG_HINT, TAG_PATTERN, type Prefer, type RunOn } from './placement.js';
 import {
   jobNotifySchema,
@@ -106,6 +112,12 @@ const catchUp = z.unknown().transform((value, ctx) => {
     });
     return z.NEVER;
   }
+  // Past the longest duration, or too long to be a number: the duration's own message.
+  const bounded = duration.safeParse(value);
+  if (!bounded.success) {
+    for (const issue of bounded.error.issues) ctx.addIssue(issue as never);
+    return z.NEVER;
+  }
   return { windowMs: ms, fires: 'latest' as CatchUpFires };
 });
 
@@ -160,14 +172,28 @@ const afterSchema = z.strictObject({
       .string()
       .min(1)
       .transform((name) => [name]),
-    z.array(z.string().min(1)).min(1),
+    z
+      .array(z.string().min(1))
+      .min(1)
+      .superRefine((names, ctx) => {
+        // A parent named twice is a typo for another parent, not a wish to wait for it twice.
+        names.forEach((name, i) => {
+          if (names.indexOf(name) < i) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [i],
+              message: `"${name}" is named twice: a typo for another parent?`,
+            });
+          }
+        });
+      }),
   ]),
   on: z.enum(AFTER_ON).optional(),
   /**
    * How long after the instant the child waits for its parents' verdicts before it is skipped as
    * `upstream`. Default a day.
    */
-  within: duration.optional(),
+  within: withinDuration.optional(),
 });
 
 /** The worker slot is stored in `baton_runs.winner` (TINYINT). */
@@ -223,7 +249,7 @@ const inheritableShape = {
   /** Working directory of the job's process, relative to the schedules file. Default: its folder. */
   cwd: z.string().min(1),
   /** Stop a run (SIGTERM, then SIGKILL) that takes longer than this; recorded `timeout`. */
-  timeout: duration,
+  timeout: timerDuration,
   /** Start a failed (or timed-out) run again, up to this many times, still holding the fire. */
   retries: z
     .number()
@@ -231,7 +257,7 @@ const inheritableShape = {
     .min(0, 'retries must be 0 or more')
     .max(100, 'retries must be at most 100'),
   /** Pause between a failure and its retry. Default 10s; `0s`: retry at once. */
-  retryDelay: durationOrZero,
+  retryDelay: timerDurationOrZero,
   /**
    * After start-up or a database outage, run the latest fire of this window that nobody ran, or
    * every one of them (`{window, fires: all}`), once fleet-wide with `trigger = catchup`.

@@ -20,6 +20,7 @@ import type { Logger } from '../log.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
 import {
+  deadlineWithinMs,
   dueDependents,
   expectDependents,
   type DependentKey,
@@ -153,10 +154,13 @@ export class DependentWatch {
       }
       for (const ms of instants) {
         if (cut != null && ms > cut) continue;
+        const deadline = ms + deadlineWithinMs(child.after!.withinMs);
         rows.push({
           key: { namespace, job: child.name, scheduledAt: new Date(ms), rerun: 0 },
-          checkAt: new Date(ms + this.o.timings.settleMs),
-          deadline: new Date(ms + child.after!.withinMs),
+          // First looked at once a parent's skip is final, or at the deadline when that is sooner
+          // (`within` under settleMs): a verdict that comes sooner moves it to its own time.
+          checkAt: new Date(Math.min(ms + this.o.timings.settleMs, deadline)),
+          deadline: new Date(deadline),
         });
       }
       reached.set(child.name, cut != null ? new Date(cut) : until);

@@ -106,6 +106,12 @@ const NOT_RUN_KINDS: ReadonlySet<string> = new Set(['paused', 'overlap', 'behind
  * Whether the child of `after` runs the instant, from its parents' records there (`parents`, in
  * `after.jobs` order). The first parent whose record stops the child decides; a parent still
  * running (or with no record yet) makes it wait, until `deadline`.
+ *
+ * `within` is judged by when each parent's verdict says its run ended (`finished_at`, database
+ * time), not by when this judge looks: a verdict that lets the child but ended after the deadline
+ * came too late, and stops it. So every judge, early or late, decides the same — a judge that
+ * looks 40 s late still skips a child whose parent ended 3 s after a `within: 1s` instant, and one
+ * that looks late at a parent that ended in time still runs it.
  */
 export function judgeDependent(
   after: JobAfter,
@@ -123,7 +129,20 @@ export function judgeDependent(
     if (run && run.status !== 'running') {
       const status = run.status as FinalStatus;
       parentRuns[p.job] = run.id;
-      if (lets(after.on, status)) continue;
+      if (lets(after.on, status)) {
+        if (run.finishedAt == null || run.finishedAt <= deadline) continue;
+        const late = formatDuration(run.finishedAt.getTime() - instant.getTime(), 'brief');
+        return {
+          kind: 'upstream',
+          parent: p.job,
+          parentStatus: status,
+          parentRunId: run.id,
+          reason:
+            `${p.job}'s verdict came too late: ${status} (run ${run.id}) ${late} after the ` +
+            `instant, past within ${formatDuration(after.withinMs)}`,
+          parentRuns,
+        };
+      }
       const only = after.on === 'failure' ? '; it runs only after a failure' : '';
       return {
         kind: 'upstream',

@@ -21,6 +21,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { MAX_AFTER_WITHIN_MS } from '../config/defaults.js';
 import { isDuplicateKeyError } from '../errors.js';
 import { truncate } from '../text.js';
 import type { FinalStatus, RunStatus, SkipKind } from '../run-status.js';
@@ -54,6 +55,17 @@ export interface DependentPlan {
    * written (an operator's re-run of a past fire, whose instant may be long gone).
    */
   deadlineFrom: 'instant' | 'now';
+}
+
+/**
+ * `within` as a child's deadline may count it: finite, 0 to MAX_AFTER_WITHIN_MS. The file refuses
+ * anything else, but the deadline is written in the parent's verdict transaction, and a date
+ * past DATETIME's range there would fail the parent's verdict with it (its run left `running`):
+ * a child's row must never be able to do that, whatever reached the plan.
+ */
+export function deadlineWithinMs(withinMs: number): number {
+  if (!Number.isFinite(withinMs)) return MAX_AFTER_WITHIN_MS;
+  return Math.min(Math.max(withinMs, 0), MAX_AFTER_WITHIN_MS);
 }
 
 /** A row as read (store/dependent-fire-reads.ts: the one reading of the table's rows). */
@@ -118,7 +130,7 @@ function rowValues(namespace: string, scheduledAt: Date, p: DependentPlan, leadM
     leadMs * 1000,
     p.deadlineFrom === 'instant' ? 1 : 0,
     scheduledAt,
-    p.withinMs * 1000,
+    deadlineWithinMs(p.withinMs) * 1000,
   ];
 }
 
@@ -296,7 +308,15 @@ export async function readDependent(
 export interface ParentRecord {
   job: string;
   /** The run of its latest generation at the instant (slot 1), or null: none. */
-  run: { id: number; status: RunStatus; rerun: number; host: string; startedAt: Date } | null;
+  run: {
+    id: number;
+    status: RunStatus;
+    rerun: number;
+    host: string;
+    startedAt: Date;
+    /** When its verdict says it ended (database time); null while it runs. */
+    finishedAt: Date | null;
+  } | null;
   /** Its `missed` row at the instant, if any. */
   missed: { id: number; reason: string | null } | null;
   /** Its skip rows at the instant (every runner's): the kinds and one row's id and words. */
@@ -316,7 +336,8 @@ export async function parentRecords(
   pinned: Readonly<Record<string, number>> | null = null,
 ): Promise<ParentRecord[]> {
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, job, rerun, winner, status, reason, reason_kind, host, started_at FROM baton_runs
+    `SELECT id, job, rerun, winner, status, reason, reason_kind, host, started_at, finished_at
+       FROM baton_runs
       WHERE namespace = ? AND job IN (?) AND scheduled_at = ?
       ORDER BY rerun DESC, id`,
     [namespace, parents, scheduledAt],
@@ -337,6 +358,7 @@ export async function parentRecords(
             rerun: Number(latest.rerun),
             host: String(latest.host),
             startedAt: latest.started_at as Date,
+            finishedAt: (latest.finished_at as Date | null) ?? null,
           }
         : null,
       missed: missed

@@ -127,7 +127,7 @@ describe('the after: graph in the CLI', () => {
     expect(wide.stdout).toMatch(/fetch, import \(on failure\)/);
   });
 
-  it('a cycle is refused whole: exit 78, each job of it named with its line', async () => {
+  it('a cycle is refused whole: exit 78, once, at its first job with its line', async () => {
     const bad = writeSchedule(
       'jobs:\n  a:\n    command: ["true"]\n    after: {jobs: b}\n  b:\n    command: ["true"]\n    after: {jobs: a}\n',
     );
@@ -136,10 +136,42 @@ describe('the after: graph in the CLI', () => {
     expect(r.stderr).toContain(
       `${bad}:4:5: jobs.a.after: a cycle: a → b → a (each runs after the next): none of them would ever run`,
     );
-    expect(r.stderr).toContain(
-      `${bad}:7:5: jobs.b.after: a cycle: b → a → b (each runs after the next): none of them would ever run`,
-    );
+    expect(r.stderr).not.toContain('jobs.b.after');
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('a cycle of 11,000 jobs: exit 78 and one short line, not a stack overflow (exit 70)', async () => {
+    const n = 11_000;
+    let y = `jobs:\n  j0:\n    after: {jobs: j${n - 1}}\n    command: ["true"]\n`;
+    for (let i = 1; i < n; i++)
+      y += `  j${i}:\n    after: {jobs: j${i - 1}}\n    command: ["true"]\n`;
+    const bad = writeSchedule(y);
+    const r = await baton(['validate', '--config', bad]);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toContain(
+      `${bad}:3:5: jobs.j0.after: a cycle: j0 → j10999 → j10998 → j10997 → j10996 → j10995 → ` +
+        'j10994 → … 10991 more … → j2 → j1 → j0, 11000 jobs (each runs after the next)',
+    );
+    expect(r.stderr.length).toBeLessThan(2_000);
+  });
+
+  it('a within too long, Infinity or 0s: exit 78 with its line, a sentence for each', async () => {
+    const bad = writeSchedule(
+      `jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["true"]\n` +
+        `  a:\n    command: ["true"]\n    after: {jobs: settle, within: 5000000d}\n` +
+        `  b:\n    command: ["true"]\n    after: {jobs: settle, within: ${'9'.repeat(400)}d}\n` +
+        `  c:\n    command: ["true"]\n    after: {jobs: settle, within: 0s}\n` +
+        `  d:\n    command: ["true"]\n    after: {jobs: [settle, settle]}\n`,
+    );
+    const r = await baton(['validate', '--config', bad]);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toContain(
+      `${bad}:7:27: jobs.a.after.within: must be at most 366d, got "5000000d"`,
+    );
+    expect(r.stderr).toMatch(/:10:27: jobs\.b\.after\.within: must be at most 366d, got "9+…9+d"/);
+    expect(r.stderr).toContain(`${bad}:13:27: jobs.c.after.within: must be more than 0s, got "0s"`);
+    expect(r.stderr).toContain(`${bad}:16:28: jobs.d.after.jobs.1: "settle" is named twice`);
+    expect(r.stderr).not.toMatch(/Infinity/);
   });
 
   it('run --fire and backfill of a job with no schedule of its own: exit 64, no database asked', async () => {

@@ -112,6 +112,60 @@ function rowsAt(rows: RunRow[], job: string, at: number): RunRow[] {
   return rows.filter((r) => r.job === job && r.scheduled_at.getTime() === at);
 }
 
+describe("within shorter than the parent's run (and than settleMs)", () => {
+  it('the child never runs; each instant is one upstream skip saying the verdict came too late', async () => {
+    // settle ends 1.5 s after its instant; report waits 500 ms. The child's first look was at
+    // the instant + settleMs (3 s here), and a verdict was "due" whatever its time: it ran.
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: late
+jobs:
+  settle:
+    schedule: "*/4 * * * * *"
+    command: ${j.yaml({ work: 'sleep 1.5' })}
+  report:
+    after: {jobs: settle, within: 500ms}
+    command: ${j.yaml({ work: 'true' })}
+`,
+    );
+    await fleet.start(['l1', 'l2'], { config, runner: RUNNER });
+    const rows = await waitFor(
+      'two instants of settle done, report decided at each',
+      async () => {
+        const all = await allRuns(fleet.db);
+        const done = all.filter((r) => r.job === 'settle' && r.winner === 1 && r.status === 'done');
+        const decided = done.filter((s) =>
+          all.some(
+            (r) =>
+              r.job === 'report' &&
+              r.scheduled_at.getTime() === s.scheduled_at.getTime() &&
+              (r.reason_kind === 'upstream' || (r.winner === 1 && r.status !== 'running')),
+          ),
+        );
+        return decided.length >= 2 ? { all, decided } : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(journal.attempts('report')).toEqual([]);
+    for (const s of rows.decided) {
+      const skips = rows.all.filter(
+        (r) =>
+          r.job === 'report' &&
+          r.scheduled_at.getTime() === s.scheduled_at.getTime() &&
+          r.reason_kind === 'upstream',
+      );
+      expect(skips).toHaveLength(1);
+      // Judged at the deadline (settle still running), or after its verdict came too late.
+      expect(skips[0]!.reason).toMatch(
+        new RegExp(
+          `^settle( did not finish this fire within 500ms \\(run ${s.id} still running\\)|` +
+            `'s verdict came too late: done \\(run ${s.id}\\) 1\\.\\ds after the instant, past within 500ms)$`,
+        ),
+      );
+    }
+  });
+});
+
 describe('fan-in', () => {
   it('a child after two parents runs only at instants both succeeded', async () => {
     const { config } = writeJournaledSchedule(

@@ -194,6 +194,57 @@ jobs:
       );
     });
   });
+  describe('durations are finite and bounded', () => {
+    const huge = `${'9'.repeat(400)}d`;
+    const job = (extra: string) =>
+      `jobs:\n  a:\n    schedule: "0 3 * * *"\n    command: ["true"]\n${extra}`;
+
+    it('refuses a number of days too long for a double (Infinity) wherever a duration is read', () => {
+      // Read as Infinity, each was taken: `within Infinityd`, a timeout that never fires.
+      const bounded = /must be at most 3650d, got "9{19}…9{8}d": no duration in baton is longer/;
+      expect(problems(job(`    expect: ${huge}\n`))).toEqual([
+        expect.stringMatching(new RegExp(`^5:jobs\\.a\\.expect: ${bounded.source}`)),
+      ]);
+      expect(problems(job(`    catchUp: ${huge}\n`))[0]).toMatch(
+        /^5:jobs\.a\.catchUp: must be at most 3650d/,
+      );
+      expect(problems(job(`    catchUp: {window: ${huge}}\n`))[0]).toMatch(
+        /^5:jobs\.a\.catchUp\.window: must be at most 3650d/,
+      );
+      expect(problems(`retention: ${huge}\n${job('')}`)[0]).toMatch(
+        /^1:retention: must be at most 3650d/,
+      );
+      expect(problems(job(`    jitter: ${huge}\n`))[0]).toMatch(
+        /^5:jobs\.a\.jitter: must be at most 3650d/,
+      );
+      expect(problems(job(`    timeout: ${huge}\n`))[0]).toMatch(
+        /^5:jobs\.a\.timeout: must be at most 24d/,
+      );
+    });
+
+    it("a job's timeout and retryDelay are at most 24d: a longer Node.js timer fires at once", () => {
+      expect(problems(job('    timeout: 30d\n    retryDelay: 25d\n'))).toEqual([
+        '5:jobs.a.timeout: must be at most 24d, got "30d": a timer\'s longest in Node.js is about 24.8 days',
+        '6:jobs.a.retryDelay: must be at most 24d, got "25d": a timer\'s longest in Node.js is about 24.8 days',
+      ]);
+      expect(parseConfig(file, job('    timeout: 24d\n')).jobs[0]!.timeoutMs).toBe(24 * 86_400_000);
+    });
+
+    it('after.within: more than 0, at most 366d, and never Infinity', () => {
+      const child = (within: string) =>
+        `${job('')}  r:\n    command: ["true"]\n    after: {jobs: a, within: ${within}}\n`;
+      expect(problems(child('0s'))).toEqual([
+        '7:jobs.r.after.within: must be more than 0s, got "0s"',
+      ]);
+      expect(problems(child('5000000d'))).toEqual([
+        '7:jobs.r.after.within: must be at most 366d, got "5000000d": a child waits for its ' +
+          "parents' verdicts of an instant at most a year",
+      ]);
+      expect(problems(child(huge))[0]).toMatch(/^7:jobs\.r\.after\.within: must be at most 366d/);
+      expect(parseConfig(file, child('366d')).jobs[1]!.after!.withinMs).toBe(366 * 86_400_000);
+    });
+  });
+
   describe('jitter:', () => {
     const job = (extra: string, schedule = '*/5 * * * *') =>
       `jobs:\n  a:\n    schedule: "${schedule}"\n    command: ["true"]\n${extra}`;

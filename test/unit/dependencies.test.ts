@@ -27,6 +27,8 @@ import {
   registryView,
 } from '../../src/daemon/loaded-schedule.js';
 import { ConfigError, UsageError } from '../../src/errors.js';
+import { JUDGE_TIMINGS, judgeDependent } from '../../src/fire/dependents.js';
+import { deadlineWithinMs } from '../../src/store/dependent-fires.js';
 import { ExitCode } from '../../src/exit-codes.js';
 import { buildStatus, statusToJson } from '../../src/fleet/status.js';
 import { jobPage } from '../../src/http/dashboard/run-pages.js';
@@ -77,7 +79,7 @@ ${SETTLE}  report:
     expect(config.jobs.find((j) => j.name === 'settle')!.jitterMs).toBe(60_000);
     const short = parseConfig(
       file,
-      `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after: {jobs: [settle, settle]}\n`,
+      `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after: {jobs: [settle]}\n`,
     ).jobs[1]!;
     expect(short.after).toEqual({ jobs: ['settle'], on: 'success', withinMs: 86_400_000 });
   });
@@ -203,23 +205,53 @@ describe('the checks of the edges', () => {
     ).toEqual(['7:jobs.report.after.jobs.1: report cannot run after itself']);
   });
 
-  it('a cycle of two and one of three: once per cycle, at each of its jobs', () => {
+  it('a cycle of two and one of three: once per cycle, at its job first in the file', () => {
     expect(
       problems(
         `jobs:\n${SETTLE}  a:\n    command: ["true"]\n    after: {jobs: b}\n  b:\n    command: ["true"]\n    after: {jobs: [a, settle]}\n`,
       ),
     ).toEqual([
       '7:jobs.a.after: a cycle: a → b → a (each runs after the next): none of them would ever run',
-      '10:jobs.b.after: a cycle: b → a → b (each runs after the next): none of them would ever run',
     ]);
+    // Met first from z (a job after the cycle), still told at x, the first of it in the file.
     const three = problems(
-      `jobs:\n${SETTLE}  x:\n    schedule: "0 4 * * *"\n    command: ["true"]\n    after: {jobs: z}\n  y:\n    command: ["true"]\n    after: {jobs: x}\n  z:\n    command: ["true"]\n    after: {jobs: y}\n`,
+      `jobs:\n${SETTLE}  w:\n    command: ["true"]\n    after: {jobs: z}\n  x:\n    schedule: "0 4 * * *"\n    command: ["true"]\n    after: {jobs: z}\n  y:\n    command: ["true"]\n    after: {jobs: x}\n  z:\n    command: ["true"]\n    after: {jobs: y}\n`,
     );
     expect(three).toEqual([
-      '8:jobs.x.after: a cycle: x → z → y → x (each runs after the next): none of them would ever run',
-      '14:jobs.z.after: a cycle: z → y → x → z (each runs after the next): none of them would ever run',
-      '11:jobs.y.after: a cycle: y → x → z → y (each runs after the next): none of them would ever run',
+      '11:jobs.x.after: a cycle: x → z → y → x (each runs after the next): none of them would ever run',
     ]);
+  });
+
+  /** A file of `n` jobs after one another: j0 after j1 … after j(n-1), written child first. */
+  function chainYaml(n: number, cycle: boolean): string {
+    let y = 'jobs:\n';
+    for (let i = 0; i < n - 1; i++)
+      y += `  j${i}:\n    after: {jobs: j${i + 1}}\n    command: ["true"]\n`;
+    const last = cycle ? `    after: {jobs: j0}\n` : `    schedule: "0 3 * * *"\n`;
+    return y + `  j${n - 1}:\n${last}    command: ["true"]\n`;
+  }
+
+  it('a chain of 10,000 jobs written child first is valid; with a fan-in at its end too', () => {
+    // Walked by recursion, each of these was "Maximum call stack size exceeded" (exit 70).
+    expect(problems(chainYaml(10_000, false))).toEqual([]);
+    const fanIn = `  twin:\n    schedule: "0 3 * * *"\n    command: ["true"]\n  report:\n    after: {jobs: [j0, twin]}\n    command: ["true"]\n`;
+    expect(problems(chainYaml(10_000, false) + fanIn)).toEqual([]);
+  });
+
+  it('a cycle of 20,000 jobs is one problem, at its first job, its words shortened', () => {
+    const found = problems(chainYaml(20_000, true));
+    expect(found).toEqual([
+      '3:jobs.j0.after: a cycle: j0 → j1 → j2 → j3 → j4 → j5 → j6 → … 19991 more … → j19998 → ' +
+        'j19999 → j0, 20000 jobs (each runs after the next): none of them would ever run',
+    ]);
+  });
+
+  it('a parent named twice is refused at its second item', () => {
+    expect(
+      problems(
+        `jobs:\n${SETTLE}  report:\n    command: ["true"]\n    after:\n      jobs:\n        - settle\n        - settle\n`,
+      ),
+    ).toEqual(['10:jobs.report.after.jobs.1: "settle" is named twice: a typo for another parent?']);
   });
 
   it('a fan-out job as a child or as a parent', () => {
@@ -267,6 +299,59 @@ describe('the checks of the edges', () => {
     ).toEqual([]);
   });
 
+  it('instants are compared past the first 50: parents or an own schedule that differ at minute 59 of each hour', () => {
+    const every2 = `  settle:\n    schedule: "*/2 * * * * *"\n    command: ["true"]\n`;
+    // Their first 50 instants (100 s) are the same; every hour's minute 59 is not.
+    expect(
+      problems(
+        `jobs:\n${every2}  import:\n    schedule: "*/2 0-58 * * * *"\n    command: ["true"]\n  report:\n    after: {jobs: [settle, import]}\n    command: ["true"]\n`,
+      ),
+    ).toEqual([
+      expect.stringMatching(
+        /^9:jobs\.report\.after\.jobs: the parents of report do not fire at the same instants .*T\d\d:59:\d\dZ is a fire of settle, not of import\)/,
+      ),
+    ]);
+    // The child's own schedule shares settle's instants from minute 2 of each hour on.
+    expect(
+      problems(
+        `jobs:\n${every2}  report:\n    schedule: "*/2 2-59 * * * *"\n    after: {jobs: settle}\n    command: ["true"]\n`,
+      ),
+    ).toEqual([expect.stringMatching(/^7:jobs\.report\.after: report's own schedule/)]);
+    // A monthly parent and an hourly child share 03:00 on the 1st only.
+    expect(
+      problems(
+        `jobs:\n  settle:\n    schedule: "0 3 1 * *"\n    command: ["true"]\n  report:\n    schedule: "0 * * * *"\n    after: {jobs: settle}\n    command: ["true"]\n`,
+      ),
+    ).toEqual([expect.stringMatching(/^7:jobs\.report\.after: report's own schedule/)]);
+    // A yearly parent on a date the first 50 do not reach, against one on two dates.
+    expect(
+      problems(
+        `jobs:\n  settle:\n    schedule: "0 3 1 1 *"\n    command: ["true"]\n  import:\n    schedule: "0 3 1 1,7 *"\n    command: ["true"]\n  report:\n    after: {jobs: [settle, import]}\n    command: ["true"]\n`,
+      ),
+    ).toEqual([expect.stringMatching(/2026-07-01T03:00:00Z is a fire of import, not of settle/)]);
+    // The same instants written two ways are fine.
+    expect(
+      problems(
+        `jobs:\n${every2}  import:\n    schedule: "0-59/2 * * * * *"\n    command: ["true"]\n  report:\n    after: {jobs: [settle, import]}\n    command: ["true"]\n`,
+      ),
+    ).toEqual([]);
+  });
+
+  it('a 1,000-job file with 500 fan-ins over 20 schedules is checked, its cost printed', () => {
+    let y = 'jobs:\n';
+    for (let i = 0; i < 500; i++) {
+      const schedule = `${i % 20} ${3 + (i % 5)} * * *`;
+      y += `  p${i}:\n    schedule: "${schedule}"\n    command: ["true"]\n`;
+    }
+    for (let i = 0; i < 500; i++) {
+      y += `  c${i}:\n    after: {jobs: [p${i}, p${(i + 60) % 500}]}\n    command: ["true"]\n`;
+    }
+    const started = performance.now();
+    expect(problems(y)).toEqual([]);
+    const ms = performance.now() - started;
+    console.log(`1,000-job file with 500 fan-ins checked in ${ms.toFixed(0)} ms`);
+  });
+
   it('disabled parents and children, and overlap: allow on a child, are fine', () => {
     expect(
       problems(
@@ -287,6 +372,70 @@ describe('the checks of the edges', () => {
     expect(problems(`defaults:\n  after: {jobs: settle}\njobs:\n${SETTLE}`)).toEqual([
       '2:defaults.after: unknown key "after"',
     ]);
+  });
+});
+
+describe('within, judged', () => {
+  const instant = new Date('2026-12-07T10:00:00Z');
+  const after = { jobs: ['settle'], on: 'success' as const, withinMs: 1_000 };
+  const deadline = new Date(instant.getTime() + after.withinMs);
+  const settle = (finishedAt: Date | null) => [
+    {
+      job: 'settle',
+      run: {
+        id: 7,
+        status: finishedAt ? ('done' as const) : ('running' as const),
+        rerun: 0,
+        host: 'h',
+        startedAt: instant,
+        finishedAt,
+      },
+      missed: null,
+      skips: [],
+    },
+  ];
+  const at = (ms: number) => new Date(instant.getTime() + ms);
+
+  it('by when the verdict says the parent ended, not by when the judge looks', () => {
+    const late = settle(at(3_000));
+    // Judged before the deadline would have been impossible; judged at once after the verdict
+    // or a minute late: the same answer — the verdict came too late.
+    for (const now of [at(3_010), at(60_000)]) {
+      expect(judgeDependent(after, late, instant, now, deadline, JUDGE_TIMINGS)).toMatchObject({
+        kind: 'upstream',
+        parent: 'settle',
+        parentRunId: 7,
+        reason: "settle's verdict came too late: done (run 7) 3s after the instant, past within 1s",
+      });
+    }
+    // Ended in time: due, even to a judge that looks after the deadline.
+    for (const now of [at(900), at(60_000)]) {
+      expect(judgeDependent(after, settle(at(800)), instant, now, deadline, JUDGE_TIMINGS)).toEqual(
+        { kind: 'due', parentRuns: { settle: 7 } },
+      );
+    }
+  });
+
+  it('a parent still running is looked at again no later than the deadline, then skipped', () => {
+    const running = settle(null);
+    expect(judgeDependent(after, running, instant, at(100), deadline, JUDGE_TIMINGS)).toEqual({
+      kind: 'wait',
+      checkAt: deadline,
+      waitingFor: ['settle'],
+    });
+    expect(
+      judgeDependent(after, running, instant, deadline, deadline, JUDGE_TIMINGS),
+    ).toMatchObject({
+      kind: 'upstream',
+      reason: 'settle did not finish this fire within 1s (run 7 still running)',
+    });
+  });
+
+  it("a child's deadline never counts more than 366 days, whatever reached it", () => {
+    const year = 366 * 86_400_000;
+    expect(
+      [1_000, 0, -5, year + 1, 5_000_000 * 86_400_000, Infinity, NaN].map(deadlineWithinMs),
+    ).toEqual([1_000, 0, 0, year, year, year, year]);
   });
 });
 
