@@ -30,6 +30,7 @@ import type { Actor } from './pause.js';
 import { firesBetweenYielding, ownSchedule } from './past-fires.js';
 import { describePlan, describeRun, planRerun } from './rerun-plan.js';
 import { awaitChain, operatorDependents, type ChainStep } from './dependents.js';
+import { refusePlacedElsewhere } from './run.js';
 
 /** More fires than this need `yes`. */
 export const BACKFILL_BOUND = 100;
@@ -101,6 +102,7 @@ export async function planBackfill(
   const { job, from, to } = r;
   // A job that runs only after its parents has no fires of its own to walk: backfill a parent.
   const schedule = ownSchedule(job);
+  refusePlacedElsewhere(fires, job);
   if (to < from) {
     throw new UsageError(`to (${to.toISOString()}) is before from (${from.toISOString()})`);
   }

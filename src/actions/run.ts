@@ -15,7 +15,7 @@
  * (the process died) still shows who asked.
  */
 import type { JobDefinition } from '../config/schema.js';
-import { errorMessage, LockHeldError } from '../errors.js';
+import { errorMessage, LockHeldError, UsageError } from '../errors.js';
 import { manualInstant } from '../fire/manual-instant.js';
 import type { FireOutcome } from '../fire/fire-types.js';
 import type { ManualStart, OperatorFires } from '../fire/operator-fire.js';
@@ -89,6 +89,7 @@ interface PlannedRun {
 async function planRun(fires: OperatorFires, r: RunRequest): Promise<PlannedRun> {
   // A past fire of a job that runs only after its parents is theirs (refused before any read).
   if (r.fire != null) ownSchedule(r.job);
+  refusePlacedElsewhere(fires, r.job);
   const now = await fires.now();
   const children = (at: Date, reran: boolean) =>
     r.withDependents ? operatorDependents(fires, r.job, at, reran) : Promise.resolve([]);
@@ -221,4 +222,17 @@ function outcomeText(over: FireOutcome | null): string {
   if (over?.status === 'ran') return over.result.status;
   if (over?.status === 'skipped') return `not run: ${over.reason}`;
   return over?.status === 'not-attempted' ? `not run: ${over.cause}` : 'not run';
+}
+
+/**
+ * Refuses (UsageError, nothing written) to run `job` in `fires`' process when its `runOn` places
+ * it elsewhere (config/placement.ts): an SFTP job must not run on a host without the mount.
+ */
+export function refusePlacedElsewhere(fires: OperatorFires, job: JobDefinition): void {
+  const why = fires.whyNotHere(job);
+  if (why == null) return;
+  throw new UsageError(
+    `${job.name} may not run on ${fires.host} (${why}): run it on a runner that may ` +
+      '(baton run --on-host, or the write API of such a runner)',
+  );
 }

@@ -36,6 +36,8 @@ import {
 } from '../fire/operator-fire.js';
 import { startFire } from '../fire/run-fire.js';
 import { childrenOf } from '../config/dependencies.js';
+import { describeRunOn, mayRun } from '../config/placement.js';
+import { resolveTags } from './options.js';
 import {
   JUDGE_TIMINGS,
   planDependents,
@@ -68,6 +70,8 @@ export class ForegroundSession implements OperatorFires {
   private starting = 0;
   /** What the command's actions still write once their runs are over (`track`). */
   private readonly tracked = new Set<Promise<unknown>>();
+  /** This process's tags for `runOn` (BATON_TAGS), read once. */
+  private readonly tags = resolveTags(undefined);
   /** The session's spawner (it warms no module host: each fire is one run). */
   private readonly launchers = { spawner: new Spawner() };
   /** What asked to stop first (a signal's name, or why), if anything did. */
@@ -123,6 +127,16 @@ export class ForegroundSession implements OperatorFires {
 
   jobs(): readonly JobDefinition[] {
     return this.config.jobs;
+  }
+
+  /**
+   * This command runs jobs in its own process: it may run a placed job only where a runner with
+   * its host id (`--host`, BATON_HOST) and the tags of BATON_TAGS could (the operator's host
+   * usually has none).
+   */
+  whyNotHere(job: JobDefinition): string | null {
+    if (!job.runOn || mayRun(job.runOn, { host: this.host, tags: this.tags })) return null;
+    return describeRunOn(job.runOn);
   }
 
   now(): Promise<Date> {
@@ -320,7 +334,9 @@ export class ForegroundSession implements OperatorFires {
     await Promise.allSettled(
       plans.map(async (plan) => {
         const child = this.job(plan.job);
-        if (!child) return;
+        // A child placed elsewhere is judged and run by a runner that may run it (its chain row
+        // is written: dependent-watch.ts), never here.
+        if (!child || this.whyNotHere(child) != null) return;
         const key = {
           namespace: this.namespace,
           job: plan.job,

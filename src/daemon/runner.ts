@@ -562,6 +562,7 @@ export class Runner {
       pool,
       job: (name) => this.loaded.config.jobs.find((j) => j.name === name) ?? null,
       jobs: () => this.loaded.config.jobs,
+      whyNotHere: (job) => this.whyNotHere(job.name),
       now: () => Promise.resolve(this.clock.now()),
       stopping: () => this.stopping,
       fire: (f) => this.dispatcher.operatorFire(f),

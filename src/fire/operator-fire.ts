@@ -76,6 +76,12 @@ export interface OperatorFires {
   job(name: string): JobDefinition | null;
   /** Every job this process has (disabled ones included): a chain's children. */
   jobs(): readonly JobDefinition[];
+  /**
+   * Why this process may not run `job` (its `runOn`, config/placement.ts: "needs tag sftp");
+   * null when it may. An operator's fire of a job placed elsewhere is refused before anything is
+   * written; a chain's child placed elsewhere is left to the runners that may run it.
+   */
+  whyNotHere(job: JobDefinition): string | null;
   /** Now by the database's clock. */
   now(): Promise<Date>;
   /** True once the process began to stop: no further operator fire may start. */

@@ -14,6 +14,9 @@
  *   taken as an option would steer it to the listener below, which must see no connection;
  * - `baton run settle` without a host runs on b, not in the CLI (whose host id is `operator`);
  *   the write API of a (which may not run it) asks b too, and `onHost: "a"` is 409;
+ * - `baton backfill settle` (which runs the fires in the CLI's own process) is refused (64),
+ *   writing nothing; `baton run prep --with-dependents` runs `prep` in the CLI and leaves its
+ *   child `upload` (placed on sftp) to b, which runs it: the CLI waits for it and says so;
  * - with b stopped, `baton run settle` is refused with 69, saying where it may run.
  */
 import net from 'node:net';
@@ -51,6 +54,13 @@ jobs:
     command: ${j.yaml()}
   plain:
     schedule: "0 0 1 1 *"
+    command: ${j.yaml()}
+  prep:
+    schedule: "0 0 1 1 *"
+    command: ${j.yaml()}
+  upload:
+    after: {jobs: prep}
+    runOn: {tags: [sftp]}
     command: ${j.yaml()}
 `,
   ));
@@ -185,6 +195,35 @@ describe('a placed job asked for without a host', () => {
     // entry a moment later.
     await waitFor('the second settle journaled', () => journal.attempts('settle').length === 2);
     expect(hostsOf('settle')).toEqual(['b', 'b']);
+  });
+
+  it('a backfill, which would run the fires in the CLI, is refused (64), writing nothing', async () => {
+    const before = await written();
+    const r = await baton(
+      [
+        'backfill',
+        'settle',
+        '--from',
+        '2026-01-01T00:00:00Z',
+        '--to',
+        '2026-01-01T00:00:00Z',
+        '--config',
+        config,
+      ],
+      { env: { BATON_DATABASE_URL: fleet.db.url, BATON_HOST: 'operator' } },
+    );
+    expect(r.code, r.stderr).toBe(64);
+    expect(r.stderr).toContain('settle may not run on operator (needs tag sftp)');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(await written()).toEqual(before);
+  });
+
+  it('--with-dependents leaves a child placed elsewhere to a runner that may run it', async () => {
+    const r = await run('prep', '--with-dependents');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/upload done \(run \d+/);
+    expect(hostsOf('prep')).toEqual(['operator']);
+    expect(hostsOf('upload')).toEqual(['b']);
   });
 
   it('with no runner alive that may run it, is refused (69) saying where it may run', async () => {
