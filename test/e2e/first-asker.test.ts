@@ -10,10 +10,9 @@
 import { describe, expect, it } from 'vitest';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../../src/coordination/first-asker.js';
 import { writeSchedule, type RunnerProcess } from '../helpers/cli.js';
-import { byFire, dbNow, runs } from '../helpers/db.js';
-import { expectOneWinnerPerFire } from '../helpers/fires.js';
+import { byFire, runs } from '../helpers/db.js';
+import { expectOneWinnerPerFire, fireWindow } from '../helpers/fires.js';
 import { useFleet } from '../helpers/fleet.js';
-import { waitFor } from '../helpers/wait.js';
 
 const HOSTS = ['srv-1', 'srv-2', 'srv-3'];
 const JOBS = Array.from({ length: 12 }, (_, i) => `job-${String(i).padStart(2, '0')}`);
@@ -29,18 +28,6 @@ function seesCompanions(runner: RunnerProcess, hosts: string[]): Promise<unknown
     (l) => (l.companions as string[] | undefined)?.join(',') === want,
     20_000,
   );
-}
-
-async function fireWindow(seconds: number): Promise<{ from: Date; until: Date }> {
-  const now = await dbNow(fleet.db);
-  const from = new Date(Math.ceil(now.getTime() / 1000) * 1000 + 1000);
-  const until = new Date(from.getTime() + (seconds - 1) * 1000);
-  await waitFor(
-    `the fires up to ${until.toISOString()} decided`,
-    async () => (await dbNow(fleet.db)).getTime() > until.getTime() + 2_000,
-    { timeoutMs: seconds * 1000 + 20_000 },
-  );
-  return { from, until };
 }
 
 describe('the first asker of each fire', () => {
@@ -66,7 +53,7 @@ describe('the first asker of each fire', () => {
     // srv-3 is killed; the other two still count it alive for up to 15 s.
     const killed = runners[2]!;
     await killed.stop('SIGKILL');
-    const after = await fireWindow(5);
+    const after = await fireWindow(fleet.db, 5);
     const rows = (await Promise.all(JOBS.map((j) => runs(fleet.db, j)))).flat();
     const inWindow = rows.filter(
       (r) =>

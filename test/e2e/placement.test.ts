@@ -9,8 +9,8 @@
  *   and it takes them back once it continues; killed (`kill -9`), the next fire runs elsewhere.
  */
 import { describe, expect, it } from 'vitest';
-import { dbNow, runs, type RunRow } from '../helpers/db.js';
-import { expectOneWinnerPerFire } from '../helpers/fires.js';
+import { runs, type RunRow } from '../helpers/db.js';
+import { expectOneWinnerPerFire, fireWindow } from '../helpers/fires.js';
 import { useFleet } from '../helpers/fleet.js';
 import { writeJournaledSchedule, type JournalAttempt } from '../helpers/ground-truth.js';
 import { jobLockName } from '../../src/lock-names.js';
@@ -25,19 +25,6 @@ const TIMINGS = { fleetWatch: { companionsMs: 500 } };
  * preferred runner late on a loaded machine to still win.
  */
 const LEAD_MS = 500;
-
-/** The next `seconds` instants, once the database's clock is 2 s past the last of them. */
-async function fireWindow(seconds: number): Promise<{ from: Date; until: Date }> {
-  const now = await dbNow(fleet.db);
-  const from = new Date(Math.ceil(now.getTime() / 1000) * 1000 + 1000);
-  const until = new Date(from.getTime() + (seconds - 1) * 1000);
-  await waitFor(
-    `the fires up to ${until.toISOString()} decided`,
-    async () => (await dbNow(fleet.db)).getTime() > until.getTime() + 2_000,
-    { timeoutMs: seconds * 1000 + 20_000 },
-  );
-  return { from, until };
-}
 
 const within = (t: number, w: { from: Date; until: Date }) =>
   t >= w.from.getTime() && t <= w.until.getTime();
@@ -80,7 +67,7 @@ jobs:
       timings: TIMINGS,
       args: ['--tag', 'sftp', '--tag', 'region=eu'],
     });
-    const w = await fireWindow(4);
+    const w = await fireWindow(fleet.db, 4);
 
     for (const [job, host] of [
       ['upload', 'b'],
@@ -136,14 +123,14 @@ jobs:
     );
 
     // While `a` lives and is on time, it runs every fire.
-    const steady = await fireWindow(4);
+    const steady = await fireWindow(fleet.db, 4);
     for (const x of onePerFire(journal.attempts('settle'), steady)) expect(x.host).toBe('a');
 
     // Frozen: the others take its fires, after the lead and never before it. Frozen between two
     // of its runs: a runner frozen while it holds the job's lock (its run's release comes after
     // the verdict) keeps every other run out until its session ends — that is the lock's job.
     await freezeHoldingNothing(a);
-    const frozen = await fireWindow(4);
+    const frozen = await fireWindow(fleet.db, 4);
     a.child.kill('SIGCONT');
     for (const x of onePerFire(journal.attempts('settle'), frozen)) expect(x.host).not.toBe('a');
     const frozenRows = winners(await runs(fleet.db, 'settle'), frozen);
@@ -156,7 +143,7 @@ jobs:
     await waitFor(
       'a to run the job again',
       async () => {
-        const w = await fireWindow(3);
+        const w = await fireWindow(fleet.db, 3);
         const hosts = onePerFire(journal.attempts('settle'), w).map((x) => x.host);
         return hosts.every((h) => h === 'a');
       },
@@ -165,7 +152,7 @@ jobs:
 
     // Killed: the next fires run elsewhere (after the lead, while the others still count it).
     await a.stop('SIGKILL');
-    const killed = await fireWindow(3);
+    const killed = await fireWindow(fleet.db, 3);
     for (const x of onePerFire(journal.attempts('settle'), killed)) expect(x.host).not.toBe('a');
 
     // None twice, over the whole test, by the history too.

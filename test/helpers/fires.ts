@@ -40,7 +40,8 @@ import {
 } from '../../src/coordination/lock-session.js';
 import { LEASE_MARGIN_MS } from '../../src/execution/run-lease.js';
 import { LOST_KILL_GRACE_MS } from '../../src/fire/run-control.js';
-import { byFire, type RunRow } from './db.js';
+import { byFire, dbNow, type RunRow, type TestDatabase } from './db.js';
+import { waitFor } from './wait.js';
 
 /**
  * docs/design.md, "Faults and what happens": a lock session dying under a live job may overlap
@@ -326,4 +327,23 @@ export function expectCompleteFires(
       `${label}: runners that attempted ${new Date(at).toISOString()}`,
     ).toEqual([...hosts].sort());
   }
+}
+
+/**
+ * The next `seconds` every-second instants after now, by the database's clock, once that clock is
+ * 2 s past the last of them (every runner has decided them by then, its rows written).
+ */
+export async function fireWindow(
+  db: TestDatabase,
+  seconds: number,
+): Promise<{ from: Date; until: Date }> {
+  const now = await dbNow(db);
+  const from = new Date(Math.ceil(now.getTime() / 1000) * 1000 + 1000);
+  const until = new Date(from.getTime() + (seconds - 1) * 1000);
+  await waitFor(
+    `the fires up to ${until.toISOString()} decided`,
+    async () => (await dbNow(db)).getTime() > until.getTime() + 2_000,
+    { timeoutMs: seconds * 1000 + 20_000 },
+  );
+  return { from, until };
 }
