@@ -270,7 +270,7 @@ describe('baton list on an 80-column terminal', () => {
     expectFits(piped.stdout, 80);
     // -o wide: the full table, far wider than 80.
     const wide = await baton(['list', '-o', 'wide', ...on()]);
-    expect(lines(wide.stdout)[0]).toMatch(/IN WORDS\s+ENABLED\s+PAUSED\s+NEXT FIRES/);
+    expect(lines(wide.stdout)[0]).toMatch(/IN WORDS\s+ENABLED\s+RUNS ON\s+PAUSED\s+NEXT FIRES/);
   });
 });
 
