@@ -380,7 +380,8 @@ export class Scheduler {
 
   /**
    * Runs `job` now through its lock on this replica, as `baton run` would (a manual run:
-   * actions/run.ts, without an audit row — the application asked, not an operator).
+   * actions/run.ts, without an audit row — the application asked, not an operator). A job this
+   * replica may not run (`runOn`) is not run: `not-run`, saying why.
    */
   async runNow(job: string): Promise<ManualStart> {
     const fires = this.runner?.operatorFires();
@@ -392,6 +393,11 @@ export class Scheduler {
           ? 'the database is not usable'
           : `no job ${job}`;
       return { status: 'not-run', reason: why };
+    }
+    // A job placed on other replicas (`runOn`) is theirs: not run here, said as any refusal.
+    const elsewhere = fires.whyNotHere(definition);
+    if (elsewhere != null) {
+      return { status: 'not-run', reason: `${job} may not run on ${this.host} (${elsewhere})` };
     }
     return (await startRun(fires, { job: definition })).start;
   }

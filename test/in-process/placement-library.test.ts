@@ -3,7 +3,7 @@
  * `createScheduler` with its own `host` and `tags`, on one database.
  *
  * - `runOn: {tags}`: only the replicas with the tag run the handler, every fire; the others
- *   write no row for it.
+ *   write no row for it, and `runNow` on one of them is `not-run`, saying why.
  * - `prefer`: the preferred replica runs every fire while it is up; stopped, the others take the
  *   fires.
  * - `tags` that are not tags are refused as the file's problems are (ConfigError, exit 78).
@@ -66,7 +66,7 @@ async function seeEachOther(db: TestDatabase, count: number): Promise<void> {
 describe('placement in library mode', () => {
   it('runOn: only the replicas with the tag run the handler, every fire; the others write no row', async () => {
     const db = await createTestDatabase('placement_lib_runon', { migrated: true });
-    const { seen } = await replicas(
+    const { schedulers, seen } = await replicas(
       db,
       [{ host: 'web-1' }, { host: 'gpu-1', tags: ['gpu'] }, { host: 'web-2' }],
       (s, seen, host) => {
@@ -83,6 +83,13 @@ describe('placement in library mode', () => {
       `SELECT DISTINCT host FROM baton_runs WHERE job = 'train'`,
     );
     expect(rows.map((r) => r.host)).toEqual(['gpu-1']);
+    // By hand too: runNow on a replica without the tag is not run, saying why.
+    const before = seen.length;
+    expect(await schedulers.get('web-1')!.runNow('train')).toEqual({
+      status: 'not-run',
+      reason: 'train may not run on web-1 (needs tag gpu)',
+    });
+    expect(seen.slice(before).filter((s) => s.host === 'web-1')).toEqual([]);
   });
 
   it('prefer: the preferred replica runs every fire while up; stopped, the others take them', async () => {
