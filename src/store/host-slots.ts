@@ -59,11 +59,14 @@ export async function hostSlot(db: Queryable, namespace: string, host: string): 
 
 async function readOrGiveSlot(db: Queryable, namespace: string, host: string): Promise<number> {
   for (let attempt = 1; ; attempt++) {
+    // Which row is this host's is the column's collation to say (case-insensitive, as the
+    // registry's host): `EV-1` and `ev-1` are one host there, and must be one here too, or the
+    // second would miss its own row and fail its insert at every fire.
     const [rows] = await db.query<RowDataPacket[]>(
-      'SELECT host, slot FROM baton_host_slots WHERE namespace = ? ORDER BY slot',
-      [namespace],
+      'SELECT slot, host = ? AS own FROM baton_host_slots WHERE namespace = ? ORDER BY slot',
+      [host, namespace],
     );
-    const own = rows.find((r) => r.host === host);
+    const own = rows.find((r) => Number(r.own) === 1);
     if (own) return Number(own.slot);
     const slot = firstFree(rows.map((r) => Number(r.slot)));
     if (slot == null) throw slotsFull(namespace, host);
