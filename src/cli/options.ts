@@ -139,12 +139,10 @@ export function resolveHost(args: CommonArgs): string {
  * A word that is not a tag is refused (exit 64) naming where it came from.
  */
 export function resolveTags(flags: readonly string[] | undefined): string[] {
-  const [values, where] =
-    flags != null && flags.length > 0
-      ? [flags, '--tag']
-      : [(process.env.BATON_TAGS ?? '').split(','), 'BATON_TAGS'];
   try {
-    return parseRunnerTags(values, where);
+    return flags != null && flags.length > 0
+      ? parseRunnerTags(flags, '--tag')
+      : parseRunnerTags((process.env.BATON_TAGS ?? '').split(','), 'BATON_TAGS', true);
   } catch (err) {
     throw new UsageError(errorMessage(err));
   }

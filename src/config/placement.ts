@@ -47,14 +47,19 @@ export const TAG_HINT =
 export const MAX_TAGS = 32;
 
 /**
- * The tags a runner was given (`--tag` values, or BATON_TAGS split at commas), checked and
- * deduplicated in their first order; throws with `where` named when one is not a tag.
+ * The tags a runner was given, checked and deduplicated in their first order; throws with `where`
+ * named when one is not a tag. `values` are the `--tag` values or library mode's `tags` (an empty
+ * one is refused: it names no tag, and would silently stand for none), or BATON_TAGS split at
+ * commas (`listed`: empty items, as after a trailing comma, are left out).
  */
-export function parseRunnerTags(values: readonly string[], where: string): string[] {
+export function parseRunnerTags(values: unknown, where: string, listed = false): string[] {
+  if (!Array.isArray(values) || !values.every((v) => typeof v === 'string')) {
+    throw new Error(`${where}: expected a list of tags (strings), e.g. ['sftp', 'region=eu']`);
+  }
   const tags: string[] = [];
   for (const raw of values) {
-    const tag = raw.trim();
-    if (tag === '') continue;
+    const tag = listed ? raw.trim() : raw;
+    if (tag === '' && listed) continue;
     if (!TAG_PATTERN.test(tag)) {
       throw new Error(`${where}: ${JSON.stringify(raw)} is not a tag: ${TAG_HINT}`);
     }

@@ -126,6 +126,8 @@ jobs:
   it.each([
     [['--tag', 'a b'], '--tag: "a b" is not a tag'],
     [['--tag', '=eu'], '--tag: "=eu" is not a tag'],
+    // Empty: it names no tag, and must not silently stand for none (nor hide BATON_TAGS).
+    [['--tag', ''], '--tag: "" is not a tag'],
   ])('baton start %j is refused (exit 64) before anything starts', async (args, message) => {
     const r = await baton(['start', '--config', config, '--database-url', DB, ...args]);
     expect(r.code).toBe(64);

@@ -141,15 +141,18 @@ describe('placement in library mode', () => {
 
   it('refuses tags that are not tags, naming the option', async () => {
     const { createScheduler } = await import('../../src/index.js');
-    const make = (tags: string[]) =>
+    const make = (tags: unknown) =>
       createScheduler({
         databaseUrl: 'mysql://root@127.0.0.1:1/none',
         host: 'x',
-        tags,
+        tags: tags as string[],
         log: pino({ level: 'silent' }),
       });
     expect(() => make(['--database-url=mysql://x@127.0.0.1:1/y'])).toThrow(ConfigError);
     expect(() => make(['a b'])).toThrow(/tags: "a b" is not a tag/);
+    // A string is not a list of tags (it was read as its letters: g, p, u).
+    expect(() => make('gpu')).toThrow(/tags: expected a list of tags/);
+    expect(() => make([''])).toThrow(/tags: "" is not a tag/);
     expect(() => make(['sftp', 'region=eu'])).not.toThrow();
   });
 });
