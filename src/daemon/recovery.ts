@@ -105,7 +105,11 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       if (fires.length === 0) continue;
       let caughtUp: Date[] = [];
       if (job.catchUpMs != null && job.catchUpFires === 'all') {
-        const seen = await firesWithRows(pool, namespace, job.name, from, now);
+        // A fire marked as one no runner that may run the job was alive for is this runner's to
+        // catch up, as one nobody attempted (store/fire-reads.ts).
+        const seen = await firesWithRows(pool, namespace, job.name, from, now, {
+          attemptable: true,
+        });
         // The newest MAX_CATCH_UP_FIRES of them; older ones are recorded missed below.
         caughtUp = fires.filter((at) => !seen.has(at.getTime())).slice(-MAX_CATCH_UP_FIRES);
         // The walk stops at the first fire the loop runs: one still to start (jitter), or the next.
@@ -113,7 +117,10 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
         if (caughtUp.length > 0) walk(c, job, caughtUp, next);
       } else if (job.catchUpMs != null) {
         const latest = fires.at(-1)!;
-        if (!(await firesWithRows(pool, namespace, job.name, latest, latest)).size) {
+        const seen = await firesWithRows(pool, namespace, job.name, latest, latest, {
+          attemptable: true,
+        });
+        if (seen.size === 0) {
           caughtUp = [latest];
           log.info({ job: job.name, scheduledAt: latest }, 'catching up a missed fire');
           void c.dispatch({ job: job.name, scheduledAt: latest, lateMs: 0 }, 'catchup');

@@ -170,17 +170,24 @@ export async function lockHolders(
   });
 }
 
-/** The instants in [from, to] at which the job has any row (an attempt, a skip, a missed mark). */
+/**
+ * The instants in [from, to] at which the job has any row (an attempt, a skip, a missed mark).
+ * `attemptable`: leaves out the `no-eligible-runner` marks (daemon/placement-watch.ts) — they
+ * say that no runner that may run the job was alive, which to a runner that may, back now, is
+ * what no row says: a fire it may catch up.
+ */
 export async function firesWithRows(
   db: Queryable,
   namespace: string,
   job: string,
   from: Date,
   to: Date,
+  { attemptable = false }: { attemptable?: boolean } = {},
 ): Promise<Set<number>> {
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT DISTINCT scheduled_at FROM baton_runs
-      WHERE namespace = ? AND job = ? AND scheduled_at BETWEEN ? AND ?`,
+      WHERE namespace = ? AND job = ? AND scheduled_at BETWEEN ? AND ?
+        ${attemptable ? "AND NOT (status = 'missed' AND reason_kind <=> 'no-eligible-runner')" : ''}`,
     [namespace, job, from, to],
   );
   return new Set(rows.map((r) => (r.scheduled_at as Date).getTime()));

@@ -66,6 +66,11 @@ jobs:
       timings: QUICK,
       args: ['--tag', 'sftp'],
     });
+    // …and running: "started" comes before it has registered, and a plain runner that looked at
+    // the registry before that would rightly mark the fires nobody ran meanwhile.
+    await waitFor('a first run of upload', () => journal.attempts('upload').length > 0, {
+      timeoutMs: 20_000,
+    });
     const plain = await fleet.start(['plain-a', 'plain-b'], { config, env, timings: QUICK });
     const rows = () =>
       fleet.db.query<Row>(
@@ -175,6 +180,66 @@ jobs:
     expect(Number(outbox[0]!.n)).toBe(1);
     for (const r of plain) expect(r.errors(), r.host).toEqual([]);
   }, 60_000);
+});
+
+describe('catch-up beside a no-eligible-runner mark', () => {
+  it('a tagged runner back catches up the fire its gap left, marked by an untagged one meanwhile', async () => {
+    const { config, journal } = writeJournaledSchedule(
+      (j) => `
+namespace: placement-cu
+jobs:
+  upload:
+    schedule: "*/5 * * * * *"
+    runOn: {tags: [sftp]}
+    catchUp: {window: 1m, fires: all}
+    command: ${j.yaml()}
+`,
+    );
+    await fleet.start(['plain-cu'], { config, timings: QUICK });
+    const [tagged] = await fleet.start(['tagged-cu'], {
+      config,
+      timings: QUICK,
+      args: ['--tag', 'sftp'],
+    });
+    await waitFor('a run of upload', () => journal.attempts('upload').length > 0, {
+      timeoutMs: 20_000,
+    });
+    expect(await tagged!.stop('SIGTERM')).toBe(0);
+    // The untagged runner marks the next fire: no runner that may run it was alive.
+    await waitFor(
+      'a no-eligible-runner mark',
+      async () => {
+        const rows = await fleet.db.query<{ scheduled_at: Date }>(
+          `SELECT scheduled_at FROM baton_runs
+            WHERE job = 'upload' AND reason_kind = 'no-eligible-runner'`,
+        );
+        return rows.length > 0 ? rows : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    // Back: its recovery catches up the fires of its gap, marked ones included (before, a mark
+    // counted as an attempt, and a marked fire was never run).
+    await fleet.start(['tagged-cu'], { config, timings: QUICK, args: ['--tag', 'sftp'] });
+    const [caught] = await waitFor(
+      'a marked fire caught up',
+      async () => {
+        const rows = await fleet.db.query<{ scheduled_at: Date; host: string }>(
+          `SELECT w.scheduled_at, w.host FROM baton_runs AS w
+             JOIN baton_runs AS m ON m.namespace = w.namespace AND m.job = w.job
+              AND m.scheduled_at = w.scheduled_at AND m.reason_kind = 'no-eligible-runner'
+            WHERE w.job = 'upload' AND w.winner = 1 AND w.triggered_by = 'catchup'`,
+        );
+        return rows.length > 0 ? rows : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    expect(caught!.host).toBe('tagged-cu');
+    // By the job's own journal: it ran that fire, there, once.
+    const ofFire = () =>
+      journal.attempts('upload').filter((x) => x.fire === caught!.scheduled_at.getTime());
+    await waitFor('the caught-up run journaled', () => ofFire().length > 0, { timeoutMs: 10_000 });
+    expect(ofFire().map((x) => x.host)).toEqual(['tagged-cu']);
+  });
 });
 
 describe('baton list', () => {
