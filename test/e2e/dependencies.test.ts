@@ -408,7 +408,9 @@ describe('kill -9 of the runner that wrote the parent’s verdict', () => {
     const settles = rows.filter(
       (r) => r.job === 'settle' && r.winner === 1 && r.status === 'done' && r.scheduled_at <= last,
     );
-    expect(settles.length).toBeGreaterThanOrEqual(8);
+    // At least the trials' instants (each had a `done` settle, checked above): how many more
+    // the shared fleet's window holds depends on the machine's pace, not on the guarantee.
+    expect(settles.length).toBeGreaterThanOrEqual(trials.length);
     // And the chain's outbox agrees: report's fire at each of them started, with that run (none
     // left waiting, none started twice).
     const outbox = await db.query<{
