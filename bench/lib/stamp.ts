@@ -69,21 +69,26 @@ export function buildStamp(
   }
 }
 
-/** Reads a stamp file: run id → host epoch in ms (fractional). */
-export function readStamps(file: string): Map<number, number> {
-  const out = new Map<number, number>();
+/** A stamp file's lines in order, each a run id and its stamp (host epoch ms, fractional). */
+export function stampLines(file: string): { run: number; at: number }[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch {
-    return out;
+    return [];
   }
+  const lines: { run: number; at: number }[] = [];
   for (const line of text.split('\n')) {
     const [run, at] = line.trim().split(' ');
     if (!run || !at || run === '-') continue;
-    out.set(Number(run), Number(at) * 1000);
+    lines.push({ run: Number(run), at: Number(at) * 1000 });
   }
-  return out;
+  return lines;
+}
+
+/** Reads a stamp file: run id → host epoch in ms (fractional); a run stamped twice, its last. */
+export function readStamps(file: string): Map<number, number> {
+  return new Map(stampLines(file).map(({ run, at }) => [run, at]));
 }
 
 /** This host's clock now, in epoch ms with sub-ms precision. */

@@ -34,7 +34,7 @@
  * per run, one run per job and instant); each kill's instant has exactly one run of report; a
  * kill landed before the writer's claim (else the failover lag is not measured); no runner error.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
 import { stringify } from 'yaml';
@@ -47,7 +47,7 @@ import type {
   TableRow,
 } from '../lib/index.js';
 import { distFigures, distRow, makeTempDir, percentiles, round } from '../lib/index.js';
-import { buildStamp, clockOffset, type Stamp } from '../lib/stamp.js';
+import { buildStamp, clockOffset, stampLines, type Stamp } from '../lib/stamp.js';
 
 const RUNNERS = 3;
 const NAMESPACE = 'chain';
@@ -181,18 +181,10 @@ async function chainsOver(ctx: BenchContext, from: Date, to: Date): Promise<bool
 /** run id → how many processes stamped it, and the first stamp (host ms). */
 function readStampLines(file: string): Map<number, { n: number; at: number }> {
   const out = new Map<number, { n: number; at: number }>();
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    const [run, at] = line.trim().split(' ');
-    if (!run || !at || run === '-') continue;
-    const seen = out.get(Number(run));
+  for (const { run, at } of stampLines(file)) {
+    const seen = out.get(run);
     if (seen) seen.n++;
-    else out.set(Number(run), { n: 1, at: Number(at) * 1000 });
+    else out.set(run, { n: 1, at });
   }
   return out;
 }
