@@ -415,8 +415,10 @@ jobs:
     expect(held.reason).toMatch(/^held did not run this fire: paused \(run \d+\)$/);
     expect(held.triggered_by).toBe('after');
     const slow = skipOf(rows, 'after-slow')[0]!;
+    // Judged at its deadline while the run went on, or once its verdict came (past within):
+    // which depends on when a judge looked, the skip does not.
     expect(slow.reason).toMatch(
-      /^slow did not finish this fire within 1s \(run \d+ still running\)$/,
+      /^slow( did not finish this fire within 1s \(run \d+ still running\)|'s verdict came too late: done \(run \d+\) [\d.]+s after the instant, past within 1s)$/,
     );
     const alarm = skipOf(rows, 'alarm')[0]!;
     expect(alarm.reason).toMatch(/^fine succeeded \(run \d+\); it runs only after a failure$/);
