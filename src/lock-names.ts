@@ -36,6 +36,26 @@ export function jobLockName(database: string, namespace: string, job: string, sl
   return `${PREFIX}${readable}:${digest}`;
 }
 
+/**
+ * Slot `slot` (1..N) of a pool (docs/pools.md): GET_LOCK on it is one place of the pool's
+ * semaphore, held by a run on its runner's lock session. A pool of `scope: host` has slots of its
+ * own on each host (`host` given); a fleet-wide pool's are shared by every runner (`host` null).
+ * The job locks' prefix is followed by `pool:`, which no job lock has (a job name never holds `:`),
+ * so the two never collide.
+ */
+export function poolSlotLockName(
+  database: string,
+  namespace: string,
+  pool: string,
+  slot: number,
+  host: string | null,
+): string {
+  const digest = hash('pool', database, namespace, pool, `${slot}`, host ?? '');
+  const head = `${PREFIX}pool:`;
+  const room = LOCK_NAME_MAX - head.length - 1 - digest.length;
+  return `${head}${pool.slice(0, room)}:${digest}`;
+}
+
 /** The lock that serialises schema migrations of one database. */
 export function migrationLockName(database: string): string {
   return `${PREFIX}migrate:${hash('migrate', database)}`;

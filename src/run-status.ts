@@ -46,6 +46,8 @@ export type Trigger = (typeof TRIGGERS)[number];
  * - `paused`: the job is paused;
  * - `upstream`: a child job (`after:`) whose parents' runs of the instant did not let it run
  *   (one failed, was skipped, missed, paused, or did not finish in time); written once per fire.
+ * - `pool`: every slot of the job's pool (`pool:`, docs/pools.md) was taken by other runs
+ *   (`poolFull: skip`, or a queued fire that gave up waiting); the reason names the holders.
  */
 export const SKIP_KINDS = [
   'taken',
@@ -54,6 +56,7 @@ export const SKIP_KINDS = [
   'behind',
   'paused',
   'upstream',
+  'pool',
 ] as const;
 export type SkipKind = (typeof SKIP_KINDS)[number];
 

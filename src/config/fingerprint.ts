@@ -48,6 +48,9 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.runOn ? { runOn: job.runOn } : {}),
     ...(job.prefer ? { prefer: job.prefer } : {}),
     ...(job.every ? { every: true } : {}),
+    // Runners that disagree on a job's pool would let more runs of the pool go at once than it
+    // has slots (or fewer): the pool's size and scope are part of the job's definition.
+    ...(job.pool ? { pool: job.pool } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

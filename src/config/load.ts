@@ -18,6 +18,7 @@ import {
 } from './defaults.js';
 import { dependencyProblems, type AfterPlace } from './dependency-checks.js';
 import { DEFAULT_PREFER_LEAD_MS } from './placement.js';
+import type { JobPool, PoolDefinition } from './pools.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
@@ -25,6 +26,7 @@ import { formatDuration } from './duration.js';
 import {
   fileSchema,
   jobNameSchema,
+  poolNameSchema,
   type Config,
   type ConnectionSource,
   type JobDefinition,
@@ -93,18 +95,22 @@ function buildConfig(
   const baseDir = path.dirname(source.file);
   const connections = buildConnections(source, raw, problems, options);
   const notifyTargets = buildNotifyTargets(source, raw.notify, problems, options);
+  const pools = buildPools(source, raw, problems);
   const jobs: JobDefinition[] = [];
   for (const [name, rawJob] of Object.entries(raw.jobs)) {
     const inherited = new Set(Object.keys(raw.defaults ?? {}).filter((k) => !(k in rawJob)));
+    const merged = { ...raw.defaults, ...rawJob };
+    const pool = resolvePool(source, name, merged, inherited, pools, problems);
     const job = buildJob(
       source,
       baseDir,
       name,
-      { ...raw.defaults, ...rawJob },
+      merged,
       inherited,
       problems,
       options.handlers?.has(name) === true,
     );
+    if (job && pool) job.pool = pool;
     if (job) {
       const notify = buildJobNotify(
         source,
@@ -145,7 +151,84 @@ function buildConfig(
     connections,
     retention,
     notifyTargets,
+    pools,
   };
+}
+
+/** `pools:`, each name checked like a job's (it is part of lock names and of run rows). */
+function buildPools(
+  source: YamlSource,
+  raw: RawFile,
+  problems: ConfigProblem[],
+): Record<string, PoolDefinition> {
+  const pools: Record<string, PoolDefinition> = {};
+  for (const [name, spec] of Object.entries(raw.pools ?? {})) {
+    const checked = poolNameSchema.safeParse(name);
+    if (!checked.success) {
+      const message = checked.error.issues.map((i) => i.message).join('; ');
+      problems.push(source.problem(['pools', name], message));
+      continue;
+    }
+    pools[name] = { name, slots: spec.slots, scope: spec.scope ?? 'fleet' };
+  }
+  return pools;
+}
+
+/**
+ * A job's `pool:` and `poolFull:`, resolved against `pools:`; each problem reported where it is
+ * written (the job's key, or `defaults:` for a job inheriting it). Undefined: no pool (or a
+ * problem).
+ */
+function resolvePool(
+  source: YamlSource,
+  name: string,
+  job: RawJob,
+  inherited: ReadonlySet<string>,
+  pools: Readonly<Record<string, PoolDefinition>>,
+  problems: ConfigProblem[],
+): JobPool | undefined {
+  const report = (key: string, message: string) =>
+    problems.push(
+      inherited.has(key)
+        ? source.problem(['defaults', key], `${message} (inherited by jobs.${name})`)
+        : source.problem(['jobs', name, key], message),
+    );
+  if (job.pool == null) {
+    // Inherited, it just does not apply; written on the job without a pool, it is a mistake.
+    if (job.poolFull != null && !inherited.has('poolFull')) {
+      report('poolFull', '`poolFull` says what a fire does when its pool is full; set `pool` too');
+    }
+    return undefined;
+  }
+  const pool = pools[job.pool];
+  if (!pool) {
+    const known = Object.keys(pools).join(', ') || 'none defined';
+    report('pool', `unknown pool "${job.pool}" (pools: ${known})`);
+    return undefined;
+  }
+  const full = job.poolFull ?? 'skip';
+  if (full === 'queue' && (job.workers ?? 1) > 1) {
+    report(
+      'poolFull',
+      'a fan-out job (`workers` > 1) cannot queue for its pool (`poolFull: queue`)',
+    );
+    return undefined;
+  }
+  if (full === 'queue' && job.schedule == null) {
+    report(
+      'poolFull',
+      "`poolFull: queue` waits for a slot until the job's next fire; this job has no schedule of " +
+        'its own (it runs after its parents): use `poolFull: skip`',
+    );
+    return undefined;
+  }
+  if (full === 'queue' && job.overlap === 'allow') {
+    // A queued fire waits for a slot under the job's lock: with `allow` there is none, and every
+    // runner would wait (and take a slot) for the same fire.
+    report('poolFull', 'a job with `overlap: allow` cannot queue for its pool (`poolFull: queue`)');
+    return undefined;
+  }
+  return { ...pool, full };
 }
 
 /**

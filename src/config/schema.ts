@@ -17,6 +17,13 @@ import {
 } from './value-schemas.js';
 import { TAG_HINT, TAG_PATTERN, type Prefer, type RunOn } from './placement.js';
 import {
+  MAX_POOL_SLOTS,
+  POOL_FULL_POLICIES,
+  POOL_SCOPES,
+  type JobPool,
+  type PoolDefinition,
+} from './pools.js';
+import {
   jobNotifySchema,
   targetsSchema,
   type JobNotify,
@@ -313,6 +320,10 @@ const inheritableShape = {
   runOn: runOnSchema,
   /** Which runner runs it while alive and on time; the others after `lead` (docs/placement.md). */
   prefer: preferSchema,
+  /** The pool (from `pools:`) whose slots its runs take: at most N at once (docs/pools.md). */
+  pool: z.string().min(1),
+  /** What a fire does when every slot of its pool is taken: `skip` (default) or `queue`. */
+  poolFull: z.enum(POOL_FULL_POLICIES),
 };
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
@@ -364,7 +375,26 @@ export const jobSchema = z
     runOn: true,
     prefer: true,
     every: true,
+    pool: true,
+    poolFull: true,
   });
+
+/**
+ * `pools:` — `{warehouse: {slots: 2}}`, `{sftp: {slots: 1, scope: host}}` (config/pools.ts). A
+ * pool's name is part of its slots' lock names and of the `pool` column of its runs' rows.
+ */
+const poolSchema = z.strictObject({
+  slots: z
+    .number()
+    .int('slots must be a whole number')
+    .min(1, 'slots must be at least 1 (a pool of none would run nothing)')
+    .max(MAX_POOL_SLOTS, `slots must be at most ${MAX_POOL_SLOTS}`),
+  /** `fleet` (default): the slots are the fleet's; `host`: each server has its own. */
+  scope: z.enum(POOL_SCOPES).optional(),
+});
+/** `baton_runs.pool VARCHAR(64)`; the name is checked like a job's (load.ts). */
+export const POOL_NAME_MAX = 64;
+export const poolNameSchema = nameRule(POOL_NAME_MAX, 'pool name');
 
 /**
  * `retention:`, how long history rows are kept before runners prune them
@@ -409,6 +439,8 @@ export const fileSchema = z.strictObject({
   retention: retentionSchema.optional(),
   /** Notification targets by name (webhook, command, email), named by jobs' `notify: {to}`. */
   notify: targetsSchema.optional(),
+  /** Pools by name, named by jobs' `pool:` (config/pools.ts). */
+  pools: z.record(z.string(), poolSchema).optional(),
 });
 
 export type RawFile = z.infer<typeof fileSchema>;
@@ -483,6 +515,8 @@ export interface JobDefinition {
   prefer?: Prefer;
   /** Each fire runs once on every runner that may run it (`every: true`); absent: false. */
   every?: true;
+  /** The pool whose slots its runs take, and what it does when full (`pool:`); absent: none. */
+  pool?: JobPool;
 }
 
 /** Where a connection's URL comes from; resolved when a run starts, never logged. */
@@ -511,6 +545,8 @@ export interface Config {
   retention: Retention | null;
   /** The top-level `notify:` targets by name. */
   notifyTargets: Record<string, NotifyTarget>;
+  /** The top-level `pools:` by name; `{}` without any. */
+  pools: Record<string, PoolDefinition>;
 }
 
 export type { JobNotify, NotifyTarget, SecretSource } from './notify-schema.js';

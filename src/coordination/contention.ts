@@ -4,10 +4,12 @@
  * (`Contention`).
  */
 import type { EventTargets } from '../config/notify-targets.js';
+import type { JobPool } from '../config/pools.js';
 import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
 import type { OrphanRun } from '../store/run-verdicts.js';
+import type { PoolUse } from '../store/pool-reads.js';
 import type { SkipKind } from '../run-status.js';
 import type { LockSession } from './lock-session.js';
 import type { SkipReason } from './skip-reasons.js';
@@ -48,11 +50,12 @@ export interface ProtocolTimings {
 }
 
 /**
- * A contention's answer: won (the winner row's id, the lock held for the run, the worker slot),
- * or not, with the skip row's id — null when the skip was tallied, not written as a row.
+ * A contention's answer: won (the winner row's id, the lock held for the run, the worker slot,
+ * the pool slot's lock held for it), or not, with the skip row's id — null when the skip was
+ * tallied, not written as a row.
  */
 export type Contention =
-  | { won: true; runId: number; lockName: string | null; slot: number }
+  | { won: true; runId: number; lockName: string | null; slot: number; poolLock: string | null }
   | { won: false; runId: number | null; kind: SkipKind; reason: string };
 
 export type Won = Extract<Contention, { won: true }>;
@@ -88,6 +91,11 @@ export interface ContendOptions {
    * the fire's winner is looked up first, and a fire that has one is skipped at once.
    */
   afterLead?: boolean;
+  /**
+   * The job's pool (docs/pools.md): a winner takes one of its slots before its claim (or waits
+   * for one until `until`, the job's next fire, with `poolFull: queue`; null: skips when full).
+   */
+  pool?: { pool: JobPool; until: Date | null };
 }
 
 /**
@@ -100,6 +108,23 @@ export interface Prefetch {
   orphans: Promise<OrphanRun[]> | null;
   /** The job's event targets (ContendOptions), for the `lost` of a dead earlier run. */
   targets?: EventTargets;
+  /** The pool step (pool-slots.ts), for a job with a pool. */
+  pool: PoolClaim | null;
+  /** Reads the pause again: a fire that waited for a pool slot may have been paused meanwhile. */
+  pauseNow: () => Promise<Pause | null>;
+}
+
+/** The pool step of one fire (pool-slots.ts): which pool, which slots, how long it may wait. */
+export interface PoolClaim {
+  pool: JobPool;
+  /** The lock names of the slots this runner may take: its host's for a `scope: host` pool. */
+  slotNames: readonly string[];
+  /** `poolFull: queue`: ask again until this instant (the job's next fire); null: skip at once. */
+  until: Date | null;
+  /** Ends a wait for a slot early (the runner is stopping). */
+  signal?: AbortSignal;
+  /** Who held the slots as the fire started (`poolFull: skip` only; see pool-slots.ts). */
+  seen: Promise<PoolUse> | null;
 }
 
 /** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */

@@ -17,6 +17,7 @@ import {
 } from '../store/fire-writes.js';
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
+import { poolUses, type PoolAsk, type PoolUse } from '../store/pool-reads.js';
 import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
 import { tallySkips } from '../store/skip-tallies.js';
@@ -137,6 +138,22 @@ export class FireBatches {
     ...ONE_AT_A_TIME,
   );
 
+  /**
+   * Who holds the slots of a pool (store/pool-reads.ts): one statement for every pool asked in a
+   * turn — an instant's fires of one pool ask the same thing, answered once.
+   */
+  readonly poolUse = new Batcher<PoolAsk, PoolUse>(
+    async (asks) => {
+      const byKey = new Map<string, PoolAsk>();
+      for (const a of asks) byKey.set(poolKey(a), a);
+      const distinct = [...byKey.values()];
+      const uses = await poolUses(this.pool, this.namespace, distinct);
+      const answer = new Map(distinct.map((a, i) => [poolKey(a), uses[i]!]));
+      return asks.map((a) => ({ value: answer.get(poolKey(a))! }));
+    },
+    ...ONE_AT_A_TIME,
+  );
+
   /** Inserts the winning row of a fire whose job's lock is held (see claimFires). */
   readonly claim = new Batcher<Claim, ClaimResult>(
     async (claims) => (await claimFires(this.pool, claims)).map((value) => ({ value })),
@@ -178,6 +195,9 @@ function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
   }
   return first;
 }
+
+/** A pool's slots of one scope (a host's, or the fleet's): the same ask whoever makes it. */
+const poolKey = (a: PoolAsk): string => `${a.pool}\0${a.slotNames.join('\0')}`;
 
 function unique<T>(xs: readonly T[]): T[] {
   return [...new Set(xs)];

@@ -81,12 +81,14 @@ import {
   type Contention,
   type FireContext,
   type NotWon,
+  type PoolClaim,
   type Prefetch,
   type ProtocolTimings,
   type Won,
 } from './contention.js';
 import { FireBatches } from './fire-batches.js';
 import { describeHolder } from './lock-holder.js';
+import { poolSlotNames, takePoolSlot } from './pool-slots.js';
 import { declareLost, reapOrphanRuns } from './reaper.js';
 import * as skips from './skip-reasons.js';
 import type { SkipReason } from './skip-reasons.js';
@@ -181,10 +183,14 @@ export async function contend(
     const winner = await batches.winner.load(attempt);
     if (winner) return skip(skips.fireHasWinner(winner));
   }
+  const pauseNow = () =>
+    options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null);
   const prefetch: Prefetch = {
-    pause: quiet(options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null)),
+    pause: quiet(pauseNow()),
     orphans: overlap === 'skip' ? quiet(batches.orphans.load(attempt.job)) : null,
     ...(options.eventTargets ? { targets: options.eventTargets } : {}),
+    pool: options.pool ? poolClaim(c, options.pool, options.signal) : null,
+    pauseNow,
   };
   if (workers > 1) {
     // One slot per runner per fire: a second dispatch of the same fire here (a catch-up racing
@@ -308,7 +314,7 @@ async function contendSlots(
         prefetch,
       );
       if (again.won) return again;
-      return { won: false, skip: gaveUp(again.skip) };
+      return { won: false, skip: gaveUp(await heldForPool(c, again, prefetch.pool)) };
     }
     held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!.skip)));
   }
@@ -350,7 +356,30 @@ export async function claim(
   prefetch: Prefetch,
 ): Promise<Won | NotWon> {
   let claimed: number | 'taken' | 'fenced';
+  let poolLock: string | null = null;
   try {
+    // A pooled job's run takes one of its pool's slots first (pool-slots.ts): never claimed
+    // without one, so at most N of the pool's runs are ever claimed and running at once.
+    let waited = false;
+    if (prefetch.pool) {
+      const slot = await takePoolSlot(c, prefetch.pool, timingsOf(c).queuePollMs);
+      if ('full' in slot) {
+        if (lockName) await c.lock.release(lockName);
+        const why = slot.gaveUp ? { gaveUp: slot.gaveUp } : {};
+        return {
+          won: false,
+          skip: skips.poolFull(prefetch.pool.pool, slot.full, { host: c.host, ...why }),
+        };
+      }
+      ({ lockName: poolLock, waited } = slot);
+      attempt = { ...attempt, pool: prefetch.pool.pool.name };
+      // What was read before the wait is old news: the job may have been paused meanwhile.
+      const pause = waited ? await prefetch.pauseNow() : null;
+      if (pause) {
+        await releaseAll(c, lockName, poolLock);
+        return { won: false, skip: skips.paused(pause) };
+      }
+    }
     if (lockName) {
       // The lock is ours, so any earlier run of the job that still says `running` is dead.
       const scope = {
@@ -361,7 +390,7 @@ export async function claim(
         occasion: "when it took the job's lock",
         targetsOf: () => prefetch.targets,
       };
-      if (prefetch.orphans) await declareLost(c.pool, await prefetch.orphans, scope);
+      if (prefetch.orphans && !waited) await declareLost(c.pool, await prefetch.orphans, scope);
       else await reapOrphanRuns(c.pool, scope);
     }
     claimed = await claimWhenDue(c, attempt, lockName != null);
@@ -371,18 +400,61 @@ export async function claim(
     const abandoned = await abandonClaim(c.pool, attempt, c.lock.connectionId, errorMessage(err))
       .then(() => true)
       .catch(() => false);
-    if (lockName) await c.lock.release(lockName);
+    await releaseAll(c, lockName, poolLock);
     throw new ClaimNotRecordedError(
       { attempt, lockConnectionId: c.lock.connectionId, abandoned, locked: lockName != null },
       err,
     );
   }
   if (typeof claimed === 'number')
-    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1 };
-  if (lockName) await c.lock.release(lockName);
+    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock };
+  await releaseAll(c, lockName, poolLock);
   if (claimed === 'fenced') return { won: false, skip: skips.chainJudgedElsewhere() };
   const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
+}
+
+/** Gives back the job's lock and the pool slot a claim held, those it had (in one statement). */
+async function releaseAll(
+  c: FireContext,
+  lockName: string | null,
+  poolLock: string | null,
+): Promise<void> {
+  await Promise.all([lockName, poolLock].flatMap((n) => (n ? [c.lock.release(n)] : [])));
+}
+
+/** The pool step of a fire of a pooled job (pool-slots.ts). */
+function poolClaim(
+  c: FireContext,
+  { pool, until }: NonNullable<ContendOptions['pool']>,
+  signal: AbortSignal | undefined,
+): PoolClaim {
+  const slotNames = poolSlotNames(c, pool);
+  // A fire that skips when the pool is full reads the holders beside its GET_LOCK; a queued one
+  // asks for a slot whatever the pool looked like a moment ago.
+  const seen =
+    until == null
+      ? quiet(FireBatches.of(c.pool, c.namespace).poolUse.load({ pool: pool.name, slotNames }))
+      : null;
+  return { pool, slotNames, until, seen, ...(signal ? { signal } : {}) };
+}
+
+/**
+ * A job's lock met held by a runner with no run of it, after the lock-passing wait: for a pooled
+ * job, that runner is usually waiting for a slot (`poolFull: queue`) — said as the pool's skip
+ * when the pool is indeed full, the holder's words otherwise.
+ */
+async function heldForPool(
+  c: FireContext,
+  notWon: NotWon,
+  pool: PoolClaim | null,
+): Promise<SkipReason> {
+  if (!pool || notWon.skip.kind !== 'taken' || notWon.skip.sawWinner) return notWon.skip;
+  const ask = { pool: pool.pool.name, slotNames: pool.slotNames };
+  const use = await FireBatches.of(c.pool, c.namespace).poolUse.load(ask);
+  if (use.used < use.slots) return notWon.skip;
+  const full = skips.poolFull(pool.pool, use, { host: c.host });
+  return { kind: 'pool', text: `${full.text}; ${notWon.skip.text}` };
 }
 
 /** A claim that failed: enough to record the fire later, and to close a claim that committed. */

@@ -300,8 +300,44 @@ export class LockSession {
     }
   }
 
+  /**
+   * The first of `names` (a pool's slots, coordination/pool-slots.ts) that this session can
+   * lock, taken; null when every one is held. One statement: a CASE asks for each in turn and
+   * stops at the first it gets, so it never takes two. Each GET_LOCK is guarded by IS_FREE_LOCK,
+   * which is 0 for a lock this very session holds: a slot another run of this runner holds is not
+   * nested into (GET_LOCK would count it twice and hand it out again) — also between the asks of
+   * several runs batched into one statement, whose columns the server evaluates in order. Names
+   * this session is known to hold are not even sent.
+   */
+  async tryAcquireFirst(names: readonly string[]): Promise<string | null> {
+    const candidates = names.filter((n) => !this.held.has(n));
+    if (candidates.length === 0) return null;
+    return this.firstAcquires.load(candidates);
+  }
+
   /** Names asked for and not answered yet: asking twice would nest as surely as holding. */
   private readonly asking = new Set<string>();
+
+  /** Asks of `tryAcquireFirst` made in the same turn, as one statement: a CASE column each. */
+  private readonly firstAcquires = new Batcher<readonly string[], string | null>(async (asks) => {
+    const columns = asks.map((names, i) => {
+      const each = names
+        .map((_, k) => `WHEN IS_FREE_LOCK(?) = 1 AND GET_LOCK(?, 0) = 1 THEN ${k + 1}`)
+        .join(' ');
+      return `CASE WHEN @@global.read_only THEN -1 ${each} ELSE 0 END AS f${i}`;
+    });
+    const values = asks.flatMap((names) => names.flatMap((n) => [n, n]));
+    const [row] = await this.query<RowDataPacket[]>(`SELECT ${columns.join(', ')}`, values);
+    const got = asks.map((_, i) => Number(row?.[`f${i}`] ?? 0));
+    const taken = asks.map((names, i) => (got[i]! > 0 ? names[got[i]! - 1]! : null));
+    for (const name of taken) if (name != null) this.held.add(name);
+    if (got.includes(-1)) {
+      await Promise.all(taken.flatMap((n) => (n == null ? [] : [this.release(n).catch(() => {})])));
+      this.noteReadOnly(true);
+      return asks.map(() => ({ error: new ReadOnlyDatabaseError() }));
+    }
+    return taken.map((value) => ({ value }));
+  });
 
   /** A GET_LOCK that waits (`baton run --wait`), alone: it gets its wait on top of the deadline. */
   private async acquireWaiting(name: string, waitSeconds: number): Promise<boolean> {

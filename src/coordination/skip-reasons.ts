@@ -7,8 +7,10 @@
  * Every sentence names who has the fire or the lock and which run that is, so that an operator
  * reading a skip row never has to guess why this host stood aside. docs/history.md lists them.
  */
+import { describePool, type PoolDefinition } from '../config/pools.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
+import type { PoolUse } from '../store/pool-reads.js';
 import type { Run } from '../store/runs.js';
 
 export interface SkipReason {
@@ -169,9 +171,45 @@ export function gaveUpQueue(holder: SkipReason, why: 'stopping' | { nextFire: Da
  */
 export function allSlotsTaken(slots: readonly SkipReason[]): SkipReason {
   const keptOut = (s: SkipReason) => s.kind === 'overlap' || s.kind === 'behind';
-  const kind: SkipKind = slots.every(keptOut) ? 'overlap' : 'taken';
+  const kind: SkipKind = slots.every((s) => s.kind === 'pool')
+    ? 'pool'
+    : slots.every(keptOut)
+      ? 'overlap'
+      : 'taken';
   const each = slots.map((s, i) => `${i + 1}: ${s.text}`).join('; ');
   const all = { kind, text: `all ${slots.length} worker slots are taken: ${each}` };
   // Every slot's winner seen: nothing here that the winner rows do not say.
   return slots.every((s) => s.sawWinner) ? seen(all) : all;
+}
+
+/** How many holders a `pool` skip names; the rest are counted (the reason column is short). */
+const HOLDERS_NAMED = 4;
+
+/**
+ * Every slot of the job's pool is taken (docs/pools.md): by which runs, on which hosts, since
+ * when — and, for a `poolFull: queue` fire that gave up, how long it waited. `host`: the host
+ * whose slots these are (a pool of `scope: host`).
+ */
+export function poolFull(
+  pool: PoolDefinition,
+  use: PoolUse,
+  o: { host?: string; gaveUp?: 'stopping' | { nextFire: Date } } = {},
+): SkipReason {
+  const where = pool.scope === 'host' && o.host ? ` on ${o.host}` : '';
+  const holders = [
+    ...use.runs.map((r) => `${r.job} on ${r.host} (run ${r.id}, started ${iso(r.startedAt)})`),
+    ...use.claiming.map(
+      (c) => `${c.holder} (taking ${c.slots === 1 ? 'a slot' : `${c.slots} slots`})`,
+    ),
+  ];
+  const named = holders.slice(0, HOLDERS_NAMED);
+  if (holders.length > named.length) named.push(`${holders.length - named.length} more`);
+  const by = named.length > 0 ? `: ${named.join(', ')}` : '';
+  const full = `pool ${describePool(pool)} is full${where} (${use.used} of ${use.slots} taken)${by}`;
+  if (!o.gaveUp) return { kind: 'pool', text: full };
+  const until =
+    o.gaveUp === 'stopping'
+      ? 'the runner is stopping'
+      : `the next fire (${iso(o.gaveUp.nextFire)}) came first`;
+  return { kind: 'pool', text: `waited for a slot until ${until}; ${full}` };
 }

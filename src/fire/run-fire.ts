@@ -172,8 +172,11 @@ class Fire {
     } catch (err) {
       return this.notAttempted('job-database', errorMessage(err));
     }
-    // The place is held while the fire contends, not while its run goes on.
-    this.place = o.places && takesContentionPlace(policy) ? await o.places.acquire() : null;
+    // The place is held while the fire contends, not while its run goes on — nor while it waits
+    // for a slot of its pool (`poolFull: queue`), which may be until the job's next fire.
+    const waitsForPool = job.pool?.full === 'queue';
+    this.place =
+      o.places && takesContentionPlace(policy) && !waitsForPool ? await o.places.acquire() : null;
     try {
       if (this.stopping) return { status: 'stopped' };
       // Taken again only now: a queued fire, or one that waited for its place, may have waited
@@ -240,6 +243,7 @@ class Fire {
       // An `every` job's fire is this runner's own to run, in its host's slot for good: a
       // restart claims the same slot and meets its own row (store/host-slots.ts).
       const slot = job.every ? await hostSlot(ctx.pool, ctx.namespace, ctx.host) : null;
+      const pool = job.pool ? { pool: job.pool, until: this.poolWaitUntil(ctx) } : null;
       return await contend(ctx, attempt, {
         overlap: policy,
         runningHere,
@@ -252,6 +256,7 @@ class Fire {
         ...(o.pauseCheck != null ? { pauseCheck: o.pauseCheck } : {}),
         ...(o.afterLead ? { afterLead: true } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
+        ...(pool ? { pool } : {}),
       });
     } catch (thrown) {
       // A claim not recorded carries what the backlog needs; what went wrong is its cause (a
@@ -276,6 +281,20 @@ class Fire {
       }
       throw err;
     }
+  }
+
+  /**
+   * How long a fire may wait for a slot of its pool, in database time: with `poolFull: queue`,
+   * until the job's next fire (a manual run has no schedule here: it does not queue);
+   * `baton run --wait N` waits N seconds whatever the policy. Null: not at all (a full pool skips
+   * the fire).
+   */
+  private poolWaitUntil(ctx: FireContext): Date | null {
+    const { job, o, scheduledAt } = this;
+    const now = ctx.now?.() ?? new Date();
+    if ((o.waitSeconds ?? 0) > 0) return new Date(now.getTime() + o.waitSeconds! * 1000);
+    if (job.pool?.full !== 'queue') return null;
+    return o.schedule?.nextAfter(scheduledAt) ?? null;
   }
 
   /** The winner's part, told: `run:finished`, or what kept the run from completing. */
@@ -386,7 +405,9 @@ class Fire {
       throw err;
     } finally {
       o.output?.forget(claim.runId);
-      if (claim.lockName && c.lock.usable) await c.lock.release(claim.lockName).catch(() => {});
+      // The pool's slot with the job's lock: both after the verdict, in one statement.
+      const held = [claim.lockName, claim.poolLock].filter((n): n is string => n != null);
+      if (c.lock.usable) await Promise.all(held.map((n) => c.lock.release(n).catch(() => {})));
     }
   }
 

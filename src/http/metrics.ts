@@ -31,16 +31,18 @@ export interface RunnerIdentity {
 
 /**
  * The `reason` label of `baton_skips_total`: the skip kinds folded into the three that matter for
- * alerting (a fleet's normal `taken`, a job behind itself, a pause), and a child job its parents
- * did not let run (`upstream`). The row keeps the fine kind.
+ * alerting (a fleet's normal `taken`, a job behind itself, a pause), a child job its parents
+ * did not let run (`upstream`), and a fire its pool had no slot for (`pool`: a pool too small for
+ * its jobs shows here). The row keeps the fine kind.
  */
-export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused' | 'upstream'> = {
+export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused' | 'upstream' | 'pool'> = {
   taken: 'taken',
   'already-ran': 'taken',
   overlap: 'overlap',
   behind: 'overlap',
   paused: 'paused',
   upstream: 'upstream',
+  pool: 'pool',
 };
 
 /** The `reason` labels of `baton_skips_total`. */

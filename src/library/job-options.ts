@@ -37,6 +37,8 @@ export interface CodeSettings {
   notify?: Record<string, unknown>;
   /** `retention:` as in schedules.yaml. */
   retention?: unknown;
+  /** Pools by name, as `pools:` at the top of schedules.yaml (docs/pools.md). */
+  pools?: Record<string, unknown>;
 }
 
 /** Where the code's problems are said to be (no file, no line). */
@@ -53,6 +55,7 @@ export function codeConfig(settings: CodeSettings, jobs: ReadonlyMap<string, Job
     ...(settings.connections ? { connections: settings.connections } : {}),
     ...(settings.notify ? { notify: settings.notify } : {}),
     ...(settings.retention != null ? { retention: settings.retention } : {}),
+    ...(settings.pools ? { pools: settings.pools } : {}),
     jobs: Object.fromEntries(jobs),
   };
   // JSON is YAML: the file's parser reads the options exactly as it would read the file.
@@ -124,6 +127,16 @@ export function mergeConfigs(
       message: 'retention is given to the scheduler too: give it in one place',
     });
   }
+  for (const [name, pool] of Object.entries(file.pools)) {
+    const other = code.pools[name];
+    if (other && (other.slots !== pool.slots || other.scope !== pool.scope)) {
+      problems.push({
+        file: file.file,
+        path: `pools.${name}`,
+        message: `pool ${name} is given to the scheduler too, differently: give it in one place`,
+      });
+    }
+  }
   const jobs = [...code.jobs, ...file.jobs];
   const retention = code.retention ?? file.retention;
   // Each half was checked alone: the bound must also keep every catch-up window of the other's
@@ -149,6 +162,7 @@ export function mergeConfigs(
     connections: { ...file.connections, ...code.connections },
     retention,
     notifyTargets: { ...file.notifyTargets, ...code.notifyTargets },
+    pools: { ...file.pools, ...code.pools },
   };
 }
 

@@ -193,6 +193,7 @@ export class Scheduler {
       ...(options.connections ? { connections: options.connections } : {}),
       ...(options.notify ? { notify: options.notify } : {}),
       ...(options.retention != null ? { retention: options.retention } : {}),
+      ...(options.pools ? { pools: options.pools } : {}),
     };
     // The durations are checked now, with the rest of the input.
     for (const key of [

@@ -119,6 +119,8 @@ export interface Run {
   outputTail: string | null;
   /** Manual parameters (`baton run --env K=V`, `-- args`), `secretEnv` values masked; or null. */
   params: RunParams | null;
+  /** The pool whose slot the run held (`pool:`, migration 0024); null without one. */
+  pool: string | null;
 }
 
 /** What `baton_runs.params` holds (JSON). */
@@ -158,6 +160,8 @@ export interface Attempt {
    * in the claim's transaction (store/fire-writes.ts).
    */
   chain?: ChainFence;
+  /** The pool whose slot the winner holds for its run (`pool:` of the job), stored on its row. */
+  pool?: string;
 }
 
 /** The judgement a chain's claim rests on, and the parents' runs that let the child run. */
@@ -169,7 +173,7 @@ export interface ChainFence {
 /** The columns `toRun` reads, for `SELECT ${COLUMNS} FROM baton_runs`. */
 export const COLUMNS = `id, namespace, job, scheduled_at, rerun, winner, triggered_by, status,
   reason, reason_kind, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts,
-  error, output_tail, params`;
+  error, output_tail, params, pool`;
 
 export interface RunRow extends RowDataPacket {
   id: number;
@@ -192,6 +196,7 @@ export interface RunRow extends RowDataPacket {
   error: string | null;
   output_tail: string | null;
   params: string | null;
+  pool: string | null;
 }
 
 /** `params` as stored; a value that does not parse (written by hand) reads as none. */
@@ -227,5 +232,6 @@ export function toRun(r: RunRow): Run {
     error: r.error,
     outputTail: r.output_tail,
     params: parseParams(r.params ?? null),
+    pool: r.pool ?? null,
   };
 }

@@ -52,13 +52,18 @@ export const OVERLAP_BOUND_MS =
   DEFAULT_HEARTBEAT_MS + DEFAULT_HEARTBEAT_DEADLINE_MS + LEASE_MARGIN_MS + LOST_KILL_GRACE_MS;
 
 /** Why a fire may have no winner, besides a lone `missed` row. */
-export type NoWinnerKind = 'overlap' | 'lock-being-released' | 'behind' | 'paused';
+export type NoWinnerKind = 'overlap' | 'lock-being-released' | 'behind' | 'paused' | 'pool';
 
 export interface FireExpectations {
   /** Kinds of skip that may leave a fire without a winner (default: none). */
   noWinner?: readonly NoWinnerKind[];
   /** Worker slots per fire (`workers: N`); default 1. */
   slots?: number;
+  /**
+   * The rows of every job of the pool, when `rows` are one job's: a `pool` skip names runs of the
+   * pool's other jobs too. Default `rows`.
+   */
+  poolRows?: readonly RunRow[];
   /**
    * How far from the moment a fire was decided the run an `overlap` or `lock-being-released`
    * skip stands for may have ended (its process may end a moment before its verdict is
@@ -78,13 +83,14 @@ export interface FireExpectations {
  */
 export function skipKindOf(
   reason: string,
-): 'taken' | 'claiming' | 'ghost' | 'overlap' | 'behind' | 'paused' | 'other' {
+): 'taken' | 'claiming' | 'ghost' | 'overlap' | 'behind' | 'paused' | 'pool' | 'other' {
   const slots = /^all \d+ worker slots are taken: (.*)$/s.exec(reason);
   if (slots) {
     const each = slots[1]!.split(/; (?=\d+: )/).map((s) => skipKindOf(s.replace(/^\d+: /, '')));
     return each.every((k) => k === each[0]) ? each[0]! : 'taken';
   }
   if (reason.startsWith('paused by ')) return 'paused';
+  if (/^(waited for a slot until [^;]*; )?pool \S+ \([^)]*\) is full/.test(reason)) return 'pool';
   const holder = holderOf(reason);
   if (/^(an earlier run is still running|a manual run is running) on /.test(holder))
     return 'overlap';
@@ -101,9 +107,10 @@ export function skipKindOf(
 export function expectOneWinnerPerFire(
   rows: readonly RunRow[],
   label: string,
-  { noWinner = [], slots = 1, slackMs = 1_000 }: FireExpectations = {},
+  { noWinner = [], slots = 1, slackMs = 1_000, poolRows = rows }: FireExpectations = {},
 ): void {
   const winners = rows.filter((r) => (r.winner ?? 0) >= 1);
+  const poolWinners = poolRows.filter((r) => (r.winner ?? 0) >= 1);
   for (const [at, fire] of byFire([...rows])) {
     const where = `${label}: fire ${new Date(at).toISOString()}`;
     const hosts = fire.map((r) => r.host);
@@ -169,6 +176,7 @@ export function expectOneWinnerPerFire(
         ).toBe(true);
       }
       if (as === 'behind') expectLaterRunHadStarted(skip, winners, slackMs, what);
+      if (as === 'pool') expectNamedPoolHoldersWereGoing(skip, poolWinners, slackMs, what);
     }
   }
 }
@@ -185,6 +193,7 @@ const NO_WINNER_KIND: Record<ReturnType<typeof skipKindOf>, NoWinnerKind | null>
   ghost: 'lock-being-released',
   behind: 'behind',
   paused: 'paused',
+  pool: 'pool',
   taken: null,
   other: null,
 };
@@ -260,6 +269,29 @@ function expectLaterRunHadStarted(
  * About when a skip was decided: at the fire's instant (runners contend then), or when its row
  * was written if that was earlier (a runner that came early, its clock estimate wrong).
  */
+/**
+ * A `pool` skip names the runs holding the pool's slots ("… load-a on p-1 (run 12, started S)"):
+ * each is a winner in the history (of any job: a pool is shared) that had started by the time the
+ * fire was decided and had not ended long before.
+ */
+function expectNamedPoolHoldersWereGoing(
+  skip: RunRow,
+  winners: readonly RunRow[],
+  slackMs: number,
+  what: string,
+): void {
+  const ids = [...(skip.reason ?? '').matchAll(/\(run (\d+), started /g)].map((m) => Number(m[1]));
+  const at = decidedAt(skip);
+  for (const id of ids) {
+    const run = winners.find((w) => w.id === id);
+    expect(run, `${what}: run ${id} is a winner in the history`).toBeDefined();
+    const going =
+      run!.started_at.getTime() <= skip.started_at.getTime() + slackMs &&
+      (run!.finished_at == null || run!.finished_at.getTime() >= at - slackMs);
+    expect(going, `${what}: run ${id} was going when the fire was decided`).toBe(true);
+  }
+}
+
 function decidedAt(skip: RunRow): number {
   return Math.min(skip.scheduled_at.getTime(), skip.started_at.getTime());
 }

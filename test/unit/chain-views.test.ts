@@ -52,6 +52,7 @@ function run(o: Partial<Run> = {}): Run {
     error: null,
     outputTail: null,
     params: null,
+    pool: null,
     ...o,
   };
 }

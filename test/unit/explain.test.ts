@@ -88,6 +88,7 @@ function row(o: Partial<Run> = {}): Run {
     scheduledAt: FIRE,
     rerun: 0,
     params: null,
+    pool: null,
     winner: true,
     workerSlot: 1,
     trigger: 'schedule',

@@ -119,6 +119,7 @@ describe('a fire as one line', () => {
     scheduledAt: at,
     rerun: 0,
     params: null,
+    pool: null,
     winner: false,
     workerSlot: null,
     trigger: 'schedule',

@@ -1,0 +1,78 @@
+/**
+ * A run's slot in its job's pool (docs/pools.md), the step the fire protocol takes between the
+ * job's lock and the claim (fire-protocol.ts, `claim`).
+ *
+ * A pool of N slots is N named locks (lock-names.ts `poolSlotLockName`); a run holds one, on its
+ * runner's lock session beside the job's lock, until its verdict is written and the lock given
+ * back. So "at most N at once" is the server's to keep, as "no overlap" is: a slot is either held
+ * by one session or free, and it dies with the session of a runner that dies — no slot leaks, no
+ * timeout to wait for. A pool of `scope: host` has N slots per host: its lock names carry the host.
+ *
+ * The slot is asked for after the job's lock, so that of the runners that see a fire only the one
+ * that may run it takes a slot (the others would hold slots for nothing while they lose the fire,
+ * and keep the pool's other jobs out). A `poolFull: skip` fire also reads who holds the slots
+ * alongside its GET_LOCK (`PoolClaim.seen`): a pool that is full by then is skipped without asking
+ * the lock session, and the read names the holders either way.
+ */
+import type { JobPool } from '../config/pools.js';
+import { poolSlotLockName } from '../lock-names.js';
+import type { PoolUse } from '../store/pool-reads.js';
+import type { FireContext, PoolClaim } from './contention.js';
+import { FireBatches } from './fire-batches.js';
+
+/** The slots of `pool` this runner may take, by lock name (slot 1 first). */
+export function poolSlotNames(c: FireContext, pool: JobPool): string[] {
+  const host = pool.scope === 'host' ? c.host : null;
+  return Array.from({ length: pool.slots }, (_, i) =>
+    poolSlotLockName(c.database, c.namespace, pool.name, i + 1, host),
+  );
+}
+
+export type PoolSlot =
+  /** `waited`: the slot came after a wait (what was read before it may be stale). */
+  | { lockName: string; waited: boolean }
+  /** Every slot was taken (and stayed so until the deadline, for a queued fire). */
+  | { full: PoolUse; gaveUp?: 'stopping' | { nextFire: Date } };
+
+/**
+ * Takes a free slot of the pool; a queued fire asks again every `pollMs` until `until`. Each ask
+ * is one statement on the lock session (`LockSession.tryAcquireFirst`).
+ */
+export async function takePoolSlot(
+  c: FireContext,
+  claim: PoolClaim,
+  pollMs: number,
+): Promise<PoolSlot> {
+  const ask = { pool: claim.pool.name, slotNames: claim.slotNames };
+  if (claim.seen) {
+    const seen = await claim.seen;
+    // Taken by this very runner's other runs or by others: no statement on the lock session.
+    if (seen.used >= seen.slots) return { full: seen };
+  }
+  for (let waited = false; ; waited = true) {
+    const lockName = await c.lock.tryAcquireFirst(claim.slotNames);
+    if (lockName) return { lockName, waited };
+    const until = claim.until?.getTime();
+    const now = c.now?.().getTime() ?? Date.now();
+    const stopping = claim.signal?.aborted === true;
+    if (until == null || stopping || until - now <= 0) {
+      const full = await FireBatches.of(c.pool, c.namespace).poolUse.load(ask);
+      if (until == null) return { full };
+      return { full, gaveUp: stopping ? 'stopping' : { nextFire: claim.until! } };
+    }
+    await waitFor(Math.min(pollMs, until - now), claim);
+  }
+}
+
+/** Sleeps `ms`, or less if the runner begins to stop meanwhile. */
+function waitFor(ms: number, claim: PoolClaim): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    claim.signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      claim.signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

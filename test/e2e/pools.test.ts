@@ -1,0 +1,297 @@
+/**
+ * Pools (docs/pools.md), with real runners and jobs that keep their own account of how many of
+ * them live at once. Each job of a pool takes, at its start, one of the pool's "seats" — files it
+ * holds an exclusive `flock` on for as long as any of its processes lives (the kernel drops it
+ * only when the last is gone, whatever baton believes) — and journals which seat it got, or
+ * `none`: then more of the pool's jobs were alive at that moment than the pool has slots.
+ *
+ * - a fleet pool of 2 on three runners, four jobs every 2 s that each run 3 s: never a third
+ *   seat, two at once seen, skips of kind `pool` naming the holders; a runner killed (-9) while
+ *   it holds a slot: its slot is free again at once, by the server's account, and taken again;
+ * - `scope: host` on two runners: at most one per server, two in the fleet at once;
+ * - `poolFull: queue`: a fire that meets a full pool starts when the slot frees, not at its next
+ *   fire.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { poolSlotLockName } from '../../src/lock-names.js';
+import { writeSchedule } from '../helpers/cli.js';
+import { runs, type RunRow } from '../helpers/db.js';
+import { expectOneWinnerPerFire } from '../helpers/fires.js';
+import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('pools', { perTest: true });
+
+/**
+ * A command job that takes one of `seats` seats (flock files `seat.<scope>.<n>` in its folder) and
+ * journals `start <job> <run id> <host> <seat or none> <ms>`, works `seconds`, then `end …`.
+ * `perHost`: the seats are its host's (a `scope: host` pool).
+ */
+function seatedJob(seats: number, seconds: number, perHost = false): string {
+  const scope = perHost ? '$BATON_HOST' : 'fleet';
+  const script = [
+    'now() { date +%s%3N; }',
+    'got=none',
+    `for s in $(seq 1 ${seats}); do`,
+    // fd 9, and the lock on it, is inherited by `sleep`: the seat is held while any process lives.
+    `  exec 9>>"seat.${scope}.$s"`,
+    '  if flock -n 9; then got=$s; break; fi',
+    '  exec 9>&-',
+    'done',
+    'echo "start $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal',
+    // Stopped (its runner killed: the spawner stops its group), it ends too: sh runs the trap once
+    // `sleep`, which got the same SIGTERM, is gone.
+    `trap 'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal; exit 143' TERM`,
+    `sleep ${seconds}`,
+    'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal',
+  ].join('\n');
+  return JSON.stringify(['sh', '-c', script]);
+}
+
+interface Seat {
+  event: 'start' | 'end';
+  job: string;
+  runId: number;
+  host: string;
+  seat: string;
+  at: number;
+}
+
+function journal(config: string): Seat[] {
+  const file = path.join(path.dirname(config), 'journal');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [event, job, runId, host, seat, at] = line.split(' ');
+      return {
+        event: event as Seat['event'],
+        job: job!,
+        runId: Number(runId),
+        host: host!,
+        seat: seat!,
+        at: Number(at),
+      };
+    });
+}
+
+/** The most runs alive at once by the journal's starts and ends (a run with no end: until now). */
+function mostAtOnce(seats: Seat[], where: (s: Seat) => boolean = () => true): number {
+  const points = seats
+    .filter(where)
+    .map((s) => ({ at: s.at, delta: s.event === 'start' ? 1 : -1 }))
+    // An end and a start at the same millisecond: the end first (the seat was let go).
+    .sort((a, b) => a.at - b.at || a.delta - b.delta);
+  let alive = 0;
+  let most = 0;
+  for (const p of points) most = Math.max(most, (alive += p.delta));
+  return most;
+}
+
+const poolRows = (rows: RunRow[]) => rows.filter((r) => r.reason_kind === 'pool');
+
+describe('a fleet-wide pool of two slots', () => {
+  it('never lets a third run of its jobs live, names the holders, and frees the slot of a killed runner', async () => {
+    const jobs = ['load-a', 'load-b', 'load-c', 'load-d'];
+    const config = writeSchedule(`
+namespace: pools
+pools:
+  db: {slots: 2}
+defaults:
+  pool: db
+jobs:
+${jobs.map((j) => `  ${j}: {schedule: "*/2 * * * * *", command: ${seatedJob(2, 3)}}`).join('\n')}
+`);
+    const db = fleet.db;
+    const runners = await fleet.start(['p-1', 'p-2', 'p-3'], { config });
+
+    await waitFor(
+      'six runs done and pool skips',
+      async () => {
+        const rows = await runs(db);
+        return rows.filter((r) => r.status === 'done').length >= 6 && poolRows(rows).length >= 6;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+
+    // A runner holding a slot is killed: the server frees its slot with its session.
+    const [holding] = await db.query<{ host: string; lock_connection_id: number }>(
+      `SELECT host, lock_connection_id FROM baton_runs
+        WHERE status = 'running' AND pool = 'db' ORDER BY id DESC LIMIT 1`,
+    );
+    let victim = holding ? runners.find((r) => r.host === holding.host) : undefined;
+    if (!holding || !victim) {
+      // Between runs: wait for the next holder.
+      await waitFor(
+        'a runner holding a slot',
+        async () => {
+          const [row] = await db.query<{ host: string }>(
+            `SELECT host FROM baton_runs WHERE status = 'running' AND pool = 'db' LIMIT 1`,
+          );
+          victim = row ? runners.find((r) => r.host === row.host) : undefined;
+          return victim != null;
+        },
+        { timeoutMs: 20_000, intervalMs: 50 },
+      );
+    }
+    const [held] = await db.query<{ conn: number }>(
+      `SELECT lock_connection_id AS conn FROM baton_runs
+        WHERE status = 'running' AND pool = 'db' AND host = ? ORDER BY id DESC LIMIT 1`,
+      [victim!.host],
+    );
+    const slotNames = [1, 2].map((n) => poolSlotLockName(db.name, 'pools', 'db', n, null));
+    const holders = async () =>
+      (
+        await db.query<{ h1: number | null; h2: number | null }>(
+          'SELECT IS_USED_LOCK(?) AS h1, IS_USED_LOCK(?) AS h2',
+          slotNames,
+        )
+      ).map((r) => [r.h1, r.h2].map((h) => (h == null ? null : Number(h))))[0]!;
+    if (held) expect(await holders()).toContain(Number(held.conn));
+    await victim!.stop('SIGKILL');
+    if (held) {
+      await waitFor(
+        "the killed runner's slot free again",
+        async () => !(await holders()).includes(Number(held.conn)),
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+    }
+    const killedAt = Date.now();
+    // The two left go on with the pool: runs start after the kill.
+    await waitFor(
+      'four runs started after the kill',
+      async () => journal(config).filter((s) => s.event === 'start' && s.at > killedAt).length >= 4,
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const alive = runners.filter((r) => r !== victim);
+    await Promise.all(alive.map((r) => r.stop('SIGTERM')));
+    expectQuiet(alive);
+
+    const seats = journal(config);
+    // The kernel's account: every run that started found a seat free — never a third alive.
+    expect(seats.filter((s) => s.event === 'start' && s.seat === 'none')).toEqual([]);
+    // The journal's: at most two at once, and the pool was used to its size (two at once seen).
+    expect(mostAtOnce(seats)).toBe(2);
+
+    const rows = await runs(db);
+    for (const job of jobs) {
+      const own = rows.filter((r) => r.job === job);
+      expectOneWinnerPerFire(own, job, { noWinner: ['pool', 'overlap'], poolRows: rows });
+    }
+    // Every winner row names its pool; the skips of a full pool name it and its holders.
+    for (const w of rows.filter((r) => (r.winner ?? 0) >= 1)) {
+      expect((w as RunRow & { pool: string | null }).pool).toBe('db');
+    }
+    const skipped = poolRows(rows);
+    expect(skipped.length).toBeGreaterThan(0);
+    for (const s of skipped) {
+      expect(s.status).toBe('skipped');
+      // Runs by name, or a runner that holds a slot and is writing its claim right now.
+      expect(s.reason).toMatch(
+        /^pool db \(2 slots\) is full \(2 of 2 taken\): (load-[a-d] on p-\d \(run \d+|p-\d \(taking (a slot|2 slots)\))/,
+      );
+    }
+  });
+});
+
+describe('a pool of one slot per host', () => {
+  it('runs at most one of its jobs on each server, two in the fleet', async () => {
+    const jobs = ['sync-a', 'sync-b', 'sync-c'];
+    const config = writeSchedule(`
+namespace: pools
+pools:
+  sftp: {slots: 1, scope: host}
+defaults:
+  pool: sftp
+jobs:
+${jobs.map((j) => `  ${j}: {schedule: "*/2 * * * * *", command: ${seatedJob(1, 3, true)}}`).join('\n')}
+`);
+    const db = fleet.db;
+    const runners = await fleet.start(['h-1', 'h-2'], { config });
+    await waitFor(
+      'runs on both hosts at once, and pool skips',
+      async () => {
+        const seats = journal(config);
+        return mostAtOnce(seats) >= 2 && poolRows(await runs(db)).length >= 4;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+    expectQuiet(runners);
+
+    const seats = journal(config);
+    expect(seats.filter((s) => s.event === 'start' && s.seat === 'none')).toEqual([]);
+    for (const host of ['h-1', 'h-2']) expect(mostAtOnce(seats, (s) => s.host === host)).toBe(1);
+    expect(mostAtOnce(seats)).toBe(2);
+    const rows = await runs(db);
+    for (const job of jobs) {
+      const own = rows.filter((r) => r.job === job);
+      expectOneWinnerPerFire(own, job, { noWinner: ['pool', 'overlap'], poolRows: rows });
+    }
+    for (const s of poolRows(rows)) {
+      expect(s.reason).toMatch(/^pool sftp \(1 slot per host\) is full on h-\d \(1 of 1 taken\)/);
+    }
+  });
+});
+
+describe('poolFull: queue', () => {
+  it('starts a fire that met a full pool when the slot frees, before its next fire', async () => {
+    // `hog` holds the only slot from each 6 s instant for 3 s; `waiter` fires a second after it.
+    const config = writeSchedule(`
+namespace: pools
+pools:
+  one: {slots: 1}
+jobs:
+  hog:
+    schedule: "*/6 * * * * *"
+    pool: one
+    command: ${seatedJob(1, 3)}
+  waiter:
+    schedule: "1-59/6 * * * * *"
+    pool: one
+    poolFull: queue
+    command: ${seatedJob(1, 0.2)}
+`);
+    const db = fleet.db;
+    const runners = await fleet.start(['q-1', 'q-2'], { config });
+    await waitFor(
+      'three waiter runs after a hog run of the same period',
+      async () => queuedRuns(await runs(db)).length >= 3,
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+    expectQuiet(runners);
+
+    const seats = journal(config);
+    expect(seats.filter((s) => s.event === 'start' && s.seat === 'none')).toEqual([]);
+    const rows = await runs(db);
+    const waiters = rows.filter((r) => r.job === 'waiter');
+    expectOneWinnerPerFire(waiters, 'waiter', { noWinner: ['pool', 'overlap'], poolRows: rows });
+    for (const { waiter, hog } of queuedRuns(rows)) {
+      // It waited for the hog's slot (it could not start before the hog ended) and ran its own
+      // fire before the next one came.
+      expect(waiter.started_at.getTime()).toBeGreaterThanOrEqual(hog.finished_at!.getTime());
+      expect(waiter.started_at.getTime()).toBeLessThan(waiter.scheduled_at.getTime() + 6_000);
+      expect(waiter.status).toBe('done');
+    }
+  });
+});
+
+/** Waiter runs whose fire came while a hog run of the same period held the slot. */
+function queuedRuns(rows: RunRow[]): { waiter: RunRow; hog: RunRow }[] {
+  const winners = rows.filter((r) => (r.winner ?? 0) >= 1 && r.status !== 'running');
+  const hogs = winners.filter((r) => r.job === 'hog');
+  return winners.flatMap((waiter) => {
+    if (waiter.job !== 'waiter') return [];
+    const hog = hogs.find(
+      (h) =>
+        h.started_at.getTime() <= waiter.scheduled_at.getTime() &&
+        h.finished_at!.getTime() > waiter.scheduled_at.getTime(),
+    );
+    return hog ? [{ waiter, hog }] : [];
+  });
+}
