@@ -14,17 +14,24 @@
  * alongside its GET_LOCK (`PoolClaim.seen`): a pool that is full by then is skipped without asking
  * the lock session, and the read names the holders either way.
  */
-import type { JobPool } from '../config/pools.js';
+import type { PoolDefinition } from '../config/pools.js';
 import { poolSlotLockName } from '../lock-names.js';
 import type { PoolUse } from '../store/pool-reads.js';
 import type { FireContext, PoolClaim } from './contention.js';
 import { FireBatches } from './fire-batches.js';
 
-/** The slots of `pool` this runner may take, by lock name (slot 1 first). */
-export function poolSlotNames(c: FireContext, pool: JobPool): string[] {
-  const host = pool.scope === 'host' ? c.host : null;
+/** Where slots are looked for: the database and namespace, and the host (a host pool's). */
+export interface PoolPlace {
+  database: string;
+  namespace: string;
+  host: string;
+}
+
+/** The slots of `pool` a runner of `place` may take, by lock name (slot 1 first). */
+export function poolSlotNames(place: PoolPlace, pool: PoolDefinition): string[] {
+  const host = pool.scope === 'host' ? place.host : null;
   return Array.from({ length: pool.slots }, (_, i) =>
-    poolSlotLockName(c.database, c.namespace, pool.name, i + 1, host),
+    poolSlotLockName(place.database, place.namespace, pool.name, i + 1, host),
   );
 }
 

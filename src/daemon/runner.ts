@@ -538,6 +538,12 @@ export class Runner {
     return this.loaded.config;
   }
 
+  /** Where this runner's pools' slots are (coordination/pool-slots.ts): for the views. */
+  get poolPlace(): { database: string; namespace: string; host: string } {
+    const { target, host } = this.options;
+    return { database: target.database, namespace: this.loaded.config.namespace, host };
+  }
+
   /** The pool, while connected: for reads only. */
   get readPool(): Queryable | null {
     return this.link.usable ? this.link.anyPool : null;

@@ -61,6 +61,7 @@ import { expectation } from '../schedule/dead-man.js';
 import { CHECK_EXIT_CODES, checkState, severityOf, type Warning } from './check-state.js';
 import type { CheckState } from '../exit-codes.js';
 import { driftWarnings } from './drift.js';
+import { slotsInUse, type PoolStatus } from './pool-status.js';
 
 export {
   CHECK_EXIT_CODES,
@@ -155,6 +156,8 @@ export interface StatusInput {
   warnPaused?: boolean;
   /** The notification outbox (given up in the last hour, waiting and retrying). */
   notifications?: OutboxState;
+  /** The local file's pools, their slots and holders (fleet/pool-status.ts). */
+  pools?: PoolStatus[];
 }
 
 export interface StatusReport {
@@ -167,6 +170,8 @@ export interface StatusReport {
   /** The worst severity among the warnings (checkState); never UNKNOWN: that is no report. */
   state: CheckState;
   warnPaused: boolean;
+  /** The local file's pools (docs/pools.md); empty without any. */
+  pools: PoolStatus[];
 }
 
 /** Every job name the report covers: the local file's, the live runners', paused and running. */
@@ -299,7 +304,18 @@ export function buildStatus(input: StatusInput): StatusReport {
 
   const warnPaused = input.warnPaused ?? false;
   const state = checkState(warnings, { warnPaused });
-  return { namespace: input.namespace, now, runners, running, jobs, warnings, state, warnPaused };
+  const pools = input.pools ?? [];
+  return {
+    namespace: input.namespace,
+    now,
+    runners,
+    running,
+    jobs,
+    warnings,
+    state,
+    warnPaused,
+    pools,
+  };
 }
 
 /**
@@ -500,5 +516,24 @@ export function statusToJson(report: StatusReport) {
       ...w,
       severity: severityOf(w.kind, { warnPaused: report.warnPaused }),
     })),
+    pools: report.pools.map(poolToJson),
+  };
+}
+
+/** A pool in `baton status --json` and the dashboard's overview. */
+export function poolToJson(p: PoolStatus) {
+  return {
+    name: p.name,
+    slots: p.slots,
+    scope: p.scope,
+    inUse: slotsInUse(p),
+    places: p.places,
+    holders: p.runs.map((r) => ({
+      runId: r.id,
+      job: r.job,
+      host: r.host,
+      startedAt: r.startedAt.toISOString(),
+    })),
+    claiming: p.claiming,
   };
 }

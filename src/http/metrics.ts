@@ -22,6 +22,7 @@ import { NOT_ATTEMPTED_LABEL, type NotAttempted } from '../fire/fire-events.js';
 import { FINAL_STATUSES, type SkipKind } from '../run-status.js';
 import { registerJobGauges, type JobGaugeSource } from './job-gauges.js';
 import { registerNotifyGauges, type NotifyGaugeSource } from './notify-gauges.js';
+import { registerPoolGauges, type PoolGaugeSource } from './pool-gauges.js';
 
 export interface RunnerIdentity {
   host: string;
@@ -54,7 +55,7 @@ const NOT_ATTEMPTED_REASONS: readonly NotAttempted[] = [
 ];
 
 /** What the metrics read from the runner at scrape time. */
-export interface MetricsSource extends JobGaugeSource, NotifyGaugeSource {
+export interface MetricsSource extends JobGaugeSource, NotifyGaugeSource, PoolGaugeSource {
   gauges(): RunnerGauges;
 }
 
@@ -183,6 +184,7 @@ export class RunnerMetrics {
     }).set(identity, 1);
     registerJobGauges(registers, source);
     this.notifications = registerNotifyGauges(registers, source);
+    registerPoolGauges(registers, source);
     processMetrics(registers);
   }
 

@@ -18,6 +18,8 @@ export function runnerMetrics(
     jobs: () => runner().loadedJobs(),
     namespace: () => runner().loadedConfig.namespace,
     notifyTargets: () => Object.keys(runner().loadedConfig.notifyTargets),
+    pools: () => Object.values(runner().loadedConfig.pools),
+    poolPlace: () => runner().poolPlace,
     readPool: () => runner().readPool,
     now: () => runner().databaseNow(),
     timings: () => runner().timings.metrics,

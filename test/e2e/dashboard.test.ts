@@ -416,6 +416,7 @@ jobs:
       host: 'a',
       now: at(9),
       nextFire: (job) => (job === 'quiet' ? null : at(10)),
+      database: db.name,
     });
 
     const o = await buildOverview(source(db.conn));

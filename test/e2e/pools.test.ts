@@ -16,10 +16,12 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { poolSlotLockName } from '../../src/lock-names.js';
-import { writeSchedule } from '../helpers/cli.js';
+import { baton, writeSchedule } from '../helpers/cli.js';
 import { runs, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
+import { freePort } from '../helpers/private-server.js';
+import { parseMetrics } from '../helpers/prometheus.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fleet = useFleet('pools', { perTest: true });
@@ -280,6 +282,83 @@ jobs:
     }
   });
 });
+
+describe('the views of a pool', () => {
+  it('baton status, the dashboard and /metrics show its slots and the runs holding them', async () => {
+    const config = writeSchedule(`
+namespace: pools
+pools:
+  db: {slots: 2}
+  sftp: {slots: 1, scope: host}
+jobs:
+  hold-db: {schedule: "*/2 * * * * *", pool: db, command: ["sleep", "60"]}
+  hold-sftp: {schedule: "*/2 * * * * *", pool: sftp, command: ["sleep", "60"]}
+`);
+    const db = fleet.db;
+    const port = await freePort();
+    const [v1, v2] = await fleet.start(['v-1'], { config, args: ['--http', `127.0.0.1:${port}`] });
+    const [other] = await fleet.start(['v-2'], { config });
+    const holding = await waitFor('both jobs running', async () => {
+      const rows = await db.query<{ job: string; host: string; id: number; pool: string }>(
+        `SELECT job, host, id, pool FROM baton_runs WHERE status = 'running' ORDER BY job`,
+      );
+      return rows.length === 2 ? rows : null;
+    });
+    const [holdDb, holdSftp] = holding;
+    expect(holding.map((r) => r.pool)).toEqual(['db', 'sftp']);
+
+    const status = await baton(['status', '--json', '--config', config, '--database-url', db.url]);
+    const pools = (JSON.parse(status.stdout) as { pools: PoolJson[] }).pools;
+    expect(pools.map((p) => [p.name, p.slots, p.scope, p.inUse])).toEqual([
+      ['db', 2, 'fleet', 1],
+      ['sftp', 1, 'host', 1],
+    ]);
+    expect(pools[0]!.holders).toEqual([
+      expect.objectContaining({ runId: holdDb!.id, job: 'hold-db', host: holdDb!.host }),
+    ]);
+    // One slot per live host: taken on the host that runs it, free on the other.
+    expect(pools[1]!.places.map((p) => [p.host, p.used]).sort()).toEqual(
+      [
+        ['v-1', holdSftp!.host === 'v-1' ? 1 : 0],
+        ['v-2', holdSftp!.host === 'v-2' ? 1 : 0],
+      ].sort(),
+    );
+    const text = await baton(['status', '--config', config, '--database-url', db.url]);
+    expect(text.stdout).toContain('POOLS: 2');
+    expect(text.stdout).toContain(`hold-db on ${holdDb!.host} (run ${holdDb!.id}`);
+
+    const overview = (await (await fetch(`http://127.0.0.1:${port}/api/overview`)).json()) as {
+      pools: PoolJson[];
+    };
+    expect(overview.pools.map((p) => [p.name, p.inUse])).toEqual([
+      ['db', 1],
+      ['sftp', 1],
+    ]);
+    expect(overview.pools[0]!.holders[0]).toMatchObject({ job: 'hold-db', runId: holdDb!.id });
+
+    const metrics = parseMetrics(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+    const value = (name: string, pool: string) =>
+      metrics.find((m) => m.name === name && m.labels.pool === pool)?.value;
+    expect(value('baton_pool_slots', 'db')).toBe(2);
+    expect(value('baton_pool_slots_in_use', 'db')).toBe(1);
+    // A host pool's gauges are this runner's host's.
+    expect(value('baton_pool_slots', 'sftp')).toBe(1);
+    expect(value('baton_pool_slots_in_use', 'sftp')).toBe(holdSftp!.host === 'v-1' ? 1 : 0);
+
+    await Promise.all([v1!, other!].map((r) => r.stop('SIGTERM')));
+    expectQuiet([v1!, other!]);
+    void v2;
+  });
+});
+
+interface PoolJson {
+  name: string;
+  slots: number;
+  scope: string;
+  inUse: number;
+  places: { host: string | null; used: number; slots: number }[];
+  holders: { runId: number; job: string; host: string }[];
+}
 
 /** Waiter runs whose fire came while a hog run of the same period held the slot. */
 function queuedRuns(rows: RunRow[]): { waiter: RunRow; hog: RunRow }[] {

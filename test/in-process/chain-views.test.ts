@@ -404,6 +404,7 @@ describe('the dashboard: an upstream skip is a fire of its own', () => {
       host: 'srv-01',
       now: await dbNow(db),
       nextFire: () => null,
+      database: db.name,
     };
     const report = (await buildOverview(source)).jobs.find((j) => j.name === 'report')!;
     expect(report.fires.map((f) => [f.scheduledAt, f.outcome])).toEqual([

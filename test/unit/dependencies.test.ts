@@ -511,6 +511,7 @@ ${SETTLE}  import:
       host: 'h',
       now: new Date('2027-01-01T00:00:00Z'),
       nextFire: () => null,
+      database: 'baton',
     };
     const fetch = (await jobPage(source, 'fetch'))!;
     expect(fetch).toMatchObject({

@@ -28,6 +28,8 @@ function setUp(jobs: { name: string; expectMs: number | null; expression: string
     jobs: () => loaded.map((j) => ({ ...j, schedule: parseSchedule(j.expression, 'UTC') })),
     namespace: () => 'default',
     notifyTargets: () => ['ops'],
+    pools: () => [],
+    poolPlace: () => ({ database: 'baton', namespace: 'default', host: 'h1' }),
     // Not connected: the per-job timestamps have nothing to show.
     readPool: () => null,
     now: () => NOW,

@@ -229,6 +229,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
                 host,
                 now: runner.databaseNow(),
                 nextFire: (job: string) => runner.nextFire(job),
+                database: runner.poolPlace.database,
               }),
             },
           })

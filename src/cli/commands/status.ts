@@ -22,6 +22,7 @@ import {
   type StatusReport,
   type Warning,
 } from '../../fleet/status.js';
+import { readPoolStatus, slotsInUse, type PoolStatus } from '../../fleet/pool-status.js';
 import { openConnection } from '../../store/connect.js';
 import {
   databaseNow,
@@ -222,6 +223,7 @@ interface FleetFacts {
   pauses: Pause[];
   history: Map<string, JobHistoryFacts>;
   notifications?: OutboxState | undefined;
+  pools?: PoolStatus[];
 }
 
 /**
@@ -261,7 +263,17 @@ async function readFleet(
     const history = await orEmpty(jobHistoryFacts(conn, namespace, jobs), new Map(), noTable);
     const hourAgo = new Date(now.getTime() - 3_600_000);
     const notifications = await orEmpty(outboxState(conn, namespace, hourAgo), undefined, noTable);
-    return { now, databaseClock: true, runners, running, pauses, history, notifications };
+    // The file's pools, per live host for a pool of one slot per host.
+    const hosts = currentRunners(runners, now).map((r) => r.host);
+    const where = { database: resolveDatabase(args).database, namespace };
+    const pools = config
+      ? await orEmpty(
+          readPoolStatus(conn, where, Object.values(config.pools), hosts),
+          undefined,
+          noTable,
+        )
+      : undefined;
+    return { now, databaseClock: true, runners, running, pauses, history, notifications, pools };
   } finally {
     await conn.end().catch(() => {});
   }
@@ -353,6 +365,8 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
     );
   }
 
+  if (report.pools.length > 0) out.push(renderPools(report));
+
   out.push(`\nJOBS: ${report.jobs.length}\n`);
   if (report.jobs.length > 0) {
     out.push(
@@ -403,6 +417,28 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
     }
   }
   return out.join('');
+}
+
+/** Each pool: its slots, how many are taken (per host for a host pool), and by which runs. */
+function renderPools(report: StatusReport): string {
+  const { now } = report;
+  const rows = report.pools.map((p) => {
+    const size = p.scope === 'host' ? `${p.slots} per host` : `${p.slots}`;
+    const inUse =
+      p.scope === 'host'
+        ? p.places.map((h) => `${h.host} ${h.used}`).join(', ') || 'no live runner'
+        : `${slotsInUse(p)}`;
+    const holders = [
+      ...p.runs.map(
+        (r) =>
+          `${r.job} on ${r.host} (run ${r.id}, ` +
+          `${formatDuration(now.getTime() - r.startedAt.getTime(), 'table')})`,
+      ),
+      ...p.claiming.map((c) => `${c.holder} (taking a slot)`),
+    ];
+    return [p.name, size, inUse, holders.join(', ')];
+  });
+  return `\nPOOLS: ${report.pools.length}\n${table(['POOL', 'SLOTS', 'IN USE', 'HELD BY'], rows)}`;
 }
 
 /** -2003 → "-2.0s (behind)", 12 → "+12ms (ahead)". */

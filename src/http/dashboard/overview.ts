@@ -24,9 +24,11 @@ import {
   currentRunners,
   DEFAULT_CLOCK_THRESHOLD_MS,
   DEFAULT_GONE_AFTER_MS,
+  poolToJson,
   runnerState,
   type RunnerState,
 } from '../../fleet/status.js';
+import { readPoolStatus } from '../../fleet/pool-status.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import {
   FAILURES_SHOWN,
@@ -54,6 +56,8 @@ export interface DashboardSource {
   now: Date;
   /** By the runner's schedule; null for a disabled job (or one that never fires again). */
   nextFire(job: string): Date | null;
+  /** The database's name: a pool's slots are named locks of it (fleet/pool-status.ts). */
+  database: string;
 }
 
 export type FireOutcome =
@@ -182,6 +186,8 @@ export interface Overview {
   jobs: JobOverview[];
   runners: RunnerOverview[];
   failures: FailureOverview[];
+  /** The schedule's pools, their slots and holders (per live host for a host pool). */
+  pools: ReturnType<typeof poolToJson>[];
 }
 
 export async function buildOverview(source: DashboardSource): Promise<Overview> {
@@ -204,6 +210,7 @@ export async function buildOverview(source: DashboardSource): Promise<Overview> 
     jobs: jobs.map((job) => jobOverview(job, source, null, [])),
     runners: [],
     failures: [],
+    pools: [],
   });
   if (!source.pool) {
     return scheduleOnly(
@@ -227,6 +234,7 @@ export async function buildOverview(source: DashboardSource): Promise<Overview> 
     ),
     runners: history.runners,
     failures: history.failures.map(failureOverview),
+    pools: history.pools.map(poolToJson),
   };
 }
 
@@ -261,7 +269,10 @@ async function readHistory(
       self: r.host === source.host,
     };
   });
-  return { pauses, runners, fires, failures };
+  const hosts = runners.filter((r) => r.state === 'alive').map((r) => r.host);
+  const where = { database: source.database, namespace: source.namespace };
+  const pools = await readPoolStatus(db, where, Object.values(source.config.pools), hosts);
+  return { pauses, runners, fires, failures, pools };
 }
 
 function hasCode(err: unknown): err is Error & { code: string } {

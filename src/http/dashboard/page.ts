@@ -168,6 +168,20 @@ ${LEGEND.map(
     <p id="runners-empty" class="empty" hidden></p>
   </section>
 
+  <section id="pools-panel" class="panel" aria-labelledby="pools-title" hidden>
+    <h2 id="pools-title">Pools <small>at most this many runs of their jobs at once</small></h2>
+    <div class="scroll">
+      <table id="pools">
+        <caption class="visually-hidden">Pools, their slots and the runs holding them</caption>
+        <thead><tr>
+          <th scope="col">Pool</th><th scope="col">Slots</th><th scope="col">In use</th>
+          <th scope="col">Held by</th>
+        </tr></thead>
+        <tbody id="pools-body"></tbody>
+      </table>
+    </div>
+  </section>
+
   <section class="panel" aria-labelledby="failures-title">
     <h2 id="failures-title">Recent failures <small id="failures-limit"></small></h2>
     <ol id="failures-list" class="failures"></ol>

@@ -38,6 +38,20 @@ interface OverviewJson {
   jobs: JobOverviewJson[];
   runners: RunnerJson[];
   failures: FailureJson[];
+  pools: PoolJson[];
+}
+
+/** poolToJson in ../../../fleet/status.ts. */
+interface PoolJson {
+  name: string;
+  slots: number;
+  /** fleet or host. */
+  scope: string;
+  inUse: number;
+  /** The fleet's slots (host null), or each live host's. */
+  places: { host: string | null; used: number; slots: number }[];
+  holders: { runId: number; job: string; host: string; startedAt: string }[];
+  claiming: { holder: string; slots: number }[];
 }
 
 /** Who paused a job, when, why (PauseDocument in ../../../actions/documents.ts). */
@@ -523,6 +537,26 @@ interface ErrorAnswer {
     ]);
   }
 
+  function poolRow(p: PoolJson, o: OverviewJson): HTMLElement {
+    const used =
+      p.scope === 'host'
+        ? p.places.map((h) => h.host + ' ' + h.used + ' / ' + h.slots).join(', ') ||
+          'no live runner'
+        : p.inUse + ' / ' + p.slots;
+    const full = p.places.some((h) => h.used >= h.slots);
+    const holders = p.holders.map(
+      (h) =>
+        h.job + ' on ' + h.host + ' (run ' + h.runId + ', ' + relative(h.startedAt, o.now) + ')',
+    );
+    for (const c of p.claiming) holders.push(c.holder + ' (taking a slot)');
+    return el('tr', { 'data-pool': p.name }, [
+      el('th', { scope: 'row', text: p.name }),
+      el('td', { class: 'nowrap', text: p.scope === 'host' ? p.slots + ' per host' : p.slots }),
+      el('td', { class: 'nowrap' + (full ? ' offset-bad' : ''), text: used }),
+      el('td', { text: holders.join(', ') || '—' }),
+    ]);
+  }
+
   function failureItem(f: FailureJson, o: OverviewJson): HTMLElement {
     const facts = [
       'fire ' + utc(f.scheduledAt) + ' UTC (' + relative(f.scheduledAt, o.now) + ')',
@@ -628,6 +662,12 @@ interface ErrorAnswer {
     $('runners-empty').textContent = o.database.connected
       ? 'No runner has registered in this namespace.'
       : 'Not known while the database cannot be read.';
+
+    $('pools-panel').hidden = o.pools.length === 0;
+    replace(
+      'pools-body',
+      o.pools.map((p) => poolRow(p, o)),
+    );
 
     replace(
       'failures-list',
