@@ -9,6 +9,13 @@
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_RETRY_DELAY_MS = 10_000;
+/**
+ * A backoff's (`retryDelay: {initial, factor, max}`) growth when `factor` is left out, and its
+ * longest wait when `max` is: Celery's `retry_backoff_max` — long enough for a dependency to
+ * come back, short enough that a fire is not held for hours.
+ */
+export const DEFAULT_RETRY_FACTOR = 2;
+export const DEFAULT_RETRY_DELAY_MAX_MS = 10 * 60_000;
 /** How long a child (`after:`) waits for its parents' verdicts by default: a day. */
 export const DEFAULT_AFTER_WITHIN_MS = 24 * 3600_000;
 /**

@@ -48,6 +48,8 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.runOn ? { runOn: job.runOn } : {}),
     ...(job.prefer ? { prefer: job.prefer } : {}),
     ...(job.every ? { every: true } : {}),
+    // A backoff (`retryDelay: {initial, factor, max}`): its first wait is `retryDelayMs` above.
+    ...(job.retryBackoff ? { retryBackoff: job.retryBackoff } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }
