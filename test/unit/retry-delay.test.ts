@@ -19,6 +19,7 @@ import {
 import { jobFingerprint } from '../../src/config/fingerprint.js';
 import { jobsOutlivingLocks } from '../../src/coordination/lock-probe.js';
 import { ConfigError } from '../../src/errors.js';
+import { codeConfig } from '../../src/library/job-options.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-retry-delay-'));
 const file = path.join(dir, 'schedules.yaml');
@@ -237,5 +238,35 @@ jobs:
     // A job without a backoff has the fingerprint older runners publish (no false drift).
     const { retryBackoff: _none, ...plain } = fixed;
     expect(jobFingerprint(plain, file)).toBe(jobFingerprint(fixed, file));
+  });
+});
+
+describe('retryDelay in library mode (scheduler.job options)', () => {
+  it('takes the same forms, refused with the same messages', () => {
+    const config = codeConfig(
+      { namespace: 'app' },
+      new Map([
+        ['grows', { schedule: '0 3 * * *', retries: 2, retryDelay: { initial: '2s', factor: 3 } }],
+        ['fixed', { schedule: '0 3 * * *', retries: 2, retryDelay: '30s' }],
+      ]),
+    );
+    expect(config.jobs.find((j) => j.name === 'grows')).toMatchObject({
+      retryDelayMs: 2_000,
+      retryBackoff: { factor: 3, maxMs: 600_000 },
+    });
+    expect(config.jobs.find((j) => j.name === 'fixed')).toMatchObject({ retryDelayMs: 30_000 });
+    let problems: string[] = [];
+    try {
+      codeConfig(
+        { namespace: 'app' },
+        new Map([['bad', { schedule: '0 3 * * *', retryDelay: { initial: '1m', max: '10s' } }]]),
+      );
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems = err.problems.map((p) => `${p.file}: ${p.path}: ${p.message}`);
+    }
+    expect(problems).toEqual([
+      'scheduler: jobs.bad.retryDelay.max: max 10s is shorter than initial 1m',
+    ]);
   });
 });
