@@ -51,6 +51,11 @@ export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
   'lost',
   'recovered',
 ];
+/**
+ * The most `notify: {after}` may be: its streak is counted in the verdict's transaction, newest
+ * run first, and a hundred failures in a row is no longer news worth waiting for.
+ */
+export const MAX_NOTIFY_AFTER = 100;
 /** Failures after the first told one are summed up at most this often. */
 export const DEFAULT_THROTTLE_MS = 10 * 60_000;
 /** How long one delivery may take before it counts as timed out. */
