@@ -9,6 +9,13 @@
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_RETRY_DELAY_MS = 10_000;
+/**
+ * A backoff's (`retryDelay: {initial, factor, max}`) growth when `factor` is left out, and its
+ * longest wait when `max` is: Celery's `retry_backoff_max` — long enough for a dependency to
+ * come back, short enough that a fire is not held for hours.
+ */
+export const DEFAULT_RETRY_FACTOR = 2;
+export const DEFAULT_RETRY_DELAY_MAX_MS = 10 * 60_000;
 /** How long a child (`after:`) waits for its parents' verdicts by default: a day. */
 export const DEFAULT_AFTER_WITHIN_MS = 24 * 3600_000;
 /**
@@ -44,6 +51,11 @@ export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
   'lost',
   'recovered',
 ];
+/**
+ * The most `notify: {after}` may be: its streak is counted in the verdict's transaction, newest
+ * run first, and a hundred failures in a row is no longer news worth waiting for.
+ */
+export const MAX_NOTIFY_AFTER = 100;
 /** Failures after the first told one are summed up at most this often. */
 export const DEFAULT_THROTTLE_MS = 10 * 60_000;
 /** How long one delivery may take before it counts as timed out. */

@@ -51,6 +51,8 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     // Runners that disagree on a job's pool would let more runs of the pool go at once than it
     // has slots (or fewer): the pool's size and scope are part of the job's definition.
     ...(job.pool ? { pool: job.pool } : {}),
+    // A backoff (`retryDelay: {initial, factor, max}`): its first wait is `retryDelayMs` above.
+    ...(job.retryBackoff ? { retryBackoff: job.retryBackoff } : {}),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }

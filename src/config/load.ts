@@ -414,7 +414,7 @@ function buildJob(
     cwd,
     timeoutMs: job.timeout ?? null,
     retries: job.retries ?? 0,
-    retryDelayMs: job.retryDelay ?? DEFAULT_RETRY_DELAY_MS,
+    ...retryDelayOf(job.retryDelay),
     catchUpMs: job.catchUp?.windowMs ?? null,
     catchUpFires: job.catchUp?.fires ?? 'latest',
     onFailover: job.onFailover ?? 'skip',
@@ -604,4 +604,16 @@ function valueAt(root: unknown, path: readonly PathSegment[]): unknown {
     node = (node as Record<string | number, unknown>)[segment];
   }
   return node;
+}
+
+/** `retryDelay:` as the job's settings: a fixed wait, or a backoff's first and its growth. */
+function retryDelayOf(
+  setting: RawJob['retryDelay'],
+): Pick<JobDefinition, 'retryDelayMs' | 'retryBackoff'> {
+  if (setting == null) return { retryDelayMs: DEFAULT_RETRY_DELAY_MS };
+  if (typeof setting === 'number') return { retryDelayMs: setting };
+  return {
+    retryDelayMs: setting.initialMs,
+    retryBackoff: { factor: setting.factor, maxMs: setting.maxMs },
+  };
 }

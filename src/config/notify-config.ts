@@ -209,6 +209,7 @@ export function buildJobNotify(
     on: [...new Set(merged.on ?? DEFAULT_NOTIFY_EVENTS)],
     to: [...new Set(to)],
     throttleMs: merged.throttle ?? DEFAULT_THROTTLE_MS,
+    after: merged.after ?? 1,
   };
 }
 

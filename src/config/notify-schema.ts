@@ -5,7 +5,7 @@
  * parses, an environment variable that is set) are notify-config.ts's.
  */
 import { z } from 'zod';
-import { NOTIFY_EVENTS, type NotifyEventName } from './defaults.js';
+import { MAX_NOTIFY_AFTER, NOTIFY_EVENTS, type NotifyEventName } from './defaults.js';
 import { durationOrZero, timerDuration } from './value-schemas.js';
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name');
@@ -49,6 +49,13 @@ const jobNotifyObject = z.strictObject({
   on: z.array(z.enum(NOTIFY_EVENTS)).optional(),
   to: z.array(z.string().min(1)).optional(),
   throttle: durationOrZero.optional(),
+  /** Tell a run's failure only from the Nth in a row (docs/notifications.md, "After N failures"). */
+  after: z
+    .number()
+    .int('after must be a whole number of failures in a row')
+    .min(1, 'after must be 1 or more (1: every failure is told)')
+    .max(MAX_NOTIFY_AFTER, `after must be at most ${MAX_NOTIFY_AFTER}`)
+    .optional(),
 });
 
 /**
@@ -111,4 +118,9 @@ export interface JobNotify {
   to: string[];
   /** Failures after the first are summed up at most this often; 0: each one is told. */
   throttleMs: number;
+  /**
+   * A run's failure (failed, timeout, lost) is told once the job has failed this many runs in a
+   * row, and a success is a recovery only after as many; 1 (the default): every failure.
+   */
+  after: number;
 }

@@ -7,7 +7,13 @@
  * time zones, module files) live in `load.ts`.
  */
 import { z } from 'zod';
-import { DURATION_HINT, parseDuration } from './duration.js';
+import { DURATION_HINT, formatDuration, parseDuration } from './duration.js';
+import {
+  DEFAULT_RETRY_DELAY_MAX_MS,
+  DEFAULT_RETRY_DELAY_MS,
+  DEFAULT_RETRY_FACTOR,
+} from './defaults.js';
+import { MAX_RETRY_FACTOR, type RetryBackoff } from './retry-delay.js';
 import {
   duration,
   durationOrZero,
@@ -126,6 +132,60 @@ const catchUp = z.unknown().transform((value, ctx) => {
     return z.NEVER;
   }
   return { windowMs: ms, fires: 'latest' as CatchUpFires };
+});
+
+/** `retryDelay: {initial, factor, max}`: a backoff (config/retry-delay.ts), defaults applied. */
+const retryBackoff = z
+  .strictObject({
+    initial: timerDuration.optional(),
+    factor: z
+      .number()
+      .min(1, 'factor must be 1 or more (1: every wait the same, with the jitter)')
+      .max(MAX_RETRY_FACTOR, `factor must be at most ${MAX_RETRY_FACTOR}`)
+      .optional(),
+    max: timerDuration.optional(),
+  })
+  .transform((b, ctx) => {
+    const initialMs = b.initial ?? DEFAULT_RETRY_DELAY_MS;
+    const maxMs = b.max ?? DEFAULT_RETRY_DELAY_MAX_MS;
+    if (initialMs > maxMs) {
+      const [initial, max] = [formatDuration(initialMs), formatDuration(maxMs)];
+      ctx.addIssue(
+        b.max != null
+          ? {
+              code: 'custom',
+              path: ['max'],
+              message: `max ${max} is shorter than initial ${initial}`,
+            }
+          : {
+              code: 'custom',
+              path: ['initial'],
+              message: `initial ${initial} is longer than max's default ${max}: give max too`,
+            },
+      );
+      return z.NEVER;
+    }
+    return { initialMs, factor: b.factor ?? DEFAULT_RETRY_FACTOR, maxMs };
+  });
+
+/**
+ * `retryDelay: 30s` (the same wait before every retry), or `retryDelay: {initial: 10s, factor: 2,
+ * max: 10m}` (a backoff). Told apart by the value's type rather than by a union, so that a mistake
+ * is reported in the form written.
+ */
+const retryDelay = z.unknown().transform((value, ctx) => {
+  const isObject = value !== null && typeof value === 'object' && !Array.isArray(value);
+  const parsed = isObject ? retryBackoff.safeParse(value) : timerDurationOrZero.safeParse(value);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const message = issue.message.startsWith('expected a duration')
+        ? `${issue.message}; or {initial, factor, max} for a backoff`
+        : issue.message;
+      ctx.addIssue({ ...issue, message } as never);
+    }
+    return z.NEVER;
+  }
+  return parsed.data;
 });
 
 /**
@@ -263,8 +323,11 @@ const inheritableShape = {
     .int('retries must be a whole number')
     .min(0, 'retries must be 0 or more')
     .max(100, 'retries must be at most 100'),
-  /** Pause between a failure and its retry. Default 10s; `0s`: retry at once. */
-  retryDelay: timerDurationOrZero,
+  /**
+   * Pause between a failure and its retry: the same each time (default 10s; `0s`: retry at
+   * once), or growing (`{initial, factor, max}`: config/retry-delay.ts).
+   */
+  retryDelay,
   /**
    * After start-up or a database outage, run the latest fire of this window that nobody ran, or
    * every one of them (`{window, fires: all}`), once fleet-wide with `trigger = catchup`.
@@ -481,7 +544,10 @@ export interface JobDefinition {
   /** Per attempt; null = no limit. */
   timeoutMs: number | null;
   retries: number;
+  /** The wait before each retry, or a backoff's first (`retryBackoff`): config/retry-delay.ts. */
   retryDelayMs: number;
+  /** `retryDelay: {initial, factor, max}`: each wait grows from the first; absent: fixed. */
+  retryBackoff?: RetryBackoff;
   /** null = missed fires are recorded, never run. */
   catchUpMs: number | null;
   /** Which missed fires of the window run: the latest, or all of them in order. */

@@ -28,6 +28,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { DatabaseTarget } from '../config/database-url.js';
+import { longestRetryWaitsMs, type RetryPolicy } from '../config/retry-delay.js';
 import { dbErrorCategory, errorMessage } from '../errors.js';
 import { openConnection } from '../store/connect.js';
 import { queryWithDeadline, type Queryable } from '../store/deadline.js';
@@ -160,17 +161,17 @@ function judge(
 /**
  * The jobs a run of which may outlive its lock where a lock can expire under its holder after
  * `lockTtlMs`: no timeout, or attempts that together may hold the lock that long (retries keep
- * the job's lock: every attempt at its timeout, and the waits between them).
+ * the job's lock: every attempt at its timeout, and the waits between them — a backoff's at
+ * their longest, config/retry-delay.ts).
  */
 export function jobsOutlivingLocks(
-  jobs: Iterable<{ name: string; timeoutMs: number | null; retries: number; retryDelayMs: number }>,
+  jobs: Iterable<RetryPolicy & { timeoutMs: number | null }>,
   lockTtlMs: number,
 ): string[] {
   return [...jobs]
     .filter(
       (j) =>
-        j.timeoutMs == null ||
-        j.timeoutMs * (j.retries + 1) + j.retryDelayMs * j.retries >= lockTtlMs,
+        j.timeoutMs == null || j.timeoutMs * (j.retries + 1) + longestRetryWaitsMs(j) >= lockTtlMs,
     )
     .map((j) => j.name);
 }

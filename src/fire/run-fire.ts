@@ -26,6 +26,7 @@
 import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
 import { eventTargets } from '../config/notify-targets.js';
+import { retryWaitMs } from '../config/retry-delay.js';
 import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
 import {
   ClaimNotRecordedError,
@@ -499,7 +500,8 @@ class Fire {
       if (control.stopRequested || !retryable(result) || attempt > job.retries) {
         return { result, attempts: attempt };
       }
-      await control.waitBeforeRetry(job.retryDelayMs);
+      // The same wait on every runner (config/retry-delay.ts): fixed, or a backoff's k-th.
+      await control.waitBeforeRetry(retryWaitMs(c.namespace, job, fire.scheduledAt, attempt + 1));
       if (control.stopRequested)
         return { result: control.stoppedResult(result), attempts: attempt };
     }

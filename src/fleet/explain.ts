@@ -17,6 +17,7 @@
  */
 import { formatDuration } from '../config/duration.js';
 import { describePlacement } from '../config/placement.js';
+import { describeRetries, retryWaitMs } from '../config/retry-delay.js';
 import type { JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { restartedSince, runnersAtFire, type RunnerNow } from '../store/fire-reads.js';
@@ -442,7 +443,27 @@ export function notesFor(
   }
   if (fire.getTime() > now.getTime()) notes.push('this fire is in the future (database time)');
   if (pause) notes.push(`${pause.job} is ${pausedReason(pause)} (now)`);
+  const retried = job ? rows.find((r) => r.winner && r.attempts > 1) : undefined;
+  if (job && retried) notes.push(retryNote(job, retried));
   return notes;
+}
+
+/**
+ * A retried run's waits, as its winner computed them (the same on every runner:
+ * config/retry-delay.ts): "retries: 3 retries, from 1s, ×2 up to 10m, ±10%; this fire waited
+ * 0.9s, 2s before attempts 2–3".
+ */
+function retryNote(job: JobDefinition, run: Run): string {
+  const attempts = Array.from({ length: Math.min(run.attempts - 1, 8) }, (_, i) => i + 2);
+  const waits = attempts.map((a) =>
+    formatDuration(retryWaitMs(run.namespace, job, run.scheduledAt, a), 'brief'),
+  );
+  const more = run.attempts - 1 > attempts.length ? ', …' : '';
+  const which = run.attempts === 2 ? 'attempt 2' : `attempts 2–${run.attempts}`;
+  return (
+    `retries: ${describeRetries(job)}; this fire waited ${waits.join(', ')}${more} ` +
+    `before ${which} (by the schedules file here)`
+  );
 }
 
 /** Why an instant with no rows is no fire at all of the job's schedule; null when it is one. */

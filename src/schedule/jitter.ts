@@ -34,6 +34,19 @@ export function jitterDelayMs(
   return digest.readUIntBE(0, 6) % range;
 }
 
+/**
+ * A number in [0, 1) drawn from the fire's identity and `salt`, the same on every runner: what
+ * other delays that must be the same everywhere are spread by (a retry's backoff,
+ * config/retry-delay.ts, salts it with the attempt). Apart from `jitterDelayMs`, whose values
+ * must not change between versions.
+ */
+export function fireFraction(namespace: string, job: string, fireAt: Date, salt: string): number {
+  const digest = createHash('sha256')
+    .update(`${namespace}\0${job}\0${fireAt.toISOString()}\0${salt}`)
+    .digest();
+  return digest.readUIntBE(0, 6) / 2 ** 48;
+}
+
 /** When the fire of `job` at `fireAt` starts: its instant plus its jitter delay. */
 export function plannedStart(namespace: string, job: string, fireAt: Date, jitterMs: number): Date {
   return new Date(fireAt.getTime() + jitterDelayMs(namespace, job, fireAt, jitterMs));

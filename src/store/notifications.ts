@@ -137,24 +137,30 @@ export async function enqueueNotices(db: Queryable, notices: readonly Notice[]):
 }
 
 /**
- * Whether the job's latest finished run before `runId` failed (failed, timeout, lost): the success
- * of `runId` is then a recovery. Read inside the verdict's transaction.
+ * How many of the job's finished runs before `runId` failed in a row (failed, timeout, lost),
+ * newest first, counted up to `limit`: what `notify: {after}` is judged by — a failure is told
+ * when the `after − 1` before it failed too, a success is a recovery when the `after` before it
+ * did. Read inside the verdict's transaction. Winner rows only, as they finished; `killed` and
+ * `interrupted` runs (an operator's, a graceful stop) neither count nor end a streak, and fires
+ * nobody ran (skipped, missed) are not runs.
  */
-export async function followsFailure(
+export async function failuresInARow(
   db: Queryable,
   namespace: string,
   job: string,
   runId: number,
-): Promise<boolean> {
+  limit: number,
+): Promise<number> {
+  if (limit < 1) return 0;
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT status FROM baton_runs
       WHERE namespace = ? AND job = ? AND winner >= 1 AND id <> ?
         AND status IN ('done', 'failed', 'timeout', 'lost')
-      ORDER BY finished_at DESC, id DESC LIMIT 1`,
-    [namespace, job, runId],
+      ORDER BY finished_at DESC, id DESC LIMIT ?`,
+    [namespace, job, runId, limit],
   );
-  const status = rows[0]?.status as string | undefined;
-  return status === 'failed' || status === 'timeout' || status === 'lost';
+  const done = rows.findIndex((r) => r.status === 'done');
+  return done === -1 ? rows.length : done;
 }
 
 /** A row as the deliverer works with it. */

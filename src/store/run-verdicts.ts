@@ -10,11 +10,12 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isLockConflictError } from '../errors.js';
 import { sessionLockSql } from '../lock-names.js';
 import type { FinalStatus } from '../run-status.js';
+import type { NotifyEventName } from '../config/defaults.js';
 import type { EventTargets } from '../config/notify-targets.js';
 import { Batcher, toBatchResult, type BatchResult } from './batcher.js';
 import { inTransaction, type Queryable } from './deadline.js';
 import { OWNER_ALIVE_SECONDS } from './runners.js';
-import { enqueueNotices, followsFailure, type Notice, type NoticeScope } from './notifications.js';
+import { enqueueNotices, failuresInARow, type Notice, type NoticeScope } from './notifications.js';
 import { dependentsWithVerdict, type DependentPlan } from './dependent-fires.js';
 
 export interface RunOutcome {
@@ -64,7 +65,7 @@ export interface RunNotices {
 /** The events a verdict of `status` is, for these targets (a success is a recovery or nothing). */
 function verdictEvents(status: FinalStatus, targets: EventTargets): boolean {
   if (status === 'done') return (targets.recovered?.length ?? 0) > 0;
-  return status in targets && (targets[status as keyof EventTargets]?.length ?? 0) > 0;
+  return (targets[status as NotifyEventName]?.length ?? 0) > 0;
 }
 
 /**
@@ -188,17 +189,27 @@ async function eachAlone(
   return settled.map(toBatchResult);
 }
 
-/** The rows of a verdict's events: its failure, or the recovery a success after failures is. */
+/**
+ * The rows of a verdict's events: its failure, or the recovery a success after failures is —
+ * with `notify: {after: N}` (targets.failuresInARow), a failure only from the Nth in a row on,
+ * and a recovery only after N or more (docs/notifications.md, "After N failures"). The streak is
+ * read in this transaction, so the run's own verdict and a reaper's `lost` judge it alike.
+ */
 async function runEvents(
   tx: Queryable,
   runId: number,
   status: FinalStatus,
   { scope, targets }: RunNotices,
 ): Promise<Notice[]> {
+  const after = targets.failuresInARow ?? 1;
+  const before = (limit: number) =>
+    failuresInARow(tx, scope.namespace, scope.subject, runId, limit);
   if (status === 'done') {
-    const recovered = await followsFailure(tx, scope.namespace, scope.subject, runId);
+    const recovered = (await before(after)) >= after;
     return recovered ? [{ ...scope, event: 'recovered', targets: targets.recovered!, runId }] : [];
   }
+  // This run is a failure of the streak: told once the `after − 1` before it failed too.
+  if (after > 1 && (await before(after - 1)) < after - 1) return [];
   const event = status as 'failed' | 'timeout' | 'lost';
   return [{ ...scope, event, targets: targets[event] ?? [], runId }];
 }

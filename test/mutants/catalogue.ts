@@ -258,10 +258,10 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/run-fire.ts',
-        find: '      await control.waitBeforeRetry(job.retryDelayMs);',
+        find: '      await control.waitBeforeRetry(retryWaitMs(',
         replace:
           '      if (w.claim.lockName) await c.lock.release(w.claim.lockName);\n' +
-          '      await control.waitBeforeRetry(job.retryDelayMs);',
+          '      await control.waitBeforeRetry(retryWaitMs(',
       },
     ],
     killers: [

@@ -7,7 +7,9 @@
  * not come yet, instants that are no fire), the notes, and the whole judgement of a fire.
  */
 import { describe, expect, it } from 'vitest';
+import { formatDuration } from '../../src/config/duration.js';
 import { parseConfig } from '../../src/config/load.js';
+import { retryWaitMs } from '../../src/config/retry-delay.js';
 import {
   judgeFire,
   judgeMissing,
@@ -380,6 +382,31 @@ describe('the notes and the whole judgement of a fire', () => {
     ]);
     expect(notesFor(tickJob, FIRE, [row()], NOW, null, null)).toEqual([]);
     expect(notesFor(null, FIRE, [], NOW, null, 'not a fire')).toEqual(['not a fire']);
+  });
+
+  it("notes a retried run's policy and the waits its fire had, as every runner computes them", () => {
+    const retrying = parseConfig(
+      '/etc/baton/schedules.yaml',
+      `
+namespace: ns
+jobs:
+  tick:
+    schedule: "*/10 * * * *"
+    command: ["true"]
+    retries: 3
+    retryDelay: {initial: 1s, factor: 2}
+`,
+    ).jobs[0]!;
+    const retried = row({ status: 'failed', attempts: 4, error: 'exited with code 1 (attempt 4)' });
+    const waits = [2, 3, 4].map((a) => retryWaitMs('ns', retrying, FIRE, a));
+    const [note] = notesFor(retrying, FIRE, [retried], NOW, null, null);
+    expect(note).toBe(
+      'retries: 3 retries, from 1s, ×2 up to 10m, ±10%; this fire waited ' +
+        `${waits.map((w) => formatDuration(w, 'brief')).join(', ')} before attempts 2–4 ` +
+        '(by the schedules file here)',
+    );
+    // A run that needed one attempt says nothing of its retries.
+    expect(notesFor(retrying, FIRE, [row()], NOW, null, null)).toEqual([]);
   });
 
   it('leaves out the runners that wrote a row, sorts the rest, and notes a fire of the schedule', () => {
