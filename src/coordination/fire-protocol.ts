@@ -60,6 +60,13 @@
  * get — at most one per fire. So up to N runners run the fire together, one per slot, and no
  * slot ever runs twice.
  *
+ * A pooled job (`pool:`, docs/pools.md) takes one of its pool's slots between steps 1 and 2: a
+ * named lock on the same lock session, asked for by the job's lock holder only (the runners that
+ * lose the fire never hold a slot) — so no run is ever claimed without one, and at most N are
+ * claimed and running at once; the slot is given back with the job's lock (pool-slots.ts). A full
+ * pool skips the fire (kind `pool`), or, with `poolFull: queue`, keeps the holder asking under the
+ * job's lock until the job's next fire. Fan-out workers and `every` runners each take a slot.
+ *
  * Every runner (`every: true`, docs/placement.md) repeats steps 1–2 in one slot only: its host's
  * own (`ContendOptions.slot`, given once per host and namespace and kept for good:
  * store/host-slots.ts). Each runner is the only one that ever claims its slot, so each fire gets

@@ -18,6 +18,48 @@ afterAll(async () => {
 const LONG_NAME = 'x'.repeat(129);
 const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
   {
+    name: 'pools: a job naming an unknown pool',
+    yaml: 'pools:\n  db: {slots: 2}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    pool: warehouse\n',
+    line: 7,
+    expect: /jobs\.settle\.pool: unknown pool "warehouse" \(pools: db\)/,
+  },
+  {
+    name: 'pools: no slot at all',
+    yaml: 'pools:\n  db: {slots: 0}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    pool: db\n',
+    line: 2,
+    expect: /pools\.db\.slots: slots must be at least 1/,
+  },
+  {
+    name: 'pools: an unknown scope, inherited from defaults by the job',
+    yaml: 'pools:\n  db: {slots: 1, scope: rack}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 2,
+    expect: /pools\.db\.scope: .*"fleet"\|"host"/,
+  },
+  {
+    name: 'pools: an unknown pool given in defaults',
+    yaml: 'pools:\n  db: {slots: 1}\ndefaults:\n  pool: dv\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 4,
+    expect: /defaults\.pool: unknown pool "dv" \(pools: db\) \(inherited by jobs\.settle\)/,
+  },
+  {
+    name: 'pools: poolFull without a pool',
+    yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    poolFull: queue\n',
+    line: 5,
+    expect: /jobs\.settle\.poolFull: `poolFull` says what a fire does when its pool is full; set `pool` too/,
+  },
+  {
+    name: 'pools: a fan-out job that would queue for its pool',
+    yaml: 'pools:\n  db: {slots: 2}\njobs:\n  share:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    workers: 2\n    pool: db\n    poolFull: queue\n',
+    line: 9,
+    expect: /jobs\.share\.poolFull: a fan-out job \(`workers` > 1\) cannot queue for its pool/,
+  },
+  {
+    name: 'pools: a pool name with unsafe characters',
+    yaml: 'pools:\n  "db:main": {slots: 2}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n',
+    line: 2,
+    expect: /pools\.db:main: pool name may contain only letters, digits/,
+  },
+  {
     name: 'notify: an unknown target',
     yaml: 'notify:\n  ops: {webhook: {url: "https://hooks.example/x"}}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    notify: {to: [opps]}\n',
     line: 7,
