@@ -775,4 +775,72 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'pool-slot-not-taken',
+    guarantee: 'pools',
+    what: "Contention forgets the job's pool: runs are claimed without a slot, as many as fire.",
+    edits: [
+      {
+        file: 'src/coordination/fire-protocol.ts',
+        find: '    pool: options.pool ? poolClaim(c, options.pool, options.signal) : null,',
+        replace: '    pool: null,',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/pools-library.test.ts',
+        test: 'lets one handler of the pool run at a time across three replicas',
+      },
+      {
+        file: 'test/e2e/pools.test.ts',
+        test: 'never lets a third run of its jobs live',
+      },
+    ],
+  },
+  {
+    id: 'pool-slot-nests',
+    guarantee: 'pools',
+    what:
+      'A runner asks for a slot of its pool that it already holds for another run: GET_LOCK ' +
+      'nests within its session, so two of its runs share one slot and the pool runs one more.',
+    edits: [
+      {
+        file: 'src/coordination/lock-session.ts',
+        find: '`WHEN IS_FREE_LOCK(?) = 1 AND GET_LOCK(?, 0) = 1 THEN ${k + 1}`',
+        replace: '`WHEN ? IS NOT NULL AND GET_LOCK(?, 0) = 1 THEN ${k + 1}`',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/pools-library.test.ts',
+        test: 'lets one handler of the pool run at a time across three replicas',
+      },
+    ],
+  },
+  {
+    id: 'pool-slot-released-at-claim',
+    guarantee: 'pools',
+    what:
+      "A run gives its pool's slot back once its claim is written, not after its verdict: the " +
+      'slot guards the claim only, and the next fires of the pool start beside it.',
+    edits: [
+      {
+        file: 'src/coordination/fire-protocol.ts',
+        find:
+          "  if (typeof claimed === 'number')\n" +
+          '    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock };',
+        replace:
+          "  if (typeof claimed === 'number') {\n" +
+          '    if (poolLock) await c.lock.release(poolLock);\n' +
+          '    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock: null };\n' +
+          '  }',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/pools-library.test.ts',
+        test: 'lets one handler of the pool run at a time across three replicas',
+      },
+    ],
+  },
 ];

@@ -24,6 +24,7 @@ export const GUARANTEES = {
   sdk: "The job SDK's claims hand each row to one worker, and give it back only after the bound",
   namespaces:
     "Namespaces sharing a server stay apart: an action for one never touches another's runs",
+  pools: "A pool's N, never more: at most N runs of its jobs are claimed and running at once",
 } as const;
 
 export type Guarantee = keyof typeof GUARANTEES;
