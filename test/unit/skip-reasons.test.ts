@@ -154,7 +154,7 @@ describe('skip reasons', () => {
     );
   });
 
-  it('every kind has a metrics label, and the labels are the four documented ones', () => {
+  it('every kind has a metrics label, and the labels are the five documented ones', () => {
     expect(Object.keys(SKIP_LABEL).sort()).toEqual([...SKIP_KINDS].sort());
     expect(SKIP_LABEL).toEqual({
       taken: 'taken',
@@ -163,6 +163,46 @@ describe('skip reasons', () => {
       behind: 'overlap',
       paused: 'paused',
       upstream: 'upstream',
+      pool: 'pool',
     });
+  });
+});
+
+describe('a full pool', () => {
+  const use = {
+    used: 2,
+    slots: 2,
+    runs: [
+      { id: 12, job: 'load-a', host: 'p-1', startedAt: new Date('2026-12-01T10:00:00.004Z') },
+      { id: 13, job: 'load-b', host: 'p-2', startedAt: new Date('2026-12-01T10:00:00.010Z') },
+    ],
+    claiming: [],
+  };
+  it('names the pool, its size and every holder', () => {
+    expect(skips.poolFull({ name: 'db', slots: 2, scope: 'fleet' }, use)).toEqual({
+      kind: 'pool',
+      text:
+        'pool db (2 slots) is full (2 of 2 taken): load-a on p-1 (run 12, started ' +
+        '2026-12-01T10:00:00.004Z), load-b on p-2 (run 13, started 2026-12-01T10:00:00.010Z)',
+    });
+  });
+  it('says whose host for a host pool, what a queued fire waited for, and counts holders past four', () => {
+    const many = {
+      used: 6,
+      slots: 6,
+      runs: [],
+      claiming: ['a', 'b', 'c', 'd', 'e'].map((holder) => ({ holder, slots: 1 })),
+    };
+    const at = new Date('2026-12-01T10:00:02.000Z');
+    const reason = skips.poolFull({ name: 'sftp', slots: 6, scope: 'host' }, many, {
+      host: 'h-1',
+      gaveUp: { nextFire: at },
+    });
+    expect(reason.kind).toBe('pool');
+    expect(reason.text).toBe(
+      'waited for a slot until the next fire (2026-12-01T10:00:02.000Z) came first; pool sftp ' +
+        '(6 slots per host) is full on h-1 (6 of 6 taken): a (taking a slot), b (taking a slot), ' +
+        'c (taking a slot), d (taking a slot), 1 more',
+    );
   });
 });

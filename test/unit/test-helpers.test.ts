@@ -98,6 +98,14 @@ describe('skipKindOf, on the sentences baton writes', () => {
       'waited in the queue until the runner is stopping; the lock is held by connection 7, which has no running row for this job',
       'ghost',
     ],
+    [
+      'pool db (2 slots) is full (2 of 2 taken): load-a on p-1 (run 12, started 2026-12-01T10:00:00.004Z), p-2 (taking a slot)',
+      'pool',
+    ],
+    [
+      'waited for a slot until the next fire (2026-12-01T10:00:02.000Z) came first; pool one (1 slot per host) is full on h-1 (1 of 1 taken): hog on h-1 (run 3, started x)',
+      'pool',
+    ],
     ['something new', 'other'],
   ])('%s → %s', (reason, kind) => {
     expect(skipKindOf(reason)).toBe(kind);
