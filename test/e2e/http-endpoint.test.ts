@@ -80,7 +80,7 @@ jobs:
         series('baton_skips_total')
           .map((s) => s.labels.reason)
           .sort(),
-      ).toEqual(['overlap', 'paused', 'taken', 'upstream']);
+      ).toEqual(['overlap', 'paused', 'pool', 'taken', 'upstream']);
       expect(
         series('baton_fires_not_attempted_total')
           .map((s) => s.labels.reason)
