@@ -29,6 +29,11 @@ export function runDocument(run: Run) {
     attempts: run.attempts,
     error: run.error,
     params: run.params,
+    // The soft limits (`duration:`): when it becomes slow and when it was told so (null: no warn,
+    // not slow), and whether a success was shorter than `min`.
+    warnAt: run.warnAt?.toISOString() ?? null,
+    slowAt: run.slowAt?.toISOString() ?? null,
+    tooShort: run.tooShort ?? false,
   };
 }
 

@@ -79,6 +79,10 @@ export interface FireSummary {
   manual: boolean;
   /** The fire's latest generation: how many times it was re-run (0: never). */
   reruns: number;
+  /** A run of it went past its warn (`duration.warn`: told `slow`). */
+  slow: boolean;
+  /** A run of it succeeded in less than the job's `duration.min` (told `too-short`). */
+  tooShort: boolean;
 }
 
 export function summarise(fire: Fire): FireSummary {
@@ -107,6 +111,8 @@ export function summarise(fire: Fire): FireSummary {
     skipKind: winners.length === 0 && !missed ? (skips[0]?.reasonKind ?? null) : null,
     manual: fire.rows.some((r) => r.trigger === 'manual'),
     reruns: generation,
+    slow: winners.some((w) => w.slowAt != null),
+    tooShort: winners.some((w) => w.tooShort === true),
   };
 }
 
@@ -177,6 +183,8 @@ export function renderFires(fires: Fire[], o: FireViewOptions): string {
     const outcome = s.attempts > 1 ? `${s.outcome} ×${s.attempts}` : s.outcome;
     // The exit code, the reasons and the errors are in the wide view (and `baton explain`).
     const notes = [
+      s.slow ? 'slow' : '',
+      s.tooShort ? 'too short' : '',
       s.manual ? 'manual' : '',
       chainNote(f, o.upstream),
       s.reruns > 0 ? `re-run ×${s.reruns}` : '',
@@ -234,13 +242,22 @@ export function renderAttempts(
       r.host,
       winnerCell(r),
       trigger(r),
-      // Retried runs say how many attempts it took: "done ×3".
-      paint(STYLES[r.status], r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status),
+      // Retried runs say how many attempts it took: "done ×3"; a soft limit passed, which:
+      // "done slow", "done too-short".
+      paint(
+        STYLES[r.status],
+        (r.attempts > 1 ? `${r.status} ×${r.attempts}` : r.status) + limitMarks(r),
+      ),
       durationCell(r),
       r.exitCode ?? '',
       oneLine(`${r.reason ?? r.error ?? ''}${acted(r)}`.trim(), 160),
     ]),
   );
+}
+
+/** A run's soft limits passed (`duration:`), after its status: ` slow`, ` too-short`. */
+function limitMarks(r: Run): string {
+  return `${r.slowAt != null ? ' slow' : ''}${r.tooShort ? ' too-short' : ''}`;
 }
 
 function styleOf(status: RunStatus): { style?: Style } {

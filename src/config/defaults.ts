@@ -41,15 +41,23 @@ export const NOTIFY_EVENTS = [
   'runner-gone',
   'detached',
   'no-eligible-runner',
+  'slow',
+  'too-short',
 ] as const;
 export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
 
-/** What a job is told of when it says only `notify: {to: [...]}`: failures and recoveries. */
+/**
+ * What a job is told of when it says only `notify: {to: [...]}`: failures and recoveries, and
+ * `slow` — which only a job with a `duration.warn` has, asked for by writing the warn, and told at
+ * most once per run. Not `too-short`: it is a success, can come at every fire (a batch with
+ * nothing to do), and the throttle does not hold it; asked for by name (docs/notifications.md).
+ */
 export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
   'failed',
   'timeout',
   'lost',
   'recovered',
+  'slow',
 ];
 /**
  * The most `notify: {after}` may be: its streak is counted in the verdict's transaction, newest

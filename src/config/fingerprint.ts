@@ -44,6 +44,9 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
     ...(job.after
       ? { after: { jobs: job.after.jobs, on: job.after.on, withinMs: job.after.withinMs } }
       : {}),
+    // Soft limits: runners that disagree would stamp different warns on the runs they win, and
+    // tell `slow` and `too-short` by different rules depending on who won.
+    ...(job.duration ? { duration: job.duration } : {}),
     // Where it runs: runners that disagree would each think others may (or may not) run it.
     ...(job.runOn ? { runOn: job.runOn } : {}),
     ...(job.prefer ? { prefer: job.prefer } : {}),

@@ -389,6 +389,18 @@ function buildJob(
     report('workers', 'a fan-out job (`workers` > 1) cannot use `overlap: queue`');
   }
   checkPlacement(job, report, reportSetting);
+  const warnTooLong = warnPastTimeout(job);
+  if (warnTooLong) {
+    // Reported at the `warn` written: the job's, or that of `defaults:` it inherits.
+    problems.push(
+      inherited.has('duration')
+        ? source.problem(
+            ['defaults', 'duration', 'warn'],
+            `${warnTooLong} (inherited by jobs.${name})`,
+          )
+        : source.problem(['jobs', name, 'duration', 'warn'], warnTooLong),
+    );
+  }
   if (
     job.connection != null &&
     target &&
@@ -428,6 +440,7 @@ function buildJob(
     secretEnv: job.secretEnv ?? [],
     outputLog: job.output?.log ?? false,
     notify: null,
+    ...(job.duration ? { duration: job.duration } : {}),
     ...(job.after
       ? {
           after: {
@@ -481,6 +494,21 @@ function checkPlacement(
       );
     }
   }
+}
+
+/**
+ * Why a fixed `duration.warn` can never be reached, or null: a job without retries is stopped at
+ * its `timeout`, so a warn as long or longer would never tell. (With retries a run's attempts
+ * and pauses add up past the timeout, and a warn beyond it is meaningful.)
+ */
+function warnPastTimeout(job: RawJob): string | null {
+  const warn = job.duration?.warn;
+  if (warn?.kind !== 'fixed' || job.timeout == null || (job.retries ?? 0) > 0) return null;
+  if (warn.ms < job.timeout) return null;
+  return (
+    `\`warn\` ${formatDuration(warn.ms)} is not shorter than \`timeout\` ` +
+    `${formatDuration(job.timeout)}: the run is stopped before it could be slow`
+  );
 }
 
 /**

@@ -36,6 +36,13 @@ import {
   type NotifyTarget,
 } from './notify-schema.js';
 import { parseSize, SIZE_HINT } from './size.js';
+import {
+  DEFAULT_WARN_FLOOR_MS,
+  MAX_WARN_FACTOR,
+  parseRelativeWarn,
+  type DurationLimits,
+  type WarnLimit,
+} from './duration-limits.js';
 
 /**
  * Job names end up in the history table (`baton_runs.job VARCHAR(128)`) and in lock names, so they
@@ -263,6 +270,95 @@ const afterSchema = z.strictObject({
   within: withinDuration.optional(),
 });
 
+/**
+ * `duration.warn:` a duration (kept by the run's own timer, hence a timer's bound), or `p95x3`:
+ * a multiple of a percentile of the job's recent successful runs (config/duration-limits.ts).
+ * Told apart by the value rather than by a union, so that a mistake gets the message of its form.
+ */
+const warnValue = z.unknown().transform((value, ctx): Omit<WarnLimit, 'floorMs'> | WarnLimit => {
+  const relative = typeof value === 'string' ? parseRelativeWarn(value) : null;
+  if (relative) {
+    const { percentile, factor } = relative;
+    if (percentile < 1 || percentile > 99) {
+      ctx.addIssue({ code: 'custom', message: `the percentile is p1 to p99, got p${percentile}` });
+      return z.NEVER;
+    }
+    if (factor < 1 || factor > MAX_WARN_FACTOR) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          `the factor is 1 to ${MAX_WARN_FACTOR}, got ${factor} (below 1 most runs would be ` +
+          'slow; past it the warn tells nothing)',
+      });
+      return z.NEVER;
+    }
+    return { kind: 'relative', percentile, factor, floorMs: DEFAULT_WARN_FLOOR_MS };
+  }
+  if (typeof value === 'string' && /^p\d/.test(value.trim())) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a percentile (p1 to p99) times a factor, such as p95x3, got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+  const fixed = timerDuration.safeParse(value);
+  if (!fixed.success) {
+    const message = fixed.error.issues[0]?.message ?? 'expected a duration';
+    ctx.addIssue({
+      code: 'custom',
+      message: `${message}; or a multiple of a percentile of the job's recent runs, such as p95x3`,
+    });
+    return z.NEVER;
+  }
+  return { kind: 'fixed', ms: fixed.data };
+});
+
+/**
+ * `duration:` — soft limits, told and never enforced (config/duration-limits.ts): `warn` (a run
+ * past it is `slow`), `min` (a successful run shorter than it is `too-short`), `warnFloor` (the
+ * least a relative `warn` is). Checks between the keys are here; against `timeout` in load.ts.
+ */
+const durationLimitsKeys = z
+  .strictObject({ warn: warnValue, min: duration, warnFloor: timerDuration })
+  .partial();
+const durationLimitsSchema = z.unknown().transform((value, ctx): DurationLimits => {
+  // Parsed by hand, so that the checks between the keys run only on keys that are all right
+  // (an unknown key is not also "no warn nor min").
+  const parsed = durationLimitsKeys.safeParse(value);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) ctx.addIssue(issue as never);
+    return z.NEVER;
+  }
+  const d = parsed.data;
+  if (d.warn == null && d.min == null) {
+    ctx.addIssue({ code: 'custom', message: 'give `warn`, `min` or both (durations)' });
+    return z.NEVER;
+  }
+  const warn = d.warn as WarnLimit | undefined;
+  if (d.warnFloor != null && warn?.kind !== 'relative') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['warnFloor'],
+      message:
+        '`warnFloor` is the least a relative `warn` (such as p95x3) is; this warn is not one',
+    });
+    return z.NEVER;
+  }
+  if (warn?.kind === 'fixed' && d.min != null && d.min >= warn.ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['min'],
+      message:
+        `\`min\` ${formatDuration(d.min)} is not shorter than \`warn\` ` +
+        `${formatDuration(warn.ms)}: every successful run would be too short or slow`,
+    });
+    return z.NEVER;
+  }
+  const limited =
+    warn?.kind === 'relative' && d.warnFloor != null ? { ...warn, floorMs: d.warnFloor } : warn;
+  return { warn: limited ?? null, minMs: d.min ?? null };
+});
+
 /** The worker slot is stored in `baton_runs.winner` (TINYINT). */
 export const MAX_WORKERS = 100;
 
@@ -379,6 +475,11 @@ const inheritableShape = {
    * with targets from the top-level `notify:`; `false` turns off what `defaults:` gives.
    */
   notify: jobNotifySchema,
+  /**
+   * Soft limits, told and never enforced (docs/configuration.md): `{warn: 45m, min: 5s}`, or
+   * `{warn: p95x3, warnFloor: 2m}` relative to the job's recent successful runs.
+   */
+  duration: durationLimitsSchema,
   /** Which runners may run it: `{tags: [sftp]}`, `{hosts: [srv-01]}` (docs/placement.md). */
   runOn: runOnSchema,
   /** Which runner runs it while alive and on time; the others after `lead` (docs/placement.md). */
@@ -432,6 +533,7 @@ export const jobSchema = z
     output: true,
     secretEnv: true,
     notify: true,
+    duration: true,
     command: true,
     module: true,
     after: true,
@@ -573,6 +675,8 @@ export interface JobDefinition {
   outputLog: boolean;
   /** What the job's events notify, and whom; null: nothing. */
   notify: JobNotify | null;
+  /** Its soft limits (`duration:`: a `slow` warn, a `too-short` min); absent: none. */
+  duration?: DurationLimits;
   /** The jobs it runs after (a child); absent: none. */
   after?: JobAfter;
   /** Which runners may run it (`runOn:`); absent: any. */

@@ -10,6 +10,11 @@
  *   earlier run of the job holds it any more, so the earlier run's row gets its `lost` verdict —
  *   and its `finished_at` — before the new run's row starts. The history then never shows a dead
  *   run overlapping the next one merely because nobody had looked yet.
+ *
+ * A run it declares lost that is past its warn (`duration.warn`) without having been told slow
+ * — its runner died first, or before the warn and nobody looked until after — is told `slow` then,
+ * in the same transaction (store/run-verdicts.ts `markLost`): by whichever runner's reaper
+ * writes the `lost`, once. Judged from the row's own `warn_at`, not the job's definition.
  */
 import type { EventTargets } from '../config/notify-targets.js';
 import type { Logger } from '../log.js';
@@ -37,7 +42,7 @@ export interface ReapScope {
   noticedBy: string;
   /** What made it look, for the row: "at <time>" or "when it took the job's lock". */
   occasion?: string;
-  /** Whom a job's `lost` is told to (its `notify:`); nobody when absent. */
+  /** Whom a job's `lost` (and `slow`) is told to (its `notify:`); nobody when absent. */
   targetsOf?: (job: string) => EventTargets | undefined;
 }
 

@@ -41,7 +41,15 @@ import type { OutputSink } from '../execution/job-launch.js';
 import { startJob, type JobResult } from '../execution/job-process.js';
 import { plannedStart } from '../schedule/jitter.js';
 import { hostSlot } from '../store/host-slots.js';
-import { finishRun, recordAttempt, type RunOutcome } from '../store/run-verdicts.js';
+import { RELATIVE_WARN_RUNS, relativeWarnMs } from '../config/duration-limits.js';
+import { recentDurations, setWarn } from '../store/duration-flags.js';
+import type { NoticeScope } from '../store/notifications.js';
+import {
+  finishRun,
+  recordAttempt,
+  type RunLimits,
+  type RunOutcome,
+} from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
 import type { FireRef, NotAttemptedCause } from './fire-events.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
@@ -53,6 +61,7 @@ import {
 } from './local-runs.js';
 import { OutputLines } from './output-lines.js';
 import { KILL_GRACE_MS, LOST_KILL_GRACE_MS, RunControl } from './run-control.js';
+import { LIMIT_JUDGE_MARGIN_MS, SlowWatch } from './slow-watch.js';
 
 export type { FireOptions, FireOutcome } from './fire-types.js';
 
@@ -94,6 +103,14 @@ interface Win {
   startAt: Date;
   /** How long the contention took; null for a queued fire (not a lock latency). */
   contendMs: number | null;
+  /**
+   * When the contention began (`performance.now()`, and this host's clock) and ended (this
+   * host's clock): the row's `started_at` is between them, which is what the run's soft limits
+   * are measured against here (slow-watch.ts).
+   */
+  claimFrom: number;
+  claimFromWall: number;
+  claimedWall: number;
 }
 
 /** One fire, from its local overlap to the lock given back (see the header). */
@@ -203,10 +220,13 @@ class Fire {
         ...(o.unlessDone ? { unlessDone: true } : {}),
         ...(o.params?.recorded ? { params: o.params.recorded } : {}),
         ...(o.chain ? { chain: o.chain } : {}),
+        ...(job.duration?.warn?.kind === 'fixed' ? { warnMs: job.duration.warn.ms } : {}),
       };
       const contendStart = performance.now();
+      const claimFromWall = Date.now();
       const claim = await this.tryWin(ctx, attempt, policy, overlap);
       const contendMs = performance.now() - contendStart;
+      const claimedWall = Date.now();
       // A queued fire's contention includes its wait for the previous run: not a lock latency.
       const measured = policy === 'queue' ? null : contendMs;
       if (!claim.won) {
@@ -221,7 +241,17 @@ class Fire {
         return { status: 'skipped', runId, kind, reason, contendMs };
       }
       const control = new RunControl(claim.runId, scheduledAt);
-      return await this.win({ ctx, claim, control, database, startAt, contendMs: measured });
+      return await this.win({
+        ctx,
+        claim,
+        control,
+        database,
+        startAt,
+        contendMs: measured,
+        claimFrom: contendStart,
+        claimFromWall,
+        claimedWall,
+      });
     } finally {
       this.releasePlace();
       if (this.local) o.runs.delete(this.local);
@@ -339,6 +369,7 @@ class Fire {
             leadMs: o.dependents.leadMs,
           }
         : undefined;
+    const slowWatch = this.watchSlow(w);
     try {
       const fire: FireInfo = {
         job: job.name,
@@ -354,6 +385,7 @@ class Fire {
       const { result, attempts } = await this.attemptRuns(w, fire);
       // From here on the run is bookkeeping only: the next fire may wait for it (local-runs.ts).
       control.markProcessesEnded();
+      slowWatch?.stop();
       const outcome: RunOutcome = {
         status: result.status,
         exitCode: result.exitCode,
@@ -362,13 +394,11 @@ class Fire {
         outputTail: result.outputTail,
       };
       if (job.notify) {
-        const scope = { namespace: c.namespace, subject: job.name, fire: ref.scheduledAt };
-        outcome.notices = {
-          scope: { ...scope, slot: claim.slot, rerun: o.rerun ?? 0 },
-          targets: eventTargets(job.notify),
-        };
+        outcome.notices = { scope: this.noticeScope(w), targets: eventTargets(job.notify) };
       }
       if (dependents) outcome.dependents = dependents;
+      const limits = this.limitsToJudge(w, slowWatch, result);
+      if (limits) outcome.limits = limits;
       // `finished_at` says when the run ended, in database time — not when the verdict reached
       // the database, which can be much later (a lost run written after reconnecting, a verdict
       // kept through a pool outage) or first by another runner.
@@ -405,11 +435,67 @@ class Fire {
       }).catch(() => {});
       throw err;
     } finally {
+      slowWatch?.stop();
       o.output?.forget(claim.runId);
       // The pool's slot with the job's lock: both after the verdict, in one statement.
       const held = [claim.lockName, claim.poolLock].filter((n): n is string => n != null);
       if (c.lock.usable) await Promise.all(held.map((n) => c.lock.release(n).catch(() => {})));
     }
+  }
+
+  /** What the run's events are about: its fire, worker slot and generation. */
+  private noticeScope(w: Win): NoticeScope {
+    return {
+      namespace: w.ctx.namespace,
+      subject: this.job.name,
+      fire: this.ref.scheduledAt,
+      slot: w.claim.slot,
+      rerun: this.o.rerun ?? 0,
+    };
+  }
+
+  /**
+   * The run's own watch for `slow` (slow-watch.ts), for a job with `duration.warn`. A fixed warn
+   * is on the row since the claim; a relative one (`p95x3`) is computed now from the job's latest
+   * successful runs — one indexed read, by the winner only, beside the run's start — and set on
+   * the row. A read that fails leaves this run without a warn (nothing else depends on it).
+   */
+  private watchSlow(w: Win): SlowWatch | null {
+    const warn = this.job.duration?.warn;
+    if (!warn) return null;
+    const { ctx: c, claim } = w;
+    const targets = this.job.notify ? eventTargets(this.job.notify).slow : undefined;
+    const told = targets?.length ? { scope: this.noticeScope(w), targets } : undefined;
+    const watch = new SlowWatch(c.pool, claim.runId, told, w.claimFrom, w.claimFromWall);
+    if (warn.kind === 'fixed') {
+      watch.arm(warn.ms);
+    } else {
+      recentDurations(c.pool, c.namespace, this.job.name, RELATIVE_WARN_RUNS).then(
+        (durations) => {
+          const ms = relativeWarnMs(warn, durations);
+          if (ms != null) watch.arm(ms, setWarn(c.pool, claim.runId, ms));
+        },
+        () => {},
+      );
+    }
+    return watch;
+  }
+
+  /**
+   * Which of the run's soft limits its verdict must judge (RunOutcome.limits): `slow` when it may
+   * have ended past its warn unflagged; `min` when it succeeded and may be shorter than that (by
+   * this runner's measure, within LIMIT_JUDGE_MARGIN_MS: the database judges by the row's times).
+   * Undefined when neither: the verdict goes alone.
+   */
+  private limitsToJudge(w: Win, watch: SlowWatch | null, result: JobResult): RunLimits | undefined {
+    const limits: RunLimits = {};
+    if (watch?.verdictJudges(result.endedAt)) limits.slow = true;
+    const minMs = this.job.duration?.minMs ?? null;
+    const ranAtLeast = result.endedAt.getTime() - w.claimedWall;
+    if (minMs != null && result.status === 'done' && ranAtLeast < minMs + LIMIT_JUDGE_MARGIN_MS) {
+      limits.minMs = minMs;
+    }
+    return limits.slow || limits.minMs != null ? limits : undefined;
   }
 
   /**

@@ -14,6 +14,7 @@ export const WARNING_KINDS = [
   'schedule-drift',
   'no-success',
   'failing',
+  'slow',
   'paused',
   'notify-failing',
 ] as const;

@@ -33,6 +33,8 @@
  * - `failing` (warning): a job whose winner runs failed, timed out or were lost since its latest
  *   success (all of them when it never succeeded) — every failure until it succeeds again,
  *   however old: the next success clears it. Not for a paused job, nor one disabled in the file;
+ * - `slow` (warning): a job with a run going on past its warn (`duration.warn`), by the row's
+ *   `warn_at` (docs/configuration.md) — while it runs; its `slow` event and the history keep it;
  * - `paused` (informational; a warning with `warnPaused`): each paused job, since a pause is easy
  *   to forget.
  * `no-runner`, `no-eligible-runner`, `no-success` and `detached` are critical; the others are
@@ -108,6 +110,10 @@ export interface RunningStatus {
   startedAt: Date;
   runningForMs: number;
   attempts: number;
+  /** When it becomes slow (`duration.warn`); null: its job has no warn. */
+  warnAt: Date | null;
+  /** Past its warn now (whether or not its `slow` has been told yet). */
+  slow: boolean;
 }
 
 export interface JobStatus {
@@ -228,6 +234,8 @@ export function buildStatus(input: StatusInput): StatusReport {
     startedAt: r.startedAt,
     runningForMs: Math.max(0, now.getTime() - r.startedAt.getTime()),
     attempts: r.attempts,
+    warnAt: r.warnAt ?? null,
+    slow: r.warnAt != null && r.warnAt.getTime() <= now.getTime(),
   }));
 
   const warnings: Warning[] = [];
@@ -298,7 +306,7 @@ export function buildStatus(input: StatusInput): StatusReport {
       failing.push(failingWarning(name, lastSuccessAt, failures));
     }
   }
-  warnings.push(...unplaced, ...deadMan, ...failing);
+  warnings.push(...unplaced, ...deadMan, ...failing, ...slowWarnings(running));
   for (const p of input.pauses) warnings.push(pausedWarning(p));
   if (input.notifications) warnings.push(...notifyWarnings(input.notifications));
 
@@ -442,6 +450,23 @@ function failingWarning(
   };
 }
 
+/**
+ * `slow`: a job with runs going on past their warn (`duration.warn`, judged by each row's
+ * `warn_at` against the database's clock, whichever runner runs it): one finding per job.
+ */
+function slowWarnings(running: readonly RunningStatus[]): Warning[] {
+  const byJob = new Map<string, RunningStatus[]>();
+  for (const r of running.filter((x) => x.slow)) byJob.set(r.job, [...(byJob.get(r.job) ?? []), r]);
+  return [...byJob.entries()].map(([job, runs]) => {
+    const said = runs.map(
+      (r) =>
+        `run ${r.runId} on ${r.host} has been running for ${brief(r.runningForMs)}, past its ` +
+        `warn of ${brief(r.warnAt!.getTime() - r.startedAt.getTime())}`,
+    );
+    return { kind: 'slow', message: `job "${job}" is slow: ${said.join('; ')}`, job };
+  });
+}
+
 function pausedWarning(p: Pause): Warning {
   return {
     kind: 'paused',
@@ -486,6 +511,8 @@ export function statusToJson(report: StatusReport) {
       startedAt: r.startedAt.toISOString(),
       runningForMs: r.runningForMs,
       attempts: r.attempts,
+      warnAt: iso(r.warnAt),
+      slow: r.slow,
     })),
     jobs: report.jobs.map((j) => ({
       name: j.name,

@@ -9,6 +9,9 @@
  * progress, and when the database does not answer (or this runner is not connected) the last
  * values read are served. A job that never had such a run has no series (as kube-state-metrics
  * leaves out `kube_cronjob_status_last_successful_time`): `absent()` or `unless` finds it.
+ *
+ * Beside them, `baton_job_runs_overdue`: how many of each loaded job's runs are going on past their
+ * warn (`duration.warn`) now — a count, so every loaded job has its series, 0 when none is.
  */
 import { Gauge, type Registry } from 'prom-client';
 import { delay } from '../delay.js';
@@ -16,7 +19,7 @@ import { expectation } from '../schedule/dead-man.js';
 import { FINAL_STATUSES, type FinalStatus } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { Queryable } from '../store/deadline.js';
-import { latestOutcomes, type JobOutcomes } from '../store/outcome-reads.js';
+import { latestOutcomes, overdueRuns, type JobOutcomes } from '../store/outcome-reads.js';
 import { METRICS_TIMINGS, type MetricsTimings } from '../daemon/metrics-timings.js';
 
 /** What the gauges need of one loaded job. */
@@ -105,6 +108,35 @@ export function registerJobGauges(registers: Registry[], source: JobGaugeSource)
       return expected ? expected.expectMs / 1000 : null;
     },
   );
+  registerOverdueGauge(registers, source);
+}
+
+/**
+ * `baton_job_runs_overdue{baton_job}`: the runs of each loaded job going on past their warn now,
+ * read from the history at scrape time (as the timestamps are, with their cache and bounds).
+ */
+function registerOverdueGauge(registers: Registry[], source: JobGaugeSource): void {
+  const overdue = new ScrapeCache<ReadonlyMap<string, number>>(
+    new Map(),
+    () => source.readPool(),
+    source.onReadError?.bind(source),
+    () => source.timings?.() ?? METRICS_TIMINGS,
+  );
+  new Gauge({
+    name: 'baton_job_runs_overdue',
+    help:
+      "Runs of the job going on past their duration warn now (the row's warn_at before the " +
+      'database time), on any runner: alert on max by (baton_job) (baton_job_runs_overdue) > 0. 0 ' +
+      'when none is (also for a job without a warn).',
+    labelNames: ['baton_job'],
+    registers,
+    async collect() {
+      const jobs = source.jobs();
+      const counts = await overdue.current((pool) => overdueRuns(pool, source.namespace()));
+      this.reset();
+      for (const job of jobs) this.set({ baton_job: job.name }, counts.get(job.name) ?? 0);
+    },
+  });
 }
 
 /**

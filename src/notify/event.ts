@@ -5,6 +5,7 @@
  * rows that no longer change once final, so every try tells the same: same facts, same id.
  */
 import { createHash } from 'node:crypto';
+import { formatDuration } from '../config/duration.js';
 import { findRun } from '../store/history-reads.js';
 import type { Queryable } from '../store/deadline.js';
 import type { NoticeRow } from '../store/notifications.js';
@@ -32,6 +33,9 @@ export async function buildEvent(
   const run = db && row.runId != null && row.event !== 'test' ? await findRun(db, row.runId) : null;
   const d = row.details ?? {};
   const isJob = !['runner-gone', 'detached', 'test'].includes(row.event);
+  // A soft limit's event tells the run as it was when it was flagged (its details), the same on
+  // every try: a slow run told while it ran has ended by a retry.
+  const limit = row.event === 'slow' || row.event === 'too-short' ? limitFacts(d) : null;
   const event: NotificationEvent = {
     id: eventId(namespace, row),
     event: row.event,
@@ -40,10 +44,14 @@ export async function buildEvent(
     fire: row.event === 'test' ? null : row.fire.toISOString(),
     slot: row.slot > 1 ? row.slot : null,
     host: run?.host ?? (typeof d.host === 'string' ? d.host : null),
-    status: run?.status ?? null,
-    exitCode: run?.exitCode ?? null,
+    status: limit?.status ?? run?.status ?? null,
+    exitCode: limit?.status === 'running' ? null : (run?.exitCode ?? null),
     durationMs:
-      run?.finishedAt && run.startedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
+      limit?.ranMs ??
+      (run?.finishedAt && run.startedAt
+        ? run.finishedAt.getTime() - run.startedAt.getTime()
+        : null),
+    limitMs: limit?.limitMs ?? null,
     error: run?.error ?? null,
     output: run?.outputTail ? run.outputTail.slice(-OUTPUT_EXCERPT_CHARS) : null,
     runId: row.runId,
@@ -54,6 +62,20 @@ export async function buildEvent(
   };
   event.text = headline(event, run, d);
   return event;
+}
+
+/** What a `slow` or `too-short` row's details say (store/duration-flags.ts `LimitDetails`). */
+function limitFacts(d: Record<string, unknown>): {
+  status: string | null;
+  ranMs: number | null;
+  limitMs: number | null;
+} {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return {
+    status: typeof d.status === 'string' && d.status !== '' ? d.status : null,
+    ranMs: num(d.ranMs),
+    limitMs: num(d.limitMs),
+  };
 }
 
 /** The details the chain's `upstream` skip enqueued (store/notifications.ts `upstreamNotice`). */
@@ -89,6 +111,7 @@ export function parentOutcome(u: UpstreamFacts): string {
 }
 
 const minute = (iso: string | null) => (iso ? `${iso.slice(0, 19).replace('T', ' ')} UTC` : '');
+const brief = (ms: number | null | undefined) => (ms == null ? '?' : formatDuration(ms, 'brief'));
 
 /** One line for people, the subject of a mail and the first line of a chat message. */
 function headline(e: NotificationEvent, run: Run | null, d: Record<string, unknown>): string {
@@ -126,6 +149,17 @@ function headline(e: NotificationEvent, run: Run | null, d: Record<string, unkno
       return `runner ${d.host ?? e.host ?? '?'} is gone: no heartbeat since ${minute(String(d.lastSeenAt ?? ''))}`;
     case 'detached':
       return `runner ${d.host ?? e.host ?? '?'} is detached from the fleet after a failover: it holds its fires`;
+    case 'slow': {
+      const run = e.runId != null ? `run ${e.runId}` : 'its run';
+      const limit = `its warn of ${brief(e.limitMs)}`;
+      return e.status === 'running' || e.status == null
+        ? `${e.job} is slow${on}: ${run} has been running for ${brief(e.durationMs)}, past ${limit}${fire}`
+        : `${e.job} was slow${on}: ${run} ran ${brief(e.durationMs)}, past ${limit}, and ended ${e.status}${fire}`;
+    }
+    case 'too-short': {
+      const run = e.runId != null ? `run ${e.runId}` : 'its run';
+      return `${e.job} finished too soon${on}: ${run} took ${brief(e.durationMs)}, less than its min of ${brief(e.limitMs)}${fire}`;
+    }
     case 'no-eligible-runner': {
       const why = typeof d.reason === 'string' && d.reason !== '' ? `: ${d.reason}` : '';
       return `${e.job} does not run: no live runner may run it, from the fire of ${minute(e.fire)}${why}`;

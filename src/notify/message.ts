@@ -24,6 +24,8 @@ export interface EventDocument {
   status: string | null;
   exitCode: number | null;
   durationMs: number | null;
+  /** For `slow` and `too-short`: the warn or `min` the run passed. */
+  limitMs: number | null;
   error: string | null;
   output: string | null;
   runId: number | null;
@@ -51,6 +53,7 @@ export function eventDocument(e: NotificationEvent): EventDocument {
     status: e.status,
     exitCode: e.exitCode,
     durationMs: e.durationMs,
+    limitMs: e.limitMs ?? null,
     error: e.error,
     output: e.output,
     runId: e.runId,
@@ -83,6 +86,10 @@ function facts(e: NotificationEvent): [string, string][] {
     ['reason', e.upstream?.reason == null ? null : oneLine(e.upstream.reason, 500)],
     ['exit code', e.exitCode == null ? null : String(e.exitCode)],
     ['duration', e.durationMs == null ? null : formatDuration(e.durationMs, 'brief')],
+    [
+      e.event === 'too-short' ? 'min' : 'warn',
+      e.limitMs == null ? null : formatDuration(e.limitMs, 'brief'),
+    ],
     ['error', e.error == null ? null : oneLine(e.error, 500)],
   ];
   return rows.filter((r): r is [string, string] => r[1] != null && r[1] !== '');
@@ -165,6 +172,7 @@ export function eventEnv(e: NotificationEvent): Record<string, string> {
     BATON_EVENT_STATUS: envValue(e.status),
     BATON_EVENT_EXIT_CODE: envValue(e.exitCode),
     BATON_EVENT_DURATION_MS: envValue(e.durationMs),
+    BATON_EVENT_LIMIT_MS: envValue(e.limitMs ?? null),
     BATON_EVENT_ERROR: envValue(e.error == null ? null : truncate(e.error, 2_000)),
     BATON_EVENT_RUN_ID: envValue(e.runId),
     BATON_EVENT_COUNT: envValue(e.count),

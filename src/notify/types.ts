@@ -29,7 +29,11 @@ export interface NotificationEvent {
   /** The run's status (`failed`, `done`, …), when the event is about a run. */
   status: string | null;
   exitCode: number | null;
+  /** How long the run took; for `slow`, how long it had run when told. */
   durationMs: number | null;
+  /** For `slow` and `too-short`: the limit it passed (its warn, or the job's `min`); else null
+   * (absent: none). */
+  limitMs?: number | null;
   error: string | null;
   /** The end of the run's output, already masked, at most a few KiB; null when none is kept. */
   output: string | null;

@@ -57,6 +57,10 @@ export interface FireRow {
   /** From start to finish; null while running. */
   durationMs: number | null;
   error: string | null;
+  /** Told slow: it went past its warn (`duration.warn`). */
+  slow: boolean;
+  /** A success shorter than its job's `duration.min`. */
+  tooShort: boolean;
 }
 
 /** How many fires each of `jobCount` jobs shows. */
@@ -78,7 +82,7 @@ export function fireRowsSql(fires: number): string {
   return `(SELECT r.id, r.job, r.scheduled_at, r.rerun, r.winner, r.triggered_by, r.status,
         LEFT(r.reason, ${NOTE_CHARS + 1}) AS reason, r.reason_kind, r.host, r.exit_code,
         TIMESTAMPDIFF(MICROSECOND, r.started_at, r.finished_at) DIV 1000 AS duration_ms,
-        LEFT(r.error, ${NOTE_CHARS + 1}) AS error
+        LEFT(r.error, ${NOTE_CHARS + 1}) AS error, r.slow_at IS NOT NULL AS slow, r.too_short
    FROM (SELECT DISTINCT scheduled_at FROM baton_runs FORCE INDEX (baton_runs_fire)
           WHERE namespace = ? AND job = ? ORDER BY scheduled_at DESC LIMIT ${n}) AS f
    JOIN baton_runs AS r FORCE INDEX (baton_runs_fire)
@@ -131,6 +135,8 @@ function toFireRow(r: RowDataPacket): FireRow {
     exitCode: r.exit_code == null ? null : Number(r.exit_code),
     durationMs: r.duration_ms == null ? null : Number(r.duration_ms),
     error: r.error == null ? null : truncate(String(r.error), NOTE_CHARS),
+    slow: Number(r.slow ?? 0) === 1,
+    tooShort: Number(r.too_short ?? 0) === 1,
   };
 }
 

@@ -21,6 +21,10 @@ export interface RunningRun {
   pid: number | null;
   startedAt: Date;
   attempts: number;
+  /** When it becomes slow (its job's `duration.warn`); null: no warn. Optional: older fixtures. */
+  warnAt?: Date | null;
+  /** When it was told slow; null: not (yet). */
+  slowAt?: Date | null;
 }
 
 interface RunningRow extends RowDataPacket {
@@ -32,12 +36,14 @@ interface RunningRow extends RowDataPacket {
   pid: number | null;
   started_at: Date;
   attempts: number;
+  warn_at: Date | null;
+  slow_at: Date | null;
 }
 
 /** The namespace's `running` winner rows, oldest first (index baton_runs_running). */
 export async function listRunningRuns(db: Queryable, namespace: string): Promise<RunningRun[]> {
   const [rows] = await db.query<RunningRow[]>(
-    `SELECT id, job, scheduled_at, triggered_by, host, pid, started_at, attempts
+    `SELECT id, job, scheduled_at, triggered_by, host, pid, started_at, attempts, warn_at, slow_at
        FROM baton_runs
       WHERE namespace = ? AND status = 'running' AND winner >= 1
       ORDER BY started_at, id`,
@@ -52,6 +58,8 @@ export async function listRunningRuns(db: Queryable, namespace: string): Promise
     pid: r.pid == null ? null : Number(r.pid),
     startedAt: r.started_at,
     attempts: Number(r.attempts),
+    warnAt: r.warn_at ?? null,
+    slowAt: r.slow_at ?? null,
   }));
 }
 

@@ -33,6 +33,8 @@ export type NoticeKind =
   | 'runner-gone'
   | 'detached'
   | 'no-eligible-runner'
+  | 'slow'
+  | 'too-short'
   | 'summary'
   | 'test';
 

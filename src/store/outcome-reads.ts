@@ -1,7 +1,8 @@
 /**
  * The reads behind the per-job timestamps of `/metrics` (`baton_job_last_success_timestamp_seconds`
- * and its siblings): for each job, when its latest run of each final status finished. The fleet's
- * truth, whichever runner ran it. Read-only.
+ * and its siblings): for each job, when its latest run of each final status finished; and its
+ * runs overdue now (`baton_job_runs_overdue`, `overdueRuns`). The fleet's truth, whichever runner ran
+ * it. Read-only.
  *
  * A scrape may ask every few seconds about a thousand jobs, so each (job, status) costs two index
  * entries whatever the history's length: the latest fire of that status is a MAX over the key
@@ -60,4 +61,20 @@ export async function latestOutcomes(
     }
   }
   return outcomes;
+}
+
+/**
+ * Per job, how many of its runs are going on past their warn (`duration.warn`: the row's
+ * `warn_at` before the database's now), whichever runner runs them; jobs with none are left out.
+ * One read of the namespace's `running` rows along `baton_runs_running`: a handful, however long
+ * the history.
+ */
+export async function overdueRuns(db: Queryable, namespace: string): Promise<Map<string, number>> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT job, COUNT(*) AS n FROM baton_runs
+      WHERE namespace = ? AND status = 'running' AND winner >= 1 AND warn_at <= NOW(3)
+      GROUP BY job`,
+    [namespace],
+  );
+  return new Map(rows.map((r) => [String(r.job), Number(r.n)]));
 }

@@ -17,6 +17,7 @@ import { inTransaction, type Queryable } from './deadline.js';
 import { OWNER_ALIVE_SECONDS } from './runners.js';
 import { enqueueNotices, failuresInARow, type Notice, type NoticeScope } from './notifications.js';
 import { dependentsWithVerdict, type DependentPlan } from './dependent-fires.js';
+import { flagSlow, flagTooShort, type LimitNotice } from './duration-flags.js';
 
 export interface RunOutcome {
   status: FinalStatus;
@@ -38,6 +39,19 @@ export interface RunOutcome {
    * the verdict's transaction, so that a verdict is never recorded without them.
    */
   dependents?: RunDependents;
+  /**
+   * The run's soft limits the verdict judges in its transaction (store/duration-flags.ts), each
+   * only when it may apply: `slow`, a run that may have ended past its warn without its own
+   * timer having flagged it; `minMs`, a `done` run that may be shorter than the job's `min`.
+   * Their events go to `notices`' targets of `slow` and `too-short`.
+   */
+  limits?: RunLimits;
+}
+
+/** What a verdict judges of the run's soft limits (RunOutcome.limits). */
+export interface RunLimits {
+  slow?: boolean;
+  minMs?: number | null;
 }
 
 /** A parent run's children, for the verdict to carry (store/dependent-fires.ts). */
@@ -77,11 +91,15 @@ export async function finishRun(db: Queryable, id: number, outcome: RunOutcome):
   const notices = outcome.notices;
   const told = notices != null && verdictEvents(outcome.status, notices.targets);
   const dependents = outcome.dependents?.plans.length ? outcome.dependents : null;
-  if (told || dependents) {
+  const slow = outcome.limits?.slow === true;
+  const minMs = outcome.status === 'done' ? (outcome.limits?.minMs ?? null) : null;
+  if (told || dependents || slow || minMs != null) {
     return inTransaction(db, async (tx) => {
       const wrote = await writeVerdict(tx, id, outcome);
       if (!wrote) return false;
       if (told) await enqueueNotices(tx, await runEvents(tx, id, outcome.status, notices));
+      if (slow) await flagSlow(tx, id, limitNotice(notices, 'slow'));
+      if (minMs != null) await flagTooShort(tx, id, minMs, limitNotice(notices, 'too-short'));
       if (dependents) {
         const { namespace, scheduledAt, plans, leadMs } = dependents;
         dependents.written = await dependentsWithVerdict(
@@ -187,6 +205,15 @@ async function eachAlone(
     verdicts.map(({ id, outcome }) => writeVerdict(db, id, outcome)),
   );
   return settled.map(toBatchResult);
+}
+
+/** Whom a run's `slow` or `too-short` is told to (none without `notify:`). */
+function limitNotice(
+  notices: RunNotices | undefined,
+  event: 'slow' | 'too-short',
+): LimitNotice | undefined {
+  const targets = notices?.targets[event];
+  return notices && targets && targets.length > 0 ? { scope: notices.scope, targets } : undefined;
 }
 
 /**
@@ -324,6 +351,10 @@ export async function findOrphanRuns(
  * Conditional on the row still being `running`: whoever writes first wins, nobody overwrites a
  * verdict. The namespace is in the statement, so that a declarer acting for one namespace (a kill
  * through the write API) can never touch another's run, whatever id it was handed.
+ *
+ * A run found past its warn that its runner had not told slow (it died first, or before the
+ * warn and nobody looked until after it) is flagged slow in the same transaction, its `slow`
+ * told with its `lost`: the reaper is the one writer left (store/duration-flags.ts).
  */
 export async function markLost(
   db: Queryable,
@@ -332,14 +363,15 @@ export async function markLost(
   error: string,
   notices?: RunNotices,
 ): Promise<boolean> {
-  if (notices && verdictEvents('lost', notices.targets)) {
-    return inTransaction(db, async (tx) => {
-      const wrote = await writeLost(tx, namespace, id, error);
-      if (wrote) await enqueueNotices(tx, await runEvents(tx, id, 'lost', notices));
-      return wrote;
-    });
-  }
-  return writeLost(db, namespace, id, error);
+  return inTransaction(db, async (tx) => {
+    const wrote = await writeLost(tx, namespace, id, error);
+    if (!wrote) return false;
+    if (notices && verdictEvents('lost', notices.targets)) {
+      await enqueueNotices(tx, await runEvents(tx, id, 'lost', notices));
+    }
+    await flagSlow(tx, id, limitNotice(notices, 'slow'));
+    return true;
+  });
 }
 
 async function writeLost(

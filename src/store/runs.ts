@@ -76,10 +76,19 @@
  *   replaces the reaper's (the verdict stays as written).
  * - `skipped` and `missed`: `NOW(3)` at the insert, the same as `started_at`.
  *
+ * # Soft limits (`duration:`, migration 0025)
+ *
+ * A winner's row of a job with a `warn` has `warn_at`, its warn instant: written by the claim
+ * (a fixed warn) or, a moment after, by duration-flags.ts `setWarn` (a relative one, from the
+ * job's history). `slow_at` and `too_short` are flags set once each (duration-flags.ts), by the
+ * run's own timer, its verdict or a reaper's `lost` — the one writer that sets one tells its
+ * event. Neither changes the run's status.
+ *
  * # Who touches it
  *
  * Writes: fire-writes.ts (every INSERT, and abandonClaim), run-verdicts.ts (the verdicts, the
- * attempt count, `lost`), kill-requests.ts (a kill request); once, migration 0007 (`reason_kind` on the rows older than the column).
+ * attempt count, `lost`), kill-requests.ts (a kill request), duration-flags.ts (the soft limits'
+ * flags); once, migration 0007 (`reason_kind` on the rows older than the column).
  * Deletes: prune.ts only. Reads: fire-reads.ts (those the fire protocol
  * and recovery ask), history-reads.ts (history, show, explain), dashboard-reads.ts,
  * fleet-reads.ts (status), prune.ts, server-check.ts (the fire key's presence).
@@ -121,6 +130,16 @@ export interface Run {
   params: RunParams | null;
   /** The pool whose slot the run held (`pool:`, migration 0024); null without one. */
   pool: string | null;
+  /*
+   * The soft limits (`duration:`, store/duration-flags.ts; migration 0025). `toRun` always sets
+   * them; absent on a run built by hand means none.
+   */
+  /** When the run becomes slow (`started_at` plus the job's `duration.warn`); null: no warn. */
+  warnAt?: Date | null;
+  /** When baton told it slow (it ran past `warnAt`); null: not slow, or not yet. */
+  slowAt?: Date | null;
+  /** A `done` run shorter than the job's `duration.min`. */
+  tooShort?: boolean;
 }
 
 /** What `baton_runs.params` holds (JSON). */
@@ -150,6 +169,11 @@ export interface Attempt {
   /** Manual parameters, recorded on the winner's row (secrets already masked). */
   params?: RunParams | null;
   /**
+   * The job's fixed `duration.warn`, in ms: the claim writes the run's `warn_at` from it
+   * (store/duration-flags.ts). Absent: none (or a relative one, set once the run has started).
+   */
+  warnMs?: number;
+  /**
    * Claim only while no generation of the fire has a `done` run (a re-run without `--again`):
    * decided by the claim's own statement, so a re-run finished elsewhere a moment before is seen.
    */
@@ -173,7 +197,7 @@ export interface ChainFence {
 /** The columns `toRun` reads, for `SELECT ${COLUMNS} FROM baton_runs`. */
 export const COLUMNS = `id, namespace, job, scheduled_at, rerun, winner, triggered_by, status,
   reason, reason_kind, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts,
-  error, output_tail, params, pool`;
+  error, output_tail, params, pool, warn_at, slow_at, too_short`;
 
 export interface RunRow extends RowDataPacket {
   id: number;
@@ -197,6 +221,9 @@ export interface RunRow extends RowDataPacket {
   output_tail: string | null;
   params: string | null;
   pool: string | null;
+  warn_at: Date | null;
+  slow_at: Date | null;
+  too_short: number;
 }
 
 /** `params` as stored; a value that does not parse (written by hand) reads as none. */
@@ -233,5 +260,8 @@ export function toRun(r: RunRow): Run {
     outputTail: r.output_tail,
     params: parseParams(r.params ?? null),
     pool: r.pool ?? null,
+    warnAt: r.warn_at ?? null,
+    slowAt: r.slow_at ?? null,
+    tooShort: Number(r.too_short ?? 0) === 1,
   };
 }

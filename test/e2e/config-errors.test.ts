@@ -45,7 +45,8 @@ const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
     name: 'pools: poolFull without a pool',
     yaml: 'jobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    poolFull: queue\n',
     line: 5,
-    expect: /jobs\.settle\.poolFull: `poolFull` says what a fire does when its pool is full; set `pool` too/,
+    expect:
+      /jobs\.settle\.poolFull: `poolFull` says what a fire does when its pool is full; set `pool` too/,
   },
   {
     name: 'pools: a fan-out job that would queue for its pool',

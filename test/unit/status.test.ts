@@ -944,6 +944,8 @@ describe('jobs, running runs and the JSON shape', () => {
         startedAt: '2027-03-10T11:50:00.012Z',
         runningForMs: 599_988,
         attempts: 1,
+        warnAt: null,
+        slow: false,
       },
     ]);
     expect(json).toMatchObject({

@@ -163,6 +163,8 @@ describe('a fire as one line', () => {
       skipKind: null,
       manual: false,
       reruns: 0,
+      slow: false,
+      tooShort: false,
     });
   });
 

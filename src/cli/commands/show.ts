@@ -17,6 +17,7 @@ import {
 } from '../../store/dependent-fire-reads.js';
 import type { Run } from '../../store/runs.js';
 import { formatInstant } from '../../text.js';
+import { formatDuration } from '../../config/duration.js';
 import { action } from '../action.js';
 import { durationCell } from '../format.js';
 import { actionLine, actionsByRun, actionToJson } from '../audit-view.js';
@@ -99,6 +100,8 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       ['started', `${formatInstant(run.startedAt)} UTC`],
       ['finished', run.finishedAt ? `${formatInstant(run.finishedAt)} UTC` : '(not yet)'],
       ['duration', durationCell(run)],
+      ['warn', warnWords(run)],
+      ['too short', run.tooShort ? 'yes: shorter than its min (duration.min), told too-short' : ''],
       ['exit code', run.exitCode != null ? String(run.exitCode) : ''],
       ['attempts', String(run.attempts)],
       ['reason', run.reason ?? ''],
@@ -139,4 +142,15 @@ function upstreamWords(run: Run, upstream: ParentRuns): string {
 function winnerWords(run: Run): string {
   if (run.status === 'missed') return 'no (a missed mark: nobody attempted this fire)';
   return 'no (this runner did not run the fire)';
+}
+
+/**
+ * The run's warn (`duration.warn`) and whether it passed it: `at 12:00:05 UTC (5s after its
+ * start); slow: told at 12:00:05 UTC`. Empty without a warn.
+ */
+function warnWords(run: Run): string {
+  if (run.warnAt == null) return '';
+  const after = formatDuration(run.warnAt.getTime() - run.startedAt.getTime(), 'brief');
+  const at = `at ${formatInstant(run.warnAt)} UTC (${after} after its start)`;
+  return run.slowAt != null ? `${at}; slow: told at ${formatInstant(run.slowAt)} UTC` : at;
 }

@@ -66,7 +66,7 @@ interface StatusArgs extends CommonArgs {
 
 const EPILOGUE = `Exit status, as a monitoring check (Nagios, Icinga, Sensu):
   0 OK        nothing to act on; a paused job is only informational (unless --warn-paused)
-  1 WARNING   runner-gone, clock-offset, schedule-drift, failing, paused with --warn-paused
+  1 WARNING   runner-gone, clock-offset, schedule-drift, failing, slow, paused with --warn-paused
   2 CRITICAL  no-runner (no runner alive in the namespace), no-eligible-runner (runners are
               alive, but none may run a job: its runOn), no-success (a job past its expect)
   3 UNKNOWN   no verdict: the database cannot be read, a bad option or schedules file (the
@@ -85,6 +85,7 @@ no-success (the dead-man's switch: an enabled job of the schedules file with no 
 \`expect:\`, by default two of its fires plus a grace of max(1m, 10% of its period)),
 failing (a job's runs failed, timed out or were lost since its last success — all of them when
 it never succeeded — until it succeeds again; not for a paused or disabled job),
+slow (a job with a run going on past its warn, duration.warn: the row's warn_at, any runner's),
 paused (a job paused with "baton pause").
 
 The first line says the state, what it is about, and which namespace was read and why
@@ -94,7 +95,7 @@ BATON_CONFIG); without one they are not shown. --json prints { namespace, namesp
 { kind: flag|env|file|default, file? }, now, state, exitCode, healthy (exit code 0),
 runners: [{ host, pid, version, state, alive, clockOffsetMs, startedAt, lastSeenAt,
 lastSeenAgoMs, stoppedAt, jobs, tags }], running: [{ runId, job, host, pid, trigger, scheduledAt,
-startedAt, runningForMs, attempts }], jobs: [{ name, inConfig, enabled, schedule (null: none of
+startedAt, runningForMs, attempts, warnAt (null: no warn), slow }], jobs: [{ name, inConfig, enabled, schedule (null: none of
 its own), timezone, after ({ jobs, on, withinMs } or null), nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
 overdueAt, loadedBy, ineligibleOn: [{ host, why }] }], warnings: [{ kind, severity: critical|warning|info, message, job?,
 hosts? }] } (every finding is in warnings, whatever its severity); UNKNOWN prints { state,
@@ -302,6 +303,8 @@ function label(w: Warning): string {
       return `${job} overdue`;
     case 'failing':
       return `${job} failing`;
+    case 'slow':
+      return `${job} slow`;
     case 'paused':
       return `${job} paused`;
   }
@@ -357,7 +360,7 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
           r.host,
           r.runId,
           formatInstant(r.startedAt),
-          formatDuration(r.runningForMs, 'table'),
+          formatDuration(r.runningForMs, 'table') + (r.slow ? ' (slow)' : ''),
           formatInstant(r.scheduledAt),
           r.attempts > 1 ? `${r.trigger} (attempt ${r.attempts})` : r.trigger,
         ]),

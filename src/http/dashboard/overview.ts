@@ -84,6 +84,10 @@ export interface FireRun {
   durationMs: number | null;
   /** Why it did not end `done`, cut to one line's worth. */
   error: string | null;
+  /** Told slow: past its warn (`duration.warn`). */
+  slow: boolean;
+  /** A success shorter than its job's `duration.min`. */
+  tooShort: boolean;
 }
 
 /**
@@ -372,6 +376,8 @@ function fireMark(rows: FireRow[]): FireMark {
       exitCode: w.exitCode,
       durationMs: w.durationMs,
       error: w.error,
+      slow: w.slow,
+      tooShort: w.tooShort,
     })),
     skippedBy: skips.map((s) => s.host),
     reason: winners.length > 0 ? null : (missed ?? skips[0]!).reason,

@@ -99,6 +99,10 @@ interface FireRunJson {
   exitCode: number | null;
   durationMs: number | null;
   error: string | null;
+  /** Past its warn (`duration.warn`). */
+  slow: boolean;
+  /** A success shorter than its `duration.min`. */
+  tooShort: boolean;
 }
 
 /** RunnerOverview in ../overview.ts. */
@@ -337,6 +341,8 @@ interface ErrorAnswer {
     ];
     if (r.exitCode != null) parts.push('exit ' + r.exitCode);
     if (r.durationMs != null) parts.push(span(r.durationMs));
+    if (r.slow) parts.push('slow: past its warn');
+    if (r.tooShort) parts.push('too short: under its min');
     const line = parts.join(', ');
     return r.error ? line + ' — ' + r.error : line;
   }
@@ -363,6 +369,14 @@ interface ErrorAnswer {
       lines.push(plural(f.skippedBy.length, 'skip') + ', by ' + hostList(f.skippedBy) + why);
     }
     return lines.join('\n');
+  }
+
+  /** The soft limits its runs passed (`duration:`): `slow`, `too-short`, both, or ''. */
+  function limitWords(f: FireJson): string {
+    const words: string[] = [];
+    if (f.runs.some((r) => r.slow)) words.push('slow');
+    if (f.runs.some((r) => r.tooShort)) words.push('too-short');
+    return words.join(' ');
   }
 
   function fireHosts(f: FireJson): string {
@@ -394,6 +408,7 @@ interface ErrorAnswer {
             'data-winner': fireHosts(f),
             'data-skips': f.skippedBy.length,
             'data-skip-hosts': f.skippedBy.join(' '),
+            'data-limits': limitWords(f),
           },
           [mark],
         ),
@@ -459,6 +474,9 @@ interface ErrorAnswer {
       last.setAttribute('title', fireText(lo, job.workers));
       last.setAttribute('data-outcome', lo.outcome);
       last.appendChild(badge(lo.outcome));
+      // A run past its warn (going on, or ended): said beside the outcome, not only in the title.
+      const limits = limitWords(lo);
+      if (limits) last.appendChild(el('span', { class: 'tag limits', text: limits }));
       const hosts = fireHosts(lo);
       last.appendChild(
         el('span', {
