@@ -45,6 +45,8 @@ describe('notify: {after}', () => {
       timeout: ['ops'],
       lost: ['ops'],
       recovered: ['ops'],
+      // On by default too (soft limits): only a job with a `duration.warn` ever has it.
+      slow: ['ops'],
       failuresInARow: 3,
     });
     const inherited = parseConfig(
