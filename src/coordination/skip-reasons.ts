@@ -165,13 +165,14 @@ export function gaveUpQueue(holder: SkipReason, why: 'stopping' | { nextFire: Da
 }
 
 /**
- * Fan-out: no slot could be had. Overlap when every slot was kept by another fire's run (an
- * earlier one, or a later one on a runner that is ahead); otherwise the fire is taken — its
- * slots went to other runners.
+ * Fan-out: no slot could be had. `pool` when the job's pool refused a slot this runner could
+ * have had (the pool, not the fire, kept it out); overlap when every slot was kept by another
+ * fire's run (an earlier one, or a later one on a runner that is ahead); otherwise the fire is
+ * taken — its slots went to other runners.
  */
 export function allSlotsTaken(slots: readonly SkipReason[]): SkipReason {
   const keptOut = (s: SkipReason) => s.kind === 'overlap' || s.kind === 'behind';
-  const kind: SkipKind = slots.every((s) => s.kind === 'pool')
+  const kind: SkipKind = slots.some((s) => s.kind === 'pool')
     ? 'pool'
     : slots.every(keptOut)
       ? 'overlap'

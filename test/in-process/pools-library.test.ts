@@ -65,6 +65,53 @@ describe('pools in library mode', () => {
     expect(Number(skips!.n)).toBeGreaterThan(0);
   });
 
+  it('gives each fan-out worker a slot: three workers, a pool of two, two at once', async () => {
+    const db = await createTestDatabase('pools_lib_fan', { migrated: true });
+    const { createScheduler } = await import('../../src/index.js');
+    let running = 0;
+    let most = 0;
+    const perFire = new Map<number, number>();
+    const schedulers: Scheduler[] = [];
+    for (const host of ['app-1', 'app-2', 'app-3']) {
+      const s = createScheduler({
+        databaseUrl: db.url,
+        host,
+        namespace: 'pooled',
+        pools: { db: { slots: 2 } },
+        log: pino({ level: 'silent' }),
+      });
+      s.job('share', { schedule: '*/2 * * * * *', workers: 3, pool: 'db' }, async (ctx) => {
+        most = Math.max(most, ++running);
+        try {
+          await new Promise((r) => setTimeout(r, 1_000));
+        } finally {
+          running--;
+          const at = ctx.scheduledAt.getTime();
+          perFire.set(at, (perFire.get(at) ?? 0) + 1);
+        }
+      });
+      schedulers.push(s);
+    }
+    await Promise.all(schedulers.map((s) => s.start()));
+    onTestFinished(async () => {
+      await Promise.all(schedulers.map((s) => s.stop()));
+      await db.drop();
+    });
+    await waitFor(
+      'three fires with two workers each',
+      () => [...perFire.values()].filter((n) => n === 2).length >= 3,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    await Promise.all(schedulers.map((s) => s.stop()));
+    expect(most).toBe(2);
+    expect(Math.max(...perFire.values())).toBe(2);
+    // The third worker of each fire was kept out by the pool, and says so.
+    const [skips] = await db.query<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM baton_runs WHERE reason_kind = 'pool'`,
+    );
+    expect(Number(skips!.n)).toBeGreaterThan(0);
+  });
+
   it('refuses a job that names a pool it was not given', async () => {
     const { createScheduler } = await import('../../src/index.js');
     const s = createScheduler({
