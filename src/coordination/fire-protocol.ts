@@ -562,7 +562,9 @@ export async function contendWhileLockPasses(
         await c.lock.release(lockName);
         return { won: false, skip: skips.paused(pause) };
       }
-      return claim(c, attempt, lockName, prefetch);
+      // The pool as read when the fire began may be a second old: ask for a slot afresh.
+      const pool = prefetch.pool && { ...prefetch.pool, seen: null };
+      return claim(c, attempt, lockName, { ...prefetch, pool });
     }
   }
   return {
