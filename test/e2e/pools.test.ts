@@ -15,6 +15,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { poolToJson } from '../../src/fleet/status.js';
 import { poolSlotLockName } from '../../src/lock-names.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
 import { runs, type RunRow } from '../helpers/db.js';
@@ -355,14 +356,8 @@ jobs:
   });
 });
 
-interface PoolJson {
-  name: string;
-  slots: number;
-  scope: string;
-  inUse: number;
-  places: { host: string | null; used: number; slots: number }[];
-  holders: { runId: number; job: string; host: string }[];
-}
+/** A pool as `baton status --json` and the dashboard's overview give it. */
+type PoolJson = ReturnType<typeof poolToJson>;
 
 /** Waiter runs whose fire came while a hog run of the same period held the slot. */
 function queuedRuns(rows: RunRow[]): { waiter: RunRow; hog: RunRow }[] {

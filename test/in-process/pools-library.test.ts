@@ -11,26 +11,55 @@ import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import type { Scheduler } from '../../src/index.js';
-import { createTestDatabase } from '../helpers/db.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
+
+/**
+ * Three replicas with `pools`, each given its jobs by `define`, started; stopped and the database
+ * dropped when the test ends.
+ */
+async function replicas(
+  label: string,
+  pools: Record<string, { slots: number }>,
+  define: (s: Scheduler) => void,
+): Promise<{ db: TestDatabase; schedulers: Scheduler[] }> {
+  const db = await createTestDatabase(label, { migrated: true });
+  const { createScheduler } = await import('../../src/index.js');
+  const schedulers = ['app-1', 'app-2', 'app-3'].map((host) => {
+    const s = createScheduler({
+      databaseUrl: db.url,
+      host,
+      namespace: 'pooled',
+      pools,
+      log: pino({ level: 'silent' }),
+    });
+    define(s);
+    return s;
+  });
+  await Promise.all(schedulers.map((s) => s.start()));
+  onTestFinished(async () => {
+    await Promise.all(schedulers.map((s) => s.stop()));
+    await db.drop();
+  });
+  return { db, schedulers };
+}
+
+/** How many `pool` skips the history has. */
+async function poolSkips(db: TestDatabase): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `SELECT COUNT(*) AS n FROM baton_runs WHERE reason_kind = 'pool'`,
+  );
+  return Number(row!.n);
+}
 
 describe('pools in library mode', () => {
   it('lets one handler of the pool run at a time across three replicas', async () => {
-    const db = await createTestDatabase('pools_lib', { migrated: true });
-    const { createScheduler } = await import('../../src/index.js');
     let running = 0;
     let most = 0;
     const ran = new Map<string, number>();
-    const schedulers: Scheduler[] = [];
-    for (const host of ['app-1', 'app-2', 'app-3']) {
-      const s = createScheduler({
-        databaseUrl: db.url,
-        host,
-        namespace: 'pooled',
-        pools: { db: { slots: 1 } },
-        log: pino({ level: 'silent' }),
-      });
-      for (const job of ['sync-a', 'sync-b', 'sync-c']) {
+    const jobs = ['sync-a', 'sync-b', 'sync-c'];
+    const { db, schedulers } = await replicas('pools_lib', { db: { slots: 1 } }, (s) => {
+      for (const job of jobs) {
         s.job(job, { schedule: '* * * * * *', pool: 'db' }, async () => {
           most = Math.max(most, ++running);
           try {
@@ -41,45 +70,22 @@ describe('pools in library mode', () => {
           }
         });
       }
-      schedulers.push(s);
-    }
-    await Promise.all(schedulers.map((s) => s.start()));
-    onTestFinished(async () => {
-      await Promise.all(schedulers.map((s) => s.stop()));
-      await db.drop();
     });
-    await waitFor(
-      'each job ran twice',
-      () => ['sync-a', 'sync-b', 'sync-c'].every((j) => (ran.get(j) ?? 0) >= 2),
-      {
-        timeoutMs: 60_000,
-        intervalMs: 100,
-      },
-    );
+    await waitFor('each job ran twice', () => jobs.every((j) => (ran.get(j) ?? 0) >= 2), {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
     await Promise.all(schedulers.map((s) => s.stop()));
     // The handlers' own count: never two at once.
     expect(most).toBe(1);
-    const [skips] = await db.query<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM baton_runs WHERE reason_kind = 'pool'`,
-    );
-    expect(Number(skips!.n)).toBeGreaterThan(0);
+    expect(await poolSkips(db)).toBeGreaterThan(0);
   });
 
   it('gives each fan-out worker a slot: three workers, a pool of two, two at once', async () => {
-    const db = await createTestDatabase('pools_lib_fan', { migrated: true });
-    const { createScheduler } = await import('../../src/index.js');
     let running = 0;
     let most = 0;
     const perFire = new Map<number, number>();
-    const schedulers: Scheduler[] = [];
-    for (const host of ['app-1', 'app-2', 'app-3']) {
-      const s = createScheduler({
-        databaseUrl: db.url,
-        host,
-        namespace: 'pooled',
-        pools: { db: { slots: 2 } },
-        log: pino({ level: 'silent' }),
-      });
+    const { db, schedulers } = await replicas('pools_lib_fan', { db: { slots: 2 } }, (s) => {
       s.job('share', { schedule: '*/2 * * * * *', workers: 3, pool: 'db' }, async (ctx) => {
         most = Math.max(most, ++running);
         try {
@@ -90,12 +96,6 @@ describe('pools in library mode', () => {
           perFire.set(at, (perFire.get(at) ?? 0) + 1);
         }
       });
-      schedulers.push(s);
-    }
-    await Promise.all(schedulers.map((s) => s.start()));
-    onTestFinished(async () => {
-      await Promise.all(schedulers.map((s) => s.stop()));
-      await db.drop();
     });
     await waitFor(
       'three fires with two workers each',
@@ -106,10 +106,7 @@ describe('pools in library mode', () => {
     expect(most).toBe(2);
     expect(Math.max(...perFire.values())).toBe(2);
     // The third worker of each fire was kept out by the pool, and says so.
-    const [skips] = await db.query<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM baton_runs WHERE reason_kind = 'pool'`,
-    );
-    expect(Number(skips!.n)).toBeGreaterThan(0);
+    expect(await poolSkips(db)).toBeGreaterThan(0);
   });
 
   it('refuses a job that names a pool it was not given', async () => {
