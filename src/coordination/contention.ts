@@ -9,7 +9,6 @@ import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
 import type { OrphanRun } from '../store/run-verdicts.js';
-import type { PoolUse } from '../store/pool-reads.js';
 import type { SkipKind } from '../run-status.js';
 import type { LockSession } from './lock-session.js';
 import type { SkipReason } from './skip-reasons.js';
@@ -123,8 +122,6 @@ export interface PoolClaim {
   until: Date | null;
   /** Ends a wait for a slot early (the runner is stopping). */
   signal?: AbortSignal;
-  /** Who held the slots as the fire started (`poolFull: skip` only; see pool-slots.ts). */
-  seen: Promise<PoolUse> | null;
 }
 
 /** Settles `p` quietly if nobody ends up awaiting it (an early skip), keeping its failure. */

@@ -31,6 +31,8 @@ export interface HolderFacts {
   run: Run | null;
   /** The winner of the asked fire's generation (its first slot taken), if it was claimed. */
   winner: Run | null;
+  /** Without a winner: a runner's skip of the fire because its pool was full (`decisionOf`). */
+  poolSkip: Run | null;
   /** The live registered runner whose lock session the holder is. */
   host: string | null;
 }
@@ -104,7 +106,7 @@ export class FireBatches {
         ids.length
           ? runsOfLockSessions(this.pool, this.namespace, unique(asks.map((a) => a.job)), ids)
           : [],
-        winnersOfFires(this.pool, this.namespace, asks),
+        winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true }),
         ids.length
           ? hostsOfLockSessions(this.pool, this.namespace, ids)
           : new Map<number, string>(),
@@ -118,6 +120,7 @@ export class FireBatches {
             holder,
             run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
             winner: winnerOf(winners, ask),
+            poolSkip: poolSkipOf(winners, ask),
             host: holder == null ? null : (hosts.get(holder) ?? null),
           },
         };
@@ -127,13 +130,14 @@ export class FireBatches {
   );
 
   /**
-   * The winner of a fire's generation (its first slot taken), if it was claimed: what a fire
-   * contended late looks up before it asks for the lock (fire-protocol.ts).
+   * How a fire's generation was decided, if it was: its winner (its first slot taken), or else a
+   * runner's skip of it for a full pool (`poolSkipOf`) — what a fire contended late looks up
+   * before it asks for the lock (fire-protocol.ts). A row with `winner` false is that skip.
    */
   readonly winner = new Batcher<FireAsk, Run | null>(
     async (asks) => {
-      const winners = await winnersOfFires(this.pool, this.namespace, asks);
-      return asks.map((ask) => ({ value: winnerOf(winners, ask) }));
+      const rows = await winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true });
+      return asks.map((ask) => ({ value: winnerOf(rows, ask) ?? poolSkipOf(rows, ask) }));
     },
     ...ONE_AT_A_TIME,
   );
@@ -188,6 +192,7 @@ export class FireBatches {
 function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
   let first: Run | null = null;
   for (const r of winners) {
+    if (!r.winner) continue;
     if (r.job !== ask.job || r.scheduledAt.getTime() !== ask.scheduledAt.getTime()) continue;
     if (r.rerun !== (ask.rerun ?? 0)) continue;
     if (ask.slot != null && r.workerSlot !== ask.slot) continue;
@@ -198,6 +203,23 @@ function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
 
 /** A pool's slots of one scope (a host's, or the fleet's): the same ask whoever makes it. */
 const poolKey = (a: PoolAsk): string => `${a.pool}\0${a.slotNames.join('\0')}`;
+
+/**
+ * Of `rows`, the first skip of the asked generation for a full pool: the runner that took the
+ * fire's lock found every slot taken, and skipped the fire for the fleet (`poolFull: skip`). Not
+ * for an `every` job's runner (`slot` asked): each decides its own run.
+ */
+function poolSkipOf(rows: readonly Run[], ask: FireAsk): Run | null {
+  if (ask.slot != null) return null;
+  let first: Run | null = null;
+  for (const r of rows) {
+    if (r.winner || r.reasonKind !== 'pool' || r.job !== ask.job) continue;
+    if (r.scheduledAt.getTime() !== ask.scheduledAt.getTime() || r.rerun !== (ask.rerun ?? 0))
+      continue;
+    if (!first || r.id < first.id) first = r;
+  }
+  return first;
+}
 
 function unique<T>(xs: readonly T[]): T[] {
   return [...new Set(xs)];

@@ -64,8 +64,10 @@
  * named lock on the same lock session, asked for by the job's lock holder only (the runners that
  * lose the fire never hold a slot) — so no run is ever claimed without one, and at most N are
  * claimed and running at once; the slot is given back with the job's lock (pool-slots.ts). A full
- * pool skips the fire (kind `pool`), or, with `poolFull: queue`, keeps the holder asking under the
- * job's lock until the job's next fire. Fan-out workers and `every` runners each take a slot.
+ * pool skips the fire (kind `pool`) — for the fleet: the runners contending later find that skip
+ * where they look for a winner, and skip too — or, with `poolFull: queue`, keeps the holder asking
+ * under the job's lock until the job's next fire. Fan-out workers and `every` runners each take a
+ * slot.
  *
  * Every runner (`every: true`, docs/placement.md) repeats steps 1–2 in one slot only: its host's
  * own (`ContendOptions.slot`, given once per host and namespace and kept for good:
@@ -187,8 +189,11 @@ export async function contend(
     // such fires, where the lock, the pause and orphan reads and the holder's description would
     // be several; and holding the job's lock while the fire key refuses this fire would make the
     // runners on time skip the job's *next* fire, met at that very moment, and lose it.
-    const winner = await batches.winner.load(attempt);
-    if (winner) return skip(skips.fireHasWinner(winner));
+    // Or decided without one: a runner that took its lock found its pool full and skipped it.
+    const decided = await batches.winner.load(attempt);
+    if (decided) {
+      return skip(decided.winner ? skips.fireHasWinner(decided) : skips.poolDecided(decided));
+    }
   }
   const pauseNow = () =>
     options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null);
@@ -436,14 +441,7 @@ function poolClaim(
   { pool, until }: NonNullable<ContendOptions['pool']>,
   signal: AbortSignal | undefined,
 ): PoolClaim {
-  const slotNames = poolSlotNames(c, pool);
-  // A fire that skips when the pool is full reads the holders beside its GET_LOCK; a queued one
-  // asks for a slot whatever the pool looked like a moment ago.
-  const seen =
-    until == null
-      ? quiet(FireBatches.of(c.pool, c.namespace).poolUse.load({ pool: pool.name, slotNames }))
-      : null;
-  return { pool, slotNames, until, seen, ...(signal ? { signal } : {}) };
+  return { pool, slotNames: poolSlotNames(c, pool), until, ...(signal ? { signal } : {}) };
 }
 
 /**
@@ -562,9 +560,7 @@ export async function contendWhileLockPasses(
         await c.lock.release(lockName);
         return { won: false, skip: skips.paused(pause) };
       }
-      // The pool as read when the fire began may be a second old: ask for a slot afresh.
-      const pool = prefetch.pool && { ...prefetch.pool, seen: null };
-      return claim(c, attempt, lockName, { ...prefetch, pool });
+      return claim(c, attempt, lockName, prefetch);
     }
   }
   return {

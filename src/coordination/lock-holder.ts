@@ -43,15 +43,18 @@ export async function describeHolder(
   });
   const final = (skip: SkipReason): LockHolder => ({ skip, passing: null });
   if (facts.holder == null) {
-    // Released in the meantime: usually by the winner of this very fire, already done.
-    return facts.winner
-      ? final(skips.fireHasWinner(facts.winner))
-      : { skip: skips.lockFreedMeanwhile(), passing: 'free' };
+    // Released in the meantime: usually by the winner of this very fire, already done — or by a
+    // runner that found the job's pool full and skipped the fire for the fleet.
+    if (facts.winner) return final(skips.fireHasWinner(facts.winner));
+    if (facts.poolSkip) return final(skips.poolDecided(facts.poolSkip));
+    return { skip: skips.lockFreedMeanwhile(), passing: 'free' };
   }
   if (facts.run) return final(skips.heldByRun(facts.run, attempt.scheduledAt, attempt.trigger));
   // No running row: the holder may have just finished this very fire (its verdict is written
   // before its lock is released)…
   if (facts.winner) return final(skips.fireHasWinner(facts.winner));
+  // …or have skipped it, its pool full…
+  if (facts.poolSkip) return final(skips.poolDecided(facts.poolSkip));
   // …or be writing its claim right now.
   if (facts.host) return { skip: skips.beingClaimed(facts.host), passing: 'held' };
   return final(skips.heldByUnknown(facts.holder));

@@ -10,9 +10,16 @@
  *
  * The slot is asked for after the job's lock, so that of the runners that see a fire only the one
  * that may run it takes a slot (the others would hold slots for nothing while they lose the fire,
- * and keep the pool's other jobs out). A `poolFull: skip` fire also reads who holds the slots
- * alongside its GET_LOCK (`PoolClaim.seen`): a pool that is full by then is skipped without asking
- * the lock session, and the read names the holders either way.
+ * and keep the pool's other jobs out). Who holds the slots is read only when none could be had,
+ * to name them in the skip.
+ *
+ * A `poolFull: skip` fire that finds the pool full is decided, for the fleet: the runners that
+ * contend it after the first asker's lead, or meet its lock on the way back, find that skip where
+ * they look for the fire's winner (fire-batches.ts `poolSkipOf`) and skip it too, rather than take
+ * its lock again and run it in a slot freed a moment later. So a full pool costs the fleet what a
+ * fire with a winner costs, and the fire's outcome does not depend on who asked when. (A runner
+ * that asks at the very moment the first one gives the lock back may still find a slot and run
+ * it: once, late, within the pool's N.)
  */
 import type { PoolDefinition } from '../config/pools.js';
 import { poolSlotLockName } from '../lock-names.js';
@@ -51,11 +58,6 @@ export async function takePoolSlot(
   pollMs: number,
 ): Promise<PoolSlot> {
   const ask = { pool: claim.pool.name, slotNames: claim.slotNames };
-  if (claim.seen) {
-    const seen = await claim.seen;
-    // Taken by this very runner's other runs or by others: no statement on the lock session.
-    if (seen.used >= seen.slots) return { full: seen };
-  }
   for (let waited = false; ; waited = true) {
     const lockName = await c.lock.tryAcquireFirst(claim.slotNames);
     if (lockName) return { lockName, waited };

@@ -214,3 +214,12 @@ export function poolFull(
       : `the next fire (${iso(o.gaveUp.nextFire)}) came first`;
   return { kind: 'pool', text: `waited for a slot until ${until}; ${full}` };
 }
+
+/**
+ * Another runner took this fire's lock, found its pool full and skipped it (`poolFull: skip`): the
+ * fire is decided, for every runner, as a fire with a winner is. Its words are that runner's, so
+ * that every row of the fire names the same holders.
+ */
+export function poolDecided(skip: Run): SkipReason {
+  return { kind: 'pool', text: `${skip.reason ?? 'its pool was full'} (seen by ${skip.host})` };
+}

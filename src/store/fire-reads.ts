@@ -297,17 +297,23 @@ export async function runsOfLockSessions(
   return rows.map(toRun);
 }
 
-/** The winning rows (every slot and generation: callers pick the one they contend) of fires. */
+/**
+ * The winning rows (every slot and generation: callers pick the one they contend) of fires; with
+ * `poolSkips`, also their skips of kind `pool` — a fire whose pool was full when a runner took its
+ * lock is decided, skipped, as surely as one with a winner is run (coordination/pool-slots.ts).
+ */
 export async function winnersOfFires(
   db: Queryable,
   namespace: string,
   fires: readonly { job: string; scheduledAt: Date }[],
+  { poolSkips = false }: { poolSkips?: boolean } = {},
 ): Promise<Run[]> {
   // The exact pairs (a row constructor): the fire key's range per pair, not jobs × instants.
   const pairs = new Map(fires.map((f) => [`${f.job}\0${f.scheduledAt.getTime()}`, f]));
+  const decided = poolSkips ? `(winner >= 1 OR reason_kind = 'pool')` : 'winner >= 1';
   const [rows] = await db.query<RunRow[]>(
     `SELECT ${COLUMNS} FROM baton_runs
-      WHERE namespace = ? AND (job, scheduled_at) IN (?) AND winner >= 1`,
+      WHERE namespace = ? AND (job, scheduled_at) IN (?) AND ${decided}`,
     [namespace, [...pairs.values()].map((f) => [f.job, f.scheduledAt])],
   );
   return rows.map(toRun);

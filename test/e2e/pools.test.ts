@@ -191,6 +191,9 @@ ${jobs.map((j) => `  ${j}: {schedule: "*/2 * * * * *", command: ${seatedJob(2, 3
     }
     const skipped = poolRows(rows);
     expect(skipped.length).toBeGreaterThan(0);
+    // A fire found full is decided for the fleet: the runners after the first asker's lead skip it
+    // on the first one's row (its words), rather than take its lock again.
+    expect(skipped.some((s) => /\(seen by p-\d\)$/.test(s.reason ?? ''))).toBe(true);
     for (const s of skipped) {
       expect(s.status).toBe('skipped');
       // Runs by name, or a runner that holds a slot and is writing its claim right now.
