@@ -74,6 +74,12 @@ const WARMUP_S = 3;
 const EDGE_MS = 500;
 /** Issue 39's goal: the pool within 1.2× of no pool. */
 const GOAL = 1.2;
+/**
+ * FIRST_ASKER_LEAD_MS (src/coordination/first-asker.ts): a fire's first asker contends at its
+ * instant, the other runners this much later. A claim at least this late was made after the
+ * lead — by a runner that was not the fire's first asker, or by one whose first try failed.
+ */
+const LEAD_MS = 50;
 
 type Variant = 'nopool' | 'pool';
 
@@ -182,6 +188,10 @@ interface VariantResult {
   notDone: string[];
   rowsByKind: Record<string, number>;
   noWinnerRowsByShape: Record<string, number>;
+  /** Winners claimed at least LEAD_MS after their instant. */
+  claimsAfterLead: number;
+  /** `pool` rows of the fires without a winner. */
+  poolRowsOfNoWinner: number;
   /** Fires without a winner that have no `pool` row. */
   noWinnerWithoutPoolRow: number;
   poolRows: number;
@@ -280,6 +290,7 @@ async function measureVariant(
   let twoWinners = 0;
   let missingRows = 0;
   let noWinnerWithoutPoolRow = 0;
+  let poolRowsOfNoWinner = 0;
   const notDone: string[] = [];
   const winnersByHost: Record<string, number> = {};
   for (const r of runners) winnersByHost[r.host] = 0;
@@ -298,7 +309,9 @@ async function measureVariant(
       if (winners.length > 1) twoWinners++;
       if (winners.length === 0) {
         noWinner++;
-        if (!fr.some((r) => r.reason_kind === 'pool')) noWinnerWithoutPoolRow++;
+        const pooled = fr.filter((r) => r.reason_kind === 'pool').length;
+        poolRowsOfNoWinner += pooled;
+        if (pooled === 0) noWinnerWithoutPoolRow++;
         for (const r of fr) {
           const shape = reasonShape(r);
           noWinnerRowsByShape[shape] = (noWinnerRowsByShape[shape] ?? 0) + 1;
@@ -340,6 +353,8 @@ async function measureVariant(
     perFirePerRunner,
     claim: percentiles(claim),
     winners: claim.length,
+    claimsAfterLead: claim.filter((ms) => ms >= LEAD_MS).length,
+    poolRowsOfNoWinner,
     noWinner,
     twoWinners,
     firstClaims: percentiles(firstClaims),
@@ -450,6 +465,7 @@ export default {
         [`${p}winners_per_instant_min`]: r.winnersPerInstant.min,
         [`${p}winners_per_instant_max`]: r.winnersPerInstant.max,
         [`${p}most_runs_alive`]: r.alive.most,
+        [`${p}claims_after_lead`]: r.claimsAfterLead,
         [`${p}pool_skip_rows`]: r.poolRows,
         [`${p}pool_skip_rows_naming_holder`]: r.poolRowsNamingHolder,
         [`${p}runner_cpu_mean_pct`]: round(cpuMean, 1),
@@ -535,12 +551,20 @@ export default {
       (pooled.poolRowsAfterLock + pooled.winners) / pooled.fires,
       3,
     );
+    figures.pool_rows_per_fire_without_winner = round(
+      pooled.poolRowsOfNoWinner / Math.max(1, pooled.noWinner),
+      3,
+    );
     notes.push(
       `pool: ${pooled.poolRows} \`pool\` rows, ${pooled.poolRowsAfterLock} of them by a runner ` +
         `that held the job's lock and asked the pool itself, ${pooled.poolRows - pooled.poolRowsAfterLock} ` +
         `by one that met the lock held until its lock-passing wait gave up; with the ` +
         `${pooled.winners} winners, ${round((pooled.poolRowsAfterLock + pooled.winners) / pooled.fires, 2)} ` +
-        `runners per fire took the job's lock and asked for a slot (of ${RUNNERS}).`,
+        `runners per fire took the job's lock and asked for a slot (of ${RUNNERS}); a fire ` +
+        `without a winner has ${round(pooled.poolRowsOfNoWinner / Math.max(1, pooled.noWinner), 2)} ` +
+        `\`pool\` rows. Winners claimed ${LEAD_MS} ms or more after their instant (after the ` +
+        `first asker's lead, src/coordination/first-asker.ts): ${pooled.claimsAfterLead} of ` +
+        `${pooled.winners} with the pool, ${plain.claimsAfterLead} of ${plain.winners} without.`,
     );
     // The plain variant: one winner per fire.
     checks.push({
