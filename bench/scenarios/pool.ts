@@ -80,6 +80,8 @@ const GOAL = 1.2;
  * lead — by a runner that was not the fire's first asker, or by one whose first try failed.
  */
 const LEAD_MS = 50;
+/** The end of a `pool` skip written on another runner's (coordination/skip-reasons.ts `poolDecided`). */
+const SEEN = / \(seen by [^()]+\)$/;
 
 type Variant = 'nopool' | 'pool';
 
@@ -196,10 +198,13 @@ interface VariantResult {
   noWinnerWithoutPoolRow: number;
   poolRows: number;
   /**
-   * `pool` rows of a runner that took the job's lock and asked the pool itself (the others,
-   * "…; <the lock holder's words>", met the lock held until the lock-passing wait gave up).
+   * `pool` rows of a runner that took the job's lock and asked the pool itself. The others either
+   * skipped on that runner's row ("… (seen by H)": the fire was decided) or met the lock held
+   * until the lock-passing wait gave up ("…; <the lock holder's words>").
    */
   poolRowsAfterLock: number;
+  /** `pool` rows of a runner that skipped on another's: "… (seen by H)". */
+  poolRowsSeen: number;
   poolRowsNamingHolder: number;
   poolRowExample: string;
   alive: { most: number; at: number };
@@ -365,7 +370,10 @@ async function measureVariant(
     noWinnerRowsByShape,
     noWinnerWithoutPoolRow,
     poolRows: poolRows.length,
-    poolRowsAfterLock: poolRows.filter((r) => !(r.reason ?? '').includes('; ')).length,
+    poolRowsAfterLock: poolRows.filter(
+      (r) => !(r.reason ?? '').includes('; ') && !SEEN.test(r.reason ?? ''),
+    ).length,
+    poolRowsSeen: poolRows.filter((r) => SEEN.test(r.reason ?? '')).length,
     poolRowsNamingHolder: poolRows.filter(namesHolder).length,
     poolRowExample: poolRows.find(namesHolder)?.reason ?? poolRows[0]?.reason ?? '',
     alive: mostAlive(intervals),
@@ -557,8 +565,10 @@ export default {
     );
     notes.push(
       `pool: ${pooled.poolRows} \`pool\` rows, ${pooled.poolRowsAfterLock} of them by a runner ` +
-        `that held the job's lock and asked the pool itself, ${pooled.poolRows - pooled.poolRowsAfterLock} ` +
-        `by one that met the lock held until its lock-passing wait gave up; with the ` +
+        `that held the job's lock and asked the pool itself, ${pooled.poolRowsSeen} by one that ` +
+        `skipped on such a row (the fire decided), ` +
+        `${pooled.poolRows - pooled.poolRowsAfterLock - pooled.poolRowsSeen} by one that met the ` +
+        `lock held until its lock-passing wait gave up; with the ` +
         `${pooled.winners} winners, ${round((pooled.poolRowsAfterLock + pooled.winners) / pooled.fires, 2)} ` +
         `runners per fire took the job's lock and asked for a slot (of ${RUNNERS}); a fire ` +
         `without a winner has ${round(pooled.poolRowsOfNoWinner / Math.max(1, pooled.noWinner), 2)} ` +
