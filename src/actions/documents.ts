@@ -29,6 +29,8 @@ export function runDocument(run: Run) {
     attempts: run.attempts,
     error: run.error,
     params: run.params,
+    // The pool whose slot the run held (`pool:`, docs/pools.md); null without one.
+    pool: run.pool,
     // The soft limits (`duration:`): when it becomes slow and when it was told so (null: no warn,
     // not slow), and whether a success was shorter than `min`.
     warnAt: run.warnAt?.toISOString() ?? null,

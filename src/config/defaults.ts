@@ -26,6 +26,13 @@ export const DEFAULT_AFTER_WITHIN_MS = 24 * 3600_000;
  */
 export const MAX_AFTER_WITHIN_MS = 366 * 86_400_000;
 
+/**
+ * The longest duration kept by one Node.js timer (setTimeout takes at most 2^31 − 1 ms, and runs
+ * a longer one at once), as whole days: `timeout:` and `retryDelay:` of a job, a target's
+ * `timeout:`, a run's `duration.warn` (fire/slow-watch.ts arms its timer with it).
+ */
+export const MAX_TIMER_MS = 24 * 86_400_000;
+
 /** What the history keeps of an attempt's output by default: a batch log, not a flood. */
 export const DEFAULT_OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
 

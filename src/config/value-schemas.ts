@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, formatDuration, parseDuration } from './duration.js';
-import { MAX_AFTER_WITHIN_MS } from './defaults.js';
+import { MAX_AFTER_WITHIN_MS, MAX_TIMER_MS } from './defaults.js';
 
 /**
  * The longest duration the file takes anywhere: ten years. Far past any batch's need, and dates
@@ -17,12 +17,6 @@ import { MAX_AFTER_WITHIN_MS } from './defaults.js';
  * and MariaDB's DATETIME (year 9999) hold.
  */
 export const MAX_DURATION_MS = 3650 * 86_400_000;
-
-/**
- * The longest duration kept by one Node.js timer (setTimeout takes at most 2^31 − 1 ms, and runs
- * a longer one at once), as whole days: `timeout:` and `retryDelay:` of a job, a target's `timeout:`.
- */
-export const MAX_TIMER_MS = 24 * 86_400_000;
 
 interface DurationRules {
   /** Whether `0s` is allowed (it turns off what the key would inherit). */

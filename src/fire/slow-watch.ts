@@ -10,7 +10,7 @@
  * flag's conditional UPDATE makes the event one, whoever else — the verdict, a reaper that finds
  * this runner gone — flags it first.
  */
-import { MAX_TIMER_MS } from '../config/value-schemas.js';
+import { MAX_TIMER_MS } from '../config/defaults.js';
 import type { Queryable } from '../store/deadline.js';
 import { markSlow, type LimitNotice } from '../store/duration-flags.js';
 

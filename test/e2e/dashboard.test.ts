@@ -444,6 +444,8 @@ jobs:
         exitCode: 0,
         durationMs: 1500,
         error: null,
+        slow: false,
+        tooShort: false,
       },
     ]);
     expect(mixed.fires[1]!.runs.map((r) => [r.slot, r.host, r.status, r.error])).toEqual([

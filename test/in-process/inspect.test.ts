@@ -537,6 +537,10 @@ jobs:
       lockConnectionId: expect.any(Number),
       outputTail: failed!.output_tail,
       params: null,
+      pool: null,
+      warnAt: null,
+      slowAt: null,
+      tooShort: false,
       // No child job's run (`after:`): no parent runs behind it.
       upstream: null,
       actions: [],
