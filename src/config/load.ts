@@ -122,7 +122,8 @@ function buildConfig(
       );
       jobs.push({ ...job, notify });
     }
-    if (job?.connection != null && !(job.connection in connections)) {
+    // Own keys only: `toString` or `constructor` is in every object, and named no connection.
+    if (job?.connection != null && !Object.hasOwn(connections, job.connection)) {
       const known = Object.keys(connections).join(', ') || 'none defined';
       problems.push(
         source.problem(
@@ -200,7 +201,8 @@ function resolvePool(
     }
     return undefined;
   }
-  const pool = pools[job.pool];
+  // Own keys only: `pools[...]` of `constructor` or `toString` is Object's, not a pool.
+  const pool = Object.hasOwn(pools, job.pool) ? pools[job.pool] : undefined;
   if (!pool) {
     const known = Object.keys(pools).join(', ') || 'none defined';
     report('pool', `unknown pool "${job.pool}" (pools: ${known})`);

@@ -128,7 +128,7 @@ export function mergeConfigs(
     });
   }
   for (const [name, pool] of Object.entries(file.pools)) {
-    const other = code.pools[name];
+    const other = Object.hasOwn(code.pools, name) ? code.pools[name] : undefined;
     if (other && (other.slots !== pool.slots || other.scope !== pool.scope)) {
       problems.push({
         file: file.file,

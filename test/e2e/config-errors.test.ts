@@ -24,6 +24,12 @@ const CASES: { name: string; yaml: string; line: number; expect: RegExp }[] = [
     expect: /jobs\.settle\.pool: unknown pool "warehouse" \(pools: db\)/,
   },
   {
+    name: "pools: a pool named like one of every object's members (constructor)",
+    yaml: 'pools:\n  db: {slots: 2}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    pool: constructor\n',
+    line: 7,
+    expect: /jobs\.settle\.pool: unknown pool "constructor" \(pools: db\)/,
+  },
+  {
     name: 'pools: no slot at all',
     yaml: 'pools:\n  db: {slots: 0}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n    command: ["/bin/true"]\n    pool: db\n',
     line: 2,

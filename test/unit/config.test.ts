@@ -288,3 +288,22 @@ jobs:
     });
   });
 });
+
+describe('names that every object has (constructor, toString, __proto__)', () => {
+  it('are unknown pools and unknown connections, not members of Object', () => {
+    writeFileSync(path.join(dir, 'job.mjs'), 'export default async () => {};\n');
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(
+        problems(
+          `pools:\n  db: {slots: 1}\njobs:\n  settle:\n    schedule: "0 3 * * *"\n` +
+            `    module: job.mjs\n    pool: "${name}"\n    connection: "${name}"\n`,
+        ),
+      ).toEqual([
+        expect.stringMatching(new RegExp(`jobs\\.settle\\.pool: unknown pool "${name}"`)),
+        expect.stringMatching(
+          new RegExp(`jobs\\.settle\\.connection: unknown connection "${name}"`),
+        ),
+      ]);
+    }
+  });
+});
