@@ -216,14 +216,6 @@ function resolvePool(
     );
     return undefined;
   }
-  if (full === 'queue' && job.schedule == null) {
-    report(
-      'poolFull',
-      "`poolFull: queue` waits for a slot until the job's next fire; this job has no schedule of " +
-        'its own (it runs after its parents): use `poolFull: skip`',
-    );
-    return undefined;
-  }
   if (full === 'queue' && job.overlap === 'allow') {
     // A queued fire waits for a slot under the job's lock: with `allow` there is none, and every
     // runner would wait (and take a slot) for the same fire.

@@ -91,10 +91,15 @@ export interface ContendOptions {
    */
   afterLead?: boolean;
   /**
-   * The job's pool (docs/pools.md): a winner takes one of its slots before its claim (or waits
-   * for one until `until`, the job's next fire, with `poolFull: queue`; null: skips when full).
+   * The job's pool (docs/pools.md): a winner takes one of its slots before its claim, or waits
+   * for one until `until` (null: skips when full) — see PoolClaim.
    */
-  pool?: { pool: JobPool; until: Date | null };
+  pool?: Omit<PoolClaim, 'slotNames' | 'signal'>;
+  /**
+   * Skip the fire for this reason, unless it has a winner already: the runner knows it must not
+   * take a slot of the job's pool now (fire/run-fire.ts: a run of the pool outliving its slot).
+   */
+  heldBack?: SkipReason;
 }
 
 /**
@@ -118,8 +123,18 @@ export interface PoolClaim {
   pool: JobPool;
   /** The lock names of the slots this runner may take: its host's for a `scope: host` pool. */
   slotNames: readonly string[];
-  /** `poolFull: queue`: ask again until this instant (the job's next fire); null: skip at once. */
+  /**
+   * Ask again until this instant — the job's next fire (`poolFull: queue`), or the end of an
+   * operator's `--wait` (`waitFor`) — in database time; null: skip at once when full.
+   */
   until: Date | null;
+  /** What `until` is, for the skip of a wait that ran out. */
+  waitFor: 'next-fire' | 'operator';
+  /**
+   * The job's pool as the runner has it now: a wait ends when a reload changed it (another
+   * size, scope or pool), rather than take a slot of a pool the fleet no longer has.
+   */
+  current?: () => JobPool | undefined;
   /** Ends a wait for a slot early (the runner is stopping). */
   signal?: AbortSignal;
 }

@@ -22,6 +22,7 @@ import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
 import { tallySkips } from '../store/skip-tallies.js';
 import type { Run } from '../store/runs.js';
+import { isPoolFull } from './skip-reasons.js';
 
 /** Who holds a job's lock, and what the database says about that holder and about the fire. */
 export interface HolderFacts {
@@ -213,7 +214,7 @@ function poolSkipOf(rows: readonly Run[], ask: FireAsk): Run | null {
   if (ask.slot != null) return null;
   let first: Run | null = null;
   for (const r of rows) {
-    if (r.winner || r.reasonKind !== 'pool' || r.job !== ask.job) continue;
+    if (r.winner || r.reasonKind !== 'pool' || !isPoolFull(r.reason) || r.job !== ask.job) continue;
     if (r.scheduledAt.getTime() !== ask.scheduledAt.getTime() || r.rerun !== (ask.rerun ?? 0))
       continue;
     if (!first || r.id < first.id) first = r;

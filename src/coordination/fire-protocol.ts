@@ -195,6 +195,7 @@ export async function contend(
       return skip(decided.winner ? skips.fireHasWinner(decided) : skips.poolDecided(decided));
     }
   }
+  if (options.heldBack) return skip(options.heldBack);
   const pauseNow = () =>
     options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null);
   const prefetch: Prefetch = {
@@ -438,10 +439,10 @@ async function releaseAll(
 /** The pool step of a fire of a pooled job (pool-slots.ts). */
 function poolClaim(
   c: FireContext,
-  { pool, until }: NonNullable<ContendOptions['pool']>,
+  asked: NonNullable<ContendOptions['pool']>,
   signal: AbortSignal | undefined,
 ): PoolClaim {
-  return { pool, slotNames: poolSlotNames(c, pool), until, ...(signal ? { signal } : {}) };
+  return { ...asked, slotNames: poolSlotNames(c, asked.pool), ...(signal ? { signal } : {}) };
 }
 
 /**

@@ -21,10 +21,11 @@
  * that asks at the very moment the first one gives the lock back may still find a slot and run
  * it: once, late, within the pool's N.)
  */
-import type { PoolDefinition } from '../config/pools.js';
+import type { JobPool, PoolDefinition } from '../config/pools.js';
 import { poolSlotLockName } from '../lock-names.js';
 import type { PoolUse } from '../store/pool-reads.js';
 import type { FireContext, PoolClaim } from './contention.js';
+import type { PoolWaitEnd } from './skip-reasons.js';
 import { FireBatches } from './fire-batches.js';
 
 /** Where slots are looked for: the database and namespace, and the host (a host pool's). */
@@ -45,8 +46,8 @@ export function poolSlotNames(place: PoolPlace, pool: PoolDefinition): string[] 
 export type PoolSlot =
   /** `waited`: the slot came after a wait (what was read before it may be stale). */
   | { lockName: string; waited: boolean }
-  /** Every slot was taken (and stayed so until the deadline, for a queued fire). */
-  | { full: PoolUse; gaveUp?: 'stopping' | { nextFire: Date } };
+  /** Every slot was taken (and stayed so until the wait ended, for a fire that waits). */
+  | { full: PoolUse; gaveUp?: PoolWaitEnd };
 
 /**
  * Takes a free slot of the pool; a queued fire asks again every `pollMs` until `until`. Each ask
@@ -58,19 +59,35 @@ export async function takePoolSlot(
   pollMs: number,
 ): Promise<PoolSlot> {
   const ask = { pool: claim.pool.name, slotNames: claim.slotNames };
+  const full = () => FireBatches.of(c.pool, c.namespace).poolUse.load(ask);
   for (let waited = false; ; waited = true) {
+    // A reload during the wait may have changed the pool (or taken the job out of it, or the job
+    // away): its slots are not these any more.
+    const current = !waited ? claim.pool : claim.current ? claim.current() : claim.pool;
+    if (!current || !samePool(current, claim.pool)) {
+      return { full: await full(), gaveUp: 'changed' };
+    }
     const lockName = await c.lock.tryAcquireFirst(claim.slotNames);
     if (lockName) return { lockName, waited };
     const until = claim.until?.getTime();
     const now = c.now?.().getTime() ?? Date.now();
     const stopping = claim.signal?.aborted === true;
-    if (until == null || stopping || until - now <= 0) {
-      const full = await FireBatches.of(c.pool, c.namespace).poolUse.load(ask);
-      if (until == null) return { full };
-      return { full, gaveUp: stopping ? 'stopping' : { nextFire: claim.until! } };
+    if (until == null) return { full: await full() };
+    if (stopping || until - now <= 0) {
+      const end: PoolWaitEnd = stopping
+        ? 'stopping'
+        : claim.waitFor === 'operator'
+          ? { waitedUntil: claim.until! }
+          : { nextFire: claim.until! };
+      return { full: await full(), gaveUp: end };
     }
     await waitFor(Math.min(pollMs, until - now), claim);
   }
+}
+
+/** The same pool, of the same size and scope (and what a fire does when it is full). */
+function samePool(a: JobPool, b: JobPool): boolean {
+  return a.name === b.name && a.slots === b.slots && a.scope === b.scope && a.full === b.full;
 }
 
 /** Sleeps `ms`, or less if the runner begins to stop meanwhile. */

@@ -183,6 +183,28 @@ export function allSlotsTaken(slots: readonly SkipReason[]): SkipReason {
   return slots.every((s) => s.sawWinner) ? seen(all) : all;
 }
 
+/** Why a wait for a pool's slot ended without one (pool-slots.ts; `poolFull` says it). */
+export type PoolWaitEnd =
+  | 'stopping'
+  /** A reload changed the job's pool while it waited. */
+  | 'changed'
+  /** `poolFull: queue`: the job's next fire came. */
+  | { nextFire: Date }
+  /** An operator's `--wait` ran out. */
+  | { waitedUntil: Date };
+
+/**
+ * How a skip for a full pool begins, found at once (`waited for …` is a queue that gave up, `a
+ * run of …` a runner held back by its own run): the skip that decides a fire for the fleet
+ * (`isPoolFull`, fire-batches.ts), the one sentence of this module read back, by this module.
+ */
+const POOL_FULL = 'pool ';
+
+/** Whether a `pool` skip's reason says the pool was full when its runner asked (see POOL_FULL). */
+export function isPoolFull(reason: string | null): boolean {
+  return reason?.startsWith(POOL_FULL) === true;
+}
+
 /** How many holders a `pool` skip names; the rest are counted (the reason column is short). */
 const HOLDERS_NAMED = 4;
 
@@ -194,7 +216,7 @@ const HOLDERS_NAMED = 4;
 export function poolFull(
   pool: PoolDefinition,
   use: PoolUse,
-  o: { host?: string; gaveUp?: 'stopping' | { nextFire: Date } } = {},
+  o: { host?: string; gaveUp?: PoolWaitEnd } = {},
 ): SkipReason {
   const where = pool.scope === 'host' && o.host ? ` on ${o.host}` : '';
   const holders = [
@@ -206,12 +228,17 @@ export function poolFull(
   const named = holders.slice(0, HOLDERS_NAMED);
   if (holders.length > named.length) named.push(`${holders.length - named.length} more`);
   const by = named.length > 0 ? `: ${named.join(', ')}` : '';
-  const full = `pool ${describePool(pool)} is full${where} (${use.used} of ${use.slots} taken)${by}`;
-  if (!o.gaveUp) return { kind: 'pool', text: full };
+  const full = `${POOL_FULL}${describePool(pool)} is full${where} (${use.used} of ${use.slots} taken)${by}`;
+  const end = o.gaveUp;
+  if (!end) return { kind: 'pool', text: full };
   const until =
-    o.gaveUp === 'stopping'
+    end === 'stopping'
       ? 'the runner is stopping'
-      : `the next fire (${iso(o.gaveUp.nextFire)}) came first`;
+      : end === 'changed'
+        ? "a reload changed the job's pool"
+        : 'nextFire' in end
+          ? `the next fire (${iso(end.nextFire)}) came first`
+          : `the end of its --wait (${iso(end.waitedUntil)})`;
   return { kind: 'pool', text: `waited for a slot until ${until}; ${full}` };
 }
 
@@ -222,4 +249,18 @@ export function poolFull(
  */
 export function poolDecided(skip: Run): SkipReason {
   return { kind: 'pool', text: `${skip.reason ?? 'its pool was full'} (seen by ${skip.host})` };
+}
+
+/**
+ * This runner still has a run of the pool going whose slot went with a lock session it lost:
+ * the run is being stopped (within a second or so), and until it is gone the server no longer
+ * counts it against the pool — so this runner takes no slot of that pool meanwhile.
+ */
+export function poolSlotLost(pool: string, host: string, job: string): SkipReason {
+  return {
+    kind: 'pool',
+    text:
+      `a run of ${job} in pool ${pool} is still stopping on ${host} (this runner), its slot ` +
+      'lost with its lock session: no slot of the pool is taken here until it is gone',
+  };
 }

@@ -367,6 +367,8 @@ export class Dispatcher {
       // A queued fire waits at most until the job's next fire: for a child with no schedule of
       // its own, its parents' next instant.
       schedule: manual ? null : (schedules.get(job.name) ?? instantScheduleOf(config, job.name)),
+      // A fire waiting for a slot of its pool sees a reload's pool, not the one it began with.
+      currentPool: () => this.o.loaded().config.jobs.find((j) => j.name === job.name)?.pool,
       // A paused job is skipped at its next fire on every runner (checked with the lock).
       pauseCheck: !manual,
       ...(o.afterLead ? { afterLead: true } : {}),

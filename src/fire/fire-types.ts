@@ -5,6 +5,7 @@
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { OverlapPolicy } from '../config/schema.js';
 import type { FireContext } from '../coordination/fire-protocol.js';
+import type { JobPool } from '../config/pools.js';
 import type { JobResult, Launchers } from '../execution/job-process.js';
 import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
@@ -50,6 +51,11 @@ export interface FireOptions {
   overlap?: OverlapPolicy;
   /** The job's schedule: a queued fire waits at most until the next fire. */
   schedule?: Schedule | null;
+  /**
+   * The job's pool as the runner has it now (a reload replaces it): a fire waiting for a slot
+   * gives up when it changed (coordination/pool-slots.ts). Absent: the pool the fire began with.
+   */
+  currentPool?: () => JobPool | undefined;
   /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
   waitSeconds?: number;
   /** Contended after the fire's first asker's lead: its winner is looked up first. */

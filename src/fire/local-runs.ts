@@ -31,6 +31,8 @@ export interface LocalRun {
   control: RunControl;
   /** Settles when the run's verdict is written (or given up). */
   finished: Promise<void>;
+  /** The pool's slot it took (`pool:`, docs/pools.md): the pool's name and the slot's lock. */
+  poolSlot?: { pool: string; lockName: string };
 }
 
 /** The runs of this process that have started and not yet finished, of every job. */
@@ -66,6 +68,19 @@ export class LocalRuns {
    */
   abortAll(why: string): void {
     for (const run of this.runs) run.control.stop(why, this.lostKillGraceMs, 'lost');
+  }
+
+  /**
+   * A run of `pool` whose processes still live although the lock session it took its slot on is
+   * gone (`holds` says which slots the session has now): the server has freed that slot, and
+   * until the run is over this process must not count on the pool's N (docs/pools.md).
+   */
+  outlivingItsSlot(pool: string, holds: (lockName: string) => boolean): LocalRun | undefined {
+    for (const run of this.runs) {
+      const slot = run.poolSlot;
+      if (slot?.pool === pool && !holds(slot.lockName) && !run.control.processesEnded) return run;
+    }
+    return undefined;
   }
 
   /** The job's run of the latest fire, if this process runs the job now. */

@@ -27,14 +27,17 @@ import type { DatabaseTarget } from '../config/database-url.js';
 import { formatDuration } from '../config/duration.js';
 import { eventTargets } from '../config/notify-targets.js';
 import { retryWaitMs } from '../config/retry-delay.js';
+import type { JobPool } from '../config/pools.js';
 import type { JobDefinition, OverlapPolicy } from '../config/schema.js';
 import {
   ClaimNotRecordedError,
   contend,
+  type ContendOptions,
   type Contention,
   type FireContext,
 } from '../coordination/fire-protocol.js';
 import { ReadOnlyDatabaseError } from '../coordination/lock-session.js';
+import * as skips from '../coordination/skip-reasons.js';
 import { errorMessage } from '../errors.js';
 import type { FireInfo } from '../execution/job-context.js';
 import type { OutputSink } from '../execution/job-launch.js';
@@ -274,7 +277,12 @@ class Fire {
       // An `every` job's fire is this runner's own to run, in its host's slot for good: a
       // restart claims the same slot and meets its own row (store/host-slots.ts).
       const slot = job.every ? await hostSlot(ctx.pool, ctx.namespace, ctx.host) : null;
-      const pool = job.pool ? { pool: job.pool, until: this.poolWaitUntil(ctx) } : null;
+      const pool = job.pool ? this.poolWait(ctx, job.pool) : null;
+      // A run of the pool that outlives the session it took its slot on (lost: being stopped) is
+      // one the server no longer counts: no slot of that pool here until it is gone.
+      const stopping = job.pool
+        ? o.runs.outlivingItsSlot(job.pool.name, (name) => ctx.lock.holds(name))
+        : undefined;
       return await contend(ctx, attempt, {
         overlap: policy,
         runningHere,
@@ -288,6 +296,9 @@ class Fire {
         ...(o.afterLead ? { afterLead: true } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         ...(pool ? { pool } : {}),
+        ...(stopping
+          ? { heldBack: skips.poolSlotLost(job.pool!.name, ctx.host, stopping.job) }
+          : {}),
       });
     } catch (thrown) {
       // A claim not recorded carries what the backlog needs; what went wrong is its cause (a
@@ -317,15 +328,20 @@ class Fire {
   /**
    * How long a fire may wait for a slot of its pool, in database time: with `poolFull: queue`,
    * until the job's next fire (a manual run has no schedule here: it does not queue);
-   * `baton run --wait N` waits N seconds whatever the policy. Null: not at all (a full pool skips
-   * the fire).
+   * `baton run --wait N` waits N seconds whatever the policy. `until` null: not at all (a full
+   * pool skips the fire). `current`: the job's pool as loaded now (a reload may change it while
+   * the fire waits).
    */
-  private poolWaitUntil(ctx: FireContext): Date | null {
-    const { job, o, scheduledAt } = this;
+  private poolWait(ctx: FireContext, pool: JobPool): NonNullable<ContendOptions['pool']> {
+    const { o, scheduledAt } = this;
+    const current = o.currentPool ? { current: o.currentPool } : {};
     const now = ctx.now?.() ?? new Date();
-    if ((o.waitSeconds ?? 0) > 0) return new Date(now.getTime() + o.waitSeconds! * 1000);
-    if (job.pool?.full !== 'queue') return null;
-    return o.schedule?.nextAfter(scheduledAt) ?? null;
+    if ((o.waitSeconds ?? 0) > 0) {
+      const until = new Date(now.getTime() + o.waitSeconds! * 1000);
+      return { pool, until, waitFor: 'operator', ...current };
+    }
+    const until = pool.full === 'queue' ? (o.schedule?.nextAfter(scheduledAt) ?? null) : null;
+    return { pool, until, waitFor: 'next-fire', ...current };
   }
 
   /** The winner's part, told: `run:finished`, or what kept the run from completing. */
@@ -505,11 +521,15 @@ class Fire {
   private started(w: Win): void {
     const { ctx, claim, control } = w;
     const o = this.o;
+    const pool = this.job.pool;
     this.local = {
       job: this.job.name,
       scheduledAt: this.scheduledAt,
       control,
       finished: this.whenFinished,
+      ...(pool && claim.poolLock
+        ? { poolSlot: { pool: pool.name, lockName: claim.poolLock } }
+        : {}),
     };
     o.runs.add(this.local);
     this.startedAt = performance.now();

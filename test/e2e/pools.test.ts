@@ -12,13 +12,13 @@
  * - `poolFull: queue`: a fire that meets a full pool starts when the slot frees, not at its next
  *   fire.
  */
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { poolToJson } from '../../src/fleet/status.js';
 import { poolSlotLockName } from '../../src/lock-names.js';
 import { baton, writeSchedule } from '../helpers/cli.js';
-import { runs, type RunRow } from '../helpers/db.js';
+import { dbNow, nextGridInstant, runs, type RunRow } from '../helpers/db.js';
 import { expectOneWinnerPerFire } from '../helpers/fires.js';
 import { expectQuiet, useFleet } from '../helpers/fleet.js';
 import { freePort } from '../helpers/private-server.js';
@@ -32,7 +32,7 @@ const fleet = useFleet('pools', { perTest: true });
  * journals `start <job> <run id> <host> <seat or none> <ms>`, works `seconds`, then `end …`.
  * `perHost`: the seats are its host's (a `scope: host` pool).
  */
-function seatedJob(seats: number, seconds: number, perHost = false): string {
+function seatedJob(seats: number, seconds: number, perHost = false, ignoreTerm = false): string {
   const scope = perHost ? '$BATON_HOST' : 'fleet';
   const script = [
     'now() { date +%s%3N; }',
@@ -45,8 +45,11 @@ function seatedJob(seats: number, seconds: number, perHost = false): string {
     'done',
     'echo "start $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal',
     // Stopped (its runner killed: the spawner stops its group), it ends too: sh runs the trap once
-    // `sleep`, which got the same SIGTERM, is gone.
-    `trap 'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal; exit 143' TERM`,
+    // `sleep`, which got the same SIGTERM, is gone. Or, `ignoreTerm`, only SIGKILL ends it (and
+    // `sleep`, which inherits the ignored signal).
+    ignoreTerm
+      ? "trap '' TERM"
+      : `trap 'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal; exit 143' TERM`,
     `sleep ${seconds}`,
     'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal',
   ].join('\n');
@@ -284,6 +287,112 @@ jobs:
       expect(waiter.started_at.getTime()).toBeLessThan(waiter.scheduled_at.getTime() + 6_000);
       expect(waiter.status).toBe('done');
     }
+  });
+});
+
+describe('a reload while a fire waits for a slot', () => {
+  it('ends the wait rather than take a slot of the pool as it was', async () => {
+    // Every 20 s: `a` and `b` take both slots at :00 and :01, `q` queues at :02 (until its next
+    // fire, :22). At :03 the pool shrinks to one slot on both runners; at :06 `b` ends and frees
+    // slot 2 — a slot the pool no longer has: `q` must not start there beside `a`.
+    const file = (slots: number) => `
+namespace: pools
+pools:
+  db: {slots: ${slots}}
+jobs:
+  a: {schedule: "0-59/20 * * * * *", pool: db, command: ${seatedJob(2, 12)}}
+  b: {schedule: "1-59/20 * * * * *", pool: db, command: ${seatedJob(2, 5)}}
+  q: {schedule: "2-59/20 * * * * *", pool: db, poolFull: queue, command: ${seatedJob(2, 1)}}
+`;
+    const config = writeSchedule(file(2));
+    const db = fleet.db;
+    const runners = await fleet.start(['r-1', 'r-2'], { config });
+    const { instant } = await nextGridInstant(db, 20_000, 1_500);
+    await waitFor(
+      'q waiting for a slot',
+      async () => (await dbNow(db)).getTime() >= instant + 3_000,
+      {
+        timeoutMs: 40_000,
+        intervalMs: 100,
+      },
+    );
+    writeFileSync(config, file(1));
+    const reloaded = runners.map((r) => r.waitForLog('schedule reloaded'));
+    for (const r of runners) r.child.kill('SIGHUP');
+    await Promise.all(reloaded);
+    const qRows = await waitFor(
+      'q decided',
+      async () => {
+        const rows = await db.query<RunRow>(
+          `SELECT * FROM baton_runs WHERE job = 'q' AND scheduled_at = ?`,
+          [new Date(instant + 2_000)],
+        );
+        return rows.length === 2 ? rows : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    await Promise.all(runners.map((r) => r.stop('SIGTERM')));
+    expectQuiet(runners);
+
+    // The fire that waited did not run; the runner that waited says why.
+    expect(qRows.filter((r) => (r.winner ?? 0) >= 1)).toEqual([]);
+    expect(qRows.map((r) => r.reason).join('\n')).toMatch(
+      /waited for a slot until a reload changed the job's pool; pool db \(2 slots\) is full/,
+    );
+    // And by the jobs' own account, `q` never ran beside `a` and `b`.
+    expect(journal(config).filter((s) => s.job === 'q' && s.event === 'start')).toEqual([]);
+  });
+});
+
+describe("a runner that lost the lock session its run's slot was on", () => {
+  it('takes no slot of the pool until that run is gone', async () => {
+    // `slow` ignores SIGTERM: once its lock session is killed it lives on for the lost-kill grace
+    // (5 s here), while the server has freed its slot at once and the runner reconnects at once.
+    const config = writeSchedule(`
+namespace: pools
+pools:
+  one: {slots: 1}
+jobs:
+  slow: {schedule: "*/5 * * * * *", pool: one, command: ${seatedJob(1, 60, false, true)}}
+  quick: {schedule: "* * * * * *", pool: one, command: ${seatedJob(1, 0.2)}}
+`);
+    const db = fleet.db;
+    const [runner] = await fleet.start(['k-1'], {
+      config,
+      timings: { runs: { lostKillGraceMs: 5_000 } },
+    });
+    const slow = await waitFor(
+      'slow holding the slot',
+      async () => {
+        const [row] = await db.query<{ id: number; conn: number }>(
+          `SELECT id, lock_connection_id AS conn FROM baton_runs
+            WHERE job = 'slow' AND status = 'running'`,
+        );
+        return row ?? null;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    await db.query(`KILL ${Number(slow.conn)}`);
+    await waitFor(
+      'slow recorded lost, and quick run again once slow is gone',
+      async () => {
+        const rows = await runs(db);
+        const lost = rows.find((r) => r.id === slow.id && r.status === 'lost');
+        return (
+          lost != null && rows.some((r) => r.job === 'quick' && r.started_at > lost.finished_at!)
+        );
+      },
+      { timeoutMs: 40_000, intervalMs: 200 },
+    );
+    await runner!.stop('SIGTERM');
+
+    // The kernel's account: quick never started while slow's processes held the seat.
+    expect(journal(config).filter((s) => s.event === 'start' && s.seat === 'none')).toEqual([]);
+    // And the runner said why it held back, between the loss and slow's end.
+    const held = (await runs(db, 'quick')).filter((r) =>
+      /^a run of slow in pool one is still stopping on k-1 \(this runner\)/.test(r.reason ?? ''),
+    );
+    expect(held.length).toBeGreaterThan(0);
   });
 });
 

@@ -206,3 +206,25 @@ describe('a full pool', () => {
     );
   });
 });
+
+describe('a wait for a pool slot that ended', () => {
+  const pool = { name: 'db', slots: 1, scope: 'fleet' as const };
+  const use = { used: 1, slots: 1, runs: [], claiming: [{ holder: 'srv-02', slots: 1 }] };
+  it("says what ended it: a reload, an operator's --wait, a stop", () => {
+    const text = (gaveUp: skips.PoolWaitEnd) => skips.poolFull(pool, use, { gaveUp }).text;
+    expect(text('changed')).toBe(
+      "waited for a slot until a reload changed the job's pool; pool db (1 slot) is full (1 of 1 " +
+        'taken): srv-02 (taking a slot)',
+    );
+    expect(text({ waitedUntil: new Date('2026-12-01T10:00:03.000Z') })).toMatch(
+      /^waited for a slot until the end of its --wait \(2026-12-01T10:00:03\.000Z\); pool db/,
+    );
+    expect(text('stopping')).toMatch(/^waited for a slot until the runner is stopping; pool db/);
+  });
+  it('tells a full pool apart from the other pool skips (isPoolFull)', () => {
+    expect(skips.isPoolFull(skips.poolFull(pool, use).text)).toBe(true);
+    expect(skips.isPoolFull(skips.poolFull(pool, use, { gaveUp: 'changed' }).text)).toBe(false);
+    expect(skips.isPoolFull(skips.poolSlotLost('db', 'srv-01', 'load').text)).toBe(false);
+    expect(skips.isPoolFull(null)).toBe(false);
+  });
+});

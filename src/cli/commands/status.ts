@@ -264,8 +264,14 @@ async function readFleet(
     const history = await orEmpty(jobHistoryFacts(conn, namespace, jobs), new Map(), noTable);
     const hourAgo = new Date(now.getTime() - 3_600_000);
     const notifications = await orEmpty(outboxState(conn, namespace, hourAgo), undefined, noTable);
-    // The file's pools, per live host for a pool of one slot per host.
-    const hosts = currentRunners(runners, now).map((r) => r.host);
+    // The file's pools, per host for a pool of one slot per host: the runners', and those of runs
+    // going on (a `baton run --host H` holds its slot on H's).
+    const hosts = [
+      ...new Set([
+        ...currentRunners(runners, now).map((r) => r.host),
+        ...running.map((r) => r.host),
+      ]),
+    ];
     const where = { database: resolveDatabase(args).database, namespace };
     const pools = config
       ? await orEmpty(
