@@ -59,7 +59,12 @@ export type Contention =
 
 export type Won = Extract<Contention, { won: true }>;
 /** A slot or fire this runner could not have, and why (not recorded yet). */
-export type NotWon = { won: false; skip: SkipReason };
+export type NotWon = {
+  won: false;
+  skip: SkipReason;
+  /** The skip's row is written already (`Prefetch.recordSkip`): its id (null: tallied). */
+  recorded?: number | null;
+};
 
 export interface ContendOptions {
   /** Seconds GET_LOCK may wait (`baton run --wait`); 0 for scheduled fires. */
@@ -96,8 +101,9 @@ export interface ContendOptions {
    */
   pool?: Omit<PoolClaim, 'slotNames' | 'signal'>;
   /**
-   * Skip the fire for this reason, unless it has a winner already: the runner knows it must not
-   * take a slot of the job's pool now (fire/run-fire.ts: a run of the pool outliving its slot).
+   * Skip the fire for this reason (after the look for its winner, for a fire contended after the
+   * lead or stale: a winner found is the reason then): the runner knows it must not take a slot
+   * of the job's pool now (fire/run-fire.ts: a run of the pool outliving its slot).
    */
   heldBack?: SkipReason;
 }
@@ -116,6 +122,13 @@ export interface Prefetch {
   pool: PoolClaim | null;
   /** Reads the pause again: a fire that waited for a pool slot may have been paused meanwhile. */
   pauseNow: () => Promise<Pause | null>;
+  /**
+   * Writes this runner's skip row of the fire now, before the job's lock is given back: a fire
+   * found with its pool full is decided for the fleet by that row, and a runner taking the lock
+   * right after must find it (fire-protocol.ts `claim`). Only where one row stands for the
+   * runner's whole contention (one worker slot, not an `every` job).
+   */
+  recordSkip?: (skip: SkipReason) => Promise<number | null>;
 }
 
 /** The pool step of one fire (pool-slots.ts): which pool, which slots, how long it may wait. */

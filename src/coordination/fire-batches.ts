@@ -48,6 +48,12 @@ export interface FireAsk {
    * other runners' winners say nothing of its own run). Default: the first slot taken.
    */
   slot?: number;
+  /**
+   * The job's pool is fleet-wide and skips when full: a runner's skip of the fire for a full pool
+   * decided it for every runner (`poolSkipOf`). Not for a host pool: one host's full slots say
+   * nothing of another's.
+   */
+  fullPoolSettles?: boolean;
 }
 
 export interface HolderAsk extends FireAsk {
@@ -135,7 +141,7 @@ export class FireBatches {
    * runner's skip of it for a full pool (`poolSkipOf`) — what a fire contended late looks up
    * before it asks for the lock (fire-protocol.ts). A row with `winner` false is that skip.
    */
-  readonly winner = new Batcher<FireAsk, Run | null>(
+  readonly decision = new Batcher<FireAsk, Run | null>(
     async (asks) => {
       const rows = await winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true });
       return asks.map((ask) => ({ value: winnerOf(rows, ask) ?? poolSkipOf(rows, ask) }));
@@ -207,11 +213,12 @@ const poolKey = (a: PoolAsk): string => `${a.pool}\0${a.slotNames.join('\0')}`;
 
 /**
  * Of `rows`, the first skip of the asked generation for a full pool: the runner that took the
- * fire's lock found every slot taken, and skipped the fire for the fleet (`poolFull: skip`). Not
- * for an `every` job's runner (`slot` asked): each decides its own run.
+ * fire's lock found every slot taken, and skipped the fire for the fleet (`poolFull: skip`, a
+ * fleet-wide pool: `fullPoolSettles`). Not for an `every` job's runner (`slot` asked): each
+ * decides its own run.
  */
 function poolSkipOf(rows: readonly Run[], ask: FireAsk): Run | null {
-  if (ask.slot != null) return null;
+  if (ask.slot != null || !ask.fullPoolSettles) return null;
   let first: Run | null = null;
   for (const r of rows) {
     if (r.winner || r.reasonKind !== 'pool' || !isPoolFull(r.reason) || r.job !== ask.job) continue;

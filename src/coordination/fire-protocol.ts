@@ -190,7 +190,7 @@ export async function contend(
     // be several; and holding the job's lock while the fire key refuses this fire would make the
     // runners on time skip the job's *next* fire, met at that very moment, and lose it.
     // Or decided without one: a runner that took its lock found its pool full and skipped it.
-    const decided = await batches.winner.load(attempt);
+    const decided = await batches.decision.load({ ...attempt, ...settles(options) });
     if (decided) {
       return skip(decided.winner ? skips.fireHasWinner(decided) : skips.poolDecided(decided));
     }
@@ -204,6 +204,9 @@ export async function contend(
     ...(options.eventTargets ? { targets: options.eventTargets } : {}),
     pool: options.pool ? poolClaim(c, options.pool, options.signal) : null,
     pauseNow,
+    ...(workers === 1 && options.slot == null
+      ? { recordSkip: (reason: SkipReason) => skip(reason).then((c) => c.runId) }
+      : {}),
   };
   if (workers > 1) {
     // One slot per runner per fire: a second dispatch of the same fire here (a catch-up racing
@@ -260,7 +263,12 @@ export async function contend(
     }
   }
   const won = await contendSlots(c, attempt, options, slots, gaveUp, prefetch);
-  return won.won ? won : skip(won.skip);
+  if (won.won) return won;
+  if (won.recorded !== undefined) {
+    const { kind, text } = won.skip;
+    return { won: false, runId: won.recorded, kind, reason: text };
+  }
+  return skip(won.skip);
 }
 
 /** Steps 1–2 over the worker slots: the first of `slots` this runner can lock and claim. */
@@ -301,8 +309,13 @@ async function contendSlots(
       return { won: false, skip: skips.paused(pause) };
     }
     const won = await claim(c, slotAttempt, lockName, prefetch);
-    if (won.won) return won;
+    if (won.won || won.recorded !== undefined) return won;
     busy.push(won.skip);
+    // A full pool is full for every worker slot of the fire: the others are not asked again.
+    if (won.skip.kind === 'pool') {
+      while (busy.length < slots.length) busy.push(won.skip);
+      break;
+    }
   }
   if (held.length > 0) {
     // The holder of a lock met at the fire's instant is usually claiming this very fire right
@@ -314,7 +327,16 @@ async function contendSlots(
       await new Promise((r) => setTimeout(r, timingsOf(c).describeDelayMs));
     }
     const named = await Promise.all(
-      held.map((h) => describeHolder(c.pool, c.namespace, h.lockName, h.attempt, options.slot)),
+      held.map((h) =>
+        describeHolder(
+          c.pool,
+          c.namespace,
+          h.lockName,
+          h.attempt,
+          options.slot,
+          settles(options).fullPoolSettles,
+        ),
+      ),
     );
     if (slots.length === 1 && !queued && named[0]!.passing != null) {
       // The lock is passing, not held by a run: ask again for a moment rather than leave the
@@ -326,7 +348,7 @@ async function contendSlots(
         options,
         prefetch,
       );
-      if (again.won) return again;
+      if (again.won || again.recorded !== undefined) return again;
       return { won: false, skip: gaveUp(await heldForPool(c, again, prefetch.pool)) };
     }
     held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!.skip)));
@@ -377,12 +399,14 @@ export async function claim(
     if (prefetch.pool) {
       const slot = await takePoolSlot(c, prefetch.pool, timingsOf(c).queuePollMs);
       if ('full' in slot) {
-        if (lockName) await c.lock.release(lockName);
         const why = slot.gaveUp ? { gaveUp: slot.gaveUp } : {};
-        return {
-          won: false,
-          skip: skips.poolFull(prefetch.pool.pool, slot.full, { host: c.host, ...why }),
-        };
+        const full = skips.poolFull(prefetch.pool.pool, slot.full, { host: c.host, ...why });
+        // Written while the job's lock is still held: a runner that takes it next finds the fire
+        // decided (a full fleet pool's skip), not free to run in a slot freed meanwhile.
+        const recorded =
+          lockName && prefetch.recordSkip ? await prefetch.recordSkip(full) : undefined;
+        if (lockName) await c.lock.release(lockName);
+        return { won: false, skip: full, ...(recorded !== undefined ? { recorded } : {}) };
       }
       ({ lockName: poolLock, waited } = slot);
       attempt = { ...attempt, pool: prefetch.pool.pool.name };
@@ -427,6 +451,15 @@ export async function claim(
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }
 
+/**
+ * Whether a skip of this fire for a full pool decides it for every runner: a fleet-wide pool that
+ * skips when full. A host pool's full slots are one host's; a queued fire's holder waits on.
+ */
+function settles(options: ContendOptions): { fullPoolSettles?: true } {
+  const pool = options.pool?.pool;
+  return pool?.scope === 'fleet' && pool.full === 'skip' ? { fullPoolSettles: true } : {};
+}
+
 /** Gives back the job's lock and the pool slot a claim held, those it had (in one statement). */
 async function releaseAll(
   c: FireContext,
@@ -459,8 +492,10 @@ async function heldForPool(
   const ask = { pool: pool.pool.name, slotNames: pool.slotNames };
   const use = await FireBatches.of(c.pool, c.namespace).poolUse.load(ask);
   if (use.used < use.slots) return notWon.skip;
+  // The holder's words first: this row does not say that this runner found the pool full (it
+  // decides nothing for the fleet: skip-reasons.ts `isPoolFull`).
   const full = skips.poolFull(pool.pool, use, { host: c.host });
-  return { kind: 'pool', text: `${full.text}; ${notWon.skip.text}` };
+  return { kind: 'pool', text: `${notWon.skip.text}, waiting for a slot: ${full.text}` };
 }
 
 /** A claim that failed: enough to record the fire later, and to close a claim that committed. */
@@ -552,7 +587,14 @@ export async function contendWhileLockPasses(
     const left = deadline - performance.now();
     if (left <= 0 || options.signal?.aborted || !c.lock.usable) break;
     await new Promise((r) => setTimeout(r, Math.min(wait, left)));
-    const holder = await describeHolder(c.pool, c.namespace, lockName, attempt, options.slot);
+    const holder = await describeHolder(
+      c.pool,
+      c.namespace,
+      lockName,
+      attempt,
+      options.slot,
+      settles(options).fullPoolSettles,
+    );
     last = holder.skip;
     if (holder.passing == null) return { won: false, skip: holder.skip };
     if (holder.passing === 'free' && (await c.lock.tryAcquire(lockName, 0))) {
@@ -566,7 +608,18 @@ export async function contendWhileLockPasses(
   }
   return {
     won: false,
-    skip: last ?? (await describeHolder(c.pool, c.namespace, lockName, attempt, options.slot)).skip,
+    skip:
+      last ??
+      (
+        await describeHolder(
+          c.pool,
+          c.namespace,
+          lockName,
+          attempt,
+          options.slot,
+          settles(options).fullPoolSettles,
+        )
+      ).skip,
   };
 }
 

@@ -23,6 +23,7 @@ export interface LockHolder {
 /**
  * The holder of `lockName`, seen from `attempt`. `slot`: the fire's winner is looked for in that
  * slot only (an `every` job's runner, in its host's); else any slot's winner is the fire's.
+ * `fullPoolSettles`: a skip of the fire for its full fleet-wide pool decided it too.
  */
 export async function describeHolder(
   pool: Queryable,
@@ -30,6 +31,7 @@ export async function describeHolder(
   lockName: string,
   attempt: Attempt,
   slot?: number,
+  fullPoolSettles = false,
 ): Promise<LockHolder> {
   // On the pool: IS_USED_LOCK answers the same on any connection, and the lock session, which
   // every GET_LOCK and RELEASE_LOCK of this runner goes through, is the runner's narrowest path
@@ -40,6 +42,7 @@ export async function describeHolder(
     scheduledAt: attempt.scheduledAt,
     rerun: attempt.rerun ?? 0,
     ...(slot != null ? { slot } : {}),
+    ...(fullPoolSettles ? { fullPoolSettles } : {}),
   });
   const final = (skip: SkipReason): LockHolder => ({ skip, passing: null });
   if (facts.holder == null) {

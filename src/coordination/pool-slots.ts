@@ -59,7 +59,17 @@ export async function takePoolSlot(
   pollMs: number,
 ): Promise<PoolSlot> {
   const ask = { pool: claim.pool.name, slotNames: claim.slotNames };
-  const full = () => FireBatches.of(c.pool, c.namespace).poolUse.load(ask);
+  // Who holds the slots, to name them in the skip. Only words: a read that fails leaves them out
+  // rather than turn a full pool into an error (every slot was just refused to this runner).
+  const full = (): Promise<PoolUse> =>
+    FireBatches.of(c.pool, c.namespace)
+      .poolUse.load(ask)
+      .catch(() => ({
+        used: ask.slotNames.length,
+        slots: ask.slotNames.length,
+        runs: [],
+        claiming: [],
+      }));
   for (let waited = false; ; waited = true) {
     // A reload during the wait may have changed the pool (or taken the job out of it, or the job
     // away): its slots are not these any more.
@@ -67,11 +77,13 @@ export async function takePoolSlot(
     if (!current || !samePool(current, claim.pool)) {
       return { full: await full(), gaveUp: 'changed' };
     }
+    // A runner that began to stop during the wait asks for nothing more.
+    const stopping = claim.signal?.aborted === true;
+    if (waited && stopping) return { full: await full(), gaveUp: 'stopping' };
     const lockName = await c.lock.tryAcquireFirst(claim.slotNames);
     if (lockName) return { lockName, waited };
     const until = claim.until?.getTime();
     const now = c.now?.().getTime() ?? Date.now();
-    const stopping = claim.signal?.aborted === true;
     if (until == null) return { full: await full() };
     if (stopping || until - now <= 0) {
       const end: PoolWaitEnd = stopping

@@ -142,7 +142,9 @@ export async function enqueueNotices(db: Queryable, notices: readonly Notice[]):
  * How many of the job's finished runs before `runId` failed in a row (failed, timeout, lost),
  * newest first, counted up to `limit`: what `notify: {after}` is judged by — a failure is told
  * when the `after − 1` before it failed too, a success is a recovery when the `after` before it
- * did. Read inside the verdict's transaction. Winner rows only, as they finished; `killed` and
+ * did. Read inside the verdict's transaction. Winner rows only, by fire (the fire key's order:
+ * an index range of a few entries however long the history — by finish time the whole job's
+ * history was read and sorted in every verdict); `killed` and
  * `interrupted` runs (an operator's, a graceful stop) neither count nor end a streak, and fires
  * nobody ran (skipped, missed) are not runs.
  */
@@ -158,7 +160,7 @@ export async function failuresInARow(
     `SELECT status FROM baton_runs
       WHERE namespace = ? AND job = ? AND winner >= 1 AND id <> ?
         AND status IN ('done', 'failed', 'timeout', 'lost')
-      ORDER BY finished_at DESC, id DESC LIMIT ?`,
+      ORDER BY scheduled_at DESC, rerun DESC, id DESC LIMIT ?`,
     [namespace, job, runId, limit],
   );
   const done = rows.findIndex((r) => r.status === 'done');

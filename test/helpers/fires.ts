@@ -91,6 +91,10 @@ export function skipKindOf(
   }
   if (reason.startsWith('paused by ')) return 'paused';
   if (/^(waited for a slot until [^;]*; )?pool \S+ \([^)]*\) is full/.test(reason)) return 'pool';
+  // A runner that met the lock of one waiting for a slot (`poolFull: queue`), or held back by its
+  // own run that outlived its slot.
+  if (/, waiting for a slot: pool \S+ \(|^a run of \S+ in pool \S+ is still stopping/.test(reason))
+    return 'pool';
   const holder = holderOf(reason);
   if (/^(an earlier run is still running|a manual run is running) on /.test(holder))
     return 'overlap';

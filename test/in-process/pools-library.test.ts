@@ -20,7 +20,7 @@ import { waitFor } from '../helpers/wait.js';
  */
 async function replicas(
   label: string,
-  pools: Record<string, { slots: number }>,
+  pools: Record<string, { slots: number; scope?: 'fleet' | 'host' }>,
   define: (s: Scheduler) => void,
 ): Promise<{ db: TestDatabase; schedulers: Scheduler[] }> {
   const db = await createTestDatabase(label, { migrated: true });
@@ -107,6 +107,33 @@ describe('pools in library mode', () => {
     expect(Math.max(...perFire.values())).toBe(2);
     // The third worker of each fire was kept out by the pool, and says so.
     expect(await poolSkips(db)).toBeGreaterThan(0);
+  });
+
+  it('a host pool full on one host leaves the fire to the others: their slots are their own', async () => {
+    // `hog` runs only on app-1 and holds app-1's one slot; `x` prefers app-1, whose slot is taken:
+    // the fire is not decided by app-1's skip, and another host runs it in its own slot.
+    const ran: string[] = [];
+    const { schedulers } = await replicas(
+      'pools_lib_host',
+      { sftp: { slots: 1, scope: 'host' } },
+      (s) => {
+        s.job(
+          'hog',
+          { schedule: '* * * * * *', pool: 'sftp', runOn: { hosts: ['app-1'] } },
+          () => new Promise((r) => setTimeout(r, 8_000)),
+        );
+        s.job('x', { schedule: '*/2 * * * * *', pool: 'sftp', prefer: ['app-1'] }, (ctx) => {
+          ran.push(ctx.host);
+        });
+      },
+    );
+    await waitFor('x ran three times', () => ran.length >= 3, {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
+    await Promise.all(schedulers.map((s) => s.stop()));
+    // Every run after hog took app-1's slot was elsewhere; at least one of them, surely.
+    expect(ran.filter((h) => h !== 'app-1').length).toBeGreaterThan(0);
   });
 
   it('refuses a job that names a pool it was not given', async () => {
