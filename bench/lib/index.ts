@@ -81,6 +81,7 @@ export {
   BATON_BIN,
   cleanEnv,
   makeTempDir,
+  reloadSchedule,
   summarizeWarnings,
   type BenchRunner,
   type ProbeSummary,

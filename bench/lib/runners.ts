@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
+import type { BenchContext } from './index.js';
 import { FatalWait, waitFor } from './wait.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -335,4 +336,30 @@ export function summarizeWarnings(
     }
   }
   return [...groups.values()].sort((a, b) => b.level - a.level || b.count - a.count);
+}
+
+/** Rewrites the file and sends every runner SIGHUP; resolves once each logged the reload. */
+export async function reloadSchedule(
+  ctx: BenchContext,
+  runners: BenchRunner[],
+  file: string,
+  text: string,
+) {
+  const seen = runners.map((r) => r.lines.filter((l) => l.msg === 'schedule reloaded').length);
+  writeFileSync(file, text);
+  for (const r of runners) r.child.kill('SIGHUP');
+  await Promise.all(
+    runners.map((r, i) =>
+      ctx.waitFor(
+        `${r.host}: the reload`,
+        () => {
+          if (r.lines.some((l) => l.msg === 'reload refused: the old schedule stays')) {
+            throw new Error(`${r.host} refused the reload`);
+          }
+          return r.lines.filter((l) => l.msg === 'schedule reloaded').length > seen[i]!;
+        },
+        { timeoutMs: 20_000, intervalMs: 20 },
+      ),
+    ),
+  );
 }

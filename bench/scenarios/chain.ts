@@ -34,7 +34,6 @@
  * per run, one run per job and instant); each kill's instant has exactly one run of report; a
  * kill landed before the writer's claim (else the failover lag is not measured); no runner error.
  */
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
 import { stringify } from 'yaml';
@@ -46,7 +45,14 @@ import type {
   StatementCount,
   TableRow,
 } from '../lib/index.js';
-import { distFigures, distRow, makeTempDir, percentiles, round } from '../lib/index.js';
+import {
+  distFigures,
+  distRow,
+  makeTempDir,
+  percentiles,
+  reloadSchedule,
+  round,
+} from '../lib/index.js';
 import { buildStamp, clockOffset, stampLines, type Stamp } from '../lib/stamp.js';
 
 const RUNNERS = 3;
@@ -92,27 +98,6 @@ function schedule(stamp: Stamp, stamps: string, shape: Shape, firing: boolean): 
   return stringify({ namespace: NAMESPACE, jobs });
 }
 
-/** Rewrites the file and sends every runner SIGHUP; resolves once each logged the reload. */
-async function reload(ctx: BenchContext, runners: BenchRunner[], file: string, text: string) {
-  const seen = runners.map((r) => r.lines.filter((l) => l.msg === 'schedule reloaded').length);
-  writeFileSync(file, text);
-  for (const r of runners) r.child.kill('SIGHUP');
-  await Promise.all(
-    runners.map((r, i) =>
-      ctx.waitFor(
-        `${r.host}: the reload`,
-        () => {
-          if (r.lines.some((l) => l.msg === 'reload refused: the old schedule stays')) {
-            throw new Error(`${r.host} refused the reload`);
-          }
-          return r.lines.filter((l) => l.msg === 'schedule reloaded').length > seen[i]!;
-        },
-        { timeoutMs: 20_000, intervalMs: 20 },
-      ),
-    ),
-  );
-}
-
 interface Window {
   from: Date;
   to: Date;
@@ -134,16 +119,16 @@ async function measuredWindow(
   seconds: number,
   settled: (from: Date, to: Date) => Promise<boolean>,
 ): Promise<Window> {
-  await reload(ctx, runners, file, idle);
+  await reloadSchedule(ctx, runners, file, idle);
   await ctx.sleep(1_000); // the reload's own registry write
   const baseline = await ctx.statements();
   await ctx.sleep(BASELINE_MS);
   const base = await baseline.stop();
   const counter = await ctx.statements();
   const from = await ctx.db.now();
-  await reload(ctx, runners, file, firing);
+  await reloadSchedule(ctx, runners, file, firing);
   await ctx.sleep(seconds * 1_000);
-  await reload(ctx, runners, file, idle);
+  await reloadSchedule(ctx, runners, file, idle);
   const to = await ctx.db.now();
   // A chain that never ends is reported by the checks, not thrown.
   await ctx
@@ -307,7 +292,7 @@ export default {
     const chainRows = await rowsIn(ctx, chain.from, chain.to);
 
     ctx.log(`failover: ${kills} kills of settle's verdict writer (default timings)`);
-    await reload(ctx, runners, config, chainFiring);
+    await reloadSchedule(ctx, runners, config, chainFiring);
     const trials = await failover(ctx, runners, config, kills);
     all.push(...runners.filter((r) => !all.includes(r)));
     const failoverTo = await ctx.db.now();

@@ -40,13 +40,11 @@
  * instant, at most 2 runs alive at once, every fire without a winner has a `pool` row, every
  * `pool` row names a holder; both — every runner recorded every fire, no runner error.
  */
-import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import type { RowDataPacket } from 'mysql2/promise';
 import { stringify } from 'yaml';
 import type {
   BenchContext,
-  BenchRunner,
   Check,
   Distribution,
   Figure,
@@ -55,7 +53,7 @@ import type {
   StatementCount,
   TableRow,
 } from '../lib/index.js';
-import { distFigures, percentiles, round, sleep } from '../lib/index.js';
+import { distFigures, percentiles, reloadSchedule, round, sleep } from '../lib/index.js';
 import { loadAverages } from '../lib/machine.js';
 
 const RUNNERS = 3;
@@ -113,27 +111,6 @@ function schedule(variant: Variant, firing: boolean): string {
     ...(variant === 'pool' ? { pools: { [POOL]: { slots: SLOTS } } } : {}),
     jobs,
   });
-}
-
-/** Rewrites the file and sends every runner SIGHUP; resolves once each logged the reload. */
-async function reload(ctx: BenchContext, runners: BenchRunner[], file: string, text: string) {
-  const seen = runners.map((r) => r.lines.filter((l) => l.msg === 'schedule reloaded').length);
-  writeFileSync(file, text);
-  for (const r of runners) r.child.kill('SIGHUP');
-  await Promise.all(
-    runners.map((r, i) =>
-      ctx.waitFor(
-        `${r.host}: the reload`,
-        () => {
-          if (r.lines.some((l) => l.msg === 'reload refused: the old schedule stays')) {
-            throw new Error(`${r.host} refused the reload`);
-          }
-          return r.lines.filter((l) => l.msg === 'schedule reloaded').length > seen[i]!;
-        },
-        { timeoutMs: 20_000, intervalMs: 20 },
-      ),
-    ),
-  );
 }
 
 /** The most intervals alive at once; an end sorts before a start at the same instant. */
@@ -238,7 +215,7 @@ async function measureVariant(
   const baseRate = base.statements / base.seconds;
 
   ctx.log(`${variant}: every second from now (reload); window ${seconds} s after ${WARMUP_S} s`);
-  await reload(ctx, runners, config, schedule(variant, true));
+  await reloadSchedule(ctx, runners, config, schedule(variant, true));
   const now = (await db.now()).getTime();
   const fromMs = Math.ceil(now / 1000) * 1000 + WARMUP_S * 1000;
   const toMs = fromMs + (seconds - 1) * 1000;
@@ -252,7 +229,7 @@ async function measureVariant(
   const serverCpu = serverSampler?.stop().cpuPercent ?? NaN;
   const runnerCpu = runnerSamplers.map((s) => s.stop().cpuPercent);
   const loadEnd = loadAverages();
-  await reload(ctx, runners, config, schedule(variant, false));
+  await reloadSchedule(ctx, runners, config, schedule(variant, false));
 
   const where = 'namespace = ? AND scheduled_at BETWEEN ? AND ?';
   const params = [variant, new Date(fromMs), new Date(toMs)];
