@@ -8,7 +8,7 @@ import type { JobPool } from '../config/pools.js';
 import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
 import type { Pause } from '../store/pauses.js';
-import type { OrphanRun } from '../store/run-verdicts.js';
+import type { RunningRun } from '../store/run-verdicts.js';
 import type { SkipKind } from '../run-status.js';
 import type { LockSession } from './lock-session.js';
 import type { SkipReason } from './skip-reasons.js';
@@ -114,8 +114,12 @@ export interface ContendOptions {
  */
 export interface Prefetch {
   pause: Promise<Pause | null>;
-  /** null: look them up once the lock is held (a queued fire may wait long; fetch fresh then). */
-  orphans: Promise<OrphanRun[]> | null;
+  /**
+   * The job's `running` rows, read beside GET_LOCK: once the lock is ours, those found with their
+   * runner gone are declared lost without another read. null: look them up once the lock is held
+   * (a queued fire may wait long; fetch fresh then).
+   */
+  running: Promise<RunningRun[]> | null;
   /** The job's event targets (ContendOptions), for the `lost` of a dead earlier run. */
   targets?: EventTargets;
   /** The pool step (pool-slots.ts), for a job with a pool. */

@@ -18,7 +18,7 @@ import {
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
 import { poolUses, type PoolAsk, type PoolUse } from '../store/pool-reads.js';
-import { findOrphanRuns, type OrphanRun } from '../store/run-verdicts.js';
+import { findRunningRuns, type RunningRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
 import { tallySkips } from '../store/skip-tallies.js';
 import type { Run } from '../store/runs.js';
@@ -92,11 +92,11 @@ export class FireBatches {
     ...ONE_AT_A_TIME,
   );
 
-  /** The job's `running` rows whose lock session is gone. */
-  readonly orphans = new Batcher<string, OrphanRun[]>(
+  /** The job's `running` rows, each with whether its lock session was gone when read. */
+  readonly running = new Batcher<string, RunningRun[]>(
     async (jobs) => {
-      const orphans = await findOrphanRuns(this.pool, this.namespace, new Date(0), unique(jobs));
-      return jobs.map((job) => ({ value: orphans.filter((o) => o.job === job) }));
+      const rows = await findRunningRuns(this.pool, this.namespace, unique(jobs));
+      return jobs.map((job) => ({ value: rows.filter((r) => r.job === job) }));
     },
     ...ONE_AT_A_TIME,
   );

@@ -200,7 +200,7 @@ export async function contend(
     options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null);
   const prefetch: Prefetch = {
     pause: quiet(pauseNow()),
-    orphans: overlap === 'skip' ? quiet(batches.orphans.load(attempt.job)) : null,
+    running: overlap === 'skip' ? quiet(batches.running.load(attempt.job)) : null,
     ...(options.eventTargets ? { targets: options.eventTargets } : {}),
     pool: options.pool ? poolClaim(c, options.pool, options.signal) : null,
     pauseNow,
@@ -427,7 +427,12 @@ export async function claim(
         occasion: "when it took the job's lock",
         targetsOf: () => prefetch.targets,
       };
-      if (prefetch.orphans && !waited) await declareLost(c.pool, await prefetch.orphans, scope);
+      // What was read beside GET_LOCK serves only if every row in it was already dead: a row
+      // whose runner was alive then may have died between that read and our lock (its session's
+      // end freed the lock we took), and it must be `lost` before this fire's run starts — else
+      // the history shows two runs at once and a `notify: {after}` streak is judged without it.
+      const running = prefetch.running && !waited ? await prefetch.running : null;
+      if (running?.every((r) => r.gone)) await declareLost(c.pool, running, scope);
       else await reapOrphanRuns(c.pool, scope);
     }
     claimed = await claimWhenDue(c, attempt, lockName != null);

@@ -139,7 +139,7 @@ export async function enqueueNotices(db: Queryable, notices: readonly Notice[]):
 }
 
 /**
- * How many of the job's finished runs before `runId` failed in a row (failed, timeout, lost),
+ * How many of the job's finished runs before `runId` (by fire) failed in a row (failed, timeout, lost),
  * newest first, counted up to `limit`: what `notify: {after}` is judged by — a failure is told
  * when the `after − 1` before it failed too, a success is a recovery when the `after` before it
  * did. Read inside the verdict's transaction. Winner rows only, by fire (the fire key's order:
@@ -156,12 +156,16 @@ export async function failuresInARow(
   limit: number,
 ): Promise<number> {
   if (limit < 1) return 0;
+  // Only the fires before the run's own: a `lost` a reaper writes late, after the job's next
+  // run has its verdict, is judged by the streak it ended, not by the success after it.
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT status FROM baton_runs
-      WHERE namespace = ? AND job = ? AND winner >= 1 AND id <> ?
-        AND status IN ('done', 'failed', 'timeout', 'lost')
-      ORDER BY scheduled_at DESC, rerun DESC, id DESC LIMIT ?`,
-    [namespace, job, runId, limit],
+    `SELECT r.status FROM baton_runs r JOIN baton_runs me ON me.id = ?
+      WHERE r.namespace = ? AND r.job = ? AND r.winner >= 1 AND r.id <> me.id
+        AND r.status IN ('done', 'failed', 'timeout', 'lost')
+        AND (r.scheduled_at < me.scheduled_at OR (r.scheduled_at = me.scheduled_at
+          AND (r.rerun < me.rerun OR (r.rerun = me.rerun AND r.id < me.id))))
+      ORDER BY r.scheduled_at DESC, r.rerun DESC, r.id DESC LIMIT ?`,
+    [runId, namespace, job, limit],
   );
   const done = rows.findIndex((r) => r.status === 'done');
   return done === -1 ? rows.length : done;

@@ -335,7 +335,37 @@ export async function findOrphanRuns(
         AND ${RUNNER_GONE_SQL}`,
     jobs == null ? [namespace, serverStartedBefore] : [namespace, jobs, serverStartedBefore],
   );
-  return rows.map((r) => ({
+  return rows.map(toOrphanRun);
+}
+
+/** A `running` row of a job, and whether its runner was gone when it was read. */
+export interface RunningRun extends OrphanRun {
+  gone: boolean;
+}
+
+/**
+ * Every `running` row of `jobs`, each with the reaper's test as it stood when read: what a
+ * winner reads beside its GET_LOCK (coordination/fire-protocol.ts). A row found alive may have
+ * died between this read and the lock — the winner reads again then — so the rows are all
+ * returned, not only the orphans.
+ */
+export async function findRunningRuns(
+  db: Queryable,
+  namespace: string,
+  jobs: readonly string[],
+): Promise<RunningRun[]> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT id, job, host, lock_connection_id, scheduled_at, rerun, winner,
+            ${RUNNER_GONE_SQL} AS gone
+       FROM baton_runs
+      WHERE namespace = ? AND status = 'running' AND attempts > 0 AND job IN (?)`,
+    [new Date(0), namespace, jobs],
+  );
+  return rows.map((r) => ({ ...toOrphanRun(r), gone: Number(r.gone) === 1 }));
+}
+
+function toOrphanRun(r: RowDataPacket): OrphanRun {
+  return {
     id: Number(r.id),
     job: String(r.job),
     host: String(r.host),
@@ -343,7 +373,7 @@ export async function findOrphanRuns(
     scheduledAt: r.scheduled_at as Date,
     slot: Number(r.winner ?? 1),
     rerun: Number(r.rerun ?? 0),
-  }));
+  };
 }
 
 /**

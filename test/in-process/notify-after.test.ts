@@ -158,4 +158,28 @@ describe('notify: {after: 3}, verdict by verdict', () => {
     const third = await ran('failed');
     expect((await told()).slice(count)).toEqual([['failed', third]]);
   });
+
+  it("a run declared lost after the next fire's success is judged by the fires before it", async () => {
+    await ran('done');
+    const before = (await told()).length;
+    await ran('failed');
+    await ran('failed');
+    // The third fire's run hangs; its runner dies; the next fire's run succeeds before any
+    // reaper has looked (a late reaper: the claim of the next fire missed it).
+    const hung = await started(null);
+    await ran('done');
+    expect(await told(), 'the success followed two failures: nothing to recover from').toHaveLength(
+      before,
+    );
+    const reaped = await reapOrphanRuns(pool, {
+      namespace: NS,
+      job: 'settle',
+      serverStartedBefore: new Date(0),
+      noticedBy: 'other-runner',
+      targetsOf: () => targets,
+    });
+    expect(reaped).toBe(1);
+    // By fire, the lost run is the third failure in a row: the success after it does not end it.
+    expect((await told()).slice(before)).toEqual([['lost', hung]]);
+  });
 });
