@@ -2,12 +2,11 @@
  * Who holds a pool's slots (docs/pools.md). A slot is a named lock on a runner's lock session
  * (lock-names.ts `poolSlotLockName`), so the truth of "taken" is the server's, `IS_USED_LOCK`;
  * the rows say who the holder is: the `running` rows of the pool (`baton_runs.pool`) on that lock
- * session, or, for a holder between taking its slot and writing its claim, the live runner whose
+ * session, or, for a holder between taking its slot and writing its claim, the runner whose
  * session it is. One statement for the slots of every pool asked.
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Queryable } from './deadline.js';
-import { OWNER_ALIVE_SECONDS } from './runners.js';
 
 /** A run that holds a slot of the pool. */
 export interface PoolHolderRun {
@@ -27,7 +26,7 @@ export interface PoolUse {
   runs: PoolHolderRun[];
   /**
    * The holders no run of the pool was found for (taking their slot, about to claim): the host
-   * by its registry row (a connection id when no live runner owns the session), and how many
+   * by its registry row (a connection id when no runner row names the session), and how many
    * slots it holds.
    */
   claiming: { holder: string; slots: number }[];
@@ -53,15 +52,18 @@ export async function poolUses(
   // slots has two such rows, each met on both slots: told apart by the run's id below) and the
   // live runner whose session it is.
   const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT s.ask, s.slot, s.holder, r.id, r.job, r.host, r.started_at, n.host AS runner
+    // The runner is named by its registry row whatever its heartbeat's age: the session holds
+    // the slot, so it is alive (a runner whose heartbeat is late on a loaded host is still the
+    // holder). One row at most: a row of an earlier server life may carry the same id.
+    `SELECT s.ask, s.slot, s.holder, r.id, r.job, r.host, r.started_at,
+            (SELECT n.host FROM baton_runners n
+              WHERE n.namespace = ? AND n.lock_connection_id = s.holder AND n.stopped_at IS NULL
+              ORDER BY n.last_seen_at DESC LIMIT 1) AS runner
        FROM (${held}) AS s
        LEFT JOIN baton_runs r
          ON s.holder IS NOT NULL AND r.namespace = ? AND r.status = 'running'
-        AND r.lock_connection_id = s.holder AND r.pool = s.pool
-       LEFT JOIN baton_runners n
-         ON s.holder IS NOT NULL AND n.namespace = ? AND n.lock_connection_id = s.holder
-        AND n.stopped_at IS NULL AND n.last_seen_at > NOW(3) - INTERVAL ? SECOND`,
-    [...slots.flat(), namespace, namespace, OWNER_ALIVE_SECONDS],
+        AND r.lock_connection_id = s.holder AND r.pool = s.pool`,
+    [namespace, ...slots.flat(), namespace],
   );
   return asks.map((ask, i) => {
     const taken = rows.filter((r) => Number(r.ask) === i && r.holder != null);
