@@ -18,6 +18,15 @@ export const DEFAULT_RETRY_FACTOR = 2;
 export const DEFAULT_RETRY_DELAY_MAX_MS = 10 * 60_000;
 /** How long a child (`after:`) waits for its parents' verdicts by default: a day. */
 export const DEFAULT_AFTER_WITHIN_MS = 24 * 3600_000;
+
+/**
+ * `scheduleChanges.settle`: a changed timing takes effect no sooner than this after the first
+ * runner (or operator) records it — time for a rolling deploy to reach every server
+ * (schedule/timing-switch.ts, docs/schedules.md "Changing a job's time").
+ */
+export const DEFAULT_SETTLE_MS = 10 * 60_000;
+/** The longest settle window: a change should not wait longer than a week to take effect. */
+export const MAX_SETTLE_MS = 7 * 86_400_000;
 /**
  * The longest `within`: 366 days. A yearly parent's child can wait for the whole year (a leap
  * one included); past that a child's fire would stay waiting longer than its parent's next

@@ -60,6 +60,17 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }
 
+/**
+ * A fingerprint of a job's timing alone — its expression and time zone, what decides which
+ * instants are its fires: the versions of `baton_timings` (store/timings.ts) are told apart by
+ * it. Null for a job with no schedule of its own (it fires at its parents' instants).
+ */
+export function timingPrint(job: Pick<JobDefinition, 'schedule' | 'timezone'>): string | null {
+  if (job.schedule == null) return null;
+  const canonical = { schedule: job.schedule.trim(), timezone: job.timezone };
+  return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
+}
+
 /** Job name → fingerprint, for every job of the file (enabled or not). */
 export function scheduleFingerprint(config: Config): Record<string, string> {
   return Object.fromEntries(config.jobs.map((j) => [j.name, jobFingerprint(j, config.file)]));

@@ -153,6 +153,9 @@ function buildConfig(
     retention,
     notifyTargets,
     pools,
+    ...(raw.scheduleChanges?.settle != null
+      ? { scheduleChanges: { settleMs: raw.scheduleChanges.settle } }
+      : {}),
   };
 }
 

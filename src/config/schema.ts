@@ -17,6 +17,7 @@ import { MAX_RETRY_FACTOR, type RetryBackoff } from './retry-delay.js';
 import {
   duration,
   durationOrZero,
+  settleDuration,
   timerDuration,
   timerDurationOrZero,
   withinDuration,
@@ -606,6 +607,8 @@ export const fileSchema = z.strictObject({
   notify: targetsSchema.optional(),
   /** Pools by name, named by jobs' `pool:` (config/pools.ts). */
   pools: z.record(z.string(), poolSchema).optional(),
+  /** How a changed timing takes effect fleet-wide (schedule/timing-switch.ts). */
+  scheduleChanges: z.strictObject({ settle: settleDuration.optional() }).optional(),
 });
 
 export type RawFile = z.infer<typeof fileSchema>;
@@ -717,6 +720,11 @@ export interface Config {
   notifyTargets: Record<string, NotifyTarget>;
   /** The top-level `pools:` by name; `{}` without any. */
   pools: Record<string, PoolDefinition>;
+  /**
+   * `scheduleChanges:`: a changed timing takes effect at its default instant no sooner than
+   * `settleMs` after it is first recorded. Absent: DEFAULT_SETTLE_MS.
+   */
+  scheduleChanges?: { settleMs: number };
 }
 
 export type { JobNotify, NotifyTarget, SecretSource } from './notify-schema.js';

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { DURATION_HINT, formatDuration, parseDuration } from './duration.js';
-import { MAX_AFTER_WITHIN_MS, MAX_TIMER_MS } from './defaults.js';
+import { MAX_AFTER_WITHIN_MS, MAX_SETTLE_MS, MAX_TIMER_MS } from './defaults.js';
 
 /**
  * The longest duration the file takes anywhere: ten years. Far past any batch's need, and dates
@@ -71,6 +71,13 @@ export const timerDuration = durationOf({ zero: false, maxMs: MAX_TIMER_MS, why:
 
 /** `retryDelay:`: a timer too, and `0s` retries at once. */
 export const timerDurationOrZero = durationOf({ zero: true, maxMs: MAX_TIMER_MS, why: TIMER });
+
+/** `scheduleChanges.settle:`: 0s (a change takes effect at its first fire) up to a week. */
+export const settleDuration = durationOf({
+  zero: true,
+  maxMs: MAX_SETTLE_MS,
+  why: 'a changed timing should not wait longer than a week to take effect',
+});
 
 /** `after.within:` (docs/dependencies.md): at most MAX_AFTER_WITHIN_MS, defaults.ts says why. */
 export const withinDuration = durationOf({

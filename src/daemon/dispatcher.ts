@@ -28,6 +28,7 @@ import type { VerdictBacklog } from '../fire/verdict-backlog.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
 import type { DueFire, Wake } from '../schedule/fire-schedule.js';
+import type { SwitchedSchedule } from '../schedule/timing-switch.js';
 import type { RunnerEvents } from './runner-events.js';
 import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import { FIRST_ASKER_LEAD_MS, firstAsker } from '../coordination/first-asker.js';
@@ -358,6 +359,9 @@ export class Dispatcher {
     // the chain), for an operator's only when asked (`--with-dependents`).
     const plans = o.dependents ?? (manual ? [] : scheduledDependents(config.jobs, job));
     const told = this.o.dependents;
+    // The fleet's timing version the fire falls under (an operator's run: none).
+    const own = manual ? undefined : (schedules.get(job.name) as Partial<SwitchedSchedule>);
+    const version = own?.versionAt?.(scheduledAt) ?? null;
     const handle = startFire(job, scheduledAt, {
       trigger,
       context: this.o.context,
@@ -367,6 +371,7 @@ export class Dispatcher {
       // A queued fire waits at most until the job's next fire: for a child with no schedule of
       // its own, its parents' next instant.
       schedule: manual ? null : (schedules.get(job.name) ?? instantScheduleOf(config, job.name)),
+      ...(version != null ? { timingVersion: version } : {}),
       // A fire waiting for a slot of its pool sees a reload's pool, not the one it began with.
       currentPool: () => this.o.loaded().config.jobs.find((j) => j.name === job.name)?.pool,
       // A paused job is skipped at its next fire on every runner (checked with the lock).

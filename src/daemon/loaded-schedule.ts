@@ -10,14 +10,20 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { deadManSource } from '../config/dependencies.js';
-import { scheduleFingerprint } from '../config/fingerprint.js';
+import { scheduleFingerprint, timingPrint } from '../config/fingerprint.js';
 import { describeRunOn, mayRun, type RunnerPlace } from '../config/placement.js';
 import type { Config, JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
 import { NO_DELAY, type StartDelay } from '../schedule/fire-schedule.js';
 import { jitterDelayMs } from '../schedule/jitter.js';
+import {
+  switchedSchedule,
+  timingSegments,
+  type SwitchedSchedule,
+} from '../schedule/timing-switch.js';
 import { upcomingInstants } from '../schedule/upcoming.js';
 import type { LoadedJob } from '../store/runners.js';
+import { ownVersion, type TimingRecord } from '../store/timings.js';
 import type { Loaded } from './dispatcher.js';
 
 export interface LoadedSchedule extends Loaded {
@@ -43,6 +49,18 @@ export interface LoadedSchedule extends Loaded {
    * before this for the job, unless the history knows it from earlier.
    */
   knownSince: Map<string, Date>;
+  /**
+   * The fleet's timing versions of the jobs (store/timings.ts), as last read; empty before the
+   * first read. A job with versions fires by them (`schedules` holds a SwitchedSchedule): the
+   * old timing before a change's effective instant, the new one from it, and nothing where the
+   * fleet has moved past this runner's own definition (it holds).
+   */
+  timings: ReadonlyMap<string, readonly TimingRecord[]>;
+  /**
+   * The version of each job's timing this runner's file has (the newest recorded with its
+   * print); absent: not recorded (yet).
+   */
+  ownVersions: Map<string, number>;
 }
 
 /** Before the first load: nothing to fire. */
@@ -55,11 +73,14 @@ export function emptySchedule(config: Config): LoadedSchedule {
     startDelay: NO_DELAY,
     fingerprints: {},
     knownSince: new Map(),
+    timings: new Map(),
+    ownVersions: new Map(),
   };
 }
 
 /**
  * `config` loaded at `now` by the runner `place` (every job is placed on a runner that is not
+ * given), over the fleet's timing versions `timings` (the last read: `previous.timings` when not
  * given). A job keeps its `knownSince` from `previous` while its schedule and timezone stay the
  * same; a new job, or one whose schedule changed, is known from `now`.
  */
@@ -68,6 +89,7 @@ export function loadSchedule(
   previous: LoadedSchedule,
   now: Date,
   place?: RunnerPlace,
+  timings: ReadonlyMap<string, readonly TimingRecord[]> = previous.timings,
 ): LoadedSchedule {
   const enabled = config.jobs.filter((j) => j.enabled);
   const here = (j: JobDefinition) => !place || mayRun(j.runOn, place);
@@ -77,8 +99,18 @@ export function loadSchedule(
   );
   const schedules = new Map<string, Schedule>();
   const knownSince = new Map<string, Date>();
+  const ownVersions = new Map<string, number>();
   for (const job of jobs.values()) {
-    if (job.schedule != null) schedules.set(job.name, parseSchedule(job.schedule, job.timezone));
+    if (job.schedule != null) {
+      const own = parseSchedule(job.schedule, job.timezone);
+      const versions = timings.get(job.name) ?? [];
+      const version = ownVersion(versions, timingPrint(job)!);
+      if (version != null) ownVersions.set(job.name, version);
+      // Not recorded yet (this runner is about to record it, as the fleet's next version): the
+      // fleet's versions so far are the ones in force until then, so it fires by all of them.
+      const segments = timingSegments(versions, version ?? Number.POSITIVE_INFINITY);
+      schedules.set(job.name, versions.length > 0 ? switchedSchedule(own, segments) : own);
+    }
     const before = previous.jobs.get(job.name);
     const same = before?.schedule === job.schedule && before.timezone === job.timezone;
     knownSince.set(job.name, (same && previous.knownSince.get(job.name)) || now);
@@ -96,7 +128,18 @@ export function loadSchedule(
     startDelay,
     fingerprints: scheduleFingerprint(config),
     knownSince,
+    timings,
+    ownVersions,
   };
+}
+
+/**
+ * Where this runner holds a job's fires: the instant from which the fleet fires it by a timing
+ * newer than this runner's file has. Null where it holds nothing.
+ */
+export function heldFrom(loaded: LoadedSchedule, job: string): Date | null {
+  const schedule = loaded.schedules.get(job) as Partial<SwitchedSchedule> | undefined;
+  return schedule?.segments?.find((s) => s.schedule == null)?.from ?? null;
 }
 
 /**
@@ -137,10 +180,15 @@ export async function registryView(
       since: loaded.knownSince.get(job)?.toISOString() ?? null,
       ...(ineligible != null ? { ineligible } : {}),
       ...(secret.length > 0 ? { secretEnv: [...secret] } : {}),
+      ...(loaded.ownVersions.has(job) ? { tv: loaded.ownVersions.get(job)! } : {}),
     };
     const schedule = loaded.schedules.get(job);
     if (schedule) {
-      const key = JSON.stringify([schedule.timezone, schedule.expression]);
+      // Jobs on one expression share a count — unless their fires switch between versions.
+      const segments = (schedule as Partial<SwitchedSchedule>).segments;
+      const key = segments
+        ? JSON.stringify([job, segments.map((s) => [s.version, s.from.getTime(), !!s.schedule])])
+        : JSON.stringify([schedule.timezone, schedule.expression]);
       let at = counted.get(key);
       if (!at) {
         at = upcomingInstants(schedule, anchor);

@@ -69,6 +69,7 @@ import { repeat } from './repeat.js';
 import { RetentionSchedule } from './retention-schedule.js';
 import { Notifier } from './notifier.js';
 import { PlacementWatch } from './placement-watch.js';
+import { TimingWatch, type TimingVersions } from './timing-watch.js';
 import { deliverNotification } from '../notify/deliver.js';
 
 export class Runner {
@@ -91,6 +92,7 @@ export class Runner {
   private readonly dependents: DependentWatch;
   /** Fires of jobs no live runner may run: their `missed` rows (placement-watch.ts). */
   private readonly placement: PlacementWatch;
+  private readonly timingWatch: TimingWatch;
   private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
@@ -193,6 +195,17 @@ export class Runner {
       timings: timings.dependents,
       keepAlive,
     });
+    this.timingWatch = new TimingWatch({
+      host,
+      loaded: () => this.loaded,
+      // A read, and rarely a write of one row: while this runner can coordinate.
+      pool: () => (this.link.usable ? this.link.anyPool : null),
+      apply: (versions) => this.applyTimings(versions),
+      log,
+      signal,
+      timings: timings.timingWatch,
+      keepAlive,
+    });
     this.placement = new PlacementWatch({
       host,
       namespace: () => this.loaded.config.namespace,
@@ -291,6 +304,7 @@ export class Runner {
     this.notifier.start();
     this.dependents.start();
     this.placement.start();
+    this.timingWatch.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;
     // Two runners of one process (library mode's schedulers, in-process tests) are two runners
@@ -325,6 +339,9 @@ export class Runner {
     // Not awaited: a slow write must not hold up the reconnect (and a session lost meanwhile is
     // retried by the link); the reaper's tick writes what is left.
     void this.verdicts.write(this.link.anyPool);
+    // The fleet's timing versions before the loop fires by this runner's file (and recovery
+    // looks back by them): this file's new timings recorded, the others read.
+    await this.syncTimings(first);
     if (first) {
       repeat(this.timings.reaper.intervalMs, () => this.reap(), signal, this.log, this.keepAlive);
       // Until now the loop ran on this host's clock; from now on it runs on the database's.
@@ -437,17 +454,61 @@ export class Runner {
     const removed = [...before.keys()].filter((j) => !after.has(j));
     // The registry shows the new schedule at once (drift warnings follow the reload).
     if (this.link.usable) void this.registrar.register(false);
+    // A changed timing becomes the fleet's next version (fired by the versions so far meanwhile).
+    if (this.link.usable) void this.syncTimings(false);
     const changed = [...after.keys()].filter(
       (j) => before.has(j) && JSON.stringify(before.get(j)) !== JSON.stringify(after.get(j)),
     );
     return { added, removed, changed };
   }
 
+  /**
+   * Records this file's new timings and reads the fleet's versions (timing-watch.ts). At the
+   * first connect the loop is replaced by the caller; later the versions are applied at once.
+   */
+  private async syncTimings(first: boolean): Promise<void> {
+    const pool = this.link.anyPool;
+    if (!pool) return;
+    try {
+      const versions = await this.timingWatch.sync(pool);
+      if (first) {
+        this.loaded = loadSchedule(
+          this.loaded.config,
+          this.loaded,
+          this.clock.now(),
+          this.place,
+          versions,
+        );
+      } else {
+        this.applyTimings(versions);
+      }
+      this.timingWatch.tellHolds();
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'could not record or read the timing versions');
+    }
+  }
+
+  /**
+   * The fleet's timing versions changed: the jobs fire by them from now on. Fires due by now are
+   * dispatched under the schedule they were due by first, as at a reload.
+   */
+  private applyTimings(versions: TimingVersions): void {
+    if (this.stopping) return;
+    const now = this.clock.now();
+    this.loop.disarm();
+    this.loop.wakeNow(now);
+    this.loaded = loadSchedule(this.loaded.config, this.loaded, now, this.place, versions);
+    this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
+    this.loop.arm();
+    if (this.link.usable) void this.registrar.register(false);
+  }
+
+  private get place(): { host: string; tags: readonly string[] } {
+    return { host: this.options.host, tags: this.options.tags ?? [] };
+  }
+
   private applyConfig(config: Config, now: Date): void {
-    this.loaded = loadSchedule(config, this.loaded, now, {
-      host: this.options.host,
-      tags: this.options.tags ?? [],
-    });
+    this.loaded = loadSchedule(config, this.loaded, now, this.place);
     // Frequent module jobs start in a host spawned ahead of need; a reload replaces them.
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
     this.launchers.warmHosts.warmFor(warmed, withheldVariables(config), this.log);

@@ -27,6 +27,7 @@ import { PLACEMENT_TIMINGS, type PlacementTimings } from './placement-watch.js';
 import { RECOVERY_TIMINGS, type RecoveryTimings } from './recovery.js';
 import { REGISTRAR_TIMINGS, type RegistrarTimings } from './registrar.js';
 import { RETENTION_TIMINGS, type RetentionTimings } from './retention-schedule.js';
+import { TIMING_WATCH_TIMINGS, type TimingWatchTimings } from './timing-watch.js';
 
 export interface Timings {
   /** The pool and the lock session: heartbeats, reconnect back-off, statement deadline. */
@@ -55,6 +56,8 @@ export interface Timings {
   placement: PlacementTimings;
   /** Pruning by `retention:`. */
   retention: RetentionTimings;
+  /** The fleet's timing versions: the look for a changed one. */
+  timingWatch: TimingWatchTimings;
   /** `/healthz`: when the loop counts as stuck. */
   health: HealthTimings;
   /** `/metrics`: how long a read of the history is shared, and a scrape's wait for one. */
@@ -82,6 +85,7 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
   notifier: NOTIFIER_TIMINGS,
   placement: PLACEMENT_TIMINGS,
   retention: RETENTION_TIMINGS,
+  timingWatch: TIMING_WATCH_TIMINGS,
   health: HEALTH_TIMINGS,
   metrics: METRICS_TIMINGS,
 });

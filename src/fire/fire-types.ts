@@ -51,6 +51,8 @@ export interface FireOptions {
   overlap?: OverlapPolicy;
   /** The job's schedule: a queued fire waits at most until the next fire. */
   schedule?: Schedule | null;
+  /** The timing version the fire falls under (store/timings.ts), recorded on the winner's row. */
+  timingVersion?: number;
   /**
    * The job's pool as the runner has it now (a reload replaces it): a fire waiting for a slot
    * gives up when it changed (coordination/pool-slots.ts). Absent: the pool the fire began with.

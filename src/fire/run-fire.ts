@@ -224,6 +224,7 @@ class Fire {
         ...(o.params?.recorded ? { params: o.params.recorded } : {}),
         ...(o.chain ? { chain: o.chain } : {}),
         ...(job.duration?.warn?.kind === 'fixed' ? { warnMs: job.duration.warn.ms } : {}),
+        ...(o.timingVersion != null ? { timingVersion: o.timingVersion } : {}),
       };
       const contendStart = performance.now();
       const claimFromWall = Date.now();

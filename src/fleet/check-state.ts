@@ -12,6 +12,9 @@ export const WARNING_KINDS = [
   'detached',
   'clock-offset',
   'schedule-drift',
+  'held',
+  'switch-anomaly',
+  'timing-switch',
   'no-success',
   'failing',
   'slow',
@@ -31,11 +34,13 @@ export function severityOf(kind: WarningKind, { warnPaused = false } = {}): Seve
     kind === 'no-runner' ||
     kind === 'no-eligible-runner' ||
     kind === 'no-success' ||
-    kind === 'detached'
+    kind === 'detached' ||
+    kind === 'held'
   ) {
     return 'critical';
   }
   if (kind === 'paused') return warnPaused ? 'warning' : 'info';
+  if (kind === 'timing-switch') return 'info';
   return 'warning';
 }
 

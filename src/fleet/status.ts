@@ -64,6 +64,8 @@ import { CHECK_EXIT_CODES, checkState, severityOf, type Warning } from './check-
 import type { CheckState } from '../exit-codes.js';
 import { driftWarnings } from './drift.js';
 import { slotsInUse, type PoolStatus } from './pool-status.js';
+import { timingWarnings } from './timing-status.js';
+import type { TimingRecord } from '../store/timings.js';
 
 export {
   CHECK_EXIT_CODES,
@@ -164,6 +166,8 @@ export interface StatusInput {
   notifications?: OutboxState;
   /** The local file's pools, their slots and holders (fleet/pool-status.ts). */
   pools?: PoolStatus[];
+  /** The fleet's timing versions by job (store/timings.ts); absent: not read. */
+  timings?: ReadonlyMap<string, readonly TimingRecord[]>;
 }
 
 export interface StatusReport {
@@ -252,6 +256,7 @@ export function buildStatus(input: StatusInput): StatusReport {
   }
   // With no runner alive, every enabled job of the file is one nobody loaded: no-runner says it.
   if (liveRecords.length > 0) warnings.push(...driftWarnings(liveRecords, input.config));
+  if (input.timings) warnings.push(...timingWarnings(liveRecords, input.timings, now));
 
   const pauses = new Map(input.pauses.map((p) => [p.job, p]));
   const definitions = new Map(input.config?.jobs.map((j) => [j.name, j]));

@@ -47,7 +47,7 @@ export interface Claim {
 }
 
 const CLAIM_COLUMNS = `(namespace, job, scheduled_at, rerun, winner, triggered_by, status, host,
-  pid, lock_connection_id, params, pool, warn_at, started_at, attempts)`;
+  pid, lock_connection_id, params, pool, timing_version, warn_at, started_at, attempts)`;
 
 function claimValues(c: Claim): unknown[] {
   const a = c.attempt;
@@ -63,6 +63,7 @@ function claimValues(c: Claim): unknown[] {
     c.lockConnectionId,
     a.params ? JSON.stringify(a.params) : null,
     a.pool ?? null,
+    a.timingVersion ?? null,
     // The run's warn instant (`duration.warn`, store/duration-flags.ts): `started_at` plus the
     // warn, both the statement's NOW(3); NULL without one (INTERVAL NULL is NULL).
     a.warnMs == null ? null : Math.round(a.warnMs) * 1000,
@@ -140,7 +141,7 @@ async function insertClaim(db: Queryable, c: Claim): Promise<ClaimResult> {
   try {
     const [res] = await db.query<ResultSetHeader>(
       `INSERT INTO baton_runs ${CLAIM_COLUMNS}
-       SELECT ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, NOW(3) + INTERVAL ? MICROSECOND,
+       SELECT ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, NOW(3) + INTERVAL ? MICROSECOND,
               NOW(3), 1
          FROM DUAL
         WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,
@@ -169,11 +170,11 @@ async function insertClaim(db: Queryable, c: Claim): Promise<ClaimResult> {
 async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
   const row = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
        ? AS rerun, ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id,
-       ? AS params, ? AS pool, ? AS warn_us`;
+       ? AS params, ? AS pool, ? AS timing_version, ? AS warn_us`;
   const [res] = await db.query<ResultSetHeader>(
     `INSERT INTO baton_runs ${CLAIM_COLUMNS}
      SELECT f.namespace, f.job, f.scheduled_at, f.rerun, f.winner, f.triggered_by, 'running',
-            f.host, f.pid, f.lock_connection_id, f.params, f.pool,
+            f.host, f.pid, f.lock_connection_id, f.params, f.pool, f.timing_version,
             NOW(3) + INTERVAL f.warn_us MICROSECOND, NOW(3), 1
        FROM (${claims.map(() => row).join(' UNION ALL ')}) AS f
       WHERE NOW(3) >= f.scheduled_at`,

@@ -22,6 +22,11 @@ export interface LoadedJob {
   ineligible?: string;
   /** The names of the job's `secretEnv` variables; absent when it has none. */
   secretEnv?: string[];
+  /**
+   * The timing version (store/timings.ts) this runner's definition of the job is; absent while
+   * not recorded, and in rows of older runners. Below the version in force: it holds the job.
+   */
+  tv?: number;
   /** Its next fires as this runner computes them (enabled jobs; rows of older runners: none). */
   next?: UpcomingFires;
 }
@@ -54,6 +59,8 @@ export interface LoadedDefinition {
   disabled?: true;
   /** The job's next fires as the runner computed them; absent when the row does not say. */
   next?: UpcomingFires;
+  /** The timing version of its definition (LoadedJob `tv`); absent when the row does not say. */
+  timingVersion?: number;
 }
 
 export interface RunnerRecord {
@@ -291,9 +298,9 @@ function parseJson(text: string): Readonly<Record<string, unknown>> {
 /**
  * The jobs a registry row says its runner loaded. The `schedule` column has two shapes: `{job:
  * fingerprint}` (runners that do not say since when) and `{job: {fp, since, next?, secretEnv?,
- * ineligible?}}` with `since` an ISO instant (or a Date), null for a job it does not run, `next`
+ * ineligible?, tv?}}` with `since` an ISO instant (or a Date), null for a job it does not run, `next`
  * its next fires (UpcomingFires), `secretEnv` the names of its secret variables and `ineligible`
- * why it may not run it (`runOn`). Entries of any other shape
+ * why it may not run it (`runOn`), `tv` its definition's timing version. Entries of any other shape
  * are left out.
  */
 export function loadedJobs(r: {
@@ -308,12 +315,13 @@ export function loadedJobs(r: {
       continue;
     }
     if (entry == null || typeof entry !== 'object') continue;
-    const { fp, since, next, secretEnv, ineligible } = entry as {
+    const { fp, since, next, secretEnv, ineligible, tv } = entry as {
       fp?: unknown;
       since?: unknown;
       next?: unknown;
       secretEnv?: unknown;
       ineligible?: unknown;
+      tv?: unknown;
     };
     if (typeof fp !== 'string') continue;
     const at =
@@ -331,6 +339,7 @@ export function loadedJobs(r: {
           ? { disabled: true }
           : {}),
       ...(upcoming && { next: upcoming }),
+      ...(Number.isSafeInteger(tv) && (tv as number) > 0 ? { timingVersion: tv as number } : {}),
     });
   }
   return jobs;

@@ -186,6 +186,11 @@ export interface Attempt {
   chain?: ChainFence;
   /** The pool whose slot the winner holds for its run (`pool:` of the job), stored on its row. */
   pool?: string;
+  /**
+   * The timing version the fire falls under (store/timings.ts), stored on the winner's row;
+   * absent for an operator's run, or none recorded.
+   */
+  timingVersion?: number;
 }
 
 /** The judgement a chain's claim rests on, and the parents' runs that let the child run. */

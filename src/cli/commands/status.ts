@@ -54,6 +54,7 @@ import {
 } from '../config-options.js';
 import { CliExit, invocationArgv, usageMessage } from '../usage.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
+import { readTimings, type TimingRecord } from '../../store/timings.js';
 
 interface StatusArgs extends CommonArgs {
   json: boolean;
@@ -225,6 +226,7 @@ interface FleetFacts {
   history: Map<string, JobHistoryFacts>;
   notifications?: OutboxState | undefined;
   pools?: PoolStatus[];
+  timings?: Map<string, TimingRecord[]>;
 }
 
 /**
@@ -280,7 +282,18 @@ async function readFleet(
           noTable,
         )
       : undefined;
-    return { now, databaseClock: true, runners, running, pauses, history, notifications, pools };
+    const timings = await orEmpty(readTimings(conn, namespace), undefined, noTable);
+    return {
+      now,
+      databaseClock: true,
+      runners,
+      running,
+      pauses,
+      history,
+      notifications,
+      pools,
+      ...(timings ? { timings } : {}),
+    };
   } finally {
     await conn.end().catch(() => {});
   }
@@ -313,6 +326,12 @@ function label(w: Warning): string {
       return `${job} slow`;
     case 'paused':
       return `${job} paused`;
+    case 'held':
+      return `${job} held on ${host}`;
+    case 'switch-anomaly':
+      return `${job} switch runs twice or skips a day`;
+    case 'timing-switch':
+      return `${job} switches timing`;
   }
 }
 

@@ -1,0 +1,195 @@
+/**
+ * The runner's half of fleet-wide timing changes (schedule/timing-switch.ts, store/timings.ts):
+ * it records the timing of each job of its file that the fleet does not have yet — the next
+ * version, effective at the default instant after the settle window — and keeps the fleet's
+ * versions of every job, read again whenever they change (one cheap statement a look), so that
+ * the runner fires each job by the version in force at each instant and holds where the fleet has
+ * moved past its own file.
+ *
+ * It says what it sees, once each: a version it recorded (with the day the switch runs a job
+ * twice or skips, if it does), and a job it holds from an instant on (error: the runner has an
+ * old file; `baton status` is CRITICAL `held` too, fleet/status.ts).
+ */
+import { timingPrint } from '../config/fingerprint.js';
+import { DEFAULT_SETTLE_MS } from '../config/defaults.js';
+import type { JobDefinition } from '../config/schema.js';
+import { delay } from '../delay.js';
+import { errorMessage } from '../errors.js';
+import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
+import type { Logger } from '../log.js';
+import { parseSchedule } from '../schedule/cron.js';
+import { defaultSwitchInstant, switchAnomaly } from '../schedule/timing-switch.js';
+import type { Queryable } from '../store/deadline.js';
+import {
+  FIRST_VERSION_AT,
+  ownVersion,
+  readTimings,
+  recordTiming,
+  timingsMarker,
+  type TimingRecord,
+} from '../store/timings.js';
+import { heldFrom, type LoadedSchedule } from './loaded-schedule.js';
+
+/** How often a runner looks for a changed version (one statement a look). */
+export const DEFAULT_TIMING_LOOK_MS = 5_000;
+
+export interface TimingWatchTimings {
+  /** DEFAULT_TIMING_LOOK_MS. */
+  lookMs: number;
+}
+
+export const TIMING_WATCH_TIMINGS: Readonly<TimingWatchTimings> = {
+  lookMs: DEFAULT_TIMING_LOOK_MS,
+};
+
+export type TimingVersions = ReadonlyMap<string, readonly TimingRecord[]>;
+
+export interface TimingWatchOptions {
+  host: string;
+  loaded: () => LoadedSchedule;
+  /** The pool, while there is one (the look is a read; recording is a write of one row). */
+  pool: () => Queryable | null;
+  /** The versions changed: the runner fires by them from now on. */
+  apply: (timings: TimingVersions) => void;
+  log: Logger;
+  signal: AbortSignal;
+  timings?: TimingWatchTimings | undefined;
+  keepAlive?: KeepAlive | undefined;
+}
+
+export class TimingWatch {
+  private readonly t: TimingWatchTimings;
+  private marker: string | null = null;
+  private running = false;
+  /** Each job's hold as last told (ISO), so that it is told once. */
+  private readonly toldHeld = new Map<string, string>();
+
+  constructor(private readonly o: TimingWatchOptions) {
+    this.t = o.timings ?? TIMING_WATCH_TIMINGS;
+  }
+
+  /** Looks at an interval until the runner stops. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    void (async () => {
+      while (!this.o.signal.aborted) {
+        await delay(this.t.lookMs, this.o.signal, this.o.keepAlive ?? HOLDS_PROCESS);
+        if (this.o.signal.aborted) return;
+        try {
+          await this.look();
+        } catch (err) {
+          this.o.log.warn({ err: errorMessage(err) }, 'could not look at the timing versions');
+        }
+      }
+    })();
+  }
+
+  /** Reads the versions again if they changed, and hands them on. */
+  async look(): Promise<void> {
+    const pool = this.o.pool();
+    if (!pool) return;
+    const namespace = this.o.loaded().config.namespace;
+    const marker = await timingsMarker(pool, namespace);
+    if (marker === this.marker) return;
+    const timings = await readTimings(pool, namespace);
+    this.marker = marker;
+    this.o.apply(timings);
+    this.tellHolds();
+  }
+
+  /**
+   * Records the timings of the file the fleet does not have, and returns every version (the
+   * caller builds its schedule from them: at connect, before the loop fires by the file). Throws
+   * what the database throws.
+   */
+  async sync(pool: Queryable): Promise<TimingVersions> {
+    const { config } = this.o.loaded();
+    const namespace = config.namespace;
+    const marker = await timingsMarker(pool, namespace);
+    let timings = await readTimings(pool, namespace);
+    const unrecorded = config.jobs.filter(
+      (j) =>
+        j.enabled &&
+        j.schedule != null &&
+        ownVersion(timings.get(j.name) ?? [], timingPrint(j)!) == null,
+    );
+    for (const job of unrecorded) await this.record(pool, namespace, job, config.scheduleChanges);
+    if (unrecorded.length > 0) {
+      this.marker = null;
+      timings = await readTimings(pool, namespace);
+    } else {
+      this.marker = marker;
+    }
+    return timings;
+  }
+
+  /** After the runner applied what `sync` returned: tells the holds it has. */
+  tellHolds(): void {
+    const loaded = this.o.loaded();
+    for (const job of loaded.jobs.keys()) {
+      const from = heldFrom(loaded, job);
+      const told = this.toldHeld.get(job);
+      if (from == null) {
+        this.toldHeld.delete(job);
+        continue;
+      }
+      if (told === from.toISOString()) continue;
+      this.toldHeld.set(job, from.toISOString());
+      const versions = loaded.timings.get(job) ?? [];
+      this.o.log.error(
+        {
+          job,
+          heldFrom: from.toISOString(),
+          ownVersion: loaded.ownVersions.get(job) ?? null,
+          fleetVersion: versions.at(-1)?.version ?? null,
+        },
+        'job held: the fleet fires it by a newer timing than this runner has from heldFrom on; ' +
+          'load the new schedules file here (reload), or `baton definitions` to see the versions',
+      );
+    }
+  }
+
+  private async record(
+    pool: Queryable,
+    namespace: string,
+    job: JobDefinition,
+    changes: { settleMs: number } | undefined,
+  ): Promise<void> {
+    const next = parseSchedule(job.schedule!, job.timezone);
+    const settleMs = changes?.settleMs ?? DEFAULT_SETTLE_MS;
+    const { record, recorded } = await recordTiming(pool, {
+      namespace,
+      job: job.name,
+      print: timingPrint(job)!,
+      schedule: job.schedule!,
+      timezone: job.timezone,
+      recordedBy: this.o.host,
+      effective: (latest, now) => {
+        if (!latest) return { at: FIRST_VERSION_AT, chosenBy: 'first' };
+        const notBefore = Math.max(now.getTime() + settleMs, latest.effectiveAt.getTime());
+        const old = parseSchedule(latest.schedule, latest.timezone);
+        return { at: defaultSwitchInstant(old, next, new Date(notBefore)), chosenBy: 'settle' };
+      },
+    });
+    if (!recorded || record.version === 1) return;
+    const previous = (await readTimings(pool, namespace, [job.name]))
+      .get(job.name)
+      ?.find((r) => r.version === record.version - 1);
+    const anomaly =
+      previous &&
+      switchAnomaly(parseSchedule(previous.schedule, previous.timezone), next, record.effectiveAt);
+    this.o.log.warn(
+      {
+        job: job.name,
+        version: record.version,
+        schedule: record.schedule,
+        timezone: record.timezone,
+        effectiveAt: record.effectiveAt.toISOString(),
+        ...(previous ? { from: { schedule: previous.schedule, timezone: previous.timezone } } : {}),
+        ...(anomaly ? { anomaly: `${anomaly.kind} on ${anomaly.day}` } : {}),
+      },
+      'timing change recorded: every runner fires the job by its new timing from effectiveAt',
+    );
+  }
+}
