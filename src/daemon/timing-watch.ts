@@ -143,9 +143,11 @@ export class TimingWatch {
           heldFrom: from.toISOString(),
           ownVersion: loaded.ownVersions.get(job) ?? null,
           fleetVersion: versions.at(-1)?.version ?? null,
+          why:
+            'from heldFrom the fleet fires it by a newer timing than this file has; load the ' +
+            'new schedules file here (reload); `baton definitions` shows the versions',
         },
-        'job held: the fleet fires it by a newer timing than this runner has from heldFrom on; ' +
-          'load the new schedules file here (reload), or `baton definitions` to see the versions',
+        'job held',
       );
     }
   }
@@ -188,8 +190,9 @@ export class TimingWatch {
         effectiveAt: record.effectiveAt.toISOString(),
         ...(previous ? { from: { schedule: previous.schedule, timezone: previous.timezone } } : {}),
         ...(anomaly ? { anomaly: `${anomaly.kind} on ${anomaly.day}` } : {}),
+        what: 'every runner fires the job by its new timing from effectiveAt, by the old before',
       },
-      'timing change recorded: every runner fires the job by its new timing from effectiveAt',
+      'timing change recorded',
     );
   }
 }

@@ -1,0 +1,130 @@
+/**
+ * A job's timing changed by a rolling deploy (issue 40; schedule/timing-switch.ts, docs/schedules.md
+ * "Changing a job's time"), with real runner processes on the shared MariaDB: three runners fire
+ * `tick` at second 0 of every 10; its schedule becomes second 5, and the runners are restarted
+ * with the new file one by one, 15 s apart, the third left on the old file.
+ *
+ * Judged by the job's own journal (each run appends its instant and host): no instant runs
+ * twice, none runs under both timings, and the instants run are exactly the documented rule's —
+ * the old timing's before the effective instant the first restarted runner recorded, the new
+ * one's from it — with none missing between the first and the last. The runner left on the old
+ * file holds the job from that instant and says so, and `baton status` is CRITICAL `held`.
+ */
+import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { baton, writeSchedule } from '../helpers/cli.js';
+import { dbNow, runs } from '../helpers/db.js';
+import { useFleet } from '../helpers/fleet.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fleet = useFleet('timing_switch');
+/** A short look for changed versions, so the runners hear of the new one within half a second. */
+const timings = { timingWatch: { lookMs: 500 } };
+const SETTLE_MS = 10_000;
+
+function scheduleFile(schedule: string, journal: string): string {
+  return writeSchedule(`
+namespace: roll
+scheduleChanges: {settle: ${SETTLE_MS / 1000}s}
+jobs:
+  tick:
+    schedule: "${schedule}"
+    command: [sh, -c, 'echo "$BATON_SCHEDULED_AT $BATON_HOST" >> ${journal}']
+`);
+}
+
+/** The journal: each run's instant (ms) and host, in the order written. */
+function readJournal(file: string): { at: number; host: string }[] {
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [at, host] = line.split(' ');
+      return { at: Date.parse(at!), host: host! };
+    });
+}
+
+/** Waits until the database's clock reaches `at` (ms). */
+const until = (what: string, at: number) =>
+  waitFor(what, async () => (await dbNow(fleet.db)).getTime() >= at, {
+    timeoutMs: at - Date.now() + 60_000,
+    intervalMs: 200,
+  });
+
+it('switches the fleet at one instant; no fire runs twice or under both timings; a runner left behind holds', async () => {
+  const journal = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-roll-')), 'journal');
+  appendFileSync(journal, '');
+  const before = scheduleFile('*/10 * * * * *', journal);
+  const after = scheduleFile('5-59/10 * * * * *', journal);
+  const db = fleet.db;
+  const runners = await fleet.start(['t-1', 't-2', 't-3'], { config: before, timings });
+  await waitFor('two runs by the old timing', async () => readJournal(journal).length >= 2, {
+    timeoutMs: 40_000,
+  });
+
+  // The first server gets the new file: it records the new timing as version 2.
+  await runners[0]!.stop('SIGTERM');
+  const [first] = await fleet.start(['t-1'], { config: after, timings });
+  const [v2] = await db.query<{ effective_at: Date; recorded_at: Date; recorded_by: string }>(
+    `SELECT effective_at, recorded_at, recorded_by, chosen_by FROM baton_timings
+      WHERE namespace = 'roll' AND job = 'tick' AND version = 2`,
+  );
+  expect(v2).toMatchObject({ recorded_by: 't-1', chosen_by: 'settle' });
+  const switchAt = v2!.effective_at.getTime();
+  // The rule: the first instant of either timing (every 5 s) at least the settle after the record.
+  expect(switchAt).toBe(Math.ceil((v2!.recorded_at.getTime() + SETTLE_MS) / 5_000) * 5_000);
+  expect(first!.lines.some((l) => l.msg === 'timing change recorded')).toBe(true);
+
+  // The second server 15 s later; the third is forgotten.
+  await until('15 s after the first restart', v2!.recorded_at.getTime() + 15_000);
+  await runners[1]!.stop('SIGTERM');
+  const [second] = await fleet.start(['t-2'], { config: after, timings });
+  const behind = runners[2]!;
+  const held = await behind.waitForLog('job held', (l) => l.job === 'tick', 60_000);
+  expect(new Date(String(held.heldFrom)).getTime()).toBe(switchAt);
+
+  // Two fires of the new timing, then the fleet is looked at and stopped.
+  await until('two fires after the switch', switchAt + 16_000);
+  const status = await baton([
+    'status',
+    '--config',
+    after,
+    '--database-url',
+    db.url,
+    '--gone-after',
+    '30s',
+  ]);
+  expect(status.code, status.stdout).toBe(2);
+  expect(status.stdout).toMatch(/^CRITICAL: .*"tick" held on t-3/);
+  expect(status.stdout).toContain(
+    'job "tick" is held on t-3: the fleet fires it by timing version 2',
+  );
+  await Promise.all([first!, second!, behind].map((r) => r.stop('SIGTERM')));
+
+  const ran = readJournal(journal);
+  const instants = ran.map((r) => r.at);
+  // No fire twice.
+  expect(new Set(instants).size).toBe(instants.length);
+  // Every instant by the rule, none under both timings: second 0 before the switch, 5 from it.
+  for (const at of instants) expect(at % 10_000).toBe(at < switchAt ? 0 : 5_000);
+  // And none missing between the first and the last: every 10 s, then every 10 s from the switch.
+  const sorted = [...instants].sort((a, b) => a - b);
+  const expected: number[] = [];
+  for (let at = sorted[0]!; at <= sorted.at(-1)!; at += 5_000) {
+    if (at % 10_000 === (at < switchAt ? 0 : 5_000)) expected.push(at);
+  }
+  expect(sorted).toEqual(expected);
+  expect(sorted.filter((at) => at >= switchAt).length).toBeGreaterThanOrEqual(2);
+  // After the switch the runner with the old file ran nothing.
+  expect(ran.filter((r) => r.at >= switchAt && r.host === 't-3')).toEqual([]);
+
+  // The history says which version each run fired under.
+  const winners = (await runs(db, 'tick')).filter((r) => (r.winner ?? 0) >= 1);
+  for (const w of winners) {
+    const version = (w as { timing_version?: number | null }).timing_version;
+    expect(version).toBe(w.scheduled_at.getTime() < switchAt ? 1 : 2);
+  }
+}, 150_000);
