@@ -6,6 +6,10 @@
  * the runner fires each job by the version in force at each instant and holds where the fleet has
  * moved past its own file.
  *
+ * The settle window applies only while another live runner has the job: a lone runner (one
+ * server, or the others down) switches at the first good instant, and a server that comes back
+ * with the old file holds.
+ *
  * It says what it sees, once each: a version it recorded (with the day the switch runs a job
  * twice or skips, if it does), and a job it holds from an instant on (error: the runner has an
  * old file; `baton status` is CRITICAL `held` too, fleet/status.ts).
@@ -20,6 +24,7 @@ import type { Logger } from '../log.js';
 import { parseSchedule } from '../schedule/cron.js';
 import { defaultSwitchInstant, switchAnomaly } from '../schedule/timing-switch.js';
 import type { Queryable } from '../store/deadline.js';
+import { otherLiveRunners } from '../store/runners.js';
 import {
   FIRST_VERSION_AT,
   ownVersion,
@@ -159,7 +164,12 @@ export class TimingWatch {
     changes: { settleMs: number } | undefined,
   ): Promise<void> {
     const next = parseSchedule(job.schedule!, job.timezone);
-    const settleMs = changes?.settleMs ?? DEFAULT_SETTLE_MS;
+    // The settle window is for a rolling deploy: no other live runner has the job, nobody runs
+    // it by another file meanwhile (one that comes back with the old file holds).
+    const others = (await otherLiveRunners(pool, namespace, this.o.host)).filter((r) =>
+      r.jobs.has(job.name),
+    );
+    const settleMs = others.length > 0 ? (changes?.settleMs ?? DEFAULT_SETTLE_MS) : 0;
     const { record, recorded } = await recordTiming(pool, {
       namespace,
       job: job.name,

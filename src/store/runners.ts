@@ -257,6 +257,24 @@ export async function listRunners(db: Queryable, namespace: string): Promise<Run
   return rows.map(toRunnerRecord);
 }
 
+/** The runners of the namespace alive now (by the server's clock) other than `host`. */
+export async function otherLiveRunners(
+  db: Queryable,
+  namespace: string,
+  host: string,
+): Promise<RunnerRecord[]> {
+  const [rows] = await db.query<RunnerRow[]>(
+    `SELECT namespace, host, pid, version, started_at, last_seen_at, stopped_at, clock_offset_ms,
+            lock_connection_id, db_server, detached, tags, schedule
+       FROM baton_runners
+      WHERE namespace = ? AND host <> ? AND stopped_at IS NULL
+        AND last_seen_at > NOW(3) - INTERVAL ? SECOND
+      ORDER BY host`,
+    [namespace, host, OWNER_ALIVE_SECONDS],
+  );
+  return rows.map(toRunnerRecord);
+}
+
 export function toRunnerRecord(r: RunnerRow): RunnerRecord {
   return {
     namespace: r.namespace,

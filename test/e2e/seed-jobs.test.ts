@@ -79,6 +79,8 @@ async function one<T>(db: TestDatabase, sql: string, params: unknown[] = []): Pr
  * Makes the runners' next fire of `jobName` happen once, `leadMs` from now (database time): the
  * schedule file is rewritten with a 6-field expression for that exact second and every runner
  * reloads it (SIGHUP). Arming after all runners are up means every one of them can take part.
+ * The file says `scheduleChanges: {settle: 0s}`: the new timing's first fire is its effective
+ * instant, every runner having reloaded before it.
  */
 async function armFire(
   db: TestDatabase,
@@ -145,8 +147,11 @@ function jobLine(result: CliResult, msg: string): LogLine {
 // ---------------------------------------------------------------------------------------------
 // reward (seed 000)
 
+// `scheduleChanges.settle: 0s`: the armed instant takes effect at once (armFire reloads every
+// runner before it; no rolling deploy to wait for, docs/schedules.md "Changing a job's time").
 const rewardYaml = (env: Record<string, string | number>) => (schedule: string) => `
 namespace: seeds
+scheduleChanges: { settle: 0s }
 defaults: { timezone: UTC }
 jobs:
   reward:
@@ -363,6 +368,7 @@ describe('population: four runners refresh 120 places under SKIP LOCKED', () => 
     await applySql(db, 'population.sql', 'population.demo.sql');
     const yaml = (schedule: string) => `
 namespace: seeds
+scheduleChanges: { settle: 0s }
 defaults: { timezone: UTC }
 jobs:
   population:
