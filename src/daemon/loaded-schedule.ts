@@ -185,10 +185,13 @@ export async function registryView(
     const schedule = loaded.schedules.get(job);
     if (schedule) {
       // Jobs on one expression share a count — unless their fires switch between versions.
+      // A job whose fires switch between versions counts alone; one by a single timing (most:
+      // version 1 in force from the start) shares the count of its expression and zone.
       const segments = (schedule as Partial<SwitchedSchedule>).segments;
-      const key = segments
-        ? JSON.stringify([job, segments.map((s) => [s.version, s.from.getTime(), !!s.schedule])])
-        : JSON.stringify([schedule.timezone, schedule.expression]);
+      const single = segments?.length === 1 ? segments[0]!.schedule : schedule;
+      const key = single
+        ? JSON.stringify([single.timezone, single.expression])
+        : JSON.stringify([job, segments!.map((s) => [s.version, s.from.getTime(), !!s.schedule])]);
       let at = counted.get(key);
       if (!at) {
         at = upcomingInstants(schedule, anchor);

@@ -29,6 +29,7 @@ import {
   FIRST_VERSION_AT,
   ownVersion,
   readTimings,
+  recordFirstVersions,
   recordTiming,
   timingsMarker,
   type TimingRecord,
@@ -119,7 +120,22 @@ export class TimingWatch {
         j.schedule != null &&
         ownVersion(timings.get(j.name) ?? [], timingPrint(j)!) == null,
     );
-    for (const job of unrecorded) await this.record(pool, namespace, job, config.scheduleChanges);
+    // A job the fleet has no version of: its first, in force from the start, all in one write.
+    const first = unrecorded.filter((j) => !timings.has(j.name));
+    await recordFirstVersions(
+      pool,
+      namespace,
+      first.map((j) => ({
+        job: j.name,
+        print: timingPrint(j)!,
+        schedule: j.schedule!,
+        timezone: j.timezone,
+      })),
+      this.o.host,
+    );
+    for (const job of unrecorded.filter((j) => timings.has(j.name))) {
+      await this.record(pool, namespace, job, config.scheduleChanges);
+    }
     if (unrecorded.length > 0) {
       this.marker = null;
       timings = await readTimings(pool, namespace);

@@ -102,7 +102,7 @@ export function timingSegments(
 ): TimingSegment[] {
   const starts = [...new Set(versions.map((v) => v.effectiveAt.getTime()))].sort((a, b) => a - b);
   const segments: TimingSegment[] = [];
-  const parsed = new Map<number, Schedule>();
+  const parsed = new Map<number, Schedule | null>();
   for (const start of starts) {
     const inForce = versions
       .filter((v) => v.effectiveAt.getTime() <= start)
@@ -110,12 +110,26 @@ export function timingSegments(
     if (segments.at(-1)?.version === inForce.version) continue;
     let schedule: Schedule | null = null;
     if (own != null && inForce.version <= own) {
-      schedule = parsed.get(inForce.version) ?? parse(inForce);
+      schedule = parsed.has(inForce.version)
+        ? parsed.get(inForce.version)!
+        : parseOrHold(parse, inForce);
       parsed.set(inForce.version, schedule);
     }
     segments.push({ version: inForce.version, from: new Date(start), schedule });
   }
   return segments;
+}
+
+/**
+ * A recorded timing this runtime cannot read (a newer baton's syntax, a time zone this Node's
+ * data lacks) is held, not fired by a guess: null.
+ */
+function parseOrHold(parse: (v: TimingVersion) => Schedule, v: TimingVersion): Schedule | null {
+  try {
+    return parse(v);
+  } catch {
+    return null;
+  }
 }
 
 /** How a switch at an instant falls on its day. */

@@ -141,6 +141,34 @@ export async function recordTiming(
   }
 }
 
+/**
+ * Records the first version of each job in `first` that has none, in one statement: a fleet's
+ * first start with 1,000 jobs writes one row each, not 1,000 round trips. A job another recorder
+ * got to first keeps that one's row (INSERT IGNORE on the version key).
+ */
+export async function recordFirstVersions(
+  db: Queryable,
+  namespace: string,
+  first: readonly { job: string; print: string; schedule: string; timezone: string }[],
+  recordedBy: string,
+): Promise<void> {
+  if (first.length === 0) return;
+  const row = `(?, ?, 1, ?, ?, ?, ?, 'first', NOW(3), ?, NOW(6))`;
+  await db.query(
+    `INSERT IGNORE INTO baton_timings (namespace, ${COLUMNS}, updated_at)
+     VALUES ${first.map(() => row).join(', ')}`,
+    first.flatMap((f) => [
+      namespace,
+      f.job,
+      f.print,
+      f.schedule,
+      f.timezone,
+      FIRST_VERSION_AT,
+      recordedBy,
+    ]),
+  );
+}
+
 /** How long before a pending version's instant it may still be moved. */
 export const RETIME_MARGIN_SECONDS = 60;
 

@@ -85,6 +85,26 @@ describe('the fires across versions', () => {
   });
 });
 
+describe('a recorded timing this runtime cannot read', () => {
+  it('is held, not guessed: a newer syntax or an unknown zone fires nothing', () => {
+    const versions: TimingVersion[] = [
+      {
+        version: 1,
+        effectiveAt: at('1970-01-01T00:00:00Z'),
+        schedule: '0 3 * * *',
+        timezone: 'UTC',
+      },
+      {
+        version: 2,
+        effectiveAt: at('2027-01-01T00:00:00Z'),
+        schedule: '0 4 * * *',
+        timezone: 'Mars/Olympus',
+      },
+    ];
+    expect(timingSegments(versions, 2).map((s) => s.schedule != null)).toEqual([true, false]);
+  });
+});
+
 describe('the default switch instant', () => {
   it('daily 03:00 → 04:00: the old timing’s next fire, so that day runs once, at 04:00', () => {
     const e = defaultSwitchInstant(daily(3), daily(4), at('2027-03-01T12:10:00Z'));
