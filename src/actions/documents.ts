@@ -31,6 +31,8 @@ export function runDocument(run: Run) {
     params: run.params,
     // The pool whose slot the run held (`pool:`, docs/pools.md); null without one.
     pool: run.pool,
+    // The timing version its fire fell under (docs/schedules.md, "Changing a job's time").
+    timingVersion: run.timingVersion ?? null,
     // The soft limits (`duration:`): when it becomes slow and when it was told so (null: no warn,
     // not slow), and whether a success was shorter than `min`.
     warnAt: run.warnAt?.toISOString() ?? null,

@@ -130,6 +130,11 @@ export interface Run {
   params: RunParams | null;
   /** The pool whose slot the run held (`pool:`, migration 0024); null without one. */
   pool: string | null;
+  /**
+   * The timing version its fire fell under (store/timings.ts, migration 0029): a winner of a
+   * scheduled fire; null for others and older rows. Absent on a run built by hand: null.
+   */
+  timingVersion?: number | null;
   /*
    * The soft limits (`duration:`, store/duration-flags.ts; migration 0025). `toRun` always sets
    * them; absent on a run built by hand means none.
@@ -202,7 +207,7 @@ export interface ChainFence {
 /** The columns `toRun` reads, for `SELECT ${COLUMNS} FROM baton_runs`. */
 export const COLUMNS = `id, namespace, job, scheduled_at, rerun, winner, triggered_by, status,
   reason, reason_kind, host, pid, lock_connection_id, started_at, finished_at, exit_code, attempts,
-  error, output_tail, params, pool, warn_at, slow_at, too_short`;
+  error, output_tail, params, pool, timing_version, warn_at, slow_at, too_short`;
 
 export interface RunRow extends RowDataPacket {
   id: number;
@@ -226,6 +231,7 @@ export interface RunRow extends RowDataPacket {
   output_tail: string | null;
   params: string | null;
   pool: string | null;
+  timing_version: number | null;
   warn_at: Date | null;
   slow_at: Date | null;
   too_short: number;
@@ -265,6 +271,7 @@ export function toRun(r: RunRow): Run {
     outputTail: r.output_tail,
     params: parseParams(r.params ?? null),
     pool: r.pool ?? null,
+    timingVersion: r.timing_version == null ? null : Number(r.timing_version),
     warnAt: r.warn_at ?? null,
     slowAt: r.slow_at ?? null,
     tooShort: Number(r.too_short ?? 0) === 1,

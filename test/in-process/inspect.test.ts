@@ -538,6 +538,8 @@ jobs:
       outputTail: failed!.output_tail,
       params: null,
       pool: null,
+      // A scheduled fire's winner: its job's first timing version (docs/schedules.md).
+      timingVersion: 1,
       warnAt: null,
       slowAt: null,
       tooShort: false,

@@ -92,6 +92,10 @@ export const showCommand: CommandModule<object, ShowArgs> = {
       ['trigger', run.trigger],
       ['upstream', upstream ? upstreamWords(run, upstream) : ''],
       ['generation', run.rerun > 0 ? `${run.rerun} (re-run ${run.rerun} of this fire)` : ''],
+      [
+        'timing',
+        run.timingVersion != null ? `version ${run.timingVersion} (baton definitions)` : '',
+      ],
       ['params', run.params ? JSON.stringify(run.params) : ''],
       ['winner', run.winner ? 'yes (this row ran the fire)' : winnerWords(run)],
       ['status', run.status],
