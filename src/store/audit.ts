@@ -9,7 +9,17 @@ import { truncate } from '../text.js';
 import { deleteInBatches } from './batch-delete.js';
 import type { Queryable } from './deadline.js';
 
-export const AUDIT_ACTIONS = ['run', 'rerun', 'backfill', 'kill', 'pause', 'resume'] as const;
+export const AUDIT_ACTIONS = [
+  'run',
+  'rerun',
+  'backfill',
+  'kill',
+  'pause',
+  'resume',
+  // baton definitions apply: a timing version recorded, a pending one's instant moved.
+  'timing',
+  'retime',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** Where the action came from: a command on some host, or the write API of a runner. */
