@@ -1,6 +1,7 @@
 /**
  * `baton_audit`, the record of operators' actions (a manual run, a re-run, a backfill, a kill, a
- * pause, a resume): who, from where, why, with what parameters, and what came of it. Written by
+ * pause, a resume, a job's timing recorded or moved): who, from where, why, with what parameters,
+ * and what came of it. Written by
  * the command or the API handler that takes the action, on whichever host; read by `baton audit`
  * and shown beside the runs it touched (`history`, `show`, `explain`).
  */

@@ -9,6 +9,8 @@
  *   version and, again, moves its instant; a rollback re-proposes an earlier timing as a new
  *   version (which keeps a pending one from ever taking effect); each change has its audit row;
  * - the live runners' versions, from their registry rows: who has which, who will hold;
+ * - a runner records a changed timing at the instant `apply --dry-run` showed (one rule for both:
+ *   store/timing-proposal.ts), and the view lists it with its version;
  * - every refusal exits 64 (69 without the table) with its message, having written nothing.
  * The judgements themselves are unit-tested in test/unit/timing-preview.test.ts.
  */
@@ -16,7 +18,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeSchedule, type CliResult } from '../helpers/cli.js';
 import { baton } from '../helpers/cli-in-process.js';
 import { createTestDatabase, dbNow, type TestDatabase } from '../helpers/db.js';
+import { loadConfig } from '../../src/config/load.js';
 import { registerRunner } from '../../src/store/runners.js';
+import { InProcessRunner } from '../helpers/in-process-fleet.js';
+import { waitFor } from '../helpers/wait.js';
 
 let db: TestDatabase;
 
@@ -550,6 +555,72 @@ describe('the live runners', () => {
       [1, null, ['srv-02']],
       [2, '2030-01-01T00:00:00.000Z', ['srv-01']],
     ]);
+  });
+});
+
+describe('a runner and the operator', () => {
+  it('agree on the default instant: the runner records the one the dry run showed', async () => {
+    const ns = 'runner-rule';
+    const before = file(ns, '0 3 * * *');
+    const after = file(ns, '0 4 * * *');
+    const runner = new InProcessRunner('srv-01', {
+      config: before,
+      databaseUrl: db.url,
+      host: 'srv-01',
+    });
+    try {
+      await runner.start();
+      await waitFor(
+        'version 1 recorded by the runner',
+        async () => (await versions(ns)).length === 1,
+      );
+      expect((await versions(ns))[0]).toMatchObject({ chosen_by: 'first', recorded_by: 'srv-01' });
+
+      const dry = JSON.parse(
+        ok(await cli(after, 'definitions', 'apply', 'settle', '--dry-run', '--json')),
+      ) as ApplyJson;
+      runner.runner.reload(loadConfig(after));
+      await waitFor(
+        'version 2 recorded by the runner',
+        async () => (await versions(ns)).length === 2,
+      );
+      const [, second] = await versions(ns);
+      expect(second).toMatchObject({ version: 2, chosen_by: 'settle', recorded_by: 'srv-01' });
+      // The same rule: the instant the dry run showed, unless a candidate passed in between.
+      const [row] = await db.query<{ recorded_at: Date }>(
+        `SELECT recorded_at FROM baton_timings WHERE namespace = ? AND version = 2`,
+        [ns],
+      );
+      const firstThreeAfter = (t: Date) => {
+        const notBefore = new Date(t.getTime() + 600_000);
+        const day = new Date(notBefore);
+        day.setUTCHours(3, 0, 0, 0);
+        if (day < notBefore) day.setUTCDate(day.getUTCDate() + 1);
+        return day;
+      };
+      expect(second!.effective_at).toEqual(firstThreeAfter(row!.recorded_at));
+      if (firstThreeAfter(new Date(dry.now)).getTime() === second!.effective_at.getTime()) {
+        expect(dry.changes[0]!.effectiveAt).toBe(second!.effective_at.toISOString());
+      }
+
+      // The registry says so once the runner re-registers: it has version 2, nobody holds.
+      const view = await waitFor('srv-01 listed with version 2', async () => {
+        const doc = JSON.parse(ok(await cli(after, 'definitions', 'settle', '--json'))) as {
+          jobs: { runners: { host: string; version: number | null; holdsFrom: string | null }[] }[];
+        };
+        const r = doc.jobs[0]!.runners.find((x) => x.host === 'srv-01');
+        return r?.version === 2 ? doc : undefined;
+      });
+      expect(view.jobs[0]!.runners).toEqual([
+        { host: 'srv-01', version: 2, held: false, holdsFrom: null },
+      ]);
+      // Its file matches the latest version: apply has nothing to do.
+      expect(ok(await cli(after, 'definitions', 'apply', 'settle'))).toContain(
+        'settle: pending: "0 4 * * *" (UTC) is version 2',
+      );
+    } finally {
+      await runner.stop();
+    }
   });
 });
 
