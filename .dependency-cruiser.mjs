@@ -138,6 +138,7 @@ export default {
     ...surfaces('backfill', ['cli/commands/backfill', 'http/write-actions']),
     ...surfaces('pause', ['cli/commands/pause', 'http/write-actions']),
     ...surfaces('kill', ['cli/commands/kill', 'http/write-actions']),
+    ...surfaces('definitions', ['cli/commands/definitions']),
   ],
   options: {
     // Packages are leaves of the graph here: their own imports are not read.

@@ -50,6 +50,8 @@ export async function candidates(words: string[]): Promise<string[]> {
   const args = parsed as unknown as CommonArgs & { namespace?: string };
   const command = String(parsed._[0] ?? '');
   try {
+    // `definitions` takes a job, or its `apply` sub-command first.
+    if (command === 'definitions') return ['apply', ...jobNames(args)];
     if (JOB_COMMANDS.has(command)) return jobNames(args);
     if (RUN_ID_COMMANDS.has(command) && !(words.at(-1) ?? '').startsWith('-')) {
       return await runIds(args);

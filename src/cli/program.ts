@@ -42,6 +42,7 @@ const COMMANDS: Record<string, CommandLoader> = {
   prune: async () => [(await import('./commands/prune.js')).pruneCommand],
   notifications: async () => [(await import('./commands/notifications.js')).notificationsCommand],
   notify: async () => [(await import('./commands/notifications.js')).notifyCommand],
+  definitions: async () => [(await import('./commands/definitions.js')).definitionsCommand],
 };
 
 async function withCommands(cli: Argv, argv: readonly string[]): Promise<Argv> {

@@ -101,6 +101,10 @@ export function usageMessage(message: string, argv: readonly string[]): string {
     .split(', ')
     .map((name) => {
       const asOption = argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+      // `-x`: yargs names a short option by its letter alone.
+      const asShort =
+        name.length === 1 && argv.some((a) => /^-[^-]/.test(a) && a.slice(1).includes(name));
+      if (asShort) return `unknown option -${name}`;
       if (!asOption) return `unexpected argument "${name}"`;
       const meant = closest(name, options);
       return `unknown option --${name}` + (meant != null ? `; did you mean --${meant}?` : '');

@@ -15,18 +15,17 @@
  * old file; `baton status` is CRITICAL `held` too, fleet/status.ts).
  */
 import { timingPrint } from '../config/fingerprint.js';
-import { DEFAULT_SETTLE_MS } from '../config/defaults.js';
-import type { JobDefinition } from '../config/schema.js';
+import type { Config, JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
 import { errorMessage } from '../errors.js';
 import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import type { Logger } from '../log.js';
 import { parseSchedule } from '../schedule/cron.js';
-import { defaultSwitchInstant, switchAnomaly } from '../schedule/timing-switch.js';
+import { switchAnomaly } from '../schedule/timing-switch.js';
 import type { Queryable } from '../store/deadline.js';
 import { otherLiveRunners } from '../store/runners.js';
+import { settleMsOf, timingProposal } from '../store/timing-proposal.js';
 import {
-  FIRST_VERSION_AT,
   ownVersion,
   readTimings,
   recordFirstVersions,
@@ -134,7 +133,7 @@ export class TimingWatch {
       this.o.host,
     );
     for (const job of unrecorded.filter((j) => timings.has(j.name))) {
-      await this.record(pool, namespace, job, config.scheduleChanges);
+      await this.record(pool, namespace, job, config);
     }
     if (unrecorded.length > 0) {
       this.marker = null;
@@ -177,7 +176,7 @@ export class TimingWatch {
     pool: Queryable,
     namespace: string,
     job: JobDefinition,
-    changes: { settleMs: number } | undefined,
+    config: Pick<Config, 'scheduleChanges'>,
   ): Promise<void> {
     const next = parseSchedule(job.schedule!, job.timezone);
     // The settle window is for a rolling deploy: no other live runner has the job, nobody runs
@@ -185,21 +184,11 @@ export class TimingWatch {
     const others = (await otherLiveRunners(pool, namespace, this.o.host)).filter((r) =>
       r.jobs.has(job.name),
     );
-    const settleMs = others.length > 0 ? (changes?.settleMs ?? DEFAULT_SETTLE_MS) : 0;
-    const { record, recorded } = await recordTiming(pool, {
-      namespace,
-      job: job.name,
-      print: timingPrint(job)!,
-      schedule: job.schedule!,
-      timezone: job.timezone,
-      recordedBy: this.o.host,
-      effective: (latest, now) => {
-        if (!latest) return { at: FIRST_VERSION_AT, chosenBy: 'first' };
-        const notBefore = Math.max(now.getTime() + settleMs, latest.effectiveAt.getTime());
-        const old = parseSchedule(latest.schedule, latest.timezone);
-        return { at: defaultSwitchInstant(old, next, new Date(notBefore)), chosenBy: 'settle' };
-      },
-    });
+    const settleMs = others.length > 0 ? settleMsOf(config) : 0;
+    const { record, recorded } = await recordTiming(
+      pool,
+      timingProposal(job, { namespace, recordedBy: this.o.host, settleMs }),
+    );
     if (!recorded || record.version === 1) return;
     const previous = (await readTimings(pool, namespace, [job.name]))
       .get(job.name)

@@ -23,15 +23,36 @@ export function versionInForce(records: readonly TimingRecord[], now: Date): Tim
   return inForce;
 }
 
-/** Versions recorded and not yet in force, with the one in force before each. */
+/** Whether `r` never takes effect: a newer version does at or before its instant. */
+export function superseded(r: TimingRecord, records: readonly TimingRecord[]): boolean {
+  return records.some(
+    (o) => o.version > r.version && o.effectiveAt.getTime() <= r.effectiveAt.getTime(),
+  );
+}
+
+/** The version in force just before `to` takes effect (of those numbered below it). */
+export function versionBefore(
+  records: readonly TimingRecord[],
+  to: Pick<TimingRecord, 'version' | 'effectiveAt'>,
+): TimingRecord | null {
+  return versionInForce(
+    records.filter((r) => r.version < to.version),
+    new Date(to.effectiveAt.getTime() - 1),
+  );
+}
+
+/**
+ * The switches still to come: each version whose instant is ahead and that no newer version
+ * supersedes, with the version in force just before it (not the one in force now: with two
+ * pending, the second switches from the first).
+ */
 export function pendingSwitches(
   records: readonly TimingRecord[],
   now: Date,
 ): { from: TimingRecord | null; to: TimingRecord }[] {
-  const current = versionInForce(records, now);
   return records
-    .filter((r) => r.effectiveAt.getTime() > now.getTime() && r.version > (current?.version ?? 0))
-    .map((to) => ({ from: current, to }));
+    .filter((r) => r.effectiveAt.getTime() > now.getTime() && !superseded(r, records))
+    .map((to) => ({ from: versionBefore(records, to), to }));
 }
 
 /** A timing as a sentence: `"5-59/10 * * * * *" (UTC)`. */

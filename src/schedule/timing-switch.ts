@@ -245,3 +245,21 @@ export function transitionFires(
   const split = new Date(Math.min(Math.max(at.getTime(), from.getTime()), until.getTime()));
   return { old: take(old, from, split), next: take(next, split, until) };
 }
+
+/**
+ * The first instant of the local date `date` (YYYY-MM-DD) in `timezone`: its midnight, or the
+ * first instant after a midnight the clock skips. Null for a date the calendar has not.
+ */
+export function dayStarting(timezone: string, date: string): Date | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
+  if (!m) return null;
+  const noon = new Date(0);
+  noon.setUTCFullYear(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+  noon.setUTCHours(12, 0, 0, 0);
+  // 2027-02-30 rolls over into March: not a date.
+  if (noon.toISOString().slice(0, 10) !== date) return null;
+  // At noon UTC every zone (−12:00 to +14:00) shows `date` or the day after.
+  let around = dayAround(timezone, noon);
+  if (around.day !== date) around = dayAround(timezone, new Date(around.start.getTime() - 1));
+  return around.day === date ? around.start : null;
+}

@@ -1,6 +1,7 @@
 /**
  * `baton_audit`, the record of operators' actions (a manual run, a re-run, a backfill, a kill, a
- * pause, a resume): who, from where, why, with what parameters, and what came of it. Written by
+ * pause, a resume, a job's timing recorded or moved): who, from where, why, with what parameters,
+ * and what came of it. Written by
  * the command or the API handler that takes the action, on whichever host; read by `baton audit`
  * and shown beside the runs it touched (`history`, `show`, `explain`).
  */
@@ -9,7 +10,17 @@ import { truncate } from '../text.js';
 import { deleteInBatches } from './batch-delete.js';
 import type { Queryable } from './deadline.js';
 
-export const AUDIT_ACTIONS = ['run', 'rerun', 'backfill', 'kill', 'pause', 'resume'] as const;
+export const AUDIT_ACTIONS = [
+  'run',
+  'rerun',
+  'backfill',
+  'kill',
+  'pause',
+  'resume',
+  // baton definitions apply: a timing version recorded, a pending one's instant moved.
+  'timing',
+  'retime',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** Where the action came from: a command on some host, or the write API of a runner. */

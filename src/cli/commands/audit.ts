@@ -32,7 +32,8 @@ interface AuditArgs extends CommonArgs {
 
 export const auditCommand: CommandModule<object, AuditArgs> = {
   command: 'audit',
-  describe: "Operators' actions (run, rerun, backfill, kill, pause, resume), newest first",
+  describe:
+    "Operators' actions (run, rerun, backfill, kill, pause, resume, timing, retime), newest first",
   builder: (y) =>
     withCommonOptions(y)
       .option('since', { type: 'string', describe: 'only actions since: 1h, 30m, 7d or ISO-8601' })
