@@ -55,13 +55,19 @@ export interface LoadedSchedule extends Loaded {
    * old timing before a change's effective instant, the new one from it, and nothing where the
    * fleet has moved past this runner's own definition (it holds).
    */
-  timings: ReadonlyMap<string, readonly TimingRecord[]>;
+  timings: ReadonlyMap<string, readonly TimingRecord[]> | typeof UNREAD;
   /**
    * The version of each job's timing this runner's file has (the newest recorded with its
    * print); absent: not recorded (yet).
    */
   ownVersions: Map<string, number>;
 }
+
+/**
+ * The versions could not be read at connect: every scheduled job is held (none fires by its
+ * file, which may be a timing the fleet has not reached or has left) until a read succeeds.
+ */
+export const UNREAD = 'unread' as const;
 
 /** Before the first load: nothing to fire. */
 export function emptySchedule(config: Config): LoadedSchedule {
@@ -89,7 +95,7 @@ export function loadSchedule(
   previous: LoadedSchedule,
   now: Date,
   place?: RunnerPlace,
-  timings: ReadonlyMap<string, readonly TimingRecord[]> = previous.timings,
+  timings: LoadedSchedule['timings'] = previous.timings,
 ): LoadedSchedule {
   const enabled = config.jobs.filter((j) => j.enabled);
   const here = (j: JobDefinition) => !place || mayRun(j.runOn, place);
@@ -103,13 +109,17 @@ export function loadSchedule(
   for (const job of jobs.values()) {
     if (job.schedule != null) {
       const own = parseSchedule(job.schedule, job.timezone);
-      const versions = timings.get(job.name) ?? [];
-      const version = ownVersion(versions, timingPrint(job)!);
-      if (version != null) ownVersions.set(job.name, version);
-      // Not recorded yet (this runner is about to record it, as the fleet's next version): the
-      // fleet's versions so far are the ones in force until then, so it fires by all of them.
-      const segments = timingSegments(versions, version ?? Number.POSITIVE_INFINITY);
-      schedules.set(job.name, versions.length > 0 ? switchedSchedule(own, segments) : own);
+      if (timings === UNREAD) {
+        schedules.set(job.name, switchedSchedule(own, [HELD_THROUGHOUT]));
+      } else {
+        const versions = timings.get(job.name) ?? [];
+        const version = ownVersion(versions, timingPrint(job)!);
+        if (version != null) ownVersions.set(job.name, version);
+        // Not recorded yet (this runner is about to record it, as the fleet's next version):
+        // the fleet's versions so far are the ones in force until then: it fires by all of them.
+        const segments = timingSegments(versions, version ?? Number.POSITIVE_INFINITY);
+        schedules.set(job.name, versions.length > 0 ? switchedSchedule(own, segments) : own);
+      }
     }
     const before = previous.jobs.get(job.name);
     const same = before?.schedule === job.schedule && before.timezone === job.timezone;
@@ -132,6 +142,9 @@ export function loadSchedule(
     ownVersions,
   };
 }
+
+/** A job's fires while the versions are unread: none. */
+const HELD_THROUGHOUT = { version: 0, from: new Date(0), schedule: null } as const;
 
 /**
  * Where this runner holds a job's fires: the instant from which the fleet fires it by a timing

@@ -50,6 +50,7 @@ import {
   emptySchedule,
   deadManSchedule,
   loadSchedule,
+  UNREAD,
   registryView,
   type LoadedSchedule,
 } from './loaded-schedule.js';
@@ -484,7 +485,22 @@ export class Runner {
       }
       this.timingWatch.tellHolds();
     } catch (err) {
-      this.log.warn({ err: errorMessage(err) }, 'could not record or read the timing versions');
+      // Fail closed: at the first connect this runner knows no version, and its file's timing
+      // may be one the fleet has not reached (or has left). It fires nothing scheduled until
+      // the watch reads them (every lookMs). Later, it keeps the versions it last read.
+      this.log.error(
+        { err: errorMessage(err), heldUntilRead: first },
+        'could not record or read the timing versions',
+      );
+      if (first) {
+        this.loaded = loadSchedule(
+          this.loaded.config,
+          this.loaded,
+          this.clock.now(),
+          this.place,
+          UNREAD,
+        );
+      }
     }
   }
 

@@ -33,7 +33,7 @@ import {
   timingsMarker,
   type TimingRecord,
 } from '../store/timings.js';
-import { heldFrom, type LoadedSchedule } from './loaded-schedule.js';
+import { heldFrom, UNREAD, type LoadedSchedule } from './loaded-schedule.js';
 
 /** How often a runner looks for a changed version (one statement a look). */
 export const DEFAULT_TIMING_LOOK_MS = 5_000;
@@ -120,6 +120,8 @@ export class TimingWatch {
         ownVersion(timings.get(j.name) ?? [], timingPrint(j)!) == null,
     );
     // A job the fleet has no version of: its first, in force from the start, all in one write.
+    // What cannot be recorded is said, and the runner fires by the versions it read: those are
+    // the fleet's until its own is recorded (by it at its next load, or by another runner).
     const first = unrecorded.filter((j) => !timings.has(j.name));
     await recordFirstVersions(
       pool,
@@ -131,9 +133,11 @@ export class TimingWatch {
         timezone: j.timezone,
       })),
       this.o.host,
-    );
+    ).catch((err: unknown) => this.cannotRecord(first, err));
     for (const job of unrecorded.filter((j) => timings.has(j.name))) {
-      await this.record(pool, namespace, job, config);
+      await this.record(pool, namespace, job, config).catch((err: unknown) =>
+        this.cannotRecord([job], err),
+      );
     }
     if (unrecorded.length > 0) {
       this.marker = null;
@@ -156,7 +160,7 @@ export class TimingWatch {
       }
       if (told === from.toISOString()) continue;
       this.toldHeld.set(job, from.toISOString());
-      const versions = loaded.timings.get(job) ?? [];
+      const versions = loaded.timings === UNREAD ? [] : (loaded.timings.get(job) ?? []);
       this.o.log.error(
         {
           job,
@@ -170,6 +174,14 @@ export class TimingWatch {
         'job held',
       );
     }
+  }
+
+  private cannotRecord(jobs: readonly JobDefinition[], err: unknown): void {
+    if (jobs.length === 0) return;
+    this.o.log.warn(
+      { jobs: jobs.map((j) => j.name), err: errorMessage(err) },
+      'could not record a timing',
+    );
   }
 
   private async record(
