@@ -65,6 +65,9 @@ export interface TimingWatchOptions {
 export class TimingWatch {
   private readonly t: TimingWatchTimings;
   private marker: string | null = null;
+  /** The last sync failed, or left a timing of the file unrecorded: the next look syncs. */
+  private unsettled = true;
+  private recordFailed = false;
   private running = false;
   /** Each job's hold as last told (ISO), so that it is told once. */
   private readonly toldHeld = new Map<string, string>();
@@ -90,15 +93,17 @@ export class TimingWatch {
     })();
   }
 
-  /** Reads the versions again if they changed, and hands them on. */
+  /**
+   * Reads the versions again if they changed — or if the last sync could not read or record
+   * them all (it is done again: this runner's new timing must reach the table) — and hands them
+   * on.
+   */
   async look(): Promise<void> {
     const pool = this.o.pool();
     if (!pool) return;
     const namespace = this.o.loaded().config.namespace;
-    const marker = await timingsMarker(pool, namespace);
-    if (marker === this.marker) return;
-    const timings = await readTimings(pool, namespace);
-    this.marker = marker;
+    if (!this.unsettled && (await timingsMarker(pool, namespace)) === this.marker) return;
+    const timings = await this.sync(pool);
     this.o.apply(timings);
     this.tellHolds();
   }
@@ -109,6 +114,7 @@ export class TimingWatch {
    * what the database throws.
    */
   async sync(pool: Queryable): Promise<TimingVersions> {
+    this.unsettled = true;
     const { config } = this.o.loaded();
     const namespace = config.namespace;
     const marker = await timingsMarker(pool, namespace);
@@ -145,6 +151,8 @@ export class TimingWatch {
     } else {
       this.marker = marker;
     }
+    this.unsettled = this.recordFailed;
+    this.recordFailed = false;
     return timings;
   }
 
@@ -178,6 +186,7 @@ export class TimingWatch {
 
   private cannotRecord(jobs: readonly JobDefinition[], err: unknown): void {
     if (jobs.length === 0) return;
+    this.recordFailed = true;
     this.o.log.warn(
       { jobs: jobs.map((j) => j.name), err: errorMessage(err) },
       'could not record a timing',

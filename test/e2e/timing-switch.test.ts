@@ -13,8 +13,12 @@
  * Then the change the runbook warned of: a daily settlement moved from 03:00 to 04:00, on a
  * private server whose clock the test steps across the days (libfaketime): the day of the switch
  * runs it once, at 04:00.
+ *
+ * And a runner that cannot read the versions at connect (no grant on the table): it fires
+ * nothing scheduled — its file may be a timing the fleet has not reached — until it can.
  */
-import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,9 +33,9 @@ const fleet = useFleet('timing_switch');
 const timings = { timingWatch: { lookMs: 500 } };
 const SETTLE_MS = 10_000;
 
-function scheduleFile(schedule: string, journal: string): string {
+function scheduleFile(schedule: string, journal: string, namespace = 'roll'): string {
   return writeSchedule(`
-namespace: roll
+namespace: ${namespace}
 scheduleChanges: {settle: ${SETTLE_MS / 1000}s}
 jobs:
   tick:
@@ -217,4 +221,58 @@ jobs:
     );
     expect(rows).toEqual([]);
   }, 300_000);
+});
+
+describe('a runner that cannot read the timing versions', () => {
+  const user = `baton_tv_${randomBytes(3).toString('hex')}`;
+  const password = `pw-${randomBytes(8).toString('hex')}`;
+  afterAll(async () => {
+    await fleet.db.query('DROP USER IF EXISTS ?@?', [user, '%']);
+  });
+
+  it('fires nothing scheduled until it can, then fires by them', async () => {
+    const db = fleet.db;
+    // Every baton table but baton_timings: the runner's read of the versions is refused.
+    const migrations = new URL('../../src/store/migrations/', import.meta.url);
+    const tables = readdirSync(migrations)
+      .flatMap((f) => [
+        ...readFileSync(new URL(f, migrations), 'utf8').matchAll(/CREATE TABLE (\w+)/g),
+      ])
+      .map((m) => m[1]!)
+      .filter((t) => t !== 'baton_timings');
+    await db.query('CREATE USER ?@? IDENTIFIED BY ?', [user, '%', password]);
+    for (const table of [...tables, 'baton_migrations']) {
+      await db.query('GRANT SELECT, INSERT, UPDATE, DELETE ON ??.?? TO ?@?', [
+        db.name,
+        table,
+        user,
+        '%',
+      ]);
+    }
+    const journal = path.join(mkdtempSync(path.join(os.tmpdir(), 'baton-unread-')), 'journal');
+    appendFileSync(journal, '');
+    const config = scheduleFile('* * * * * *', journal, 'unread');
+    const runner = startRunner({
+      config,
+      databaseUrl: `mysql://${user}:${password}@127.0.0.1:3306/${db.name}`,
+      host: 'u-1',
+      timings,
+    });
+    try {
+      await runner.ready();
+      const refused = await runner.waitForLog('could not record or read the timing versions');
+      expect(refused).toMatchObject({ heldUntilRead: true });
+      // Three instants by the database's clock, and not one run: the runner holds.
+      const from = (await dbNow(db)).getTime();
+      await until('three instants later', from + 3_000);
+      expect(readJournal(journal)).toEqual([]);
+      // The grant comes: the watch reads the versions (one of its looks), and the job runs.
+      await db.query('GRANT SELECT ON ??.baton_timings TO ?@?', [db.name, user, '%']);
+      await waitFor('a run after the grant', async () => readJournal(journal).length > 0, {
+        timeoutMs: 30_000,
+      });
+    } finally {
+      await runner.stop('SIGTERM');
+    }
+  });
 });
