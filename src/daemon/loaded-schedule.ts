@@ -159,11 +159,13 @@ export function heldFrom(loaded: LoadedSchedule, job: string): Date | null {
  * The schedule a job's dead-man's default window counts: its own, or for a job that runs only
  * after its parents, its first parent's up the chain (config/dependencies.ts `deadManSource`:
  * none for a child that runs on its parents' failures). For `Runner.loadedJobs` (the metrics'
- * expectation). Null for an unknown job, or none.
+ * expectation). Null for an unknown job, or none. The file's timing, not the fleet's stretches of
+ * versions: a window counted from a success under the old timing across a switch would be the
+ * old one's (a job moved from every second to yearly would read overdue a minute later).
  */
 export function deadManSchedule(loaded: LoadedSchedule, job: string): Schedule | null {
   const own = loaded.schedules.get(job);
-  if (own) return own;
+  if (own) return parseSchedule(own.expression, own.timezone);
   const source = deadManSource(loaded.config.jobs, job);
   return source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null;
 }

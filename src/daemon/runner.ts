@@ -70,7 +70,7 @@ import { repeat } from './repeat.js';
 import { RetentionSchedule } from './retention-schedule.js';
 import { Notifier } from './notifier.js';
 import { PlacementWatch } from './placement-watch.js';
-import { TimingWatch, type TimingVersions } from './timing-watch.js';
+import { sameTimings, TimingWatch, type TimingVersions } from './timing-watch.js';
 import { deliverNotification } from '../notify/deliver.js';
 
 export class Runner {
@@ -201,6 +201,7 @@ export class Runner {
       loaded: () => this.loaded,
       // A read, and rarely a write of one row: while this runner can coordinate.
       pool: () => (this.link.usable ? this.link.anyPool : null),
+      now: () => this.clock.now(),
       apply: (versions) => this.applyTimings(versions),
       log,
       signal,
@@ -509,7 +510,9 @@ export class Runner {
    * dispatched under the schedule they were due by first, as at a reload.
    */
   private applyTimings(versions: TimingVersions): void {
-    if (this.stopping) return;
+    // The same versions (a reconnect, a look after a failed record): nothing to replace — and a
+    // reconnect's recovery, not a wake in the middle of it, deals with the fires due meanwhile.
+    if (this.stopping || sameTimings(versions, this.loaded.timings)) return;
     const now = this.clock.now();
     this.loop.disarm();
     this.loop.wakeNow(now);

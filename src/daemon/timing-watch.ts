@@ -49,11 +49,22 @@ export const TIMING_WATCH_TIMINGS: Readonly<TimingWatchTimings> = {
 
 export type TimingVersions = ReadonlyMap<string, readonly TimingRecord[]>;
 
+/** Whether two reads of the versions say the same (each job's versions and their instants). */
+export function sameTimings(a: TimingVersions, b: TimingVersions | typeof UNREAD): boolean {
+  if (b === UNREAD || a.size !== b.size) return false;
+  const key = (records: readonly TimingRecord[] | undefined) =>
+    (records ?? []).map((r) => `${r.version}@${r.effectiveAt.getTime()}:${r.print}`).join(',');
+  for (const [job, records] of a) if (key(records) !== key(b.get(job))) return false;
+  return true;
+}
+
 export interface TimingWatchOptions {
   host: string;
   loaded: () => LoadedSchedule;
   /** The pool, while there is one (the look is a read; recording is a write of one row). */
   pool: () => Queryable | null;
+  /** The database's clock. */
+  now: () => Date;
   /** The versions changed: the runner fires by them from now on. */
   apply: (timings: TimingVersions) => void;
   log: Logger;
@@ -69,7 +80,7 @@ export class TimingWatch {
   private unsettled = true;
   private recordFailed = false;
   private running = false;
-  /** Each job's hold as last told (ISO), so that it is told once. */
+  /** Each job's hold as last told (its instant, and whether it had begun): told once each. */
   private readonly toldHeld = new Map<string, string>();
 
   constructor(private readonly o: TimingWatchOptions) {
@@ -102,9 +113,10 @@ export class TimingWatch {
     const pool = this.o.pool();
     if (!pool) return;
     const namespace = this.o.loaded().config.namespace;
-    if (!this.unsettled && (await timingsMarker(pool, namespace)) === this.marker) return;
-    const timings = await this.sync(pool);
-    this.o.apply(timings);
+    if (this.unsettled || (await timingsMarker(pool, namespace)) !== this.marker) {
+      this.o.apply(await this.sync(pool));
+    }
+    // Told at every look: a hold to come becomes one that has begun as time passes.
     this.tellHolds();
   }
 
@@ -156,31 +168,35 @@ export class TimingWatch {
     return timings;
   }
 
-  /** After the runner applied what `sync` returned: tells the holds it has. */
+  /**
+   * Tells each hold once as it is to come (info: a rolling deploy usually reaches this runner
+   * before it begins) and once when it has begun (error: the job no longer runs here).
+   */
   tellHolds(): void {
     const loaded = this.o.loaded();
+    const now = this.o.now().getTime();
     for (const job of loaded.jobs.keys()) {
       const from = heldFrom(loaded, job);
-      const told = this.toldHeld.get(job);
       if (from == null) {
         this.toldHeld.delete(job);
         continue;
       }
-      if (told === from.toISOString()) continue;
-      this.toldHeld.set(job, from.toISOString());
+      const begun = from.getTime() <= now;
+      const told = `${from.toISOString()} ${begun}`;
+      if (this.toldHeld.get(job) === told) continue;
+      this.toldHeld.set(job, told);
       const versions = loaded.timings === UNREAD ? [] : (loaded.timings.get(job) ?? []);
-      this.o.log.error(
-        {
-          job,
-          heldFrom: from.toISOString(),
-          ownVersion: loaded.ownVersions.get(job) ?? null,
-          fleetVersion: versions.at(-1)?.version ?? null,
-          why:
-            'from heldFrom the fleet fires it by a newer timing than this file has; load the ' +
-            'new schedules file here (reload); `baton definitions` shows the versions',
-        },
-        'job held',
-      );
+      const facts = {
+        job,
+        heldFrom: from.toISOString(),
+        ownVersion: loaded.ownVersions.get(job) ?? null,
+        fleetVersion: versions.at(-1)?.version ?? null,
+        why:
+          'from heldFrom the fleet fires it by a newer timing than this file has; load the ' +
+          'new schedules file here (reload); `baton definitions` shows the versions',
+      };
+      if (begun) this.o.log.error(facts, 'job held');
+      else this.o.log.info(facts, 'job to be held');
     }
   }
 

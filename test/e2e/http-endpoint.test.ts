@@ -124,7 +124,11 @@ jobs:
     });
     // Then nothing fires any more: both runners reload the jobs onto a schedule with nothing due.
     const never = (job: string) => `  ${job}:\n    schedule: "0 0 1 1 *"\n    command: ["true"]\n`;
-    writeFileSync(config, `jobs:\n${never('tick')}${never('broken')}`);
+    // `settle: 0s`: the new times take effect at once (docs/schedules.md, "Changing a job's time").
+    writeFileSync(
+      config,
+      `scheduleChanges: {settle: 0s}\njobs:\n${never('tick')}${never('broken')}`,
+    );
     for (const runner of runners) {
       runner.child.kill('SIGHUP');
       await runner.waitForLog('schedule reloaded');

@@ -54,10 +54,12 @@ it('Prometheus sees baton_job labels, a first failure, the last success and the 
   });
 
   // The reload stops `ok` (never due) and adds `flaky`, which fails on its first fire (after 2 s:
-  // Prometheus has scraped its 0 by then) and succeeds from then on.
+  // Prometheus has scraped its 0 by then) and succeeds from then on. `settle: 0s`: the new time
+  // of `ok` takes effect at its next instant (docs/schedules.md, "Changing a job's time").
   writeFileSync(
     config,
-    `jobs:
+    `scheduleChanges: {settle: 0s}
+jobs:
   ok:
     schedule: "0 0 1 1 *"
     command: ["true"]
