@@ -17,6 +17,7 @@ import {
 } from '../store/fire-writes.js';
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
+import { jobOfSubject } from '../schedule-keys.js';
 import { poolUses, type PoolAsk, type PoolUse } from '../store/pool-reads.js';
 import { findRunningRuns, type RunningRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
@@ -83,11 +84,17 @@ export class FireBatches {
     private readonly namespace: string,
   ) {}
 
-  /** The job's pause, if it is paused. */
+  /**
+   * The job's pause, if it is paused. A dynamic schedule's subject (`<job>:<key>`) is paused by
+   * its own pause or its job's: pausing a job pauses every schedule of it.
+   */
   readonly pause = new Batcher<string, Pause | null>(
     async (jobs) => {
-      const pauses = await findPauses(this.pool, this.namespace, unique(jobs));
-      return jobs.map((job) => ({ value: pauses.get(job) ?? null }));
+      const names = unique([...jobs, ...jobs.map(jobOfSubject)]);
+      const pauses = await findPauses(this.pool, this.namespace, names);
+      return jobs.map((job) => ({
+        value: pauses.get(job) ?? pauses.get(jobOfSubject(job)) ?? null,
+      }));
     },
     ...ONE_AT_A_TIME,
   );
