@@ -16,7 +16,14 @@
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
-import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../../errors.js';
+import {
+  DatabaseUnavailableError,
+  isMissingSchemaError,
+  orEmpty,
+  UsageError,
+} from '../../errors.js';
+import { subjectName } from '../../schedule-keys.js';
+import { listSchedules } from '../../store/schedules.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
@@ -27,6 +34,8 @@ import { pause, pauseOutcomeDocument, resume, resumeOutcomeDocument } from '../.
 import { action } from '../action.js';
 import {
   FREE_TEXT,
+  KEY_OPTION,
+  subjectOf,
   didYouMean,
   resolveDatabase,
   resolveHost,
@@ -37,6 +46,7 @@ import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PauseArgs extends CommonArgs {
   job: string;
+  key?: string;
   reason?: string;
   namespace?: string;
   force: boolean;
@@ -46,6 +56,11 @@ interface PauseArgs extends CommonArgs {
 const namespaceOption = {
   type: 'string',
   describe: "namespace of the job (env BATON_NAMESPACE; default the schedules file's)",
+} as const;
+
+const keyOption = {
+  ...KEY_OPTION,
+  describe: `${KEY_OPTION.describe}: that schedule only (pausing the job pauses all of them)`,
 } as const;
 
 const jsonOption = { type: 'boolean', default: false, describe: 'print one JSON object' } as const;
@@ -88,6 +103,15 @@ async function knownJobs(
   conn: Connection,
   pauses: readonly Pause[],
 ): Promise<{ names: Set<string>; where: string }> {
+  // `--key`: the job's live schedules created at run time are what a key may name.
+  if (args.key != null) {
+    const job = String(args.job);
+    const keys = await orEmpty(listSchedules(conn, namespace, job), []);
+    return {
+      names: new Set(keys.map((s) => subjectName(s.job, s.key))),
+      where: `the schedules of ${job} in namespace "${namespace}" (scheduler.schedules)`,
+    };
+  }
   const config = optionalConfig(args);
   if (config && config.namespace === namespace) {
     return { names: new Set(config.jobs.map((j) => j.name)), where: config.file };
@@ -103,6 +127,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the skip rows and `status`' })
+      .option('key', keyOption)
       .option('namespace', namespaceOption)
       .option('force', {
         type: 'boolean',
@@ -111,8 +136,9 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
       })
       .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
-    const name = String(args.job);
-    checkJobName(name);
+    checkJobName(String(args.job));
+    // A schedule created at run time is paused as its subject, `<job>:<key>`.
+    const name = subjectOf(String(args.job), args.key);
     const reason = checkedReason(args.reason);
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
@@ -167,11 +193,13 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the audit' })
+      .option('key', keyOption)
       .option('namespace', namespaceOption)
       .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
-    const name = String(args.job);
-    checkJobName(name);
+    checkJobName(String(args.job));
+    // A schedule created at run time is paused as its subject, `<job>:<key>`.
+    const name = subjectOf(String(args.job), args.key);
     const reason = checkedReason(args.reason);
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
