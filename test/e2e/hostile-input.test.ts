@@ -135,6 +135,8 @@ describe('the daemon', () => {
       'baton_run_requests',
       'baton_runners',
       'baton_runs',
+      'baton_schedule_revisions',
+      'baton_schedules',
       'baton_skip_tallies',
       'x',
     ]);
@@ -275,6 +277,8 @@ describe('baton run', () => {
       'baton_run_requests',
       'baton_runners',
       'baton_runs',
+      'baton_schedule_revisions',
+      'baton_schedules',
       'baton_skip_tallies',
     ]);
     expect((await runs(db)).map((r) => r.host)).toEqual([HOST_SQL, HOST_SQL, HOST_SQL, HOST_SQL]);

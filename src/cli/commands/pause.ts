@@ -23,7 +23,7 @@ import {
   UsageError,
 } from '../../errors.js';
 import { subjectName } from '../../schedule-keys.js';
-import { listSchedules } from '../../store/schedules.js';
+import { countSchedules, listSchedules } from '../../store/schedules.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
@@ -116,7 +116,13 @@ async function knownJobs(
   if (config && config.namespace === namespace) {
     return { names: new Set(config.jobs.map((j) => j.name)), where: config.file };
   }
-  const names = new Set([...(await historyJobs(conn, namespace)), ...pauses.map((p) => p.job)]);
+  // A library-mode job with schedules created at run time is known by them, runs or not.
+  const scheduled = await orEmpty(countSchedules(conn, namespace), new Map<string, number>());
+  const names = new Set([
+    ...(await historyJobs(conn, namespace)),
+    ...pauses.map((p) => p.job),
+    ...scheduled.keys(),
+  ]);
   return { names, where: `the history of namespace "${namespace}" (no schedules file of it here)` };
 }
 
@@ -180,7 +186,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     process.stdout.write(
       `paused ${name} in namespace "${namespace}": ${pausedReason(after)}\n` +
         'every runner skips it from its next fire (skip rows say so); ' +
-        `\`baton resume ${name}\` undoes it\n`,
+        `\`baton resume ${args.key != null ? `${args.job} --key ${args.key}` : name}\` undoes it\n`,
     );
     return ExitCode.Ok;
   }),
