@@ -80,6 +80,8 @@ export interface DynamicSchedulesOptions {
    * armed again (runner.ts).
    */
   change: (apply: (now: Date) => void) => void;
+  /** Told after each change applied (runner-events.ts `schedules:changed`). */
+  changed?: (e: { revision: number; changed: number; loaded: number }) => void;
 }
 
 export class DynamicSchedules {
@@ -178,6 +180,7 @@ export class DynamicSchedules {
         for (const [subject, row] of live) this.apply(subject, row, now);
         this.revision = revision;
       });
+      this.told(rows.length);
     } catch (err) {
       // Tried again at the next look (`moved`).
       this.readAll = true;
@@ -198,10 +201,15 @@ export class DynamicSchedules {
           this.revision = Math.max(this.revision, row.revision);
         }
       });
+      this.told(rows.length);
     } catch (err) {
       if (this.o.signal?.aborted) return;
       this.o.log.warn({ err: errorMessage(err) }, 'could not read the dynamic schedules');
     }
+  }
+
+  private told(changed: number): void {
+    this.o.changed?.({ revision: this.revision, changed, loaded: this.fires.size });
   }
 
   private apply(subject: string, row: ReadSchedule, now: Date): void {

@@ -139,6 +139,7 @@ export class Runner {
             log,
             signal,
             change: (apply) => this.changeSchedule(apply),
+            changed: (e) => this.events.emit('schedules:changed', e),
           },
           this.loaded,
         )
