@@ -21,6 +21,7 @@
  */
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { deleteInBatches } from './batch-delete.js';
+import { dbErrorCategory } from '../errors.js';
 import { inTransaction, type Queryable } from './deadline.js';
 
 /** What a schedule is: its timing and the parameters its runs get. */
@@ -127,11 +128,9 @@ async function readSchedule(
   namespace: string,
   job: string,
   key: string,
-  forUpdate = false,
 ): Promise<(StoredSchedule & { paramsText: string | null }) | null> {
   const [rows] = await db.query<ScheduleRow[]>(
-    `SELECT ${COLUMNS} FROM baton_schedules
-      WHERE namespace = ? AND job = ? AND schedule_key = ?${forUpdate ? ' FOR UPDATE' : ''}`,
+    `SELECT ${COLUMNS} FROM baton_schedules WHERE namespace = ? AND job = ? AND schedule_key = ?`,
     [namespace, job, key],
   );
   return rows[0] ? toSchedule(rows[0]) : null;
@@ -148,29 +147,49 @@ async function underRevision<T>(
   namespace: string,
   change: (tx: Queryable, revision: number) => Promise<{ value: T; revision: number | null }>,
 ): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    const done = await inTransaction(db, async (tx) => {
-      const [[row]] = await tx.query<RowDataPacket[]>(
-        'SELECT revision FROM baton_schedule_revisions WHERE namespace = ? FOR UPDATE',
-        [namespace],
-      );
-      if (!row) return null;
-      const { value, revision } = await change(tx, Number(row.revision));
-      if (revision != null) {
-        await tx.query('UPDATE baton_schedule_revisions SET revision = ? WHERE namespace = ?', [
-          revision,
-          namespace,
-        ]);
-      }
-      return { value };
-    });
+  let created = false;
+  for (let attempt = 1; ; attempt++) {
+    let done: { value: T } | null;
+    try {
+      done = await inTransaction(db, (tx) => changeUnderLock(tx, namespace, change));
+    } catch (err) {
+      // Writers of one namespace queue on its revision row and never deadlock each other; the
+      // inserts of two namespaces may (their gaps of the unique key meet): tried again.
+      if (dbErrorCategory(err) !== 'lock-conflict' || attempt >= LOCK_CONFLICT_TRIES) throw err;
+      continue;
+    }
     if (done) return done.value;
-    if (attempt > 0) throw new Error(`no revision row for namespace ${namespace}`);
+    if (created) throw new Error(`no revision row for namespace ${namespace}`);
     await db.query(
       'INSERT IGNORE INTO baton_schedule_revisions (namespace, revision) VALUES (?, 0)',
       [namespace],
     );
+    created = true;
   }
+}
+
+/** How often a change that met a deadlock or a lock wait timeout is tried. */
+const LOCK_CONFLICT_TRIES = 3;
+
+/** One try of `underRevision`: null when the namespace has no revision row yet. */
+async function changeUnderLock<T>(
+  tx: Queryable,
+  namespace: string,
+  change: (tx: Queryable, revision: number) => Promise<{ value: T; revision: number | null }>,
+): Promise<{ value: T } | null> {
+  const [[row]] = await tx.query<RowDataPacket[]>(
+    'SELECT revision FROM baton_schedule_revisions WHERE namespace = ? FOR UPDATE',
+    [namespace],
+  );
+  if (!row) return null;
+  const { value, revision } = await change(tx, Number(row.revision));
+  if (revision != null) {
+    await tx.query('UPDATE baton_schedule_revisions SET revision = ? WHERE namespace = ?', [
+      revision,
+      namespace,
+    ]);
+  }
+  return { value };
 }
 
 /**
@@ -187,8 +206,11 @@ export async function upsertSchedule(
   const seen = await readSchedule(db, namespace, job, key);
   if (seen && sameDefinition(seen, d)) return { status: 'unchanged', revision: seen.revision };
   return underRevision<UpsertOutcome>(db, namespace, async (tx, current) => {
-    // Read again under the lock: another replica may have written this very definition.
-    const now = await readSchedule(tx, namespace, job, key, true);
+    // Read again under the lock: another replica may have written this very definition. A
+    // plain read: its snapshot is taken now, after the lock, so it sees every earlier writer's
+    // commit; a locking one would hold a gap of the unique key that another namespace's insert
+    // may need.
+    const now = await readSchedule(tx, namespace, job, key);
     if (now && sameDefinition(now, d)) {
       return { value: { status: 'unchanged', revision: now.revision }, revision: null };
     }
