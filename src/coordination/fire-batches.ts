@@ -103,7 +103,9 @@ export class FireBatches {
   readonly running = new Batcher<string, RunningRun[]>(
     async (jobs) => {
       const rows = await findRunningRuns(this.pool, this.namespace, unique(jobs));
-      return jobs.map((job) => ({ value: rows.filter((r) => r.job === job) }));
+      const byJob = new Map<string, RunningRun[]>();
+      for (const r of rows) byJob.set(r.job, [...(byJob.get(r.job) ?? []), r]);
+      return jobs.map((job) => ({ value: byJob.get(job) ?? [] }));
     },
     ...ONE_AT_A_TIME,
   );
@@ -125,6 +127,12 @@ export class FireBatches {
           ? hostsOfLockSessions(this.pool, this.namespace, ids)
           : new Map<number, string>(),
       ]);
+      const byFire = byFireOf(winners);
+      const runningOf = new Map<string, Run[]>();
+      for (const r of running) {
+        const key = `${r.job}\0${r.lockConnectionId}`;
+        runningOf.set(key, [...(runningOf.get(key) ?? []), r]);
+      }
       return asks.map((ask, i) => {
         const holder = holders[i]!;
         const latest = (runs: Run[]) =>
@@ -132,9 +140,9 @@ export class FireBatches {
         return {
           value: {
             holder,
-            run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
-            winner: winnerOf(winners, ask),
-            poolSkip: poolSkipOf(winners, ask),
+            run: latest(runningOf.get(`${ask.job}\0${holder}`) ?? []),
+            winner: winnerOf(byFire.get(fireKey(ask)) ?? [], ask),
+            poolSkip: poolSkipOf(byFire.get(fireKey(ask)) ?? [], ask),
             host: holder == null ? null : (hosts.get(holder) ?? null),
           },
         };
@@ -150,8 +158,13 @@ export class FireBatches {
    */
   readonly decision = new Batcher<FireAsk, Run | null>(
     async (asks) => {
-      const rows = await winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true });
-      return asks.map((ask) => ({ value: winnerOf(rows, ask) ?? poolSkipOf(rows, ask) }));
+      const rows = byFireOf(
+        await winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true }),
+      );
+      return asks.map((ask) => {
+        const ofFire = rows.get(fireKey(ask)) ?? [];
+        return { value: winnerOf(ofFire, ask) ?? poolSkipOf(ofFire, ask) };
+      });
     },
     ...ONE_AT_A_TIME,
   );
@@ -203,6 +216,25 @@ export class FireBatches {
 }
 
 /** Of `winners` (rows of several fires), the asked generation's first slot taken (or asked). */
+/** A fire's key among a batch's rows (job and instant). */
+const fireKey = (f: { job: string; scheduledAt: Date }): string =>
+  `${f.job}\0${f.scheduledAt.getTime()}`;
+
+/**
+ * A batch's rows by fire: each ask looks at its own fire's rows, not at the whole batch's — a
+ * batch of an instant's fires may be thousands (library mode's schedules created at run time).
+ */
+function byFireOf(rows: readonly Run[]): Map<string, Run[]> {
+  const byFire = new Map<string, Run[]>();
+  for (const r of rows) {
+    const key = fireKey(r);
+    const ofFire = byFire.get(key);
+    if (ofFire) ofFire.push(r);
+    else byFire.set(key, [r]);
+  }
+  return byFire;
+}
+
 function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
   let first: Run | null = null;
   for (const r of winners) {
