@@ -250,7 +250,8 @@ export class DynamicSchedules {
     const recorded = recordedParams(job, { env: { ...row.params }, args: [] });
     if (recorded) this.params.set(subject, { given: { ...row.params }, recorded });
     else this.params.delete(subject);
-    this.fires.set(subject, schedule, now);
+    // Its instants since the change are due too, when the change is this recent (dynamic-fires.ts).
+    this.fires.set(subject, schedule, now, row.updatedAt);
   }
 
   private unload(subject: string): void {

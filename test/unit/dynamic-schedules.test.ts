@@ -301,6 +301,34 @@ describe('when the subjects fire (DynamicFires)', () => {
     expect(fires.sleepMs(at('2026-01-01T00:00:05.000Z'))).toBe(30_000);
   });
 
+  it('hands on the instants between a recent change and its application, late, and no others', () => {
+    const fires = new DynamicFires();
+    const now = at('2026-01-01T00:00:03.400Z');
+    const everySecond = parseSchedule('* * * * * *', 'UTC');
+    // Written at 00:00:01.500, read here 1.9 s later: its instant 00:00:02 is due now.
+    fires.set('report:a', everyTwo, now, at('2026-01-01T00:00:01.500Z'));
+    // Written 6 s ago (a row read at a start): from its next instant only.
+    fires.set('report:b', everyTwo, now, at('2025-12-31T23:59:57.400Z'));
+    // Every second, written 3.4 s ago: its three instants since.
+    fires.set('other:c', everySecond, now, at('2026-01-01T00:00:00.000Z'));
+    // Removed before the wake: none of its instants.
+    fires.set('other:d', everySecond, now, at('2026-01-01T00:00:00.000Z'));
+    fires.delete('other:d');
+    expect(fires.sleepMs(now)).toBe(0);
+    const wake = fires.take(now);
+    expect(wake.due.map((f) => [f.job, f.scheduledAt.toISOString(), f.lateMs])).toEqual([
+      ['other:c', '2026-01-01T00:00:01.000Z', 2_400],
+      ['report:a', '2026-01-01T00:00:02.000Z', 1_400],
+      ['other:c', '2026-01-01T00:00:02.000Z', 1_400],
+      ['other:c', '2026-01-01T00:00:03.000Z', 400],
+    ]);
+    expect(fires.take(now).due).toEqual([]);
+    expect(fires.nextFire('report:b')).toEqual(at('2026-01-01T00:00:04.000Z'));
+    // A change of params only (the same timing): nothing again.
+    fires.set('report:a', everyTwo, now, at('2026-01-01T00:00:01.500Z'));
+    expect(fires.take(now).due).toEqual([]);
+  });
+
   it('reports fires missed by a long stall once per job, not once per key', () => {
     const fires = new DynamicFires();
     const now = at('2026-01-01T00:00:00.000Z');
