@@ -16,6 +16,12 @@ export type { Duration, SchedulerOptions } from './library/scheduler.js';
 export type { PartialTimings, Timings } from './daemon/timings.js';
 export type { CodeSettings, JobDefaults, JobOptions } from './library/job-options.js';
 export type { JobHandler } from './execution/in-process.js';
+export type {
+  DynamicSchedule,
+  ScheduleInput,
+  Schedules,
+  UpsertResult,
+} from './library/schedules.js';
 export type { RunnerEventMap, RunnerEvents } from './daemon/runner-events.js';
 export type { ManualStart } from './fire/operator-fire.js';
 export { ConfigError, BatonError } from './errors.js';

@@ -246,9 +246,10 @@ export interface StartRunnersOptions {
   probe?: boolean;
   /**
    * Instead of `baton start` with `config`, an application in library mode with this many
-   * every-second jobs whose handlers return at once (b-library-runner.mjs), in `namespace`.
+   * every-second jobs whose handlers return at once (b-library-runner.mjs), in `namespace`;
+   * `script`: another application of bench/lib (its own env in `env`).
    */
-  library?: { jobs: number; namespace: string; skips: 'rows' | 'tally' };
+  library?: { jobs: number; namespace: string; skips: 'rows' | 'tally'; script?: string };
 }
 
 export const LIBRARY_RUNNER = path.join(ROOT, 'bench/lib/b-library-runner.mjs');
@@ -262,7 +263,7 @@ export function spawnRunner(host: string, o: StartRunnersOptions): BenchRunner {
     // runner (flags NODE_OPTIONS does not allow).
     ...(process.env.BENCH_RUNNER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     ...(o.library
-      ? [LIBRARY_RUNNER]
+      ? [o.library.script ?? LIBRARY_RUNNER]
       : [
           BATON_BIN,
           'start',

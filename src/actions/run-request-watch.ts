@@ -21,7 +21,13 @@ import type { KeepAlive } from '../keep-alive.js';
 
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { openRunRequests, settleRunRequest, takeRunRequest } from '../store/run-requests.js';
+import type { Queryable } from '../store/deadline.js';
+import {
+  openRunRequests,
+  settleRunRequest,
+  takeRunRequest,
+  type OpenRunRequest,
+} from '../store/run-requests.js';
 
 /** How often a runner looks for run requests. */
 export const RUN_REQUEST_WATCH_MS = 1_000;
@@ -38,6 +44,11 @@ export interface RunRequestWatch {
   log: Logger;
   /** Whether its sleeps hold the process (the root's policy, keep-alive.ts). */
   keepAlive?: KeepAlive;
+  /**
+   * How the open requests are read; default `openRunRequests`. Library mode reads them together
+   * with its schedules' revision, one statement for both (store/replica-inbox.ts).
+   */
+  open?: (pool: Queryable, jobs: readonly string[]) => Promise<OpenRunRequest[]>;
 }
 
 /** What the request row says came of it. */
@@ -54,7 +65,8 @@ async function look(o: RunRequestWatch): Promise<void> {
   if (!fires || fires.stopping()) return;
   const { pool } = fires;
   const mine = o.jobs();
-  for (const request of await openRunRequests(pool, o.namespace, o.host, mine)) {
+  const open = o.open ?? ((db, jobs) => openRunRequests(db, o.namespace, o.host, jobs));
+  for (const request of await open(pool, mine)) {
     if (!(await takeRunRequest(pool, request.id, o.host))) continue;
     // Addressed to this runner for a job it may not run (the asker checks the registry first;
     // this is for a registry read before a reload, or anything else with a grant that writes a

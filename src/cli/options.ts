@@ -23,6 +23,7 @@ import type { Config } from '../config/schema.js';
 import { parseRunnerTags } from '../config/placement.js';
 import { errorMessage, UsageError } from '../errors.js';
 import { checkHostName } from '../host-name.js';
+import { keyProblem, subjectName } from '../schedule-keys.js';
 import { closest } from '../text.js';
 
 export const DEFAULT_CONFIG = './schedules.yaml';
@@ -70,6 +71,25 @@ export const REPEATABLE = { type: 'string', array: true, nargs: 1 } as const;
  * another database (program.ts turns on yargs' `nargs-eats-options` for options with `nargs`).
  */
 export const FREE_TEXT = { type: 'string', nargs: 1 } as const;
+
+/**
+ * `--key K`: a schedule of the job created at run time (library mode's `scheduler.schedules`,
+ * docs/library-mode.md), whose runs are the subject `<job>:<key>`'s. It takes the next word
+ * whatever it looks like (`--key --all` is the key "--all", refused as a key), never an option.
+ */
+export const KEY_OPTION = {
+  type: 'string',
+  nargs: 1,
+  describe: "a schedule created at run time: the job's key (library mode, scheduler.schedules)",
+} as const;
+
+/** The name the runs of `job` (of its schedule `key`, when given) carry; `--key` checked. */
+export function subjectOf(job: string, key: string | undefined): string {
+  if (key == null) return job;
+  const problem = keyProblem(job, String(key));
+  if (problem) throw new UsageError(`--key ${problem}`);
+  return subjectName(job, String(key));
+}
 
 export function configPath(args: CommonArgs): string {
   return args.config ?? process.env.BATON_CONFIG ?? DEFAULT_CONFIG;

@@ -164,6 +164,14 @@ function parentProblem(
       'runner and instant; such a job cannot be a parent in `after:`'
     );
   }
+  if (definition && definition.schedule == null && definition.after == null) {
+    // A library-mode handler with no schedule of its own: its fires are the schedules created at
+    // run time, each a subject of its own (`<job>:<key>`), none of them the job's instants.
+    return (
+      `cannot be honoured: ${definition.name} has no schedule of its own (no \`schedule\`, no ` +
+      '`after:`), so it has no instants for a child to follow'
+    );
+  }
   return null;
 }
 

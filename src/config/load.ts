@@ -324,8 +324,11 @@ function buildJob(
   if (!nameCheck.success)
     report(undefined, nameCheck.error.issues.map((i) => i.message).join('; '));
 
-  // A job with `after:` alone has no fires of its own: it runs at its parents' instants.
-  if (job.schedule == null && job.after == null)
+  // A job with `after:` alone has no fires of its own: it runs at its parents' instants. A
+  // library-mode handler may have none at all: it runs by the schedules the application creates
+  // at run time (`scheduler.schedules.upsert`), or when asked (`runNow`, `baton run`).
+  const handlerTarget = handler && job.command == null && job.module == null;
+  if (job.schedule == null && job.after == null && !handlerTarget)
     report(undefined, 'missing `schedule` (or `after:`)');
   const timezone = job.timezone ?? DEFAULT_TIMEZONE;
   let timezoneOk = true;
@@ -351,8 +354,11 @@ function buildJob(
   if (!jitterApplies && (job.jitter ?? 0) > 0 && !inherited.has('jitter')) {
     report(
       'jitter',
-      `\`jitter\` delays the fires of a job's own schedule; ${name} has none (it runs after ` +
-        'its parents, when they let it): remove it',
+      `\`jitter\` delays the fires of a job's own schedule; ${name} has none ` +
+        (job.after != null
+          ? '(it runs after its parents, when they let it)'
+          : '(its schedules created at run time start at their instants)') +
+        ': remove it',
     );
   }
   let preferLeadMs = job.prefer?.lead ?? DEFAULT_PREFER_LEAD_MS;
@@ -378,10 +384,9 @@ function buildJob(
     }
   }
 
-  const target: JobTarget | undefined =
-    handler && job.command == null && job.module == null
-      ? { kind: 'handler' }
-      : buildTarget(baseDir, job, report);
+  const target: JobTarget | undefined = handlerTarget
+    ? { kind: 'handler' }
+    : buildTarget(baseDir, job, report);
   if ((job.workers ?? 1) > 1 && job.overlap === 'queue') {
     report('workers', 'a fan-out job (`workers` > 1) cannot use `overlap: queue`');
   }
@@ -526,7 +531,7 @@ const PERIOD_SAMPLE = 500;
  * rules would judge the wrong one. The shortest gap over the next fires is the bound, so that a
  * schedule with uneven gaps (`0 9,10 * * *`) is held to its shortest one.
  */
-function notShorterThanPeriod(what: string, ms: number, schedule: Schedule): string | null {
+export function notShorterThanPeriod(what: string, ms: number, schedule: Schedule): string | null {
   const shortest = shortestPeriodMs(schedule);
   if (ms < shortest) return null;
   return (

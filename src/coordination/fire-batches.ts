@@ -17,6 +17,7 @@ import {
 } from '../store/fire-writes.js';
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
+import { jobOfSubject } from '../schedule-keys.js';
 import { poolUses, type PoolAsk, type PoolUse } from '../store/pool-reads.js';
 import { findRunningRuns, type RunningRun } from '../store/run-verdicts.js';
 import { hostsOfLockSessions } from '../store/runners.js';
@@ -83,11 +84,17 @@ export class FireBatches {
     private readonly namespace: string,
   ) {}
 
-  /** The job's pause, if it is paused. */
+  /**
+   * The job's pause, if it is paused. A dynamic schedule's subject (`<job>:<key>`) is paused by
+   * its own pause or its job's: pausing a job pauses every schedule of it.
+   */
   readonly pause = new Batcher<string, Pause | null>(
     async (jobs) => {
-      const pauses = await findPauses(this.pool, this.namespace, unique(jobs));
-      return jobs.map((job) => ({ value: pauses.get(job) ?? null }));
+      const names = unique([...jobs, ...jobs.map(jobOfSubject)]);
+      const pauses = await findPauses(this.pool, this.namespace, names);
+      return jobs.map((job) => ({
+        value: pauses.get(job) ?? pauses.get(jobOfSubject(job)) ?? null,
+      }));
     },
     ...ONE_AT_A_TIME,
   );
@@ -96,7 +103,9 @@ export class FireBatches {
   readonly running = new Batcher<string, RunningRun[]>(
     async (jobs) => {
       const rows = await findRunningRuns(this.pool, this.namespace, unique(jobs));
-      return jobs.map((job) => ({ value: rows.filter((r) => r.job === job) }));
+      const byJob = new Map<string, RunningRun[]>();
+      for (const r of rows) byJob.set(r.job, [...(byJob.get(r.job) ?? []), r]);
+      return jobs.map((job) => ({ value: byJob.get(job) ?? [] }));
     },
     ...ONE_AT_A_TIME,
   );
@@ -118,6 +127,12 @@ export class FireBatches {
           ? hostsOfLockSessions(this.pool, this.namespace, ids)
           : new Map<number, string>(),
       ]);
+      const byFire = byFireOf(winners);
+      const runningOf = new Map<string, Run[]>();
+      for (const r of running) {
+        const key = `${r.job}\0${r.lockConnectionId}`;
+        runningOf.set(key, [...(runningOf.get(key) ?? []), r]);
+      }
       return asks.map((ask, i) => {
         const holder = holders[i]!;
         const latest = (runs: Run[]) =>
@@ -125,9 +140,9 @@ export class FireBatches {
         return {
           value: {
             holder,
-            run: latest(running.filter((r) => r.job === ask.job && r.lockConnectionId === holder)),
-            winner: winnerOf(winners, ask),
-            poolSkip: poolSkipOf(winners, ask),
+            run: latest(runningOf.get(`${ask.job}\0${holder}`) ?? []),
+            winner: winnerOf(byFire.get(fireKey(ask)) ?? [], ask),
+            poolSkip: poolSkipOf(byFire.get(fireKey(ask)) ?? [], ask),
             host: holder == null ? null : (hosts.get(holder) ?? null),
           },
         };
@@ -143,8 +158,13 @@ export class FireBatches {
    */
   readonly decision = new Batcher<FireAsk, Run | null>(
     async (asks) => {
-      const rows = await winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true });
-      return asks.map((ask) => ({ value: winnerOf(rows, ask) ?? poolSkipOf(rows, ask) }));
+      const rows = byFireOf(
+        await winnersOfFires(this.pool, this.namespace, asks, { poolSkips: true }),
+      );
+      return asks.map((ask) => {
+        const ofFire = rows.get(fireKey(ask)) ?? [];
+        return { value: winnerOf(ofFire, ask) ?? poolSkipOf(ofFire, ask) };
+      });
     },
     ...ONE_AT_A_TIME,
   );
@@ -196,6 +216,25 @@ export class FireBatches {
 }
 
 /** Of `winners` (rows of several fires), the asked generation's first slot taken (or asked). */
+/** A fire's key among a batch's rows (job and instant). */
+const fireKey = (f: { job: string; scheduledAt: Date }): string =>
+  `${f.job}\0${f.scheduledAt.getTime()}`;
+
+/**
+ * A batch's rows by fire: each ask looks at its own fire's rows, not at the whole batch's — a
+ * batch of an instant's fires may be thousands (library mode's schedules created at run time).
+ */
+function byFireOf(rows: readonly Run[]): Map<string, Run[]> {
+  const byFire = new Map<string, Run[]>();
+  for (const r of rows) {
+    const key = fireKey(r);
+    const ofFire = byFire.get(key);
+    if (ofFire) ofFire.push(r);
+    else byFire.set(key, [r]);
+  }
+  return byFire;
+}
+
 function winnerOf(winners: readonly Run[], ask: FireAsk): Run | null {
   let first: Run | null = null;
   for (const r of winners) {

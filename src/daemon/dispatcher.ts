@@ -68,6 +68,11 @@ export interface Loaded {
   config: Config;
   jobs: ReadonlyMap<string, JobDefinition>;
   schedules: ReadonlyMap<string, Schedule>;
+  /**
+   * The parameters of the schedules created at run time (dynamic-schedules.ts), by subject: given
+   * to each of its fires but an operator's, and recorded on their rows.
+   */
+  params?: ReadonlyMap<string, NonNullable<FireOptions['params']>>;
 }
 
 export interface DispatcherOptions {
@@ -354,7 +359,9 @@ export class Dispatcher {
     const manual = o.manual === true;
     const { signal, events } = this.o;
     if (signal.aborted) return null;
-    const { config, schedules } = this.o.loaded();
+    const { config, schedules, params: scheduled } = this.o.loaded();
+    // A schedule created at run time gives its fires its parameters; an operator's run, its own.
+    const params = o.params ?? (manual ? undefined : scheduled?.get(job.name));
     // A run's children are told by its verdict: always for the schedule's fires (and those of
     // the chain), for an operator's only when asked (`--with-dependents`).
     const plans = o.dependents ?? (manual ? [] : scheduledDependents(config.jobs, job));
@@ -373,7 +380,11 @@ export class Dispatcher {
       schedule: manual ? null : (schedules.get(job.name) ?? instantScheduleOf(config, job.name)),
       ...(version != null ? { timingVersion: version } : {}),
       // A fire waiting for a slot of its pool sees a reload's pool, not the one it began with.
-      currentPool: () => this.o.loaded().config.jobs.find((j) => j.name === job.name)?.pool,
+      currentPool: () => {
+        const loaded = this.o.loaded();
+        return (loaded.config.jobs.find((j) => j.name === job.name) ?? loaded.jobs.get(job.name))
+          ?.pool;
+      },
       // A paused job is skipped at its next fire on every runner (checked with the lock).
       pauseCheck: !manual,
       ...(o.afterLead ? { afterLead: true } : {}),
@@ -392,7 +403,7 @@ export class Dispatcher {
         : {}),
       withholdEnv: withheldVariables(config),
       // Parameters only where some were given: a plain manual run's row records none.
-      ...(o.params?.recorded ? { params: o.params } : {}),
+      ...(params?.recorded ? { params } : {}),
       secrets: outputSecrets(config, job, this.o.target),
       ...(this.o.runTimings ? { timings: this.o.runTimings } : {}),
       ...(plans.length > 0 && told ? { dependents: { plans, leadMs: told.leadMs } } : {}),

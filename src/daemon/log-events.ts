@@ -98,6 +98,12 @@ export function logEvents(
     ),
   );
 
+  events.on('schedules:changed', (e) =>
+    log.debug(
+      { revision: e.revision, changed: e.changed, loaded: e.loaded },
+      'dynamic schedules changed',
+    ),
+  );
   events.on('loop:missedFires', (e) =>
     log.warn(
       { job: e.job, firstMissed: e.firstMissed, resumedAt: e.resumedAt },

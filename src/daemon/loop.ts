@@ -8,6 +8,10 @@
  * starts there: so the timer is set WAKE_AHEAD_MS early and the last stretch is polled on the
  * event loop (`setImmediate`, which lets I/O through) until the instant has come by the
  * database's clock.
+ *
+ * Beside the file's schedule, the loop may take fires from one more source: library mode's
+ * schedules created at run time (dynamic-fires.ts), which change one at a time while the loop
+ * runs, where the file's schedule is replaced whole.
  */
 import { HOLDS_PROCESS, type KeepAlive } from '../keep-alive.js';
 import type { Schedule } from '../schedule/cron.js';
@@ -18,6 +22,14 @@ import {
   type StartDelay,
   type Wake,
 } from '../schedule/fire-schedule.js';
+
+/** Where the loop's fires come from: a `FireSchedule`, or one that changes in place. */
+export interface FireSource {
+  take(now: Date): Wake;
+  sleepMs(now: Date): number;
+  nextFire(job: string): Date | null;
+  nextStart(job: string): Date | null;
+}
 
 /** How early the timer is set before a fire; the rest is polled. */
 const WAKE_AHEAD_MS = 2;
@@ -38,6 +50,8 @@ export class SchedulerLoop {
     startDelay: StartDelay = NO_DELAY,
     /** Whether the timer holds the process (the runner's policy, keep-alive.ts). */
     private readonly keepAlive: KeepAlive = HOLDS_PROCESS,
+    /** More fires, beside the schedule's: they change in place, never through `replace`. */
+    private readonly more: FireSource | null = null,
   ) {
     this.schedule = new FireSchedule(schedules, now(), startDelay);
   }
@@ -53,13 +67,14 @@ export class SchedulerLoop {
 
   /** Hands on what is due by `now` without waiting for the timer (before a reload). */
   wakeNow(now: Date): void {
-    this.onWake(this.schedule.take(now));
+    this.onWake(this.take(now));
   }
 
   arm(): void {
     this.disarm();
     if (this.stopped) return;
-    const next = this.schedule.sleepMs(this.now());
+    const now = this.now();
+    const next = Math.min(this.schedule.sleepMs(now), this.more?.sleepMs(now) ?? Infinity);
     // Never a poll without end: an instant that is not a number would never come.
     const sleepMs = Number.isFinite(next) ? next : MAX_SLEEP_MS;
     this.nextWakeBy = performance.now() + sleepMs;
@@ -84,12 +99,12 @@ export class SchedulerLoop {
 
   /** The job's next fire by this schedule; null for a job it does not run. */
   nextFire(job: string): Date | null {
-    return this.schedule.nextFire(job);
+    return this.schedule.nextFire(job) ?? this.more?.nextFire(job) ?? null;
   }
 
   /** When the job's next fire is to start (after its instant when it has jitter). */
   nextStart(job: string): Date | null {
-    return this.schedule.nextStart(job);
+    return this.schedule.nextStart(job) ?? this.more?.nextStart(job) ?? null;
   }
 
   /** How long past its planned wake the loop is (> 0: it is late). */
@@ -103,7 +118,18 @@ export class SchedulerLoop {
 
   private wake(): void {
     this.lastWakeAt = performance.now();
-    this.onWake(this.schedule.take(this.now()));
+    this.onWake(this.take(this.now()));
     this.arm();
+  }
+
+  /** Both sources' due fires, oldest first. */
+  private take(now: Date): Wake {
+    const wake = this.schedule.take(now);
+    if (!this.more) return wake;
+    const more = this.more.take(now);
+    if (more.due.length === 0 && more.missed.length === 0) return wake;
+    const due = [...wake.due, ...more.due];
+    due.sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime());
+    return { due, missed: [...wake.missed, ...more.missed] };
   }
 }

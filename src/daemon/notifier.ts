@@ -16,6 +16,7 @@
  * A failure here (the database away, a target down) is logged and tried again; it never reaches
  * the runner's fires.
  */
+import { jobOfSubject } from '../schedule-keys.js';
 import type { PoolConnection } from 'mysql2/promise';
 import { withheldVariables } from '../config/connections.js';
 import { DEFAULT_NOTIFY_TIMEOUT_MS, DEFAULT_THROTTLE_MS } from '../config/defaults.js';
@@ -250,8 +251,10 @@ export class Notifier {
   ): Promise<NoticeRow[]> {
     const ns = this.o.namespace;
     const now = await databaseNow(db);
-    const throttleOf = (job: string) =>
-      config.jobs.find((j) => j.name === job)?.notify?.throttleMs ?? DEFAULT_THROTTLE_MS;
+    // A dynamic schedule's subject (`<job>:<key>`) is throttled as its job says.
+    const throttleOf = (subject: string) =>
+      config.jobs.find((j) => j.name === jobOfSubject(subject))?.notify?.throttleMs ??
+      DEFAULT_THROTTLE_MS;
     // The start of each (subject, target)'s window, as decided so far in this pass.
     const told = new Map<string, Date | null>();
     const lastTold = async (subject: string, target: string) => {

@@ -20,7 +20,7 @@ import type { KeepAlive } from '../keep-alive.js';
 import { errorMessage } from '../errors.js';
 import type { FireOutcome } from '../fire/run-fire.js';
 import type { DueFire, StartDelay } from '../schedule/fire-schedule.js';
-import { lookBack } from '../schedule/look-back.js';
+import { lookBack, MISSED_WINDOW_MS } from '../schedule/look-back.js';
 import type { Logger } from '../log.js';
 import type { Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
@@ -84,6 +84,22 @@ export interface RecoveryContext {
 export async function recover(c: RecoveryContext, now: Date): Promise<void> {
   const { pool, namespace, log } = c;
   const plans: { job: JobDefinition; fires: Date[]; from: Date; caughtUp: Set<number> }[] = [];
+  // Jobs of one expression, time zone and window look back over the same fires: computed once.
+  // Library mode's schedules created at run time are thousands of such jobs (tenants on
+  // `0 3 * * *`), and croner's answers, one per fire per job, would hold the event loop (and the
+  // heartbeats) for seconds at every connect.
+  const windows = new Map<string, ReturnType<typeof lookBack>>();
+  const windowOf = (job: JobDefinition, schedule: Schedule, knownSince: Date) => {
+    const key = JSON.stringify([
+      schedule.timezone,
+      schedule.expression,
+      job.catchUpMs,
+      Math.max(now.getTime() - (job.catchUpMs ?? MISSED_WINDOW_MS), knownSince.getTime()),
+    ]);
+    let window = windows.get(key);
+    if (!window) windows.set(key, (window = lookBack(job, schedule, now, knownSince)));
+    return window;
+  };
   try {
     const firsts = await firstFiresOf(pool, namespace, [...c.jobs.keys()]);
     for (const job of c.jobs.values()) {
@@ -92,7 +108,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       const first = firsts.get(job.name) ?? null;
       const loaded = c.knownSince(job.name);
       const knownSince = first && first < loaded ? first : loaded;
-      const window = lookBack(job, schedule, now, knownSince);
+      const window = windowOf(job, schedule, knownSince);
       const { from } = window;
       // A jittered fire whose instant has passed but whose start has not is the loop's, still to
       // come: neither caught up nor recorded missed.
@@ -130,8 +146,12 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
     }
     await delay((c.timings ?? RECOVERY_TIMINGS).missedSettleMs, c.signal, c.keepAlive);
     if (c.signal.aborted || !c.coordinated()) return;
+    // The children of a missed fire are among the jobs with `after:` (few, where the jobs may be
+    // thousands: the schedules created at run time), and the same for each of a job's fires.
+    const withParents = [...c.jobs.values()].filter((j) => j.after);
     for (const { job, fires, from, caughtUp } of plans) {
       const seen = await firesWithRows(pool, namespace, job.name, from, now);
+      const children = scheduledDependents(withParents, job);
       let recorded = 0;
       for (const at of fires) {
         if (seen.has(at.getTime()) || caughtUp.has(at.getTime())) continue;
@@ -147,7 +167,6 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
           'nobody attempted this fire: no runner was connected to the database at the time ' +
           `(it was down or unreachable, or the runners were starting; recorded by ${c.host})`;
         const targets = eventTargets(job.notify);
-        const children = scheduledDependents(c.jobs.values(), job);
         if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) recorded++;
       }
       if (recorded > 0) c.events.emit('fires:missed', { job: job.name, count: recorded });

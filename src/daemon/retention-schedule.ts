@@ -193,6 +193,7 @@ export class RetentionSchedule {
           notifications: result.notifications,
           actions: result.actions,
           dependentFires: result.dependentFires,
+          removedSchedules: result.removedSchedules,
           batches: result.batches,
           runsBefore: result.runsBefore?.toISOString() ?? null,
           skipsBefore: result.skipsBefore?.toISOString() ?? null,

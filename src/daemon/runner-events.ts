@@ -11,6 +11,12 @@ import { errorMessage } from '../errors.js';
 export interface RunnerEventMap extends FireEventMap {
   /** A schedule was loaded (at start, at each reload): the enabled jobs it runs from now on. */
   'schedule:loaded': { jobs: string[] };
+  /**
+   * Library mode: this runner applied changes of the schedules created at run time
+   * (daemon/dynamic-schedules.ts): `changed` rows read (all of them at a connect), up to the
+   * namespace's `revision`; `loaded`, how many of them it fires now.
+   */
+  'schedules:changed': { revision: number; changed: number; loaded: number };
   /** The loop woke more than LATE_TOLERANCE_MS after fires of a job: they are not run. */
   'loop:missedFires': { job: string; firstMissed: Date; resumedAt: Date | null };
   /** The loop woke late for a fire (over LATE_WAKE_WARN_MS), but in time to run it. */

@@ -44,6 +44,12 @@ export interface RunnerOptions {
    */
   inProcess?: InProcessLauncher;
   /**
+   * Library mode: fire the namespace's schedules created at run time (`baton_schedules`,
+   * dynamic-schedules.ts) as subjects of the handler jobs. Read at each connect, and again when
+   * `Runner.schedulesMoved` is told of a new revision.
+   */
+  dynamicSchedules?: boolean;
+  /**
    * Whether this runner's background work (timers, database sockets) holds the process
    * (keep-alive.ts): HOLDS_PROCESS, a daemon's, when not given; library mode's `keepAlive: false`
    * gives its own. Handed down to every part of the runner that sleeps or connects.

@@ -60,6 +60,8 @@ import { SchedulerLoop } from './loop.js';
 import { jobsWorthWarming } from './warm-policy.js';
 import { RUNNER_DEFAULTS, runnerTimings, type RunnerOptions } from './runner-options.js';
 import type { Timings } from './timings.js';
+import { DynamicSchedules } from './dynamic-schedules.js';
+import { jobOfSubject } from '../schedule-keys.js';
 
 export { RUNNER_DEFAULTS, type RunnerOptions };
 import { recover } from './recovery.js';
@@ -99,6 +101,8 @@ export class Runner {
   private readonly releasers = new Releasers();
   /** Whether this runner's background work holds the process (keep-alive.ts), given to each part. */
   private readonly keepAlive: KeepAlive;
+  /** Library mode's schedules created at run time, fired as subjects of its jobs; null: none. */
+  private readonly dynamic: DynamicSchedules | null;
   private retention: RetentionSchedule | null = null;
   private notifier: Notifier | null = null;
   private loaded: LoadedSchedule;
@@ -130,6 +134,19 @@ export class Runner {
     logEvents(this.events, log, () => this.link.fleet.state);
     this.verdicts = new VerdictBacklog(log);
     this.loaded = emptySchedule(options.config);
+    this.dynamic = options.dynamicSchedules
+      ? new DynamicSchedules(
+          {
+            namespace: () => this.loaded.config.namespace,
+            pool: () => this.link.anyPool,
+            log,
+            signal,
+            change: (apply) => this.changeSchedule(apply),
+            changed: (e) => this.events.emit('schedules:changed', e),
+          },
+          this.loaded,
+        )
+      : null;
     this.clock = new FleetClock(() => this.link.lock, this.events, timings.clock.warnMs);
     this.link = new DatabaseLink({
       target,
@@ -155,7 +172,8 @@ export class Runner {
     });
     this.dispatcher = new Dispatcher({
       target,
-      loaded: () => this.loaded,
+      // With the subjects of the dynamic schedules fired here, when there are any.
+      loaded: () => this.dynamic?.loaded ?? this.loaded,
       context: () =>
         this.link.fireContext({
           database: target.database,
@@ -173,7 +191,8 @@ export class Runner {
       events: this.events,
       signal,
       host,
-      companionsRunning: (job) => this.link.fleet.companionsRunning(job),
+      // A dynamic schedule's subject is run by the runners that run its job.
+      companionsRunning: (job) => this.link.fleet.companionsRunning(jobOfSubject(job)),
       timings: timings.dispatcher,
       runTimings: timings.runs,
       keepAlive,
@@ -236,6 +255,7 @@ export class Runner {
       (wake) => this.dispatcher.dispatchWake(wake),
       this.loaded.startDelay,
       keepAlive,
+      this.dynamic?.fires ?? null,
     );
   }
 
@@ -363,16 +383,24 @@ export class Runner {
     }
     const pool = this.link.anyPool;
     if (!pool) return;
-    const { config, jobs, schedules, knownSince } = this.loaded;
+    // Every live dynamic schedule, read anew: the server may be another after a failover.
+    await this.dynamic?.refresh({ all: true });
+    const { config, knownSince } = this.loaded;
+    // The subjects fired here are looked back for as the file's jobs are (a snapshot: a change
+    // meanwhile is the loop's), each from its definition's last change.
+    const { jobs, schedules } = this.dynamic?.loaded ?? this.loaded;
     void recover(
       {
         pool,
         namespace: config.namespace,
         host: this.options.host,
-        jobs,
-        schedules,
+        jobs: new Map(jobs),
+        schedules: new Map(schedules),
         startDelay: this.loaded.startDelay,
-        knownSince: (job) => knownSince.get(job) ?? this.clock.toFleetTime(this.startedAt),
+        knownSince: (job) =>
+          knownSince.get(job) ??
+          this.dynamic?.knownSince(job) ??
+          this.clock.toFleetTime(this.startedAt),
         coordinated: () => this.link.usable,
         now: () => this.clock.now(),
         dispatch: (fire, trigger) => this.dispatcher.dispatch(fire, trigger),
@@ -418,7 +446,9 @@ export class Runner {
           serverStartedBefore: this.link.serverStartedBefore,
           noticedBy: this.options.host,
           targetsOf: (job) => {
-            const notify = this.loaded.config.jobs.find((j) => j.name === job)?.notify;
+            // A dynamic schedule's run is its job's: its job's targets.
+            const name = jobOfSubject(job);
+            const notify = this.loaded.config.jobs.find((j) => j.name === name)?.notify;
             return notify ? eventTargets(notify) : undefined;
           },
         },
@@ -532,7 +562,41 @@ export class Runner {
     const warmed = jobsWorthWarming(this.loaded.jobs.values(), this.loaded.schedules, now);
     this.launchers.warmHosts.warmFor(warmed, withheldVariables(config), this.log);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
+    this.dynamic?.rebase(this.loaded, now);
     this.events.emit('schedule:loaded', { jobs: [...this.loaded.jobs.keys()] });
+  }
+
+  /**
+   * Applies a change of the dynamic schedules as a reload applies the file's: the fires due by
+   * now go out under the schedule they were due by, the changed subjects fire from their next
+   * instant.
+   */
+  private changeSchedule(apply: (now: Date) => void): void {
+    const now = this.clock.now();
+    // Stopping: the loop takes no more fires.
+    if (this.stopping) return apply(now);
+    this.loop.disarm();
+    this.loop.wakeNow(now);
+    apply(now);
+    this.loop.arm();
+  }
+
+  /**
+   * Library mode: the namespace's dynamic schedules are at `revision` (read with the run
+   * requests, store/replica-inbox.ts); this runner reads what changed if it has not yet.
+   */
+  schedulesMoved(revision: number): void {
+    this.dynamic?.moved(revision);
+  }
+
+  /** Library mode: reads the dynamic schedules changed since the last read (after a change here). */
+  refreshSchedules(): Promise<void> {
+    return this.dynamic?.refresh() ?? Promise.resolve();
+  }
+
+  /** How many dynamic schedules this runner fires (its jobs' subjects placed here). */
+  get dynamicSchedulesLoaded(): number {
+    return this.dynamic?.size ?? 0;
   }
 
   /**

@@ -28,6 +28,7 @@ import type { Pool } from 'mysql2/promise';
 import { pino, type Logger } from 'pino';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { JobDefinition } from '../config/schema.js';
+import { jobOfSubject, splitSubject } from '../schedule-keys.js';
 import { openPool } from '../store/connect.js';
 import { truncate } from '../text.js';
 import type { FireInfo, JobContext } from './job-context.js';
@@ -68,7 +69,8 @@ export class InProcessJobs implements InProcessLauncher {
   start(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
     // The runner takes no fire once stopping; this says so if that ever changes.
     if (this.closed) throw new Error(`${job.name}: the scheduler has stopped`);
-    return startInProcess(this.handlers.get(job.name), job, fire, options, {
+    // A schedule created at run time (`<job>:<key>`) runs its job's handler.
+    return startInProcess(this.handlers.get(jobOfSubject(job.name)), job, fire, options, {
       pool: (target) => this.poolFor(target),
       ignored: this.onIgnored,
     });
@@ -155,10 +157,12 @@ function startInProcess(
 ): RunningJob {
   const controller = new AbortController();
   const output = runOutput(options);
+  const key = splitSubject(fire.job)?.key;
   const ctx = {
     ...fire,
     fire,
     params: fire.params ?? {},
+    ...(key != null ? { key } : {}),
     signal: controller.signal,
   } as JobContext;
   // Made when first used: a logger takes longer to build than a short handler takes to run, and

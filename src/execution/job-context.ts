@@ -33,8 +33,18 @@ export interface FireInfo {
 /** The argument of a module job's default export: `export default async (ctx: JobContext) => …`. */
 export interface JobContext extends FireInfo {
   fire: FireInfo;
-  /** The run's manual parameters (`baton run --env K=V`); `{}` when there are none. */
+  /**
+   * The run's parameters: an operator's (`baton run --env K=V`), or those of the schedule created
+   * at run time it is a fire of (library mode's `scheduler.schedules.upsert`); `{}` when there are
+   * none.
+   */
   params: Record<string, string>;
+  /**
+   * Library mode: the key of the schedule created at run time this run is a fire of
+   * (`scheduler.schedules.upsert(job, key, …)`; `job` is then `<job>:<key>`, the name its rows
+   * carry); absent for any other run.
+   */
+  key?: string;
   /** A pino logger bound to job, runId and host; it writes to the run's output. */
   log: Logger;
   /**

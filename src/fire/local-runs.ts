@@ -38,6 +38,11 @@ export interface LocalRun {
 /** The runs of this process that have started and not yet finished, of every job. */
 export class LocalRuns {
   private readonly runs = new Set<LocalRun>();
+  /**
+   * The same runs by job: a fire looks up its own job's (`latest`), and a runner may have
+   * thousands going at once (library mode's schedules created at run time, a tenant each).
+   */
+  private readonly byJob = new Map<string, Set<LocalRun>>();
 
   /** `lostKillGraceMs`: the grace of the runs `abortAll` stops (the runner's timings). */
   constructor(
@@ -56,10 +61,15 @@ export class LocalRuns {
 
   add(run: LocalRun): void {
     this.runs.add(run);
+    let ofJob = this.byJob.get(run.job);
+    if (!ofJob) this.byJob.set(run.job, (ofJob = new Set()));
+    ofJob.add(run);
   }
 
   delete(run: LocalRun): void {
     this.runs.delete(run);
+    const ofJob = this.byJob.get(run.job);
+    if (ofJob?.delete(run) && ofJob.size === 0) this.byJob.delete(run.job);
   }
 
   /**
@@ -86,8 +96,8 @@ export class LocalRuns {
   /** The job's run of the latest fire, if this process runs the job now. */
   latest(job: string): LocalRun | undefined {
     let latest: LocalRun | undefined;
-    for (const run of this.runs) {
-      if (run.job === job && (!latest || run.scheduledAt > latest.scheduledAt)) latest = run;
+    for (const run of this.byJob.get(job) ?? []) {
+      if (!latest || run.scheduledAt > latest.scheduledAt) latest = run;
     }
     return latest;
   }

@@ -9,7 +9,8 @@ import type { JobDefinition } from '../config/schema.js';
 import { UsageError } from '../errors.js';
 import type { RunParams } from '../store/runs.js';
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A parameter's name: a variable's (it is one, for a command or module job). */
+export const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * The most the parameters of one run may take, as the JSON the row (`baton_runs.params`), the
@@ -65,7 +66,7 @@ export function parseEnvPairs(envPairs: readonly string[]): Record<string, strin
   for (const pair of envPairs) {
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
-    if (eq < 0 || !NAME.test(name)) {
+    if (eq < 0 || !PARAM_NAME.test(name)) {
       throw new UsageError(
         `--env "${eq < 0 ? pair : name}": expected NAME=VALUE with a variable name ` +
           '(letters, digits and _, not starting with a digit)',

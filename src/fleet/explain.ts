@@ -25,6 +25,7 @@ import { pausedReason, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 import type { SkipTally } from '../store/skip-tallies.js';
 import { formatInstant, oneLine } from '../text.js';
+import { jobOfSubject } from '../schedule-keys.js';
 import { lastFireAtOrBefore } from '../schedule/dead-man.js';
 import type { ChainFacts } from '../store/explain-reads.js';
 import { judgeChain, type ChainJudgement } from './explain-chain.js';
@@ -175,7 +176,10 @@ function placementNote(
 ): string | null {
   if (!missing.some((m) => m.state === 'ineligible')) return null;
   const eligible = runners
-    .filter((r) => r.alive && r.jobs.has(name) && r.jobs.get(name)!.ineligible == null)
+    .filter((r) => {
+      const loaded = r.jobs.get(name) ?? r.jobs.get(jobOfSubject(name));
+      return r.alive && loaded != null && loaded.ineligible == null;
+    })
     .map((r) => r.host)
     .sort();
   const where = job?.runOn
@@ -300,7 +304,8 @@ export function judgeMissing(
       detail: `gone since ${seen}${already} (${why}: crashed, killed, or cut off from the database)`,
     };
   }
-  const loaded = r.jobs.get(job);
+  // A schedule created at run time (`<job>:<key>`) is run by the runners that have its job.
+  const loaded = r.jobs.get(job) ?? r.jobs.get(jobOfSubject(job));
   if (!loaded) {
     return {
       ...base,

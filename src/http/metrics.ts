@@ -15,6 +15,7 @@
  * is no longer exported: its series are removed then, and a run of it still going at the reload
  * is not counted when it ends (its row in the history is).
  */
+import { jobOfSubject } from '../schedule-keys.js';
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import type { RunnerEvents } from '../daemon/runner-events.js';
 import type { RunnerGauges } from '../daemon/health.js';
@@ -192,8 +193,13 @@ export class RunnerMetrics {
   observe(events: RunnerEvents): void {
     this.notifications.observe(events);
     events.on('schedule:loaded', ({ jobs }) => this.load(jobs));
-    // Per job, only the jobs loaded now (a run of a job a reload removed is not counted).
-    const of = (job: string) => (this.loaded.has(job) ? job : null);
+    // Per job, only the jobs loaded now (a run of a job a reload removed is not counted). A
+    // dynamic schedule's fires (`<job>:<key>`) count as its job's: one series per job, not one
+    // per tenant.
+    const of = (name: string) => {
+      const job = jobOfSubject(name);
+      return this.loaded.has(job) ? job : null;
+    };
     events.on('fire:won', ({ contendMs, lagMs, fire }) => {
       if (contendMs != null) this.lockAcquisition.observe({ outcome: 'won' }, contendMs / 1000);
       const job = of(fire.job);
@@ -214,11 +220,13 @@ export class RunnerMetrics {
       const job = of(fire.job);
       if (job) this.notAttempted.inc({ baton_job: job, reason: NOT_ATTEMPTED_LABEL[cause] });
     });
-    events.on('loop:missedFires', ({ job }) => {
-      if (of(job)) this.notAttempted.inc({ baton_job: job, reason: 'late-wake' });
+    events.on('loop:missedFires', ({ job: name }) => {
+      const job = of(name);
+      if (job) this.notAttempted.inc({ baton_job: job, reason: 'late-wake' });
     });
-    events.on('fires:missed', ({ job, count }) => {
-      if (of(job)) this.missed.inc({ baton_job: job }, count);
+    events.on('fires:missed', ({ job: name, count }) => {
+      const job = of(name);
+      if (job) this.missed.inc({ baton_job: job }, count);
     });
     events.on('lock:lost', () => this.lockSessionLosses.inc());
     events.on('db:failover', () => this.failovers.inc());

@@ -34,14 +34,20 @@ import { parseDatabaseUrl, type DatabaseTarget } from '../config/database-url.js
 import { parseDuration } from '../config/duration.js';
 import { loadConfig } from '../config/load.js';
 import { DEFAULT_NAMESPACE } from '../config/defaults.js';
-import type { Config } from '../config/schema.js';
+import type { Config, JobDefinition } from '../config/schema.js';
 import { startRun } from '../actions/run.js';
 import { watchRunRequests } from '../actions/run-request-watch.js';
 import type { ManualStart } from '../fire/operator-fire.js';
 import { runnerEvents, type RunnerEvents } from '../daemon/runner-events.js';
 import { Runner, type RunnerOptions } from '../daemon/runner.js';
 import { resolveTimings, type PartialTimings } from '../daemon/timings.js';
-import { BatonError, ConfigError, errorMessage, UsageError } from '../errors.js';
+import {
+  BatonError,
+  ConfigError,
+  DatabaseUnavailableError,
+  errorMessage,
+  UsageError,
+} from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { checkHostName } from '../host-name.js';
 import { parseRunnerTags } from '../config/placement.js';
@@ -49,7 +55,9 @@ import { InProcessJobs, type JobHandler } from '../execution/in-process.js';
 import { runnerMetrics } from '../http/runner-metrics.js';
 import { KeepAlive } from '../keep-alive.js';
 import { createLogger, type Logger } from '../log.js';
+import { readReplicaInbox } from '../store/replica-inbox.js';
 import { version } from '../version.js';
+import { notStarted, Schedules } from './schedules.js';
 import {
   CODE_PLACE,
   codeConfig,
@@ -154,6 +162,11 @@ export class Scheduler {
   /** Its tags (`tags`), checked. */
   readonly tags: readonly string[];
   readonly namespace: string;
+  /**
+   * Schedules created at run time, one per key (a tenant's): `upsert(job, key, {schedule,
+   * timezone, params})`, `remove(job, key)`, `list(job?)` — after `start()` (./schedules.ts).
+   */
+  readonly schedules: Schedules;
   private readonly log: Logger;
   private readonly target: DatabaseTarget;
   private readonly settings: CodeSettings;
@@ -222,6 +235,31 @@ export class Scheduler {
     );
     metrics.observe(this.events);
     this.metrics = metrics.registry;
+    this.schedules = new Schedules({
+      namespace: this.namespace,
+      definition: (job) => this.definitionOf(job),
+      handlerJobs: () => [...this.handlers.keys()],
+      pool: (call) => {
+        if (this.state !== 'started' || !this.runner) throw notStarted(call);
+        const pool = this.runner.writePool;
+        if (!pool) {
+          throw new DatabaseUnavailableError(
+            `scheduler.${call}(): the database is not usable now (not connected, or read-only): ` +
+              'nothing was written; try again',
+          );
+        }
+        return pool;
+      },
+      changed: () => void this.runner?.refreshSchedules(),
+    });
+  }
+
+  /** A job as defined here: the loaded one once started, else checked from its options now. */
+  private definitionOf(job: string): JobDefinition | null {
+    if (this.runner) return this.runner.loadedConfig.jobs.find((j) => j.name === job) ?? null;
+    const options = this.jobs.get(job);
+    if (options) return codeConfig(this.settings, new Map([[job, options]])).jobs[0] ?? null;
+    return this.file?.jobs.find((j) => j.name === job) ?? null;
   }
 
   /**
@@ -301,6 +339,8 @@ export class Scheduler {
       graceMs: ms('grace', this.options.grace) ?? DEFAULT_GRACE_MS,
       events: this.events,
       keepAlive: this.keepAlive,
+      // The handler jobs' schedules created at run time (./schedules.ts).
+      dynamicSchedules: this.handlers.size > 0,
       ...(this.options.timings ? { timings: this.options.timings } : {}),
     };
     const set = (
@@ -349,6 +389,17 @@ export class Scheduler {
         whyNot: (job) => runner.whyNotHere(job),
         log: this.log,
         keepAlive: this.keepAlive,
+        // The same statement reads the schedules' revision: a change made on another replica is
+        // read here within a tick, at no cost while nothing changes.
+        open: async (pool, jobs) => {
+          const inbox = await readReplicaInbox(pool, {
+            namespace: config.namespace,
+            host: this.host,
+            jobs,
+          });
+          runner.schedulesMoved(inbox.schedulesRevision);
+          return inbox.requests;
+        },
       },
       this.watch.signal,
     );

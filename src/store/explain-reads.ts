@@ -10,6 +10,7 @@
  * pause), no chain table (before 0018: no child has a row), no history table. Any other error is
  * thrown.
  */
+import { jobOfSubject } from '../schedule-keys.js';
 import { talliesOfFireHour, type SkipTally } from './skip-tallies.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import { isMissingSchemaError, orEmpty } from '../errors.js';
@@ -107,7 +108,12 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
     facts.now = await databaseNow(conn);
     const registry = await orEmpty(runnersNow(conn, q.namespace, q.goneAfterMs), null);
     if (registry) ({ now: facts.now, runners: facts.runners } = registry);
-    facts.pause = await orEmpty(findPause(conn, q.namespace, q.job), null);
+    // A schedule created at run time (`<job>:<key>`) is paused by its own pause or its job's.
+    facts.pause =
+      (await orEmpty(findPause(conn, q.namespace, q.job), null)) ??
+      (jobOfSubject(q.job) !== q.job
+        ? await orEmpty(findPause(conn, q.namespace, jobOfSubject(q.job)), null)
+        : null);
     if (!q.fire) {
       // A child's latest instant is its chain's (its runs are `after`, not scheduled, fires).
       const scheduled = await orEmpty(latestFire(conn, q.namespace, q.job), null);

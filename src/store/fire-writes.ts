@@ -185,15 +185,13 @@ async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<C
     claims[0]!.attempt.namespace,
     claims.map((c) => c.attempt),
   );
+  // By fire key: a batch may claim thousands of fires (schedules created at run time).
+  const key = (job: string, at: Date, rerun: number, slot: number | null) =>
+    `${job}\0${at.getTime()}\0${rerun}\0${slot}`;
+  const byKey = new Map(winners.map((r) => [key(r.job, r.scheduledAt, r.rerun, r.workerSlot), r]));
   return claims.map((c): ClaimResult => {
     const a = c.attempt;
-    const w = winners.find(
-      (r) =>
-        r.job === a.job &&
-        r.scheduledAt.getTime() === a.scheduledAt.getTime() &&
-        r.rerun === (a.rerun ?? 0) &&
-        r.workerSlot === (a.slot ?? 1),
-    );
+    const w = byKey.get(key(a.job, a.scheduledAt, a.rerun ?? 0, a.slot ?? 1));
     if (!w) return 'early';
     const ours =
       res.affectedRows > 0 &&

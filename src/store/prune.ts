@@ -28,6 +28,9 @@
  * runner had, is never judged), per child along the primary key `(namespace, job, scheduled_at, …)`, the
  * child's latest `done` instant kept like its run (`history` still names the parents behind it).
  *
+ * The rows of schedules created at run time and since removed (`baton_schedules`, library mode)
+ * go with the runs' bound too, by when they were removed: a live schedule is never pruned.
+ *
  * Two prunes at once (two runners, a runner and `baton prune`) are harmless: both delete by id,
  * and a row deleted twice is counted once. Runners still take a lock so that only one does the
  * work (`withPruneLock`).
@@ -45,6 +48,7 @@ import { deleteNoticesBefore } from './notifications.js';
 import { deleteRunRequestsBefore } from './run-requests.js';
 import { deleteOutputBefore, deleteOutputOf } from './run-output.js';
 import { countTalliesBefore, deleteTalliesBefore } from './skip-tallies.js';
+import { countRemovedSchedulesBefore, deleteRemovedSchedulesBefore } from './schedules.js';
 
 /** Rows per DELETE: a few hundred milliseconds of work at most, even with large output tails. */
 export const DEFAULT_BATCH_SIZE = 500;
@@ -86,6 +90,11 @@ export interface PruneResult {
   runRequests: number;
   /** The chain's judged rows (`baton_dependent_fires`) deleted with the runs' bound (or would be). */
   dependentFires: number;
+  /**
+   * Rows of schedules created at run time and removed (`baton_schedules`, library mode) deleted
+   * with the runs' bound, by when they were removed (or would be).
+   */
+  removedSchedules: number;
   /** DELETE statements run (or that would be). */
   batches: number;
   /** Runs scheduled before this instant (database time) are pruned; null: runs are kept. */
@@ -126,6 +135,7 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     actions: 0,
     runRequests: 0,
     dependentFires: 0,
+    removedSchedules: 0,
     batches: 0,
     runsBefore: before(retention.runsMs),
     skipsBefore: before(retention.skipsMs),
@@ -185,6 +195,21 @@ export async function pruneHistory(db: Queryable, options: PruneOptions): Promis
     );
     result.dependentFires += chain.rows;
     result.batches += chain.batches;
+  }
+  if (result.runsBefore && !options.signal?.aborted) {
+    // A removed schedule's row, kept so that every replica saw the removal; a database from
+    // before migration 0027 has none.
+    const removed = dryRun
+      ? {
+          rows: await orEmpty(countRemovedSchedulesBefore(db, namespace, result.runsBefore), 0),
+          batches: 0,
+        }
+      : await orEmpty(
+          deleteRemovedSchedulesBefore(db, namespace, result.runsBefore, batchSize, options.signal),
+          { rows: 0, batches: 0 },
+        );
+    result.removedSchedules += removed.rows;
+    result.batches += dryRun ? Math.ceil(removed.rows / batchSize) : removed.batches;
   }
   if (result.skipsBefore && !options.signal?.aborted) {
     // The tallies whose whole hour is before the skips' bound (store/skip-tallies.ts).

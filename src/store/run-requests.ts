@@ -67,6 +67,47 @@ export async function cancelRunRequest(db: Queryable, id: number, why: string): 
   return res.affectedRows === 1;
 }
 
+/** An open request, as the runner that may take it reads it. */
+export interface OpenRunRequest {
+  id: number;
+  job: string;
+  targetHost: string | null;
+  env: Record<string, string>;
+}
+
+/**
+ * The statement of `openRunRequests`, for a read that asks it together with another
+ * (store/replica-inbox.ts): its columns are `id, job, target_host, env`.
+ */
+export function openRunRequestsQuery(
+  namespace: string,
+  host: string,
+  jobs: readonly string[],
+): { sql: string; values: unknown[] } {
+  // `job IN ()` is not SQL: a runner that may run no job still answers requests addressed to it.
+  return {
+    sql: `SELECT id, job, target_host, env FROM baton_run_requests
+     WHERE namespace = ? AND taken_by IS NULL
+       AND (target_host = ? ${jobs.length > 0 ? 'OR (target_host IS NULL AND job IN (?))' : ''})
+       AND requested_at > NOW(3) - INTERVAL ? MICROSECOND
+     ORDER BY id LIMIT 20`,
+    values:
+      jobs.length > 0
+        ? [namespace, host, jobs, RUN_REQUEST_TTL_MS * 1000]
+        : [namespace, host, RUN_REQUEST_TTL_MS * 1000],
+  };
+}
+
+/** A row of `openRunRequestsQuery`. */
+export function toOpenRunRequest(r: RowDataPacket): OpenRunRequest {
+  return {
+    id: Number(r.id),
+    job: String(r.job),
+    targetHost: r.target_host == null ? null : String(r.target_host),
+    env: r.env == null ? {} : (JSON.parse(String(r.env)) as Record<string, string>),
+  };
+}
+
 /**
  * The open (untaken, fresh) requests `host` may take, oldest first: those of `jobs` (the jobs it
  * may run) addressed to no one, and every one addressed to it — of a job it may not run too, so
@@ -77,24 +118,10 @@ export async function openRunRequests(
   namespace: string,
   host: string,
   jobs: readonly string[],
-): Promise<{ id: number; job: string; targetHost: string | null; env: Record<string, string> }[]> {
-  // `job IN ()` is not SQL: a runner that may run no job still answers requests addressed to it.
-  const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT id, job, target_host, env FROM baton_run_requests
-     WHERE namespace = ? AND taken_by IS NULL
-       AND (target_host = ? ${jobs.length > 0 ? 'OR (target_host IS NULL AND job IN (?))' : ''})
-       AND requested_at > NOW(3) - INTERVAL ? MICROSECOND
-     ORDER BY id LIMIT 20`,
-    jobs.length > 0
-      ? [namespace, host, jobs, RUN_REQUEST_TTL_MS * 1000]
-      : [namespace, host, RUN_REQUEST_TTL_MS * 1000],
-  );
-  return rows.map((r) => ({
-    id: Number(r.id),
-    job: String(r.job),
-    targetHost: r.target_host == null ? null : String(r.target_host),
-    env: r.env == null ? {} : (JSON.parse(String(r.env)) as Record<string, string>),
-  }));
+): Promise<OpenRunRequest[]> {
+  const { sql, values } = openRunRequestsQuery(namespace, host, jobs);
+  const [rows] = await db.query<RowDataPacket[]>(sql, values);
+  return rows.map(toOpenRunRequest);
 }
 
 /**

@@ -9,7 +9,8 @@
 import { chainedRunDocument, pauseDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
-import { UsageError } from '../../errors.js';
+import { isMissingSchemaError, orEmpty, UsageError } from '../../errors.js';
+import { findSchedule, type StoredSchedule } from '../../store/schedules.js';
 import { ExitCode } from '../../exit-codes.js';
 import {
   judgeFire,
@@ -31,12 +32,19 @@ import { optionalConfig, resolveNamespace } from '../config-options.js';
 import { durationCell, table, winnerCell } from '../format.js';
 import { tallyToJson } from '../tally-view.js';
 import { chainHead, chainToJson, renderParents, upstreamOfFires } from '../chain-view.js';
-import { resolveDatabase, withCommonOptions, type CommonArgs } from '../options.js';
+import {
+  KEY_OPTION,
+  resolveDatabase,
+  subjectOf,
+  withCommonOptions,
+  type CommonArgs,
+} from '../options.js';
 import { parseFireTime } from '../../instants.js';
 import { GONE_AFTER_OPTION, goneAfterMs } from '../fleet-options.js';
 
 interface ExplainArgs extends CommonArgs {
   job: string;
+  key?: string;
   fire?: string;
   json: boolean;
   namespace?: string;
@@ -55,6 +63,10 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         describe:
           'the fire (ISO-8601; without an offset: UTC, as history prints it); default the latest',
       })
+      .option('key', {
+        ...KEY_OPTION,
+        describe: `${KEY_OPTION.describe}: a fire of <job>:<key>`,
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print JSON' })
       .option('namespace', {
         type: 'string',
@@ -62,18 +74,25 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       })
       .option('gone-after', GONE_AFTER_OPTION) as never,
   handler: action(async (args: ExplainArgs) => {
-    const name = String(args.job);
-    const nameCheck = jobNameSchema.safeParse(name);
+    const jobName = String(args.job);
+    const nameCheck = jobNameSchema.safeParse(jobName);
     if (!nameCheck.success) {
-      throw new UsageError(`"${name}": ${nameCheck.error.issues[0]?.message}`);
+      throw new UsageError(`"${jobName}": ${nameCheck.error.issues[0]?.message}`);
     }
+    // A schedule created at run time: its fires are the subject `<job>:<key>`'s.
+    const name = subjectOf(jobName, args.key);
     const given = args.fire != null ? parseFireTime(String(args.fire)) : null;
     const goneAfter = goneAfterMs(args);
     const namespace = resolveNamespace(args);
     const config = optionalConfig(args);
+    // A key's fires are judged from the history alone: its timing is in the database, not the file.
     const job =
-      config && config.namespace === namespace
+      config && config.namespace === namespace && args.key == null
         ? (config.jobs.find((j) => j.name === name) ?? null)
+        : null;
+    const schedule =
+      args.key != null
+        ? await readDynamicSchedule(resolveDatabase(args), namespace, jobName, String(args.key))
         : null;
 
     const facts = await readFireFacts(resolveDatabase(args), {
@@ -82,10 +101,16 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       goneAfterMs: goneAfter,
       fire: given,
       latest: (inHistory, runners, now) => latestOf(job, inHistory, runners, now),
-      knownJob: job != null,
+      knownJob: job != null || schedule != null,
       parents: job?.after?.jobs ?? [],
     });
     if (!facts.known) {
+      if (args.key != null) {
+        throw new UsageError(
+          `${jobName} has no schedule under the key ${JSON.stringify(String(args.key))} in ` +
+            `namespace "${namespace}", and no rows in its history`,
+        );
+      }
       const where = config ? ` and not in ${config.file}` : '';
       throw new UsageError(
         `unknown job "${name}": no rows in the history of namespace "${namespace}"${where}`,
@@ -107,9 +132,11 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
           missing: [],
           missingRunners: [],
           pausedNow: pauseDocument(pause),
+          ...(args.key != null ? { schedule: scheduleDocument(schedule) } : {}),
         });
       } else {
         process.stdout.write(`${verdict}\n`);
+        if (schedule) process.stdout.write(`schedule:   ${scheduleLine(schedule)}\n`);
         if (pause) process.stdout.write(`note: ${name} is ${pausedReason(pause)}\n`);
       }
       return ExitCode.Ok;
@@ -143,12 +170,15 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
         actions: actions.map(actionToJson),
         // A child job's (`after:`) chain at this instant; null for any other job.
         chain: judged.chain ? chainToJson(judged.chain, after, facts.chain?.fires ?? []) : null,
+        // `--key`: the schedule created at run time, as it stands (null: none was ever stored).
+        ...(args.key != null ? { schedule: scheduleDocument(schedule) } : {}),
       });
       return ExitCode.Ok;
     }
     const head = [
       `job:        ${name} (namespace ${namespace})`,
       `fire:       ${formatInstant(fire)} UTC${given == null ? ' (the latest)' : ''}`,
+      ...(schedule ? [`schedule:   ${scheduleLine(schedule)}`] : []),
       ...(judged.chain ? chainHead(judged.chain, after) : []),
     ];
     process.stdout.write(render(head, rows, facts.runners.length, judged));
@@ -259,6 +289,48 @@ async function fireActions(
   } finally {
     await conn?.end().catch(() => {});
   }
+}
+
+/** The schedule of `--key` as stored, live or removed; null when it never existed (or was pruned). */
+async function readDynamicSchedule(
+  target: DatabaseTarget,
+  namespace: string,
+  job: string,
+  key: string,
+): Promise<StoredSchedule | null> {
+  let conn;
+  try {
+    conn = await openConnection(target, { create: false });
+    return await orEmpty(findSchedule(conn, namespace, job, key), null);
+  } catch (err) {
+    if (isMissingSchemaError(err)) return null;
+    throw err;
+  } finally {
+    await conn?.end().catch(() => {});
+  }
+}
+
+function scheduleLine(s: StoredSchedule): string {
+  const params = Object.keys(s.params).length > 0 ? `, params ${JSON.stringify(s.params)}` : '';
+  const state = s.removedAt
+    ? `removed at ${formatInstant(s.removedAt)} UTC`
+    : `since ${formatInstant(s.updatedAt)} UTC`;
+  return `"${s.schedule}" ${s.timezone}${params} (key ${s.key} of ${s.job}; ${state})`;
+}
+
+function scheduleDocument(s: StoredSchedule | null): object | null {
+  if (!s) return null;
+  return {
+    job: s.job,
+    key: s.key,
+    schedule: s.schedule,
+    timezone: s.timezone,
+    params: s.params,
+    revision: s.revision,
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+    removedAt: s.removedAt?.toISOString() ?? null,
+  };
 }
 
 function printJson(value: unknown): void {

@@ -1,5 +1,6 @@
 import { chainedRunDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
+import { jobOfSubject } from '../../schedule-keys.js';
 import { isMissingSchemaError, orEmpty, UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
@@ -19,8 +20,10 @@ import { renderTallies, tallyToJson } from '../tally-view.js';
 import { painter, terminalWidth } from '../terminal.js';
 import { watch, watchIntervalMs, WATCH_OPTION, type Frame } from '../watch.js';
 import {
+  KEY_OPTION,
   parseSince,
   REPEATABLE,
+  subjectOf,
   resolveDatabase,
   withCommonOptions,
   type CommonArgs,
@@ -47,6 +50,7 @@ interface HistoryArgs extends Omit<CommonArgs, 'host'> {
   watch?: string;
   namespace?: string;
   tallies: boolean;
+  key?: string;
 }
 
 /** Moved to cli/options.ts (`baton audit` takes `--since` too); exported here as before. */
@@ -99,6 +103,10 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
           'the skip tallies of jobs with `skips: tally` instead: a line per job, hour and runner ' +
           '(--json: one object per row of baton_skip_tallies)',
       })
+      .option('key', {
+        ...KEY_OPTION,
+        describe: `${KEY_OPTION.describe}: the runs of <job>:<key> (give the job)`,
+      })
       .option('watch', WATCH_OPTION)
       .option('json', { type: 'boolean', default: false, describe: 'one JSON array of rows' })
       .option('namespace', {
@@ -110,6 +118,11 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       throw new UsageError('--limit must be a positive integer');
     const since = args.since != null ? parseSince(args.since) : undefined;
     const watchMs = watchIntervalMs(args.watch);
+    // A schedule created at run time: its runs carry `<job>:<key>`.
+    if (args.key != null) {
+      if (!args.job?.length) throw new UsageError('--key needs a job: baton history <job> --key K');
+      args.job = args.job.map((job) => subjectOf(String(job), args.key));
+    }
     // `--host` filters here; it does not default to this machine, nor name one.
     const { host: hosts, ...common } = args;
     const resolved = resolveNamespaceSource(common);
@@ -189,6 +202,8 @@ export const historyCommand: CommandModule<object, HistoryArgs> = {
       // Paused jobs among the shown ones (or the one asked for) get a note; skip rows say the rest.
       const shown = new Set(runs.map((r) => r.job));
       for (const job of args.job ?? []) shown.add(job);
+      // A schedule created at run time (`<job>:<key>`) is paused by its job's pause too.
+      for (const name of [...shown]) shown.add(jobOfSubject(name));
       const notes = pauses
         .filter((p) => shown.has(p.job))
         .map((p) => `baton: note: ${p.job} is ${pausedReason(p)}\n`)

@@ -16,7 +16,14 @@
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
-import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../../errors.js';
+import {
+  DatabaseUnavailableError,
+  isMissingSchemaError,
+  orEmpty,
+  UsageError,
+} from '../../errors.js';
+import { subjectName } from '../../schedule-keys.js';
+import { countSchedules, listSchedules } from '../../store/schedules.js';
 import { ExitCode } from '../../exit-codes.js';
 import { openConnection } from '../../store/connect.js';
 import type { DatabaseTarget } from '../../config/database-url.js';
@@ -27,6 +34,8 @@ import { pause, pauseOutcomeDocument, resume, resumeOutcomeDocument } from '../.
 import { action } from '../action.js';
 import {
   FREE_TEXT,
+  KEY_OPTION,
+  subjectOf,
   didYouMean,
   resolveDatabase,
   resolveHost,
@@ -37,6 +46,7 @@ import { optionalConfig, resolveNamespace } from '../config-options.js';
 
 interface PauseArgs extends CommonArgs {
   job: string;
+  key?: string;
   reason?: string;
   namespace?: string;
   force: boolean;
@@ -46,6 +56,11 @@ interface PauseArgs extends CommonArgs {
 const namespaceOption = {
   type: 'string',
   describe: "namespace of the job (env BATON_NAMESPACE; default the schedules file's)",
+} as const;
+
+const keyOption = {
+  ...KEY_OPTION,
+  describe: `${KEY_OPTION.describe}: that schedule only (pausing the job pauses all of them)`,
 } as const;
 
 const jsonOption = { type: 'boolean', default: false, describe: 'print one JSON object' } as const;
@@ -88,11 +103,26 @@ async function knownJobs(
   conn: Connection,
   pauses: readonly Pause[],
 ): Promise<{ names: Set<string>; where: string }> {
+  // `--key`: the job's live schedules created at run time are what a key may name.
+  if (args.key != null) {
+    const job = String(args.job);
+    const keys = await orEmpty(listSchedules(conn, namespace, job), []);
+    return {
+      names: new Set(keys.map((s) => subjectName(s.job, s.key))),
+      where: `the schedules of ${job} in namespace "${namespace}" (scheduler.schedules)`,
+    };
+  }
   const config = optionalConfig(args);
   if (config && config.namespace === namespace) {
     return { names: new Set(config.jobs.map((j) => j.name)), where: config.file };
   }
-  const names = new Set([...(await historyJobs(conn, namespace)), ...pauses.map((p) => p.job)]);
+  // A library-mode job with schedules created at run time is known by them, runs or not.
+  const scheduled = await orEmpty(countSchedules(conn, namespace), new Map<string, number>());
+  const names = new Set([
+    ...(await historyJobs(conn, namespace)),
+    ...pauses.map((p) => p.job),
+    ...scheduled.keys(),
+  ]);
   return { names, where: `the history of namespace "${namespace}" (no schedules file of it here)` };
 }
 
@@ -103,6 +133,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the skip rows and `status`' })
+      .option('key', keyOption)
       .option('namespace', namespaceOption)
       .option('force', {
         type: 'boolean',
@@ -111,8 +142,9 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
       })
       .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
-    const name = String(args.job);
-    checkJobName(name);
+    checkJobName(String(args.job));
+    // A schedule created at run time is paused as its subject, `<job>:<key>`.
+    const name = subjectOf(String(args.job), args.key);
     const reason = checkedReason(args.reason);
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
@@ -154,7 +186,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     process.stdout.write(
       `paused ${name} in namespace "${namespace}": ${pausedReason(after)}\n` +
         'every runner skips it from its next fire (skip rows say so); ' +
-        `\`baton resume ${name}\` undoes it\n`,
+        `\`baton resume ${args.key != null ? `${args.job} --key ${args.key}` : name}\` undoes it\n`,
     );
     return ExitCode.Ok;
   }),
@@ -167,11 +199,13 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
     withCommonOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'job name' })
       .option('reason', { ...FREE_TEXT, describe: 'why, for the audit' })
+      .option('key', keyOption)
       .option('namespace', namespaceOption)
       .option('json', jsonOption) as never,
   handler: action(async (args: PauseArgs) => {
-    const name = String(args.job);
-    checkJobName(name);
+    checkJobName(String(args.job));
+    // A schedule created at run time is paused as its subject, `<job>:<key>`.
+    const name = subjectOf(String(args.job), args.key);
     const reason = checkedReason(args.reason);
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);

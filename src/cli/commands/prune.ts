@@ -157,6 +157,7 @@ export function pruneToJson(r: PruneResult) {
     actions: r.actions,
     runRequests: r.runRequests,
     dependentFires: r.dependentFires,
+    removedSchedules: r.removedSchedules,
     batches: r.batches,
     runsBefore: r.runsBefore?.toISOString() ?? null,
     skipsBefore: r.skipsBefore?.toISOString() ?? null,
@@ -183,6 +184,7 @@ export function describePrune(r: PruneResult): string {
   const output = r.outputChunks > 0 ? `, with ${count(r.outputChunks, 'chunk')} of output` : '';
   if (r.skipTallies > 0) parts.push(count(r.skipTallies, 'skip tally', 'skip tallies'));
   if (r.dependentFires > 0) parts.push(count(r.dependentFires, 'chain row'));
+  if (r.removedSchedules > 0) parts.push(count(r.removedSchedules, 'removed schedule'));
   return (
     `${r.dryRun ? 'would delete' : 'deleted'} ${parts.join(' and ')}${output} in namespace ` +
     `"${r.namespace}" (${count(r.batches, 'batch', 'batches')})${kept}`

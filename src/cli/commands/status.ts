@@ -34,6 +34,7 @@ import {
 import { outboxState, type OutboxState } from '../../store/notification-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
+import { countSchedules } from '../../store/schedules.js';
 import { formatInstant } from '../../text.js';
 import { action, fail } from '../action.js';
 import { table } from '../format.js';
@@ -95,7 +96,8 @@ Times are the database's clock. Next fires come from the schedules file (--confi
 BATON_CONFIG); without one they are not shown. --json prints { namespace, namespaceSource:
 { kind: flag|env|file|default, file? }, now, state, exitCode, healthy (exit code 0),
 runners: [{ host, pid, version, state, alive, clockOffsetMs, startedAt, lastSeenAt,
-lastSeenAgoMs, stoppedAt, jobs, tags }], running: [{ runId, job, host, pid, trigger, scheduledAt,
+lastSeenAgoMs, stoppedAt, jobs, tags }], dynamicSchedules: [{ job, count }] (library mode's
+schedules created at run time, live ones, per job), running: [{ runId, job, host, pid, trigger, scheduledAt,
 startedAt, runningForMs, attempts, warnAt (null: no warn), slow }], jobs: [{ name, inConfig, enabled, schedule (null: none of
 its own), timezone, after ({ jobs, on, withinMs } or null), nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
 overdueAt, loadedBy, ineligibleOn: [{ host, why }] }], warnings: [{ kind, severity: critical|warning|info, message, job?,
@@ -201,10 +203,15 @@ async function check(args: StatusArgs): Promise<number> {
     let stdout: string;
     if (args.json) {
       const { namespace: read, ...rest } = statusToJson(report);
-      const json = { namespace: read, namespaceSource: resolved.source, ...rest };
+      const json = {
+        namespace: read,
+        namespaceSource: resolved.source,
+        ...rest,
+        dynamicSchedules: [...facts.schedules].map(([job, count]) => ({ job, count })),
+      };
       stdout = `${JSON.stringify(json, null, 2)}\n`;
     } else {
-      stdout = render(report, resolved, facts.databaseClock);
+      stdout = render(report, resolved, facts.databaseClock, facts.schedules);
     }
     const stderr = hint ? `baton: hint: ${hint}\n` : '';
     return { stdout, stderr, code: CHECK_EXIT_CODES[report.state] };
@@ -227,6 +234,8 @@ interface FleetFacts {
   notifications?: OutboxState | undefined;
   pools?: PoolStatus[];
   timings?: Map<string, TimingRecord[]>;
+  /** Library mode's schedules created at run time: how many each job has (live ones). */
+  schedules: Map<string, number>;
 }
 
 /**
@@ -245,6 +254,7 @@ async function readFleet(
     running: [],
     pauses: [],
     history: new Map(),
+    schedules: new Map(),
   };
   let conn;
   try {
@@ -283,6 +293,7 @@ async function readFleet(
         )
       : undefined;
     const timings = await orEmpty(readTimings(conn, namespace), undefined, noTable);
+    const schedules = await orEmpty(countSchedules(conn, namespace), new Map(), noTable);
     return {
       now,
       databaseClock: true,
@@ -293,6 +304,7 @@ async function readFleet(
       notifications,
       pools,
       ...(timings ? { timings } : {}),
+      schedules,
     };
   } finally {
     await conn.end().catch(() => {});
@@ -349,7 +361,12 @@ function firstLine(report: StatusReport, resolved: ResolvedNamespace, databaseCl
   );
 }
 
-function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock: boolean): string {
+function render(
+  report: StatusReport,
+  resolved: ResolvedNamespace,
+  databaseClock: boolean,
+  schedules: ReadonlyMap<string, number>,
+): string {
   const { now } = report;
   const out: string[] = [firstLine(report, resolved, databaseClock)];
 
@@ -427,6 +444,8 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
     );
   }
 
+  out.push(renderSchedules(schedules));
+
   if (report.warnings.length === 0) {
     out.push('\nno warnings\n');
   } else {
@@ -445,6 +464,17 @@ function render(report: StatusReport, resolved: ResolvedNamespace, databaseClock
     }
   }
   return out.join('');
+}
+
+/** How many schedules created at run time each job has; nothing when there are none. */
+function renderSchedules(counts: ReadonlyMap<string, number>): string {
+  if (counts.size === 0) return '';
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  const rows = [...counts].map(([job, n]) => [job, n.toLocaleString('en-US')]);
+  return (
+    `\nSCHEDULES CREATED AT RUN TIME: ${total.toLocaleString('en-US')} ` +
+    `(baton history <job> --key K)\n${table(['JOB', 'KEYS'], rows)}`
+  );
 }
 
 /** Each pool: its slots, how many are taken (per host for a host pool), and by which runs. */
