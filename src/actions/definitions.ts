@@ -95,6 +95,8 @@ export interface PlanInput {
 }
 
 const MARGIN_MS = RETIME_MARGIN_SECONDS * 1000;
+/** The furthest `--at` accepted: ten years from now. */
+const MAX_AHEAD_MS = 10 * 366 * 86_400_000;
 
 /**
  * Judges every job, and refuses them all (UsageError, every problem named) if one cannot be
@@ -253,11 +255,25 @@ function switchInstant(
     const day = dayAround(job.timezone, notBefore);
     at = day.start.getTime() === notBefore.getTime() ? day.start : day.end;
   } else {
-    const start = dayStarting(job.timezone, chosen.date);
+    // A date croner cannot reach (the year 3000 on) is no date of a schedule either.
+    let start: Date | null;
+    try {
+      start = dayStarting(job.timezone, chosen.date);
+    } catch {
+      start = null;
+    }
     if (!start) throw new UsageError(`--at "${chosen.given}": no such date`);
     at = start;
   }
   const where = chosen.kind === 'instant' ? '' : ` (${job.timezone})`;
+  // A switch decades ahead would hold back every change after it (none is recorded before the
+  // latest version's instant): almost surely a typo in the year (2999 for 2029).
+  if (at.getTime() > now.getTime() + MAX_AHEAD_MS) {
+    throw new UsageError(
+      `${job.name}: --at "${chosen.given}" is ${at.toISOString()}${where}, more than ten ` +
+        `years ahead (database time ${now.toISOString()}); choose a nearer instant`,
+    );
+  }
   if (at.getTime() <= now.getTime()) {
     throw new UsageError(
       `${job.name}: --at "${chosen.given}" is ${at.toISOString()}${where}, in the past by the ` +

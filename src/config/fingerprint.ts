@@ -67,7 +67,11 @@ export function jobFingerprint(job: JobDefinition, configFile: string): string {
  */
 export function timingPrint(job: Pick<JobDefinition, 'schedule' | 'timezone'>): string | null {
   if (job.schedule == null) return null;
-  const canonical = { schedule: job.schedule.trim(), timezone: job.timezone };
+  // Spacing is not timing: `0  3 * * *` is `0 3 * * *` (no new version, no runner held).
+  const canonical = {
+    schedule: job.schedule.trim().split(/\s+/).join(' '),
+    timezone: job.timezone,
+  };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }
 

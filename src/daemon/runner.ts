@@ -96,6 +96,8 @@ export class Runner {
   /** Fires of jobs no live runner may run: their `missed` rows (placement-watch.ts). */
   private readonly placement: PlacementWatch;
   private readonly timingWatch: TimingWatch;
+  /** The fleet's timing versions have been read once (see the dispatcher's `context`). */
+  private timingsRead = false;
   private readonly catchUpWalks = new CatchUpWalks();
   private readonly loop: SchedulerLoop;
   private readonly releasers = new Releasers();
@@ -174,15 +176,21 @@ export class Runner {
       target,
       // With the subjects of the dynamic schedules fired here, when there are any.
       loaded: () => this.dynamic?.loaded ?? this.loaded,
+      // Nothing is contended before the fleet's timing versions are read (the first connect's
+      // sync): the session is usable while it reads, and a fire due then would be claimed by
+      // the file's timing — one the fleet may not have reached, or has left. Such a fire is not
+      // attempted (as with no database), and recovery looks back for it by the versions.
       context: () =>
-        this.link.fireContext({
-          database: target.database,
-          namespace: this.loaded.config.namespace,
-          host,
-          pid: process.pid,
-          now: () => this.clock.now(),
-          timings: timings.protocol,
-        }),
+        !this.timingsRead
+          ? null
+          : this.link.fireContext({
+              database: target.database,
+              namespace: this.loaded.config.namespace,
+              host,
+              pid: process.pid,
+              now: () => this.clock.now(),
+              timings: timings.protocol,
+            }),
       runs: this.runs,
       verdicts: this.verdicts,
       lease: this.link.lease,
@@ -385,6 +393,12 @@ export class Runner {
     if (!pool) return;
     // Every live dynamic schedule, read anew: the server may be another after a failover.
     await this.dynamic?.refresh({ all: true });
+    this.recoverFires(pool, failover);
+  }
+
+  /** Looks back for the fires this runner should have attempted (recovery.ts), from now. */
+  private recoverFires(pool: Queryable, failover: Failover | null): void {
+    const signal = this.stopSignal.signal;
     const { config, knownSince } = this.loaded;
     // The subjects fired here are looked back for as the file's jobs are (a snapshot: a change
     // meanwhile is the loop's), each from its definition's last change.
@@ -503,6 +517,7 @@ export class Runner {
     if (!pool) return;
     try {
       const versions = await this.timingWatch.sync(pool);
+      this.timingsRead = true;
       if (first) {
         this.loaded = loadSchedule(
           this.loaded.config,
@@ -511,6 +526,7 @@ export class Runner {
           this.place,
           versions,
         );
+        this.dynamic?.rebase(this.loaded, this.clock.now());
       } else {
         this.applyTimings(versions);
       }
@@ -542,14 +558,23 @@ export class Runner {
   private applyTimings(versions: TimingVersions): void {
     // The same versions (a reconnect, a look after a failed record): nothing to replace — and a
     // reconnect's recovery, not a wake in the middle of it, deals with the fires due meanwhile.
-    if (this.stopping || sameTimings(versions, this.loaded.timings)) return;
+    if (this.stopping) return;
+    const known = this.timingsRead;
+    this.timingsRead = true;
+    if (known && sameTimings(versions, this.loaded.timings)) return;
     const now = this.clock.now();
     this.loop.disarm();
     this.loop.wakeNow(now);
+    const wasUnread = this.loaded.timings === UNREAD;
     this.loaded = loadSchedule(this.loaded.config, this.loaded, now, this.place, versions);
     this.loop.replace(this.loaded.schedules, now, this.loaded.startDelay);
+    this.dynamic?.rebase(this.loaded, now);
     this.loop.arm();
     if (this.link.usable) void this.registrar.register(false);
+    // Held since the first connect (the versions unread): the fires of that time are looked
+    // back for now, as a connect's recovery does, by the versions now known.
+    const pool = this.link.anyPool;
+    if (wasUnread && pool) this.recoverFires(pool, null);
   }
 
   private get place(): { host: string; tags: readonly string[] } {

@@ -78,6 +78,7 @@ export class TimingWatch {
   private marker: string | null = null;
   /** The last sync failed, or left a timing of the file unrecorded: the next look syncs. */
   private unsettled = true;
+  private syncing: Promise<unknown> = Promise.resolve();
   private recordFailed = false;
   private running = false;
   /** Each job's hold as last told (its instant, and whether it had begun): told once each. */
@@ -125,7 +126,18 @@ export class TimingWatch {
    * caller builds its schedule from them: at connect, before the loop fires by the file). Throws
    * what the database throws.
    */
-  async sync(pool: Queryable): Promise<TimingVersions> {
+  sync(pool: Queryable): Promise<TimingVersions> {
+    // One at a time (a reload's and a look's): each reads after the one before it wrote, so a
+    // later caller never applies an older read, and the record-failure flags are one sync's.
+    const next = this.syncing.then(
+      () => this.syncOnce(pool),
+      () => this.syncOnce(pool),
+    );
+    this.syncing = next.catch(() => undefined);
+    return next;
+  }
+
+  private async syncOnce(pool: Queryable): Promise<TimingVersions> {
     this.unsettled = true;
     const { config } = this.o.loaded();
     const namespace = config.namespace;
@@ -152,8 +164,14 @@ export class TimingWatch {
       })),
       this.o.host,
     ).catch((err: unknown) => this.cannotRecord(first, err));
-    for (const job of unrecorded.filter((j) => timings.has(j.name))) {
-      await this.record(pool, namespace, job, config).catch((err: unknown) =>
+    const changed = unrecorded.filter((j) => timings.has(j.name));
+    // The settle window is for a rolling deploy: while no other live runner has the job, nobody
+    // runs it by another file meanwhile (one that comes back with the old file holds). The
+    // registry is read once for all the changed jobs.
+    const others = changed.length > 0 ? await otherLiveRunners(pool, namespace, this.o.host) : [];
+    for (const job of changed) {
+      const shared = others.some((r) => r.jobs.has(job.name));
+      await this.record(pool, namespace, job, config, shared).catch((err: unknown) =>
         this.cannotRecord([job], err),
       );
     }
@@ -174,6 +192,8 @@ export class TimingWatch {
    */
   tellHolds(): void {
     const loaded = this.o.loaded();
+    // Unread: every job is held, and the failed read was said (runner.ts syncTimings).
+    if (loaded.timings === UNREAD) return;
     const now = this.o.now().getTime();
     for (const job of loaded.jobs.keys()) {
       const from = heldFrom(loaded, job);
@@ -185,7 +205,7 @@ export class TimingWatch {
       const told = `${from.toISOString()} ${begun}`;
       if (this.toldHeld.get(job) === told) continue;
       this.toldHeld.set(job, told);
-      const versions = loaded.timings === UNREAD ? [] : (loaded.timings.get(job) ?? []);
+      const versions = loaded.timings.get(job) ?? [];
       const facts = {
         job,
         heldFrom: from.toISOString(),
@@ -214,14 +234,12 @@ export class TimingWatch {
     namespace: string,
     job: JobDefinition,
     config: Pick<Config, 'scheduleChanges'>,
+    shared: boolean,
   ): Promise<void> {
     const next = parseSchedule(job.schedule!, job.timezone);
-    // The settle window is for a rolling deploy: no other live runner has the job, nobody runs
-    // it by another file meanwhile (one that comes back with the old file holds).
-    const others = (await otherLiveRunners(pool, namespace, this.o.host)).filter((r) =>
-      r.jobs.has(job.name),
-    );
-    const settleMs = others.length > 0 ? settleMsOf(config) : 0;
+    // Never sooner than every runner's next look (and a second of margin): a runner that has
+    // not read the new version by its instant would fire the old timing's fire there.
+    const settleMs = Math.max(shared ? settleMsOf(config) : 0, this.t.lookMs + 1_000);
     const { record, recorded } = await recordTiming(
       pool,
       timingProposal(job, { namespace, recordedBy: this.o.host, settleMs }),

@@ -75,10 +75,14 @@ export async function readTimings(
  */
 export async function timingsMarker(db: Queryable, namespace: string): Promise<string> {
   const [[row]] = await db.query<RowDataPacket[]>(
-    `SELECT COUNT(*) AS n, MAX(updated_at) AS changed FROM baton_timings WHERE namespace = ?`,
+    `SELECT COUNT(*) AS n, MAX(updated_at) AS changed,
+            SUM(UNIX_TIMESTAMP(effective_at)) AS instants
+       FROM baton_timings WHERE namespace = ?`,
     [namespace],
   );
-  return `${Number(row?.n ?? 0)}@${(row?.changed as Date | null)?.getTime() ?? 0}`;
+  // The instants' sum too: a moved instant changes it even where the clock was stepped back
+  // between two changes (MAX(updated_at) alone would not move).
+  return `${Number(row?.n ?? 0)}@${(row?.changed as Date | null)?.getTime() ?? 0}#${String(row?.instants ?? 0)}`;
 }
 
 /** The newest version whose timing is `print`: the runner's own; null when it is not recorded. */
@@ -144,7 +148,8 @@ export async function recordTiming(
 /**
  * Records the first version of each job in `first` that has none, in one statement: a fleet's
  * first start with 1,000 jobs writes one row each, not 1,000 round trips. A job another recorder
- * got to first keeps that one's row (INSERT IGNORE on the version key).
+ * got to first keeps that one's row (the version key; no IGNORE, which would also turn a
+ * value too long for its column into a warning).
  */
 export async function recordFirstVersions(
   db: Queryable,
@@ -155,8 +160,9 @@ export async function recordFirstVersions(
   if (first.length === 0) return;
   const row = `(?, ?, 1, ?, ?, ?, ?, 'first', NOW(3), ?, NOW(6))`;
   await db.query(
-    `INSERT IGNORE INTO baton_timings (namespace, ${COLUMNS}, updated_at)
-     VALUES ${first.map(() => row).join(', ')}`,
+    `INSERT INTO baton_timings (namespace, ${COLUMNS}, updated_at)
+     VALUES ${first.map(() => row).join(', ')}
+     ON DUPLICATE KEY UPDATE id = id`,
     first.flatMap((f) => [
       namespace,
       f.job,
@@ -187,7 +193,7 @@ export async function retimeTiming(
     `UPDATE baton_timings SET effective_at = ?, chosen_by = 'operator', updated_at = NOW(6)
       WHERE namespace = ? AND job = ? AND version = ?
         AND effective_at > NOW(3) + INTERVAL ${RETIME_MARGIN_SECONDS} SECOND
-        AND NOT EXISTS (SELECT 1 FROM (SELECT version FROM baton_timings
+        AND NOT EXISTS (SELECT /*+ NO_MERGE(newer) */ 1 FROM (SELECT version FROM baton_timings
                          WHERE namespace = ? AND job = ? AND version > ?) AS newer)`,
     [at, namespace, job, version, namespace, job, version],
   );

@@ -87,7 +87,7 @@ async function armFire(
   runners: RunnerProcess[],
   config: string,
   yaml: (schedule: string) => string,
-  leadMs = 5_000,
+  leadMs = 8_000,
 ): Promise<Date> {
   const { now } = await one<{ now: Date }>(db, 'SELECT UTC_TIMESTAMP(3) AS now');
   const at = new Date(Math.ceil((now.getTime() + leadMs) / 1000) * 1000);

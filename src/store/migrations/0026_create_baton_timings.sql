@@ -23,5 +23,7 @@ CREATE TABLE baton_timings (
   -- Changed when an operator moves a pending version's instant: what the runners watch.
   updated_at    DATETIME(6)  NOT NULL,
   PRIMARY KEY (id),
-  UNIQUE KEY baton_timings_version (namespace, job, version)
+  UNIQUE KEY baton_timings_version (namespace, job, version),
+  -- The runners' look for a change (store/timings.ts timingsMarker): the namespace's rows only.
+  KEY baton_timings_changed (namespace, updated_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci
