@@ -519,13 +519,7 @@ export class Runner {
       const versions = await this.timingWatch.sync(pool);
       this.timingsRead = true;
       if (first) {
-        this.loaded = loadSchedule(
-          this.loaded.config,
-          this.loaded,
-          this.clock.now(),
-          this.place,
-          versions,
-        );
+        this.loaded = this.withVersions(versions);
         this.dynamic?.rebase(this.loaded, this.clock.now());
       } else {
         this.applyTimings(versions);
@@ -539,15 +533,7 @@ export class Runner {
         { err: errorMessage(err), heldUntilRead: first },
         'could not record or read the timing versions',
       );
-      if (first) {
-        this.loaded = loadSchedule(
-          this.loaded.config,
-          this.loaded,
-          this.clock.now(),
-          this.place,
-          UNREAD,
-        );
-      }
+      if (first) this.loaded = this.withVersions(UNREAD);
     }
   }
 
@@ -575,6 +561,11 @@ export class Runner {
     // back for now, as a connect's recovery does, by the versions now known.
     const pool = this.link.anyPool;
     if (wasUnread && pool) this.recoverFires(pool, null);
+  }
+
+  /** The loaded file over other timing versions (the loop is the caller's to replace). */
+  private withVersions(versions: LoadedSchedule['timings']): LoadedSchedule {
+    return loadSchedule(this.loaded.config, this.loaded, this.clock.now(), this.place, versions);
   }
 
   private get place(): { host: string; tags: readonly string[] } {

@@ -22,14 +22,12 @@ import {
   type ApplyResult,
   type SwitchAt,
 } from '../../actions/definitions.js';
-import type { DatabaseTarget } from '../../config/database-url.js';
 import { jobNameSchema, type Config, type JobDefinition } from '../../config/schema.js';
-import { DatabaseUnavailableError, isMissingSchemaError, UsageError } from '../../errors.js';
+import { UsageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { jobTimingView, liveRunners } from '../../fleet/timing-preview.js';
 import { parseFrom } from '../../instants.js';
 import { checkedReason, operatorName } from '../../operator.js';
-import { openConnection } from '../../store/connect.js';
 import { databaseNow } from '../../store/fire-reads.js';
 import { listRunners } from '../../store/runners.js';
 import { settleMsOf } from '../../store/timing-proposal.js';
@@ -37,6 +35,7 @@ import { readTimings } from '../../store/timings.js';
 import { formatInstant } from '../../text.js';
 import { argsAfterDashes } from '../../fire/run-params.js';
 import { action } from '../action.js';
+import { withTable } from '../table-connection.js';
 import { invocationArgv } from '../usage.js';
 import {
   namespaceLine,
@@ -66,8 +65,6 @@ interface ApplyArgs extends DefinitionsArgs {
   reason?: string;
 }
 
-type Connection = Awaited<ReturnType<typeof openConnection>>;
-
 const jobPositional = {
   type: 'string',
   array: true,
@@ -95,27 +92,6 @@ function jobNames(args: DefinitionsArgs): string[] {
   return [...new Set(names)];
 }
 
-/** Runs `body` on a connection; a database without baton_timings is a clear 69. */
-async function withTimings<T>(
-  target: DatabaseTarget,
-  body: (conn: Connection) => Promise<T>,
-): Promise<T> {
-  let conn;
-  try {
-    conn = await openConnection(target, { create: false });
-    return await body(conn);
-  } catch (err) {
-    if (!isMissingSchemaError(err)) throw err;
-    throw new DatabaseUnavailableError(
-      `the database at ${target.display} has no baton_timings table yet: run \`baton migrate\` ` +
-        '(or start a runner, which migrates) first',
-      { cause: err },
-    );
-  } finally {
-    await conn?.end().catch(() => {});
-  }
-}
-
 /** `--at`: an ISO-8601 instant with an offset, a date (that day's start in each job's zone), or `midnight`. */
 export function parseSwitchAt(value: string): SwitchAt {
   const given = value.trim();
@@ -141,7 +117,7 @@ const view: CommandModule<object, DefinitionsArgs>['handler'] = action(
     const config = optionalConfig(args);
     const file = config?.namespace === namespace ? config : null;
     const target = resolveDatabase(args);
-    const { now, timings, runners } = await withTimings(target, async (conn) => ({
+    const { now, timings, runners } = await withTable(target, 'baton_timings', async (conn) => ({
       now: await databaseNow(conn),
       timings: await readTimings(conn, namespace),
       runners: await listRunners(conn, namespace),
@@ -249,7 +225,7 @@ const apply: CommandModule<object, ApplyArgs>['handler'] = action(async (args: A
   const target = resolveDatabase(args);
   const settleMs = settleMsOf(config);
   const namespace = config.namespace;
-  const { plan, results } = await withTimings(target, async (conn) => {
+  const { plan, results } = await withTable(target, 'baton_timings', async (conn) => {
     const now = await databaseNow(conn);
     const timings = await readTimings(
       conn,

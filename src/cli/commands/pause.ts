@@ -16,22 +16,16 @@
  */
 import type { CommandModule } from 'yargs';
 import { jobNameSchema } from '../../config/schema.js';
-import {
-  DatabaseUnavailableError,
-  isMissingSchemaError,
-  orEmpty,
-  UsageError,
-} from '../../errors.js';
+import { orEmpty, UsageError } from '../../errors.js';
 import { subjectName } from '../../schedule-keys.js';
 import { countSchedules, listSchedules } from '../../store/schedules.js';
 import { ExitCode } from '../../exit-codes.js';
-import { openConnection } from '../../store/connect.js';
-import type { DatabaseTarget } from '../../config/database-url.js';
 import { historyJobs } from '../../store/history-reads.js';
 import { listPauses, pausedReason, type Pause } from '../../store/pauses.js';
 import { checkedReason, operatorName } from '../../operator.js';
 import { pause, pauseOutcomeDocument, resume, resumeOutcomeDocument } from '../../actions/pause.js';
 import { action } from '../action.js';
+import { withTable, type Connection } from '../table-connection.js';
 import {
   FREE_TEXT,
   KEY_OPTION,
@@ -65,32 +59,9 @@ const keyOption = {
 
 const jsonOption = { type: 'boolean', default: false, describe: 'print one JSON object' } as const;
 
-type Connection = Awaited<ReturnType<typeof openConnection>>;
-
 function checkJobName(name: string): void {
   const check = jobNameSchema.safeParse(name);
   if (!check.success) throw new UsageError(`"${name}": ${check.error.issues[0]?.message}`);
-}
-
-/** Runs `body` on a connection to a migrated database; a missing table is a clear 69. */
-async function withPauses<T>(
-  target: DatabaseTarget,
-  body: (conn: Connection) => Promise<T>,
-): Promise<T> {
-  let conn;
-  try {
-    conn = await openConnection(target, { create: false });
-    return await body(conn);
-  } catch (err) {
-    if (!isMissingSchemaError(err)) throw err;
-    throw new DatabaseUnavailableError(
-      `the database at ${target.display} has no baton_pauses table yet: run \`baton migrate\` ` +
-        '(or start a runner, which migrates) first',
-      { cause: err },
-    );
-  } finally {
-    await conn?.end().catch(() => {});
-  }
 }
 
 /**
@@ -150,7 +121,7 @@ export const pauseCommand: CommandModule<object, PauseArgs> = {
     const host = resolveHost(args);
     const operator = operatorName();
     const target = resolveDatabase(args);
-    const outcome = await withPauses(target, async (conn) => {
+    const outcome = await withTable(target, 'baton_pauses', async (conn) => {
       const pauses = await listPauses(conn, namespace);
       const known = await knownJobs(args, namespace, conn, pauses);
       const forced = !known.names.has(name);
@@ -210,7 +181,7 @@ export const resumeCommand: CommandModule<object, PauseArgs> = {
     const namespace = resolveNamespace(args);
     const host = resolveHost(args);
     const target = resolveDatabase(args);
-    const outcome = await withPauses(target, async (conn) => {
+    const outcome = await withTable(target, 'baton_pauses', async (conn) => {
       const pauses = await listPauses(conn, namespace);
       const before = pauses.find((p) => p.job === name) ?? null;
       if (before == null) {
