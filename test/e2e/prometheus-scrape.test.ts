@@ -104,8 +104,19 @@ jobs:
   const perJob = stored.filter((s) => s.__name__ === 'baton_runs_total');
   expect(new Set(perJob.map((s) => s.baton_job))).toEqual(new Set(['ok', 'flaky']));
 
-  // ok's last success, as the history has it (ok no longer fires; read it until they agree: the
-  // runners read the history at most every 5 s).
+  // ok's last success, as the history has it, once ok no longer fires: its yearly time took
+  // effect at the instant the first runner recorded (docs/schedules.md, "Changing a job's
+  // time"), and its last run before it is over. Read until they agree: the runners read the
+  // history at most every 5 s.
+  const [switched] = await fleet.db.query<{ at: Date }>(
+    "SELECT effective_at AS at FROM baton_timings WHERE job = 'ok' AND version = 2",
+  );
+  await waitFor('ok switched to its yearly time, its last run over', async () => {
+    const [state] = await fleet.db.query<{ now: Date; running: number }>(
+      "SELECT NOW(3) AS now, (SELECT COUNT(*) FROM baton_runs WHERE job = 'ok' AND status = 'running') AS running",
+    );
+    return state!.now.getTime() > switched!.at.getTime() + 1_000 && Number(state!.running) === 0;
+  });
   const [row] = await fleet.db.query<{ at: Date }>(
     "SELECT MAX(finished_at) AS at FROM baton_runs WHERE job = 'ok' AND status = 'done'",
   );
