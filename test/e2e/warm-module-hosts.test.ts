@@ -206,7 +206,6 @@ describe('warm module hosts', () => {
     for (const job of ['plain', 'typed']) {
       // The first fire may come within a moment of the runner's start: judge the later ones.
       const rows = (await finishedRuns(job, 3)).slice(1);
-      const warmedAhead: boolean[] = [];
       const probes = rows.map((row) => {
         expect(row.status, `${job} ${row.id}: ${row.error}`).toBe('done');
         expect(row.output_tail).toContain(`hello from run ${row.id}`);
