@@ -18,7 +18,7 @@ import { NO_DELAY, type StartDelay } from '../schedule/fire-schedule.js';
 import { jitterDelayMs } from '../schedule/jitter.js';
 import {
   switchedSchedule,
-  timingSegments,
+  scheduleByVersions,
   type SwitchedSchedule,
 } from '../schedule/timing-switch.js';
 import { upcomingInstants } from '../schedule/upcoming.js';
@@ -117,8 +117,10 @@ export function loadSchedule(
         if (version != null) ownVersions.set(job.name, version);
         // Not recorded yet (this runner is about to record it, as the fleet's next version):
         // the fleet's versions so far are the ones in force until then: it fires by all of them.
-        const segments = timingSegments(versions, version ?? Number.POSITIVE_INFINITY);
-        schedules.set(job.name, versions.length > 0 ? switchedSchedule(own, segments) : own);
+        schedules.set(
+          job.name,
+          scheduleByVersions(own, versions, version ?? Number.POSITIVE_INFINITY),
+        );
       }
     }
     const before = previous.jobs.get(job.name);

@@ -20,6 +20,8 @@ import { describePlacement } from '../config/placement.js';
 import { describeRetries, retryWaitMs } from '../config/retry-delay.js';
 import type { JobDefinition } from '../config/schema.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
+import { scheduleByVersions } from '../schedule/timing-switch.js';
+import type { TimingRecord } from '../store/timings.js';
 import { restartedSince, runnersAtFire, type RunnerNow } from '../store/fire-reads.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
@@ -29,6 +31,7 @@ import { jobOfSubject } from '../schedule-keys.js';
 import { lastFireAtOrBefore } from '../schedule/dead-man.js';
 import type { ChainFacts } from '../store/explain-reads.js';
 import { judgeChain, type ChainJudgement } from './explain-chain.js';
+import { versionInForce } from './timing-status.js';
 
 /** How recent a fire may be for an alive runner without a row to count as "still contending". */
 const STILL_CONTENDING_MS = 5_000;
@@ -61,8 +64,9 @@ export function notFiredVerdict(
   job: JobDefinition | null,
   latest: LatestFire,
   now: Date,
+  timings: readonly TimingRecord[] = [],
 ): string {
-  const next = job ? nextFire(job, now) : null;
+  const next = job ? nextFire(job, now, timings) : null;
   const unloaded = latest.beforeAnyRunner;
   if (job?.after) {
     return (
@@ -103,6 +107,8 @@ export interface FireInput {
   tallies?: SkipTally[];
   /** A child's (`after:`) rows of baton_dependent_fires at the fire, and its parents' rows there. */
   chain?: ChainFacts | null;
+  /** The job's timing versions (store/timings.ts): which instants are its fires. */
+  timings?: readonly TimingRecord[];
 }
 
 export interface FireJudgement {
@@ -152,11 +158,14 @@ export function judgeFire(input: FireInput): FireJudgement {
     .filter((r) => !attemptHosts.has(r.host) && !tallied.includes(r.host))
     .sort((a, b) => a.host.localeCompare(b.host))
     .map((r) => judgeMissing(r, name, fire, now, input.goneAfterMs));
-  const notAFire = rows.length === 0 && job ? notAFireOf(job, fire) : null;
+  const notAFire = rows.length === 0 && job ? notAFireOf(job, fire, input.timings) : null;
   const verdict = verdictOf(rows, missing, fire, now, notAFire);
   const notes = notesFor(job, fire, rows, now, input.pause, notAFire);
   if (input.latest.fromSchedule && rows.length === 0) {
-    notes.unshift("the latest fire by the schedules file's schedule; no runner wrote a row for it");
+    const by = (input.timings ?? []).every((t) => job && isFileTiming(job, t))
+      ? "the schedules file's schedule"
+      : "the fleet's timing versions";
+    notes.unshift(`the latest fire by ${by}; no runner wrote a row for it`);
   }
   if (input.tallies?.length) notes.push(tallyNote(input.tallies, fire, tallied));
   const placed = placementNote(name, job, runners, missing);
@@ -207,18 +216,26 @@ function tallyNote(tallies: SkipTally[], fire: Date, tallied: string[]): string 
   );
 }
 
-/** The job's own schedule; null for one that runs only after its parents (or a bad one). */
-function scheduleOf(job: JobDefinition): Schedule | null {
+/**
+ * The job's fires as the fleet fires them: each instant by the timing version in force then
+ * (`timings`; the file's own schedule when none is recorded). Null for a job that runs only after
+ * its parents (or a bad schedule).
+ */
+function scheduleOf(job: JobDefinition, timings: readonly TimingRecord[] = []): Schedule | null {
   if (job.schedule == null) return null;
   try {
-    return parseSchedule(job.schedule, job.timezone);
+    return scheduleByVersions(parseSchedule(job.schedule, job.timezone), timings);
   } catch {
     return null;
   }
 }
 
-export function nextFire(job: JobDefinition, after: Date): Date | null {
-  return scheduleOf(job)?.nextAfter(after) ?? null;
+export function nextFire(
+  job: JobDefinition,
+  after: Date,
+  timings: readonly TimingRecord[] = [],
+): Date | null {
+  return scheduleOf(job, timings)?.nextAfter(after) ?? null;
 }
 
 export interface LatestFire {
@@ -242,8 +259,9 @@ export function latestOf(
   inHistory: Date | null,
   runners: RunnerNow[],
   now: Date,
+  timings: readonly TimingRecord[] = [],
 ): LatestFire {
-  const schedule = job?.enabled ? scheduleOf(job) : null;
+  const schedule = job?.enabled ? scheduleOf(job, timings) : null;
   const last = schedule ? lastFireAtOrBefore(schedule, now) : null;
   if (!job || !last || (inHistory && last.getTime() <= inHistory.getTime())) {
     return { fire: inHistory, fromSchedule: false, beforeAnyRunner: null };
@@ -472,13 +490,29 @@ function retryNote(job: JobDefinition, run: Run): string {
 }
 
 /** Why an instant with no rows is no fire at all of the job's schedule; null when it is one. */
-export function notAFireOf(job: JobDefinition, at: Date): string | null {
-  const next = nextFire(job, new Date(at.getTime() - 1));
+export function notAFireOf(
+  job: JobDefinition,
+  at: Date,
+  timings: readonly TimingRecord[] = [],
+): string | null {
+  const next = nextFire(job, new Date(at.getTime() - 1), timings);
   if (!next || next.getTime() === at.getTime()) return null;
+  // The timing in force at the instant is what it is not a fire of, named where it is not the
+  // file's.
+  const inForce = versionInForce(timings, at);
+  const timing =
+    inForce && !isFileTiming(job, inForce)
+      ? `timing version ${inForce.version}, "${inForce.schedule}" (${inForce.timezone})`
+      : `"${job.schedule ?? 'none'}" (${job.timezone})`;
   return (
-    `${formatInstant(at)} is not a fire of "${job.schedule ?? 'none'}" (${job.timezone}); ` +
+    `${formatInstant(at)} is not a fire of ${timing}; ` +
     `the next fire after it is ${formatInstant(next)} UTC`
   );
+}
+
+/** Whether a timing version is the local file's timing of `job`. */
+function isFileTiming(job: JobDefinition, t: Pick<TimingRecord, 'schedule' | 'timezone'>): boolean {
+  return t.schedule === job.schedule && t.timezone === job.timezone;
 }
 
 function count(n: number, what: string): string {

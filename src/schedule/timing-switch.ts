@@ -121,6 +121,20 @@ export function timingSegments(
 }
 
 /**
+ * `own` (a job's schedule by its file) as it is fired by the recorded `versions`: each instant by
+ * the version in force then, as a runner whose own definition is version `ownVersion` fires it —
+ * by default the fleet's view, every version fired (`baton list`, `explain`). No versions (the
+ * job not recorded yet): `own` itself.
+ */
+export function scheduleByVersions(
+  own: Schedule,
+  versions: readonly TimingVersion[],
+  ownVersion = Number.POSITIVE_INFINITY,
+): Schedule {
+  return versions.length > 0 ? switchedSchedule(own, timingSegments(versions, ownVersion)) : own;
+}
+
+/**
  * A recorded timing this runtime cannot read (a newer baton's syntax, a time zone this Node's
  * data lacks) is held, not fired by a guess: null.
  */

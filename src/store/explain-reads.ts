@@ -1,7 +1,7 @@
 /**
  * What `baton explain` reads about one fire, on one connection: the database's clock, the registry
  * judged at that instant, the job's pause, which fire (the one given, or the latest), the fire's
- * rows, and the hosts of the job's rows just before it; for a child job (`after:`), its chain rows
+ * rows, the hosts of the job's rows just before it, and the job's timing versions; for a child job (`after:`), its chain rows
  * at the fire (baton_dependent_fires) and every row of its parents there.
  *
  * One missing-schema policy for all of it: a database or a table that does not exist yet reads as
@@ -24,6 +24,7 @@ import {
   type RunnerNow,
 } from './fire-reads.js';
 import { findPause, type Pause } from './pauses.js';
+import { readTimings, type TimingRecord } from './timings.js';
 import { fireRows } from './history-reads.js';
 import type { Run } from './runs.js';
 import type { Queryable } from './deadline.js';
@@ -53,7 +54,12 @@ export interface FireQuery<Latest extends { fire: Date | null }> {
    * database's clock (fleet/explain.ts:latestOf); called only when no fire is given and there is
    * a database.
    */
-  latest: (inHistory: Date | null, runners: RunnerNow[], now: Date) => Latest;
+  latest: (
+    inHistory: Date | null,
+    runners: RunnerNow[],
+    now: Date,
+    timings: readonly TimingRecord[],
+  ) => Latest;
   /** The job is known without the history (it is in the schedules file): do not ask it. */
   knownJob: boolean;
   /** The job's parents by the local schedules file (`after:`); empty when none are known. */
@@ -79,6 +85,8 @@ export interface FireFacts<Latest> {
   tallies: SkipTally[];
   /** A child's chain at the fire: when it has rows there, or `parents` were given; else null. */
   chain: ChainFacts | null;
+  /** The job's timing versions (store/timings.ts), oldest first; empty when none. */
+  timings: TimingRecord[];
 }
 
 export async function readFireFacts<Latest extends { fire: Date | null }>(
@@ -96,6 +104,7 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
     known: q.knownJob,
     tallies: [],
     chain: null,
+    timings: [],
   };
   let conn;
   try {
@@ -114,13 +123,16 @@ export async function readFireFacts<Latest extends { fire: Date | null }>(
       (jobOfSubject(q.job) !== q.job
         ? await orEmpty(findPause(conn, q.namespace, jobOfSubject(q.job)), null)
         : null);
+    // Before the timing versions (migration 0026), or a schedule created at run time: none.
+    facts.timings =
+      (await orEmpty(readTimings(conn, q.namespace, [q.job]), new Map())).get(q.job) ?? [];
     if (!q.fire) {
       // A child's latest instant is its chain's (its runs are `after`, not scheduled, fires).
       const scheduled = await orEmpty(latestFire(conn, q.namespace, q.job), null);
       const chained = await orEmpty(latestDependentFire(conn, q.namespace, q.job), null);
       const inHistory =
         scheduled && chained && chained > scheduled ? chained : (scheduled ?? chained);
-      facts.latest = q.latest(inHistory, facts.runners, facts.now);
+      facts.latest = q.latest(inHistory, facts.runners, facts.now, facts.timings);
       facts.fire = facts.latest.fire;
     }
     if (facts.fire) {

@@ -337,6 +337,63 @@ describe('a daily 03:00 → 04:00 change', () => {
     expect(await audits(ns)).toHaveLength(auditsBefore + 1);
   });
 
+  it('list and explain show the fleet’s fires, by the version in force at each instant, whichever file they read', async () => {
+    // Versions now: 1, "0 3 * * *", from the start; 2, "0 4 * * *", from 2030-01-01 00:00 UTC.
+    interface Listed {
+      jobs: {
+        name: string;
+        nextFires: string[];
+        timing: {
+          inForce: number;
+          file: number | null;
+          switches: { version: number; at: string }[];
+        };
+      }[];
+    }
+    const fleetFires = [
+      '2029-12-31T03:00:00.000Z',
+      '2030-01-01T04:00:00.000Z',
+      '2030-01-02T04:00:00.000Z',
+      '2030-01-03T04:00:00.000Z',
+    ];
+    for (const [config, own] of [
+      [before, 1],
+      [after, 2],
+    ] as const) {
+      const listed = JSON.parse(
+        ok(await cli(config, 'list', '--json', '--from', '2029-12-31', '--count', '4')),
+      ) as Listed;
+      const settle = listed.jobs.find((j) => j.name === 'settle')!;
+      expect(settle.nextFires).toEqual(fleetFires);
+      expect(settle.timing).toEqual({
+        inForce: 1,
+        file: own,
+        switches: [
+          {
+            version: 2,
+            at: '2030-01-01T00:00:00.000Z',
+            schedule: '0 4 * * *',
+            timezone: 'UTC',
+          },
+        ],
+      });
+    }
+    // The compact view flags the switch to come; -o wide says it whole.
+    const compact = ok(await cli(before, 'list', '--from', '2029-12-31'));
+    expect(compact).toMatch(/settle .*v2 from /);
+    const wide = ok(await cli(before, 'list', '-o', 'wide', '--from', '2029-12-31'));
+    expect(wide).toContain('v1, v2 from 2030-01-01 00:00:00.000');
+
+    // 03:00 on the switch's day is a fire of the old file, not of the fleet's.
+    const explained = JSON.parse(
+      ok(await cli(before, 'explain', 'settle', '2030-01-01T03:00:00Z', '--json')),
+    ) as { notes: string[] };
+    expect(explained.notes).toContain(
+      '2030-01-01 03:00:00.000 is not a fire of timing version 2, "0 4 * * *" (UTC); the next ' +
+        'fire after it is 2030-01-01 04:00:00.000 UTC',
+    );
+  });
+
   it('rolls back: the old file re-proposes version 1’s timing as version 3, before version 2 ever takes effect', async () => {
     const rolled = JSON.parse(
       ok(

@@ -100,7 +100,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
       job: name,
       goneAfterMs: goneAfter,
       fire: given,
-      latest: (inHistory, runners, now) => latestOf(job, inHistory, runners, now),
+      latest: (inHistory, runners, now, timings) => latestOf(job, inHistory, runners, now, timings),
       knownJob: job != null || schedule != null,
       parents: job?.after?.jobs ?? [],
     });
@@ -120,7 +120,7 @@ export const explainCommand: CommandModule<object, ExplainArgs> = {
     const latest = facts.latest ?? NO_LATEST;
 
     if (!fire) {
-      const verdict = notFiredVerdict(name, namespace, job, latest, now);
+      const verdict = notFiredVerdict(name, namespace, job, latest, now, facts.timings);
       if (args.json) {
         printJson({
           job: name,

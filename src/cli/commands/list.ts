@@ -1,8 +1,12 @@
 import { pauseDocument } from '../../actions/documents.js';
 import type { CommandModule } from 'yargs';
-import { isMissingSchemaError } from '../../errors.js';
+import { isMissingSchemaError, orEmpty } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { parseSchedule } from '../../schedule/cron.js';
+import { scheduleByVersions } from '../../schedule/timing-switch.js';
+import { timingPrint } from '../../config/fingerprint.js';
+import { pendingSwitches, versionInForce } from '../../fleet/timing-status.js';
+import { ownVersion, readTimings, type TimingRecord } from '../../store/timings.js';
 import { describeSchedule } from '../../schedule/describe.js';
 import { plannedStart } from '../../schedule/jitter.js';
 import { childrenOf, describeAfter, scheduleText } from '../../config/dependencies.js';
@@ -49,6 +53,64 @@ interface ListedJob {
   runsOn: string;
   /** Whether it says where (`runOn`, `prefer` or `every`): the compact view flags only those. */
   placed: boolean;
+  /** Its timing versions as the fleet fires them (null: none recorded, or no database to ask). */
+  timing: ListedTiming | null;
+}
+
+/**
+ * A job's timing versions (store/timings.ts), as `list` shows them: its fires are the fleet's —
+ * each instant by the version in force then — not the file's alone.
+ */
+interface ListedTiming {
+  /** The version in force at `--from` (now). */
+  inForce: number | null;
+  /** The version that is this file's timing; null: not recorded (no runner has loaded it yet). */
+  file: number | null;
+  /** The switches still to come after `--from`. */
+  switches: { version: number; at: string; schedule: string; timezone: string }[];
+}
+
+function listedTiming(
+  job: { schedule: string | null; timezone: string },
+  records: readonly TimingRecord[],
+  from: Date,
+): ListedTiming | null {
+  if (records.length === 0 || job.schedule == null) return null;
+  return {
+    inForce: versionInForce(records, from)?.version ?? null,
+    file: ownVersion(records, timingPrint(job)!),
+    switches: pendingSwitches(records, from).map(({ to }) => ({
+      version: to.version,
+      at: to.effectiveAt.toISOString(),
+      schedule: to.schedule,
+      timezone: to.timezone,
+    })),
+  };
+}
+
+/**
+ * The wide view's TIMING cell: the version in force, the switches to come, the file's version
+ * where it is another; empty when the file's timing is the one in force and none is pending.
+ */
+function timingCell(t: ListedTiming | null): string {
+  if (!t || (t.switches.length === 0 && t.file != null && t.file === t.inForce)) return '';
+  return [
+    t.inForce != null ? `v${t.inForce}` : 'none in force',
+    ...t.switches.map((s) => `v${s.version} from ${formatInstant(new Date(s.at))}`),
+    t.file == null ? 'file not recorded' : t.file !== t.inForce ? `file v${t.file}` : '',
+  ]
+    .filter((p) => p !== '')
+    .join(', ');
+}
+
+/** What the compact view says of a job's timing versions, where they tell something. */
+function timingFlag(t: ListedTiming | null, form: ReturnType<typeof instantForm>): string {
+  if (!t) return '';
+  const next = t.switches[0];
+  if (next) return `v${next.version} from ${shortInstant(new Date(next.at), form)}`;
+  if (t.file == null) return 'file timing not recorded';
+  if (t.inForce != null && t.file < t.inForce) return `file behind v${t.inForce}`;
+  return '';
 }
 
 export const listCommand: CommandModule<object, ListArgs> = {
@@ -82,13 +144,18 @@ export const listCommand: CommandModule<object, ListArgs> = {
     // Fires are whole seconds, so "strictly after from - 1 ms" is "at or after from": an operator
     // checking a transition with --from at a fire's own instant sees that fire.
     const after = new Date(from.getTime() - 1);
-    // The pauses need the database; `list` works without one (the column is then left out).
-    const pauses = await readPauses(args, config.namespace);
+    // The pauses and timing versions need the database; `list` works without one (the column
+    // is then left out, and the fires are the file's).
+    const fleet = await readFleet(args, config.namespace);
+    const pauses = fleet?.pauses ?? null;
     const jobs = config.jobs.map((job) => {
+      const records = fleet?.timings.get(job.name) ?? [];
       // A job that runs only after its parents has no fires of its own: its parents' are its.
+      // The fleet fires each instant by the timing version in force then (a change takes
+      // effect at one instant for every runner: docs/schedules.md, "Changing a job's time").
       const fires =
         job.schedule != null
-          ? parseSchedule(job.schedule, job.timezone).nextN(
+          ? scheduleByVersions(parseSchedule(job.schedule, job.timezone), records).nextN(
               Math.max(0, Math.floor(args.count)),
               after,
             )
@@ -122,12 +189,14 @@ export const listCommand: CommandModule<object, ListArgs> = {
         every: job.every ?? false,
         runsOn: describePlacement(job, (ms) => formatDuration(ms, 'compact')),
         placed: job.runOn != null || job.prefer != null || job.every === true,
+        timing: listedTiming(job, records, from),
       };
     });
     if (args.json) {
       process.stdout.write(`${JSON.stringify({ namespace: config.namespace, jobs }, null, 2)}\n`);
       return ExitCode.Ok;
     }
+    const versioned = jobs.some((j) => timingCell(j.timing) !== '');
     if (args.output !== 'wide') {
       process.stdout.write(renderCompact(jobs, from, pauses != null));
       return ExitCode.Ok;
@@ -143,6 +212,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
           'ENABLED',
           'RUNS ON',
           ...(pauses ? ['PAUSED'] : []),
+          ...(versioned ? ['TIMING'] : []),
           'NEXT FIRES (UTC, then local)',
         ],
         jobs.map((j) => [
@@ -154,6 +224,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
           j.enabled ? 'yes' : 'no',
           j.runsOn,
           ...(pauses ? [j.pause ? `yes, by ${j.pause.pausedBy}` : 'no'] : []),
+          ...(versioned ? [timingCell(j.timing)] : []),
           j.nextFires
             .map((f, i) => {
               const utc = formatInstant(new Date(f));
@@ -208,6 +279,7 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
       // A job with a schedule and parents: its schedule's cell is the expression.
       j.after && j.schedule != null ? describeAfter(j.after) : '',
       j.placed ? `on ${j.runsOn}` : '',
+      timingFlag(j.timing, form),
     ].filter((f) => f !== '');
     return [
       { text: j.name, ...(j.enabled && !j.pause ? {} : { style: 'dim' as const }) },
@@ -229,12 +301,19 @@ function renderCompact(jobs: ListedJob[], from: Date, pausesKnown: boolean): str
 const PAUSES_CONNECT_MS = 1_500;
 const PAUSES_DEADLINE_MS = 3_000;
 
+/** What `list` reads from the database: the pauses by job, and the timing versions by job. */
+interface FleetFacts {
+  pauses: Map<string, Pause>;
+  timings: Map<string, TimingRecord[]>;
+}
+
 /**
- * The namespace's pauses by job, or null when the database cannot tell (unreachable, not created,
- * not migrated): `list` reads the schedules file and must work without a database. Silent, unless
- * the operator named a database (flag, env or credential) and it failed: then one note on stderr.
+ * The namespace's pauses and timing versions, or null when the database cannot tell
+ * (unreachable, not created, not migrated): `list` reads the schedules file and must work without
+ * a database. Silent, unless the operator named a database (flag, env or credential) and it
+ * failed: then one note on stderr.
  */
-async function readPauses(args: CommonArgs, namespace: string): Promise<Map<string, Pause> | null> {
+async function readFleet(args: CommonArgs, namespace: string): Promise<FleetFacts | null> {
   const named = databaseNamed(args);
   let target: DatabaseTarget;
   try {
@@ -249,23 +328,25 @@ async function readPauses(args: CommonArgs, namespace: string): Promise<Map<stri
   };
   let conn: Awaited<ReturnType<typeof openConnection>> | undefined;
   try {
-    const pauses = await withDeadline(
-      (async () => {
+    return await withDeadline(
+      (async (): Promise<FleetFacts> => {
         conn = await openConnection(quick, { create: false });
-        return listPauses(conn, namespace);
+        const pauses = await listPauses(conn, namespace);
+        // A database from before the timing versions (migration 0026): the file's fires.
+        const timings = await orEmpty(readTimings(conn, namespace), new Map());
+        return { pauses: new Map(pauses.map((p) => [p.job, p])), timings };
       })(),
       PAUSES_DEADLINE_MS,
       'reading the pauses',
       () => conn?.destroy(),
     );
-    return new Map(pauses.map((p) => [p.job, p]));
   } catch (err) {
     const notMigrated = isMissingSchemaError(err);
     if (named && !notMigrated) {
       process.stderr.write(`baton: note: pauses not shown: ${(err as Error).message}\n`);
     }
     // A database nobody has started baton on has no pauses; an unreachable one: unknown.
-    return notMigrated ? new Map() : null;
+    return notMigrated ? { pauses: new Map(), timings: new Map() } : null;
   } finally {
     await conn?.end().catch(() => {});
   }
