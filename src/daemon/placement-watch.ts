@@ -36,10 +36,11 @@ import type { Logger } from '../log.js';
 import type { JobDefinition } from '../config/schema.js';
 import { scheduledDependents } from '../fire/dependents.js';
 import { parseSchedule, type Schedule } from '../schedule/cron.js';
+import { scheduleByVersions } from '../schedule/timing-switch.js';
 import type { Queryable } from '../store/deadline.js';
 import { insertMissed } from '../store/fire-writes.js';
 import { firesWithRows } from '../store/fire-reads.js';
-import type { LoadedSchedule } from './loaded-schedule.js';
+import { UNREAD, type LoadedSchedule } from './loaded-schedule.js';
 import type { RunnerEvents } from './runner-events.js';
 
 /** The placement watch's pace; the runner sets it (timings.ts), these are the defaults. */
@@ -205,14 +206,21 @@ export class PlacementWatch {
     if (recorded > 0) this.o.events.emit('fires:missed', { job: job.name, count: recorded });
   }
 
+  /**
+   * The fleet's fires of each job placed elsewhere: by the timing version in force at each
+   * instant (schedule/timing-switch.ts), as the eligible runners would fire it. None until the
+   * versions are read: an instant recorded `missed` by a timing the fleet has left would be a
+   * fire that never was.
+   */
   private schedulesOf(loaded: LoadedSchedule): Map<string, Schedule> {
     if (this.parsed?.for === loaded) return this.parsed.schedules;
     const schedules = new Map<string, Schedule>();
-    for (const name of loaded.elsewhere.keys()) {
+    for (const name of loaded.timings === UNREAD ? [] : loaded.elsewhere.keys()) {
       const job = loaded.config.jobs.find((j) => j.name === name);
-      if (job?.schedule == null) continue;
+      if (job?.schedule == null || loaded.timings === UNREAD) continue;
       try {
-        schedules.set(name, parseSchedule(job.schedule, job.timezone));
+        const own = parseSchedule(job.schedule, job.timezone);
+        schedules.set(name, scheduleByVersions(own, loaded.timings.get(name) ?? []));
       } catch {
         // The file was validated at load; a schedule croner refuses now is not this watch's to tell.
       }

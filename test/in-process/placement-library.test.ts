@@ -11,6 +11,7 @@
 import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
+import { timingPrint } from '../../src/config/fingerprint.js';
 import type { Scheduler } from '../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
@@ -137,6 +138,49 @@ describe('placement in library mode', () => {
     for (const s of later) expect(['app-1', 'app-3']).toContain(s.host);
     const instants = seen.map((s) => s.at);
     expect(new Set(instants).size, 'once per instant').toBe(instants.length);
+  });
+
+  it('no eligible replica: the missed rows are the fleet’s fires, by the timing version in force, not the code’s schedule', async () => {
+    const db = await createTestDatabase('placement_lib_versions', { migrated: true });
+    // The fleet moved `moved` from every second to every 5 s an hour ago (its sftp runners had
+    // that code); this replica's code still says every second. `steady` has no versions.
+    const every = { schedule: '* * * * * *', timezone: 'UTC' };
+    const fifth = { schedule: '*/5 * * * * *', timezone: 'UTC' };
+    for (const [version, timing, at] of [
+      [1, every, '1970-01-01 00:00:00'],
+      [2, fifth, null],
+    ] as const) {
+      await db.query(
+        `INSERT INTO baton_timings (namespace, job, version, print, schedule, timezone,
+                                    effective_at, chosen_by, recorded_at, recorded_by, updated_at)
+         VALUES ('placed', 'moved', ?, ?, ?, ?, COALESCE(?, NOW(3) - INTERVAL 1 HOUR),
+                 'settle', NOW(3), 'sftp-1', NOW(3))`,
+        [version, timingPrint(timing), timing.schedule, timing.timezone, at],
+      );
+    }
+    await replicas(db, [{ host: 'web-1' }], (s) => {
+      for (const job of ['moved', 'steady']) {
+        s.job(job, { ...every, runOn: { tags: ['sftp'] } }, () => {
+          throw new Error('placed elsewhere: never run here');
+        });
+      }
+    });
+    const missed = (job: string) =>
+      db.query<{ at: number }>(
+        `SELECT UNIX_TIMESTAMP(scheduled_at) AS at FROM baton_runs
+          WHERE namespace = 'placed' AND job = ? AND reason_kind = 'no-eligible-runner'`,
+        [job],
+      );
+    await waitFor(
+      'missed rows of both jobs',
+      async () => (await missed('steady')).length >= 8 && (await missed('moved')).length >= 1,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    const moved = (await missed('moved')).map((r) => Number(r.at));
+    expect(
+      moved.filter((at) => at % 5 !== 0),
+      'instants of the version in force only',
+    ).toEqual([]);
   });
 
   it('refuses tags that are not tags, naming the option', async () => {
