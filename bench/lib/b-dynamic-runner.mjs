@@ -42,7 +42,7 @@ const journal = [];
 const asJobs = env.BENCH_DYN_AS === 'jobs';
 const keys = Number(env.BENCH_DYN_KEYS);
 const keyOf = (i) => `k${String(i).padStart(5, '0')}`;
-scheduler.job('tenant', {}, (ctx) => {
+scheduler.job('tenant', env.BENCH_DYN_SKIPS ? { skips: env.BENCH_DYN_SKIPS } : {}, (ctx) => {
   journal.push(`${ctx.key} ${ctx.scheduledAt.getTime()}`);
 });
 if (asJobs) {

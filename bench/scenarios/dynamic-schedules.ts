@@ -7,7 +7,9 @@
  *
  * env `BENCH_DYN_KEYS`: another number of schedules (diagnosis); `BENCH_DYN_AS=jobs`: the same
  * fires as jobs defined in code instead (`dynamic-schedules+jobs`): what the fire path costs at
- * this scale without schedules created at run time, for comparison.
+ * this scale without schedules created at run time, for comparison. `BENCH_DYN_SKIPS=tally`: the job keeps its
+ * skips as tallies (`dynamic-schedules+tally`; one row per fire, the winner's): what the losers'
+ * rows cost.
  *
  * Timeline: the server's own statements with no replica (a baseline), 3 replicas started with
  * no schedule, the bulk upsert, every replica loaded; then the storms — the minutes whose
@@ -37,6 +39,9 @@ import { distFigures, makeTempDir, percentiles, ROOT, round, sleep } from '../li
 import { loadAverages } from '../lib/machine.js';
 
 const RUNNERS = 3;
+/** env BENCH_DYN_SKIPS=tally: the tenant job keeps its skips as tallies (one row per fire, the winner's). */
+const TALLY = process.env.BENCH_DYN_SKIPS === 'tally';
+const ROWS_PER_FIRE = TALLY ? 1 : RUNNERS;
 const NAMESPACE = 'dyn';
 const EVERY_MINUTE = '* * * * *';
 const PROBES = 8;
@@ -50,7 +55,10 @@ const said = (r: BenchRunner, msg: string): LogLine[] =>
 export default {
   name: 'dynamic-schedules',
   title: '10,000 schedules created at run time, 3 library replicas, all due the same minute',
-  variant: () => (process.env.BENCH_DYN_AS === 'jobs' ? 'jobs' : null),
+  variant: () =>
+    [process.env.BENCH_DYN_AS === 'jobs' ? 'jobs' : null, TALLY ? 'tally' : null]
+      .filter(Boolean)
+      .join('+') || null,
   async run(ctx) {
     const keys = Number(process.env.BENCH_DYN_KEYS ?? (ctx.quick ? 1_000 : 10_000));
     const storms = ctx.quick ? 1 : 2;
@@ -75,6 +83,7 @@ export default {
         BENCH_DYN_CONCURRENCY: '16',
         BENCH_JOURNAL_DIR: journals,
         ...(process.env.BENCH_DYN_AS ? { BENCH_DYN_AS: process.env.BENCH_DYN_AS } : {}),
+        ...(process.env.BENCH_DYN_SKIPS ? { BENCH_DYN_SKIPS: process.env.BENCH_DYN_SKIPS } : {}),
       },
     });
     const samplers = runners.map((r) => ctx.sampleProcess(r.pid, 500));
@@ -108,7 +117,7 @@ export default {
         `SELECT COUNT(*) AS n FROM baton_runs
           WHERE namespace = ? AND scheduled_at = ? AND status <> 'running'`,
         [NAMESPACE, m],
-        keys * RUNNERS,
+        keys * ROWS_PER_FIRE,
         120_000,
       );
     };
@@ -213,10 +222,10 @@ export default {
           winnersPerFire.size === expectedRuns &&
           [...winnersPerFire.values()].every((n) => n === 1) &&
           notDone === 0 &&
-          rows.length === expectedRuns * RUNNERS,
+          rows.length === expectedRuns * ROWS_PER_FIRE,
         detail:
           `${winnersPerFire.size} fires with a winner of ${expectedRuns}, ${notDone} not done, ` +
-          `${rows.length} rows of ${expectedRuns * RUNNERS}`,
+          `${rows.length} rows of ${expectedRuns * ROWS_PER_FIRE}`,
       },
       ctx.target('claim lag p99', lag.p99, 1_000, 'ms', {
         context: `p50 ${round(lag.p50)} ms, max ${round(lag.max)} ms; last verdict ${round(lastVerdictMs)} ms after the instant`,
