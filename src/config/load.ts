@@ -330,6 +330,7 @@ function buildJob(
   const handlerTarget = handler && job.command == null && job.module == null;
   if (job.schedule == null && job.after == null && !handlerTarget)
     report(undefined, 'missing `schedule` (or `after:`)');
+  const timingText = boundedSchedule(job, report);
   const timezone = job.timezone ?? DEFAULT_TIMEZONE;
   let timezoneOk = true;
   try {
@@ -367,9 +368,9 @@ function buildJob(
     inherited.has(key)
       ? problems.push(source.problem(['defaults', key], `${message} (inherited by jobs.${name})`))
       : report(key, message);
-  if (job.schedule != null && timezoneOk) {
+  if (timingText != null && timezoneOk) {
     try {
-      const schedule = parseSchedule(job.schedule, timezone);
+      const schedule = parseSchedule(timingText, timezone);
       if ((job.jitter ?? 0) > 0) {
         const tooLong = notShorterThanPeriod('jitter', job.jitter!, schedule);
         if (tooLong) reportSetting('jitter', tooLong);
@@ -419,7 +420,7 @@ function buildJob(
   if (problems.length > before || !target) return undefined;
   return {
     name,
-    schedule: job.schedule ?? null,
+    schedule: timingText,
     timezone,
     ...(job.description != null ? { description: job.description } : {}),
     enabled: job.enabled ?? true,
@@ -503,6 +504,28 @@ function checkPlacement(
  * its `timeout`, so a warn as long or longer would never tell. (With retries a run's attempts
  * and pauses add up past the timeout, and a warn beyond it is meaningful.)
  */
+/**
+ * The job's timing as one line (schedule/compound.ts): its `schedule` with the bounds `from`,
+ * `until` and `maxFires` appended. A bound without a schedule is reported where it is written.
+ */
+function boundedSchedule(
+  job: RawJob,
+  report: (key: string | undefined, message: string) => void,
+): string | null {
+  const bounds = [
+    job.from != null ? `from ${job.from}` : null,
+    job.until != null ? `until ${job.until}` : null,
+    job.maxFires != null ? `max ${job.maxFires}` : null,
+  ].filter((b) => b != null);
+  if (job.schedule == null) {
+    for (const key of ['from', 'until', 'maxFires'] as const) {
+      if (job[key] != null) report(key, `\`${key}\` bounds a job's own schedule; this job has none`);
+    }
+    return null;
+  }
+  return [job.schedule, ...bounds].join('; ');
+}
+
 function warnPastTimeout(job: RawJob): string | null {
   const warn = job.duration?.warn;
   if (warn?.kind !== 'fixed' || job.timeout == null || (job.retries ?? 0) > 0) return null;

@@ -493,6 +493,33 @@ const inheritableShape = {
 
 export const defaultsSchema = z.strictObject(inheritableShape).partial();
 
+/**
+ * An instant of a schedule (`anchor`, `at`, `from`, `until`): as text, read by
+ * schedule/compound.ts (a date is 00:00 UTC; a time needs `Z` or an offset). A YAML timestamp
+ * the parser made a Date of is taken as the instant it is.
+ */
+const scheduleInstant = z
+  .union([z.string().min(1), z.date()])
+  .transform((v) => (typeof v === 'string' ? v.trim() : v.toISOString()));
+
+/** One schedule of a job: a cron expression, an interval, or instants (schedule/compound.ts). */
+const schedulePart = z.union([
+  z.string().min(1),
+  z.strictObject({
+    // A bare number (`every: 90`) is read, and refused for its missing unit by compound.ts.
+    every: z.union([z.string().min(1), z.number()]).transform(String),
+    anchor: scheduleInstant.optional(),
+  }),
+  z.strictObject({ at: z.union([scheduleInstant, z.array(scheduleInstant).min(1)]) }),
+]);
+
+/** A part as compound text: `@every 90m anchor …`, `@at …, …`, or the expression itself. */
+function schedulePartText(part: z.infer<typeof schedulePart>): string {
+  if (typeof part === 'string') return part;
+  if ('every' in part) return `@every ${part.every}${part.anchor ? ` anchor ${part.anchor}` : ''}`;
+  return `@at ${(Array.isArray(part.at) ? part.at : [part.at]).join(', ')}`;
+}
+
 export const jobSchema = z
   .strictObject({
     ...inheritableShape,
@@ -500,7 +527,15 @@ export const jobSchema = z
      * Cron expression: 5 fields, or 6 with seconds first, or a nickname such as @daily. A job
      * with `after:` may leave it out: it then runs only after its parents, at their instants.
      */
-    schedule: z.string().min(1),
+    schedule: z
+      .union([schedulePart, z.array(schedulePart).min(1)])
+      // One line of text wherever a timing goes (its versions, list, the fingerprint).
+      .transform((v) => (Array.isArray(v) ? v : [v]).map(schedulePartText).join(' | ')),
+    /** Bounds of the schedule (schedule/compound.ts): no fire before `from`, none after `until`. */
+    from: scheduleInstant,
+    until: scheduleInstant,
+    /** Only the first N fires at or after `from` (which it needs: every runner counts the same). */
+    maxFires: z.number().int().min(1).max(100_000),
     /** What to run: an argv array (no shell), or a string together with `shell: true`. */
     command: z.union([z.array(z.string()).min(1, 'command must not be empty'), z.string().min(1)]),
     /** A module under jobs/ whose default export is `async (ctx) => …`; relative to this file. */
@@ -514,6 +549,9 @@ export const jobSchema = z
     // Optional for a job with `after:` (it runs at its parents' instants); load.ts requires one
     // of the two.
     schedule: true,
+    from: true,
+    until: true,
+    maxFires: true,
     timezone: true,
     shell: true,
     description: true,

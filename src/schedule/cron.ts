@@ -18,21 +18,22 @@
  * baton decides it from the expression text (`isFixedTime`) and tells croner (`newCron`).
  */
 import { Cron } from 'croner';
+import { isCompound, parseCompound } from './compound.js';
 
-export interface Schedule {
-  readonly expression: string;
-  readonly timezone: string;
-  /** The first fire strictly after `after`, or null when the expression has no more fires. */
-  nextAfter(after: Date): Date | null;
-  /** The next `count` fires strictly after `after`. */
-  nextN(count: number, after: Date): Date[];
-}
+import type { Schedule } from './schedule.js';
+
+export type { Schedule } from './schedule.js';
 
 /**
  * Parses `expression` for `timezone`. Throws an Error with a plain message for an invalid
  * expression or time zone; config validation turns that into a located problem.
  */
 export function parseSchedule(expression: string, timezone: string): Schedule {
+  // Several expressions, an interval, instants, bounds: schedule/compound.ts.
+  if (isCompound(expression)) {
+    assertTimeZone(timezone);
+    return parseCompound(expression, timezone, (part) => parseSchedule(part, timezone));
+  }
   const calculator = calculatorFor(expression, timezone);
   return {
     expression,

@@ -3,9 +3,17 @@
  * Words describe the expression in the job's own time zone, which is printed next to it.
  */
 import cronstrue from 'cronstrue';
+import { isCompound } from './compound.js';
 import { daysMatchBoth } from './cron.js';
 
 export function describeSchedule(expression: string): string {
+  // Several expressions, an interval, instants, bounds (compound.ts): each part in words.
+  if (isCompound(expression)) {
+    const [body = '', ...bounds] = expression.split(';').map((p) => p.trim());
+    const parts = body.split('|').map((p) => p.trim());
+    const words = parts.map((p) => (/^@(every|at)\b/i.test(p) ? p.slice(1) : describeSchedule(p)));
+    return [words.join('; or '), ...bounds].join('; ');
+  }
   let words: string;
   try {
     words = cronstrue.toString(expression, { use24HourTimeFormat: true, verbose: false });

@@ -234,3 +234,45 @@ export function oracleFires(text: string, zone: string, from: Date, to: Date): D
   }
   return out;
 }
+
+/**
+ * The fires of a compound timing (src/schedule/compound.ts's grammar, as docs/schedules.md states
+ * it) in [from, to], judged independently: a list is the union of `oracleFires` of its
+ * expressions; `@every P [anchor A]` is every real second t with (t − A) divisible by P, found by
+ * walking the seconds (not by arithmetic on k); `@at` its instants; the bounds filter the union
+ * (`until` inclusive), and `max N` keeps the first N from `from`. Instants are written with `Z`.
+ */
+export function oracleTimingFires(text: string, zone: string, from: Date, to: Date): Date[] {
+  const [body, ...bounds] = text.split(';').map((s) => s.trim());
+  const bound = (word: string) =>
+    bounds.find((b) => b.startsWith(`${word} `))?.slice(word.length + 1);
+  const first = bound('from') ? Date.parse(bound('from')!) : -Infinity;
+  const last = bound('until') ? Date.parse(bound('until')!) : Infinity;
+  const max = bound('max') ? Number(bound('max')) : Infinity;
+  // `max` counts from `from`: walk from there, however early the window starts.
+  const walkFrom = Number.isFinite(max) ? first : Math.max(from.getTime(), first);
+  const walkTo = Math.min(to.getTime(), last);
+  const all = new Set<number>();
+  for (const part of body!.split('|').map((p) => p.trim())) {
+    const every = /^@every (\d+)([smhd])(?: anchor (\S+))?$/.exec(part);
+    if (every) {
+      const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[every[2] as 's'];
+      const period = Number(every[1]) * unit;
+      const anchor = every[3] ? Date.parse(every[3]) : 0;
+      for (let t = Math.ceil(walkFrom / 1_000) * 1_000; t <= walkTo; t += 1_000) {
+        if ((((t - anchor) % period) + period) % period === 0) all.add(t);
+      }
+    } else if (part.startsWith('@at ')) {
+      for (const v of part.slice(4).split(',')) all.add(Date.parse(v.trim()));
+    } else {
+      for (const d of oracleFires(part, zone, new Date(walkFrom), new Date(walkTo))) {
+        all.add(d.getTime());
+      }
+    }
+  }
+  const sorted = [...all].filter((t) => t >= walkFrom && t <= walkTo).sort((a, b) => a - b);
+  return sorted
+    .slice(0, Number.isFinite(max) ? max : undefined)
+    .filter((t) => t >= from.getTime() && t <= to.getTime())
+    .map((t) => new Date(t));
+}

@@ -307,3 +307,52 @@ describe('names that every object has (constructor, toString, __proto__)', () =>
     }
   });
 });
+
+describe('schedule: a list, an interval, instants, bounds (docs/schedules.md)', () => {
+  const job = (body: string) => `jobs:\n  settle:\n    command: ["true"]\n${body}`;
+  const scheduleOf = (body: string) => parseConfig(file, job(body)).jobs[0]!.schedule;
+
+  it('is written out as one line of text, the job’s timing everywhere', () => {
+    expect(scheduleOf('    schedule: ["0 3 * * 1-5", "0 9 * * 6"]\n')).toBe(
+      '0 3 * * 1-5 | 0 9 * * 6',
+    );
+    expect(scheduleOf('    schedule: {every: 90m, anchor: 2027-01-01T00:00Z}\n')).toBe(
+      '@every 90m anchor 2027-01-01T00:00Z',
+    );
+    expect(
+      scheduleOf('    schedule: {at: [2027-01-01T03:00Z, "2027-01-02T03:00:00+09:00"]}\n'),
+    ).toBe('@at 2027-01-01T03:00Z, 2027-01-02T03:00:00+09:00');
+    expect(
+      scheduleOf(
+        '    schedule: ["0 12 * * *", {every: 2h}]\n    from: 2027-01-01\n    until: 2027-06-30T00:00Z\n    maxFires: 10\n',
+      ),
+    ).toBe('0 12 * * * | @every 2h; from 2027-01-01; until 2027-06-30T00:00Z; max 10');
+    // The text itself is a schedule too: it is what a runner reads back from baton_timings.
+    expect(scheduleOf('    schedule: "@every 90m | 0 12 * * *; from 2027-01-01"\n')).toBe(
+      '@every 90m | 0 12 * * *; from 2027-01-01',
+    );
+  });
+
+  it('refuses what it cannot read, at the line that says it', () => {
+    expect(problems(job('    schedule: {every: 90}\n'))).toEqual([
+      '4:jobs.settle.schedule: "@every 90": the period must be whole seconds, at least 1s (90s, 30m, 2h, 1d, 1h30m)',
+    ]);
+    expect(problems(job('    schedule: "0 3 * * *"\n    maxFires: 3\n'))[0]).toMatch(
+      /^4:jobs\.settle\.schedule: .*max needs from/,
+    );
+    expect(problems(job('    schedule: ["0 3 * * *", "0 0 31 2 *"]\n'))).toEqual([
+      '4:jobs.settle.schedule: "0 0 31 2 *" never fires',
+    ]);
+    expect(problems(job('    schedule: {at: "--help"}\n'))[0]).toMatch(
+      /jobs\.settle\.schedule: @at "--help" is not an instant/,
+    );
+    expect(problems(job('    schedule: {every: 1h, cron: "0 3 * * *"}\n'))[0]).toMatch(
+      /^4:jobs\.settle\.schedule/,
+    );
+    expect(
+      problems(
+        'jobs:\n  a:\n    after: {jobs: [b]}\n    from: 2027-01-01\n    command: ["true"]\n  b:\n    schedule: "@daily"\n    command: ["true"]\n',
+      ),
+    ).toContain("4:jobs.a.from: `from` bounds a job's own schedule; this job has none");
+  });
+});

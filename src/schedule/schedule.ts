@@ -1,0 +1,13 @@
+/**
+ * A job's fires as every runner computes them: a cron expression (cron.ts), or several, an
+ * interval, instants and bounds (compound.ts). Its own module so that both can name it.
+ */
+export interface Schedule {
+  /** The timing's text: the expression, or compound.ts's line. */
+  readonly expression: string;
+  readonly timezone: string;
+  /** The first fire strictly after `after`, or null when the schedule has no more fires. */
+  nextAfter(after: Date): Date | null;
+  /** The next `count` fires strictly after `after`. */
+  nextN(count: number, after: Date): Date[];
+}

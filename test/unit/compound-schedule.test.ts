@@ -1,0 +1,151 @@
+/**
+ * Schedules beyond one cron expression (src/schedule/compound.ts, docs/schedules.md): lists,
+ * anchored intervals, one-shot instants and bounds, against the independent evaluator
+ * (test/helpers/cron-oracle.ts `oracleTimingFires`: the union of the cron oracle's fires, an
+ * interval found by walking the seconds, the bounds as filters) around every DST transition of
+ * 2027 in zones of every kind; and the text's refusals, each naming what is wrong.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseSchedule } from '../../src/schedule/cron.js';
+import { intlOffset, oracleTimingFires } from '../helpers/cron-oracle.js';
+
+const HOUR = 3_600_000;
+
+const ZONES = [
+  'UTC',
+  'Asia/Seoul',
+  'America/New_York',
+  'Europe/Berlin',
+  'Australia/Lord_Howe',
+  'Asia/Kathmandu',
+  'Pacific/Chatham',
+  'America/Santiago',
+];
+
+/** Lists (each instant once where two expressions meet), intervals, instants, bounds. */
+function timings(around: number): string[] {
+  const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+  return [
+    '0 2 * * * | 30 2 * * *',
+    '30 2 * * * | 0 */2 * * *',
+    '*/15 * * * * | 0 0-23/2 * * *',
+    '0 3 * * SUN | 45 1 * * * | @daily',
+    '@every 90m',
+    '@every 45m anchor 2027-01-01T00:10:00Z',
+    '@every 7m | 0 * * * *',
+    '@every 1h | 30 2 * * *',
+    `@at ${iso(around - 2 * HOUR)}, ${iso(around + HOUR)}, ${iso(around - 2 * HOUR)}`,
+    `0 * * * * | @at ${iso(around + 30 * 60_000)}`,
+    `*/30 * * * *; from ${iso(around - 3 * HOUR)}; until ${iso(around + 2 * HOUR)}`,
+    `@every 20m; from ${iso(around - 5 * HOUR)}; max 9`,
+    `0 2 * * * | @every 5h; from ${iso(around - 8 * HOUR)}; until ${iso(around + 6 * HOUR)}; max 4`,
+  ];
+}
+
+/** The hours of 2027 at which the zone's offset changes (a quiet day for zones without). */
+function transitions(zone: string): number[] {
+  const found: number[] = [];
+  let previous = intlOffset(zone, Date.UTC(2027, 0, 1));
+  for (let at = Date.UTC(2027, 0, 1) + HOUR; at < Date.UTC(2028, 0, 1); at += HOUR) {
+    const now = intlOffset(zone, at);
+    if (now !== previous) found.push(at);
+    previous = now;
+  }
+  return found.length > 0 ? found : [Date.UTC(2027, 2, 14, 6)];
+}
+
+function batonFires(text: string, zone: string, from: Date, to: Date): Date[] {
+  const schedule = parseSchedule(text, zone);
+  const out: Date[] = [];
+  for (
+    let at = schedule.nextAfter(new Date(from.getTime() - 1));
+    at && at <= to;
+    at = schedule.nextAfter(at)
+  ) {
+    out.push(at);
+  }
+  return out;
+}
+
+describe('lists, intervals, instants and bounds agree with the independent evaluator', () => {
+  it.each(ZONES)('around every DST transition of 2027 in %s', (zone) => {
+    const wrong: string[] = [];
+    for (const t of transitions(zone)) {
+      const [from, to] = [new Date(t - 10 * HOUR), new Date(t + 10 * HOUR)];
+      for (const text of timings(t)) {
+        const baton = batonFires(text, zone, from, to).map((d) => d.toISOString());
+        const oracle = oracleTimingFires(text, zone, from, to).map((d) => d.toISOString());
+        if (baton.join() !== oracle.join()) {
+          wrong.push(
+            `${text} (${zone}):\n  baton  ${baton.join(' ')}\n  oracle ${oracle.join(' ')}`,
+          );
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('gives the hand-derived answers', () => {
+    const fires = (text: string, zone: string, from: string, count: number) =>
+      parseSchedule(text, zone)
+        .nextN(count, new Date(from))
+        .map((d) => d.toISOString());
+    // An interval is UTC arithmetic from its anchor: no DST effect, 25 fires on New York's
+    // 25-hour night by the wall clock, every one an hour apart.
+    expect(fires('@every 1h', 'America/New_York', '2027-11-07T04:30:00Z', 3)).toEqual([
+      '2027-11-07T05:00:00.000Z',
+      '2027-11-07T06:00:00.000Z',
+      '2027-11-07T07:00:00.000Z',
+    ]);
+    expect(fires('@every 90m anchor 2027-01-01T00:00Z', 'UTC', '2027-01-01T00:00:00Z', 3)).toEqual([
+      '2027-01-01T01:30:00.000Z',
+      '2027-01-01T03:00:00.000Z',
+      '2027-01-01T04:30:00.000Z',
+    ]);
+    // The same instant from two expressions is one fire.
+    expect(fires('0 3 * * * | 0 */3 * * *', 'UTC', '2027-01-01T02:00:00Z', 2)).toEqual([
+      '2027-01-01T03:00:00.000Z',
+      '2027-01-01T06:00:00.000Z',
+    ]);
+    // A one-shot job: its instant, then nothing.
+    const once = parseSchedule('@at 2027-01-01T03:00:00+09:00', 'Asia/Seoul');
+    expect(once.nextAfter(new Date('2026-12-31T00:00:00Z'))?.toISOString()).toBe(
+      '2026-12-31T18:00:00.000Z',
+    );
+    expect(once.nextAfter(new Date('2026-12-31T18:00:00Z'))).toBeNull();
+    // max counts from `from`, whatever instant it is asked after; until is inclusive.
+    expect(fires('0 * * * *; from 2027-01-01; max 3', 'UTC', '2027-01-01T01:30:00Z', 5)).toEqual([
+      '2027-01-01T02:00:00.000Z',
+    ]);
+    expect(fires('0 * * * *; until 2027-01-01T02:00Z', 'UTC', '2027-01-01T00:30:00Z', 5)).toEqual([
+      '2027-01-01T01:00:00.000Z',
+      '2027-01-01T02:00:00.000Z',
+    ]);
+  });
+
+  it('refuses what it cannot read, naming it', () => {
+    const refusal = (text: string) => {
+      try {
+        parseSchedule(text, 'UTC');
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(refusal('@every 90')).toMatch(/period must be whole seconds/);
+    expect(refusal('@every 1500ms')).toMatch(/period must be whole seconds/);
+    expect(refusal('@every')).toMatch(/write @every <period>/);
+    expect(refusal('@every 1h anchor tomorrow')).toMatch(/anchor "tomorrow" is not an instant/);
+    expect(refusal('@at 2027-01-01T03:00')).toMatch(/@at "2027-01-01T03:00" is not an instant/);
+    expect(refusal('@at 2027-01-01T03:00:00.500Z')).toMatch(/whole seconds/);
+    expect(refusal('0 3 * * * |')).toMatch(/empty schedule/);
+    expect(refusal('0 3 * * *; max 3')).toMatch(/max needs from/);
+    expect(refusal('0 3 * * *; from 2027-01-01; from 2027-02-01')).toMatch(/says from twice/);
+    expect(refusal('0 3 * * *; until 2027-01-01; from 2027-02-01')).toMatch(/until is before from/);
+    expect(refusal('0 3 * * *; every day')).toMatch(/is not a bound/);
+    expect(refusal('0 3 * * *; max 0; from 2027-01-01')).toMatch(/whole number from 1/);
+    // A part that never fires is refused as alone.
+    expect(refusal('0 3 * * * | 0 0 31 2 *')).toMatch(/"0 0 31 2 \*" never fires/);
+    expect(refusal('0 3 * * * | --help')).toMatch(/invalid cron expression "--help"/);
+  });
+});
