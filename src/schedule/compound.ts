@@ -24,7 +24,7 @@
  */
 import { parseDuration } from '../durations.js';
 import { parseFrom } from '../instants.js';
-import type { Schedule } from './schedule.js';
+import { nextFires, type Schedule } from './schedule.js';
 
 /** The canonical text of a timing from its pieces (config/load.ts writes the file's forms so). */
 export interface TimingText {
@@ -140,12 +140,7 @@ export function parseCompound(
     expression: text,
     timezone,
     nextAfter,
-    nextN(count, after) {
-      const out: Date[] = [];
-      let at: Date | null = after;
-      while (out.length < count && (at = nextAfter(at))) out.push(at);
-      return out;
-    },
+    nextN: (count, after) => nextFires(nextAfter, count, after),
   };
 }
 

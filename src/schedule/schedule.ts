@@ -11,3 +11,15 @@ export interface Schedule {
   /** The next `count` fires strictly after `after`. */
   nextN(count: number, after: Date): Date[];
 }
+
+/** The next `count` fires strictly after `after`, by a schedule's `nextAfter`. */
+export function nextFires(
+  nextAfter: (after: Date) => Date | null,
+  count: number,
+  after: Date,
+): Date[] {
+  const out: Date[] = [];
+  let at: Date | null = after;
+  while (out.length < count && (at = nextAfter(at))) out.push(at);
+  return out;
+}

@@ -22,6 +22,7 @@
  * fire (03:00 → 04:00 recorded at noon: E = 03:00 the next day, which then runs at 04:00 only).
  */
 import { parseSchedule, type Schedule } from './cron.js';
+import { nextFires } from './schedule.js';
 
 /** One stretch of a job's fires: from `from` (inclusive) on, by `schedule`; null fires nothing. */
 export interface TimingSegment {
@@ -65,12 +66,7 @@ export function switchedSchedule(
     timezone: own.timezone,
     segments,
     nextAfter,
-    nextN(count, after) {
-      const out: Date[] = [];
-      let at: Date | null = after;
-      while (out.length < count && (at = nextAfter(at))) out.push(at);
-      return out;
-    },
+    nextN: (count, after) => nextFires(nextAfter, count, after),
     versionAt(at) {
       let version: number | null = null;
       for (const s of segments) if (s.from.getTime() <= at.getTime()) version = s.version;

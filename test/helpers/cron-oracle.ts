@@ -276,3 +276,32 @@ export function oracleTimingFires(text: string, zone: string, from: Date, to: Da
     .filter((t) => t >= from.getTime() && t <= to.getTime())
     .map((t) => new Date(t));
 }
+
+/** The hours of 2027 at which `zone`'s offset changes (a quiet day for zones without). */
+export function transitions2027(zone: string): number[] {
+  const found: number[] = [];
+  let previous = intlOffset(zone, Date.UTC(2027, 0, 1));
+  for (let at = Date.UTC(2027, 0, 1) + HOUR_MS; at < Date.UTC(2028, 0, 1); at += HOUR_MS) {
+    const now = intlOffset(zone, at);
+    if (now !== previous) found.push(at);
+    previous = now;
+  }
+  return found.length > 0 ? found : [Date.UTC(2027, 2, 14, 6)];
+}
+
+/** Every fire of `schedule` in [from, to] (by its `nextAfter`: what a runner's loop asks). */
+export function firesWithin(
+  schedule: { nextAfter(after: Date): Date | null },
+  from: Date,
+  to: Date,
+): Date[] {
+  const out: Date[] = [];
+  for (
+    let at = schedule.nextAfter(new Date(from.getTime() - 1));
+    at && at <= to;
+    at = schedule.nextAfter(at)
+  ) {
+    out.push(at);
+  }
+  return out;
+}

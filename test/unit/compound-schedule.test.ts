@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseSchedule } from '../../src/schedule/cron.js';
-import { intlOffset, oracleTimingFires } from '../helpers/cron-oracle.js';
+import { firesWithin, oracleTimingFires, transitions2027 } from '../helpers/cron-oracle.js';
 
 const HOUR = 3_600_000;
 
@@ -42,38 +42,13 @@ function timings(around: number): string[] {
   ];
 }
 
-/** The hours of 2027 at which the zone's offset changes (a quiet day for zones without). */
-function transitions(zone: string): number[] {
-  const found: number[] = [];
-  let previous = intlOffset(zone, Date.UTC(2027, 0, 1));
-  for (let at = Date.UTC(2027, 0, 1) + HOUR; at < Date.UTC(2028, 0, 1); at += HOUR) {
-    const now = intlOffset(zone, at);
-    if (now !== previous) found.push(at);
-    previous = now;
-  }
-  return found.length > 0 ? found : [Date.UTC(2027, 2, 14, 6)];
-}
-
-function batonFires(text: string, zone: string, from: Date, to: Date): Date[] {
-  const schedule = parseSchedule(text, zone);
-  const out: Date[] = [];
-  for (
-    let at = schedule.nextAfter(new Date(from.getTime() - 1));
-    at && at <= to;
-    at = schedule.nextAfter(at)
-  ) {
-    out.push(at);
-  }
-  return out;
-}
-
 describe('lists, intervals, instants and bounds agree with the independent evaluator', () => {
   it.each(ZONES)('around every DST transition of 2027 in %s', (zone) => {
     const wrong: string[] = [];
-    for (const t of transitions(zone)) {
+    for (const t of transitions2027(zone)) {
       const [from, to] = [new Date(t - 10 * HOUR), new Date(t + 10 * HOUR)];
       for (const text of timings(t)) {
-        const baton = batonFires(text, zone, from, to).map((d) => d.toISOString());
+        const baton = firesWithin(parseSchedule(text, zone), from, to).map((d) => d.toISOString());
         const oracle = oracleTimingFires(text, zone, from, to).map((d) => d.toISOString());
         if (baton.join() !== oracle.join()) {
           wrong.push(
