@@ -519,7 +519,8 @@ function boundedSchedule(
   ].filter((b) => b != null);
   if (job.schedule == null) {
     for (const key of ['from', 'until', 'maxFires'] as const) {
-      if (job[key] != null) report(key, `\`${key}\` bounds a job's own schedule; this job has none`);
+      if (job[key] != null)
+        report(key, `\`${key}\` bounds a job's own schedule; this job has none`);
     }
     return null;
   }
