@@ -27,7 +27,7 @@ import type { Queryable } from '../store/deadline.js';
 import { winnersOfFire, winnersOfJobBetween } from '../store/fire-reads.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
-import { firesBetweenYielding, ownSchedule } from './past-fires.js';
+import { firesBetweenYielding, ownSchedule, timingsOf } from './past-fires.js';
 import { describePlan, describeRun, planRerun } from './rerun-plan.js';
 import { awaitChain, operatorDependents, type ChainStep } from './dependents.js';
 import { refusePlacedElsewhere } from './run.js';
@@ -115,7 +115,15 @@ export async function planBackfill(
   }
   // Listed with turns of the event loop between (a runner serving the write API goes on), and
   // never further than the bound needs: a range of years is not walked to be refused.
-  const list = await firesBetweenYielding(job, from, to, r.yes ? BACKFILL_MAX : BACKFILL_BOUND);
+  // The fleet's fires: by the timing version in force at each instant, whichever file is here.
+  const timings = await timingsOf(fires, job.name);
+  const list = await firesBetweenYielding(
+    job,
+    from,
+    to,
+    r.yes ? BACKFILL_MAX : BACKFILL_BOUND,
+    timings,
+  );
   if (list.length === 0) {
     throw new UsageError(
       `${job.name} ("${schedule}", ${job.timezone}) has no fire in ` +
@@ -127,7 +135,7 @@ export async function planBackfill(
   }
   if (!r.yes && list.length > BACKFILL_BOUND) {
     // The count, for the operator to judge, as far as it is cheap to take.
-    const n = (await firesBetweenYielding(job, from, to, COUNT_MAX)).length;
+    const n = (await firesBetweenYielding(job, from, to, COUNT_MAX, timings)).length;
     throw new UsageError(
       `the range has ${n > COUNT_MAX ? `more than ${COUNT_MAX}` : n} fires of ${job.name}, ` +
         `more than ${BACKFILL_BOUND}: add --yes to run them all (at most ${BACKFILL_MAX} in one ` +

@@ -5,10 +5,21 @@
  * clock — a fire still to come is the schedule's to run, not an operator's. A job with no schedule
  * of its own (`after:` alone: it runs at its parents' instants) has no past fires to name: its
  * fires are its parents', and are run again through them.
+ *
+ * The schedule is the fleet's: each instant by the timing version in force then
+ * (`baton_timings`, schedule/timing-switch.ts), given as `timings` — a past day is run again as
+ * the fleet ran it, whichever file this host has.
  */
 import type { JobDefinition } from '../config/schema.js';
-import { UsageError } from '../errors.js';
-import { calculatorFor } from '../schedule/cron.js';
+import { orEmpty, UsageError } from '../errors.js';
+import { parseSchedule, type Schedule } from '../schedule/cron.js';
+import { lastFireAtOrBefore } from '../schedule/dead-man.js';
+import { scheduleByVersions } from '../schedule/timing-switch.js';
+import { versionInForce } from '../fleet/timing-status.js';
+import { readTimings, type TimingRecord } from '../store/timings.js';
+import type { OperatorFires } from '../fire/operator-fire.js';
+
+type Versions = readonly TimingRecord[];
 
 /**
  * The job's own schedule; a UsageError (exit 64) for a job that runs only after its parents,
@@ -23,13 +34,14 @@ export function ownSchedule(job: JobDefinition): string {
   );
 }
 
-function cronOf(job: JobDefinition) {
-  return calculatorFor(ownSchedule(job), job.timezone).cron;
+/** The job's fires as the fleet fires them: by the timing version in force at each instant. */
+function scheduleOf(job: JobDefinition, timings: Versions): Schedule {
+  return scheduleByVersions(parseSchedule(ownSchedule(job), job.timezone), timings);
 }
 
 /** Whether `at` is a fire of the job's schedule. */
-export function isFireOf(job: JobDefinition, at: Date): boolean {
-  const next = cronOf(job).nextRun(new Date(at.getTime() - 1));
+export function isFireOf(job: JobDefinition, at: Date, timings: Versions = []): boolean {
+  const next = scheduleOf(job, timings).nextAfter(new Date(at.getTime() - 1));
   return next != null && next.getTime() === at.getTime();
 }
 
@@ -37,14 +49,25 @@ export function isFireOf(job: JobDefinition, at: Date): boolean {
  * `at` when it is a past fire of the job; otherwise a usage error naming the nearest fires (the
  * one before and the one after), so that the operator can copy the right instant.
  */
-export function assertPastFire(job: JobDefinition, at: Date, now: Date): Date {
-  if (!isFireOf(job, at)) {
-    const cron = cronOf(job);
-    const before = cron.previousRuns(1, at)[0] ?? null;
-    const after = cron.nextRun(at);
+export function assertPastFire(
+  job: JobDefinition,
+  at: Date,
+  now: Date,
+  timings: Versions = [],
+): Date {
+  if (!isFireOf(job, at, timings)) {
+    const schedule = scheduleOf(job, timings);
+    const before = lastFireAtOrBefore(schedule, new Date(at.getTime() - 1));
+    const after = schedule.nextAfter(at);
     const near = [before, after].filter((d): d is Date => d != null).map((d) => d.toISOString());
+    // The timing the fleet had there, where it is not this file's.
+    const inForce = versionInForce(timings, at);
+    const timing =
+      inForce && (inForce.schedule !== job.schedule || inForce.timezone !== job.timezone)
+        ? `timing version ${inForce.version}, "${inForce.schedule}", ${inForce.timezone}`
+        : `"${job.schedule}", ${job.timezone}`;
     throw new UsageError(
-      `${at.toISOString()} is not a fire of ${job.name} ("${job.schedule}", ${job.timezone})` +
+      `${at.toISOString()} is not a fire of ${job.name} (${timing})` +
         (near.length ? `; the nearest fires are ${near.join(' and ')}` : ''),
     );
   }
@@ -61,13 +84,19 @@ export function assertPastFire(job: JobDefinition, at: Date, now: Date): Date {
  * The fires of the job in [from, to], oldest first, at most `limit + 1` of them (so that the
  * caller can tell "more than the bound" without listing a year of every-second fires).
  */
-export function firesBetween(job: JobDefinition, from: Date, to: Date, limit: number): Date[] {
-  const cron = cronOf(job);
+export function firesBetween(
+  job: JobDefinition,
+  from: Date,
+  to: Date,
+  limit: number,
+  timings: Versions = [],
+): Date[] {
+  const schedule = scheduleOf(job, timings);
   const fires: Date[] = [];
-  let at = cron.nextRun(new Date(from.getTime() - 1));
+  let at = schedule.nextAfter(new Date(from.getTime() - 1));
   while (at && at.getTime() <= to.getTime() && fires.length <= limit) {
     fires.push(at);
-    at = cron.nextRun(at);
+    at = schedule.nextAfter(at);
   }
   return fires;
 }
@@ -85,15 +114,21 @@ export async function firesBetweenYielding(
   from: Date,
   to: Date,
   limit: number,
+  timings: Versions = [],
 ): Promise<Date[]> {
   const fires: Date[] = [];
   let after = new Date(from.getTime() - 1);
   while (fires.length <= limit) {
-    const chunk = firesBetween(job, new Date(after.getTime() + 1), to, FIRES_PER_TURN - 1);
+    const chunk = firesBetween(job, new Date(after.getTime() + 1), to, FIRES_PER_TURN - 1, timings);
     fires.push(...chunk);
     if (chunk.length < FIRES_PER_TURN) break;
     after = chunk.at(-1)!;
     await new Promise((resolve) => setImmediate(resolve));
   }
   return fires.slice(0, limit + 1);
+}
+
+/** The job's timing versions (none on a database from before them, migration 0026). */
+export async function timingsOf(fires: OperatorFires, job: string): Promise<TimingRecord[]> {
+  return (await orEmpty(readTimings(fires.pool, fires.namespace, [job]), new Map())).get(job) ?? [];
 }

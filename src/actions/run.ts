@@ -25,7 +25,7 @@ import { winnersOfFire } from '../store/fire-reads.js';
 import { findPause, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
-import { assertPastFire, ownSchedule } from './past-fires.js';
+import { assertPastFire, ownSchedule, timingsOf } from './past-fires.js';
 import { describeRun, planRerun } from './rerun-plan.js';
 import { operatorDependents } from './dependents.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
@@ -97,7 +97,8 @@ async function planRun(fires: OperatorFires, r: RunRequest): Promise<PlannedRun>
     const at = manualInstant(now);
     return { at, rerun: 0, rerunOf: null, dependents: await children(at, false) };
   }
-  const at = assertPastFire(r.job, r.fire, now);
+  // A past fire is the fleet's: by the timing version in force at it, whichever file is here.
+  const at = assertPastFire(r.job, r.fire, now, await timingsOf(fires, r.job.name));
   const winners = await winnersOfFire(fires.pool, fires.namespace, r.job.name, at);
   const plan = planRerun(winners, r.again === true);
   if (plan.kind === 'refuse') throw new AlreadyRanError(r.job.name, at, plan.done);

@@ -40,6 +40,11 @@
  * (fire/verdict-backlog.ts): in the fire key's `winner = 0` slot and only while the fire has no
  * winner, so it never stands beside a winner nor beside another runner's `missed` row.
  *
+ * A scheduled fire's claim is also fenced by the job's schedule as the database has it (the
+ * timing version in force at the instant; a schedule created at run time, its row): a runner
+ * whose read of them is stale claims nothing of a schedule the fleet has left, and skips
+ * (store/fire-writes.ts `definitionFence`).
+ *
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
  *
@@ -390,7 +395,7 @@ export async function claim(
   lockName: string | null,
   prefetch: Prefetch,
 ): Promise<Won | NotWon> {
-  let claimed: number | 'taken' | 'fenced';
+  let claimed: number | 'taken' | 'fenced' | 'stale';
   let poolLock: string | null = null;
   try {
     // A pooled job's run takes one of its pool's slots first (pool-slots.ts): never claimed
@@ -452,6 +457,7 @@ export async function claim(
     return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock };
   await releaseAll(c, lockName, poolLock);
   if (claimed === 'fenced') return { won: false, skip: skips.chainJudgedElsewhere() };
+  if (claimed === 'stale') return { won: false, skip: skips.notInForce() };
   const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }
@@ -552,7 +558,7 @@ async function claimWhenDue(
   c: FireContext,
   attempt: Attempt,
   locked: boolean,
-): Promise<number | 'taken' | 'fenced'> {
+): Promise<number | 'taken' | 'fenced' | 'stale'> {
   // Claims under their job's lock are batched. Lock-free ones (`allow`) race the other runners
   // for the same fire keys: alone, each gets its answer without holding up a batch.
   const claim = { attempt, lockConnectionId: c.lock.connectionId };
@@ -562,7 +568,7 @@ async function claimWhenDue(
   const giveUpAt = Date.now() + limitMs;
   for (;;) {
     const result = locked ? await batched.load(claim) : (await claimFires(c.pool, [claim]))[0]!;
-    if (result === 'taken' || result === 'fenced') return result;
+    if (result === 'taken' || result === 'fenced' || result === 'stale') return result;
     if (result !== 'early') return result.runId;
     if (Date.now() > giveUpAt) {
       throw new Error(

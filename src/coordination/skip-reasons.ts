@@ -79,6 +79,22 @@ export function chainJudgedElsewhere(): SkipReason {
 }
 
 /**
+ * The claim's fence refused it (store/fire-writes.ts `definitionFence`): the instant is no fire
+ * of the job's schedule as the database has it — this runner's read of the timing versions, or
+ * of a schedule created at run time, is older than a change. A `taken` skip: the fleet fires the
+ * job by the schedule in force, and this runner reads it again.
+ */
+export function notInForce(): SkipReason {
+  return {
+    kind: 'taken',
+    text:
+      "not claimed: the job's schedule in the database has changed since this runner read it " +
+      '(a timing version in force, or a schedule created at run time changed or removed); ' +
+      'the fleet fires it by the one in force',
+  };
+}
+
+/**
  * This runner sent this very fire already — its loop and a catch-up both reached it — and won it
  * (daemon/sent-fires.ts): the second sending is told so, and writes no row.
  */

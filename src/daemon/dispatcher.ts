@@ -40,6 +40,7 @@ import { parseSchedule } from '../schedule/cron.js';
 import { planDependents, scheduledDependents, type ChildContention } from '../fire/dependents.js';
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 import type { ChainFence } from '../store/runs.js';
+import { splitSubject } from '../schedule-keys.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -185,8 +186,18 @@ export class Dispatcher {
    * every missed fire waits for it before the next (daemon/catch-up.ts); the loop does not.
    */
   dispatch(fire: DueFire, trigger: Trigger, afterLead = false): Promise<FireOutcome | null> {
-    const job = this.o.loaded().jobs.get(fire.job);
+    const { jobs, schedules } = this.o.loaded();
+    const job = jobs.get(fire.job);
     if (!job) return Promise.resolve(null);
+    // A fire of a schedule this runner no longer fires by: taken from the loop's schedule before
+    // the versions were read again (a runner that was paused across a switch wakes with its old
+    // fires due), or a change of a schedule created at run time. The schedule in force now
+    // decides; a held stretch has no fires at all.
+    const schedule = schedules.get(job.name);
+    if (schedule && !isFireOf(schedule, fire.scheduledAt)) {
+      this.o.events.emit('fire:notInForce', { job: job.name, scheduledAt: fire.scheduledAt });
+      return Promise.resolve(null);
+    }
     if (fire.lateMs > this.t.lateWakeWarnMs && trigger === 'schedule') {
       this.o.events.emit('loop:lateWake', {
         job: job.name,
@@ -369,6 +380,12 @@ export class Dispatcher {
     // The fleet's timing version the fire falls under (an operator's run: none).
     const own = manual ? undefined : (schedules.get(job.name) as Partial<SwitchedSchedule>);
     const version = own?.versionAt?.(scheduledAt) ?? null;
+    // A schedule created at run time: its row as read fences the claim (store/fire-writes.ts).
+    const subject = manual ? null : splitSubject(job.name);
+    const dynamic =
+      subject && job.schedule != null
+        ? { ...subject, schedule: job.schedule, timezone: job.timezone }
+        : null;
     const handle = startFire(job, scheduledAt, {
       trigger,
       context: this.o.context,
@@ -379,6 +396,7 @@ export class Dispatcher {
       // its own, its parents' next instant.
       schedule: manual ? null : (schedules.get(job.name) ?? instantScheduleOf(config, job.name)),
       ...(version != null ? { timingVersion: version } : {}),
+      ...(dynamic ? { dynamic } : {}),
       // A fire waiting for a slot of its pool sees a reload's pool, not the one it began with.
       currentPool: () => {
         const loaded = this.o.loaded();
@@ -497,4 +515,9 @@ interface FireAsked {
 function instantScheduleOf(config: Config, job: string): Schedule | null {
   const source = instantSource(config.jobs, job);
   return source?.schedule != null ? parseSchedule(source.schedule, source.timezone) : null;
+}
+
+/** Whether `at` is a fire of `schedule`. */
+function isFireOf(schedule: Schedule, at: Date): boolean {
+  return schedule.nextAfter(new Date(at.getTime() - 1))?.getTime() === at.getTime();
 }

@@ -113,6 +113,12 @@ export function logEvents(
   events.on('loop:lateWake', (e) =>
     log.warn({ job: e.job, scheduledAt: e.scheduledAt, lateMs: e.lateMs }, 'late wake'),
   );
+  events.on('fire:notInForce', (e) =>
+    log.info(
+      { job: e.job, scheduledAt: e.scheduledAt },
+      'fire dropped: not a fire of the schedule in force now (its timing changed)',
+    ),
+  );
   events.on('fires:missed', (e) =>
     log.warn({ job: e.job, count: e.count }, 'missed fires recorded'),
   );

@@ -21,6 +21,12 @@ export interface RunnerEventMap extends FireEventMap {
   'loop:missedFires': { job: string; firstMissed: Date; resumedAt: Date | null };
   /** The loop woke late for a fire (over LATE_WAKE_WARN_MS), but in time to run it. */
   'loop:lateWake': { job: string; scheduledAt: Date; lateMs: number };
+  /**
+   * A due fire was dropped: its instant is no fire of the job's schedule in force now (it came
+   * from the loop's schedule before the timing versions, or a schedule created at run time, were
+   * read again).
+   */
+  'fire:notInForce': { job: string; scheduledAt: Date };
   /** `missed` rows this runner recorded after reconnecting: fires nobody attempted. */
   'fires:missed': { job: string; count: number };
   /** `missed` rows of kind `in-doubt` this runner recorded after a failover (daemon/in-doubt.ts). */

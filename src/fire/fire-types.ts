@@ -10,7 +10,7 @@ import type { JobResult, Launchers } from '../execution/job-process.js';
 import type { RunLease } from '../execution/run-lease.js';
 import type { SkipKind, Trigger } from '../run-status.js';
 import type { Schedule } from '../schedule/cron.js';
-import type { ChainFence, RunParams } from '../store/runs.js';
+import type { Attempt, ChainFence, RunParams } from '../store/runs.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
 import type { FireEvents, NotAttemptedCause } from './fire-events.js';
 import type { Limiter } from './limiter.js';
@@ -53,6 +53,8 @@ export interface FireOptions {
   schedule?: Schedule | null;
   /** The timing version the fire falls under (store/timings.ts), recorded on the winner's row. */
   timingVersion?: number;
+  /** A fire of a schedule created at run time: its row as read, which fences the claim. */
+  dynamic?: Attempt['dynamic'];
   /**
    * The job's pool as the runner has it now (a reload replaces it): a fire waiting for a slot
    * gives up when it changed (coordination/pool-slots.ts). Absent: the pool the fire began with.

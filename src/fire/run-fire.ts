@@ -225,6 +225,7 @@ class Fire {
         ...(o.chain ? { chain: o.chain } : {}),
         ...(job.duration?.warn?.kind === 'fixed' ? { warnMs: job.duration.warn.ms } : {}),
         ...(o.timingVersion != null ? { timingVersion: o.timingVersion } : {}),
+        ...(o.dynamic ? { dynamic: o.dynamic } : {}),
       };
       const contendStart = performance.now();
       const claimFromWall = Date.now();

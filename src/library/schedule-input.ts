@@ -154,7 +154,9 @@ function checkParams(
   if (typeof value !== 'object' || Array.isArray(value)) {
     return (report(`expected an object of strings (name → value), got ${describe(value)}`), null);
   }
-  const params: Record<string, string> = {};
+  // Entries, then an object of them: `params[name] = v` would set the prototype of a name
+  // `__proto__` (a valid name) instead of keeping it.
+  const entries: [string, string][] = [];
   let ok = true;
   for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
     const shown = JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
@@ -168,10 +170,11 @@ function checkParams(
       report(`${shown}: expected a string value, got ${describe(v)}`);
       ok = false;
     } else {
-      params[name] = v;
+      entries.push([name, v]);
     }
   }
   if (!ok) return null;
+  const params: Record<string, string> = Object.fromEntries(entries);
   // As a run's row records them (fire/run-params.ts `checkParamsSize`, `baton run --env`).
   const bytes = Buffer.byteLength(JSON.stringify({ env: params, args: [] }), 'utf8');
   if (bytes > PARAMS_MAX_BYTES) {

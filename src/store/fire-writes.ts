@@ -35,10 +35,11 @@ const REASON_MAX = 512;
 
 /**
  * A claim's answer: the winning row's id; `early` (not due yet by the database's clock: ask
- * again); `taken` (this slot of the fire already has a winner); or `fenced` (a chain's claim
- * whose judge no longer holds the judgement: `Attempt.chain`).
+ * again); `taken` (this slot of the fire already has a winner); `fenced` (a chain's claim
+ * whose judge no longer holds the judgement: `Attempt.chain`); or `stale` (the instant is no
+ * fire of the job's schedule as the database has it now: `definitionFence`).
  */
-export type ClaimResult = { runId: number } | 'early' | 'taken' | 'fenced';
+export type ClaimResult = { runId: number } | 'early' | 'taken' | 'fenced' | 'stale';
 
 export interface Claim {
   attempt: Attempt;
@@ -48,6 +49,62 @@ export interface Claim {
 
 const CLAIM_COLUMNS = `(namespace, job, scheduled_at, rerun, winner, triggered_by, status, host,
   pid, lock_connection_id, params, pool, timing_version, warn_at, started_at, attempts)`;
+
+/**
+ * The claim of a scheduled fire is fenced by the job's schedule as the database has it at the
+ * claim, not only as this runner last read it: the timing version the runner fires the instant
+ * by must be the one in force there (`baton_timings`: the newest whose instant has come), and a
+ * schedule created at run time must still be there with the timing the runner read
+ * (`baton_schedules`). A runner whose read is stale — the database stalled past a switch or a
+ * removal, or it was paused across one — claims nothing: every runner on time fires by the
+ * fleet's, and no instant runs under two timings. `f` is the claim's row (`FENCE_COLUMNS`).
+ */
+function definitionFence(f: string): string {
+  return `(${f}.timing_version IS NULL OR ${f}.timing_version =
+      (SELECT MAX(t.version) FROM baton_timings AS t
+        WHERE t.namespace = ${f}.namespace AND t.job = ${f}.job
+          AND t.effective_at <= ${f}.scheduled_at))
+    AND (${f}.dynamic_job IS NULL OR EXISTS (SELECT 1 FROM baton_schedules AS s
+        WHERE s.namespace = ${f}.namespace AND s.job = ${f}.dynamic_job
+          AND s.schedule_key = ${f}.dynamic_key AND s.removed_at IS NULL
+          AND s.schedule = ${f}.dynamic_schedule AND s.timezone = ${f}.dynamic_timezone))`;
+}
+
+/** The fence's values of a claim, after `claimValues`'. */
+function fenceValues(a: Attempt): unknown[] {
+  const d = a.dynamic;
+  return [d?.job ?? null, d?.key ?? null, d?.schedule ?? null, d?.timezone ?? null];
+}
+
+/** One claim as a row of a derived table: `claimValues` then `fenceValues`. */
+const CLAIM_ROW = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
+     ? AS rerun, ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id,
+     ? AS params, ? AS pool, ? AS timing_version, ? AS warn_us, ? AS dynamic_job,
+     ? AS dynamic_key, ? AS dynamic_schedule, ? AS dynamic_timezone`;
+
+/** What inserts a winner row from each claim row of `f` that is due and passes its fences. */
+function claimInsert(rows: string, extra = ''): string {
+  return `INSERT INTO baton_runs ${CLAIM_COLUMNS}
+     SELECT f.namespace, f.job, f.scheduled_at, f.rerun, f.winner, f.triggered_by, 'running',
+            f.host, f.pid, f.lock_connection_id, f.params, f.pool, f.timing_version,
+            NOW(3) + INTERVAL f.warn_us MICROSECOND, NOW(3), 1
+       FROM (${rows}) AS f
+      WHERE NOW(3) >= f.scheduled_at AND ${definitionFence('f')} ${extra}`;
+}
+
+/**
+ * Why a claim inserted nothing, where its fire has no winner: `early` while the database's clock
+ * has not reached it, else `stale` when its fence refused it (null: neither, so it was taken).
+ */
+async function notInserted(db: Queryable, c: Claim): Promise<'early' | 'stale' | null> {
+  const [[row]] = await db.query<RowDataPacket[]>(
+    `SELECT NOW(3) >= f.scheduled_at AS due, ${definitionFence('f')} AS fresh
+       FROM (${CLAIM_ROW}) AS f`,
+    [...claimValues(c), ...fenceValues(c.attempt)],
+  );
+  if (Number(row?.due) !== 1) return 'early';
+  return Number(row?.fresh) === 1 ? null : 'stale';
+}
 
 function claimValues(c: Claim): unknown[] {
   const a = c.attempt;
@@ -140,22 +197,17 @@ async function insertClaim(db: Queryable, c: Claim): Promise<ClaimResult> {
   const a = c.attempt;
   try {
     const [res] = await db.query<ResultSetHeader>(
-      `INSERT INTO baton_runs ${CLAIM_COLUMNS}
-       SELECT ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, NOW(3) + INTERVAL ? MICROSECOND,
-              NOW(3), 1
-         FROM DUAL
-        WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,
+      claimInsert(CLAIM_ROW, a.unlessDone ? NOT_DONE : ''),
       [
         ...claimValues(c),
-        a.scheduledAt,
+        ...fenceValues(a),
         ...(a.unlessDone ? [a.namespace, a.job, a.scheduledAt] : []),
       ],
     );
     if (res.affectedRows === 1) return { runId: res.insertId };
-    if (!a.unlessDone) return 'early';
-    // Not inserted: early, or the fire has a `done` run by now (then it is taken: already ran).
-    const [[due]] = await db.query<RowDataPacket[]>('SELECT NOW(3) >= ? AS due', [a.scheduledAt]);
-    return Number(due?.due) === 1 ? 'taken' : 'early';
+    // Not inserted: early, refused by its fence, or (a re-run's condition) the fire has a `done`
+    // run by now — then it is taken: it already ran.
+    return (await notInserted(db, c)) ?? 'taken';
   } catch (err) {
     if (isDuplicateKeyError(err)) return 'taken';
     throw err;
@@ -168,17 +220,9 @@ async function insertClaim(db: Queryable, c: Claim): Promise<ClaimResult> {
  * grow, so a row written before has a smaller one) and it names this lock session, host and pid.
  */
 async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
-  const row = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
-       ? AS rerun, ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id,
-       ? AS params, ? AS pool, ? AS timing_version, ? AS warn_us`;
   const [res] = await db.query<ResultSetHeader>(
-    `INSERT INTO baton_runs ${CLAIM_COLUMNS}
-     SELECT f.namespace, f.job, f.scheduled_at, f.rerun, f.winner, f.triggered_by, 'running',
-            f.host, f.pid, f.lock_connection_id, f.params, f.pool, f.timing_version,
-            NOW(3) + INTERVAL f.warn_us MICROSECOND, NOW(3), 1
-       FROM (${claims.map(() => row).join(' UNION ALL ')}) AS f
-      WHERE NOW(3) >= f.scheduled_at`,
-    claims.flatMap(claimValues),
+    claimInsert(claims.map(() => CLAIM_ROW).join(' UNION ALL ')),
+    claims.flatMap((c) => [...claimValues(c), ...fenceValues(c.attempt)]),
   );
   const winners = await winnersOfFires(
     db,
@@ -189,10 +233,11 @@ async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<C
   const key = (job: string, at: Date, rerun: number, slot: number | null) =>
     `${job}\0${at.getTime()}\0${rerun}\0${slot}`;
   const byKey = new Map(winners.map((r) => [key(r.job, r.scheduledAt, r.rerun, r.workerSlot), r]));
-  return claims.map((c): ClaimResult => {
+  const results = claims.map((c): ClaimResult | null => {
     const a = c.attempt;
     const w = byKey.get(key(a.job, a.scheduledAt, a.rerun ?? 0, a.slot ?? 1));
-    if (!w) return 'early';
+    // No row: early, or refused by its fence (told apart below, each alone: rare).
+    if (!w) return null;
     const ours =
       res.affectedRows > 0 &&
       w.id >= res.insertId &&
@@ -201,6 +246,10 @@ async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<C
       w.pid === a.pid;
     return ours ? { runId: w.id } : 'taken';
   });
+  for (const [i, r] of results.entries()) {
+    if (r == null) results[i] = (await notInserted(db, claims[i]!)) ?? 'early';
+  }
+  return results as ClaimResult[];
 }
 
 /**

@@ -196,6 +196,11 @@ export interface Attempt {
    * absent for an operator's run, or none recorded.
    */
   timingVersion?: number;
+  /**
+   * A scheduled fire of a schedule created at run time: its row as the runner read it (job, key
+   * and timing). The claim is fenced by it: the row must still be there with that timing.
+   */
+  dynamic?: { job: string; key: string; schedule: string; timezone: string };
 }
 
 /** The judgement a chain's claim rests on, and the parents' runs that let the child run. */

@@ -292,6 +292,13 @@ describe('schedules created at run time, three replicas', () => {
     expect((await s.schedules.list('report')).map((x) => [x.key, x.timezone])).toEqual([
       ['k1', 'UTC'],
     ]);
+    // A param named `__proto__` (a valid name) is kept, not taken for the object's prototype.
+    const proto = JSON.parse('{"__proto__": "kept"}') as Record<string, string>;
+    await s.schedules.upsert('report', 'k2', { schedule: '0 3 * * *', params: proto });
+    const stored = await app.db.query<{ params: string | null }>(
+      `SELECT params FROM baton_schedules WHERE schedule_key = 'k2'`,
+    );
+    expect(stored[0]!.params).toBe('{"__proto__":"kept"}');
   });
 
   it('lets the CLI read, pause and count a key from the tables alone', async () => {

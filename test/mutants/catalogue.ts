@@ -169,14 +169,10 @@ export const MUTANTS: readonly Mutant[] = [
       'scheduled_at`): a runner whose estimate of that clock is off starts the run early.',
     edits: [
       {
+        // Every claim's insert, alone or batched (`claimInsert`).
         file: 'src/store/fire-writes.ts',
-        find: "WHERE NOW(3) >= ? ${a.unlessDone ? NOT_DONE : ''}`,",
-        replace: "WHERE ? IS NOT NULL ${a.unlessDone ? NOT_DONE : ''}`,",
-      },
-      {
-        file: 'src/store/fire-writes.ts',
-        find: 'WHERE NOW(3) >= f.scheduled_at`,',
-        replace: 'WHERE f.scheduled_at IS NOT NULL`,',
+        find: "WHERE NOW(3) >= f.scheduled_at AND ${definitionFence('f')}",
+        replace: "WHERE f.scheduled_at IS NOT NULL AND ${definitionFence('f')}",
       },
     ],
     killers: [
@@ -840,6 +836,52 @@ export const MUTANTS: readonly Mutant[] = [
       {
         file: 'test/in-process/pools-library.test.ts',
         test: 'lets one handler of the pool run at a time across three replicas',
+      },
+    ],
+  },
+  {
+    id: 'definition-fence-dropped',
+    guarantee: 'one-timing',
+    what:
+      "A scheduled fire's claim no longer checks the job's schedule as the database has it: a " +
+      'runner whose read of the timing versions is stale (a stalled database, a paused server) ' +
+      'runs the timing the fleet has left, and a replica that could not read a removal runs the key.',
+    edits: [
+      {
+        file: 'src/store/fire-writes.ts',
+        find: "WHERE NOW(3) >= f.scheduled_at AND ${definitionFence('f')} ${extra}`",
+        replace: 'WHERE NOW(3) >= f.scheduled_at ${extra}`',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/definition-fence.test.ts',
+        test: 'a runner whose read of the versions is stale claims nothing after the switch',
+      },
+      {
+        file: 'test/in-process/definition-fence.test.ts',
+        test: 'removed where the replica cannot see it, fires no more',
+      },
+    ],
+  },
+  {
+    id: 'stale-fire-dispatched',
+    guarantee: 'one-timing',
+    what:
+      'A due fire of a schedule no longer in force (the loop found it due before the versions ' +
+      'were read again: a runner paused across a switch) is contended anyway, under the new ' +
+      "version's stamp, which the claim's fence lets through.",
+    edits: [
+      {
+        file: 'src/daemon/dispatcher.ts',
+        find: 'if (schedule && !isFireOf(schedule, fire.scheduledAt)) {',
+        replace: 'if (schedule && !isFireOf(schedule, fire.scheduledAt) && job.name === "") {',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/definition-fence.test.ts',
+        test: 'a due fire of the old timing is dropped once the versions are read again',
       },
     ],
   },

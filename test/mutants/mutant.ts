@@ -25,6 +25,8 @@ export const GUARANTEES = {
   namespaces:
     "Namespaces sharing a server stay apart: an action for one never touches another's runs",
   pools: "A pool's N, never more: at most N runs of its jobs are claimed and running at once",
+  'one-timing':
+    'One timing at a time, fleet-wide: no instant runs under a timing the fleet has left',
 } as const;
 
 export type Guarantee = keyof typeof GUARANTEES;
