@@ -74,6 +74,12 @@ export interface Loaded {
    * to each of its fires but an operator's, and recorded on their rows.
    */
   params?: ReadonlyMap<string, NonNullable<FireOptions['params']>>;
+  /**
+   * The namespace's revision of the schedules created at run time that `jobs` and `schedules`
+   * hold every change up to (dynamic-schedules.ts): a claim fenced by a subject's row passes at
+   * once while the revision has not moved (store/fire-writes.ts `definitionFence`).
+   */
+  schedulesRevision?: () => number;
 }
 
 export interface DispatcherOptions {
@@ -384,7 +390,12 @@ export class Dispatcher {
     const subject = manual ? null : splitSubject(job.name);
     const dynamic =
       subject && job.schedule != null
-        ? { ...subject, schedule: job.schedule, timezone: job.timezone }
+        ? {
+            ...subject,
+            schedule: job.schedule,
+            timezone: job.timezone,
+            revision: this.o.loaded().schedulesRevision?.() ?? 0,
+          }
         : null;
     const handle = startFire(job, scheduledAt, {
       trigger,

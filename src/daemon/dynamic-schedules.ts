@@ -272,6 +272,7 @@ export class DynamicSchedules {
       jobs: this.jobs,
       schedules: this.schedules,
       params: this.params,
+      schedulesRevision: () => this.revision,
     };
   }
 }

@@ -55,7 +55,9 @@ const CLAIM_COLUMNS = `(namespace, job, scheduled_at, rerun, winner, triggered_b
  * claim, not only as this runner last read it: the timing version the runner fires the instant
  * by must be the one in force there (`baton_timings`: the newest whose instant has come), and a
  * schedule created at run time must still be there with the timing the runner read
- * (`baton_schedules`). A runner whose read is stale — the database stalled past a switch or a
+ * (`baton_schedules`) — at once, without a look at its row, while the namespace's revision has
+ * not moved since the runner read every change up to it (one read for a whole batch: a storm of
+ * ten thousand keys' claims does not read ten thousand rows). A runner whose read is stale — the database stalled past a switch or a
  * removal, or it was paused across one — claims nothing: every runner on time fires by the
  * fleet's, and no instant runs under two timings. `f` is the claim's row (`FENCE_COLUMNS`).
  */
@@ -64,7 +66,10 @@ function definitionFence(f: string): string {
       (SELECT MAX(t.version) FROM baton_timings AS t
         WHERE t.namespace = ${f}.namespace AND t.job = ${f}.job
           AND t.effective_at <= ${f}.scheduled_at))
-    AND (${f}.dynamic_job IS NULL OR EXISTS (SELECT 1 FROM baton_schedules AS s
+    AND (${f}.dynamic_job IS NULL
+      OR (SELECT r.revision FROM baton_schedule_revisions AS r
+           WHERE r.namespace = ${f}.namespace) = ${f}.dynamic_revision
+      OR EXISTS (SELECT 1 FROM baton_schedules AS s
         WHERE s.namespace = ${f}.namespace AND s.job = ${f}.dynamic_job
           AND s.schedule_key = ${f}.dynamic_key AND s.removed_at IS NULL
           AND s.schedule = ${f}.dynamic_schedule AND s.timezone = ${f}.dynamic_timezone))`;
@@ -73,14 +78,20 @@ function definitionFence(f: string): string {
 /** The fence's values of a claim, after `claimValues`'. */
 function fenceValues(a: Attempt): unknown[] {
   const d = a.dynamic;
-  return [d?.job ?? null, d?.key ?? null, d?.schedule ?? null, d?.timezone ?? null];
+  return [
+    d?.job ?? null,
+    d?.key ?? null,
+    d?.schedule ?? null,
+    d?.timezone ?? null,
+    d?.revision ?? null,
+  ];
 }
 
 /** One claim as a row of a derived table: `claimValues` then `fenceValues`. */
 const CLAIM_ROW = `SELECT ? AS namespace, ? AS job, CAST(? AS DATETIME(3)) AS scheduled_at,
      ? AS rerun, ? AS winner, ? AS triggered_by, ? AS host, ? AS pid, ? AS lock_connection_id,
      ? AS params, ? AS pool, ? AS timing_version, ? AS warn_us, ? AS dynamic_job,
-     ? AS dynamic_key, ? AS dynamic_schedule, ? AS dynamic_timezone`;
+     ? AS dynamic_key, ? AS dynamic_schedule, ? AS dynamic_timezone, ? AS dynamic_revision`;
 
 /** What inserts a winner row from each claim row of `f` that is due and passes its fences. */
 function claimInsert(rows: string, extra = ''): string {

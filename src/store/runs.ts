@@ -198,9 +198,11 @@ export interface Attempt {
   timingVersion?: number;
   /**
    * A scheduled fire of a schedule created at run time: its row as the runner read it (job, key
-   * and timing). The claim is fenced by it: the row must still be there with that timing.
+   * and timing), and the namespace's revision the runner had read every change up to. The claim
+   * is fenced by it: the revision has not moved since, or the row is still there with that
+   * timing.
    */
-  dynamic?: { job: string; key: string; schedule: string; timezone: string };
+  dynamic?: { job: string; key: string; schedule: string; timezone: string; revision: number };
 }
 
 /** The judgement a chain's claim rests on, and the parents' runs that let the child run. */

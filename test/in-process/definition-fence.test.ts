@@ -161,10 +161,14 @@ describe('a schedule created at run time, at the claim', () => {
     });
     await s.schedules.upsert('report', 'k1', EVERY_SECOND);
     await waitFor('two runs of k1', () => ran.length >= 2, { timeoutMs: 20_000, intervalMs: 100 });
-    // Removed behind the replica's back: the namespace's revision does not move, so it never
-    // reads the change (as when its reads fail), and goes on firing k1 by what it read.
+    // Removed where the replica cannot read it: the namespace's revision moves (as every change
+    // moves it), but the row's own does not, so the replica's read of the rows changed since
+    // finds nothing — as when its reads fail — and it goes on firing k1 by what it read.
     await db.query(
       `UPDATE baton_schedules SET removed_at = NOW(3) WHERE namespace = 'tenants' AND schedule_key = 'k1'`,
+    );
+    await db.query(
+      `UPDATE baton_schedule_revisions SET revision = revision + 1 WHERE namespace = 'tenants'`,
     );
     const removedAt = (await dbNow(db)).getTime();
     const refusals = () =>
