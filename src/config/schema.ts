@@ -499,15 +499,38 @@ export const defaultsSchema = z.strictObject(inheritableShape).partial();
  * the parser made a Date of is taken as the instant it is.
  */
 const scheduleInstant = z
-  .union([z.string().min(1), z.date()])
-  .transform((v) => (typeof v === 'string' ? v.trim() : v.toISOString()));
+  .union([
+    z
+      .string()
+      .trim()
+      .min(1)
+      // One instant: the line's separators (`|`, `;`, `,`) would smuggle in more.
+      .refine(
+        (v) => !/[|;,]/.test(v),
+        'one instant: a date, or a date and time with Z or an offset',
+      ),
+    z.date(),
+  ])
+  .transform((v) => (typeof v === 'string' ? v : v.toISOString()));
+
+/**
+ * One schedule of a list or an object's field: `|` and `;` are the line's own separators
+ * (schedule/compound.ts), so written inside one they would join or bound the whole schedule.
+ */
+const oneSchedule = z
+  .string()
+  .min(1)
+  .refine(
+    (v) => !/[|;]/.test(v),
+    'one schedule per entry: no `|` or `;` (bound the schedule with from, until, maxFires)',
+  );
 
 /** One schedule of a job: a cron expression, an interval, or instants (schedule/compound.ts). */
 const schedulePart = z.union([
-  z.string().min(1),
+  oneSchedule,
   z.strictObject({
     // A bare number (`every: 90`) is read, and refused for its missing unit by compound.ts.
-    every: z.union([z.string().min(1), z.number()]).transform(String),
+    every: z.union([oneSchedule, z.number()]).transform(String),
     anchor: scheduleInstant.optional(),
   }),
   z.strictObject({ at: z.union([scheduleInstant, z.array(scheduleInstant).min(1)]) }),
@@ -528,14 +551,15 @@ export const jobSchema = z
      * with `after:` may leave it out: it then runs only after its parents, at their instants.
      */
     schedule: z
-      .union([schedulePart, z.array(schedulePart).min(1)])
+      // A string alone is the whole line (docs/schedules.md), bounds and all.
+      .union([z.string().min(1), schedulePart, z.array(schedulePart).min(1)])
       // One line of text wherever a timing goes (its versions, list, the fingerprint).
       .transform((v) => (Array.isArray(v) ? v : [v]).map(schedulePartText).join(' | ')),
     /** Bounds of the schedule (schedule/compound.ts): no fire before `from`, none after `until`. */
     from: scheduleInstant,
     until: scheduleInstant,
     /** Only the first N fires at or after `from` (which it needs: every runner counts the same). */
-    maxFires: z.number().int().min(1).max(100_000),
+    maxFires: z.number().int().min(1).max(1_000),
     /** What to run: an argv array (no shell), or a string together with `shell: true`. */
     command: z.union([z.array(z.string()).min(1, 'command must not be empty'), z.string().min(1)]),
     /** A module under jobs/ whose default export is `async (ctx) => …`; relative to this file. */

@@ -55,7 +55,17 @@ export interface ProtocolTimings {
  */
 export type Contention =
   | { won: true; runId: number; lockName: string | null; slot: number; poolLock: string | null }
-  | { won: false; runId: number | null; kind: SkipKind; reason: string };
+  | {
+      won: false;
+      runId: number | null;
+      kind: SkipKind;
+      reason: string;
+      /**
+       * The claim's fence refused it (`skips.notInForce`): this runner's read of the job's
+       * schedule is stale. Not a skip of a fire: no row, and the fire may be sent again.
+       */
+      stale?: true;
+    };
 
 export type Won = Extract<Contention, { won: true }>;
 /** A slot or fire this runner could not have, and why (not recorded yet). */
@@ -64,6 +74,8 @@ export type NotWon = {
   skip: SkipReason;
   /** The skip's row is written already (`Prefetch.recordSkip`): its id (null: tallied). */
   recorded?: number | null;
+  /** Refused by the claim's fence: no row is written (Contention `stale`). */
+  stale?: true;
 };
 
 export interface ContendOptions {

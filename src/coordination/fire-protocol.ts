@@ -235,6 +235,7 @@ export async function contend(
     for (const slot of slots) {
       const won = await claim(c, { ...attempt, slot }, null, prefetch);
       if (won.won) return won;
+      if (won.stale) return unrecorded(won);
       if (slot === slots.at(-1)) return skip(won.skip);
     }
   }
@@ -269,11 +270,17 @@ export async function contend(
   }
   const won = await contendSlots(c, attempt, options, slots, gaveUp, prefetch);
   if (won.won) return won;
+  if (won.stale) return unrecorded(won);
   if (won.recorded !== undefined) {
     const { kind, text } = won.skip;
     return { won: false, runId: won.recorded, kind, reason: text };
   }
   return skip(won.skip);
+}
+
+/** A claim its fence refused, told without a row: the fire is no fire of the schedule in force. */
+function unrecorded(won: NotWon): Contention {
+  return { won: false, runId: null, kind: won.skip.kind, reason: won.skip.text, stale: true };
 }
 
 /** Steps 1–2 over the worker slots: the first of `slots` this runner can lock and claim. */
@@ -314,7 +321,8 @@ async function contendSlots(
       return { won: false, skip: skips.paused(pause) };
     }
     const won = await claim(c, slotAttempt, lockName, prefetch);
-    if (won.won || won.recorded !== undefined) return won;
+    // Refused by its fence: no other slot is asked (the read is as stale for each).
+    if (won.won || won.recorded !== undefined || won.stale) return won;
     busy.push(won.skip);
     // A full pool is full for every worker slot of the fire: the others are not asked again.
     if (won.skip.kind === 'pool') {
@@ -353,7 +361,7 @@ async function contendSlots(
         options,
         prefetch,
       );
-      if (again.won || again.recorded !== undefined) return again;
+      if (again.won || again.recorded !== undefined || again.stale) return again;
       return { won: false, skip: gaveUp(await heldForPool(c, again, prefetch.pool)) };
     }
     held.forEach((h, i) => (busy[h.index] = gaveUp(named[i]!.skip)));
@@ -457,7 +465,7 @@ export async function claim(
     return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock };
   await releaseAll(c, lockName, poolLock);
   if (claimed === 'fenced') return { won: false, skip: skips.chainJudgedElsewhere() };
-  if (claimed === 'stale') return { won: false, skip: skips.notInForce() };
+  if (claimed === 'stale') return { won: false, skip: skips.notInForce(), stale: true };
   const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
 }

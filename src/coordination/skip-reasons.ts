@@ -95,6 +95,17 @@ export function notInForce(): SkipReason {
 }
 
 /**
+ * A due fire that is no fire of the job's schedule in force now (daemon/dispatcher.ts): taken
+ * from the loop's schedule before a change was read. Never contended, and no row is written.
+ */
+export function notAFireInForce(): SkipReason {
+  return {
+    kind: 'taken',
+    text: "not contended: not a fire of the job's schedule in force now (its timing changed)",
+  };
+}
+
+/**
  * This runner sent this very fire already — its loop and a catch-up both reached it — and won it
  * (daemon/sent-fires.ts): the second sending is told so, and writes no row.
  */

@@ -39,7 +39,7 @@ import { childrenOf, instantSource } from '../config/dependencies.js';
 import { parseSchedule } from '../schedule/cron.js';
 import { planDependents, scheduledDependents, type ChildContention } from '../fire/dependents.js';
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
-import type { ChainFence } from '../store/runs.js';
+import type { Attempt, ChainFence } from '../store/runs.js';
 import { splitSubject } from '../schedule-keys.js';
 
 /**
@@ -202,8 +202,14 @@ export class Dispatcher {
     const schedule = schedules.get(job.name);
     if (schedule && !isFireOf(schedule, fire.scheduledAt)) {
       this.o.events.emit('fire:notInForce', { job: job.name, scheduledAt: fire.scheduledAt });
-      return Promise.resolve(null);
+      // Told as a skip without a row: a catch-up walk goes on to its next fire.
+      const { kind, text } = skips.notAFireInForce();
+      return Promise.resolve({ status: 'skipped', runId: null, kind, reason: text, contendMs: 0 });
     }
+    // What fences its claim, read now from the same view as the job and the check above: a
+    // change applied before the contention begins (it may wait its turn on the job's chain)
+    // must not pair this fire with the new view's version or revision.
+    const scheduled = scheduledFence(job, schedule, fire.scheduledAt, this.o.loaded());
     if (fire.lateMs > this.t.lateWakeWarnMs && trigger === 'schedule') {
       this.o.events.emit('loop:lateWake', {
         job: job.name,
@@ -214,7 +220,7 @@ export class Dispatcher {
     const earlier = this.sent.get(job.name, fire.scheduledAt);
     if (earlier) return this.sentAlready(fire, trigger, afterLead, earlier);
     const contended = this.chain(job.name, () =>
-      this.fire(job, fire.scheduledAt, trigger, { afterLead }),
+      this.fire(job, fire.scheduledAt, trigger, { afterLead, scheduled }),
     );
     const outcome = contended.then(
       (started) => started?.outcome ?? null,
@@ -383,20 +389,8 @@ export class Dispatcher {
     // the chain), for an operator's only when asked (`--with-dependents`).
     const plans = o.dependents ?? (manual ? [] : scheduledDependents(config.jobs, job));
     const told = this.o.dependents;
-    // The fleet's timing version the fire falls under (an operator's run: none).
-    const own = manual ? undefined : (schedules.get(job.name) as Partial<SwitchedSchedule>);
-    const version = own?.versionAt?.(scheduledAt) ?? null;
-    // A schedule created at run time: its row as read fences the claim (store/fire-writes.ts).
-    const subject = manual ? null : splitSubject(job.name);
-    const dynamic =
-      subject && job.schedule != null
-        ? {
-            ...subject,
-            schedule: job.schedule,
-            timezone: job.timezone,
-            revision: this.o.loaded().schedulesRevision?.() ?? 0,
-          }
-        : null;
+    // A scheduled fire's fence (taken by `dispatch`); an operator's run or a child's has none.
+    const { version = null, dynamic = null } = o.scheduled ?? {};
     const handle = startFire(job, scheduledAt, {
       trigger,
       context: this.o.context,
@@ -520,6 +514,37 @@ interface FireAsked {
   dependents?: readonly DependentPlan[];
   /** A chain's child: the judgement its claim rests on (store/runs.ts). */
   chain?: ChainFence;
+  /** A scheduled fire: what fences its claim (`scheduledFence`). */
+  scheduled?: ScheduledFence;
+}
+
+/** What fences a scheduled fire's claim by the job's schedule as the database has it. */
+interface ScheduledFence {
+  /** The fleet's timing version the fire falls under, as this runner read the versions. */
+  version?: number | null;
+  /** A schedule created at run time: its row as read (store/runs.ts `Attempt.dynamic`). */
+  dynamic?: Attempt['dynamic'] | null;
+}
+
+/** The fence of a scheduled fire of `job` at `at`, from one view of the runner's schedules. */
+function scheduledFence(
+  job: JobDefinition,
+  schedule: Schedule | undefined,
+  at: Date,
+  loaded: Loaded,
+): ScheduledFence {
+  const version = (schedule as Partial<SwitchedSchedule> | undefined)?.versionAt?.(at) ?? null;
+  const subject = splitSubject(job.name);
+  const dynamic =
+    subject && job.schedule != null
+      ? {
+          ...subject,
+          schedule: job.schedule,
+          timezone: job.timezone,
+          revision: loaded.schedulesRevision?.() ?? 0,
+        }
+      : null;
+  return { version, dynamic };
 }
 
 /** The schedule a job's instants come from: its own, or its first parent's up the chain. */

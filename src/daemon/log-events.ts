@@ -61,6 +61,11 @@ export function logEvents(
       case 'error':
         // Usually the database (it cannot record or coordinate the fire); the message says.
         return fireLog.error(err, 'fire not completed');
+      case 'stale-schedule':
+        // The fleet fires it by the schedule in force; this runner reads it again.
+        return fireLog.warn(
+          "fire not run: the job's schedule in the database has changed since this runner read it",
+        );
     }
   });
   events.on('run:notCompleted', (e) => of(e.fire).error({ err: e.error }, 'fire not completed'));

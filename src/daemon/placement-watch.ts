@@ -215,12 +215,13 @@ export class PlacementWatch {
   private schedulesOf(loaded: LoadedSchedule): Map<string, Schedule> {
     if (this.parsed?.for === loaded) return this.parsed.schedules;
     const schedules = new Map<string, Schedule>();
-    for (const name of loaded.timings === UNREAD ? [] : loaded.elsewhere.keys()) {
+    const timings = loaded.timings;
+    for (const name of timings === UNREAD ? [] : loaded.elsewhere.keys()) {
       const job = loaded.config.jobs.find((j) => j.name === name);
-      if (job?.schedule == null || loaded.timings === UNREAD) continue;
+      if (job?.schedule == null || timings === UNREAD) continue;
       try {
         const own = parseSchedule(job.schedule, job.timezone);
-        schedules.set(name, scheduleByVersions(own, loaded.timings.get(name) ?? []));
+        schedules.set(name, scheduleByVersions(own, timings.get(name) ?? []));
       } catch {
         // The file was validated at load; a schedule croner refuses now is not this watch's to tell.
       }

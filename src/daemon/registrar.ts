@@ -110,7 +110,10 @@ export class Registrar {
           this.heldHere = true;
           return;
         }
-        if (owner?.alive) this.reportHostClash(owner.pid);
+        // This runner's own row, on this very lock session: another registration of this same
+        // connect that landed first (seen on a slow link, where two of them overlap).
+        const own = owner?.pid === process.pid && owner.lockConnectionId === mine;
+        if (owner?.alive && !own) this.reportHostClash(owner.pid);
         await registerRunner(pool, await this.heartbeat());
         return;
       }

@@ -26,10 +26,16 @@ export interface FireRef {
  * (Fires the daemon's loop woke too late for are its own event, `loop:missedFires`.)
  */
 export type NotAttemptedCause =
-  'no-session' | 'session-lost' | 'read-only' | 'job-database' | 'error';
+  | 'no-session'
+  | 'session-lost'
+  | 'read-only'
+  | 'job-database'
+  | 'error'
+  /** The claim's fence refused it: the runner's read of the job's schedule was stale. */
+  | 'stale-schedule';
 
 /** The metrics' label for a not-attempted fire. */
-export type NotAttempted = 'no-database' | 'read-only' | 'late-wake' | 'error';
+export type NotAttempted = 'no-database' | 'read-only' | 'late-wake' | 'error' | 'stale-schedule';
 
 export const NOT_ATTEMPTED_LABEL: Record<NotAttemptedCause, NotAttempted> = {
   'no-session': 'no-database',
@@ -37,6 +43,7 @@ export const NOT_ATTEMPTED_LABEL: Record<NotAttemptedCause, NotAttempted> = {
   'read-only': 'read-only',
   'job-database': 'error',
   error: 'error',
+  'stale-schedule': 'stale-schedule',
 };
 
 export interface FireEventMap {

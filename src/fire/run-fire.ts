@@ -235,6 +235,9 @@ class Fire {
       // A queued fire's contention includes its wait for the previous run: not a lock latency.
       const measured = policy === 'queue' ? null : contendMs;
       if (!claim.won) {
+        // Refused by the claim's fence (a stale read of the job's schedule): no row, and the
+        // fire is forgotten here, so that a read of the schedule in force may send it again.
+        if (claim.stale) return this.notAttempted('stale-schedule', claim.reason);
         const { runId, kind, reason } = claim;
         o.events?.emit('fire:skipped', {
           fire: this.ref,

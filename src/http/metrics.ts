@@ -97,7 +97,8 @@ export class RunnerMetrics {
       help:
         'Fires this runner did not contend for, or could not finish contending for, by reason: ' +
         'no-database (no usable lock session), read-only, late-wake (it woke over a minute ' +
-        'late), error (contention failed).',
+        'late), error (contention failed), stale-schedule (its claim was refused: the ' +
+        "runner's read of the job's schedule was older than the database's).",
       labelNames: ['baton_job', 'reason'],
     });
     this.missed = counter({

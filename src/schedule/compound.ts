@@ -34,8 +34,11 @@ export interface TimingText {
   maxFires?: number;
 }
 
-/** At most this many fires are counted for `max` (the count is done once, at parse). */
-export const MAX_FIRES_LIMIT = 100_000;
+/**
+ * At most this many fires are counted for `max`: the count is done at every parse (a runner
+ * parses a job's schedule at each load and each read of its versions), on the event loop.
+ */
+export const MAX_FIRES_LIMIT = 1_000;
 
 /** Whether `text` needs this module: more than one cron expression. */
 export function isCompound(text: string): boolean {

@@ -104,17 +104,26 @@ function claimInsert(rows: string, extra = ''): string {
 }
 
 /**
- * Why a claim inserted nothing, where its fire has no winner: `early` while the database's clock
- * has not reached it, else `stale` when its fence refused it (null: neither, so it was taken).
+ * Why a claim inserted nothing (it met no duplicate key): `stale` when its fence refused it;
+ * `taken` for a re-run's claim refused because a generation of the fire is done by now
+ * (`unlessDone`); else `early` — the database's clock had not reached the fire, or reached it
+ * only between the insert and this read: either way, ask again.
  */
-async function notInserted(db: Queryable, c: Claim): Promise<'early' | 'stale' | null> {
+async function notInserted(db: Queryable, c: Claim): Promise<'early' | 'stale' | 'taken'> {
+  const a = c.attempt;
   const [[row]] = await db.query<RowDataPacket[]>(
-    `SELECT NOW(3) >= f.scheduled_at AS due, ${definitionFence('f')} AS fresh
+    `SELECT NOW(3) >= f.scheduled_at AS due, ${definitionFence('f')} AS fresh,
+            ${a.unlessDone ? `NOT (TRUE ${NOT_DONE})` : 'FALSE'} AS done
        FROM (${CLAIM_ROW}) AS f`,
-    [...claimValues(c), ...fenceValues(c.attempt)],
+    [
+      ...claimValues(c),
+      ...fenceValues(a),
+      ...(a.unlessDone ? [a.namespace, a.job, a.scheduledAt] : []),
+    ],
   );
   if (Number(row?.due) !== 1) return 'early';
-  return Number(row?.fresh) === 1 ? null : 'stale';
+  if (Number(row?.fresh) !== 1) return 'stale';
+  return Number(row?.done) === 1 ? 'taken' : 'early';
 }
 
 function claimValues(c: Claim): unknown[] {
@@ -216,9 +225,7 @@ async function insertClaim(db: Queryable, c: Claim): Promise<ClaimResult> {
       ],
     );
     if (res.affectedRows === 1) return { runId: res.insertId };
-    // Not inserted: early, refused by its fence, or (a re-run's condition) the fire has a `done`
-    // run by now — then it is taken: it already ran.
-    return (await notInserted(db, c)) ?? 'taken';
+    return await notInserted(db, c);
   } catch (err) {
     if (isDuplicateKeyError(err)) return 'taken';
     throw err;
@@ -247,7 +254,7 @@ async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<C
   const results = claims.map((c): ClaimResult | null => {
     const a = c.attempt;
     const w = byKey.get(key(a.job, a.scheduledAt, a.rerun ?? 0, a.slot ?? 1));
-    // No row: early, or refused by its fence (told apart below, each alone: rare).
+    // No row: early, or refused by its fence (told apart below).
     if (!w) return null;
     const ours =
       res.affectedRows > 0 &&
@@ -257,8 +264,17 @@ async function claimTogether(db: Queryable, claims: readonly Claim[]): Promise<C
       w.pid === a.pid;
     return ours ? { runId: w.id } : 'taken';
   });
-  for (const [i, r] of results.entries()) {
-    if (r == null) results[i] = (await notInserted(db, claims[i]!)) ?? 'early';
+  if (results.includes(null)) {
+    // A batch sent a moment early (runners contend within a millisecond of the instant) has no
+    // row at all: one read of the clock tells those; a due claim without a row was refused by
+    // its fence, or the clock reached it just after the insert — each told alone, rare.
+    const [[clock]] = await db.query<RowDataPacket[]>('SELECT NOW(3) AS now');
+    const now = (clock?.now as Date).getTime();
+    for (const [i, r] of results.entries()) {
+      if (r != null) continue;
+      const c = claims[i]!;
+      results[i] = c.attempt.scheduledAt.getTime() > now ? 'early' : await notInserted(db, c);
+    }
   }
   return results as ClaimResult[];
 }

@@ -85,7 +85,7 @@ jobs:
         series('baton_fires_not_attempted_total')
           .map((s) => s.labels.reason)
           .sort(),
-      ).toEqual(['error', 'late-wake', 'no-database', 'read-only']);
+      ).toEqual(['error', 'late-wake', 'no-database', 'read-only', 'stale-schedule']);
       expect(series('baton_fires_missed_total')).toHaveLength(1);
     }
     // `tick` never fails: its failed series is there, and it is 0.

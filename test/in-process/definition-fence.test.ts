@@ -80,10 +80,9 @@ jobs:
     await recordVersion(fleet.db, ns, 'tick', 2, EVERY_FIFTH, switchAt);
     const refused: Date[] = [];
     runner!.runner.events.on(
-      'fire:skipped',
-      (e: { fire: { scheduledAt: Date }; reason: string }) => {
-        if (e.reason.includes('schedule in the database has changed'))
-          refused.push(e.fire.scheduledAt);
+      'fire:notAttempted',
+      (e: { fire: { scheduledAt: Date }; cause: string }) => {
+        if (e.cause === 'stale-schedule') refused.push(e.fire.scheduledAt);
       },
     );
     await waitFor('six fires refused at their claim', () => refused.length >= 6, {
@@ -95,6 +94,12 @@ jobs:
     const after = journal.attempts('tick').filter((a) => a.fire >= switchAt.getTime());
     expect(after.map((a) => new Date(a.fire).toISOString())).toEqual([]);
     expect(refused.every((at) => at >= switchAt)).toBe(true);
+    // A refusal is no skip of a fire: it writes no row.
+    const rows = await fleet.db.query(
+      `SELECT id FROM baton_runs WHERE namespace = ? AND scheduled_at >= ?`,
+      [ns, switchAt],
+    );
+    expect(rows).toEqual([]);
   });
 
   it('a due fire of the old timing is dropped once the versions are read again', async () => {
@@ -171,13 +176,16 @@ describe('a schedule created at run time, at the claim', () => {
       `UPDATE baton_schedule_revisions SET revision = revision + 1 WHERE namespace = 'tenants'`,
     );
     const removedAt = (await dbNow(db)).getTime();
-    const refusals = () =>
-      db.query<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM baton_runs
-          WHERE namespace = 'tenants' AND job = 'report:k1' AND status = 'skipped'
-            AND reason LIKE '%schedule in the database has changed%'`,
-      );
-    await waitFor('three fires of k1 refused', async () => Number((await refusals())[0]!.n) >= 3, {
+    const refused: number[] = [];
+    s.events.on(
+      'fire:notAttempted',
+      (e: { fire: { job: string; scheduledAt: Date }; cause: string }) => {
+        if (e.cause === 'stale-schedule' && e.fire.job === 'report:k1') {
+          refused.push(e.fire.scheduledAt.getTime());
+        }
+      },
+    );
+    await waitFor('three fires of k1 refused', () => refused.length >= 3, {
       timeoutMs: 30_000,
       intervalMs: 200,
     });

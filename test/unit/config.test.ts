@@ -356,3 +356,21 @@ describe('schedule: a list, an interval, instants, bounds (docs/schedules.md)', 
     ).toContain("4:jobs.a.from: `from` bounds a job's own schedule; this job has none");
   });
 });
+
+describe('schedule entries and bounds keep to one thing each', () => {
+  const job = (body: string) => `jobs:\n  settle:\n    command: ["true"]\n${body}`;
+  it('refuses a separator of the line inside an entry, a field or a bound', () => {
+    for (const body of [
+      '    schedule: ["0 4 * * *", "0 3 * * *; until 2020-01-01"]\n',
+      '    schedule: {every: "1h; until 2020-01-01"}\n',
+      '    schedule: ["0 4 * * *", "0 3 * * * | 0 5 * * *"]\n',
+      '    schedule: "@daily"\n    from: "2027-01-01; max 3"\n',
+      '    schedule: {at: ["2027-01-01T03:00Z, 2027-01-02T03:00Z"]}\n',
+    ]) {
+      expect(problems(job(body)).length, body).toBeGreaterThan(0);
+    }
+    expect(
+      problems(job('    schedule: "@daily"\n    maxFires: 1001\n    from: 2027-01-01\n'))[0],
+    ).toMatch(/jobs\.settle\.maxFires/);
+  });
+});

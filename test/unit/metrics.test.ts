@@ -79,7 +79,7 @@ describe('the per-job series', () => {
         samples.filter((s) => s.name === name && s.labels.baton_job === baton_job);
       expect(of('baton_runs_total')).toHaveLength(6); // done, failed, timeout, interrupted, killed, lost
       expect(of('baton_skips_total')).toHaveLength(5); // taken, overlap, paused, upstream, pool
-      expect(of('baton_fires_not_attempted_total')).toHaveLength(4);
+      expect(of('baton_fires_not_attempted_total')).toHaveLength(5); // no-database, read-only, late-wake, error, stale-schedule
       expect(of('baton_fires_missed_total')).toHaveLength(1);
       expect(
         [...of('baton_runs_total'), ...of('baton_skips_total')].every((s) => s.value === 0),

@@ -337,7 +337,7 @@ async function readFleet(args: CommonArgs, namespace: string): Promise<FleetFact
         return { pauses: new Map(pauses.map((p) => [p.job, p])), timings };
       })(),
       PAUSES_DEADLINE_MS,
-      'reading the pauses',
+      'reading the pauses and timing versions',
       () => conn?.destroy(),
     );
   } catch (err) {
