@@ -22,6 +22,7 @@ import type { ManualStart, OperatorFires } from '../fire/operator-fire.js';
 import { recordedParams, withParams, type ManualParams } from '../fire/run-params.js';
 import { recordAction, setActionOutcome } from '../store/audit.js';
 import { winnersOfFire } from '../store/fire-reads.js';
+import { findRun } from '../store/history-reads.js';
 import { findPause, type Pause } from '../store/pauses.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
@@ -122,14 +123,32 @@ function fire(fires: OperatorFires, r: RunRequest, planned: PlannedRun) {
   });
 }
 
+/**
+ * The generation the run claimed: the planned one, but for `--again`, whose claim takes the next
+ * free generation under the job's lock (another operator's re-run may have taken the planned one).
+ */
+async function claimedGeneration(
+  fires: OperatorFires,
+  r: RunRequest,
+  planned: PlannedRun,
+  start: ManualStart,
+): Promise<number> {
+  if (r.again !== true || planned.rerunOf == null || start.status !== 'started') {
+    return planned.rerun;
+  }
+  const row = await findRun(fires.pool, start.runId).catch(() => null);
+  return row?.rerun ?? planned.rerun;
+}
+
 /** Runs the request in `fires`' process, without an audit row (see the header). */
 export async function startRun(fires: OperatorFires, r: RunRequest): Promise<RunStart> {
   const planned = await planRun(fires, r);
   const handle = fire(fires, r, planned);
+  const start = await handle.started;
   return {
     at: planned.at,
-    rerun: planned.rerun,
-    start: await handle.started,
+    rerun: await claimedGeneration(fires, r, planned, start),
+    start,
     outcome: handle.outcome,
     dependents: planned.dependents,
   };
@@ -211,7 +230,7 @@ export async function runJob(
     auditId,
     pause,
     at: planned.at,
-    rerun: planned.rerun,
+    rerun: await claimedGeneration(fires, r, planned, start),
     start,
     outcome: handle.outcome,
     dependents: planned.dependents,

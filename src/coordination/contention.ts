@@ -54,7 +54,15 @@ export interface ProtocolTimings {
  * tallied, not written as a row.
  */
 export type Contention =
-  | { won: true; runId: number; lockName: string | null; slot: number; poolLock: string | null }
+  | {
+      won: true;
+      runId: number;
+      lockName: string | null;
+      slot: number;
+      /** The generation claimed: a re-run with `--again` takes the next free one (not planned). */
+      rerun: number;
+      poolLock: string | null;
+    }
   | {
       won: false;
       runId: number | null;

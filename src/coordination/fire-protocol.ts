@@ -87,7 +87,7 @@ import { errorMessage } from '../errors.js';
 import { jobLockName } from '../lock-names.js';
 import { StatementTimeoutError } from '../store/deadline.js';
 import { abandonClaim, claimFires } from '../store/fire-writes.js';
-import { findAttemptWinner, findWinnerOnHost } from '../store/fire-reads.js';
+import { findAttemptWinner, findWinnerOnHost, nextGeneration } from '../store/fire-reads.js';
 import type { Attempt } from '../store/runs.js';
 import {
   quiet,
@@ -448,6 +448,12 @@ export async function claim(
       if (running?.every((r) => r.gone)) await declareLost(c.pool, running, scope);
       else await reapOrphanRuns(c.pool, scope);
     }
+    // A re-run with `--again` is a generation of its own: the one after every generation that
+    // has a winner, read under the job's lock — two operators who ran the fire again at once
+    // planned the same one, and the second to take the lock must not meet the first's row.
+    if (againGeneration(attempt)) {
+      attempt = { ...attempt, rerun: await nextGeneration(c.pool, c.namespace, attempt) };
+    }
     claimed = await claimWhenDue(c, attempt, lockName != null);
   } catch (err) {
     // The insert may have committed although its answer was lost (a timeout): leave no row
@@ -461,13 +467,20 @@ export async function claim(
       err,
     );
   }
-  if (typeof claimed === 'number')
-    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock };
+  if (typeof claimed === 'number') {
+    const { slot = 1, rerun = 0 } = attempt;
+    return { won: true, runId: claimed, lockName, slot, rerun, poolLock };
+  }
   await releaseAll(c, lockName, poolLock);
   if (claimed === 'fenced') return { won: false, skip: skips.chainJudgedElsewhere() };
   if (claimed === 'stale') return { won: false, skip: skips.notInForce(), stale: true };
   const winner = await findAttemptWinner(c.pool, c.namespace, attempt, attempt.slot);
   return { won: false, skip: skips.claimedElsewhere(winner) };
+}
+
+/** A re-run with `--again`: not refused once done (`unlessDone`), so a new generation each time. */
+function againGeneration(attempt: Attempt): boolean {
+  return attempt.trigger === 'rerun' && attempt.unlessDone !== true;
 }
 
 /**

@@ -471,7 +471,7 @@ class Fire {
       subject: this.job.name,
       fire: this.ref.scheduledAt,
       slot: w.claim.slot,
-      rerun: this.o.rerun ?? 0,
+      rerun: w.claim.rerun,
     };
   }
 

@@ -18,7 +18,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
 import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
-import { COLUMNS, toRun, type Run, type RunRow } from './runs.js';
+import { COLUMNS, toRun, type Attempt, type Run, type RunRow } from './runs.js';
 
 /** The database's clock. */
 export async function databaseNow(db: Queryable): Promise<Date> {
@@ -261,6 +261,24 @@ export async function winnersOfFire(
     [namespace, job, scheduledAt],
   );
   return rows.map(toRun);
+}
+
+/**
+ * The generation a re-run with `--again` claims: at least the one it planned, and after every
+ * generation of the fire that has a winner.
+ */
+export async function nextGeneration(
+  db: Queryable,
+  namespace: string,
+  a: Pick<Attempt, 'job' | 'scheduledAt' | 'rerun'>,
+): Promise<number> {
+  const [[row]] = await db.query<RowDataPacket[]>(
+    `SELECT MAX(rerun) AS latest FROM baton_runs
+      WHERE namespace = ? AND job = ? AND scheduled_at = ? AND winner >= 1`,
+    [namespace, a.job, a.scheduledAt],
+  );
+  const latest = row?.latest == null ? -1 : Number(row.latest);
+  return Math.max(a.rerun ?? 0, latest + 1);
 }
 
 /** The slot of one fire (of generation `rerun`) that `host` won, if it won one. */

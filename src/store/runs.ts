@@ -181,6 +181,8 @@ export interface Attempt {
   /**
    * Claim only while no generation of the fire has a `done` run (a re-run without `--again`):
    * decided by the claim's own statement, so a re-run finished elsewhere a moment before is seen.
+   * A re-run without it (`--again`) claims the generation after every one that has a winner,
+   * read under the job's lock (coordination/fire-protocol.ts `claim`): `rerun` is its least.
    */
   unlessDone?: boolean;
   /**

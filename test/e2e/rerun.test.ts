@@ -11,6 +11,8 @@ import { baton, writeSchedule } from '../helpers/cli.js';
 import { writeJournaledSchedule } from '../helpers/ground-truth.js';
 import { foregroundRuns } from '../helpers/foreground-runs.js';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+import { jobLockName } from '../../src/lock-names.js';
 
 let db: TestDatabase;
 let config: string;
@@ -166,13 +168,33 @@ jobs:
       0,
     );
     const again = ['run', 'settle', '--fire', T, '--again', '--with-dependents', '--wait', '20'];
-    const ops = await Promise.all([baton([...again, ...args]), baton([...again, ...args])]);
+    // Both commands plan the same next generation while this test holds settle's lock (a run of
+    // it elsewhere), and both wait for it: the second to take the lock must not meet the first's
+    // row (it claims the generation after it), whatever the order the processes started in.
+    const lock = jobLockName(db.name, 'reruns', 'settle');
+    const [held] = await db.query<{ got: number }>('SELECT GET_LOCK(?, 0) AS got', [lock]);
+    expect(Number(held!.got)).toBe(1);
+    const pending = [baton([...again, ...args]), baton([...again, ...args])];
+    await waitFor('both re-runs waiting for the lock of settle', async () => {
+      const [row] = await db.query<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
+          WHERE STATE = 'User lock' AND ID <> CONNECTION_ID() AND LOCATE(?, INFO) > 0`,
+        [lock],
+      );
+      return Number(row!.n) === 2;
+    });
+    await db.query('SELECT RELEASE_LOCK(?)', [lock]);
+    const ops = await Promise.all(pending);
     for (const op of ops) {
       expect(op.code, op.stderr).toBe(0);
       expect(op.stderr).toMatch(/^baton: report done \(run \d+, generation [12]\)$/m);
     }
     // The journal: settle ran three times, report three times, each report after a settle that
     // had ended, and no settle without its own report after it.
+    const generations = await db.query<{ rerun: number }>(
+      "SELECT rerun FROM baton_runs WHERE job = 'settle' AND winner = 1 ORDER BY rerun",
+    );
+    expect(generations.map((g) => g.rerun)).toEqual([0, 1, 2]);
     const settles = journal.attempts('settle').sort((a, b) => a.start - b.start);
     const reports = journal.attempts('report').sort((a, b) => a.start - b.start);
     expect(settles).toHaveLength(3);
