@@ -822,14 +822,10 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/coordination/fire-protocol.ts',
-        find:
-          "  if (typeof claimed === 'number')\n" +
-          '    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock };',
+        find: '    return { won: true, runId: claimed, lockName, slot, rerun, poolLock };',
         replace:
-          "  if (typeof claimed === 'number') {\n" +
           '    if (poolLock) await c.lock.release(poolLock);\n' +
-          '    return { won: true, runId: claimed, lockName, slot: attempt.slot ?? 1, poolLock: null };\n' +
-          '  }',
+          '    return { won: true, runId: claimed, lockName, slot, rerun, poolLock: null };',
       },
     ],
     killers: [
