@@ -48,6 +48,9 @@ export type Trigger = (typeof TRIGGERS)[number];
  *   (one failed, was skipped, missed, paused, or did not finish in time); written once per fire.
  * - `pool`: every slot of the job's pool (`pool:`, docs/pools.md) was taken by other runs
  *   (`poolFull: skip`, or a queued fire that gave up waiting); the reason names the holders.
+ * - `calendar`: an instant of the job's schedule its calendars skip (`skipOn`, `onlyOn`,
+ *   docs/schedules.md): no fire at all, written once (daemon/calendar-watch.ts); with `shift`,
+ *   the reason names where it moved.
  */
 export const SKIP_KINDS = [
   'taken',
@@ -57,6 +60,7 @@ export const SKIP_KINDS = [
   'paused',
   'upstream',
   'pool',
+  'calendar',
 ] as const;
 export type SkipKind = (typeof SKIP_KINDS)[number];
 

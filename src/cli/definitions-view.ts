@@ -5,6 +5,7 @@
  * or skips it. `definitions apply` prints the same preview for the change it records. The
  * judgements are fleet/timing-preview.ts's; here only words, tables and the JSON documents.
  */
+import { shortTiming } from '../schedule/calendar.js';
 import type { ApplyPlan, ApplyResult, ApplyStep } from '../actions/definitions.js';
 import {
   fromTheStart,
@@ -36,7 +37,7 @@ export function renderJob(v: JobTimingView, now: Date): string {
   if (v.versions.length > 0) {
     const rows = v.versions.map(({ record: r, state, hosts }) => [
       r.version,
-      r.schedule,
+      shortTiming(r.schedule),
       r.timezone,
       effectiveCell(r),
       r.chosenBy,

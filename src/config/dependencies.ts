@@ -4,6 +4,7 @@
  * Types only from schema.ts: the daemon imports this module, and must not load zod
  * (config/defaults.ts says why). The checks of the edges are in dependency-checks.ts.
  */
+import { shortTiming } from '../schedule/calendar.js';
 import type { JobAfter, JobDefinition } from './schema.js';
 
 /** The jobs that run after `parent` (its children), in the file's order. */
@@ -29,7 +30,7 @@ export function scheduleText(job: {
   schedule: string | null;
   after?: Pick<JobAfter, 'jobs' | 'on'> | null;
 }): string {
-  if (job.schedule != null) return job.schedule;
+  if (job.schedule != null) return shortTiming(job.schedule);
   return job.after ? describeAfter(job.after) : '';
 }
 

@@ -21,6 +21,8 @@ import { DEFAULT_PREFER_LEAD_MS } from './placement.js';
 import type { JobPool, PoolDefinition } from './pools.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
+import { buildCalendars, type Calendars } from './calendars.js';
+import { MAX_SHIFT_SCAN } from '../schedule/calendar.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
 import { formatDuration } from './duration.js';
 import {
@@ -96,6 +98,7 @@ function buildConfig(
   const connections = buildConnections(source, raw, problems, options);
   const notifyTargets = buildNotifyTargets(source, raw.notify, problems, options);
   const pools = buildPools(source, raw, problems);
+  const calendars = buildCalendars(source, raw.calendars, baseDir, problems);
   const jobs: JobDefinition[] = [];
   for (const [name, rawJob] of Object.entries(raw.jobs)) {
     const inherited = new Set(Object.keys(raw.defaults ?? {}).filter((k) => !(k in rawJob)));
@@ -108,6 +111,7 @@ function buildConfig(
       merged,
       inherited,
       problems,
+      calendars,
       options.handlers?.has(name) === true,
     );
     if (job && pool) job.pool = pool;
@@ -313,6 +317,7 @@ function buildJob(
   job: RawJob,
   inherited: ReadonlySet<string>,
   problems: ConfigProblem[],
+  calendars: Calendars,
   handler = false,
 ): JobDefinition | undefined {
   const at = (key?: string): PathSegment[] => (key ? ['jobs', name, key] : ['jobs', name]);
@@ -330,7 +335,7 @@ function buildJob(
   const handlerTarget = handler && job.command == null && job.module == null;
   if (job.schedule == null && job.after == null && !handlerTarget)
     report(undefined, 'missing `schedule` (or `after:`)');
-  const timingText = boundedSchedule(job, report);
+  const timingText = boundedSchedule(job, calendars, report);
   const timezone = job.timezone ?? DEFAULT_TIMEZONE;
   let timezoneOk = true;
   try {
@@ -371,6 +376,10 @@ function buildJob(
   if (timingText != null && timezoneOk) {
     try {
       const schedule = parseSchedule(timingText, timezone);
+      const neverFires = neverFiresForCalendars(job, timingText, timezone, schedule);
+      if (neverFires) report(job.onlyOn ? 'onlyOn' : 'skipOn', neverFires);
+      const tooDense = tooManyToShift(job, schedule);
+      if (tooDense) report('shift', tooDense);
       if ((job.jitter ?? 0) > 0) {
         const tooLong = notShorterThanPeriod('jitter', job.jitter!, schedule);
         if (tooLong) reportSetting('jitter', tooLong);
@@ -510,6 +519,7 @@ function checkPlacement(
  */
 function boundedSchedule(
   job: RawJob,
+  calendars: Calendars,
   report: (key: string | undefined, message: string) => void,
 ): string | null {
   const bounds = [
@@ -518,13 +528,79 @@ function boundedSchedule(
     job.maxFires != null ? `max ${job.maxFires}` : null,
   ].filter((b) => b != null);
   if (job.schedule == null) {
-    for (const key of ['from', 'until', 'maxFires'] as const) {
+    for (const key of ['from', 'until', 'maxFires', 'skipOn', 'onlyOn', 'shift'] as const) {
       if (job[key] != null)
-        report(key, `\`${key}\` bounds a job's own schedule; this job has none`);
+        report(key, `\`${key}\` applies to a job's own schedule; this job has none`);
     }
     return null;
   }
-  return [job.schedule, ...bounds].join('; ');
+  // The calendars, carried in the line with their items (schedule/calendar.ts), in the order
+  // written: a change of a calendar's days is a change of the job's timing.
+  const clauses: string[] = [];
+  for (const key of ['skipOn', 'onlyOn'] as const) {
+    for (const name of [...new Set(job[key] ?? [])]) {
+      const items = calendars.get(name);
+      // A calendar with problems of its own: reported there.
+      if (items === null) continue;
+      if (!items) {
+        const known = [...calendars.keys()].join(', ') || 'none defined';
+        report(key, `unknown calendar "${name}" (calendars: ${known})`);
+        continue;
+      }
+      clauses.push([key === 'skipOn' ? 'skip' : 'only', name, ...items].join(' '));
+    }
+  }
+  if (job.shift != null && job.shift !== 'none') {
+    if (job.skipOn == null && job.onlyOn == null) {
+      report(
+        'shift',
+        '`shift` moves the fires a calendar skips; this job names none (skipOn, onlyOn)',
+      );
+    }
+    clauses.push(`shift ${job.shift}`);
+  }
+  return [job.schedule, ...bounds, ...clauses].join('; ');
+}
+
+/**
+ * `shift` on a schedule whose calendars skip more instants in a year than a fire's computation
+ * looks through (schedule/calendar.ts MAX_SHIFT_SCAN): it moves a few fires a day, not a
+ * per-second job's holiday.
+ */
+function tooManyToShift(job: RawJob, schedule: Schedule): string | null {
+  if (job.shift == null || job.shift === 'none' || !schedule.calendarSkips) return null;
+  const now = new Date();
+  const year = new Date(now.getTime() + 366 * 86_400_000);
+  const skipped = schedule.calendarSkips(now, year, MAX_SHIFT_SCAN + 1).length;
+  if (skipped <= MAX_SHIFT_SCAN) return null;
+  return (
+    `its calendars skip more than ${MAX_SHIFT_SCAN} of its fires within the next year: shift ` +
+    'moves the fires of a job that fires a few times a day; leave it out (shift: none)'
+  );
+}
+
+/**
+ * A schedule that fires within the next year, but never there because of its calendars: refused
+ * like `0 0 31 2 *` is (what it is named for would never run).
+ */
+function neverFiresForCalendars(
+  job: RawJob,
+  timingText: string,
+  timezone: string,
+  schedule: Schedule,
+): string | null {
+  if (job.skipOn == null && job.onlyOn == null) return null;
+  const now = new Date();
+  const yearAhead = now.getTime() + 366 * 86_400_000;
+  const next = schedule.nextAfter(now);
+  if (next && next.getTime() <= yearAhead) return null;
+  const plain = parseSchedule(timingText.split(/;\s*(?:skip|only|shift)\b/i)[0]!, timezone);
+  const unfiltered = plain.nextAfter(now);
+  if (!unfiltered || unfiltered.getTime() > yearAhead) return null;
+  return (
+    'the schedule never fires within the next year on the days its calendars allow ' +
+    `(its next fire without them: ${unfiltered.toISOString()})`
+  );
 }
 
 function warnPastTimeout(job: RawJob): string | null {

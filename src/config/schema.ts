@@ -560,6 +560,12 @@ export const jobSchema = z
     until: scheduleInstant,
     /** Only the first N fires at or after `from` (which it needs: every runner counts the same). */
     maxFires: z.number().int().min(1).max(1_000),
+    /** Calendars (`calendars:`) whose days and spans its fires are skipped on. */
+    skipOn: z.array(z.string().min(1)).min(1),
+    /** Calendars its fires may only fall on (any of them). */
+    onlyOn: z.array(z.string().min(1)).min(1),
+    /** Where a fire its calendars skip goes: nowhere (`none`), or the nearest allowed day. */
+    shift: z.enum(['none', 'next', 'previous']),
     /** What to run: an argv array (no shell), or a string together with `shell: true`. */
     command: z.union([z.array(z.string()).min(1, 'command must not be empty'), z.string().min(1)]),
     /** A module under jobs/ whose default export is `async (ctx) => …`; relative to this file. */
@@ -576,6 +582,9 @@ export const jobSchema = z
     from: true,
     until: true,
     maxFires: true,
+    skipOn: true,
+    onlyOn: true,
+    shift: true,
     timezone: true,
     shell: true,
     description: true,
@@ -669,6 +678,23 @@ export const fileSchema = z.strictObject({
   notify: targetsSchema.optional(),
   /** Pools by name, named by jobs' `pool:` (config/pools.ts). */
   pools: z.record(z.string(), poolSchema).optional(),
+  /** Named sets of days and spans, named by jobs' `skipOn` and `onlyOn` (config/calendars.ts). */
+  calendars: z
+    .record(
+      z.string(),
+      z.strictObject({
+        dates: z
+          .array(
+            z.union([
+              z.string().trim().min(1),
+              z.strictObject({ from: z.string().trim().min(1), until: z.string().trim().min(1) }),
+            ]),
+          )
+          .optional(),
+        file: z.string().min(1).optional(),
+      }),
+    )
+    .optional(),
   /** How a changed timing takes effect fleet-wide (schedule/timing-switch.ts). */
   scheduleChanges: z.strictObject({ settle: settleDuration.optional() }).optional(),
 });

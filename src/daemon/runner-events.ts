@@ -27,6 +27,8 @@ export interface RunnerEventMap extends FireEventMap {
    * read again).
    */
   'fire:notInForce': { job: string; scheduledAt: Date };
+  /** `skipped` rows of kind `calendar` this runner recorded: instants its calendars skip. */
+  'fires:calendar': { job: string; count: number };
   /** `missed` rows this runner recorded after reconnecting: fires nobody attempted. */
   'fires:missed': { job: string; count: number };
   /** `missed` rows of kind `in-doubt` this runner recorded after a failover (daemon/in-doubt.ts). */

@@ -72,6 +72,7 @@ import { repeat } from './repeat.js';
 import { RetentionSchedule } from './retention-schedule.js';
 import { Notifier } from './notifier.js';
 import { PlacementWatch } from './placement-watch.js';
+import { CalendarWatch } from './calendar-watch.js';
 import { sameTimings, TimingWatch, type TimingVersions } from './timing-watch.js';
 import { deliverNotification } from '../notify/deliver.js';
 
@@ -95,6 +96,8 @@ export class Runner {
   private readonly dependents: DependentWatch;
   /** Fires of jobs no live runner may run: their `missed` rows (placement-watch.ts). */
   private readonly placement: PlacementWatch;
+  /** Instants jobs' calendars skip: their `calendar` rows (calendar-watch.ts). */
+  private readonly calendar: CalendarWatch;
   private readonly timingWatch: TimingWatch;
   /** The fleet's timing versions have been read once (see the dispatcher's `context`). */
   private timingsRead = false;
@@ -254,6 +257,20 @@ export class Runner {
       timings: timings.placement,
       keepAlive,
     });
+    this.calendar = new CalendarWatch({
+      host,
+      namespace: () => this.loaded.config.namespace,
+      loaded: () => this.loaded,
+      // Only while this runner can coordinate and is with the fleet (not holding its fires).
+      pool: () =>
+        this.link.usable && this.link.fleet.state === 'with-fleet' ? this.link.anyPool : null,
+      now: () => this.clock.now(),
+      events: this.events,
+      log,
+      signal,
+      timings: timings.calendar,
+      keepAlive,
+    });
     // After a failover the fires this runner contended may have lost their rows with the old
     // primary (replication lag): the dispatcher's memory of them no longer says they are done.
     this.events.on('db:failover', () => this.dispatcher.forgetSent());
@@ -334,6 +351,7 @@ export class Runner {
     this.notifier.start();
     this.dependents.start();
     this.placement.start();
+    this.calendar.start();
     this.timingWatch.start();
     const connected = await this.link.connect(true);
     if (!connected) return false;

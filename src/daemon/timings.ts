@@ -24,6 +24,7 @@ import { HEALTH_TIMINGS, type HealthTimings } from './health.js';
 import { LINK_TIMINGS, type LinkTimings } from './link.js';
 import { NOTIFIER_TIMINGS, type NotifierTimings } from './notifier.js';
 import { PLACEMENT_TIMINGS, type PlacementTimings } from './placement-watch.js';
+import { CALENDAR_TIMINGS, type CalendarTimings } from './calendar-watch.js';
 import { RECOVERY_TIMINGS, type RecoveryTimings } from './recovery.js';
 import { REGISTRAR_TIMINGS, type RegistrarTimings } from './registrar.js';
 import { RETENTION_TIMINGS, type RetentionTimings } from './retention-schedule.js';
@@ -54,6 +55,8 @@ export interface Timings {
   notifier: NotifierTimings;
   /** The jobs placed elsewhere: the look for fires no live runner may run, its settle. */
   placement: PlacementTimings;
+  /** The instants jobs' calendars skip: the look for them, their settle (calendar-watch.ts). */
+  calendar: CalendarTimings;
   /** Pruning by `retention:`. */
   retention: RetentionTimings;
   /** The fleet's timing versions: the look for a changed one. */
@@ -84,6 +87,7 @@ export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
   recovery: RECOVERY_TIMINGS,
   notifier: NOTIFIER_TIMINGS,
   placement: PLACEMENT_TIMINGS,
+  calendar: CALENDAR_TIMINGS,
   retention: RETENTION_TIMINGS,
   timingWatch: TIMING_WATCH_TIMINGS,
   health: HEALTH_TIMINGS,

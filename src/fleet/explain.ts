@@ -32,6 +32,7 @@ import { lastFireAtOrBefore } from '../schedule/dead-man.js';
 import type { ChainFacts } from '../store/explain-reads.js';
 import { judgeChain, type ChainJudgement } from './explain-chain.js';
 import { versionInForce } from './timing-status.js';
+import { shortTiming } from '../schedule/calendar.js';
 
 /** How recent a fire may be for an alive runner without a row to count as "still contending". */
 const STILL_CONTENDING_MS = 5_000;
@@ -502,8 +503,8 @@ export function notAFireOf(
   const inForce = versionInForce(timings, at);
   const timing =
     inForce && !isFileTiming(job, inForce)
-      ? `timing version ${inForce.version}, "${inForce.schedule}" (${inForce.timezone})`
-      : `"${job.schedule ?? 'none'}" (${job.timezone})`;
+      ? `timing version ${inForce.version}, "${shortTiming(inForce.schedule)}" (${inForce.timezone})`
+      : `"${job.schedule != null ? shortTiming(job.schedule) : 'none'}" (${job.timezone})`;
   return (
     `${formatInstant(at)} is not a fire of ${timing}; ` +
     `the next fire after it is ${formatInstant(next)} UTC`

@@ -45,6 +45,8 @@ export const SKIP_LABEL: Record<SkipKind, 'taken' | 'overlap' | 'paused' | 'upst
   paused: 'paused',
   upstream: 'upstream',
   pool: 'pool',
+  // Written by the calendar watch, never by a contention: no skip is counted with it.
+  calendar: 'paused',
 };
 
 /** The `reason` labels of `baton_skips_total`. */

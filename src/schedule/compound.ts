@@ -24,6 +24,7 @@
  */
 import { parseDuration } from '../durations.js';
 import { parseFrom } from '../instants.js';
+import { CalendarFilter, checkItem, parseClause, type CalendarClauses } from './calendar.js';
 import { nextFires, type Schedule } from './schedule.js';
 
 /** The canonical text of a timing from its pieces (config/load.ts writes the file's forms so). */
@@ -82,12 +83,27 @@ export function parseCompound(
   let from: Date | null = null;
   let until: Date | null = null;
   let maxFires: number | null = null;
+  const calendars: CalendarClauses = { skip: [], only: [], shift: 'none' };
+  let shiftSaid = false;
   for (const raw of boundTexts) {
+    const clause = parseClause(raw);
+    if (clause) {
+      if (clause[0] === 'shift') {
+        if (shiftSaid) throw new Error(`"${text}" says shift twice`);
+        shiftSaid = true;
+        calendars.shift = clause[1] as CalendarClauses['shift'];
+      } else {
+        const [word, name, items] = clause;
+        for (const item of items) checkItem(item, timezone);
+        calendars[word].push({ name, items });
+      }
+      continue;
+    }
     const m = /^\s*(from|until|max)\s+(\S+)\s*$/i.exec(raw);
     if (!m) {
       throw new Error(
         `"${raw.trim()}" after ";" in "${text}" is not a bound: write from <instant>, ` +
-          'until <instant> or max <count>',
+          'until <instant>, max <count>, or a calendar clause (skip, only, shift)',
       );
     }
     const word = m[1]!.toLowerCase();
@@ -116,7 +132,7 @@ export function parseCompound(
     throw new Error(`"${text}" has an empty schedule between "|" or before ";"`);
   }
   const parts = partTexts.map((p) => parsePart(p, cron));
-  const union = (after: Date): Date | null => {
+  const unionOfParts = (after: Date): Date | null => {
     let next: Date | null = null;
     for (const part of parts) {
       const at = part(after);
@@ -124,6 +140,12 @@ export function parseCompound(
     }
     return next;
   };
+  // The calendars judge the parts' union; the bounds then count and cut what they allow.
+  const filter =
+    calendars.skip.length + calendars.only.length > 0 || calendars.shift !== 'none'
+      ? new CalendarFilter(calendars, timezone)
+      : null;
+  const union = filter ? (after: Date) => filter.next(unionOfParts, after) : unionOfParts;
   // The last fire: until's, or the max-th fire from `from` (counted once, here).
   let lastMs = until?.getTime() ?? Number.POSITIVE_INFINITY;
   if (maxFires != null) {
@@ -139,11 +161,23 @@ export function parseCompound(
     const next = union(start);
     return next && next.getTime() <= lastMs ? next : null;
   };
+  const bounded = (at: Date) => at.getTime() >= firstMs && at.getTime() <= lastMs;
   return {
     expression: text,
     timezone,
     nextAfter,
     nextN: (count, after) => nextFires(nextAfter, count, after),
+    ...(filter
+      ? {
+          calendarSkips: (from: Date, to: Date, max: number) =>
+            filter
+              .excluded(unionOfParts, from, to, max)
+              .filter((skip) => bounded(skip.at))
+              .map((skip) =>
+                skip.movedTo && !bounded(skip.movedTo) ? { ...skip, movedTo: null } : skip,
+              ),
+        }
+      : {}),
   };
 }
 

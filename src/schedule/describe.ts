@@ -3,6 +3,7 @@
  * Words describe the expression in the job's own time zone, which is printed next to it.
  */
 import cronstrue from 'cronstrue';
+import { shortTiming } from './calendar.js';
 import { isCompound } from './compound.js';
 import { daysMatchBoth } from './cron.js';
 
@@ -12,7 +13,7 @@ export function describeSchedule(expression: string): string {
     const [body = '', ...bounds] = expression.split(';').map((p) => p.trim());
     const parts = body.split('|').map((p) => p.trim());
     const words = parts.map((p) => (/^@(every|at)\b/i.test(p) ? p.slice(1) : describeSchedule(p)));
-    return [words.join('; or '), ...bounds].join('; ');
+    return shortTiming([words.join('; or '), ...bounds].join('; '));
   }
   let words: string;
   try {

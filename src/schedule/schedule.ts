@@ -2,6 +2,8 @@
  * A job's fires as every runner computes them: a cron expression (cron.ts), or several, an
  * interval, instants and bounds (compound.ts). Its own module so that both can name it.
  */
+import type { CalendarSkip } from './calendar.js';
+
 export interface Schedule {
   /** The timing's text: the expression, or compound.ts's line. */
   readonly expression: string;
@@ -10,6 +12,11 @@ export interface Schedule {
   nextAfter(after: Date): Date | null;
   /** The next `count` fires strictly after `after`. */
   nextN(count: number, after: Date): Date[];
+  /**
+   * With calendars (calendar.ts): the fires they skipped in (from, to], oldest first, at most
+   * `max` — each with the calendar and, with `shift`, where it moved. Absent without calendars.
+   */
+  calendarSkips?(from: Date, to: Date, max: number): CalendarSkip[];
 }
 
 /** The next `count` fires strictly after `after`, by a schedule's `nextAfter`. */

@@ -21,6 +21,7 @@
  * the change was recorded, whose day is neither: for a daily change that is the old timing's next
  * fire (03:00 → 04:00 recorded at noon: E = 03:00 the next day, which then runs at 04:00 only).
  */
+import type { CalendarSkip } from './calendar.js';
 import { parseSchedule, type Schedule } from './cron.js';
 import { nextFires } from './schedule.js';
 
@@ -61,12 +62,26 @@ export function switchedSchedule(
     }
     return null;
   };
+  const calendarSkips = (from: Date, to: Date, max: number): CalendarSkip[] => {
+    const out: CalendarSkip[] = [];
+    for (let i = 0; i < segments.length && out.length < max; i++) {
+      const { from: start, schedule } = segments[i]!;
+      if (!schedule?.calendarSkips) continue;
+      const lo = Math.max(from.getTime(), start.getTime() - 1);
+      const hi = Math.min(to.getTime(), ends[i]! - 1);
+      if (hi <= lo) continue;
+      out.push(...schedule.calendarSkips(new Date(lo), new Date(hi), max - out.length));
+    }
+    return out;
+  };
   return {
     expression: own.expression,
     timezone: own.timezone,
     segments,
     nextAfter,
     nextN: (count, after) => nextFires(nextAfter, count, after),
+    // Each segment's calendar skips within its own stretch: a skip is the version's in force.
+    ...(segments.some((s) => s.schedule?.calendarSkips) ? { calendarSkips } : {}),
     versionAt(at) {
       let version: number | null = null;
       for (const s of segments) if (s.from.getTime() <= at.getTime()) version = s.version;

@@ -405,33 +405,58 @@ export async function insertMissed(
   });
 }
 
+/**
+ * A fire's calendar skip (schedule/calendar.ts): the instant its schedule has and its calendars
+ * skipped, written once by whichever runner writes it first, in the fire key's `winner = 0`
+ * slot. Its id, or null when another runner wrote it first.
+ */
+export function insertCalendarSkip(
+  db: Queryable,
+  attempt: Attempt,
+  reason: string,
+): Promise<number | null> {
+  return writeSlotZero(db, attempt, 'skipped', reason, 'calendar', false);
+}
+
 /** The `missed` row; its id, or null when another runner wrote it first (or won the fire). */
-async function writeMissed(
+function writeMissed(
   db: Queryable,
   attempt: Attempt,
   reason: string,
   kind: MissedKind,
 ): Promise<number | null> {
-  const a = attempt;
   // A winner already there wins: the fire ran (or runs) after all. One that comes later meets a
   // `missed` row the way it would meet the look-back's.
-  const unlessWon =
-    kind === 'not-claimed' || kind === 'no-eligible-runner'
-      ? `WHERE NOT EXISTS (SELECT 1 FROM baton_runs AS w
+  const unlessWon = kind === 'not-claimed' || kind === 'no-eligible-runner';
+  return writeSlotZero(db, attempt, 'missed', reason, kind, unlessWon);
+}
+
+/** A decided row of a fire in its `winner = 0` slot: its id, or null when one is there. */
+async function writeSlotZero(
+  db: Queryable,
+  a: Attempt,
+  status: 'missed' | 'skipped',
+  reason: string,
+  kind: MissedKind | 'calendar',
+  onlyUnlessWon: boolean,
+): Promise<number | null> {
+  const unlessWon = onlyUnlessWon
+    ? `WHERE NOT EXISTS (SELECT 1 FROM baton_runs AS w
           WHERE w.namespace = ? AND w.job = ? AND w.scheduled_at = ? AND w.rerun = ?
             AND w.winner >= 1)`
-      : '';
+    : '';
   try {
     const [res] = await db.query<ResultSetHeader>(
       `INSERT INTO baton_runs (namespace, job, scheduled_at, rerun, winner, triggered_by, status,
          reason, reason_kind, host, pid, started_at, finished_at)
-       SELECT ?, ?, ?, ?, 0, ?, 'missed', ?, ?, ?, ?, NOW(3), NOW(3) FROM DUAL ${unlessWon}`,
+       SELECT ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, NOW(3), NOW(3) FROM DUAL ${unlessWon}`,
       [
         a.namespace,
         a.job,
         a.scheduledAt,
         a.rerun ?? 0,
         a.trigger,
+        status,
         truncate(reason, REASON_MAX),
         kind,
         a.host,

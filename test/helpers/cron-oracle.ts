@@ -305,3 +305,114 @@ export function firesWithin(
   }
   return out;
 }
+
+/**
+ * The fires of a timing with calendar clauses (src/schedule/calendar.ts's grammar, as
+ * docs/schedules.md states it) in [from, to], judged independently: the fires of the timing
+ * without its clauses and bounds (`oracleTimingFires`, walked `reachDays` wider for `shift`); a
+ * fire is excluded when its wall date (the oracle's own offsets) is on a `skip` day or range or
+ * its instant in a `skip` span, or on none of the `only` items; with `shift`, an excluded fire
+ * moves to the same wall time of the nearest day (up to `reachDays` away) whose instant is not
+ * excluded — a wall time the clocks skip read as the gap's end plus the time into it — and each
+ * instant counts once; then `from` and `until` cut. Wall-time spans and `max` are not judged here.
+ */
+export function oracleCalendarFires(
+  text: string,
+  zone: string,
+  from: Date,
+  to: Date,
+  reachDays = 2,
+): Date[] {
+  const pieces = text.split(';').map((s) => s.trim());
+  const clauses = pieces.filter((p) => /^(skip|only|shift)\b/.test(p));
+  const bounds = pieces.slice(1).filter((p) => /^(from|until)\b/.test(p));
+  const bound = (word: string) =>
+    bounds.find((b) => b.startsWith(`${word} `))?.slice(word.length + 1);
+  const first = bound('from') ? Date.parse(bound('from')!) : -Infinity;
+  const last = bound('until') ? Date.parse(bound('until')!) : Infinity;
+  const shift = clauses.find((c) => c.startsWith('shift '))?.slice(6) ?? 'none';
+  const itemsOf = (word: string) =>
+    clauses.filter((c) => c.startsWith(`${word} `)).flatMap((c) => c.split(/\s+/).slice(2));
+  const skips = itemsOf('skip');
+  const onlys = itemsOf('only');
+  const hasOnly = clauses.some((c) => c.startsWith('only '));
+  const dayOf = (t: number) => new Date(wallAt(zone, t)).toISOString().slice(0, 10);
+  const covers = (item: string, t: number): boolean => {
+    if (item.includes('/')) {
+      const [a, b] = item.split('/').map((v) => Date.parse(v));
+      return t >= a! && t < b!;
+    }
+    const [a, b = a] = item.split('..');
+    const day = dayOf(t);
+    return day >= a! && day <= b!;
+  };
+  const allowed = (t: number) =>
+    !skips.some((i) => covers(i, t)) && (!hasOnly || onlys.some((i) => covers(i, t)));
+  const reach = shift === 'none' ? 0 : reachDays * 86_400_000;
+  const base = oracleTimingFires(
+    pieces[0]!,
+    zone,
+    new Date(from.getTime() - reach),
+    new Date(to.getTime() + reach),
+  );
+  const out = new Set<number>();
+  for (const d of base) {
+    const t = d.getTime();
+    if (allowed(t)) out.add(t);
+    else if (shift !== 'none') {
+      const wall = wallAt(zone, t);
+      for (let k = 1; k <= reachDays; k++) {
+        const target = wall + (shift === 'next' ? k : -k) * 86_400_000;
+        const moved = instantOfWallOracle(zone, target);
+        if (allowed(moved)) {
+          out.add(moved);
+          break;
+        }
+      }
+    }
+  }
+  return [...out]
+    .filter((t) => t >= from.getTime() && t <= to.getTime() && t >= first && t <= last)
+    .sort((a, b) => a - b)
+    .map((t) => new Date(t));
+}
+
+/**
+ * The instant whose wall clock in `zone` is `wall` (a UTC date with the wall's fields): of the
+ * instants `wall − o` for every quarter-hour offset o within ±15 h, the earliest that reads
+ * `wall`; none (a gap): `wall` minus the offset 15 hours before it.
+ */
+function instantOfWallOracle(zone: string, wall: number): number {
+  const QUARTER = 15 * 60_000;
+  for (let o = 15 * 60 * 60_000; o >= -15 * 60 * 60_000; o -= QUARTER) {
+    const t = wall - o;
+    if (wallAt(zone, t) === wall) return t;
+  }
+  return wall - intlOffset(zone, Math.floor((wall - 15 * HOUR_MS) / 60_000) * 60_000);
+}
+
+/** Five-field expressions: every field form, fixed-time and every-match (the oracle tests'). */
+export const FIVE_FIELD_EXPRESSIONS = [
+  '0 2 * * *',
+  '30 2 * * *',
+  '15 1 * * *',
+  '45 1 * * *',
+  '0 0-23/2 * * *',
+  '23 0-23/2 * * *',
+  '5-50/10 2 * * *',
+  '0 2,*/12 * * *',
+  '0,30 1-3 * * *',
+  '*/15 * * * *',
+  '30 * * * *',
+  '0 */2 * * *',
+  '15 */3 * * *',
+  '0 0 * * *',
+  '30 23 * * *',
+  '0 3 * * SUN',
+  '0 2 * * sun-sat',
+  '0 12 */2 * MON',
+  '0 1 1-7 * SUN',
+  '@daily',
+  '@hourly',
+  '@midnight',
+];

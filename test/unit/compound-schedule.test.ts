@@ -7,7 +7,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseSchedule } from '../../src/schedule/cron.js';
-import { firesWithin, oracleTimingFires, transitions2027 } from '../helpers/cron-oracle.js';
+import {
+  FIVE_FIELD_EXPRESSIONS,
+  firesWithin,
+  oracleCalendarFires,
+  oracleTimingFires,
+  transitions2027,
+} from '../helpers/cron-oracle.js';
 
 const HOUR = 3_600_000;
 
@@ -41,6 +47,91 @@ function timings(around: number): string[] {
     `0 2 * * * | @every 5h; from ${iso(around - 8 * HOUR)}; until ${iso(around + 6 * HOUR)}; max 4`,
   ];
 }
+
+/** More forms: weekdays, month days, twice a day, intervals with anchors off the hour. */
+const MORE = [
+  '0 9 * * 1-5',
+  '0 18 * * MON-FRI',
+  '0 4 1 * *',
+  '0 0 1,15 * *',
+  '*/5 * * * *',
+  '10 * * * *',
+  '0 6,18 * * *',
+  '45 23 * * *',
+  '0 2 * * 6,0',
+  '@weekly',
+  '@every 6h',
+  '@every 2h anchor 2027-01-01T00:30:00Z',
+  '0 1 * * * | 0 13 * * *',
+  '@every 1d anchor 2027-01-01T02:30:00Z',
+  '0 3 * * 2,4',
+  '20 4,16 * * *',
+  '0 */4 * * SAT',
+];
+
+/**
+ * 50 timings: the cron oracle's five-field expressions, this file's compound ones (but those
+ * counted with `max`, whose count the calendars change: judged by hand below), and MORE.
+ */
+function fiftyTimings(around: number): string[] {
+  const compound = timings(around).filter((t) => !/;\s*max\b/.test(t));
+  return [...FIVE_FIELD_EXPRESSIONS, ...compound, ...MORE].slice(0, 50);
+}
+
+/**
+ * The calendars each timing is judged with around an instant `t`: its day skipped; the day
+ * before and it, shifted to the next allowed day; it shifted to the previous one; a span of
+ * instants over the transition skipped; only the day before and a span over the transition.
+ */
+function calendarsAround(t: number, zone: string): string[] {
+  const day = (ms: number) =>
+    new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date(ms));
+  const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+  const [before, today] = [day(t - 86_400_000), day(t)];
+  return [
+    `skip hol ${today}`,
+    `skip hol ${before}..${today}; shift next`,
+    `skip hol ${today}; shift previous`,
+    `skip freeze ${iso(t - 2 * HOUR)}/${iso(t + HOUR)}`,
+    `only open ${before} ${iso(t - 2 * HOUR)}/${iso(t + 3 * HOUR)}`,
+  ];
+}
+
+describe('calendars agree with the independent evaluator', () => {
+  it.each(ZONES)(
+    '50 timings around every DST transition of 2027 in %s, with and without calendars',
+    (zone) => {
+      const wrong: string[] = [];
+      let judged = 0;
+      for (const t of transitions2027(zone)) {
+        const [from, to] = [new Date(t - 10 * HOUR), new Date(t + 10 * HOUR)];
+        const all = fiftyTimings(t);
+        expect(all).toHaveLength(50);
+        for (const text of all) {
+          for (const calendar of ['', ...calendarsAround(t, zone)]) {
+            const line = calendar ? `${text}; ${calendar}` : text;
+            const baton = firesWithin(parseSchedule(line, zone), from, to).map((d) =>
+              d.toISOString(),
+            );
+            const oracle = (
+              calendar
+                ? oracleCalendarFires(line, zone, from, to)
+                : oracleTimingFires(line, zone, from, to)
+            ).map((d) => d.toISOString());
+            judged++;
+            if (baton.join() !== oracle.join()) {
+              wrong.push(
+                `${line} (${zone}):\n  baton  ${baton.join(' ')}\n  oracle ${oracle.join(' ')}`,
+              );
+            }
+          }
+        }
+      }
+      expect(wrong.slice(0, 5)).toEqual([]);
+      expect(judged).toBeGreaterThanOrEqual(50 * 6);
+    },
+  );
+});
 
 describe('lists, intervals, instants and bounds agree with the independent evaluator', () => {
   it.each(ZONES)('around every DST transition of 2027 in %s', (zone) => {

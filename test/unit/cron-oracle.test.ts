@@ -7,35 +7,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseSchedule } from '../../src/schedule/cron.js';
-import { firesWithin, oracleFires, transitions2027 } from '../helpers/cron-oracle.js';
+import {
+  FIVE_FIELD_EXPRESSIONS,
+  firesWithin,
+  oracleFires,
+  transitions2027,
+} from '../helpers/cron-oracle.js';
 
 const HOUR = 3_600_000;
 
 /** Five-field expressions: every field form, fixed-time and every-match. */
-const EXPRESSIONS = [
-  '0 2 * * *',
-  '30 2 * * *',
-  '15 1 * * *',
-  '45 1 * * *',
-  '0 0-23/2 * * *',
-  '23 0-23/2 * * *',
-  '5-50/10 2 * * *',
-  '0 2,*/12 * * *',
-  '0,30 1-3 * * *',
-  '*/15 * * * *',
-  '30 * * * *',
-  '0 */2 * * *',
-  '15 */3 * * *',
-  '0 0 * * *',
-  '30 23 * * *',
-  '0 3 * * SUN',
-  '0 2 * * sun-sat',
-  '0 12 */2 * MON',
-  '0 1 1-7 * SUN',
-  '@daily',
-  '@hourly',
-  '@midnight',
-];
+const EXPRESSIONS = FIVE_FIELD_EXPRESSIONS;
 /** Six-field ones (seconds first), walked second by second over a shorter window. */
 const WITH_SECONDS = [
   '30 30 2 * * *',

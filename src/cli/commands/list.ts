@@ -8,6 +8,7 @@ import { timingPrint } from '../../config/fingerprint.js';
 import { pendingSwitches, versionInForce } from '../../fleet/timing-status.js';
 import { ownVersion, readTimings, type TimingRecord } from '../../store/timings.js';
 import { describeSchedule } from '../../schedule/describe.js';
+import { shortTiming } from '../../schedule/calendar.js';
 import { plannedStart } from '../../schedule/jitter.js';
 import { childrenOf, describeAfter, scheduleText } from '../../config/dependencies.js';
 import { formatDuration } from '../../config/duration.js';
@@ -217,7 +218,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
         ],
         jobs.map((j) => [
           j.name,
-          j.schedule ?? '',
+          j.schedule != null ? shortTiming(j.schedule) : '',
           j.after ? describeAfter(j.after).replace(/^after /, '') : '',
           j.timezone,
           j.describe,
