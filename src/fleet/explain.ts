@@ -497,7 +497,20 @@ export function notAFireOf(
   timings: readonly TimingRecord[] = [],
 ): string | null {
   const next = nextFire(job, new Date(at.getTime() - 1), timings);
-  if (!next || next.getTime() === at.getTime()) return null;
+  if (next?.getTime() === at.getTime()) return null;
+  // An instant of the schedule its calendars skip: said so, and where it went.
+  const [skip] = scheduleOf(job, timings)?.calendarSkips?.(new Date(at.getTime() - 1), at, 1) ?? [];
+  if (skip?.at.getTime() === at.getTime()) {
+    const calendar =
+      skip.why === 'only'
+        ? `on none of its calendars ${skip.calendar}`
+        : `on calendar ${skip.calendar}`;
+    return (
+      `${formatInstant(at)} is ${calendar}: no fire` +
+      (skip.movedTo ? `; moved to ${formatInstant(skip.movedTo)} UTC (shift)` : ' (skipped)')
+    );
+  }
+  if (!next) return null;
   // The timing in force at the instant is what it is not a fire of, named where it is not the
   // file's.
   const inForce = versionInForce(timings, at);

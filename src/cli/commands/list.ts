@@ -56,6 +56,8 @@ interface ListedJob {
   placed: boolean;
   /** Its timing versions as the fleet fires them (null: none recorded, or no database to ask). */
   timing: ListedTiming | null;
+  /** The instants its calendars skip among the fires shown, and where `shift` moved each. */
+  calendarSkips: { at: string; calendar: string; movedTo: string | null }[];
 }
 
 /**
@@ -154,12 +156,15 @@ export const listCommand: CommandModule<object, ListArgs> = {
       // A job that runs only after its parents has no fires of its own: its parents' are its.
       // The fleet fires each instant by the timing version in force then (a change takes
       // effect at one instant for every runner: docs/schedules.md, "Changing a job's time").
-      const fires =
+      const schedule =
         job.schedule != null
-          ? scheduleByVersions(parseSchedule(job.schedule, job.timezone), records).nextN(
-              Math.max(0, Math.floor(args.count)),
-              after,
-            )
+          ? scheduleByVersions(parseSchedule(job.schedule, job.timezone), records)
+          : null;
+      const fires = schedule?.nextN(Math.max(0, Math.floor(args.count)), after) ?? [];
+      // What its calendars skip among the fires shown (docs/schedules.md, "Calendars").
+      const skipped =
+        schedule?.calendarSkips && fires.length > 0
+          ? schedule.calendarSkips(after, fires.at(-1)!, MAX_LISTED_SKIPS)
           : [];
       const words = [
         job.schedule != null ? describeSchedule(job.schedule) : null,
@@ -191,6 +196,11 @@ export const listCommand: CommandModule<object, ListArgs> = {
         runsOn: describePlacement(job, (ms) => formatDuration(ms, 'compact')),
         placed: job.runOn != null || job.prefer != null || job.every === true,
         timing: listedTiming(job, records, from),
+        calendarSkips: skipped.map((k) => ({
+          at: k.at.toISOString(),
+          calendar: k.calendar,
+          movedTo: k.movedTo?.toISOString() ?? null,
+        })),
       };
     });
     if (args.json) {
@@ -200,6 +210,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
     const versioned = jobs.some((j) => timingCell(j.timing) !== '');
     if (args.output !== 'wide') {
       process.stdout.write(renderCompact(jobs, from, pauses != null));
+      process.stdout.write(calendarNotes(jobs));
       return ExitCode.Ok;
     }
     process.stdout.write(
@@ -242,9 +253,25 @@ export const listCommand: CommandModule<object, ListArgs> = {
         ]),
       ),
     );
+    process.stdout.write(calendarNotes(jobs));
     return ExitCode.Ok;
   }),
 };
+
+/** The calendar skips among the fires shown: at most this many per job. */
+const MAX_LISTED_SKIPS = 20;
+
+/** One line per instant a job's calendars skip among its fires shown, after the table. */
+function calendarNotes(jobs: ListedJob[]): string {
+  const lines = jobs.flatMap((j) =>
+    j.calendarSkips.map(
+      (k) =>
+        `${j.name}: ${formatInstant(new Date(k.at))} skipped (calendar ${k.calendar})` +
+        (k.movedTo ? `, moved to ${formatInstant(new Date(k.movedTo))}` : ''),
+    ),
+  );
+  return lines.length > 0 ? `\n${lines.join('\n')}\n` : '';
+}
 
 /**
  * The view that fits the terminal (80 columns off one), as `crontab -l` and `kubectl get` do:

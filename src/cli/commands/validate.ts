@@ -1,3 +1,4 @@
+import { shortTiming } from '../../schedule/calendar.js';
 import type { CommandModule } from 'yargs';
 import { describeAfter } from '../../config/dependencies.js';
 import { formatDuration } from '../../config/duration.js';
@@ -37,7 +38,7 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
     for (const job of config.jobs) {
       const state = job.enabled ? '' : ' (disabled)';
       const when = [
-        job.schedule != null ? `"${job.schedule}" ${job.timezone}` : null,
+        job.schedule != null ? `"${shortTiming(job.schedule)}" ${job.timezone}` : null,
         job.after ? describeAfter(job.after) : null,
       ].filter((w) => w != null);
       process.stdout.write(
