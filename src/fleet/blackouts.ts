@@ -3,7 +3,9 @@
  * one stands at an instant of the database's clock, its one JSON shape, and the finding `status`
  * makes of one going on. Pure: the rows are store/blackouts.ts's.
  */
-import { endOf, takesEffect, type Blackout } from '../store/blackouts.js';
+import { describeCover, endOf, takesEffect, type Blackout } from '../store/blackouts.js';
+
+export { describeCover } from '../store/blackouts.js';
 import type { Warning } from './check-state.js';
 
 /** `upcoming` → `active` → `ended`; `cancelled`: ended early, or before it began. */
@@ -14,12 +16,6 @@ export function blackoutState(b: Blackout, now: Date): BlackoutState {
   if (b.cancelledAt && b.cancelledAt <= now && b.cancelledAt < b.endsAt) return 'cancelled';
   if (now < b.startsAt) return 'upcoming';
   return now < end ? 'active' : 'ended';
-}
-
-/** What it covers, in words: `every job` or `jobs a, b`. */
-export function describeCover(b: Pick<Blackout, 'jobs'>): string {
-  if (b.jobs == null) return 'every job';
-  return `${b.jobs.length === 1 ? 'job' : 'jobs'} ${b.jobs.join(', ')}`;
 }
 
 /** A blackout in every JSON document (`blackout --json`, `list --json`, `status --json`, the API). */

@@ -69,6 +69,12 @@ export function takesEffect(b: Blackout): boolean {
   return endOf(b) > b.startsAt;
 }
 
+/** What it covers, in words: `every job` or `jobs a, b`. */
+export function describeCover(b: Pick<Blackout, 'jobs'>): string {
+  if (b.jobs == null) return 'every job';
+  return `${b.jobs.length === 1 ? 'job' : 'jobs'} ${b.jobs.join(', ')}`;
+}
+
 /** Whether it covers `job` (a schedule created at run time, `<job>:<key>`, by its job). */
 export function coversJob(b: Blackout, job: string): boolean {
   return b.jobs == null || b.jobs.includes(job) || b.jobs.includes(jobOfSubject(job));
@@ -197,4 +203,22 @@ export async function blackoutsAround(
     [namespace, from, to, from],
   );
   return rows.map(toBlackout);
+}
+
+/**
+ * A blackout of `job` going on now, by the database's clock (the first to start), or null: what
+ * an operator's `baton run` is reminded of, as of a pause.
+ */
+export async function currentBlackout(
+  db: Queryable,
+  namespace: string,
+  job: string,
+): Promise<Blackout | null> {
+  const [rows] = await db.query<BlackoutRow[]>(
+    `SELECT ${COLUMNS} FROM baton_blackouts
+      WHERE namespace = ? AND starts_at <= NOW(3) AND ends_at > NOW(3) AND cancelled_at IS NULL
+      ORDER BY starts_at, id`,
+    [namespace],
+  );
+  return rows.map(toBlackout).find((b) => coversJob(b, job)) ?? null;
 }
