@@ -15,6 +15,9 @@
  * Waits are for rows, journal lines and deliveries, never for wall time alone.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { buildOverview } from '../../src/http/dashboard/overview.js';
+import { dashboardPage } from '../../dist/http/dashboard/page.js';
 import { writeSchedule } from '../helpers/cli.js';
 import { baton } from '../helpers/cli-in-process.js';
 import { byFire, dbNow, runs } from '../helpers/db.js';
@@ -313,6 +316,23 @@ describe('baton blackout, list and cancel', () => {
     );
     const status = await baton(['status', ...db]);
     expect(status.stdout).toMatch(/BLACKOUTS: 1/);
+    // The dashboard's overview lists it.
+    const overview = await buildOverview({
+      pool: fleet.db.conn,
+      namespace: 'freeze',
+      config: loadConfig(config, { connectionVariables: 'ignore' }),
+      host: 'b1',
+      now: await dbNow(fleet.db),
+      nextFire: () => null,
+      database: fleet.db.name,
+    });
+    expect(overview.blackouts).toEqual([
+      expect.objectContaining({ id, state: 'upcoming', jobs: null, createdBy: 'alice@ops-laptop' }),
+    ]);
+    // The page (the built one: it inlines the compiled script) has the panel that shows them.
+    const page = dashboardPage().html;
+    expect(page).toContain('id="blackouts-body"');
+    expect(page).toContain("$('blackouts-panel').hidden = o.blackouts.length === 0");
 
     const cancel = await baton(
       ['blackout', 'cancel', String(id), '--reason', 'moved', ...db],
