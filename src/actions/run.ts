@@ -24,6 +24,7 @@ import { recordAction, setActionOutcome } from '../store/audit.js';
 import { winnersOfFire } from '../store/fire-reads.js';
 import { findRun } from '../store/history-reads.js';
 import { findPause, type Pause } from '../store/pauses.js';
+import { currentBlackout, type Blackout } from '../store/blackouts.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
 import { assertPastFire, ownSchedule, timingsOf } from './past-fires.js';
@@ -159,18 +160,22 @@ export interface RunAction extends RunStart {
   auditId: number;
   /** The job's pause the run went ahead despite (a pause stops the schedule, not an operator). */
   pause: Pause | null;
+  /** A blackout of the job going on, which the run went ahead despite (likewise). */
+  blackout: Blackout | null;
 }
 
 export async function runJob(
   fires: OperatorFires,
   r: RunRequest,
   actor: Actor,
-  hooks: { paused?: (pause: Pause) => void } = {},
+  hooks: { paused?: (pause: Pause) => void; blackedOut?: (blackout: Blackout) => void } = {},
 ): Promise<RunAction> {
   const { pool, namespace } = fires;
   const job = r.job.name;
   const pause = await findPause(pool, namespace, job).catch(() => null);
   if (pause) hooks.paused?.(pause);
+  const blackout = await currentBlackout(pool, namespace, job).catch(() => null);
+  if (blackout) hooks.blackedOut?.(blackout);
   const recorded = recordedParams(r.job, r.params ?? NO_PARAMS);
   const audit = { namespace, job, ...actor };
   let planned;
@@ -229,6 +234,7 @@ export async function runJob(
   return {
     auditId,
     pause,
+    blackout,
     at: planned.at,
     rerun: await claimedGeneration(fires, r, planned, start),
     start,

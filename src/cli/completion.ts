@@ -52,6 +52,8 @@ export async function candidates(words: string[]): Promise<string[]> {
   try {
     // `definitions` takes a job, or its `apply` sub-command first.
     if (command === 'definitions') return ['apply', ...jobNames(args)];
+    // `blackout` takes its sub-commands; jobs come with --job.
+    if (command === 'blackout') return ['list', 'cancel'];
     if (JOB_COMMANDS.has(command)) return jobNames(args);
     if (RUN_ID_COMMANDS.has(command) && !(words.at(-1) ?? '').startsWith('-')) {
       return await runIds(args);

@@ -35,6 +35,7 @@ const COMMANDS: Record<string, CommandLoader> = {
   list: async () => [(await import('./commands/list.js')).listCommand],
   pause: async () => [(await import('./commands/pause.js')).pauseCommand],
   resume: async () => [(await import('./commands/pause.js')).resumeCommand],
+  blackout: async () => [(await import('./commands/blackout.js')).blackoutCommand],
   kill: async () => [(await import('./commands/kill.js')).killCommand],
   audit: async () => [(await import('./commands/audit.js')).auditCommand],
   validate: async () => [(await import('./commands/validate.js')).validateCommand],

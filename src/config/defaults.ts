@@ -59,6 +59,8 @@ export const NOTIFY_EVENTS = [
   'no-eligible-runner',
   'slow',
   'too-short',
+  'blackout-started',
+  'blackout-ended',
 ] as const;
 export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
 
@@ -67,6 +69,9 @@ export type NotifyEventName = (typeof NOTIFY_EVENTS)[number];
  * `slow` — which only a job with a `duration.warn` has, asked for by writing the warn, and told at
  * most once per run. Not `too-short`: it is a success, can come at every fire (a batch with
  * nothing to do), and the throttle does not hold it; asked for by name (docs/notifications.md).
+ * A blackout's start and end are: whoever is told of the job's failures must know that its fires
+ * stop and start again without anything failing, and there are two per blackout, whatever it
+ * covers (one event per target, not per job).
  */
 export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
   'failed',
@@ -74,6 +79,8 @@ export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEventName[] = [
   'lost',
   'recovered',
   'slow',
+  'blackout-started',
+  'blackout-ended',
 ];
 /**
  * The most `notify: {after}` may be: its streak is counted in the verdict's transaction, newest

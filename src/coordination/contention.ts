@@ -7,6 +7,7 @@ import type { EventTargets } from '../config/notify-targets.js';
 import type { JobPool } from '../config/pools.js';
 import type { OverlapPolicy, SkipRecord } from '../config/schema.js';
 import type { Queryable } from '../store/deadline.js';
+import type { Blackout } from '../store/blackouts.js';
 import type { Pause } from '../store/pauses.js';
 import type { RunningRun } from '../store/run-verdicts.js';
 import type { SkipKind } from '../run-status.js';
@@ -104,7 +105,10 @@ export interface ContendOptions {
    * runner wins the fire in its own slot, under that slot's lock. Instead of `workers`.
    */
   slot?: number;
-  /** Skip the fire when the job is paused (scheduled and catch-up fires; not manual runs). */
+  /**
+   * Skip the fire when the job is paused, or the fire's instant is in a blackout of the job
+   * (scheduled and catch-up fires; not manual runs).
+   */
   pauseCheck?: boolean;
   /** Whom the job's events are told to: a dead earlier run declared `lost` here notifies them. */
   eventTargets?: EventTargets;
@@ -133,7 +137,8 @@ export interface ContendOptions {
  * that a winner waits one round trip, not three, before its row is written (fire lag).
  */
 export interface Prefetch {
-  pause: Promise<Pause | null>;
+  /** The job's pause, or else a blackout the fire's instant is in. */
+  pause: Promise<Pause | Blackout | null>;
   /**
    * The job's `running` rows, read beside GET_LOCK: once the lock is ours, those found with their
    * runner gone are declared lost without another read. null: look them up once the lock is held
@@ -145,7 +150,7 @@ export interface Prefetch {
   /** The pool step (pool-slots.ts), for a job with a pool. */
   pool: PoolClaim | null;
   /** Reads the pause again: a fire that waited for a pool slot may have been paused meanwhile. */
-  pauseNow: () => Promise<Pause | null>;
+  pauseNow: () => Promise<Pause | Blackout | null>;
   /**
    * Writes this runner's skip row of the fire now, before the job's lock is given back: a fire
    * found with its pool full is decided for the fleet by that row, and a runner taking the lock

@@ -17,6 +17,7 @@ import {
 } from '../store/fire-writes.js';
 import { lockHolders, runsOfLockSessions, winnersOfFires } from '../store/fire-reads.js';
 import { findPauses, type Pause } from '../store/pauses.js';
+import { blackoutsAround, coveringBlackout, type Blackout } from '../store/blackouts.js';
 import { jobOfSubject } from '../schedule-keys.js';
 import { poolUses, type PoolAsk, type PoolUse } from '../store/pool-reads.js';
 import { findRunningRuns, type RunningRun } from '../store/run-verdicts.js';
@@ -57,6 +58,12 @@ export interface FireAsk {
   fullPoolSettles?: boolean;
 }
 
+/** A fire asked about its pause: its job and its instant (a blackout covers instants). */
+export interface PauseAsk {
+  job: string;
+  scheduledAt: Date;
+}
+
 export interface HolderAsk extends FireAsk {
   lockName: string;
 }
@@ -85,15 +92,31 @@ export class FireBatches {
   ) {}
 
   /**
-   * The job's pause, if it is paused. A dynamic schedule's subject (`<job>:<key>`) is paused by
-   * its own pause or its job's: pausing a job pauses every schedule of it.
+   * What pauses the fire, if anything: the job's pause, or else a blackout its instant is in. A
+   * dynamic schedule's subject (`<job>:<key>`) is paused by its own pause or its job's, and
+   * blacked out by its job's blackouts: pausing a job pauses every schedule of it. Two
+   * statements for the whole batch, side by side: the pauses of its jobs, and the blackouts
+   * around its instants (each fire is then judged by its own instant, not by the clock).
    */
-  readonly pause = new Batcher<string, Pause | null>(
-    async (jobs) => {
+  readonly pause = new Batcher<PauseAsk, Pause | Blackout | null>(
+    async (asks) => {
+      const jobs = asks.map((a) => a.job);
       const names = unique([...jobs, ...jobs.map(jobOfSubject)]);
-      const pauses = await findPauses(this.pool, this.namespace, names);
-      return jobs.map((job) => ({
-        value: pauses.get(job) ?? pauses.get(jobOfSubject(job)) ?? null,
+      const instants = asks.map((a) => a.scheduledAt.getTime());
+      const [pauses, blackouts] = await Promise.all([
+        findPauses(this.pool, this.namespace, names),
+        blackoutsAround(
+          this.pool,
+          this.namespace,
+          new Date(Math.min(...instants)),
+          new Date(Math.max(...instants)),
+        ),
+      ]);
+      return asks.map(({ job, scheduledAt }) => ({
+        value:
+          pauses.get(job) ??
+          pauses.get(jobOfSubject(job)) ??
+          coveringBlackout(blackouts, job, scheduledAt),
       }));
     },
     ...ONE_AT_A_TIME,

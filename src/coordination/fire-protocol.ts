@@ -202,7 +202,9 @@ export async function contend(
   }
   if (options.heldBack) return skip(options.heldBack);
   const pauseNow = () =>
-    options.pauseCheck ? batches.pause.load(attempt.job) : Promise.resolve(null);
+    options.pauseCheck
+      ? batches.pause.load({ job: attempt.job, scheduledAt: attempt.scheduledAt })
+      : Promise.resolve(null);
   const prefetch: Prefetch = {
     pause: quiet(pauseNow()),
     running: overlap === 'skip' ? quiet(batches.running.load(attempt.job)) : null,

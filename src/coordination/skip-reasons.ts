@@ -9,6 +9,7 @@
  */
 import { describePool, type PoolDefinition } from '../config/pools.js';
 import type { SkipKind, Trigger } from '../run-status.js';
+import { blackoutReason, type Blackout } from '../store/blackouts.js';
 import { pausedReason, type Pause } from '../store/pauses.js';
 import type { PoolUse } from '../store/pool-reads.js';
 import type { Run } from '../store/runs.js';
@@ -30,8 +31,9 @@ const seen = (r: SkipReason): SkipReason => ({ ...r, sawWinner: true });
 
 const iso = (d: Date): string => d.toISOString();
 
-export function paused(pause: Pause): SkipReason {
-  return { kind: 'paused', text: pausedReason(pause) };
+/** The job is paused, or the fire's instant is in a blackout of it: both are kind `paused`. */
+export function paused(by: Pause | Blackout): SkipReason {
+  return { kind: 'paused', text: 'startsAt' in by ? blackoutReason(by) : pausedReason(by) };
 }
 
 /** Fan-out: this runner already runs a slot of this fire, and takes at most one per fire. */

@@ -6,8 +6,10 @@
  * 2. If so, the runner takes the namespace's notify lock (`GET_LOCK(…, 0)` on a connection of its
  *    own) and, holding it, decides: the throttle lets a new failure through or holds it, held
  *    failures whose window has passed become one summary, a recovery folds the held ones in; the
- *    evaluations no verdict carries (`no-success`, `runner-gone`, `no-eligible-runner`) run here, every 15 s, and write
- *    their events under the unique key — once per episode. Then it claims the due rows
+ *    evaluations no verdict carries (`no-success`, `runner-gone`, `no-eligible-runner`, a
+ *    blackout's start and end) run here, every 15 s — and at a blackout's edge, once an
+ *    evaluation has seen it coming — and write their events under the unique key: once per
+ *    episode. Then it claims the due rows
  *    (`claim_until`: the claim lapses if this runner dies) and lets the lock go.
  * 3. It delivers what it claimed, outside the lock, and records each outcome: sent, a retry
  *    with backoff, or given up. A claim that lapsed is taken over by whoever comes next; a
@@ -55,6 +57,8 @@ import {
 } from '../store/notifications.js';
 import { DEFAULT_GONE_AFTER_MS, listRunners, runnerState } from '../store/runners.js';
 import { databaseNow, unplacedEpisode } from '../store/fire-reads.js';
+import { listBlackouts } from '../store/blackouts.js';
+import { BLACKOUT_EVENTS, BLACKOUT_NEWS_MS, blackoutNotices } from './blackout-notices.js';
 
 export const NOTIFY_INTERVAL_MS = 1_000;
 /** How often the evaluations without a verdict (no-success, runner-gone, detached) run. */
@@ -150,6 +154,8 @@ export class Notifier {
   private readonly stopSignal = new AbortController();
   private loop: Promise<void> | null = null;
   private lastEvaluation = 0;
+  /** When (this process's clock) the next blackout start or end is due: evaluate then. */
+  private nextBlackoutEdge: number | null = null;
   /** Whether the pass under way evaluated the fleet events (for onPass). */
   private evaluatedInPass = false;
   /** Distinguishes this process's claims from any other's, even on the same host. */
@@ -191,8 +197,9 @@ export class Notifier {
     const config = this.o.config();
     const targets = Object.keys(config.notifyTargets);
     if (!pool || targets.length === 0) return 0;
+    const edgeDue = this.nextBlackoutEdge != null && Date.now() >= this.nextBlackoutEdge;
     const evaluate =
-      Date.now() - this.lastEvaluation >= this.t.evaluateMs && hasEvaluations(config);
+      (Date.now() - this.lastEvaluation >= this.t.evaluateMs || edgeDue) && hasEvaluations(config);
     if (!evaluate && !(await anythingDue(pool, this.o.namespace, targets))) return 0;
     const claimed = await this.underLock(pool, async (db) => {
       if (evaluate) {
@@ -460,6 +467,19 @@ export class Notifier {
         });
       }
     }
+    if (config.jobs.some((j) => BLACKOUT_EVENTS.some((e) => j.notify?.on.includes(e)))) {
+      // Those not over, and those over within the week (a start or an end not yet told).
+      const since = new Date(now.getTime() - BLACKOUT_NEWS_MS);
+      const blackouts = await listBlackouts(db, ns, { endedSince: since });
+      const told = blackoutNotices(ns, config.jobs, blackouts, now);
+      notices.push(...told.notices);
+      // On this process's clock: the database's `now` was read a moment ago.
+      this.nextBlackoutEdge = told.nextEdge
+        ? Date.now() + (told.nextEdge.getTime() - now.getTime())
+        : null;
+    } else {
+      this.nextBlackoutEdge = null;
+    }
     const added = await enqueueNotices(db, notices);
     if (added > 0) this.o.log.info({ added }, 'notifications: fleet events recorded');
   }
@@ -467,9 +487,16 @@ export class Notifier {
 
 function hasEvaluations(config: Config): boolean {
   return config.jobs.some((j) =>
-    (['no-success', 'runner-gone', 'detached', 'no-eligible-runner'] as const).some((e) =>
-      j.notify?.on.includes(e),
-    ),
+    (
+      [
+        'no-success',
+        'runner-gone',
+        'detached',
+        'no-eligible-runner',
+        'blackout-started',
+        'blackout-ended',
+      ] as const
+    ).some((e) => j.notify?.on.includes(e)),
   );
 }
 

@@ -19,6 +19,7 @@ export const WARNING_KINDS = [
   'failing',
   'slow',
   'paused',
+  'blackout',
   'notify-failing',
 ] as const;
 export type WarningKind = (typeof WARNING_KINDS)[number];
@@ -39,7 +40,8 @@ export function severityOf(kind: WarningKind, { warnPaused = false } = {}): Seve
   ) {
     return 'critical';
   }
-  if (kind === 'paused') return warnPaused ? 'warning' : 'info';
+  // A blackout is a pause of many jobs at once, and weighs as one.
+  if (kind === 'paused' || kind === 'blackout') return warnPaused ? 'warning' : 'info';
   if (kind === 'timing-switch') return 'info';
   return 'warning';
 }

@@ -36,7 +36,9 @@
  * - `slow` (warning): a job with a run going on past its warn (`duration.warn`), by the row's
  *   `warn_at` (docs/configuration.md) — while it runs; its `slow` event and the history keep it;
  * - `paused` (informational; a warning with `warnPaused`): each paused job, since a pause is easy
- *   to forget.
+ *   to forget;
+ * - `blackout` (as `paused`): each blackout going on (fleet/blackouts.ts). A job it covers is
+ *   not judged `no-success` meanwhile, as a paused one is not.
  * `no-runner`, `no-eligible-runner`, `no-success` and `detached` are critical; the others are
  * warnings.
  */
@@ -46,6 +48,8 @@ import type { Config, JobAfter } from '../config/schema.js';
 import type { OutboxState } from '../store/notification-reads.js';
 import { notifyWarnings } from './notify-warnings.js';
 import type { Pause } from '../store/pauses.js';
+import { coversJob, type Blackout } from '../store/blackouts.js';
+import { blackoutState, blackoutToJson, blackoutWarnings } from './blackouts.js';
 import {
   DEFAULT_GONE_AFTER_MS,
   runnerState,
@@ -168,6 +172,8 @@ export interface StatusInput {
   pools?: PoolStatus[];
   /** The fleet's timing versions by job (store/timings.ts); absent: not read. */
   timings?: ReadonlyMap<string, readonly TimingRecord[]>;
+  /** The blackouts not over (going on and to come, store/blackouts.ts); absent: none. */
+  blackouts?: readonly Blackout[];
 }
 
 export interface StatusReport {
@@ -182,6 +188,8 @@ export interface StatusReport {
   warnPaused: boolean;
   /** The local file's pools (docs/pools.md); empty without any. */
   pools: PoolStatus[];
+  /** The blackouts going on and to come, by start. */
+  blackouts: Blackout[];
 }
 
 /** Every job name the report covers: the local file's, the live runners', paused and running. */
@@ -259,6 +267,9 @@ export function buildStatus(input: StatusInput): StatusReport {
   if (input.timings) warnings.push(...timingWarnings(liveRecords, input.timings, now));
 
   const pauses = new Map(input.pauses.map((p) => [p.job, p]));
+  const blackouts = [...(input.blackouts ?? [])];
+  const blackedOut = (job: string) =>
+    blackouts.some((b) => blackoutState(b, now) === 'active' && coversJob(b, job));
   const definitions = new Map(input.config?.jobs.map((j) => [j.name, j]));
   const jobs: JobStatus[] = [];
   const deadMan: Warning[] = [];
@@ -304,7 +315,7 @@ export function buildStatus(input: StatusInput): StatusReport {
     });
     const placed = noEligibleWarning(name, def?.enabled ?? null, liveRecords);
     if (placed) unplaced.push(placed);
-    if (expected && !pause && now.getTime() > expected.overdueAt.getTime()) {
+    if (expected && !pause && !blackedOut(name) && now.getTime() > expected.overdueAt.getTime()) {
       deadMan.push(noSuccessWarning(name, lastSuccessAt, since!, expected.expectMs, now));
     }
     if (failures && !pause && def?.enabled !== false) {
@@ -313,6 +324,7 @@ export function buildStatus(input: StatusInput): StatusReport {
   }
   warnings.push(...unplaced, ...deadMan, ...failing, ...slowWarnings(running));
   for (const p of input.pauses) warnings.push(pausedWarning(p));
+  warnings.push(...blackoutWarnings(blackouts, now));
   if (input.notifications) warnings.push(...notifyWarnings(input.notifications));
 
   const warnPaused = input.warnPaused ?? false;
@@ -328,6 +340,7 @@ export function buildStatus(input: StatusInput): StatusReport {
     state,
     warnPaused,
     pools,
+    blackouts,
   };
 }
 
@@ -549,6 +562,7 @@ export function statusToJson(report: StatusReport) {
       severity: severityOf(w.kind, { warnPaused: report.warnPaused }),
     })),
     pools: report.pools.map(poolToJson),
+    blackouts: report.blackouts.map((b) => blackoutToJson(b, report.now)),
   };
 }
 

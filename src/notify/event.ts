@@ -10,7 +10,7 @@ import { findRun } from '../store/history-reads.js';
 import type { Queryable } from '../store/deadline.js';
 import type { NoticeRow } from '../store/notifications.js';
 import type { Run } from '../store/runs.js';
-import type { NotificationEvent, UpstreamFacts } from './types.js';
+import type { BlackoutFacts, NotificationEvent, UpstreamFacts } from './types.js';
 
 /** The output excerpt: the end of the run's output, enough to see the error. */
 export const OUTPUT_EXCERPT_CHARS = 2_000;
@@ -32,7 +32,8 @@ export async function buildEvent(
 ): Promise<NotificationEvent> {
   const run = db && row.runId != null && row.event !== 'test' ? await findRun(db, row.runId) : null;
   const d = row.details ?? {};
-  const isJob = !['runner-gone', 'detached', 'test'].includes(row.event);
+  const blackout = row.event.startsWith('blackout-') ? blackoutFacts(d) : null;
+  const isJob = !['runner-gone', 'detached', 'test'].includes(row.event) && !blackout;
   // A soft limit's event tells the run as it was when it was flagged (its details), the same on
   // every try: a slow run told while it ran has ended by a retry.
   const limit = row.event === 'slow' || row.event === 'too-short' ? limitFacts(d) : null;
@@ -57,6 +58,7 @@ export async function buildEvent(
     runId: row.runId,
     count: typeof d.count === 'number' ? d.count : null,
     upstream: row.event === 'upstream' ? upstreamFacts(d, run) : null,
+    blackout,
     text: '',
     at: row.createdAt.toISOString(),
   };
@@ -89,6 +91,25 @@ function upstreamFacts(d: Record<string, unknown>, run: Run | null): UpstreamFac
     reason: text(d.reason) ?? run?.reason ?? null,
   };
 }
+
+/** The details a blackout's event was written with (daemon/blackout-notices.ts). */
+function blackoutFacts(d: Record<string, unknown>): BlackoutFacts {
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  return {
+    id: typeof d.blackout === 'number' ? d.blackout : 0,
+    from: text(d.from),
+    until: text(d.until),
+    endsAt: text(d.endsAt) || text(d.until),
+    jobs: Array.isArray(d.jobs) ? d.jobs.map(String) : null,
+    reason: text(d.reason),
+    by: text(d.by),
+    cancelledBy: typeof d.cancelledBy === 'string' ? d.cancelledBy : null,
+  };
+}
+
+/** `every job`, `job a`, `jobs a, b`. */
+const covers = (b: BlackoutFacts) =>
+  b.jobs == null ? 'every job' : `${b.jobs.length === 1 ? 'job' : 'jobs'} ${b.jobs.join(', ')}`;
 
 /** What became of a parent's run, for the `upstream` headline: `failed (run 123)`. */
 export function parentOutcome(u: UpstreamFacts): string {
@@ -168,6 +189,18 @@ function headline(e: NotificationEvent, run: Run | null, d: Record<string, unkno
       const n = e.count ?? 0;
       const since = typeof d.since === 'string' ? ` since ${minute(d.since)}` : '';
       return `${e.job} failed ${n} more time${n === 1 ? '' : 's'}${since}`;
+    }
+    case 'blackout-started': {
+      const b = e.blackout!;
+      return (
+        `blackout #${b.id} began: the scheduled fires of ${covers(b)} are skipped until ` +
+        `${minute(b.endsAt)} (${b.by}: ${b.reason})`
+      );
+    }
+    case 'blackout-ended': {
+      const b = e.blackout!;
+      const early = b.cancelledBy ? `, ended early by ${b.cancelledBy}` : '';
+      return `blackout #${b.id} ended${early}: the scheduled fires of ${covers(b)} run again (${b.by}: ${b.reason})`;
     }
     case 'test':
       return `test notification from baton${typeof d.by === 'string' ? ` (sent by ${d.by})` : ''}`;

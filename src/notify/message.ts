@@ -6,7 +6,7 @@
  */
 import { formatDuration } from '../config/duration.js';
 import { oneLine, truncate } from '../text.js';
-import type { NotificationEvent, UpstreamFacts } from './types.js';
+import type { BlackoutFacts, NotificationEvent, UpstreamFacts } from './types.js';
 
 /** Bumped only when a field changes meaning or goes away; new fields keep version 1. */
 export const EVENT_DOCUMENT_VERSION = 1;
@@ -32,6 +32,8 @@ export interface EventDocument {
   count: number | null;
   /** For `upstream`: the parent that did not let the child run, its run and status, why. */
   upstream: UpstreamFacts | null;
+  /** For `blackout-started` and `blackout-ended`: the blackout. */
+  blackout: BlackoutFacts | null;
   text: string;
   at: string;
 }
@@ -66,6 +68,18 @@ export function eventDocument(e: NotificationEvent): EventDocument {
           reason: e.upstream.reason,
         }
       : null,
+    blackout: e.blackout
+      ? {
+          id: e.blackout.id,
+          from: e.blackout.from,
+          until: e.blackout.until,
+          endsAt: e.blackout.endsAt,
+          jobs: e.blackout.jobs,
+          reason: e.blackout.reason,
+          by: e.blackout.by,
+          cancelledBy: e.blackout.cancelledBy,
+        }
+      : null,
     text: e.text,
     at: e.at,
   };
@@ -84,6 +98,10 @@ function facts(e: NotificationEvent): [string, string][] {
     ['host', e.host],
     ['parent', parentFact(e.upstream)],
     ['reason', e.upstream?.reason == null ? null : oneLine(e.upstream.reason, 500)],
+    ['blackout', e.blackout ? `#${e.blackout.id} by ${e.blackout.by}` : null],
+    ['reason', e.blackout ? oneLine(e.blackout.reason, 500) : null],
+    ['from', e.blackout?.from ?? null],
+    ['until', e.blackout?.endsAt ?? null],
     ['exit code', e.exitCode == null ? null : String(e.exitCode)],
     ['duration', e.durationMs == null ? null : formatDuration(e.durationMs, 'brief')],
     [
@@ -179,7 +197,12 @@ export function eventEnv(e: NotificationEvent): Record<string, string> {
     BATON_EVENT_PARENT: envValue(e.upstream?.parent ?? null),
     BATON_EVENT_PARENT_RUN_ID: envValue(e.upstream?.parentRunId ?? null),
     BATON_EVENT_PARENT_STATUS: envValue(e.upstream?.parentStatus ?? null),
-    BATON_EVENT_REASON: envValue(e.upstream?.reason ?? null),
+    BATON_EVENT_REASON: envValue(e.upstream?.reason ?? e.blackout?.reason ?? null),
+    BATON_EVENT_BLACKOUT_ID: envValue(e.blackout?.id ?? null),
+    BATON_EVENT_BLACKOUT_FROM: envValue(e.blackout?.from ?? null),
+    BATON_EVENT_BLACKOUT_UNTIL: envValue(e.blackout?.endsAt ?? null),
+    BATON_EVENT_BLACKOUT_JOBS: envValue(e.blackout ? (e.blackout.jobs?.join(',') ?? '*') : null),
+    BATON_EVENT_BLACKOUT_BY: envValue(e.blackout?.by ?? null),
     BATON_EVENT_TEXT: envValue(e.text),
     BATON_EVENT_AT: envValue(e.at),
   };

@@ -42,6 +42,8 @@ export interface NotificationEvent {
   count: number | null;
   /** For `upstream`: the parent that did not let the child run, and why; null otherwise. */
   upstream: UpstreamFacts | null;
+  /** For `blackout-started` and `blackout-ended`: the blackout; null (or absent) otherwise. */
+  blackout?: BlackoutFacts | null;
   /** One line for people: "settle failed on batch-2 (exit 3), fire of 2026-12-03 03:00 UTC". */
   text: string;
   /** When the event was recorded (ISO). */
@@ -58,6 +60,22 @@ export interface UpstreamFacts {
   parentRunId: number | null;
   parentStatus: string | null;
   reason: string | null;
+}
+
+/**
+ * A blackout (`baton blackout`) as its two events tell it: its id, its range [from, until), when
+ * it ends or ended (`endsAt`: its cancel, when that came first, then `cancelledBy` says who), the
+ * jobs it covers (null: every job), why, and who recorded it (`operator@host`).
+ */
+export interface BlackoutFacts {
+  id: number;
+  from: string;
+  until: string;
+  endsAt: string;
+  jobs: string[] | null;
+  reason: string;
+  by: string;
+  cancelledBy: string | null;
 }
 
 /** How a delivery went. */

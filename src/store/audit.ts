@@ -20,6 +20,9 @@ export const AUDIT_ACTIONS = [
   // baton definitions apply: a timing version recorded, a pending one's instant moved.
   'timing',
   'retime',
+  // baton blackout: one recorded, one ended early.
+  'blackout',
+  'blackout-cancel',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

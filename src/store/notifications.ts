@@ -35,6 +35,8 @@ export type NoticeKind =
   | 'no-eligible-runner'
   | 'slow'
   | 'too-short'
+  | 'blackout-started'
+  | 'blackout-ended'
   | 'summary'
   | 'test';
 

@@ -19,6 +19,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 const COMMAND_FILES = [
   'audit',
   'backfill',
+  'blackout',
   'definitions',
   'explain',
   'history',

@@ -47,6 +47,9 @@ describe('notify: {after}', () => {
       recovered: ['ops'],
       // On by default too (soft limits): only a job with a `duration.warn` ever has it.
       slow: ['ops'],
+      // On by default too: a blackout's start and end (docs/notifications.md).
+      'blackout-started': ['ops'],
+      'blackout-ended': ['ops'],
       failuresInARow: 3,
     });
     const inherited = parseConfig(

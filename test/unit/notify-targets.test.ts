@@ -125,7 +125,7 @@ describe('webhook', () => {
     expect(r!.headers['x-baton-event']).toBe('failed');
     expect(r!.headers.authorization).toBe(HEADER_SECRET);
     const doc = JSON.parse(r!.body) as Record<string, unknown>;
-    expect(doc).toEqual({ version: 1, ...event, limitMs: null });
+    expect(doc).toEqual({ version: 1, ...event, limitMs: null, blackout: null });
     expect(doc).toEqual(eventDocument(event));
   });
 

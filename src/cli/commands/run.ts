@@ -8,6 +8,7 @@ import { checkedReason, operatorName } from '../../operator.js';
 import { winnersOfFire } from '../../store/fire-reads.js';
 import { findRun } from '../../store/history-reads.js';
 import { pausedReason, type Pause } from '../../store/pauses.js';
+import { blackoutReason } from '../../store/blackouts.js';
 import type { Queryable } from '../../store/deadline.js';
 import { action } from '../action.js';
 import { ForegroundSession } from '../foreground-fire.js';
@@ -180,6 +181,15 @@ export const runCommand: CommandModule<object, RunArgs> = {
             if (!args.json) {
               process.stderr.write(
                 `baton: note: ${job.name} is ${pausedReason(pause)}; running it because you asked\n`,
+              );
+            }
+          },
+          // So does a blackout: it skips the schedule's fires, not this one.
+          blackedOut: (blackout) => {
+            if (!args.json) {
+              process.stderr.write(
+                `baton: note: ${job.name}'s scheduled fires are ${blackoutReason(blackout)}; ` +
+                  'running it because you asked\n',
               );
             }
           },

@@ -33,6 +33,8 @@ import {
 } from '../../store/fleet-reads.js';
 import { outboxState, type OutboxState } from '../../store/notification-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
+import { endOf, listBlackouts, type Blackout } from '../../store/blackouts.js';
+import { blackoutState, describeCover } from '../../fleet/blackouts.js';
 import { listRunners, type RunnerRecord } from '../../store/runners.js';
 import { countSchedules } from '../../store/schedules.js';
 import { formatInstant } from '../../text.js';
@@ -68,7 +70,8 @@ interface StatusArgs extends CommonArgs {
 
 const EPILOGUE = `Exit status, as a monitoring check (Nagios, Icinga, Sensu):
   0 OK        nothing to act on; a paused job is only informational (unless --warn-paused)
-  1 WARNING   runner-gone, clock-offset, schedule-drift, failing, slow, paused with --warn-paused
+  1 WARNING   runner-gone, clock-offset, schedule-drift, failing, slow, paused and blackout with
+              --warn-paused
   2 CRITICAL  no-runner (no runner alive in the namespace), no-eligible-runner (runners are
               alive, but none may run a job: its runOn), no-success (a job past its expect)
   3 UNKNOWN   no verdict: the database cannot be read, a bad option or schedules file (the
@@ -88,7 +91,9 @@ no-success (the dead-man's switch: an enabled job of the schedules file with no 
 failing (a job's runs failed, timed out or were lost since its last success — all of them when
 it never succeeded — until it succeeds again; not for a paused or disabled job),
 slow (a job with a run going on past its warn, duration.warn: the row's warn_at, any runner's),
-paused (a job paused with "baton pause").
+paused (a job paused with "baton pause"),
+blackout (a blackout going on, "baton blackout": the fires of the jobs it covers are skipped as
+paused until it ends; a job it covers is not judged no-success meanwhile).
 
 The first line says the state, what it is about, and which namespace was read and why
 (--namespace, BATON_NAMESPACE, the schedules file, or the default when there is none).
@@ -101,7 +106,9 @@ schedules created at run time, live ones, per job), running: [{ runId, job, host
 startedAt, runningForMs, attempts, warnAt (null: no warn), slow }], jobs: [{ name, inConfig, enabled, schedule (null: none of
 its own), timezone, after ({ jobs, on, withinMs } or null), nextFire, paused, pause, lastSuccessAt, failuresSinceSuccess, lastFailure, expectMs,
 overdueAt, loadedBy, ineligibleOn: [{ host, why }] }], warnings: [{ kind, severity: critical|warning|info, message, job?,
-hosts? }] } (every finding is in warnings, whatever its severity); UNKNOWN prints { state,
+hosts? }], blackouts: [{ id, state: active|upcoming, from, until, endsAt, jobs (null: every
+job), reason, createdBy, createdAt, cancelledAt, cancelledBy }] (those going on and to come) }
+(every finding is in warnings, whatever its severity); UNKNOWN prints { state,
 exitCode, healthy, error }. clockOffsetMs is how far the runner's clock is ahead of the
 database's (negative: behind).`;
 
@@ -124,7 +131,7 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
       .option('warn-paused', {
         type: 'boolean',
         default: false,
-        describe: 'a paused job is a warning (exit 1) rather than informational',
+        describe: 'a paused job or a blackout going on is a warning (exit 1), not informational',
       })
       .option('watch', WATCH_OPTION)
       .epilogue(EPILOGUE)
@@ -236,6 +243,8 @@ interface FleetFacts {
   timings?: Map<string, TimingRecord[]>;
   /** Library mode's schedules created at run time: how many each job has (live ones). */
   schedules: Map<string, number>;
+  /** The blackouts going on and to come. */
+  blackouts?: Blackout[];
 }
 
 /**
@@ -294,6 +303,7 @@ async function readFleet(
       : undefined;
     const timings = await orEmpty(readTimings(conn, namespace), undefined, noTable);
     const schedules = await orEmpty(countSchedules(conn, namespace), new Map(), noTable);
+    const blackouts = await orEmpty(listBlackouts(conn, namespace), [], noTable);
     return {
       now,
       databaseClock: true,
@@ -305,6 +315,7 @@ async function readFleet(
       pools,
       ...(timings ? { timings } : {}),
       schedules,
+      blackouts,
     };
   } finally {
     await conn.end().catch(() => {});
@@ -338,6 +349,8 @@ function label(w: Warning): string {
       return `${job} slow`;
     case 'paused':
       return `${job} paused`;
+    case 'blackout':
+      return w.job ? `${job} blacked out` : 'blackout on';
     case 'held':
       return `${job} held on ${host}`;
     case 'switch-anomaly':
@@ -445,6 +458,7 @@ function render(
   }
 
   out.push(renderSchedules(schedules));
+  out.push(renderBlackouts(report));
 
   if (report.warnings.length === 0) {
     out.push('\nno warnings\n');
@@ -464,6 +478,24 @@ function render(
     }
   }
   return out.join('');
+}
+
+/** The blackouts going on and to come; nothing when there are none. */
+function renderBlackouts(report: StatusReport): string {
+  if (report.blackouts.length === 0) return '';
+  const rows = report.blackouts.map((b) => [
+    `#${b.id}`,
+    blackoutState(b, report.now),
+    formatInstant(b.startsAt),
+    formatInstant(endOf(b)),
+    describeCover(b),
+    b.createdBy,
+    b.reason,
+  ]);
+  return (
+    `\nBLACKOUTS: ${report.blackouts.length} (baton blackout list)\n` +
+    table(['ID', 'STATE', 'FROM (UTC)', 'UNTIL (UTC)', 'COVERS', 'BY', 'REASON'], rows)
+  );
 }
 
 /** How many schedules created at run time each job has; nothing when there are none. */

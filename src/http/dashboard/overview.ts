@@ -41,6 +41,8 @@ import {
 } from '../../store/dashboard-reads.js';
 import { runnersNow } from '../../store/fire-reads.js';
 import { listPauses, type Pause } from '../../store/pauses.js';
+import { listBlackouts } from '../../store/blackouts.js';
+import { blackoutToJson, type BlackoutJson } from '../../fleet/blackouts.js';
 import type { RunStatus, Trigger } from '../../run-status.js';
 import type { Queryable } from '../../store/deadline.js';
 
@@ -192,6 +194,8 @@ export interface Overview {
   failures: FailureOverview[];
   /** The schedule's pools, their slots and holders (per live host for a host pool). */
   pools: ReturnType<typeof poolToJson>[];
+  /** The blackouts going on and to come (`baton blackout`), by start. */
+  blackouts: BlackoutJson[];
 }
 
 export async function buildOverview(source: DashboardSource): Promise<Overview> {
@@ -215,6 +219,7 @@ export async function buildOverview(source: DashboardSource): Promise<Overview> 
     runners: [],
     failures: [],
     pools: [],
+    blackouts: [],
   });
   if (!source.pool) {
     return scheduleOnly(
@@ -239,6 +244,7 @@ export async function buildOverview(source: DashboardSource): Promise<Overview> 
     runners: history.runners,
     failures: history.failures.map(failureOverview),
     pools: history.pools.map(poolToJson),
+    blackouts: history.blackouts.map((b) => blackoutToJson(b, source.now)),
   };
 }
 
@@ -276,7 +282,8 @@ async function readHistory(
   const hosts = runners.filter((r) => r.state === 'alive').map((r) => r.host);
   const where = { database: source.database, namespace: source.namespace };
   const pools = await readPoolStatus(db, where, Object.values(source.config.pools), hosts);
-  return { pauses, runners, fires, failures, pools };
+  const blackouts = await listBlackouts(db, source.namespace);
+  return { pauses, runners, fires, failures, pools, blackouts };
 }
 
 function hasCode(err: unknown): err is Error & { code: string } {

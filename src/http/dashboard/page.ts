@@ -182,6 +182,20 @@ ${LEGEND.map(
     </div>
   </section>
 
+  <section id="blackouts-panel" class="panel" aria-labelledby="blackouts-title" hidden>
+    <h2 id="blackouts-title">Blackouts <small>scheduled fires inside them are skipped as paused</small></h2>
+    <div class="scroll">
+      <table id="blackouts">
+        <caption class="visually-hidden">Blackouts going on and to come</caption>
+        <thead><tr>
+          <th scope="col">Blackout</th><th scope="col">When</th><th scope="col">From – until</th>
+          <th scope="col">Jobs</th><th scope="col">By, why</th>
+        </tr></thead>
+        <tbody id="blackouts-body"></tbody>
+      </table>
+    </div>
+  </section>
+
   <section class="panel" aria-labelledby="failures-title">
     <h2 id="failures-title">Recent failures <small id="failures-limit"></small></h2>
     <ol id="failures-list" class="failures"></ol>

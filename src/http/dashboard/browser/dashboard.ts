@@ -39,6 +39,21 @@ interface OverviewJson {
   runners: RunnerJson[];
   failures: FailureJson[];
   pools: PoolJson[];
+  blackouts: BlackoutJson[];
+}
+
+/** blackoutToJson in ../../../fleet/blackouts.ts. */
+interface BlackoutJson {
+  id: number;
+  /** upcoming, active (ended and cancelled ones are not listed). */
+  state: string;
+  from: string;
+  until: string;
+  endsAt: string;
+  /** null: every job. */
+  jobs: string[] | null;
+  reason: string;
+  createdBy: string;
 }
 
 /** poolToJson in ../../../fleet/status.ts. */
@@ -575,6 +590,20 @@ interface ErrorAnswer {
     ]);
   }
 
+  function blackoutRow(b: BlackoutJson, o: OverviewJson): HTMLElement {
+    const when =
+      b.state === 'active'
+        ? 'on, ends ' + relative(b.endsAt, o.now)
+        : 'starts ' + relative(b.from, o.now);
+    return el('tr', { 'data-blackout': String(b.id) }, [
+      el('th', { scope: 'row', text: '#' + b.id }),
+      el('td', { class: 'nowrap' + (b.state === 'active' ? ' offset-bad' : ''), text: when }),
+      el('td', { class: 'nowrap', text: utc(b.from) + ' – ' + utc(b.endsAt) + ' UTC' }),
+      el('td', { text: b.jobs == null ? 'every job' : b.jobs.join(', ') }),
+      el('td', { text: b.createdBy + ': ' + b.reason }),
+    ]);
+  }
+
   function failureItem(f: FailureJson, o: OverviewJson): HTMLElement {
     const facts = [
       'fire ' + utc(f.scheduledAt) + ' UTC (' + relative(f.scheduledAt, o.now) + ')',
@@ -685,6 +714,12 @@ interface ErrorAnswer {
     replace(
       'pools-body',
       o.pools.map((p) => poolRow(p, o)),
+    );
+
+    $('blackouts-panel').hidden = o.blackouts.length === 0;
+    replace(
+      'blackouts-body',
+      o.blackouts.map((b) => blackoutRow(b, o)),
     );
 
     replace(
