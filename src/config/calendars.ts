@@ -107,10 +107,12 @@ export function readCalendarFile(file: string): FileRead {
     root = new ICAL.Component(ICAL.parse(text));
   } catch (err) {
     const message = (err as Error).message;
-    // ical.js names the line's text, not its number: found again in the file.
+    // ical.js names the line's text, not its number: found again in the file. The text itself
+    // is not repeated: a path written wrong may point at a file of secrets.
     const quoted = [...message.matchAll(/"([^"]+)"/g)].at(-1)?.[1];
     const line = quoted ? lineOf(quoted) : undefined;
-    return { problem: { ...(line ? { line } : {}), message: `not iCalendar: ${message}` } };
+    const what = message.replace(/\s*"[^"]{4,}"\s*$/, '').replace(/"[^"]{4,}"/g, '…');
+    return { problem: { ...(line ? { line } : {}), message: `not iCalendar: ${what}` } };
   }
   if (root.name !== 'vcalendar') {
     return { problem: { line: 1, message: 'not iCalendar: no BEGIN:VCALENDAR' } };

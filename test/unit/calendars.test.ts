@@ -237,8 +237,14 @@ describe('calendars: in the schedules file', () => {
       'BEGIN:VCALENDAR\nVERSION:2.0\nthis is not a line\nEND:VCALENDAR\n',
     );
     expect(problems(yaml('  bank:\n    file: broken.ics\n', '    skipOn: [bank]\n'))).toEqual([
-      expect.stringMatching(/^broken\.ics:3:: not iCalendar: .*this is not a line/),
+      expect.stringMatching(/^broken\.ics:3:: not iCalendar: invalid line/),
     ]);
+    // A path that points at another file: its line is named, never shown.
+    writeFileSync(path.join(dir, 'secrets.env'), 'API_TOKEN=s3cr3t-value\n');
+    const leaked = problems(yaml('  bank:\n    file: secrets.env\n', '    skipOn: [bank]\n'));
+    expect(leaked).toHaveLength(1);
+    expect(leaked[0]).toMatch(/^secrets\.env:(1|undefined)::/);
+    expect(leaked[0]).not.toContain('s3cr3t');
     writeFileSync(
       path.join(dir, 'zone.ics'),
       'BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:x\nDTSTART;TZID=Mars/Olympus:20270101T100000\nEND:VEVENT\nEND:VCALENDAR\n',
