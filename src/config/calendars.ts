@@ -98,21 +98,20 @@ export function readCalendarFile(file: string): FileRead {
     return { problem: { message: `cannot read the calendar file (${code ?? 'error'})` } };
   }
   const lines = text.split(/\r?\n/);
-  const lineOf = (needle: string, from = 0): number | undefined => {
-    const i = lines.findIndex((l, n) => n >= from && l.includes(needle));
-    return i < 0 ? undefined : i + 1;
-  };
   let root: ICAL.Component;
   try {
     root = new ICAL.Component(ICAL.parse(text));
   } catch (err) {
-    const message = (err as Error).message;
-    // ical.js names the line's text, not its number: found again in the file. The text itself
-    // is not repeated: a path written wrong may point at a file of secrets.
-    const quoted = [...message.matchAll(/"([^"]+)"/g)].at(-1)?.[1];
-    const line = quoted ? lineOf(quoted) : undefined;
-    const what = message.replace(/\s*"[^"]{4,}"\s*$/, '').replace(/"[^"]{4,}"/g, '…');
-    return { problem: { ...(line ? { line } : {}), message: `not iCalendar: ${what}` } };
+    // ical.js names the line's text, not its number: the first line that is no content line
+    // (`NAME;params:value`, or a folded continuation) is found here. Neither is repeated: a path
+    // written wrong may point at a file of secrets.
+    const bad = lines.findIndex(
+      (l) => l.trim() !== '' && !/^[ \t]/.test(l) && !/^[A-Za-z0-9-]+[;:]/.test(l),
+    );
+    const what = (err as Error).message.split('"')[0]!.replace(/\s*\([^)]*$/, '').trim();
+    return {
+      problem: { ...(bad >= 0 ? { line: bad + 1 } : {}), message: `not iCalendar: ${what}` },
+    };
   }
   if (root.name !== 'vcalendar') {
     return { problem: { line: 1, message: 'not iCalendar: no BEGIN:VCALENDAR' } };
