@@ -108,7 +108,10 @@ export function readCalendarFile(file: string): FileRead {
     const bad = lines.findIndex(
       (l) => l.trim() !== '' && !/^[ \t]/.test(l) && !/^[A-Za-z0-9-]+[;:]/.test(l),
     );
-    const what = (err as Error).message.split('"')[0]!.replace(/\s*\([^)]*$/, '').trim();
+    const what = (err as Error).message
+      .split('"')[0]!
+      .replace(/\s*\([^)]*$/, '')
+      .trim();
     return {
       problem: { ...(bad >= 0 ? { line: bad + 1 } : {}), message: `not iCalendar: ${what}` },
     };
