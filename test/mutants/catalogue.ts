@@ -836,6 +836,47 @@ export const MUTANTS: readonly Mutant[] = [
     ],
   },
   {
+    id: 'calendar-ignored',
+    guarantee: 'not-when-told',
+    what:
+      "A job's calendars no longer filter its fires: a holiday's instant runs (and is still " +
+      'recorded as skipped), a shifted fire runs at both instants.',
+    edits: [
+      {
+        file: 'src/schedule/compound.ts',
+        find: 'const union = filter ? (after: Date) => filter.next(unionOfParts, after) : unionOfParts;',
+        replace: 'const union = unionOfParts;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/calendars.test.ts',
+        test: 'run nothing inside it, write one calendar row per excluded instant, and run a moved fire once',
+      },
+    ],
+  },
+  {
+    id: 'blackout-ignored',
+    guarantee: 'not-when-told',
+    what:
+      "A fire's pause check no longer looks at the blackouts: the fires inside one run as if it " +
+      'were not there.',
+    edits: [
+      {
+        file: 'src/coordination/fire-batches.ts',
+        find: '          coveringBlackout(blackouts, job, scheduledAt),',
+        replace:
+          '          (blackouts.length < 0 ? coveringBlackout(blackouts, job, scheduledAt) : null),',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/in-process/blackout.test.ts',
+        test: 'skips every fire inside it as paused, on every runner; runs again by itself; told twice',
+      },
+    ],
+  },
+  {
     id: 'definition-fence-dropped',
     guarantee: 'one-timing',
     what:

@@ -27,6 +27,8 @@ export const GUARANTEES = {
   pools: "A pool's N, never more: at most N runs of its jobs are claimed and running at once",
   'one-timing':
     'One timing at a time, fleet-wide: no instant runs under a timing the fleet has left',
+  'not-when-told':
+    'No run where the fleet is told not to: an instant its calendars skip, a fire in a blackout',
 } as const;
 
 export type Guarantee = keyof typeof GUARANTEES;
