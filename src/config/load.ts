@@ -22,7 +22,7 @@ import type { JobPool, PoolDefinition } from './pools.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
 import { buildCalendars, type Calendars } from './calendars.js';
-import { MAX_SHIFT_SCAN } from '../schedule/calendar.js';
+import { MAX_SHIFT_SCAN, MAX_TIMING_BYTES } from '../schedule/calendar.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
 import { formatDuration } from './duration.js';
 import {
@@ -528,7 +528,11 @@ function boundedSchedule(
     job.maxFires != null ? `max ${job.maxFires}` : null,
   ].filter((b) => b != null);
   if (job.schedule == null) {
-    for (const key of ['from', 'until', 'maxFires', 'skipOn', 'onlyOn', 'shift'] as const) {
+    for (const key of ['from', 'until', 'maxFires'] as const) {
+      if (job[key] != null)
+        report(key, `\`${key}\` bounds a job's own schedule; this job has none`);
+    }
+    for (const key of ['skipOn', 'onlyOn', 'shift'] as const) {
       if (job[key] != null)
         report(key, `\`${key}\` applies to a job's own schedule; this job has none`);
     }
@@ -559,7 +563,16 @@ function boundedSchedule(
     }
     clauses.push(`shift ${job.shift}`);
   }
-  return [job.schedule, ...bounds, ...clauses].join('; ');
+  const line = [job.schedule, ...bounds, ...clauses].join('; ');
+  const bytes = Buffer.byteLength(line);
+  if (bytes > MAX_TIMING_BYTES) {
+    report(
+      job.onlyOn ? 'onlyOn' : 'skipOn',
+      `its calendars make its timing ${bytes} bytes long, more than the ${MAX_TIMING_BYTES} a ` +
+        'timing version holds: write fewer days and spans (a range for consecutive days)',
+    );
+  }
+  return line;
 }
 
 /**

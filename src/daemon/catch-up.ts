@@ -16,6 +16,7 @@
  * It stops without recording anything when the runner stops or loses the database: the recovery
  * after the reconnect walks again, from the fires still without a run.
  */
+import { isBlackoutReason } from '../store/blackouts.js';
 import type { JobDefinition } from '../config/schema.js';
 import { delay } from '../delay.js';
 import type { KeepAlive } from '../keep-alive.js';
@@ -129,6 +130,8 @@ export async function catchUpAll(
       }
       if (!outcome || outcome.status === 'stopped' || outcome.status === 'not-attempted') return;
       if (outcome.status === 'skipped') {
+        // A blackout covers its own instants: the fires after it are judged each by its own.
+        if (outcome.kind === 'paused' && isBlackoutReason(outcome.reason)) continue;
         if (outcome.kind === 'paused' || outcome.kind === 'behind') {
           const why = outcome.kind === 'paused' ? 'the job is paused' : 'a later fire is running';
           await recordLeft(c, job, fires.slice(i + 1), why);

@@ -20,6 +20,12 @@ import type { WallClock } from '../instants.js';
 import { parseFrom } from '../instants.js';
 import { addDays, dateText, instantOfWall, startOfDay, wallClockAt } from './zoned.js';
 
+/**
+ * The longest timing line calendars may make: `baton_timings.schedule` is TEXT (65,535 bytes),
+ * and a timing no runner can record would never take effect (config/load.ts refuses it).
+ */
+export const MAX_TIMING_BYTES = 60_000;
+
 /** How far a shifted fire may move: a year of days, then it is skipped. */
 export const MAX_SHIFT_DAYS = 366;
 

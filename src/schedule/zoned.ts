@@ -44,8 +44,9 @@ function offsetAt(timezone: string, ms: number): number {
 
 /**
  * The instant of `wall` in `timezone`. A wall time the clocks skip (a spring-forward gap) is the
- * instant the gap ends at plus the time into it — 02:30 on a night that jumps from 02:00 to 03:00
- * is 03:30 — as croner reads it; a wall time the clocks pass twice is its first.
+ * moment the clock jumps — 02:30 on a night that jumps from 02:00 to 03:00 is 03:00 — as a
+ * fixed-time cron fire is (docs/schedules.md, "The daylight-saving rule"); a wall time the clocks
+ * pass twice is its first.
  */
 export function instantOfWall(timezone: string, wall: WallClock): number {
   const asUtc = utcMs(wall);
@@ -57,8 +58,16 @@ export function instantOfWall(timezone: string, wall: WallClock): number {
     const at = asUtc - offset;
     if (utcMs(wallClockAt(timezone, at)) === asUtc) return at;
   }
-  // In a gap: no instant reads `wall`; the time into the gap, after it.
-  return asUtc - before;
+  // In a gap: no instant reads `wall`. Before the jump every instant reads earlier, from it on
+  // later: the first instant (whole seconds, as transitions are) that reads later is the jump.
+  let lo = Math.floor((asUtc - Math.max(before, after)) / 1000) * 1000;
+  let hi = Math.ceil((asUtc - Math.min(before, after)) / 1000) * 1000;
+  while (hi - lo > 1000) {
+    const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+    if (utcMs(wallClockAt(timezone, mid)) > asUtc) hi = mid;
+    else lo = mid;
+  }
+  return hi;
 }
 
 /** `YYYY-MM-DD` of a wall clock. */

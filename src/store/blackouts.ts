@@ -100,12 +100,22 @@ export function coveringBlackout(
   return first;
 }
 
+const BLACKOUT_REASON_START = 'paused by blackout #';
+
 /**
  * The skip reason of a fire inside a blackout; starts with `paused` as a pause's does, so that
  * filters on it (the dashboard's, people's) take both.
  */
 export function blackoutReason(b: Blackout): string {
-  return `paused by blackout #${b.id} (${b.createdBy}) until ${endOf(b).toISOString()}: ${b.reason}`;
+  return `${BLACKOUT_REASON_START}${b.id} (${b.createdBy}) until ${endOf(b).toISOString()}: ${b.reason}`;
+}
+
+/**
+ * Whether a `paused` skip is a blackout's: it covers its own instants only, where a job's pause
+ * covers every fire until it is lifted (a catch-up walk goes on past the one, not the other).
+ */
+export function isBlackoutReason(reason: string): boolean {
+  return reason.startsWith(BLACKOUT_REASON_START);
 }
 
 export interface NewBlackout {

@@ -313,7 +313,7 @@ export function firesWithin(
  * fire is excluded when its wall date (the oracle's own offsets) is on a `skip` day or range or
  * its instant in a `skip` span, or on none of the `only` items; with `shift`, an excluded fire
  * moves to the same wall time of the nearest day (up to `reachDays` away) whose instant is not
- * excluded — a wall time the clocks skip read as the gap's end plus the time into it — and each
+ * excluded — a wall time the clocks skip read as the moment the clock jumps — and each
  * instant counts once; then `from` and `until` cut. Wall-time spans and `max` are not judged here.
  */
 export function oracleCalendarFires(
@@ -380,7 +380,7 @@ export function oracleCalendarFires(
 /**
  * The instant whose wall clock in `zone` is `wall` (a UTC date with the wall's fields): of the
  * instants `wall − o` for every quarter-hour offset o within ±15 h, the earliest that reads
- * `wall`; none (a gap): `wall` minus the offset 15 hours before it.
+ * `wall`; none (a gap): the first whole minute from 15 hours before that reads later than it.
  */
 function instantOfWallOracle(zone: string, wall: number): number {
   const QUARTER = 15 * 60_000;
@@ -388,7 +388,9 @@ function instantOfWallOracle(zone: string, wall: number): number {
     const t = wall - o;
     if (wallAt(zone, t) === wall) return t;
   }
-  return wall - intlOffset(zone, Math.floor((wall - 15 * HOUR_MS) / 60_000) * 60_000);
+  let t = Math.floor((wall - 15 * HOUR_MS) / 60_000) * 60_000;
+  while (wallAt(zone, t) <= wall) t += 60_000;
+  return t;
 }
 
 /** Five-field expressions: every field form, fixed-time and every-match (the oracle tests'). */

@@ -81,16 +81,17 @@ describe('a timing with calendars', () => {
     expect(
       fires('0 3 * * *; skip hol 2027-01-02; shift next', 'UTC', '2027-01-01T00:00Z', 3),
     ).toEqual(['2027-01-01T03:00:00.000Z', '2027-01-03T03:00:00.000Z', '2027-01-04T03:00:00.000Z']);
-    // A wall time moved onto a day the clocks skip it keeps its place after the gap (02:30 on
-    // New York's spring-forward night is 03:30 EDT).
+    // A wall time moved onto a day the clocks skip it is the moment they jump, as the day's own
+    // fixed-time fire is (02:30 on New York's spring-forward night is 03:00 EDT): a daily job's
+    // moved fire meets that day's and is one run, not two.
     expect(
       fires(
-        '30 2 13 3 *; skip s 2027-03-13; shift next',
+        '30 2 * * *; skip s 2027-03-13; shift next',
         'America/New_York',
-        '2027-03-01T00:00Z',
-        1,
+        '2027-03-12T12:00Z',
+        3,
       ),
-    ).toEqual(['2027-03-14T07:30:00.000Z']);
+    ).toEqual(['2027-03-14T07:00:00.000Z', '2027-03-15T06:30:00.000Z', '2027-03-16T06:30:00.000Z']);
   });
 
   it('skips a span of wall times of the job’s zone, and a span of instants', () => {
@@ -271,6 +272,19 @@ describe('calendars: in the schedules file', () => {
     expect(problems(yaml('  once:\n    dates: [2020-01-01]\n', '    onlyOn: [once]\n'))[0]).toMatch(
       /^schedules\.yaml:8:jobs\.settle\.onlyOn: the schedule never fires within the next year on the days its calendars allow/,
     );
+    // Longer than a timing version holds (baton_timings.schedule): refused, not left unrecorded.
+    const spans = Array.from({ length: 1_700 }, (_, i) => {
+      const a = Date.parse('2028-01-01T10:00:00Z') + i * 86_400_000;
+      const at = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+      return `{from: ${at(a)}, until: ${at(a + 3_600_000)}}`;
+    });
+    expect(
+      problems(yaml(`  maint:\n    dates: [${spans.join(', ')}]\n`, '    skipOn: [maint]\n')),
+    ).toEqual([
+      expect.stringMatching(
+        /^schedules\.yaml:8:jobs\.settle\.skipOn: its calendars make its timing \d+ bytes long, more than the 60000/,
+      ),
+    ]);
     expect(problems(yaml('  hol:\n    dates: ["--all"]\n', '    skipOn: [hol]\n'))[0]).toMatch(
       /calendar item "--all"/,
     );

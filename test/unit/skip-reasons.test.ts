@@ -164,6 +164,8 @@ describe('skip reasons', () => {
       paused: 'paused',
       upstream: 'upstream',
       pool: 'pool',
+      // Written by the calendar watch, never counted as a contention's skip.
+      calendar: 'paused',
     });
   });
 });
