@@ -86,6 +86,9 @@ export function buildCalendars(
   return calendars;
 }
 
+/** A problem of a calendar file in baton's own words: never the file's text. */
+class CalendarFileError extends Error {}
+
 type FileRead = { items: string[] } | { problem: { line?: number; message: string } };
 
 /** The items of an iCalendar file, or its first problem with its line. */
@@ -108,12 +111,11 @@ export function readCalendarFile(file: string): FileRead {
     const bad = lines.findIndex(
       (l) => l.trim() !== '' && !/^[ \t]/.test(l) && !/^[A-Za-z0-9-]+[;:]/.test(l),
     );
-    const what = (err as Error).message
-      .split('"')[0]!
-      .replace(/\s*\([^)]*$/, '')
-      .trim();
     return {
-      problem: { ...(bad >= 0 ? { line: bad + 1 } : {}), message: `not iCalendar: ${what}` },
+      problem: {
+        ...(bad >= 0 ? { line: bad + 1 } : {}),
+        message: 'not iCalendar (RFC 5545): a line that is no NAME:value property',
+      },
     };
   }
   if (root.name !== 'vcalendar') {
@@ -128,7 +130,12 @@ export function readCalendarFile(file: string): FileRead {
     try {
       items.push(...eventItems(component));
     } catch (err) {
-      return { problem: { ...(line ? { line } : {}), message: (err as Error).message } };
+      // Ours say what is wrong in words of their own; ical.js's may quote the file's text.
+      const message =
+        err instanceof CalendarFileError
+          ? err.message
+          : 'an event whose DTSTART, DTEND or RRULE cannot be read';
+      return { problem: { ...(line ? { line } : {}), message } };
     }
     if (items.length > MAX_ITEMS) {
       return {
@@ -143,12 +150,14 @@ export function readCalendarFile(file: string): FileRead {
 function eventItems(component: ICAL.Component): string[] {
   const event = new ICAL.Event(component);
   const start = event.startDate;
-  if (!start) throw new Error('an event without DTSTART');
+  if (!start) throw new CalendarFileError('an event without DTSTART');
   const tzid = component.getFirstProperty('dtstart')?.getParameter('tzid');
   const zone = typeof tzid === 'string' ? tzid : null;
   if (zone) checkZone(zone);
   const durationMs = endOf(event, start) - toMs(start, zone);
-  if (durationMs <= 0 && !start.isDate) throw new Error('an event that ends before it starts');
+  if (durationMs <= 0 && !start.isDate) {
+    throw new CalendarFileError('an event that ends before it starts');
+  }
   const starts: ICAL.Time[] = [];
   if (event.isRecurring()) {
     const horizon = start.clone();
@@ -200,7 +209,7 @@ function checkZone(zone: string): void {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });
   } catch {
-    throw new Error(`TZID "${zone}" is no IANA time zone this runtime knows`);
+    throw new CalendarFileError('its TZID is no IANA time zone this runtime knows');
   }
 }
 

@@ -22,7 +22,7 @@ import type { JobPool, PoolDefinition } from './pools.js';
 import { buildJobNotify, buildNotifyTargets } from './notify-config.js';
 import { retentionTooShort } from './retention.js';
 import { buildCalendars, type Calendars } from './calendars.js';
-import { MAX_SHIFT_SCAN, MAX_TIMING_BYTES } from '../schedule/calendar.js';
+import { MAX_SHIFTED_PER_YEAR, MAX_TIMING_BYTES } from '../schedule/calendar.js';
 import { assertTimeZone, parseSchedule, type Schedule } from '../schedule/cron.js';
 import { formatDuration } from './duration.js';
 import {
@@ -576,18 +576,18 @@ function boundedSchedule(
 }
 
 /**
- * `shift` on a schedule whose calendars skip more instants in a year than a fire's computation
- * looks through (schedule/calendar.ts MAX_SHIFT_SCAN): it moves a few fires a day, not a
- * per-second job's holiday.
+ * `shift` on a schedule whose calendars skip more of its fires in a year than MAX_SHIFTED_PER_YEAR
+ * (schedule/calendar.ts): it moves a few fires a day, not a per-second job's holiday — each next
+ * fire of a shifted schedule looks back over its skipped fires, on the runner's event loop.
  */
 function tooManyToShift(job: RawJob, schedule: Schedule): string | null {
   if (job.shift == null || job.shift === 'none' || !schedule.calendarSkips) return null;
   const now = new Date();
   const year = new Date(now.getTime() + 366 * 86_400_000);
-  const skipped = schedule.calendarSkips(now, year, MAX_SHIFT_SCAN + 1).length;
-  if (skipped <= MAX_SHIFT_SCAN) return null;
+  const skipped = schedule.calendarSkips(now, year, MAX_SHIFTED_PER_YEAR + 1).length;
+  if (skipped <= MAX_SHIFTED_PER_YEAR) return null;
   return (
-    `its calendars skip more than ${MAX_SHIFT_SCAN} of its fires within the next year: shift ` +
+    `its calendars skip more than ${MAX_SHIFTED_PER_YEAR} of its fires within the next year: shift ` +
     'moves the fires of a job that fires a few times a day; leave it out (shift: none)'
   );
 }

@@ -30,9 +30,13 @@ export const MAX_TIMING_BYTES = 60_000;
 export const MAX_SHIFT_DAYS = 366;
 
 /**
- * How many excluded fires a shifted schedule's next fire looks through: `shift` is for jobs that
- * fire a few times a day (config/load.ts refuses one whose excluded stretches hold more).
+ * How many of a job's fires its calendars may skip in a year when it has `shift` (config/load.ts
+ * refuses more): `shift` moves the fires of a job that fires a few times a day. Each next fire
+ * of a shifted schedule looks back over the skipped fires of up to a year and a half.
  */
+export const MAX_SHIFTED_PER_YEAR = 1_000;
+
+/** How many skipped fires a shifted schedule's next fire looks through at most. */
 export const MAX_SHIFT_SCAN = 5_000;
 
 /** One item of a calendar, resolved in the job's zone: [startMs, endMs). */
@@ -98,6 +102,11 @@ export function shortTiming(text: string): string {
       return `${words[0]} ${words[1]} (${n} ${n === 1 ? 'day or span' : 'days and spans'})`;
     })
     .join('; ');
+}
+
+/** Whole days from one date to another (`YYYY-MM-DD`), by the calendar alone. */
+function daysBetween(from: string, to: string): number {
+  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
 
 /** Checks an item (config/load.ts writes them; the table may hold any): a plain message. */
@@ -183,24 +192,33 @@ export class CalendarFilter {
    * Why `ms` is no allowed instant: the calendar, and the first instant after which the answer
    * may change (an allowed fire cannot be before it); null: allowed.
    */
-  private judge(
-    ms: number,
-  ): { calendar: string; why: 'skip' | 'only'; resumeMs: number | null } | null {
+  private judge(ms: number): {
+    calendar: string;
+    why: 'skip' | 'only';
+    resumeMs: number | null;
+    /** The last instant before `ms` that may be allowed + 1 (an allowed fire is before it). */
+    priorMs: number | null;
+  } | null {
     for (const c of this.skips) {
       for (const s of c.spans) {
         if (s.startMs > ms) break;
-        if (ms < s.endMs) return { calendar: c.name, why: 'skip', resumeMs: s.endMs };
+        if (ms < s.endMs) {
+          return { calendar: c.name, why: 'skip', resumeMs: s.endMs, priorMs: s.startMs };
+        }
       }
     }
     if (this.onlys.length === 0) return null;
     let nextStart: number | null = null;
+    let lastEnd: number | null = null;
     for (const c of this.onlys) {
       for (const s of c.spans) {
         if (s.startMs <= ms && ms < s.endMs) return null;
         if (s.startMs > ms && (nextStart == null || s.startMs < nextStart)) nextStart = s.startMs;
+        if (s.endMs <= ms && (lastEnd == null || s.endMs > lastEnd)) lastEnd = s.endMs;
       }
     }
-    return { calendar: this.onlys.map((c) => c.name).join(', '), why: 'only', resumeMs: nextStart };
+    const calendar = this.onlys.map((c) => c.name).join(', ');
+    return { calendar, why: 'only', resumeMs: nextStart, priorMs: lastEnd };
   }
 
   allowed(ms: number): boolean {
@@ -210,15 +228,23 @@ export class CalendarFilter {
   /** Where an excluded fire goes with `shift`: the same wall time of the nearest allowed day. */
   movedTo(ms: number): number | null {
     if (this.shift === 'none') return null;
-    const step = this.shift === 'next' ? 1 : -1;
+    const forward = this.shift === 'next';
     const wall = wallClockAt(this.timezone, ms);
-    const day = dateText(wall);
-    for (let k = 1; k <= MAX_SHIFT_DAYS; k++) {
-      const [y, m, d] = addDays(day, k * step)
-        .split('-')
-        .map(Number) as [number, number, number];
+    const origin = dateText(wall);
+    const dayOf = (at: number) => dateText(wallClockAt(this.timezone, at));
+    let day = addDays(origin, forward ? 1 : -1);
+    // A day at a time, but over an excluding item at once: the day its end (or, backwards, its
+    // start) falls on is the next one worth asking — a year of `onlyOn` gaps is a few steps.
+    while (Math.abs(daysBetween(origin, day)) <= MAX_SHIFT_DAYS) {
+      const [y, m, d] = day.split('-').map(Number) as [number, number, number];
       const at = instantOfWall(this.timezone, [y, m, d, wall[3], wall[4], wall[5]]);
-      if (this.allowed(at)) return at;
+      const verdict = this.judge(at);
+      if (!verdict) return at;
+      const edge = forward ? verdict.resumeMs : verdict.priorMs;
+      if (edge == null) return null;
+      const next = addDays(day, forward ? 1 : -1);
+      const jump = dayOf(forward ? edge : edge - 1);
+      day = forward ? (jump > next ? jump : next) : jump < next ? jump : next;
     }
     return null;
   }
@@ -243,8 +269,16 @@ export class CalendarFilter {
    * The first fire strictly after `after` with the calendars: an allowed fire of `base`, or one
    * moved by `shift` (from an excluded fire up to MAX_SHIFT_DAYS before or after it).
    */
-  next(base: (after: Date) => Date | null, after: Date): Date | null {
-    const allowed = this.nextAllowed(base, after);
+  next(
+    base: (after: Date) => Date | null,
+    after: Date,
+    originFrom = Number.NEGATIVE_INFINITY,
+    originUntil = Number.POSITIVE_INFINITY,
+  ): Date | null {
+    // Only fires whose instant of the schedule is in [originFrom, originUntil): an allowed fire
+    // is its own; a moved one comes from the excluded fire it was moved from.
+    const found = this.nextAllowed(base, after);
+    const allowed = found && found.getTime() < originUntil ? found : null;
     if (this.shift === 'none') return allowed;
     const reach = (MAX_SHIFT_DAYS + 2) * 86_400_000;
     const ms = after.getTime();
@@ -256,6 +290,8 @@ export class CalendarFilter {
         : [ms, (allowed?.getTime() ?? ms) + reach];
     let best = allowed?.getTime() ?? null;
     for (const skip of this.excludedKept(base, from, to)) {
+      const origin = skip.at.getTime();
+      if (origin < originFrom || origin >= originUntil) continue;
       const moved = skip.movedTo?.getTime();
       if (moved != null && moved > ms && (best == null || moved < best)) best = moved;
     }

@@ -169,13 +169,23 @@ export function parseCompound(
     nextN: (count, after) => nextFires(nextAfter, count, after),
     ...(filter
       ? {
-          calendarSkips: (from: Date, to: Date, max: number) =>
-            filter
-              .excluded(unionOfParts, from, to, max)
-              .filter((skip) => bounded(skip.at))
+          nextAfterWithin: (after: Date, originFrom: number, originUntil: number) => {
+            const start = after.getTime() < firstMs ? new Date(firstMs - 1) : after;
+            const next = filter.next(unionOfParts, start, originFrom, originUntil);
+            return next && next.getTime() <= lastMs ? next : null;
+          },
+          // Read within the bounds, so that a full page means more to read (the calendar
+          // watch's paging), and a fire moved out of them is skipped, not moved.
+          calendarSkips: (from: Date, to: Date, max: number) => {
+            const lo = Math.max(from.getTime(), firstMs - 1);
+            const hi = Math.min(to.getTime(), lastMs);
+            if (hi <= lo) return [];
+            return filter
+              .excluded(unionOfParts, new Date(lo), new Date(hi), max)
               .map((skip) =>
                 skip.movedTo && !bounded(skip.movedTo) ? { ...skip, movedTo: null } : skip,
-              ),
+              );
+          },
         }
       : {}),
   };

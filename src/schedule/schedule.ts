@@ -17,6 +17,13 @@ export interface Schedule {
    * `max` — each with the calendar and, with `shift`, where it moved. Absent without calendars.
    */
   calendarSkips?(from: Date, to: Date, max: number): CalendarSkip[];
+  /**
+   * With calendars: the first fire strictly after `after` whose own instant of the schedule is in
+   * [originFrom, originUntil) — a fire `shift` moved from outside it is not one. A timing version
+   * fires only what comes from its own stretch (timing-switch.ts): a fire moved across a switch
+   * would run under both versions, or under neither.
+   */
+  nextAfterWithin?(after: Date, originFrom: number, originUntil: number): Date | null;
 }
 
 /** The next `count` fires strictly after `after`, by a schedule's `nextAfter`. */

@@ -57,7 +57,10 @@ export function switchedSchedule(
       if (after.getTime() >= ends[i]! - 1 || !schedule) continue;
       // The segment's first fire strictly after `after` that is at or after its start.
       const from1 = Math.max(after.getTime(), from.getTime() - 1);
-      const next = schedule.nextAfter(new Date(from1));
+      // A fire its calendars moved here from another version's stretch is that version's.
+      const next = schedule.nextAfterWithin
+        ? schedule.nextAfterWithin(new Date(from1), from.getTime(), ends[i]!)
+        : schedule.nextAfter(new Date(from1));
       if (next && next.getTime() < ends[i]!) return next;
     }
     return null;
@@ -70,7 +73,14 @@ export function switchedSchedule(
       const lo = Math.max(from.getTime(), start.getTime() - 1);
       const hi = Math.min(to.getTime(), ends[i]! - 1);
       if (hi <= lo) continue;
-      out.push(...schedule.calendarSkips(new Date(lo), new Date(hi), max - out.length));
+      // A fire moved out of the version's stretch is not moved by it: skipped there.
+      const end = ends[i]!;
+      const inStretch = (at: Date) => at.getTime() >= start.getTime() && at.getTime() < end;
+      out.push(
+        ...schedule
+          .calendarSkips(new Date(lo), new Date(hi), max - out.length)
+          .map((k) => (k.movedTo && !inStretch(k.movedTo) ? { ...k, movedTo: null } : k)),
+      );
     }
     return out;
   };
