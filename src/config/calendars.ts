@@ -104,7 +104,7 @@ export function readCalendarFile(file: string): FileRead {
   let root: ICAL.Component;
   try {
     root = new ICAL.Component(ICAL.parse(text));
-  } catch (err) {
+  } catch {
     // ical.js names the line's text, not its number: the first line that is no content line
     // (`NAME;params:value`, or a folded continuation) is found here. Neither is repeated: a path
     // written wrong may point at a file of secrets.
