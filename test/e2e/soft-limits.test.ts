@@ -150,13 +150,20 @@ ${NOTIFY}jobs:
     }
 
     // A run past its warn, told slow: its runner is killed. The reapers of the two others
-    // declare it lost; its flag is set, so none of them tells it slow again.
+    // declare it lost; its flag is set, so none of them tells it slow again. Told means its
+    // delivery recorded `sent`: a runner killed between a delivery and its record leaves the
+    // claim to lapse, and the next runner tells it again — at least once, by design, with the
+    // same event id (docs/notifications.md) — which is not what this test is about.
     const victim = await waitFor(
-      'a running crawl told slow',
-      async () =>
-        (await runsOf('crawl')).find(
+      'a running crawl told slow, its delivery recorded',
+      async () => {
+        const running = (await runsOf('crawl')).find(
           (r) => r.status === 'running' && r.slow_at != null && !ended.some((e) => e.id === r.id),
-        ),
+        );
+        if (!running || deliveries('slow', running.id).length === 0) return null;
+        const rows = (await noticesOf('slow')).filter((n) => n.run_id === running.id);
+        return rows.length > 0 && rows.every((n) => n.status === 'sent') ? running : null;
+      },
       { timeoutMs: 30_000, intervalMs: 50 },
     );
     const owner = runners.find((r) => r.host === victim.host)!;
