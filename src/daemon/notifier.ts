@@ -57,7 +57,7 @@ import {
 } from '../store/notifications.js';
 import { DEFAULT_GONE_AFTER_MS, listRunners, runnerState } from '../store/runners.js';
 import { databaseNow, unplacedEpisode } from '../store/fire-reads.js';
-import { listBlackouts } from '../store/blackouts.js';
+import { anyBlackoutSince, listBlackouts } from '../store/blackouts.js';
 import { BLACKOUT_EVENTS, BLACKOUT_NEWS_MS, blackoutNotices } from './blackout-notices.js';
 
 export const NOTIFY_INTERVAL_MS = 1_000;
@@ -198,8 +198,14 @@ export class Notifier {
     const targets = Object.keys(config.notifyTargets);
     if (!pool || targets.length === 0) return 0;
     const edgeDue = this.nextBlackoutEdge != null && Date.now() >= this.nextBlackoutEdge;
-    const evaluate =
-      (Date.now() - this.lastEvaluation >= this.t.evaluateMs || edgeDue) && hasEvaluations(config);
+    const evaluationDue = Date.now() - this.lastEvaluation >= this.t.evaluateMs || edgeDue;
+    // Blackout events are on by default: a namespace without a blackout to tell must not take
+    // the notify lock for them at every evaluation — one lock-free look tells (store/blackouts.ts).
+    let evaluate = evaluationDue && hasEvaluations(config);
+    if (evaluationDue && !evaluate && watchesBlackouts(config)) {
+      evaluate = await anyBlackoutSince(pool, this.o.namespace, BLACKOUT_NEWS_MS);
+      if (!evaluate) this.lastEvaluation = Date.now();
+    }
     if (!evaluate && !(await anythingDue(pool, this.o.namespace, targets))) return 0;
     const claimed = await this.underLock(pool, async (db) => {
       if (evaluate) {
@@ -467,7 +473,7 @@ export class Notifier {
         });
       }
     }
-    if (config.jobs.some((j) => BLACKOUT_EVENTS.some((e) => j.notify?.on.includes(e)))) {
+    if (watchesBlackouts(config)) {
       // Those not over, and those over within the week (a start or an end not yet told).
       const since = new Date(now.getTime() - BLACKOUT_NEWS_MS);
       const blackouts = await listBlackouts(db, ns, { endedSince: since });
@@ -485,19 +491,18 @@ export class Notifier {
   }
 }
 
+/** Whether a job asks for an evaluation that needs the notify lock whatever the tables hold. */
 function hasEvaluations(config: Config): boolean {
   return config.jobs.some((j) =>
-    (
-      [
-        'no-success',
-        'runner-gone',
-        'detached',
-        'no-eligible-runner',
-        'blackout-started',
-        'blackout-ended',
-      ] as const
-    ).some((e) => j.notify?.on.includes(e)),
+    (['no-success', 'runner-gone', 'detached', 'no-eligible-runner'] as const).some((e) =>
+      j.notify?.on.includes(e),
+    ),
   );
+}
+
+/** Whether a job is told of blackouts (on by default: config/defaults.ts). */
+function watchesBlackouts(config: Config): boolean {
+  return config.jobs.some((j) => BLACKOUT_EVENTS.some((e) => j.notify?.on.includes(e)));
 }
 
 function safeSchedule(expression: string, timezone: string) {

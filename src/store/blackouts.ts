@@ -197,6 +197,23 @@ export async function listBlackouts(
 }
 
 /**
+ * Whether the namespace has a blackout not over, or over within `withinMs` (by the database's
+ * clock): one indexed look, without the notify lock, before a start or an end may need telling.
+ */
+export async function anyBlackoutSince(
+  db: Queryable,
+  namespace: string,
+  withinMs: number,
+): Promise<boolean> {
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT 1 FROM baton_blackouts
+      WHERE namespace = ? AND ends_at > NOW(3) - INTERVAL ? MICROSECOND LIMIT 1`,
+    [namespace, Math.round(withinMs) * 1000],
+  );
+  return rows.length > 0;
+}
+
+/**
  * The blackouts that may cover an instant in [from, to]: one statement for a whole batch of
  * fires (coordination/fire-batches.ts), each fire then judged by `coveringBlackout`.
  */
