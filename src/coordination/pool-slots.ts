@@ -84,7 +84,17 @@ export async function takePoolSlot(
     if (lockName) return { lockName, waited };
     const until = claim.until?.getTime();
     const now = c.now?.().getTime() ?? Date.now();
-    if (until == null) return { full: await full() };
+    if (until == null) {
+      const use = await full();
+      // A holder ended between the refusal and the read of who holds the slots (a loaded
+      // machine, a run that ended at the instant): the pool is not full now, and skipping the
+      // fire would lose it for nothing — said "0 of 2 taken". Its slots are asked for again, once.
+      if (use.used < use.slots) {
+        const freed = await c.lock.tryAcquireFirst(claim.slotNames);
+        if (freed) return { lockName: freed, waited };
+      }
+      return { full: use };
+    }
     if (stopping || until - now <= 0) {
       const end: PoolWaitEnd = stopping
         ? 'stopping'
