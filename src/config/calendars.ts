@@ -16,6 +16,7 @@ import ICAL from 'ical.js';
 import type { ConfigProblem } from '../errors.js';
 import { utcMs, type WallClock } from '../instants.js';
 import { CALENDAR_NAME, checkItem } from '../schedule/calendar.js';
+import { assertTimeZone } from '../schedule/cron.js';
 import { instantOfWall } from '../schedule/zoned.js';
 import type { YamlSource } from './yaml-source.js';
 
@@ -207,8 +208,9 @@ function toMs(t: ICAL.Time, zone: string | null): number {
 
 function checkZone(zone: string): void {
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    assertTimeZone(zone);
   } catch {
+    // Not the zone's name: the file's text is never repeated.
     throw new CalendarFileError('its TZID is no IANA time zone this runtime knows');
   }
 }

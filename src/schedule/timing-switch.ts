@@ -21,6 +21,7 @@
  * the change was recorded, whose day is neither: for a daily change that is the old timing's next
  * fire (03:00 → 04:00 recorded at noon: E = 03:00 the next day, which then runs at 04:00 only).
  */
+import { dateText, wallClockAt } from './zoned.js';
 import type { CalendarSkip } from './calendar.js';
 import { parseSchedule, type Schedule } from './cron.js';
 import { nextFires } from './schedule.js';
@@ -235,30 +236,9 @@ export function dayAround(timezone: string, at: Date): { start: Date; end: Date;
   return { start, end, day: localDate(timezone, start) };
 }
 
-/** `at`'s date in `timezone`, YYYY-MM-DD. */
+/** `at`'s date in `timezone`, YYYY-MM-DD (zoned.ts: one formatter per zone). */
 export function localDate(timezone: string, at: Date): string {
-  const parts = dateFormat(timezone).formatToParts(at);
-  const part = (type: string) => parts.find((p) => p.type === type)!.value;
-  return `${part('year')}-${part('month')}-${part('day')}`;
-}
-
-/**
- * One formatter per zone: a DateTimeFormat costs ~0.3 ms and native memory the allocator keeps
- * (cron.ts says the same of zone checks), and the default instant asks for many dates.
- */
-const dateFormats = new Map<string, Intl.DateTimeFormat>();
-function dateFormat(timezone: string): Intl.DateTimeFormat {
-  let format = dateFormats.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-CA', {
-      timeZone: timezone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-    });
-    dateFormats.set(timezone, format);
-  }
-  return format;
+  return dateText(wallClockAt(timezone, at.getTime()));
 }
 
 /** The fires in [start, end), or null when there are more than MAX_COUNTED. */

@@ -26,7 +26,6 @@ const ALLOWED: Record<string, string> = {
   // Caches of pure functions: what they hold is what the function would compute again.
   'src/schedule/cron.ts: knownTimeZones': 'memo: the time zones Intl accepted',
   'src/schedule/cron.ts: calculators': 'memo: croner calculators by expression (WeakRef)',
-  'src/schedule/timing-switch.ts: dateFormats': 'memo: one date formatter per time zone',
   'src/schedule/zoned.ts: wallFormats': 'memo: one wall-clock formatter per time zone',
   'src/schedule/cron.ts: forgetCalculator': 'memo: forgets a collected calculator',
   'src/cli/times.ts: localFormats': 'memo: Intl.DateTimeFormat by zone',
