@@ -8,7 +8,11 @@
  * exactly the liveness signal other runners need.
  *
  * GET_LOCK is re-entrant within a session (MySQL 5.7+ and MariaDB count nested acquisitions), so
- * this class refuses to acquire a name it already holds: one RELEASE_LOCK must free the lock.
+ * this class never asks the server for a name it already holds or is asking for: one RELEASE_LOCK
+ * must free the lock. Such an ask is another fire of this runner meeting a run of the same job
+ * here (two backfills of one range, an operator's run beside the scheduled fire): to it the lock
+ * is busy, as it would be if another runner held it — and an ask that may wait waits for this
+ * session to let the name go, then asks the server for what is left of its wait.
  *
  * Liveness, both ways:
  * - The session holds a lock on itself (`baton-session:<connection id>`) for as long as it lives,
@@ -282,22 +286,60 @@ export class LockSession {
    * on this session instead of 500, and the heartbeat never queues behind them.
    */
   async tryAcquire(name: string, waitSeconds = 0): Promise<boolean> {
-    if (this.held.has(name) || this.asking.has(name)) {
-      throw new BatonError(
-        'LOCK_REENTRY',
-        `internal error: lock ${name} is already held or asked for by this session ` +
-          '(GET_LOCK would nest)',
-        ExitCode.Software,
-      );
+    const deadline = Date.now() + waitSeconds * 1000;
+    // Held or asked for here: busy, never nested (see the header). The wait, if any, is for
+    // this session to let it go; another local ask may take it first, so the check loops.
+    while (this.isThisSessions(name)) {
+      if (!(await this.untilLetGoHere(name, deadline))) return false;
     }
+    const left = waitSeconds > 0 ? Math.max(0, (deadline - Date.now()) / 1000) : 0;
     this.asking.add(name);
     try {
-      return waitSeconds > 0
-        ? await this.acquireWaiting(name, waitSeconds)
-        : await this.acquires.load(name);
+      return left > 0 ? await this.acquireWaiting(name, left) : await this.acquires.load(name);
     } finally {
       this.asking.delete(name);
+      if (!this.isThisSessions(name)) this.letGo(name);
     }
+  }
+
+  /** Held, asked for or being released by this session: the server must not be asked for it. */
+  private isThisSessions(name: string): boolean {
+    return this.held.has(name) || this.asking.has(name) || this.releasing.has(name);
+  }
+
+  /** Names whose RELEASE_LOCK is sent and not answered yet. */
+  private readonly releasing = new Set<string>();
+
+  /** Local asks waiting for this session to let a name go (`untilLetGoHere`), by name. */
+  private readonly localWaiters = new Map<string, Set<() => void>>();
+
+  /**
+   * Resolves true when this session no longer holds or asks for `name` (its release, or an ask
+   * that did not get it), false at `deadline` (epoch ms) or at once when that has passed.
+   */
+  private untilLetGoHere(name: string, deadline: number): Promise<boolean> {
+    const waitMs = deadline - Date.now();
+    if (waitMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiters = this.localWaiters.get(name) ?? new Set<() => void>();
+      this.localWaiters.set(name, waiters);
+      const done = (letGo: boolean) => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.localWaiters.get(name) === waiters) {
+          this.localWaiters.delete(name);
+        }
+        resolve(letGo);
+      };
+      const wake = () => done(true);
+      const timer = setTimeout(() => done(false), waitMs);
+      waiters.add(wake);
+    });
+  }
+
+  /** Wakes the local asks waiting for `name` (each checks again: one of them may take it). */
+  private letGo(name: string): void {
+    for (const wake of [...(this.localWaiters.get(name) ?? [])]) wake();
   }
 
   /**
@@ -413,7 +455,13 @@ export class LockSession {
    */
   async release(name: string): Promise<boolean> {
     this.held.delete(name);
-    return this.releases.load(name);
+    // Until the server has answered, the name is still this session's: a GET_LOCK sent before
+    // this RELEASE_LOCK (a waiting one goes out at once, unbatched) would nest.
+    this.releasing.add(name);
+    return this.releases.load(name).finally(() => {
+      this.releasing.delete(name);
+      this.letGo(name);
+    });
   }
 
   /** Releases of the same turn of the event loop, as one statement (see tryAcquire). */

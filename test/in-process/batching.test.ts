@@ -98,23 +98,53 @@ describe('GET_LOCK and RELEASE_LOCK asked in the same turn', () => {
     }
   });
 
-  it('refuses a second ask for a name whose first ask is not answered yet (it would nest)', async () => {
+  it('answers a second ask for a name this session holds or asks for as busy, never nesting it', async () => {
     const session = await LockSession.open(parseDatabaseUrl(fleet.db.url));
     try {
       const name = lockName('twice');
-      const [first, second] = await Promise.allSettled([
+      // Asked together (the second before the first is answered), and again while held.
+      const [first, second] = await Promise.all([
         session.tryAcquire(name),
         session.tryAcquire(name),
       ]);
-      expect(first).toEqual({ status: 'fulfilled', value: true });
-      expect(second.status).toBe('rejected');
-      expect(String((second as PromiseRejectedResult).reason)).toMatch(/GET_LOCK would nest/);
+      expect([first, second]).toEqual([true, false]);
+      expect(await session.tryAcquire(name)).toBe(false);
       // One RELEASE_LOCK frees it: it was taken once.
       expect(await session.release(name)).toBe(true);
       const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [
         name,
       ]);
       expect(row!.free).toBe(1);
+    } finally {
+      await session.close();
+    }
+  });
+  it('lets an ask that may wait have the name once this session lets it go, or answers busy at its end', async () => {
+    const session = await LockSession.open(parseDatabaseUrl(fleet.db.url));
+    try {
+      const name = lockName('turn');
+      expect(await session.tryAcquire(name)).toBe(true);
+      // Two runs of one job on one runner (two backfills of one range): the second waits here.
+      let answered = false;
+      const waiting = session.tryAcquire(name, 30).then((got) => {
+        answered = true;
+        return got;
+      });
+      // Its wait is local: nothing is sent to the server for it (one GET_LOCK would nest).
+      await new Promise((r) => setImmediate(r));
+      expect(answered).toBe(false);
+      expect(await session.release(name)).toBe(true);
+      expect(await waiting).toBe(true);
+      // Taken once, by the waiter: one RELEASE_LOCK frees it.
+      expect(await session.release(name)).toBe(true);
+      const [row] = await fleet.db.query<{ free: number }>('SELECT IS_FREE_LOCK(?) AS free', [
+        name,
+      ]);
+      expect(row!.free).toBe(1);
+      // A wait that ends while the name is still held here is busy, like one the server ends.
+      expect(await session.tryAcquire(name)).toBe(true);
+      expect(await session.tryAcquire(name, 0.2)).toBe(false);
+      expect(await session.release(name)).toBe(true);
     } finally {
       await session.close();
     }
