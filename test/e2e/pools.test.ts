@@ -48,8 +48,10 @@ function seatedJob(seats: number, seconds: number, perHost = false, ignoreTerm =
     // `sleep`, which got the same SIGTERM, is gone. Or, `ignoreTerm`, only SIGKILL ends it (and
     // `sleep`, which inherits the ignored signal).
     // Its pid is its process group's (the spawner starts each run in a group of its own).
+    // The pid is written once TERM is ignored: a test that waits for the file never stops the
+    // run before it can ignore the signal.
     ignoreTerm
-      ? `echo $$ > "pid.$BATON_RUN_ID"; trap '' TERM`
+      ? `trap '' TERM; echo $$ > "pid.$BATON_RUN_ID"`
       : `trap 'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal; exit 143' TERM`,
     `sleep ${seconds}`,
     'echo "end $BATON_JOB $BATON_RUN_ID $BATON_HOST $got $(now)" >> journal',
@@ -378,6 +380,14 @@ jobs:
       },
       { timeoutMs: 20_000, intervalMs: 100 },
     );
+    // Killed only once slow ignores SIGTERM (its pid file says so): a session killed before
+    // that had its runner's SIGTERM end the run, and the test then met no process to end.
+    const pidFile = path.join(path.dirname(config), `pid.${slow.id}`);
+    const written = () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '';
+    await waitFor('slow ignoring SIGTERM', written, {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    });
     await db.query(`KILL ${Number(slow.conn)}`);
     // The runner says why it holds back quick's fires, while slow's processes live on.
     const heldBack = (rows: RunRow[]) =>
@@ -392,7 +402,6 @@ jobs:
       timeoutMs: 40_000,
       intervalMs: 200,
     });
-    const pidFile = path.join(path.dirname(config), `pid.${slow.id}`);
     process.kill(-Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
     await waitFor(
       'slow recorded lost, and quick run again once slow is gone',
