@@ -55,7 +55,8 @@ describe('the write tokens file', () => {
     [`x:\nalice:short-secret`, /:1: the token of "x" is shorter than 16/],
     [`alice:${A}\nalice:${B}`, /:2: "alice" is named twice/],
     [`alice:${A}\nbob:${A}`, /:2: the token of "bob" is also another name's/],
-    [`alice:${A} ${B}`, /:1: the token of "alice" contains white space/],
+    // A second word is a scope's (key=value): a token with white space is not one.
+    [`alice:${A} ${B}`, /:1: the scope of "alice": after the token, expected jobs=/],
     [`reader:${B}`, /:1: the token of "reader" is the read token/],
     ['# only comments\n', /has no name:token line/],
   ])('refuses %j', (text, message) => {
@@ -67,6 +68,74 @@ describe('the write tokens file', () => {
     }
     expect(error?.message).toMatch(message);
     for (const secret of [A, B, 'short-secret']) expect(error?.message).not.toContain(secret);
+  });
+
+  it('reads scopes after the token; a line without one keeps every right', () => {
+    const tokens = readWriteTokens(
+      file(
+        `alice:${A}\n` +
+          `team-a:${B}   jobs=report*,etl-?,report* actions=run,re-run,run namespaces=prod # team A\n` +
+          `pauser:${'c'.repeat(20)} actions=pause,resume\n`,
+      ),
+      'F',
+    );
+    expect(tokens).toEqual([
+      { name: 'alice', token: A },
+      {
+        name: 'team-a',
+        token: B,
+        scope: { jobs: ['report*', 'etl-?'], actions: ['run', 'rerun'], namespaces: ['prod'] },
+      },
+      { name: 'pauser', token: 'c'.repeat(20), scope: { actions: ['pause', 'resume'] } },
+    ]);
+    expect(tokens[0]).not.toHaveProperty('scope');
+  });
+
+  it.each([
+    [
+      `a:${A} actions=run,blackout`,
+      /F .*:1: the scope of "a": actions=: unknown action "blackout" \(expected run, rerun, backfill, pause, resume, kill\)$/,
+    ],
+    [`a:${A} actions=`, /:1: the scope of "a": actions=: an empty action/],
+    [`a:${A} actions=run,,pause`, /:1: the scope of "a": actions=: an empty action/],
+    [`a:${A} jobs=`, /:1: the scope of "a": jobs=: an empty job name or glob/],
+    [`a:${A} jobs=report*,`, /:1: the scope of "a": jobs=: an empty job name or glob/],
+    [
+      `a:${A} jobs=report/..`,
+      /:1: the scope of "a": jobs=: the job glob "report\/\.\." may contain only/,
+    ],
+    [`a:${A} jobs=-x`, /:1: .*the job glob "-x" may contain only/],
+    [`a:${A} jobs=${'x'.repeat(129)}`, /:1: .*jobs=: a job glob longer than 128/],
+    [
+      `a:${A} namespaces=prod,Pr*d`,
+      /:1: the scope of "a": namespaces=: the namespace "Pr\*d" is no namespace name/,
+    ],
+    [`a:${A} namespaces=`, /:1: the scope of "a": namespaces=: an empty namespace/],
+    [`a:${A} namespaces=../x`, /:1: .*the namespace "..\/x" is no namespace name/],
+    [`a:${A} jobs=x jobs=y`, /:1: the scope of "a": jobs= is given twice/],
+    [`a:${A} job=x`, /:1: the scope of "a": after the token, expected jobs=/],
+    [`b:${B}\na:${A} --actions=run`, /:2: the scope of "a": after the token, expected/],
+  ])('refuses the scope %j, naming file:line and never the token', (text, message) => {
+    let error: Error | undefined;
+    try {
+      readWriteTokens(file(text), 'F');
+    } catch (err) {
+      error = err as Error;
+    }
+    expect(error?.message).toMatch(message);
+    for (const secret of [A, B]) expect(error?.message).not.toContain(secret);
+  });
+
+  it('does not echo an unknown scope key: it may be the rest of a token with a space', () => {
+    let error: Error | undefined;
+    try {
+      readWriteTokens(file(`a:${A} secret-half=${B}`), 'F');
+    } catch (err) {
+      error = err as Error;
+    }
+    expect(error?.message).toMatch(/:1: the scope of "a": after the token, expected/);
+    expect(error?.message).not.toContain('secret-half');
+    expect(error?.message).not.toContain(B);
   });
 
   it('names a file it cannot read', () => {
