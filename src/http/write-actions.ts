@@ -4,7 +4,9 @@
  * too (src/actions), taken by the runner that received the request: its fires
  * run on this runner, through the job's lock. Each is recorded in `baton_audit` (via `api`, the
  * token's name as operator, this runner as host) before it acts, its outcome added once known.
- * Here: which names this runner accepts, and the HTTP answer of each outcome.
+ * Here: which names this runner accepts, a scoped token's judgement before the job is looked up
+ * (actions/scope.ts; each action judges again itself), the run's `env` and `args`, and the HTTP
+ * answer of each outcome.
  */
 import {
   type BackfillProgress,

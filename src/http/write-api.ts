@@ -11,11 +11,13 @@
  *   405  not POST
  *   403  the read token (it reads, it does not write)
  *   429  the token's bucket is empty (rate-limit.ts), with Retry-After
- *   404  no such route (or job, or run)
+ *   404  no such route (or run; a `{job}` no job can be called: write-actions.ts `possibleJobName`)
  *   415  not `Content-Type: application/json` (which a cross-site form cannot send either)
  *   413  a body over BODY_LIMIT; 400 a body that is not the route's JSON object
  *
- * then the action (write-actions.ts). Tokens are never logged: a line names the token's name.
+ * then the action (write-actions.ts): a scoped token's action outside its scope is 403
+ * `out-of-scope` (actions/scope.ts, audited), then 404 for a job not in the file. Tokens are
+ * never logged: a line names the token's name.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';

@@ -412,6 +412,10 @@ describe('a past fire again over HTTP', () => {
     const now = await post('/api/jobs/nightly/run', RERUNNER);
     expect(now.status).toBe(403);
     expect(now.body.error?.message).toBe('token "rerunner" may not run (its actions: rerun)');
+    // Nor backfill, which walks the same fires.
+    const walk = await post('/api/jobs/nightly/backfill', RERUNNER, { from: FIRE, to: FIRE });
+    expect(walk.status).toBe(403);
+    expect(walk.body.error?.message).toBe('token "rerunner" may not backfill (its actions: rerun)');
     const teamA = await post('/api/jobs/report-daily/run', TEAM_A, { fire: FIRE });
     expect(teamA.status).toBe(403);
     expect(teamA.body.error?.message).toBe('token "team-a" may not rerun (its actions: run)');
@@ -422,6 +426,7 @@ describe('a past fire again over HTTP', () => {
       ['rerun', 'refused: already ran'],
       ['rerun', 'done'],
       ['run', 'refused: token "rerunner" may not run'],
+      ['backfill', 'refused: token "rerunner" may not backfill'],
     ]);
     expect(JSON.parse(rows[2]!.details!)).toMatchObject({
       again: true,
