@@ -31,9 +31,24 @@ describe('globMatches', () => {
     ['report*', 'report*', true],
     // A path in the target is no way around the glob's start.
     ['report*', 'settle/../report', false],
+    ['*', '', true],
+    ['', '', true],
+    ['?', '', false],
+    ['a*b*c', 'abc', true],
+    ['a*b*c', 'axxbyyc', true],
+    ['a*b*c', 'axxbyy', false],
+    ['*-*-*', 'a-b-c', true],
+    ['*x', 'xxxx', true],
+    ['**y', 'xy', true],
   ])('%s against %s: %s', (glob, name, expected) => {
     expect(globMatches(glob, name)).toBe(expected);
   });
+});
+
+it('judges a glob of many stars against a long name at once (no backtracking blow-up)', () => {
+  const started = performance.now();
+  expect(globMatches(`${'*a'.repeat(60)}b`, 'a'.repeat(128))).toBe(false);
+  expect(performance.now() - started).toBeLessThan(200);
 });
 
 describe('scopeRefusal', () => {

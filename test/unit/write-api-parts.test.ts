@@ -10,6 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { namedToken } from '../../src/http/auth.js';
 import { RateLimiter } from '../../src/http/rate-limit.js';
 import { readWriteTokens } from '../../src/http/write-tokens.js';
+import { ApiError, runParamsOf } from '../../src/http/write-actions.js';
+import type { JobDefinition } from '../../src/config/schema.js';
 
 describe('RateLimiter', () => {
   it('allows a burst of 10, then one a second, per key', () => {
@@ -142,5 +144,52 @@ describe('the write tokens file', () => {
     expect(() => readWriteTokens('/nonexistent/tokens', 'F')).toThrow(
       'F /nonexistent/tokens: cannot read: file not found',
     );
+  });
+});
+
+describe("the run route's parameters", () => {
+  const job = (kind: 'command' | 'shell' | 'module') =>
+    ({
+      name: 'report',
+      target:
+        kind === 'command'
+          ? { kind, argv: ['report'] }
+          : kind === 'shell'
+            ? { kind, script: 'report' }
+            : { kind, path: 'report.mjs' },
+    }) as unknown as JobDefinition;
+  const refusal = (f: () => unknown) => {
+    try {
+      f();
+    } catch (err) {
+      return err instanceof ApiError ? `${err.status} ${err.message}` : String(err);
+    }
+    return null;
+  };
+
+  it('takes env and args as given, none by default', () => {
+    expect(runParamsOf(job('command'), {})).toEqual({ env: {}, args: [] });
+    expect(
+      runParamsOf(job('command'), { env: { MODE: 'a\tb', _x1: '' }, args: ['--day', ''] }),
+    ).toEqual({ env: { MODE: 'a\tb', _x1: '' }, args: ['--day', ''] });
+    expect(runParamsOf(job('module'), { env: { REGION: 'eu' } })).toEqual({
+      env: { REGION: 'eu' },
+      args: [],
+    });
+  });
+
+  it.each([
+    [{ env: { '1X': 'v' } }, 'command', '400 the body: env.1X: not a variable name'],
+    [{ env: { 'a b': 'v' } }, 'command', '400 the body: env: not a variable name'],
+    [{ env: { BATON_JOB: 'v' } }, 'command', '400 the body: env.BATON_JOB: BATON_* variables'],
+    [{ env: { X: 'a\u0000' } }, 'command', '400 the body: env.X: the value contains a control'],
+    [{ env: { X: 'a\u202eb' } }, 'command', '400 the body: env.X: the value contains a control'],
+    [{ args: ['a', 'b\nc'] }, 'command', '400 the body: args[1]: contains a control character'],
+    [{ args: ['x'] }, 'shell', '400 the body: args: report is a shell job'],
+    [{ args: ['x'] }, 'module', '400 the body: args: report is a module job'],
+  ] as const)('refuses %j for a %s job', (body, kind, message) => {
+    const said = refusal(() => runParamsOf(job(kind), body as never));
+    expect(said).toContain(message);
+    for (const value of ['a\u0000', 'b\nc', 'a\u202eb']) expect(said).not.toContain(value);
   });
 });
