@@ -27,6 +27,7 @@ import type { Queryable } from '../store/deadline.js';
 import { winnersOfFire, winnersOfJobBetween } from '../store/fire-reads.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
+import { authorize, scopeDetails } from './scope.js';
 import { firesBetweenYielding, ownSchedule, timingsOf } from './past-fires.js';
 import { describePlan, describeRun, planRerun } from './rerun-plan.js';
 import { awaitChain, operatorDependents, type ChainStep } from './dependents.js';
@@ -220,6 +221,7 @@ export async function runBackfill(
 ): Promise<BackfillResult> {
   const { pool } = fires;
   const { job, again, resumeAfter } = plan;
+  await authorize(pool, actor, { action: 'backfill', job: job.name, namespace: fires.namespace });
   const details: Record<string, unknown> = {
     ...rangeOf(plan),
     mode: again ? 'again' : 'only-missing',
@@ -228,6 +230,7 @@ export async function runBackfill(
     lastFire: resumeAfter?.toISOString() ?? null,
     ...(resumeAfter ? { resumedAfter: resumeAfter.toISOString() } : {}),
     finished: false,
+    ...scopeDetails(actor),
   };
   const audit = { namespace: fires.namespace, job: job.name, ...actor };
   const auditId = await recordAction(pool, { ...audit, action: 'backfill', details });
@@ -253,7 +256,7 @@ export async function runBackfill(
           action: 'rerun',
           fire: at,
           runId,
-          details: { backfill: auditId, again },
+          details: { backfill: auditId, again, ...scopeDetails(actor) },
           outcome: status,
         }),
       );

@@ -30,6 +30,7 @@ import {
   type KillState,
 } from '../store/kill-requests.js';
 import { formatDuration } from '../config/duration.js';
+import { authorize, scopeDetails, type ActionScope } from './scope.js';
 
 /** How long past the grace the issuer waits for the verdict before it says `pending`. */
 export const KILL_WAIT_SLACK_MS = 5_000;
@@ -48,6 +49,8 @@ export interface KillOrder {
   host: string;
   via: AuditVia;
   reason: string | null;
+  /** A scoped write token's scope (actions/scope.ts): judged on the run's job and namespace. */
+  scope?: ActionScope;
   graceMs: number;
   /** How long to wait for the outcome (default: the grace plus KILL_WAIT_SLACK_MS). */
   waitMs?: number;
@@ -74,6 +77,14 @@ export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutc
   const read = () => readKillState(db, order.runId, order.namespace, since);
   let run = await read();
   if (!run) return { kind: 'not-found', runId: order.runId };
+  // Judged on the run as read (its job, its namespace), before anything is written but the
+  // refusal's audit row.
+  await authorize(db, order, {
+    action: 'kill',
+    job: run.job,
+    namespace: run.namespace,
+    runId: run.id,
+  });
   const audit = (outcome: string | null) =>
     recordAction(db, {
       namespace: run!.namespace,
@@ -84,7 +95,7 @@ export async function killRun(db: Queryable, order: KillOrder): Promise<KillOutc
       via: order.via,
       host: order.host,
       reason: order.reason,
-      details: { graceMs: order.graceMs },
+      details: { graceMs: order.graceMs, ...scopeDetails(order) },
       outcome,
     });
   const result = (

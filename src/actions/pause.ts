@@ -17,6 +17,7 @@ import { truncate } from '../text.js';
 import { recordAction, setActionOutcome, type AuditVia } from '../store/audit.js';
 import { findPause, pauseJob, pausedReason, resumeJob, type Pause } from '../store/pauses.js';
 import { pauseDocument } from './documents.js';
+import { authorize, scopeDetails, type ActionScope } from './scope.js';
 
 /** Who takes an operator's action, from where, and why. */
 export interface Actor {
@@ -26,6 +27,11 @@ export interface Actor {
   host: string;
   via: AuditVia;
   reason: string | null;
+  /**
+   * A scoped write token's scope (actions/scope.ts): each action is refused, and the refusal
+   * audited, outside it. Absent: every job, action and namespace (the CLI, an unscoped token).
+   */
+  scope?: ActionScope;
 }
 
 /** What came of a pause: the surfaces show it as `pauseOutcomeDocument`, or in words. */
@@ -62,6 +68,8 @@ export async function pause(
   by: Actor,
   { forced = false }: { forced?: boolean } = {},
 ): Promise<PauseOutcome> {
+  await authorize(db, by, { action: 'pause', job, namespace });
+  const details = { ...(forced ? { forced } : {}), ...scopeDetails(by) };
   const auditId = await recordAction(db, {
     namespace,
     action: 'pause',
@@ -70,7 +78,7 @@ export async function pause(
     via: by.via,
     host: by.host,
     reason: by.reason,
-    details: forced ? { forced } : null,
+    details: Object.keys(details).length > 0 ? details : null,
   });
   return completing(db, auditId, async () => {
     const before = await findPause(db, namespace, job);
@@ -94,6 +102,7 @@ export async function resume(
   job: string,
   by: Actor,
 ): Promise<ResumeOutcome> {
+  await authorize(db, by, { action: 'resume', job, namespace });
   const auditId = await recordAction(db, {
     namespace,
     action: 'resume',
@@ -102,6 +111,7 @@ export async function resume(
     via: by.via,
     host: by.host,
     reason: by.reason,
+    details: by.scope ? scopeDetails(by) : null,
   });
   return completing(db, auditId, async () => {
     const before = await findPause(db, namespace, job);

@@ -45,6 +45,7 @@ import {
   type RunnerRecord,
 } from '../store/runners.js';
 import type { Actor } from './pause.js';
+import { authorize, scopeDetails } from './scope.js';
 
 /** How often the asker looks at its request (runners look for requests once a second). */
 const POLL_MS = 200;
@@ -213,13 +214,18 @@ export async function askRun(
 ): Promise<RunAsked> {
   const interrupted = () => `interrupted by ${String(hooks.signal?.reason)}`;
   if (hooks.signal?.aborted) throw new InterruptedError(`${a.job} not run: ${interrupted()}`);
+  await authorize(pool, actor, { action: 'run', job: a.job, namespace: a.namespace });
   const asked = a.onHost ?? runners.map((r) => r.host).join(', ');
   const auditId = await recordAction(pool, {
     namespace: a.namespace,
     job: a.job,
     action: 'run',
     ...actor,
-    details: { via: 'run-request', ...(a.onHost != null ? { onHost: a.onHost } : {}) },
+    details: {
+      via: 'run-request',
+      ...(a.onHost != null ? { onHost: a.onHost } : {}),
+      ...scopeDetails(actor),
+    },
   });
   const requestId = await insertRunRequest(pool, {
     namespace: a.namespace,

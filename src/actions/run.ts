@@ -27,6 +27,7 @@ import { findPause, type Pause } from '../store/pauses.js';
 import { currentBlackout, type Blackout } from '../store/blackouts.js';
 import type { Run } from '../store/runs.js';
 import type { Actor } from './pause.js';
+import { authorize, scopeDetails } from './scope.js';
 import { assertPastFire, ownSchedule, timingsOf } from './past-fires.js';
 import { describeRun, planRerun } from './rerun-plan.js';
 import { operatorDependents } from './dependents.js';
@@ -172,6 +173,9 @@ export async function runJob(
 ): Promise<RunAction> {
   const { pool, namespace } = fires;
   const job = r.job.name;
+  // A past fire again is a re-run, which a scope grants apart from a run now.
+  const action = r.fire != null ? 'rerun' : 'run';
+  await authorize(pool, actor, { action, job, namespace, fire: r.fire ?? null });
   const pause = await findPause(pool, namespace, job).catch(() => null);
   if (pause) hooks.paused?.(pause);
   const blackout = await currentBlackout(pool, namespace, job).catch(() => null);
@@ -188,7 +192,11 @@ export async function runJob(
         action: 'rerun',
         fire: err.at,
         runId: err.done.id,
-        details: { again: false, ...(recorded ? { params: recorded } : {}) },
+        details: {
+          again: false,
+          ...(recorded ? { params: recorded } : {}),
+          ...scopeDetails(actor),
+        },
         outcome: `refused: already ran (${describeRun(err.done)})`,
       });
     }
@@ -202,6 +210,7 @@ export async function runJob(
       ...(planned.rerunOf ? { again: r.again === true, rerun: planned.rerun } : {}),
       ...(recorded ? { params: recorded } : {}),
       ...(r.withDependents ? { withDependents: planned.dependents.map((d) => d.job) } : {}),
+      ...scopeDetails(actor),
     },
   });
   const handle = fire(fires, r, planned);

@@ -47,13 +47,20 @@ export function parseParams(
  * Refuses parameters too large to be recorded (PARAMS_MAX_BYTES), before anything is written or
  * run, naming what was given; the values are not echoed.
  */
-export function checkParamsSize(env: Record<string, string>, args: readonly string[]): void {
+export function checkParamsSize(
+  env: Record<string, string>,
+  args: readonly string[],
+  /** How the surface names what was given (the write API: its body's fields). */
+  named?: string,
+): void {
   const bytes = Buffer.byteLength(JSON.stringify({ env, args }), 'utf8');
   if (bytes <= PARAMS_MAX_BYTES) return;
-  const given = [
-    ...(Object.keys(env).length > 0 ? ['--env'] : []),
-    ...(args.length > 0 ? ['the arguments after --'] : []),
-  ].join(' and ');
+  const given =
+    named ??
+    [
+      ...(Object.keys(env).length > 0 ? ['--env'] : []),
+      ...(args.length > 0 ? ['the arguments after --'] : []),
+    ].join(' and ');
   throw new UsageError(
     `${given}: ${bytes} bytes as recorded, more than ${PARAMS_MAX_BYTES} (32 KiB): pass large ` +
       'values in a file the job reads',

@@ -4,7 +4,9 @@
  * too (src/actions), taken by the runner that received the request: its fires
  * run on this runner, through the job's lock. Each is recorded in `baton_audit` (via `api`, the
  * token's name as operator, this runner as host) before it acts, its outcome added once known.
- * Here: which names this runner accepts, and the HTTP answer of each outcome.
+ * Here: which names this runner accepts, a scoped token's judgement before the job is looked up
+ * (actions/scope.ts; each action judges again itself), the run's `env` and `args`, and the HTTP
+ * answer of each outcome.
  */
 import {
   type BackfillProgress,
@@ -24,10 +26,19 @@ import { AlreadyRanError, runJob, type RunAction } from '../actions/run.js';
 import {
   askRun,
   noRunnerForPlacedJob,
+  refuseSecretEnv,
   RUN_ELSEWHERE_REFUSALS,
   runnersToAsk,
 } from '../actions/run-request.js';
-import type { JobDefinition } from '../config/schema.js';
+import {
+  authorize,
+  OutOfScopeError,
+  type ActionScope,
+  type ScopeAction,
+} from '../actions/scope.js';
+import { JOB_NAME_MAX, JOB_NAME_PATTERN, type JobDefinition } from '../config/schema.js';
+import { checkParamsSize, PARAM_NAME, type ManualParams } from '../fire/run-params.js';
+import { hasControlCharacter } from '../operator.js';
 import { BatonError, errorMessage, LockHeldError, UsageError } from '../errors.js';
 import { killOutcomeDocument, killRun } from '../actions/kill.js';
 import type { OperatorFires } from '../fire/operator-fire.js';
@@ -58,6 +69,49 @@ interface RunBody {
   again?: boolean;
   withDependents?: boolean;
   onHost?: string;
+  env?: Record<string, string>;
+  args?: string[];
+}
+
+/**
+ * The body's `env` and `args` as a run's parameters, checked as `baton run --env K=V -- args`
+ * checks them (fire/run-params.ts): variable names, no BATON_*, arguments for command jobs only,
+ * at most PARAMS_MAX_BYTES as recorded; and no control character in a value or an argument (a
+ * NUL cannot be passed to a process at all, and the history and the dashboard show them). A 400
+ * naming the field, never echoing a value, before anything is written or run.
+ */
+export function runParamsOf(job: JobDefinition, body: RunBody): ManualParams {
+  const bad = (field: string, why: string) =>
+    new ApiError(400, 'bad-request', `the body: ${field}: ${why}`);
+  const env = body.env ?? {};
+  const args = body.args ?? [];
+  for (const [name, value] of Object.entries(env)) {
+    const shown = /^[\x21-\x7e]{1,64}$/.test(name) ? `env.${name}` : 'env';
+    if (!PARAM_NAME.test(name)) {
+      throw bad(shown, 'not a variable name (letters, digits and _, not starting with a digit)');
+    }
+    if (name.startsWith('BATON_'))
+      throw bad(shown, "BATON_* variables are baton's own (the fire's)");
+    if (hasControlCharacter(value)) throw bad(shown, 'the value contains a control character');
+  }
+  for (const [i, arg] of args.entries()) {
+    if (hasControlCharacter(arg)) throw bad(`args[${i}]`, 'contains a control character');
+  }
+  if (args.length > 0 && job.target.kind !== 'command') {
+    const kind = job.target.kind === 'shell' ? 'a shell job (`shell: true`)' : 'a module job';
+    throw bad(
+      'args',
+      `${job.name} is ${kind}: arguments are for command jobs only; pass values in env`,
+    );
+  }
+  try {
+    checkParamsSize(env, args, 'env and args');
+  } catch (err) {
+    if (err instanceof UsageError)
+      throw new ApiError(400, 'bad-request', `the body: ${err.message}`);
+    throw err;
+  }
+  return { env: { ...env }, args: [...args] };
 }
 
 /**
@@ -72,13 +126,15 @@ export async function runAction(
   body: RunBody,
   r: Who,
 ): Promise<ApiAnswer> {
+  await inScope(s, r, body.fire != null ? 'rerun' : 'run', job);
   const definition = knownJob(s, job);
+  const params = runParamsOf(definition, body);
   const fire = body.fire != null ? instantField('fire', body.fire) : null;
   if (body.again && fire == null) {
     throw new ApiError(400, 'bad-request', 'the body: again: needs fire');
   }
   const whyNot = s.whyNotHere(job);
-  if (body.onHost != null || whyNot != null) return runElsewhere(s, job, body, r, whyNot);
+  if (body.onHost != null || whyNot != null) return runElsewhere(s, job, body, params, r, whyNot);
   const fires = usableFires(s);
   let run: RunAction;
   try {
@@ -86,6 +142,7 @@ export async function runAction(
       fires,
       {
         job: definition,
+        params,
         fire,
         again: body.again === true,
         withDependents: body.withDependents === true,
@@ -148,6 +205,7 @@ async function runElsewhere(
   s: WriteSubject,
   job: string,
   body: RunBody,
+  params: ManualParams,
   r: Who,
   whyNot: string | null,
 ): Promise<ApiAnswer> {
@@ -162,11 +220,15 @@ async function runElsewhere(
       `${why}: fire and withDependents are not sent to another runner`,
     );
   }
+  if (params.args.length > 0) {
+    throw new ApiError(400, 'bad-request', `${why}: args are not sent to another runner; use env`);
+  }
   const pool = usablePool(s);
-  const ask = { namespace: s.namespace(), job, onHost: body.onHost ?? null, env: {} };
+  const ask = { namespace: s.namespace(), job, onHost: body.onHost ?? null, env: params.env };
   try {
     const runners = await runnersToAsk(pool, ask);
     if (!runners) throw noRunnerForPlacedJob(ask.namespace, job, whyNot ?? '');
+    refuseSecretEnv(runners, ask);
     const started = await askRun(pool, ask, runners, actor(s, r));
     return {
       status: 202,
@@ -180,6 +242,8 @@ async function runElsewhere(
     };
   } catch (err) {
     if (err instanceof LockHeldError) throw new ApiError(409, 'busy', err.message);
+    if (err instanceof UsageError) throw new ApiError(400, 'bad-request', err.message);
+    if (err instanceof OutOfScopeError) throw err;
     if (err instanceof BatonError) {
       const [status, code] = REFUSAL_STATUS[err.code] ?? [503, 'not-run'];
       throw new ApiError(status, code, err.message);
@@ -203,6 +267,7 @@ export async function backfillAction(
   body: { from: string; to: string; again?: boolean; yes?: boolean; withDependents?: boolean },
   r: Who,
 ): Promise<ApiAnswer> {
+  await inScope(s, r, 'backfill', job);
   const definition = knownJob(s, job);
   const from = instantField('from', body.from);
   const to = instantField('to', body.to);
@@ -264,10 +329,11 @@ export interface ApiAnswer {
   body: Record<string, unknown>;
 }
 
-/** Who asks, and why: the token's name and the body's reason. */
+/** Who asks, and why: the token's name and the body's reason; the token's scope, if it has one. */
 export interface Who {
   operator: string;
   reason: string | null;
+  scope?: ActionScope;
 }
 
 /**
@@ -291,6 +357,23 @@ function usablePool(s: WriteSubject): Queryable {
   const pool = s.pool();
   if (!pool) throw unavailable();
   return pool;
+}
+
+/**
+ * A name the job routes may be asked for: a job's (config/schema.ts). Anything else — a glob, a
+ * path, an option, another alphabet — names no job and is 404 before anything is read or written.
+ */
+export function possibleJobName(job: string): boolean {
+  return job.length <= JOB_NAME_MAX && JOB_NAME_PATTERN.test(job);
+}
+
+/**
+ * A scoped token's judgement of `action` on `job` in this runner's namespace, before the job is
+ * looked up (out of scope is 403 whether the job exists or not); the action judges again itself.
+ */
+async function inScope(s: WriteSubject, r: Who, action: ScopeAction, job: string): Promise<void> {
+  if (!r.scope) return;
+  await authorize(usablePool(s), actor(s, r), { action, job, namespace: s.namespace() });
 }
 
 /** The job of that name in the runner's file, or a 404. */
@@ -322,11 +405,18 @@ function unknownJob(job: string): ApiError {
 
 /** The token's name as operator, this runner as host. */
 function actor(s: WriteSubject, r: Who): Actor {
-  return { operator: r.operator, host: s.host, via: 'api', reason: r.reason };
+  return {
+    operator: r.operator,
+    host: s.host,
+    via: 'api',
+    reason: r.reason,
+    ...(r.scope ? { scope: r.scope } : {}),
+  };
 }
 
 /** POST /api/jobs/{job}/pause: 200 with the pause (renewed when there was one). */
 export async function pauseAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
+  await inScope(s, r, 'pause', job);
   if (!s.jobs().includes(job)) throw unknownJob(job);
   const outcome = await pause(usablePool(s), s.namespace(), job, actor(s, r));
   return { status: 200, body: pauseOutcomeDocument(outcome) };
@@ -334,6 +424,7 @@ export async function pauseAction(s: WriteSubject, job: string, r: Who): Promise
 
 /** POST /api/jobs/{job}/resume: 200, `resumed: false` when it was not paused. */
 export async function resumeAction(s: WriteSubject, job: string, r: Who): Promise<ApiAnswer> {
+  await inScope(s, r, 'resume', job);
   const pool = usablePool(s);
   // Any pause there is can be lifted (also of a job since removed from the file), as `resume`.
   if (!s.jobs().includes(job) && !(await findPause(pool, s.namespace(), job))) {
@@ -369,6 +460,7 @@ export async function killAction(
     host: s.host,
     via: 'api',
     reason: r.reason,
+    ...(r.scope ? { scope: r.scope } : {}),
     graceMs,
   });
   if (outcome.kind === 'not-found') {

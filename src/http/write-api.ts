@@ -11,11 +11,13 @@
  *   405  not POST
  *   403  the read token (it reads, it does not write)
  *   429  the token's bucket is empty (rate-limit.ts), with Retry-After
- *   404  no such route (or job, or run)
+ *   404  no such route (or run; a `{job}` no job can be called: write-actions.ts `possibleJobName`)
  *   415  not `Content-Type: application/json` (which a cross-site form cannot send either)
  *   413  a body over BODY_LIMIT; 400 a body that is not the route's JSON object
  *
- * then the action (write-actions.ts). Tokens are never logged: a line names the token's name.
+ * then the action (write-actions.ts): a scoped token's action outside its scope is 403
+ * `out-of-scope` (actions/scope.ts, audited), then 404 for a job not in the file. Tokens are
+ * never logged: a line names the token's name.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
@@ -24,6 +26,7 @@ import { errorMessage } from '../errors.js';
 import { hasControlCharacter, REASON_MAX } from '../operator.js';
 import { characterCount } from '../text.js';
 import type { Logger } from '../log.js';
+import { OutOfScopeError } from '../actions/scope.js';
 import { namedToken, presentedCredential, sameSecret } from './auth.js';
 import { RateLimiter } from './rate-limit.js';
 import {
@@ -32,6 +35,7 @@ import {
   DEFAULT_KILL_GRACE_MS,
   killAction,
   pauseAction,
+  possibleJobName,
   resumeAction,
   runAction,
   type ApiAnswer,
@@ -70,6 +74,9 @@ const runBody = reasonBody
     withDependents: z.boolean().optional(),
     // A runner's host id, compared with the registry's names only (HOST_MAX_CHARS).
     onHost: z.string().min(1).max(255).optional(),
+    // `baton run --env K=V -- args`, checked against the job by runParamsOf.
+    env: z.record(z.string(), z.string()).optional(),
+    args: z.array(z.string()).optional(),
   })
   .strict();
 const killBody = reasonBody.extend({ grace: z.string().max(32).optional() }).strict();
@@ -153,6 +160,9 @@ export function writeApi(o: WriteApiOptions): WriteApi {
     }
     // A run id is a positive integer; anything else names no run.
     if (run && !/^[1-9]\d{0,17}$/.test(target)) return null;
+    // A job's name, taken literally (a `*` in it is no glob); what no job can be called is no
+    // route: nothing is read or recorded for it (it could not even be stored in the audit).
+    if (job && !possibleJobName(target)) return null;
     return { route: found, target };
   }
 
@@ -196,13 +206,22 @@ export function writeApi(o: WriteApiOptions): WriteApi {
     }
     const body = parseBody(await readBody(req), found.route.body);
     const reason = typeof body.reason === 'string' ? body.reason.trim() || null : null;
-    const who: Who = { operator: token.name, reason };
+    const who: Who = {
+      operator: token.name,
+      reason,
+      ...(token.scope ? { scope: token.scope } : {}),
+    };
     const facts = { action: path.split('/').pop(), target: found.target, operator: who.operator };
     try {
       const answer = await found.route.handle(found.target, body, who);
       o.log.info({ ...facts, status: answer.status }, 'write api: action taken');
       return answer;
-    } catch (err) {
+    } catch (thrown) {
+      // Outside the token's scope: 403 saying what the scope lacks (its refusal is audited).
+      const err =
+        thrown instanceof OutOfScopeError
+          ? new ApiError(403, 'out-of-scope', thrown.message, { missing: thrown.missing })
+          : thrown;
       if (err instanceof ApiError) {
         o.log.info({ ...facts, status: err.status, error: err.message }, 'write api: refused');
       }

@@ -1,5 +1,8 @@
 /**
- * The write API's credentials: named tokens, one `name:token` a line, read from a file that only
+ * The write API's credentials: named tokens, one `name:token` a line, optionally followed by the
+ * token's scope (`name:token jobs=report*,etl-* actions=run,rerun namespaces=prod`,
+ * actions/scope.ts; a line without one grants every action on every job, as before), read from a
+ * file that only
  * root can read (`--http-write-tokens-file`, `BATON_HTTP_WRITE_TOKENS_FILE`, or the systemd
  * credential `http-write-tokens`), never from a flag or an environment variable whose value
  * `ps` or a job could see. The name is what the audit records as the operator
@@ -10,12 +13,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../errors.js';
+import { parseScope, type ActionScope } from '../actions/scope.js';
 import { MIN_TOKEN_LENGTH } from './address.js';
 
 export interface WriteToken {
   /** Who holds it, as the audit names them: letters, digits, `.`, `_`, `@`, `-`. */
   name: string;
   token: string;
+  /** What it may do (actions/scope.ts); absent: everything, in any namespace. */
+  scope?: ActionScope;
 }
 
 /** The name of the credential `LoadCredential=http-write-tokens:/etc/baton/http-write-tokens`. */
@@ -48,7 +54,14 @@ export function readWriteTokens(file: string, what: string, readToken?: string):
     const colon = line.indexOf(':');
     if (colon < 0) throw fail('expected name:token');
     const name = line.slice(0, colon).trim();
-    const token = line.slice(colon + 1).trim();
+    // The token is the first word after the colon; the scope's words follow, then a comment.
+    const words = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/);
+    const token = words[0] ?? '';
+    const comment = words.findIndex((w, at) => at > 0 && w.startsWith('#'));
+    const scopeWords = words.slice(1, comment < 0 ? undefined : comment);
     if (!NAME.test(name)) {
       throw fail("the name must be 1 to 64 letters, digits, '.', '_', '@' or '-'");
     }
@@ -58,7 +71,14 @@ export function readWriteTokens(file: string, what: string, readToken?: string):
           'one (e.g. openssl rand -hex 24)',
       );
     }
-    if (/\s/.test(token)) throw fail(`the token of "${name}" contains white space`);
+    let scope: ActionScope | undefined;
+    if (scopeWords.length > 0) {
+      try {
+        scope = parseScope(scopeWords);
+      } catch (err) {
+        throw fail(`the scope of "${name}": ${(err as Error).message}`);
+      }
+    }
     if (tokens.some((t) => t.name === name)) throw fail(`"${name}" is named twice`);
     if (tokens.some((t) => t.token === token)) {
       throw fail(`the token of "${name}" is also another name's: each needs its own`);
@@ -66,7 +86,7 @@ export function readWriteTokens(file: string, what: string, readToken?: string):
     if (readToken != null && token === readToken) {
       throw fail(`the token of "${name}" is the read token (--http-token): use another one`);
     }
-    tokens.push({ name, token });
+    tokens.push({ name, token, ...(scope ? { scope } : {}) });
   }
   if (tokens.length === 0) {
     throw new UsageError(`${what} ${file} has no name:token line (the write API would be off)`);

@@ -446,6 +446,13 @@ jobs:
       [`# none\nalice:${secret}\n`, /write-tokens:2: the token of "alice" is shorter than 16/],
       [`a:${ALICE}\nb:${ALICE}\n`, /write-tokens:2: .*another name's/],
       [`reader:${READ}\n`, /write-tokens:1: .*is the read token/],
+      // A scope that is not one: refused whole, as a bad token (issue 42).
+      [
+        `ok:${ALICE}\nteam:${STEER} actions=run,explode\n`,
+        /write-tokens:2: .*unknown action "explode"/,
+      ],
+      [`team:${STEER} jobs=\n`, /write-tokens:1: .*jobs=: an empty job name or glob/],
+      [`team:${STEER} namespaces=a/b\n`, /write-tokens:1: .*the namespace "a\/b" is no namespace/],
     ];
     const results = await Promise.all(
       cases.map(([text]) =>
