@@ -73,6 +73,27 @@ const settled = (rows: Notice[]) =>
 const received = () =>
   receiver!.accepted().map((r) => [String(r.body.event), Number(r.body.runId)] as const);
 
+/** The outbox, the job's rows and a runner's last lines, for a test that timed out. */
+async function whatWasSeen(lines: readonly { msg: string }[]): Promise<string> {
+  const notices = await fleet.db.query('SELECT * FROM baton_notifications ORDER BY id');
+  const rows = (await runs(fleet.db, 'settle')).map((r) => ({
+    id: r.id,
+    at: r.scheduled_at,
+    winner: r.winner,
+    status: r.status,
+    host: r.host,
+    reason: r.reason,
+    error: r.error,
+  }));
+  const said = lines.slice(-60).map((l) => JSON.stringify(l));
+  return [
+    `outbox: ${JSON.stringify(notices)}`,
+    `runs: ${JSON.stringify(rows)}`,
+    `survivor said:`,
+    ...said,
+  ].join('\n');
+}
+
 describe('notify: {after: 3}', () => {
   it('tells one failure at the third in a row, none before; recovered after it, not after two', async () => {
     receiver = await WebhookReceiver.start();
@@ -146,7 +167,10 @@ describe('notify: {after: 3}', () => {
         return settled(rows) && rows.some((r) => r.event === 'recovered') ? rows : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 100 },
-    );
+    ).catch(async (err: unknown) => {
+      // Rare under load (1 in ~13 runs, not reproduced with this dump yet): what it saw.
+      throw new Error(`${String(err)}\n${await whatWasSeen(survivor.lines)}`);
+    });
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatchObject({ event: 'lost', run_id: hung.id, status: 'sent' });
     expect(rows[1]).toMatchObject({ event: 'recovered', status: 'sent' });
