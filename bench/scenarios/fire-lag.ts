@@ -12,6 +12,10 @@
  *   uncertainty is half the shortest round trip). Chosen over having the job INSERT NOW(6): that
  *   would add a client's start-up and a connection to every run and measure the job's database
  *   access, not when it started.
+ * With BENCH_TRACING=1 (recorded as `fire-lag+traced`), every runner traces its fires into an
+ * OTLP/HTTP sink in this process (bench/lib/otlp-sink.ts; docs/tracing.md): compare its claim lag
+ * p99 with the default's (`--compare`); the goal is within 1.1×.
+ *
  * Then two more phases run the same with a module job (`module:`, the job's default export
  * stamps `Date.now()`-like time when it is called), 20 fires each (quick: 5): an `.mjs` one, then
  * a `.ts` one (through tsx): what module jobs pay for a Node process and the module host. Their
@@ -30,7 +34,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
-import type { BenchContext, BenchRunner, Check, Scenario, TableRow } from '../lib/index.js';
+import type {
+  BenchContext,
+  BenchRunner,
+  Check,
+  Scenario,
+  ScenarioResult,
+  TableRow,
+} from '../lib/index.js';
+import { OtlpSink } from '../lib/otlp-sink.js';
 import { distFigures, distRow, makeTempDir, percentiles, round } from '../lib/index.js';
 import { buildStamp, clockOffset, readStamps, stampSpawnFloor } from '../lib/stamp.js';
 
@@ -63,6 +75,7 @@ async function phase(
   fires: number,
   offsetMs: number,
   beforeStop?: (runners: BenchRunner[]) => Promise<void>,
+  env: Record<string, string> = {},
 ): Promise<PhaseResult> {
   const config = ctx.writeSchedule({ namespace: label, jobs: { tick: job } }, files);
   ctx.log(`${label}: starting ${RUNNERS} runners`);
@@ -70,6 +83,7 @@ async function phase(
     config,
     hostPrefix: label,
     args: ['--grace', '5'],
+    env,
   });
   // Two fires of warm-up after every runner is up (first spawns, first statements).
   const readyAt = await ctx.db.now();
@@ -233,7 +247,24 @@ export default async (ctx) => {
 export default {
   name: 'fire-lag',
   title: 'Fire lag: 3 runners, an every-second no-op job (command, then module)',
+  variant: () => (traced() ? 'traced' : null),
   async run(ctx) {
+    const sink = traced() ? await OtlpSink.start() : null;
+    try {
+      return await measure(ctx, sink?.env() ?? {});
+    } finally {
+      await sink?.stop();
+    }
+  },
+} satisfies Scenario;
+
+/** BENCH_TRACING=1: the runners trace their fires (the `traced` variant). */
+function traced(): boolean {
+  return process.env.BENCH_TRACING === '1';
+}
+
+async function measure(ctx: BenchContext, env: Record<string, string>): Promise<ScenarioResult> {
+  {
     const fires = ctx.quick ? 10 : 60;
     const moduleFires = ctx.quick ? 5 : 20;
     ctx.log('measuring floors and the clock offset');
@@ -252,6 +283,8 @@ export default {
       cmdStamps,
       fires,
       offset.offsetMs,
+      undefined,
+      env,
     );
     const modStamps = path.join(stampDir, 'module-stamps.txt');
     let modMemory: HostMemory = { rss: 0, pss: 0, childRss: 0, childPss: 0 };
@@ -264,6 +297,7 @@ export default {
       moduleFires,
       offset.offsetMs,
       async (runners) => void (modMemory = await warmHostMemory(runners)),
+      env,
     );
 
     const tsStamps = path.join(stampDir, 'ts-module-stamps.txt');
@@ -277,6 +311,7 @@ export default {
       moduleFires,
       offset.offsetMs,
       async (runners) => void (tsMemory = await warmHostMemory(runners)),
+      env,
     );
 
     const claimD = percentiles(cmd.claim);
@@ -373,5 +408,5 @@ export default {
       `BullMQ's job scheduler on this machine (issue 7): p50 57 ms, p99 105 ms.`,
     ];
     return { figures, table, notes, checks };
-  },
-} satisfies Scenario;
+  }
+}

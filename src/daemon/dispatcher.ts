@@ -41,6 +41,7 @@ import { planDependents, scheduledDependents, type ChildContention } from '../fi
 import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 import type { Attempt, ChainFence } from '../store/runs.js';
 import { splitSubject } from '../schedule-keys.js';
+import type { FireTracer } from '../fire/fire-trace.js';
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -107,6 +108,8 @@ export interface DispatcherOptions {
   runTimings?: RunTimings;
   /** Whether its timers hold the process, and what holds it anyway (keep-alive.ts). */
   keepAlive?: KeepAlive;
+  /** Where the fires are traced; null or absent: tracing is off. */
+  tracer?: () => FireTracer | null;
   /**
    * The children of its jobs (`after:`): how long the other runners leave a verdict's children
    * to this one, and who judges them at once once the verdict is written (dependent-watch.ts).
@@ -391,6 +394,7 @@ export class Dispatcher {
     const told = this.o.dependents;
     // A scheduled fire's fence (taken by `dispatch`); an operator's run or a child's has none.
     const { version = null, dynamic = null } = o.scheduled ?? {};
+    const tracer = this.o.tracer?.() ?? null;
     const handle = startFire(job, scheduledAt, {
       trigger,
       context: this.o.context,
@@ -421,6 +425,7 @@ export class Dispatcher {
       output: this.o.output,
       launchers: this.o.launchers,
       events,
+      ...(tracer ? { tracer } : {}),
       ...(job.target.kind === 'module' || job.target.kind === 'handler'
         ? { database: () => jobDatabase(this.o.loaded().config, job, this.o.target) }
         : {}),

@@ -7,6 +7,7 @@ import type { Config } from '../config/schema.js';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { InProcessLauncher } from '../execution/job-process.js';
 import type { KeepAlive } from '../keep-alive.js';
+import type { TracingSettings } from '../config/tracing.js';
 import type { Logger } from '../log.js';
 import type { RunnerEvents } from './runner-events.js';
 import { DEFAULT_TIMINGS, mergeTimings, resolveTimings, type PartialTimings } from './timings.js';
@@ -55,6 +56,12 @@ export interface RunnerOptions {
    * gives its own. Handed down to every part of the runner that sleeps or connects.
    */
   keepAlive?: KeepAlive;
+  /**
+   * Trace every fire into OpenTelemetry (docs/tracing.md): `baton start` takes it from the OTEL_*
+   * variables, library mode from its `tracing` option. Absent or null: no tracing, and the SDK
+   * is never loaded.
+   */
+  tracing?: TracingSettings | null;
 }
 
 /** The defaults of the flat interval options in RunnerOptions (from DEFAULT_TIMINGS). */

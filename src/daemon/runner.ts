@@ -75,6 +75,10 @@ import { PlacementWatch } from './placement-watch.js';
 import { CalendarWatch } from './calendar-watch.js';
 import { sameTimings, TimingWatch, type TimingVersions } from './timing-watch.js';
 import { deliverNotification } from '../notify/deliver.js';
+import type { OpenFireTracer } from './otel-tracer.js';
+
+/** How long a graceful stop waits for the last spans to reach the collector. */
+const TRACE_FLUSH_MS = 3_000;
 
 export class Runner {
   /** What happens, as it happens: subscribe for counting (the metrics), never for control. */
@@ -116,6 +120,8 @@ export class Runner {
   /** Operators' actions going on through this runner (operatorFires().track). */
   private readonly actionWork = new Set<Promise<unknown>>();
   private forceStop: (() => void) | null = null;
+  /** The fires' tracer, once `start` has loaded it; null: tracing is off (docs/tracing.md). */
+  private tracer: OpenFireTracer | null = null;
 
   constructor(private readonly options: RunnerOptions) {
     const { log, target, host } = options;
@@ -207,6 +213,7 @@ export class Runner {
       timings: timings.dispatcher,
       runTimings: timings.runs,
       keepAlive,
+      tracer: () => this.tracer,
       dependents: {
         leadMs: timings.dependents.leadMs,
         judge: (at, plans) => this.dependents.judgeVerdict(at, plans),
@@ -289,12 +296,32 @@ export class Runner {
   }
 
   /**
+   * Loads OpenTelemetry's SDK when tracing is configured, and only then (its packages would be a
+   * good part of what a runner loads); its last spans are sent at the stop, after everything
+   * else, for at most TRACE_FLUSH_MS.
+   */
+  private async openTracer(): Promise<void> {
+    const settings = this.options.tracing;
+    if (!settings) return;
+    const { openFireTracer } = await import('./otel-tracer.js');
+    const tracer = openFireTracer(settings, { host: this.options.host, log: this.log });
+    this.tracer = tracer;
+    this.releasers.add('send the last spans', () => tracer.shutdown(TRACE_FLUSH_MS));
+    // Not where to: an endpoint's URL may carry a token.
+    this.log.info(
+      { serviceName: settings.serviceName },
+      'tracing: spans are exported over OTLP/HTTP',
+    );
+  }
+
+  /**
    * Starts the loop, then connects: waits (with backoff) while the database is unreachable, and
    * throws only what retrying cannot fix (bad credentials, an unsupported server, a schema this
    * code does not know). Resolves false when the runner was stopped before it connected.
    */
   async start(): Promise<boolean> {
     const { config } = this.loaded;
+    await this.openTracer();
     // Undone in reverse order by stop(): a connect in flight settles first, the pool goes last.
     this.releasers.add('close the pool', () => this.link.closePool());
     this.releasers.add('close the lock session', () => this.link.closeSession());

@@ -5,6 +5,7 @@
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { Trigger } from '../run-status.js';
+import { parseTraceparent, type TraceContext } from '../trace-context.js';
 
 /** The fire being run, identical on every host for the same fire. */
 export interface FireInfo {
@@ -28,6 +29,12 @@ export interface FireInfo {
    * fire. They are in the environment too; BATON_PARAMS lists their names.
    */
   params?: Record<string, string>;
+  /**
+   * With tracing on (docs/tracing.md): the run's span in its fire's trace, which the job's own
+   * spans name as their parent — `traceparent` as W3C trace-context has it, and its two ids. Also
+   * in the environment as TRACEPARENT. Absent when the runner does not trace.
+   */
+  trace?: TraceContext;
 }
 
 /** The argument of a module job's default export: `export default async (ctx: JobContext) => …`. */
@@ -76,6 +83,8 @@ export function fireEnvironment(fire: FireInfo): Record<string, string> {
     ...(fire.params && Object.keys(fire.params).length > 0
       ? { BATON_PARAMS: JSON.stringify(Object.keys(fire.params)) }
       : {}),
+    // The name OpenTelemetry's SDKs and instrumentations read a parent from (W3C's header's).
+    ...(fire.trace ? { TRACEPARENT: fire.trace.traceparent } : {}),
   };
 }
 
@@ -106,5 +115,11 @@ export function fireFromEnvironment(env: NodeJS.ProcessEnv): FireInfo {
     attempt: Number(env.BATON_ATTEMPT ?? 1),
     worker: { slot: Number(env.BATON_WORKER ?? 1), count: Number(env.BATON_WORKERS ?? 1) },
     params: paramsFromEnvironment(env),
+    ...traceFromEnvironment(env),
   };
+}
+
+function traceFromEnvironment(env: NodeJS.ProcessEnv): { trace?: TraceContext } {
+  const trace = parseTraceparent(env.TRACEPARENT);
+  return trace ? { trace } : {};
 }

@@ -13,6 +13,7 @@ import type { Schedule } from '../schedule/cron.js';
 import type { Attempt, ChainFence, RunParams } from '../store/runs.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
 import type { FireEvents, NotAttemptedCause } from './fire-events.js';
+import type { FireTracer } from './fire-trace.js';
 import type { Limiter } from './limiter.js';
 import type { LocalRuns } from './local-runs.js';
 import type { OutputWriter } from './output-writer.js';
@@ -111,4 +112,6 @@ export interface FireOptions {
   dependents?: { plans: readonly DependentPlan[]; leadMs: number };
   /** A chain's child: claimed only while its judge holds the judgement (store/runs.ts). */
   chain?: ChainFence;
+  /** Where this fire's attempt and run are traced (fire-trace.ts); none: tracing is off. */
+  tracer?: FireTracer;
 }

@@ -55,6 +55,7 @@ import {
 } from '../store/run-verdicts.js';
 import type { Attempt } from '../store/runs.js';
 import type { FireRef, NotAttemptedCause } from './fire-events.js';
+import type { AttemptTrace, RunTrace } from './fire-trace.js';
 import type { FireOptions, FireOutcome } from './fire-types.js';
 import {
   localOverlap,
@@ -114,6 +115,8 @@ interface Win {
   claimFrom: number;
   claimFromWall: number;
   claimedWall: number;
+  /** The run's span, when tracing is on. */
+  trace: RunTrace | null;
 }
 
 /** One fire, from its local overlap to the lock given back (see the header). */
@@ -126,6 +129,8 @@ class Fire {
   private place: (() => void) | null = null;
   /** The run once started, in `LocalRuns` until the fire is over. */
   private local: LocalRun | null = null;
+  /** This runner's attempt span, once the fire's namespace is known (tracing on). */
+  private trace: AttemptTrace | null = null;
 
   /** The run's id once it has started (see FireHandle). */
   get startedRunId(): number | null {
@@ -155,6 +160,7 @@ class Fire {
   }
 
   private notAttempted(cause: NotAttemptedCause, error?: string): FireOutcome {
+    this.trace?.notAttempted(cause, error);
     this.o.events?.emit('fire:notAttempted', {
       fire: this.ref,
       cause,
@@ -171,6 +177,7 @@ class Fire {
 
   private async fire(): Promise<FireOutcome> {
     const { job, o, scheduledAt } = this;
+    const begun = new Date();
     if (this.stopping) return { status: 'stopped' };
     // Nobody can prove it is alone without a lock session: not running is the safe side.
     let c = o.context();
@@ -205,6 +212,12 @@ class Fire {
       c = o.context();
       if (!c) return this.notAttempted('no-session');
       const ctx = c;
+      // Begun now that the fire's namespace is known, dated from when this runner took it up.
+      this.trace =
+        o.tracer?.attempt(
+          { namespace: ctx.namespace, job: job.name, scheduledAt, generation: o.rerun ?? 0 },
+          { trigger: o.trigger, host: ctx.host, startedAt: begun },
+        ) ?? null;
       // A scheduled fire of a job with jitter is meant to start after its instant: its lag and
       // staleness count from then (manual runs and catch-ups start when asked).
       const startAt =
@@ -232,6 +245,7 @@ class Fire {
       const claim = await this.tryWin(ctx, attempt, policy, overlap);
       const contendMs = performance.now() - contendStart;
       const claimedWall = Date.now();
+      this.trace?.contended(new Date(claimFromWall), new Date(claimedWall), claim.won);
       // A queued fire's contention includes its wait for the previous run: not a lock latency.
       const measured = policy === 'queue' ? null : contendMs;
       if (!claim.won) {
@@ -239,6 +253,7 @@ class Fire {
         // fire is forgotten here, so that a read of the schedule in force may send it again.
         if (claim.stale) return this.notAttempted('stale-schedule', claim.reason);
         const { runId, kind, reason } = claim;
+        this.trace?.skipped(kind, reason);
         o.events?.emit('fire:skipped', {
           fire: this.ref,
           runId,
@@ -259,11 +274,13 @@ class Fire {
         claimFrom: contendStart,
         claimFromWall,
         claimedWall,
+        trace: this.trace?.won(claim.runId, claim.slot) ?? null,
       });
     } finally {
       this.releasePlace();
       if (this.local) o.runs.delete(this.local);
       this.finished();
+      this.trace?.end();
     }
   }
 
@@ -391,6 +408,7 @@ class Fire {
           }
         : undefined;
     const slowWatch = this.watchSlow(w);
+    let ran: Parameters<RunTrace['end']>[0] = null;
     try {
       const fire: FireInfo = {
         job: job.name,
@@ -402,8 +420,10 @@ class Fire {
         // An `every` run is not a share of a fan-out: its host slot means nothing to the job.
         worker: job.every ? { slot: 1, count: 1 } : { slot: claim.slot, count: job.workers },
         ...(o.params ? { params: o.params.given } : {}),
+        ...(w.trace ? { trace: w.trace.context } : {}),
       };
       const { result, attempts } = await this.attemptRuns(w, fire);
+      ran = { status: result.status, attempts, error: result.error };
       // From here on the run is bookkeeping only: the next fire may wait for it (local-runs.ts).
       control.markProcessesEnded();
       slowWatch?.stop();
@@ -428,9 +448,13 @@ class Fire {
       // A run that reads finished has all its output in (`baton logs --follow` stops there).
       await o.output?.settle(claim.runId);
       let recorded = false;
+      const verdictFrom = new Date();
+      const notifies = outcome.notices != null;
       try {
         recorded = await finishRun(c.pool, claim.runId, outcome);
+        w.trace?.verdict(verdictFrom, new Date(), 'recorded', notifies);
       } catch (err) {
+        w.trace?.verdict(verdictFrom, new Date(), o.verdicts ? 'kept' : 'failed', notifies);
         if (!o.verdicts) throw err;
         o.verdicts.keep(claim.runId, outcome);
         o.events?.emit('verdict:kept', { fire: ref, runId: claim.runId, status: outcome.status });
@@ -461,6 +485,7 @@ class Fire {
       // The pool's slot with the job's lock: both after the verdict, in one statement.
       const held = [claim.lockName, claim.poolLock].filter((n): n is string => n != null);
       if (c.lock.usable) await Promise.all(held.map((n) => c.lock.release(n).catch(() => {})));
+      w.trace?.end(ran);
     }
   }
 
@@ -576,6 +601,7 @@ class Fire {
       // the fire was being claimed, or before a retry, starts nothing.
       const cannotStart = whyNotStart(c, o, attempt);
       if (cannotStart) return { result: cannotStart, attempts: attempt };
+      const processFrom = new Date();
       const run = startJob(
         job,
         { ...fire, attempt },
@@ -608,11 +634,14 @@ class Fire {
       } finally {
         clearTimeout(timer);
       }
+      w.trace?.processRan(attempt, processFrom, result);
       if (control.stopRequested || !retryable(result) || attempt > job.retries) {
         return { result, attempts: attempt };
       }
       // The same wait on every runner (config/retry-delay.ts): fixed, or a backoff's k-th.
-      await control.waitBeforeRetry(retryWaitMs(c.namespace, job, fire.scheduledAt, attempt + 1));
+      const waitMs = retryWaitMs(c.namespace, job, fire.scheduledAt, attempt + 1);
+      w.trace?.retryWait(attempt + 1, waitMs);
+      await control.waitBeforeRetry(waitMs);
       if (control.stopRequested)
         return { result: control.stoppedResult(result), attempts: attempt };
     }

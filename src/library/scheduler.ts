@@ -28,6 +28,7 @@
  * row's lock session is another of this process's (daemon/registrar.ts). Started at the same
  * instant, neither may see the other yet: start them one after the other.
  */
+import { serviceName, tracingFromEnvironment, type TracingSettings } from '../config/tracing.js';
 import os from 'node:os';
 import type { Registry } from 'prom-client';
 import { parseDatabaseUrl, type DatabaseTarget } from '../config/database-url.js';
@@ -92,6 +93,14 @@ export interface SchedulerOptions extends Partial<Omit<CodeSettings, 'namespace'
    * it has closed them the process exits, stopped scheduler or not (docs/library-mode.md).
    */
   keepAlive?: boolean;
+  /**
+   * Trace every fire into OpenTelemetry over OTLP/HTTP (docs/tracing.md): `{ endpoint }` (the
+   * traces URL, `http://collector:4318/v1/traces`), `{}` for the exporter's own variables
+   * (OTEL_EXPORTER_OTLP_*), `false` for none. Default: on when OTEL_EXPORTER_OTLP_ENDPOINT or
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, as for `baton start`. The scheduler's tracer is
+   * its own: nothing is registered globally, the application's OpenTelemetry set-up is left alone.
+   */
+  tracing?: { endpoint?: string; serviceName?: string } | false;
   /** How long `stop()` waits for running handlers by default. Default 30s. */
   grace?: Duration;
   /** Lock-session heartbeat and its deadline, as `baton start --heartbeat/--heartbeat-deadline`. */
@@ -342,6 +351,7 @@ export class Scheduler {
       // The handler jobs' schedules created at run time (./schedules.ts).
       dynamicSchedules: this.handlers.size > 0,
       ...(this.options.timings ? { timings: this.options.timings } : {}),
+      tracing: tracingOf(this.options.tracing),
     };
     const set = (
       key: 'heartbeatMs' | 'heartbeatDeadlineMs' | 'registryMs' | 'reaperMs',
@@ -458,4 +468,14 @@ export class Scheduler {
 /** A scheduler for this process (see the header); nothing starts before `start()`. */
 export function createScheduler(options: SchedulerOptions): Scheduler {
   return new Scheduler(options);
+}
+
+/** The scheduler's tracing: its option, else the environment (see SchedulerOptions.tracing). */
+function tracingOf(option: SchedulerOptions['tracing']): TracingSettings | null {
+  if (option === false) return null;
+  if (option == null) return tracingFromEnvironment(process.env);
+  return {
+    serviceName: option.serviceName ?? serviceName(process.env),
+    ...(option.endpoint ? { endpoint: option.endpoint } : {}),
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * What one `baton` invocation loads (src/cli/program.ts): a command names its own module only — not
- * the other commands', and not the SMTP client, which is imported by the first mail — while help,
+ * the other commands', and not the SMTP client, which is imported by the first mail, nor
+ * OpenTelemetry, imported by a runner only when tracing is configured — while help,
  * --version and anything that is not a command name load every command. Each name loads the
  * command of that name (its help is that command's). A runner (`baton start`, running fires)
  * does not load zod in its own thread: its config is checked in the loader's worker thread
@@ -120,6 +121,7 @@ describe('a baton invocation', () => {
       expect(code, name).toBe(0);
       expect(commands, name).toEqual([NAMES[name]]);
       expect(from('nodemailer', modules), name).toEqual([]);
+      expect(from('@opentelemetry', modules), name).toEqual([]);
     }
   });
 
@@ -141,11 +143,12 @@ describe('a baton invocation', () => {
     }
   });
 
-  it('as a runner, leaves zod and the SMTP client out of its own thread while it runs fires', async () => {
-    const file = path.join(dir, 'modules-runner.txt');
+  /** Runs a runner with `env` until its first run finished; the modules its main thread loaded. */
+  async function runnerModules(label: string, env: Record<string, string>): Promise<string[]> {
+    const file = path.join(dir, `modules-runner-${label}.txt`);
     writeFileSync(file, '');
     const config = writeSchedule(`
-namespace: modules
+namespace: modules-${label}
 jobs:
   tick:
     schedule: "* * * * * *"
@@ -154,18 +157,34 @@ jobs:
     const runner = startRunner({
       config,
       databaseUrl: db.url,
-      host: 'modules-1',
-      env: { NODE_OPTIONS: `--import=${recorder}`, MODULES_FILE: file },
+      host: `modules-${label}`,
+      env: { ...env, NODE_OPTIONS: `--import=${recorder}`, MODULES_FILE: file },
     });
     try {
       await runner.waitForLog('run finished', undefined, 20_000);
     } finally {
       expect(await runner.stop('SIGTERM')).toBe(0);
     }
-    const modules = modulesOf(file, runner.child.pid);
+    return modulesOf(file, runner.child.pid);
+  }
+
+  it('as a runner, leaves zod, the SMTP client and OpenTelemetry out of its own thread while it runs fires', async () => {
+    const modules = await runnerModules('plain', {});
     // The recorder saw the runner's modules: its database client among them.
     expect(from('mysql2', modules).length).toBeGreaterThan(0);
     expect(from('zod', modules)).toEqual([]);
     expect(from('nodemailer', modules)).toEqual([]);
+    // No exporter configured: no tracing, and none of its SDK (docs/tracing.md).
+    expect(from('@opentelemetry', modules)).toEqual([]);
+  });
+
+  it('as a runner with an OTLP endpoint, loads OpenTelemetry — and still no zod', async () => {
+    // Nothing listens there: the spans are dropped, which the runner only logs.
+    const modules = await runnerModules('traced', {
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+    });
+    expect(from('@opentelemetry', modules).length).toBeGreaterThan(0);
+    expect(from('zod', modules)).toEqual([]);
   });
 });

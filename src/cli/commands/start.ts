@@ -1,3 +1,4 @@
+import { tracingFromEnvironment } from '../../config/tracing.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { CommandModule } from 'yargs';
@@ -174,6 +175,8 @@ export const startCommand: CommandModule<object, StartArgs> = {
       reaperMs,
       registryMs,
       clockWarnMs,
+      // OpenTelemetry's own variables (docs/tracing.md); the SDK is loaded only when they ask.
+      tracing: tracingFromEnvironment(process.env),
     });
     metrics?.observe(runner.events);
     // Signals are handled from the first moment (those that came earlier are replayed below): a
