@@ -16,7 +16,7 @@
  * as OutOfScopeError (the write API answers 403 with its message); an allowed action records the
  * scope that allowed it in its own audit row's details (`scopeDetails`).
  */
-import { JOB_NAME_MAX, JOB_NAME_PATTERN, NAMESPACE_MAX } from '../config/schema.js';
+import { JOB_NAME_MAX, JOB_NAME_PATTERN, NAMESPACE_MAX } from '../config/names.js';
 import { BatonError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { recordAction, type AuditVia } from '../store/audit.js';

@@ -45,16 +45,9 @@ import {
   type WarnLimit,
 } from './duration-limits.js';
 
-/**
- * Job names end up in the history table (`baton_runs.job VARCHAR(128)`) and in lock names, so they
- * are limited to safe ASCII and to what the column stores whole: MySQL would truncate a longer name
- * silently under INSERT IGNORE, and two truncated names would then share one fire key.
- */
-export const JOB_NAME_MAX = 128;
-export const JOB_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+import { JOB_NAME_MAX, JOB_NAME_PATTERN, NAMESPACE_MAX } from './names.js';
 
-/** The namespace scopes lock names and history rows; `baton_runs.namespace VARCHAR(64)`. */
-export const NAMESPACE_MAX = 64;
+export { JOB_NAME_MAX, JOB_NAME_PATTERN, NAMESPACE_MAX };
 
 const nameRule = (max: number, what: string) =>
   z

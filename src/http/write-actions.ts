@@ -36,7 +36,8 @@ import {
   type ActionScope,
   type ScopeAction,
 } from '../actions/scope.js';
-import { JOB_NAME_MAX, JOB_NAME_PATTERN, type JobDefinition } from '../config/schema.js';
+import { JOB_NAME_MAX, JOB_NAME_PATTERN } from '../config/names.js';
+import type { JobDefinition } from '../config/schema.js';
 import { checkParamsSize, PARAM_NAME, type ManualParams } from '../fire/run-params.js';
 import { hasControlCharacter } from '../operator.js';
 import { BatonError, errorMessage, LockHeldError, UsageError } from '../errors.js';

@@ -10,7 +10,8 @@
  * stops them on every one. This replica applies its own change at once; the others read it within
  * a second (their look for run requests reads the schedules' revision too, store/replica-inbox.ts).
  */
-import { JOB_NAME_MAX, JOB_NAME_PATTERN, type JobDefinition } from '../config/schema.js';
+import { JOB_NAME_MAX, JOB_NAME_PATTERN } from '../config/names.js';
+import type { JobDefinition } from '../config/schema.js';
 import { BatonError, ConfigError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { keyProblem } from '../schedule-keys.js';
