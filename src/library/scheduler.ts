@@ -326,8 +326,16 @@ export class Scheduler {
       this.file,
     );
     this.state = 'started';
-    this.inProcess = new InProcessJobs(this.handlers, (job, runId, why) =>
-      this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
+    this.inProcess = new InProcessJobs(
+      this.handlers,
+      (job, runId, why) =>
+        this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
+      (job, runId, { refused, committed, error }) =>
+        this.log.warn(
+          { job, runId, fencedRefused: refused, fencedCommitted: committed, error },
+          `a handler that ignored its abort signal has ended: ${refused} of its fenced ` +
+            `transactions were refused after it was given up, ${committed} committed`,
+        ),
     );
     const options: RunnerOptions = {
       inProcess: this.inProcess,
