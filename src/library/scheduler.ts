@@ -333,8 +333,9 @@ export class Scheduler {
       (job, runId, { refused, committed, error }) =>
         this.log.warn(
           { job, runId, fencedRefused: refused, fencedCommitted: committed, error },
-          `a handler that ignored its abort signal has ended: ${refused} of its fenced ` +
-            `transactions were refused after it was given up, ${committed} committed`,
+          // fencedRefused: its fenced transactions refused (sdk/fence.ts); fencedCommitted:
+          // those that committed after it was given up (before its successor started).
+          'a handler that ignored its abort signal has ended',
         ),
     );
     const options: RunnerOptions = {

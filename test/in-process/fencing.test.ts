@@ -62,10 +62,12 @@ async function claim(job: string, fencedClaim = true): Promise<number> {
 
 const fenceOf = (runId: number): RunFence => ({ fence: runId, database: db.name });
 const newest = async (job: string) =>
-  (await db.query<RowDataPacket>(`SELECT fence FROM baton_fences WHERE namespace = ? AND job = ?`, [
-    NS,
-    job,
-  ]))[0]?.fence as number | undefined;
+  (
+    await db.query<RowDataPacket>(
+      `SELECT fence FROM baton_fences WHERE namespace = ? AND job = ?`,
+      [NS, job],
+    )
+  )[0]?.fence as number | undefined;
 const effects = async () =>
   (await db.query<RowDataPacket>('SELECT id, fence FROM effect ORDER BY id')).map((r) =>
     Number(r.fence),
