@@ -176,13 +176,13 @@ describe('the fence', () => {
     ]);
     await db.query('DELETE FROM baton_runs WHERE id >= ?', [lost]);
     await db.query('ALTER TABLE baton_runs AUTO_INCREMENT = 1');
-    const [{ next }] = await db.query<RowDataPacket>(
+    const [counter] = await db.query<RowDataPacket>(
       `SELECT AUTO_INCREMENT AS next FROM information_schema.TABLES
         WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'baton_runs'`,
       [db.name],
     );
     // The precondition: without the failover's move, the next fence would be the lost one's.
-    expect(Number(next)).toBeLessThanOrEqual(lost);
+    expect(Number(counter!.next)).toBeLessThanOrEqual(lost);
     // What the first runner on the new server does before any fire (daemon/failover.ts).
     await moveRunIds(pool, { server: 'new', fromServer: 'old', host: 'h1' });
     const after = await claim('failover');
