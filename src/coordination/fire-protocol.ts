@@ -48,6 +48,34 @@
  * Together: one winner per fire, ever; no overlap while the lock holds; and the lock dies with its
  * session, so a crashed runner leaves nothing behind that needs a timeout to expire.
  *
+ * Fencing (issue 43). No overlap of *starts* is not no overlap of *effects*: a run baton gave up
+ * on — its session lost, its lease lapsed, a timeout, a kill, a stop past the grace — may live on
+ * (an in-process handler that ignores `ctx.signal`, a frozen host that thaws), and write after the
+ * next run of its job started. So every run has a **fence**, its run id: ids only grow, and after
+ * a failover they move past every id the old primary gave out before any fire is contended
+ * (store/failovers.ts), so a fence never goes backwards. A winner under the job's lock, in this
+ * order, before its run starts:
+ *
+ *   a. declares the job's earlier `running` rows whose runner is gone `lost` (the reaper, above
+ *      in `claim`: each UPDATE waits for a shared lock a fenced transaction holds on that row);
+ *   b. inserts its claim (the fence is the new row's id, in the claim's own statement);
+ *   c. makes its fence the newest of the job's slot in `baton_fences` (one statement per batch
+ *      of claims, store/fire-writes.ts `moveFences`; exclusive on that row). A claim that cannot
+ *      write it fails like a claim the database did not take: the job does not run.
+ *
+ * A job's fenced transaction (sdk/fence.ts: `ctx.db.fenced`, and the helpers given the fence)
+ * reads, before its COMMIT and with a shared lock held to its end, its run's row and the job's
+ * fence row: the row must say `running` and the fence must be its own (or older). A check that
+ * races a new claim either runs after (c) — it sees the newer fence and rolls back, throwing
+ * StaleFenceError — or before it, and then (c) waits for its COMMIT: the stale transaction's
+ * writes land before the new run starts, which is as if it had finished before the lock moved.
+ * Either way nothing of a stopped run commits after its successor started. Every other way baton
+ * gives up on a run writes the row's verdict before the job's lock is given back (the verdict
+ * precedes the release in fire/run-fire.ts), so the row check refuses it even before (c); and a
+ * verdict that could not be written leaves the row `running` but the fence moved. `overlap:
+ * allow` claims take no lock and move no fence: their runs may overlap by design, and their
+ * fenced transactions check the row alone.
+ *
  * The winner then runs the job (`fire/run-fire.ts`), writes the verdict while still holding the
  * lock (so a late host sees the fire as done, not free), and releases the lock in `finally`.
  *
@@ -584,7 +612,8 @@ async function claimWhenDue(
 ): Promise<number | 'taken' | 'fenced' | 'stale'> {
   // Claims under their job's lock are batched. Lock-free ones (`allow`) race the other runners
   // for the same fire keys: alone, each gets its answer without holding up a batch.
-  const claim = { attempt, lockConnectionId: c.lock.connectionId };
+  // Under the job's lock the claim also moves the job's fence (fire-writes.ts `moveFences`).
+  const claim = { attempt, lockConnectionId: c.lock.connectionId, fenced: locked };
   const batched = FireBatches.of(c.pool, c.namespace).claim;
   const limitMs = c.timings?.earlyClaimLimitMs ?? EARLY_CLAIM_LIMIT_MS;
   const retryMs = c.timings?.earlyClaimRetryMs ?? EARLY_CLAIM_RETRY_MS;

@@ -24,11 +24,13 @@
  * A scheduler (library/scheduler.ts, its composition root) owns its `InProcessJobs`, and its
  * runner starts handler jobs through it (job-process.ts: `Launchers.inProcess`).
  */
-import type { Pool } from 'mysql2/promise';
+import type { Connection, Pool } from 'mysql2/promise';
 import { pino, type Logger } from 'pino';
 import type { DatabaseTarget } from '../config/database-url.js';
 import type { JobDefinition } from '../config/schema.js';
 import { jobOfSubject, splitSubject } from '../schedule-keys.js';
+import type { TransactionOptions } from '../sdk/connection.js';
+import { fencedPool, type FencedPool, type RunFence } from '../sdk/fence.js';
 import { openPool } from '../store/connect.js';
 import { truncate } from '../text.js';
 import type { FireInfo, JobContext } from './job-context.js';
@@ -54,6 +56,16 @@ const POOL_END_MS = 1_000;
 /** Told when a handler ignored its signal past the grace (the scheduler logs it). */
 export type IgnoredSignal = (job: string, runId: number, why: string) => void;
 
+/**
+ * Told when a handler given up past the grace has settled at last: how many of its fenced
+ * transactions (sdk/fence.ts) were refused, and how many committed, after it was given up.
+ */
+export type IgnoredSettled = (
+  job: string,
+  runId: number,
+  after: { refused: number; committed: number; error: string | null },
+) => void;
+
 /** One scheduler's handlers, by job name, and the pools behind their `ctx.db`. */
 export class InProcessJobs implements InProcessLauncher {
   private readonly pools = new Map<string, Pool>();
@@ -64,6 +76,7 @@ export class InProcessJobs implements InProcessLauncher {
   constructor(
     private readonly handlers: ReadonlyMap<string, JobHandler>,
     private readonly onIgnored: IgnoredSignal = () => {},
+    private readonly onIgnoredSettled: IgnoredSettled = () => {},
   ) {}
 
   start(job: JobDefinition, fire: FireInfo, options: StartOptions): RunningJob {
@@ -73,6 +86,7 @@ export class InProcessJobs implements InProcessLauncher {
     return startInProcess(this.handlers.get(jobOfSubject(job.name)), job, fire, options, {
       pool: (target) => this.poolFor(target),
       ignored: this.onIgnored,
+      ignoredSettled: this.onIgnoredSettled,
     });
   }
 
@@ -153,7 +167,11 @@ function startInProcess(
   job: JobDefinition,
   fire: FireInfo,
   options: StartOptions,
-  scheduler: { pool: (target: DatabaseTarget | null | undefined) => Pool; ignored: IgnoredSignal },
+  scheduler: {
+    pool: (target: DatabaseTarget | null | undefined) => Pool;
+    ignored: IgnoredSignal;
+    ignoredSettled: IgnoredSettled;
+  },
 ): RunningJob {
   const controller = new AbortController();
   const output = runOutput(options);
@@ -181,10 +199,32 @@ function startInProcess(
   });
   // Not enumerable: logging or spreading ctx must not serialise a pool (its config holds the
   // password), nor create one.
+  // With the run's fence (sdk/fence.ts): its refusals are counted, for the report of a handler
+  // that ignored its signal (`ignoredSettled`). A view of its own per run: the pool is shared.
+  const fenceTally = { refused: 0, committed: 0 };
+  let givenUp = false;
+  const fence: RunFence = {
+    fence: fire.fence,
+    database: options.batonDatabase ?? '',
+    onRefused: () => void fenceTally.refused++,
+  };
+  let db: FencedPool | undefined;
   Object.defineProperty(ctx, 'db', {
-    get: () => scheduler.pool(options.database),
+    get: () => (db ??= countCommits(fencedPool(scheduler.pool(options.database), fence))),
     enumerable: false,
   });
+  /** Counts the fenced transactions that commit after the run was given up (there should be none). */
+  const countCommits = (pool: FencedPool): FencedPool =>
+    new Proxy(pool, {
+      get(target, name) {
+        if (name !== 'fenced') return Reflect.get(target, name, target) as unknown;
+        return async <T>(fn: (tx: Connection) => Promise<T>, o?: TransactionOptions) => {
+          const value = await target.fenced(fn, o);
+          if (givenUp) fenceTally.committed++;
+          return value;
+        };
+      },
+    });
 
   let stopReason: { why: string; status: StopStatus } | null = null;
   let settle!: (result: JobResult) => void;
@@ -206,17 +246,22 @@ function startInProcess(
       ...(mayStillRun ? { mayStillRun } : {}),
     });
   };
+  const message = (err: unknown) =>
+    err instanceof Error ? err.message || err.name : `threw ${String(err)}`;
   void (async () => {
     if (!handler) throw new Error(`no handler is registered for ${job.name} in this process`);
     await handler(ctx);
   })().then(
-    () => end(stopReason?.status ?? 'done', stopReason?.why ?? null),
-    (err: unknown) =>
-      end(
-        stopReason?.status ?? 'failed',
-        stopReason?.why ??
-          (err instanceof Error ? err.message || err.name : `threw ${String(err)}`),
-      ),
+    () => {
+      if (givenUp) scheduler.ignoredSettled(job.name, fire.runId, { ...fenceTally, error: null });
+      end(stopReason?.status ?? 'done', stopReason?.why ?? null);
+    },
+    (err: unknown) => {
+      if (givenUp) {
+        scheduler.ignoredSettled(job.name, fire.runId, { ...fenceTally, error: message(err) });
+      }
+      end(stopReason?.status ?? 'failed', stopReason?.why ?? message(err));
+    },
   );
 
   return {
@@ -229,9 +274,14 @@ function startInProcess(
       // What SIGKILL is to a process: past the grace the run is over for baton, reported.
       const timer = setTimeout(() => {
         if (over) return;
+        const refused = fenceTally.refused;
         const ignored =
           `${stopReason!.why}; the handler ignored ctx.signal for ${graceMs} ms and may still be ` +
-          'running in this process (an in-process handler cannot be killed)';
+          'running in this process (an in-process handler cannot be killed); its fenced writes ' +
+          `(ctx.db.fenced, the helpers given ctx.db.fence: fence ${fire.fence}) are refused ` +
+          `from its verdict on${refused > 0 ? ` (${refused} refused already)` : ''}, ` +
+          'its other writes are not';
+        givenUp = true;
         scheduler.ignored(job.name, fire.runId, ignored);
         end(stopReason!.status, ignored, true);
       }, graceMs);

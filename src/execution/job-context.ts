@@ -2,8 +2,8 @@
  * What a module job receives, and the environment every job (command or module) gets. A batch
  * computes "yesterday" from its fire (`scheduledAt`), never from the moment it happened to start.
  */
-import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
+import type { FencedPool } from '../sdk/fence.js';
 import type { Trigger } from '../run-status.js';
 import { parseTraceparent, type TraceContext } from '../trace-context.js';
 
@@ -12,6 +12,13 @@ export interface FireInfo {
   job: string;
   /** `baton_runs.id` of this run's row. */
   runId: number;
+  /**
+   * The run's fence (issue 43; docs/job-sdk.md, "Fenced writes"): a number that only grows per
+   * job — a newer run of the job always has a higher one, across failovers too. Its run id.
+   * Store it with effects in other systems and refuse a lower one there; in the job's database,
+   * `ctx.db.fenced(…)` (and the helpers given `fence: ctx.db.fence`) refuse a stale run's writes.
+   */
+  fence: number;
   /** The cron instant (UTC), or the moment of a manual trigger. */
   scheduledAt: Date;
   trigger: Trigger;
@@ -61,18 +68,23 @@ export interface JobContext extends FireInfo {
   signal: AbortSignal;
   /**
    * A mysql2 pool (promise API, UTC) on the job's database: the connection its `connection:`
-   * names in schedules.yaml, else baton's own database. Created on first use.
+   * names in schedules.yaml, else baton's own database. Created on first use. With the run's
+   * fence: `ctx.db.fenced(async (tx) => …)` commits only while the run still holds its job
+   * (sdk/fence.ts), and `ctx.db.fence` is what the helpers take as `fence`.
    */
-  db: Pool;
+  db: FencedPool;
 }
 
 export type JobFunction = (ctx: JobContext) => unknown;
 
 /** The environment variables that carry the fire into a job's process. */
-export function fireEnvironment(fire: FireInfo): Record<string, string> {
+export function fireEnvironment(fire: FireInfo, batonDatabase?: string): Record<string, string> {
   return {
     BATON_JOB: fire.job,
     BATON_RUN_ID: String(fire.runId),
+    BATON_FENCE: String(fire.fence),
+    // Where the fence is checked (sdk/fence.ts `runFenceFromEnvironment`): a name, no secret.
+    ...(batonDatabase ? { BATON_FENCE_DATABASE: batonDatabase } : {}),
     BATON_SCHEDULED_AT: fire.scheduledAt.toISOString(),
     BATON_TRIGGER: fire.trigger,
     BATON_HOST: fire.host,
@@ -109,6 +121,7 @@ export function fireFromEnvironment(env: NodeJS.ProcessEnv): FireInfo {
   return {
     job: env.BATON_JOB,
     runId: Number(env.BATON_RUN_ID),
+    fence: Number(env.BATON_FENCE ?? env.BATON_RUN_ID),
     scheduledAt,
     trigger: (env.BATON_TRIGGER ?? 'manual') as Trigger,
     host: env.BATON_HOST ?? '',

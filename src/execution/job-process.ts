@@ -95,6 +95,8 @@ export interface StartOptions {
   secrets?: readonly string[] | undefined;
   /** The database a module job gets as `ctx.db` (sent over IPC, never put in the environment). */
   database?: DatabaseTarget | null;
+  /** baton's own database's name: where a run's fence is checked (sdk/fence.ts). */
+  batonDatabase?: string;
   /**
    * Variables of the runner's environment that no job inherits: those that hold the URLs of
    * `connections:` (with their passwords) and of the notification targets (config/connections.ts:
@@ -187,7 +189,7 @@ export function startJob(job: JobDefinition, fire: FireInfo, options: StartOptio
   const env: NodeJS.ProcessEnv = {
     ...inheritedEnvironment(new Set(options.withholdEnv ?? [])),
     ...job.env,
-    ...fireEnvironment(fire),
+    ...fireEnvironment(fire, options.batonDatabase),
     ...(job.target.kind === 'module' ? { BATON_MODULE: job.target.path } : {}),
   };
   let stopReason: { why: string; status: StopStatus } | null = null;

@@ -32,6 +32,7 @@
 import { pathToFileURL } from 'node:url';
 import mysql, { type ConnectionOptions, type Pool } from 'mysql2/promise';
 import { pino } from 'pino';
+import { fencedPool, type FencedPool } from '../sdk/fence.js';
 import { fireFromEnvironment, type JobContext } from './job-context.js';
 import { fileRequestsSettled } from './file-requests.js';
 import { TSX_WARM_UP_FLAG, warmUpTsx, type WarmUpReport } from './tsx-warm-up.js';
@@ -243,7 +244,13 @@ async function main(): Promise<number> {
   const ctx = { ...fire, fire, log, signal: controller.signal } as JobContext;
   // Not enumerable: logging or spreading ctx must neither serialise the pool (its config holds
   // the password) nor create one.
-  Object.defineProperty(ctx, 'db', { get: () => db.get(), enumerable: false });
+  // `ctx.db` carries the run's fence (sdk/fence.ts): `ctx.db.fenced`, `ctx.db.fence`.
+  const fence = { fence: fire.fence, database: process.env.BATON_FENCE_DATABASE ?? '' };
+  let fencedDb: FencedPool | undefined;
+  Object.defineProperty(ctx, 'db', {
+    get: () => (fencedDb ??= fencedPool(db.get(), fence)),
+    enumerable: false,
+  });
   try {
     await (mod.default as (ctx: JobContext) => unknown)(ctx);
   } finally {

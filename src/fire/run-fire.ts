@@ -413,6 +413,8 @@ class Fire {
       const fire: FireInfo = {
         job: job.name,
         runId: claim.runId,
+        // The fence is the run id (coordination/fire-protocol.ts, "Fencing").
+        fence: claim.runId,
         scheduledAt: ref.scheduledAt,
         trigger: ref.trigger,
         host: c.host,
@@ -608,6 +610,7 @@ class Fire {
         {
           tee: o.tee ?? false,
           database,
+          batonDatabase: c.database,
           withholdEnv: o.withholdEnv ?? [],
           lease: o.lease,
           secrets: o.secrets,

@@ -335,8 +335,17 @@ export class Scheduler {
       this.file,
     );
     this.state = 'started';
-    this.inProcess = new InProcessJobs(this.handlers, (job, runId, why) =>
-      this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
+    this.inProcess = new InProcessJobs(
+      this.handlers,
+      (job, runId, why) =>
+        this.log.warn({ job, runId, error: why }, 'a handler ignored its abort signal'),
+      (job, runId, { refused, committed, error }) =>
+        this.log.warn(
+          { job, runId, fencedRefused: refused, fencedCommitted: committed, error },
+          // fencedRefused: its fenced transactions refused (sdk/fence.ts); fencedCommitted:
+          // those that committed after it was given up (before its successor started).
+          'a handler that ignored its abort signal has ended',
+        ),
     );
     const options: RunnerOptions = {
       inProcess: this.inProcess,

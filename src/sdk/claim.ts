@@ -27,8 +27,9 @@
  *     KEY (claim_token)              -- the read-back
  */
 import { randomUUID } from 'node:crypto';
-import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Connection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { isPool, retryStatement, withConnection, type Db } from './connection.js';
+import { fencedWork, type RunFence } from './fence.js';
 import { columnId, orderByClause, positiveInt, setClause, tableId } from './sql.js';
 
 /** Where the work rows live and how their claim is recorded. Shared by every claim helper. */
@@ -61,6 +62,8 @@ export interface ClaimOptions extends ClaimTable {
   limit: number;
   /** Deadlock retries of the claim statement (only through a pool). Default 3. */
   retries?: number;
+  /** The run's fence (`ctx.db.fence`; sdk/fence.ts): a stale run claims nothing (StaleFenceError). */
+  fence?: RunFence;
 }
 
 /** The rows one `claimRows` call got, and the token that identifies exactly this claim. */
@@ -126,19 +129,30 @@ export async function claimRows<T = RowDataPacket>(
 ): Promise<Claim<T>> {
   const token = randomUUID();
   const { claim, readBack } = buildClaim(options, token);
-  const [result] = await retryStatement(db, options.retries ?? 3, () =>
-    isPool(db)
-      ? withConnection(db, async (conn) => {
-          // READ COMMITTED for the claim (the statement applies to the next transaction only):
-          // at REPEATABLE READ the UPDATE's range scan takes next-key locks on rows it then does
-          // not change, and claimers running together deadlock (bench claims: dozens per 10,000
-          // rows, some past the retries). A connection given by the caller may be inside its own
-          // transaction, whose level is the caller's.
-          await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-          return conn.query<ResultSetHeader>(claim.sql, claim.values);
-        })
-      : db.query<ResultSetHeader>(claim.sql, claim.values),
-  );
+  const readCommitted = async (conn: Connection) => {
+    await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  };
+  const [result] = await (options.fence
+    ? fencedWork(
+        db,
+        options.fence,
+        options.retries ?? 3,
+        (conn) => conn.query<ResultSetHeader>(claim.sql, claim.values),
+        isPool(db) ? readCommitted : undefined,
+      )
+    : retryStatement(db, options.retries ?? 3, () =>
+        isPool(db)
+          ? withConnection(db, async (conn) => {
+              // READ COMMITTED for the claim (the statement applies to the next transaction only):
+              // at REPEATABLE READ the UPDATE's range scan takes next-key locks on rows it then does
+              // not change, and claimers running together deadlock (bench claims: dozens per 10,000
+              // rows, some past the retries). A connection given by the caller may be inside its own
+              // transaction, whose level is the caller's.
+              await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+              return conn.query<ResultSetHeader>(claim.sql, claim.values);
+            })
+          : db.query<ResultSetHeader>(claim.sql, claim.values),
+      ));
   if (result.affectedRows === 0) return { worker: options.worker, token, rows: [] };
   const [rows] = await db.query<RowDataPacket[]>(readBack.sql, readBack.values);
   return { worker: options.worker, token, rows: rows as T[] };
@@ -151,6 +165,8 @@ export interface ReclaimOptions {
    * bound).
    */
   olderThanMs: number;
+  /** The run's fence (`ctx.db.fence`): a stale run gives nothing back (StaleFenceError). */
+  fence?: RunFence;
 }
 
 export function buildReclaim(t: ClaimTable, o: ReclaimOptions) {
@@ -173,7 +189,7 @@ export async function reclaimStale(
   options: ReclaimOptions,
 ): Promise<number> {
   const { sql, values } = buildReclaim(table, options);
-  const [result] = await retryStatement(db, 3, () => db.query<ResultSetHeader>(sql, values));
+  const [result] = await statement<ResultSetHeader>(db, options.fence, sql, values);
   return result.affectedRows;
 }
 
@@ -186,6 +202,8 @@ export interface CompleteOptions {
   idColumn?: string;
   /** More columns to set with the status, e.g. `{ finished_at: new Date() }`. */
   set?: Readonly<Record<string, unknown>>;
+  /** The run's fence (`ctx.db.fence`): a stale run changes no row (StaleFenceError). */
+  fence?: RunFence;
 }
 
 /**
@@ -201,7 +219,7 @@ export async function completeClaim(
 ): Promise<number> {
   const { sql, values } = buildComplete(table, claim.token, options);
   if (sql === '') return 0;
-  const [result] = await retryStatement(db, 3, () => db.query<ResultSetHeader>(sql, values));
+  const [result] = await statement<ResultSetHeader>(db, options.fence, sql, values);
   return result.affectedRows;
 }
 
@@ -227,18 +245,29 @@ export async function releaseClaim(
   db: Db,
   table: ClaimTable,
   claim: Pick<Claim<unknown>, 'token'>,
-  options: Pick<CompleteOptions, 'ids' | 'idColumn'> = {},
+  options: Pick<CompleteOptions, 'ids' | 'idColumn' | 'fence'> = {},
 ): Promise<number> {
   const c = columns(table);
   const ids = options.ids;
   if (ids && ids.length === 0) return 0;
-  const [result] = await retryStatement(db, 3, () =>
-    db.query<ResultSetHeader>(
-      `UPDATE ${c.table} SET ${c.status} = ?, ${c.worker} = NULL, ${c.token} = NULL, ` +
-        `${c.claimedAt} = NULL WHERE ${c.token} = ? AND ${c.status} = ?` +
-        (ids ? ` AND ${columnId(options.idColumn ?? 'id')} IN (?)` : ''),
-      [c.ready, claim.token, c.claimed, ...(ids ? [ids] : [])],
-    ),
+  const [result] = await statement<ResultSetHeader>(
+    db,
+    options.fence,
+    `UPDATE ${c.table} SET ${c.status} = ?, ${c.worker} = NULL, ${c.token} = NULL, ` +
+      `${c.claimedAt} = NULL WHERE ${c.token} = ? AND ${c.status} = ?` +
+      (ids ? ` AND ${columnId(options.idColumn ?? 'id')} IN (?)` : ''),
+    [c.ready, claim.token, c.claimed, ...(ids ? [ids] : [])],
   );
   return result.affectedRows;
+}
+
+/** One statement: retried after a deadlock through a pool, or fenced (sdk/fence.ts). */
+function statement<T extends ResultSetHeader>(
+  db: Db,
+  fence: RunFence | undefined,
+  sql: string,
+  values: unknown[],
+) {
+  if (fence) return fencedWork(db, fence, 3, (conn) => conn.query<T>(sql, values));
+  return retryStatement(db, 3, () => db.query<T>(sql, values));
 }

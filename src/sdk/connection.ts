@@ -63,13 +63,18 @@ const SERVER_STATUS_IN_TRANS = 0x0001;
  * status flags, so it works on MySQL and MariaDB alike).
  */
 export async function assertNoOpenTransaction(conn: Connection, helper: string): Promise<void> {
-  const [ok] = await conn.query<ResultSetHeader>('DO 0');
-  if ((ok.serverStatus & SERVER_STATUS_IN_TRANS) !== 0) {
+  if (await inOpenTransaction(conn)) {
     throw new Error(
       `${helper} runs its own transaction, but a transaction is open on this connection ` +
         '(START TRANSACTION would commit it). Commit or roll back first, or pass the pool.',
     );
   }
+}
+
+/** Whether a transaction is open on `conn` (one cheap round trip: the server's status flags). */
+export async function inOpenTransaction(conn: Connection): Promise<boolean> {
+  const [ok] = await conn.query<ResultSetHeader>('DO 0');
+  return (ok.serverStatus & SERVER_STATUS_IN_TRANS) !== 0;
 }
 
 /** BEGIN, `fn`, COMMIT; on any error ROLLBACK and rethrow. Runs `fn` once. */

@@ -16,6 +16,14 @@ export {
   UnsupportedServerFeatureError,
 } from './errors.js';
 export type { Duplicate } from './errors.js';
+export {
+  checkFence,
+  fenced,
+  fencedPool,
+  runFenceFromEnvironment,
+  StaleFenceError,
+} from './fence.js';
+export type { FencedPool, RunFence, StaleReason } from './fence.js';
 export { ensureLedger, isDone, LEDGER_KEY_MAX, markDone, once } from './ledger.js';
 export type { LedgerOptions, OnceResult } from './ledger.js';
 export { updateLocked, updateOptimistic } from './row-update.js';

@@ -27,6 +27,7 @@ import {
   withConnection,
   type Db,
 } from './connection.js';
+import { checkFence, fencedWork, type RunFence } from './fence.js';
 import { serverInfo } from './server-flavor.js';
 import { columnId, nonNegativeInt, tableId } from './sql.js';
 
@@ -46,6 +47,11 @@ export interface LedgerOptions {
   values?: Readonly<Record<string, unknown>>;
   /** Deadlocks on the key retried before the effect runs. Default 3. */
   retries?: number;
+  /**
+   * The run's fence (`ctx.db.fence`; sdk/fence.ts): the key and the effect commit only while the
+   * run still holds its job, else nothing does and StaleFenceError is thrown.
+   */
+  fence?: RunFence;
 }
 
 export type OnceResult<T> = { done: true; value: T } | { done: false };
@@ -108,7 +114,12 @@ export async function once<T>(
         throw err;
       }
       // The key is ours (uncommitted): the effect and the commit, rolled back on any error.
-      const value = await inTransactionTail(conn, effect);
+      const fence = options.fence;
+      const value = await inTransactionTail(conn, async (tx) => {
+        const v = await effect(tx);
+        if (fence) await checkFence(tx, fence);
+        return v;
+      });
       return { done: true, value };
     }
   });
@@ -135,7 +146,10 @@ async function inTransactionTail<T>(conn: Connection, fn: (conn: Connection) => 
 export async function markDone(db: Db, options: LedgerOptions): Promise<boolean> {
   const insert = buildLedgerInsert(options);
   try {
-    await db.query(insert.sql, insert.values);
+    if (options.fence) {
+      const retries = nonNegativeInt('retries', options.retries ?? 3);
+      await fencedWork(db, options.fence, retries, (conn) => conn.query(insert.sql, insert.values));
+    } else await db.query(insert.sql, insert.values);
     return true;
   } catch (err) {
     if (isDuplicateKeyError(err)) return false;

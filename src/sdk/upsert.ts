@@ -19,6 +19,7 @@
  */
 import type { ResultSetHeader } from 'mysql2/promise';
 import { retryStatement, type Db } from './connection.js';
+import { fencedWork, type RunFence } from './fence.js';
 import { serverInfo, type ServerInfo } from './server-flavor.js';
 import { columnId, positiveInt, tableId } from './sql.js';
 import { assertUniqueKey } from './unique-key.js';
@@ -42,6 +43,11 @@ export interface UpsertSpec {
   checkKey?: boolean;
   /** Deadlock retries of each statement (only through a pool). Default 3. */
   retries?: number;
+  /**
+   * The run's fence (`ctx.db.fence`; sdk/fence.ts): the rows are written only while the run still
+   * holds its job — all chunks in one transaction — else none are and StaleFenceError is thrown.
+   */
+  fence?: RunFence;
 }
 
 export interface UpsertRowsOptions extends UpsertSpec {
@@ -187,6 +193,17 @@ export async function upsertRows(db: Db, options: UpsertRowsOptions): Promise<Up
     statements.push(buildUpsertRows(syntax, options, options.rows.slice(i, i + chunkSize)));
   }
   if (options.checkKey !== false) await assertUniqueKey(db, options.table, options.key);
+  if (options.fence) {
+    // Fenced: every chunk in one transaction, committed only while the run holds its job.
+    const affectedRows = await fencedWork(db, options.fence, options.retries ?? 3, async (conn) => {
+      let n = 0;
+      for (const { sql, values } of statements) {
+        n += (await conn.query<ResultSetHeader>(sql, values))[0].affectedRows;
+      }
+      return n;
+    });
+    return { affectedRows, statements: statements.length };
+  }
   let affectedRows = 0;
   for (const { sql, values } of statements) {
     const [result] = await retryStatement(db, options.retries ?? 3, () =>
@@ -212,8 +229,10 @@ export async function upsertSelect(db: Db, options: UpsertSelectOptions): Promis
   const syntax = upsertSyntax(await serverInfo(db));
   const { sql, values } = buildUpsertSelect(syntax, options);
   if (options.checkKey !== false) await assertUniqueKey(db, options.table, options.key);
-  const [result] = await retryStatement(db, options.retries ?? 3, () =>
-    db.query<ResultSetHeader>(sql, values),
-  );
+  const [result] = await (options.fence
+    ? fencedWork(db, options.fence, options.retries ?? 3, (conn) =>
+        conn.query<ResultSetHeader>(sql, values),
+      )
+    : retryStatement(db, options.retries ?? 3, () => db.query<ResultSetHeader>(sql, values)));
   return { affectedRows: result.affectedRows, statements: 1 };
 }

@@ -45,6 +45,11 @@ export interface Claim {
   attempt: Attempt;
   /** The claiming runner's lock session, recorded on the row for the reaper. */
   lockConnectionId: number | null;
+  /**
+   * The claim is made under the job's lock (every overlap policy but `allow`): its run id becomes
+   * the newest fence of the job's slot in `baton_fences` (`moveFences`) before it is answered.
+   */
+  fenced?: boolean;
 }
 
 const CLAIM_COLUMNS = `(namespace, job, scheduled_at, rerun, winner, triggered_by, status, host,
@@ -160,6 +165,53 @@ function claimValues(c: Claim): unknown[] {
  * giving them up would leave their fires to nobody.
  */
 export async function claimFires(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
+  const results = await claimAll(db, claims);
+  // A chain's claim moved its fence in its own transaction (claimOne).
+  await moveFences(
+    db,
+    claims.flatMap((c, i) => {
+      const r = results[i];
+      return c.fenced && !c.attempt.chain && typeof r === 'object' ? [{ c, runId: r.runId }] : [];
+    }),
+  );
+  return results;
+}
+
+/**
+ * The fence (issue 43; docs/design.md, "Fencing a stopped run"): a winner under the job's lock
+ * makes its run id the newest fence of the job's slot, after its claim and before its run starts
+ * — one statement for every fence a batch of claims won. A run id only grows (and moves past the
+ * old primary's after a failover: store/failovers.ts), so `GREATEST` never lowers a fence, also
+ * when this server's row lacks a fence the old primary gave out. The update takes the row's
+ * exclusive lock, so it waits for a stale run's fenced transaction that read the row (a shared
+ * lock, held to its commit: sdk/fence.ts) — whose writes then precede this run's start — and a
+ * fenced transaction that reads the row after it finds the newer fence and rolls back.
+ *
+ * If it fails, the claim fails with it (`claim` in coordination/fire-protocol.ts closes the row
+ * and does not run the job): no run starts without its fence in place.
+ */
+async function moveFences(
+  db: Queryable,
+  won: readonly { c: Claim; runId: number }[],
+): Promise<void> {
+  if (won.length === 0) return;
+  // In key order, like the claims: two batches never take two fence rows in opposite orders.
+  const rows = [...won].sort((x, y) => compareFireKeys(x.c, y.c));
+  await db.query(
+    `INSERT INTO baton_fences (namespace, job, slot, fence, fenced_at)
+     VALUES ${rows.map(() => '(?, ?, ?, ?, NOW(3))').join(', ')}
+     ON DUPLICATE KEY UPDATE fenced_at = IF(VALUES(fence) > fence, VALUES(fenced_at), fenced_at),
+                             fence = GREATEST(fence, VALUES(fence))`,
+    rows.flatMap(({ c, runId }) => [
+      c.attempt.namespace,
+      c.attempt.job,
+      c.attempt.slot ?? 1,
+      runId,
+    ]),
+  );
+}
+
+async function claimAll(db: Queryable, claims: readonly Claim[]): Promise<ClaimResult[]> {
   if (claims.length > 1 && !claims.some((c) => c.attempt.unlessDone || c.attempt.chain)) {
     const order = claims.map((_, i) => i).sort((i, j) => compareFireKeys(claims[i]!, claims[j]!));
     try {
@@ -208,6 +260,7 @@ async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
     const result = await insertClaim(tx, c);
     if (typeof result === 'object') {
       await markDependentStarted(tx, key, result.runId, chain.parentRuns, chain.judge);
+      if (c.fenced) await moveFences(tx, [{ c, runId: result.runId }]);
     }
     return result;
   });

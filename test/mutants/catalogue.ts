@@ -922,4 +922,33 @@ export const MUTANTS: readonly Mutant[] = [
       },
     ],
   },
+  {
+    id: 'fenced-writes',
+    guarantee: 'fencing',
+    what:
+      'The fenced helpers (`ctx.db.fenced`, the helpers given `fence`) skip the fence check: a ' +
+      'handler that ignored its signal, or a frozen host thawed, commits its writes after the ' +
+      "job's next run started.",
+    edits: [
+      {
+        file: 'src/sdk/fence.ts',
+        find: '    await checkFence(conn, f);\n    return value;',
+        replace: '    return value;',
+      },
+    ],
+    killers: [
+      {
+        file: 'test/e2e/fencing.test.ts',
+        test: 'cannot commit a write after the next run started: every later write is refused',
+      },
+      {
+        file: 'test/e2e/fencing.test.ts',
+        test: 'no write of the stopped run lands after the next run started',
+      },
+      {
+        file: 'test/in-process/fencing.test.ts',
+        test: 'refuses a stale run: fenced() rolls back and throws StaleFenceError',
+      },
+    ],
+  },
 ];

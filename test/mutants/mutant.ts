@@ -29,6 +29,8 @@ export const GUARANTEES = {
     'One timing at a time, fleet-wide: no instant runs under a timing the fleet has left',
   'not-when-told':
     'No run where the fleet is told not to: an instant its calendars skip, a fire in a blackout',
+  fencing:
+    "A stopped run commits nothing through the fenced helpers after its job's next run started",
 } as const;
 
 export type Guarantee = keyof typeof GUARANTEES;

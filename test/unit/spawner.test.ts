@@ -55,6 +55,7 @@ function job(yaml: string): JobDefinition {
 const FIRE: FireInfo = {
   job: 'j',
   runId: 42,
+  fence: 42,
   scheduledAt: new Date('2030-01-01T03:00:00Z'),
   trigger: 'schedule',
   host: 'unit',
