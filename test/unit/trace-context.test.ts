@@ -86,6 +86,7 @@ describe('TRACEPARENT', () => {
     const fire = {
       job: 'settle',
       runId: 7,
+      fence: 7,
       scheduledAt: KEY.scheduledAt,
       trigger: 'schedule' as const,
       host: 'srv-1',
