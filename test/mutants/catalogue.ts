@@ -254,10 +254,10 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/fire/run-fire.ts',
-        find: '      await control.waitBeforeRetry(retryWaitMs(',
+        find: '      await control.waitBeforeRetry(waitMs);',
         replace:
           '      if (w.claim.lockName) await c.lock.release(w.claim.lockName);\n' +
-          '      await control.waitBeforeRetry(retryWaitMs(',
+          '      await control.waitBeforeRetry(waitMs);',
       },
     ],
     killers: [
