@@ -60,8 +60,9 @@
  *      in `claim`: each UPDATE waits for a shared lock a fenced transaction holds on that row);
  *   b. inserts its claim (the fence is the new row's id, in the claim's own statement);
  *   c. makes its fence the newest of the job's slot in `baton_fences` (one statement per batch
- *      of claims, store/fire-writes.ts `moveFences`; exclusive on that row). A claim that cannot
- *      write it fails like a claim the database did not take: the job does not run.
+ *      of claims, store/fire-writes.ts `moveFences`; exclusive on that row), while its lock session
+ *      still holds the job's lock by the server. A claim that cannot write it fails like a claim
+ *      the database did not take: the job does not run.
  *
  * A job's fenced transaction (sdk/fence.ts: `ctx.db.fenced`, and the helpers given the fence)
  * reads, before its COMMIT and with a shared lock held to its end, its run's row and the job's
@@ -484,7 +485,7 @@ export async function claim(
     if (againGeneration(attempt)) {
       attempt = { ...attempt, rerun: await nextGeneration(c.pool, c.namespace, attempt) };
     }
-    claimed = await claimWhenDue(c, attempt, lockName != null);
+    claimed = await claimWhenDue(c, attempt, lockName);
   } catch (err) {
     // The insert may have committed although its answer was lost (a timeout): leave no row
     // `running` behind a lock that is about to be released.
@@ -608,12 +609,17 @@ export class ClaimNotRecordedError extends Error {
 async function claimWhenDue(
   c: FireContext,
   attempt: Attempt,
-  locked: boolean,
+  lockName: string | null,
 ): Promise<number | 'taken' | 'fenced' | 'stale'> {
   // Claims under their job's lock are batched. Lock-free ones (`allow`) race the other runners
   // for the same fire keys: alone, each gets its answer without holding up a batch.
   // Under the job's lock the claim also moves the job's fence (fire-writes.ts `moveFences`).
-  const claim = { attempt, lockConnectionId: c.lock.connectionId, fenced: locked };
+  const locked = lockName != null;
+  const claim = {
+    attempt,
+    lockConnectionId: c.lock.connectionId,
+    ...(lockName != null ? { underLock: lockName } : {}),
+  };
   const batched = FireBatches.of(c.pool, c.namespace).claim;
   const limitMs = c.timings?.earlyClaimLimitMs ?? EARLY_CLAIM_LIMIT_MS;
   const retryMs = c.timings?.earlyClaimRetryMs ?? EARLY_CLAIM_RETRY_MS;

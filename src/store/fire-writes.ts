@@ -46,10 +46,11 @@ export interface Claim {
   /** The claiming runner's lock session, recorded on the row for the reaper. */
   lockConnectionId: number | null;
   /**
-   * The claim is made under the job's lock (every overlap policy but `allow`): its run id becomes
-   * the newest fence of the job's slot in `baton_fences` (`moveFences`) before it is answered.
+   * The job's lock the claim is made under (every overlap policy but `allow`): its run id
+   * becomes the newest fence of the job's slot in `baton_fences` (`moveFences`) before it is
+   * answered — while `lockConnectionId` still holds this lock by the server.
    */
-  fenced?: boolean;
+  underLock?: string;
 }
 
 const CLAIM_COLUMNS = `(namespace, job, scheduled_at, rerun, winner, triggered_by, status, host,
@@ -171,7 +172,9 @@ export async function claimFires(db: Queryable, claims: readonly Claim[]): Promi
     db,
     claims.flatMap((c, i) => {
       const r = results[i];
-      return c.fenced && !c.attempt.chain && typeof r === 'object' ? [{ c, runId: r.runId }] : [];
+      return c.underLock && !c.attempt.chain && typeof r === 'object'
+        ? [{ c, runId: r.runId }]
+        : [];
     }),
   );
   return results;
@@ -187,6 +190,13 @@ export async function claimFires(db: Queryable, claims: readonly Claim[]): Promi
  * lock, held to its commit: sdk/fence.ts) — whose writes then precede this run's start — and a
  * fenced transaction that reads the row after it finds the newer fence and rolls back.
  *
+ * A fence moves only while its claimer's lock session still holds the job's lock by the server
+ * (`IS_USED_LOCK`): a claim sent by a runner whose session died on the way, and that the server
+ * took only after the job's next winner claimed, would otherwise set the fence above the next
+ * run's and have that run's fenced writes refused (its own run never starts: the runner finds its
+ * session gone). On an engine that cannot name a lock's holder (lock-probe.ts warns of it) no
+ * fence moves, and fencing rests on the run's row alone.
+ *
  * If it fails, the claim fails with it (`claim` in coordination/fire-protocol.ts closes the row
  * and does not run the job): no run starts without its fence in place.
  */
@@ -199,13 +209,15 @@ async function moveFences(
   const rows = [...won].sort((x, y) => compareFireKeys(x.c, y.c));
   await db.query(
     `INSERT INTO baton_fences (namespace, job, slot, fence, fenced_at)
-     VALUES ${rows.map(() => '(?, ?, ?, ?, NOW(3))').join(', ')}
+     VALUES ${rows.map(() => '(?, ?, ?, IF(IS_USED_LOCK(?) = ?, ?, 0), NOW(3))').join(', ')}
      ON DUPLICATE KEY UPDATE fenced_at = IF(VALUES(fence) > fence, VALUES(fenced_at), fenced_at),
                              fence = GREATEST(fence, VALUES(fence))`,
     rows.flatMap(({ c, runId }) => [
       c.attempt.namespace,
       c.attempt.job,
       c.attempt.slot ?? 1,
+      c.underLock,
+      c.lockConnectionId,
       runId,
     ]),
   );
@@ -260,7 +272,7 @@ async function claimOne(db: Queryable, c: Claim): Promise<ClaimResult> {
     const result = await insertClaim(tx, c);
     if (typeof result === 'object') {
       await markDependentStarted(tx, key, result.runId, chain.parentRuns, chain.judge);
-      if (c.fenced) await moveFences(tx, [{ c, runId: result.runId }]);
+      if (c.underLock) await moveFences(tx, [{ c, runId: result.runId }]);
     }
     return result;
   });

@@ -17,6 +17,7 @@ import {
 } from '../../src/sdk/index.js';
 import { claimFires, type Claim } from '../../src/store/fire-writes.js';
 import { moveRunIds } from '../../src/store/failovers.js';
+import { jobLockName } from '../../src/lock-names.js';
 import { createTestDatabase, dbNow, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -40,9 +41,28 @@ afterAll(async () => {
 });
 
 let second = 0;
-/** A claim of a fresh past fire of `job`, under its lock (as the protocol makes it). */
-async function claim(job: string, fencedClaim = true): Promise<number> {
+/**
+ * A claim of a fresh past fire of `job`, under its lock (as the protocol makes it: the lock held
+ * by the session the claim names), or `allow`'s, without one; or, `holding: false`, a claim that
+ * names the job's lock its session does not hold (a runner's claim that reached the server after
+ * its session died).
+ */
+async function claim(
+  job: string,
+  fencedClaim = true,
+  { holding = true }: { holding?: boolean } = {},
+): Promise<number> {
   const now = await dbNow(db);
+  const lock = jobLockName(db.name, NS, job);
+  if (fencedClaim && holding) await db.query('SELECT GET_LOCK(?, 5)', [lock]);
+  try {
+    return await claimAs(job, now, fencedClaim ? lock : null);
+  } finally {
+    if (fencedClaim && holding) await db.query('SELECT RELEASE_LOCK(?)', [lock]);
+  }
+}
+
+async function claimAs(job: string, now: Date, underLock: string | null): Promise<number> {
   const c: Claim = {
     attempt: {
       namespace: NS,
@@ -53,7 +73,7 @@ async function claim(job: string, fencedClaim = true): Promise<number> {
       pid: process.pid,
     },
     lockConnectionId: db.conn.threadId,
-    fenced: fencedClaim,
+    ...(underLock ? { underLock } : {}),
   };
   const [result] = await claimFires(pool, [c]);
   if (typeof result !== 'object') throw new Error(`claim not won: ${String(result)}`);
@@ -88,6 +108,18 @@ describe('the fence', () => {
     expect(Number(await newest('grow-other'))).toBe(other);
     await claim('grow', false);
     expect(Number(await newest('grow'))).toBe(b);
+  });
+
+  it("moves only while the claim's session holds the job's lock: a late claim of a dead session does not fence out the next run", async () => {
+    await db.query('DELETE FROM effect');
+    const next = await claim('late');
+    // A claim that reached the server after its runner's session died (it names the lock, but
+    // holds it no more): its row is there, with a higher id, yet the fence stays the next run's.
+    const late = await claim('late', true, { holding: false });
+    expect(late).toBeGreaterThan(next);
+    expect(Number(await newest('late'))).toBe(next);
+    await write(fenceOf(next));
+    expect(await effects()).toEqual([next]);
   });
 
   it('refuses a stale run: fenced() rolls back and throws StaleFenceError', async () => {
@@ -144,9 +176,11 @@ describe('the fence', () => {
       const next = claim('race').then((id) => (claimed = id));
       // The situation: the new claim's fence move waits on the check's lock.
       await waitFor('the claim waits for the fenced transaction', async () => {
+        // (PROCESSLIST, not INNODB_TRX: MariaDB does not list this statement's transaction
+        // there while it waits.)
         const rows = await db.query(
-          `SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'
-             AND trx_query LIKE 'INSERT INTO baton_fences%'`,
+          `SELECT 1 FROM information_schema.PROCESSLIST WHERE command = 'Query'
+             AND state = 'Update' AND info LIKE 'INSERT INTO baton_fences%'`,
         );
         return rows.length > 0;
       });
