@@ -30,7 +30,7 @@ import type { Actor } from './pause.js';
 import { authorize, scopeDetails } from './scope.js';
 import { firesBetweenYielding, ownSchedule, timingsOf } from './past-fires.js';
 import { describePlan, describeRun, planRerun } from './rerun-plan.js';
-import { awaitChain, operatorDependents, type ChainStep } from './dependents.js';
+import { authorizeChain, awaitChain, operatorDependents, type ChainStep } from './dependents.js';
 import { refusePlacedElsewhere } from './run.js';
 
 /** More fires than this need `yes`. */
@@ -222,6 +222,7 @@ export async function runBackfill(
   const { pool } = fires;
   const { job, again, resumeAfter } = plan;
   await authorize(pool, actor, { action: 'backfill', job: job.name, namespace: fires.namespace });
+  if (plan.withDependents) await authorizeChain(fires, actor, 'backfill', job.name);
   const details: Record<string, unknown> = {
     ...rangeOf(plan),
     mode: again ? 'again' : 'only-missing',

@@ -20,6 +20,7 @@ import {
   type DependentRow,
 } from '../store/dependent-fires.js';
 import { findRun } from '../store/history-reads.js';
+import { authorize, type ScopeAction, type ScopedActor } from './scope.js';
 
 /** How often the chain's rows are read while it goes on. */
 const CHAIN_POLL_MS = 100;
@@ -42,6 +43,41 @@ export function operatorDependents(
 ): Promise<DependentPlan[]> {
   const children = childrenOf(fires.jobs(), parent.name).filter((c) => c.enabled);
   return planDependents(fires.pool, fires.namespace, children, at, reran);
+}
+
+/**
+ * Every job a run of `parent` with its dependents may start: its enabled children, theirs in turn
+ * (each child's verdict carries its own children: fire/dependents.ts), each once.
+ */
+export function chainBelow(jobs: readonly JobDefinition[], parent: string): string[] {
+  const seen = new Set<string>();
+  const next = [parent];
+  while (next.length > 0) {
+    for (const child of childrenOf(jobs, next.pop()!)) {
+      if (!child.enabled || seen.has(child.name) || child.name === parent) continue;
+      seen.add(child.name);
+      next.push(child.name);
+    }
+  }
+  return [...seen];
+}
+
+/**
+ * An operator's action with `--with-dependents` (`withDependents`) starts the jobs below the
+ * parent too: the actor's scope must cover each of them for the action, as it covers the parent
+ * (a token that may run `report*` does not run `settle` by running `report-daily` with its
+ * dependents). Each is asked in turn; the first refused is audited and thrown (actions/scope.ts).
+ */
+export async function authorizeChain(
+  fires: OperatorFires,
+  actor: ScopedActor,
+  action: ScopeAction,
+  parent: string,
+): Promise<void> {
+  if (!actor.scope) return;
+  for (const job of chainBelow(fires.jobs(), parent)) {
+    await authorize(fires.pool, actor, { action, job, namespace: fires.namespace });
+  }
 }
 
 /** What one child did with the instant, as the chain's report says it. */

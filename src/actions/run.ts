@@ -30,7 +30,7 @@ import type { Actor } from './pause.js';
 import { authorize, scopeDetails } from './scope.js';
 import { assertPastFire, ownSchedule, timingsOf } from './past-fires.js';
 import { describeRun, planRerun } from './rerun-plan.js';
-import { operatorDependents } from './dependents.js';
+import { authorizeChain, operatorDependents } from './dependents.js';
 import type { DependentPlan } from '../store/dependent-fires.js';
 
 export interface RunRequest {
@@ -176,6 +176,7 @@ export async function runJob(
   // A past fire again is a re-run, which a scope grants apart from a run now.
   const action = r.fire != null ? 'rerun' : 'run';
   await authorize(pool, actor, { action, job, namespace, fire: r.fire ?? null });
+  if (r.withDependents) await authorizeChain(fires, actor, action, job);
   const pause = await findPause(pool, namespace, job).catch(() => null);
   if (pause) hooks.paused?.(pause);
   const blackout = await currentBlackout(pool, namespace, job).catch(() => null);

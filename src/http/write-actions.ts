@@ -14,6 +14,7 @@ import {
   previewBackfill,
   runBackfill,
 } from '../actions/backfill.js';
+import { authorizeChain } from '../actions/dependents.js';
 import { pauseDocument } from '../actions/documents.js';
 import {
   pause,
@@ -75,11 +76,23 @@ interface RunBody {
 }
 
 /**
+ * Variables that decide what code a process loads or runs rather than what it is asked to do:
+ * the dynamic loader's, the shells' start-up files and field splitting, interpreters' options and
+ * search paths, and the executable search path. Over HTTP they are refused, whatever the token's
+ * scope: with them, "may run report-daily" would be "may run any code as the job's user" (a
+ * library or script of the caller's, preloaded or found first). `baton run --env` takes them —
+ * its operator has a shell already. A job that needs one sets it in its own `env:`.
+ */
+const CODE_LOADING_ENV =
+  /^(?:LD_\w*|DYLD_\w*|BASH_FUNC_\w*|PATH|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|CDPATH|GCONV_PATH|LOCPATH|HOSTALIASES|NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS|PYTHON\w*|PERL5\w*|PERLLIB|PERLIO\w*|RUBYOPT|RUBYLIB|GEM_\w*|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|CLASSPATH|GIT_\w*|LESSOPEN|LESSCLOSE|TMPDIR|HOME|OTEL_\w*)$/;
+
+/**
  * The body's `env` and `args` as a run's parameters, checked as `baton run --env K=V -- args`
  * checks them (fire/run-params.ts): variable names, no BATON_*, arguments for command jobs only,
  * at most PARAMS_MAX_BYTES as recorded; and no control character in a value or an argument (a
- * NUL cannot be passed to a process at all, and the history and the dashboard show them). A 400
- * naming the field, never echoing a value, before anything is written or run.
+ * NUL cannot be passed to a process at all, and the history and the dashboard show them), and no
+ * variable that changes what code the job loads (CODE_LOADING_ENV). A 400 naming the field, never
+ * echoing a value, before anything is written or run.
  */
 export function runParamsOf(job: JobDefinition, body: RunBody): ManualParams {
   const bad = (field: string, why: string) =>
@@ -93,6 +106,13 @@ export function runParamsOf(job: JobDefinition, body: RunBody): ManualParams {
     }
     if (name.startsWith('BATON_'))
       throw bad(shown, "BATON_* variables are baton's own (the fire's)");
+    if (CODE_LOADING_ENV.test(name)) {
+      throw bad(
+        shown,
+        'decides what code the job loads or runs (the loader, a shell or an interpreter, the ' +
+          "search path): not taken over HTTP; set it in the job's env in the schedules file",
+      );
+    }
     if (hasControlCharacter(value)) throw bad(shown, 'the value contains a control character');
   }
   for (const [i, arg] of args.entries()) {
@@ -274,6 +294,8 @@ export async function backfillAction(
   const to = instantField('to', body.to);
   if (to < from) throw new ApiError(400, 'bad-request', 'the body: to: is before from');
   const fires = usableFires(s);
+  // Asked again by runBackfill, which goes on after this answer: a refusal is the answer's.
+  if (body.withDependents) await authorizeChain(fires, actor(s, r), 'backfill', job);
   const request = {
     job: definition,
     from,

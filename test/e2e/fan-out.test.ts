@@ -130,7 +130,9 @@ export default async (ctx) => {
         Object.keys(out.env).filter(
           (k) =>
             k.startsWith('BATON_') &&
-            !/^BATON_(JOB|RUN_ID|SCHEDULED_AT|TRIGGER|HOST|ATTEMPT|WORKERS?|MODULE)$/.test(k),
+            !/^BATON_(JOB|RUN_ID|SCHEDULED_AT|TRIGGER|HOST|ATTEMPT|WORKERS?|MODULE|FENCE(_DATABASE)?)$/.test(
+              k,
+            ),
         ),
       ).toEqual([]);
     } finally {

@@ -30,6 +30,8 @@ const TEAM_A = 'team-a-token-0123456789abcdef';
 const OPS = 'ops-token-0123456789abcdef012';
 const RERUNNER = 'rerunner-token-0123456789abcdef';
 const LITERAL = 'literal-token-0123456789abcdef';
+const FILLER = 'filler-token-0123456789abcdef';
+const LOADER = 'loader-token-0123456789abcdef';
 const SECRET = 'hunter2-not-for-logs';
 
 /** Yesterday's 03:00 UTC: a past fire of `0 3 * * *`. */
@@ -69,6 +71,9 @@ jobs:
     schedule: "0 0 1 1 *"
     shell: true
     command: "true"
+  ledger:
+    after: {jobs: [report-daily], on: always}
+    command: ["sh", "-c", "echo ran >> ${journal('ledger.txt')}"]
 `);
   const beta = writeSchedule(`
 namespace: beta
@@ -88,6 +93,8 @@ jobs:
       `ops:${OPS}`,
       `rerunner:${RERUNNER} jobs=nightly actions=re-run`,
       `literal:${LITERAL} jobs=report-daily actions=run,pause`,
+      `filler:${FILLER} jobs=report* actions=backfill namespaces=alpha`,
+      `loader:${LOADER}`,
     ].join('\n'),
     { mode: 0o600 },
   );
@@ -313,6 +320,46 @@ describe('scoped write tokens', () => {
   });
 });
 
+describe('a scope and the jobs below a job (withDependents)', () => {
+  // The alpha file's `ledger` runs after report-daily: a run of report-daily with its dependents
+  // starts ledger too, which team-a's `report*` does not cover. (Found by an attacker: 202, and
+  // the child ran.)
+  const ledgerRuns = () =>
+    count("SELECT COUNT(*) AS n FROM baton_runs WHERE job = 'ledger' AND winner >= 1");
+
+  it('refuses a run or a backfill with dependents outside the scope (403 naming the child); nothing runs', async () => {
+    const ran = await post('/api/jobs/report-daily/run', TEAM_A, { withDependents: true });
+    expect(ran.status, JSON.stringify(ran.body)).toBe(403);
+    expect(ran.body.error).toMatchObject({ code: 'out-of-scope', missing: 'job' });
+    expect(ran.body.error!.message).toContain('"ledger"');
+    const filled = await post('/api/jobs/report-daily/backfill', FILLER, {
+      from: '2025-12-31T23:59:00Z',
+      to: '2026-01-01T00:01:00Z',
+      withDependents: true,
+    });
+    expect(filled.status, JSON.stringify(filled.body)).toBe(403);
+    expect(filled.body.error!.message).toContain('"ledger"');
+    // Refused before anything was planned or fired: no run of either job, and the refusals are
+    // the audit's.
+    expect(await ledgerRuns()).toBe(0);
+    expect(lines('ledger.txt')).toEqual([]);
+    const refused = (await audit('filler')).concat(
+      (await audit('team-a')).filter((r) => r.job === 'ledger'),
+    );
+    expect(refused.map((r) => [r.action, r.job, r.outcome?.split(':')[0]])).toEqual([
+      ['backfill', 'ledger', 'refused'],
+      ['run', 'ledger', 'refused'],
+    ]);
+  });
+
+  it('runs the child with a token whose scope covers it', async () => {
+    const ran = await post('/api/jobs/report-daily/run', LOADER, { withDependents: true });
+    expect(ran.status, JSON.stringify(ran.body)).toBe(202);
+    expect(ran.body.dependents).toEqual(['ledger']);
+    await waitFor('ledger to run after report-daily', () => lines('ledger.txt').length === 1);
+  });
+});
+
 describe('the run route with parameters', () => {
   it('env and args reach the job; secretEnv values are masked in the row and the audit, and in no log', async () => {
     const ran = await post('/api/jobs/report-daily/run', OPS, {
@@ -380,6 +427,32 @@ describe('the run route with parameters', () => {
     expect(big.status).toBe(413);
     expect(await count('SELECT COUNT(*) AS n FROM baton_runs')).toBe(runs);
     expect(await count('SELECT COUNT(*) AS n FROM baton_audit')).toBe(audits);
+  });
+});
+
+describe('a variable that decides what code a job loads', () => {
+  it('is no parameter over HTTP: 400 naming it, for any token; nothing runs', async () => {
+    // An attacker's find: with these, "may run report-daily" was "may run any code as its user"
+    // (a library or a script of the caller's, preloaded or found first).
+    const runs = await count('SELECT COUNT(*) AS n FROM baton_runs');
+    for (const [name, token] of [
+      ['LD_PRELOAD', TEAM_A],
+      ['NODE_OPTIONS', TEAM_A],
+      ['PATH', LOADER],
+      ['BASH_ENV', LOADER],
+      ['PYTHONPATH', LOADER],
+    ] as const) {
+      const answer = await post('/api/jobs/report-daily/run', token, {
+        env: { [name]: '/tmp/attacker' },
+      });
+      expect(answer.status, name).toBe(400);
+      expect(answer.body.error?.message).toMatch(
+        new RegExp(`^the body: env\\.${name}: decides what code the job loads`),
+      );
+      expect(answer.body.error?.message).not.toContain('/tmp/attacker');
+    }
+    expect(await count('SELECT COUNT(*) AS n FROM baton_runs')).toBe(runs);
+    expect(lines('alpha.txt').some((l) => l.includes('attacker'))).toBe(false);
   });
 });
 

@@ -115,6 +115,9 @@ describe('baton run', () => {
       BATON_ATTEMPT: '1',
       BATON_WORKER: '1',
       BATON_WORKERS: '1',
+      // The run's fence (issue 43) and where baton's tables are, to check it against.
+      BATON_FENCE: String(row!.id),
+      BATON_FENCE_DATABASE: fleet.db.name,
     });
 
     expect(moduleEnv.code).toBe(0);
