@@ -33,6 +33,9 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
+import http from 'node:http';
+import type net from 'node:net';
+import https from 'node:https';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -69,8 +72,21 @@ export function openFireTracer(
   o: { host: string; log: Logger },
 ): OpenFireTracer {
   const ids = new FireIds();
+  // The exporter's sockets never keep the process alive (unref'd), and are ended when the stop's
+  // bound passes: a collector that takes a request and never answers would otherwise hold the
+  // stopped runner's process until the exporter's own timeout (OTEL_EXPORTER_OTLP_TIMEOUT),
+  // however short the bound.
+  const agents: (http.Agent | https.Agent)[] = [];
+  const agentFor = (protocol: string) => {
+    const agent = protocol === 'https:' ? new UnrefHttpsAgent() : new UnrefHttpAgent();
+    agents.push(agent);
+    return agent;
+  };
   const exporter = new ReportingExporter(
-    new OTLPTraceExporter(settings.endpoint ? { url: settings.endpoint } : {}),
+    new OTLPTraceExporter({
+      ...(settings.endpoint ? { url: settings.endpoint } : {}),
+      httpAgentOptions: agentFor,
+    }),
     o.log,
   );
   const provider = new BasicTracerProvider({
@@ -104,9 +120,38 @@ export function openFireTracer(
       clearTimeout(timer);
       if (how === 'late') {
         o.log.warn({ boundMs }, 'tracing: gave up sending the last spans at the stop');
+        exporter.abandon();
+        for (const agent of agents) agent.destroy();
       }
     },
   };
+}
+
+/** An agent whose sockets do not hold the event loop open (keep-alive, as the exporter's own). */
+class UnrefHttpAgent extends http.Agent {
+  constructor() {
+    super({ keepAlive: true });
+  }
+  override createConnection(
+    ...args: Parameters<http.Agent['createConnection']>
+  ): ReturnType<http.Agent['createConnection']> {
+    const socket = super.createConnection(...args);
+    (socket as Partial<net.Socket> | undefined)?.unref?.();
+    return socket;
+  }
+}
+
+class UnrefHttpsAgent extends https.Agent {
+  constructor() {
+    super({ keepAlive: true });
+  }
+  override createConnection(
+    ...args: Parameters<https.Agent['createConnection']>
+  ): ReturnType<https.Agent['createConnection']> {
+    const socket = super.createConnection(...args);
+    (socket as Partial<net.Socket> | undefined)?.unref?.();
+    return socket;
+  }
 }
 
 /**
@@ -335,13 +380,34 @@ class Run implements RunTrace {
  */
 class ReportingExporter implements SpanExporter {
   private failing = false;
+  /** The exports not answered yet: `abandon` answers them. */
+  private readonly pending = new Set<() => void>();
 
   constructor(
     private readonly inner: SpanExporter,
     private readonly log: Logger,
   ) {}
 
+  /**
+   * Answers every export still waiting as failed, at once: the batch processor then clears the
+   * timer it keeps per export (OTEL_BSP_EXPORT_TIMEOUT, 30 s by default), which would hold a
+   * stopped runner's process that long. The exporter's late answers are dropped.
+   */
+  abandon(): void {
+    for (const fail of [...this.pending]) fail();
+  }
+
   export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
+    let answered = false;
+    const answer: typeof done = (result) => {
+      if (answered) return;
+      answered = true;
+      this.pending.delete(fail);
+      done(result);
+    };
+    // ExportResultCode.FAILED is 1.
+    const fail = () => answer({ code: 1, error: new Error('abandoned at the stop') });
+    this.pending.add(fail);
     this.inner.export(spans, (result) => {
       // ExportResultCode.SUCCESS is 0 (@opentelemetry/core, not a dependency of ours).
       if (result.code !== 0) {
@@ -356,7 +422,7 @@ class ReportingExporter implements SpanExporter {
         this.failing = false;
         this.log.info('tracing: spans are exported again');
       }
-      done(result);
+      answer(result);
     });
   }
 

@@ -7,6 +7,9 @@
  * sent its span to the same collector. A collector that is down breaks nothing: the runs go on,
  * the log tells it once, without the exporter's headers, and the stop is not held.
  */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fireTraceIds } from '../../src/trace-context.js';
@@ -162,14 +165,66 @@ describe('traces', () => {
     await waitFor('two more runs after the export failed', () => finished() >= before + 2, {
       timeoutMs: 30_000,
     });
-    const began = Date.now();
     expect(await runner!.stop('SIGTERM')).toBe(0);
-    // The last spans are given up after a bound, not after the exporter's timeouts.
-    expect(Date.now() - began).toBeLessThan(15_000);
     const told = runner!.lines.filter((l) =>
       l.msg.startsWith('tracing: spans could not be exported'),
     );
     expect(told).toHaveLength(1);
     expect(JSON.stringify(runner!.lines) + runner!.stderr).not.toContain(TOKEN);
   });
+
+  it('with a collector that takes requests and never answers, exits at its stop’s bound; the headers reach no job', async () => {
+    // (An attacker's find: the runner said it gave up the last spans at 3 s, yet its process
+    // lived on until the exporter's own timeout, held by the open request.)
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => {});
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-silent-otlp-'));
+      const envFile = path.join(dir, 'env.txt');
+      const [runner] = await fleet.start(['trace-silent'], {
+        config: writeSchedule(`
+namespace: ${NAMESPACE}
+jobs:
+  envy:
+    schedule: "* * * * * *"
+    command: ["sh", "-c", "env > ${envFile}.tmp && mv ${envFile}.tmp ${envFile}"]
+`),
+        env: {
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+          OTEL_EXPORTER_OTLP_HEADERS: `authorization=Bearer ${TOKEN}`,
+          OTEL_EXPORTER_OTLP_TRACES_HEADERS: `x-tenant=${TOKEN}`,
+          OTEL_BSP_SCHEDULE_DELAY: '100',
+          // Far beyond the stop's bound (3 s) and the wait below: only the bound can end it.
+          OTEL_EXPORTER_OTLP_TIMEOUT: '300000',
+          OTEL_BSP_EXPORT_TIMEOUT: '300000',
+        },
+      });
+      await waitFor('an export the collector never answers', () => sockets.length > 0, {
+        timeoutMs: 30_000,
+      });
+      await waitFor('a run that wrote its environment', () => existsSync(envFile), {
+        timeoutMs: 30_000,
+      });
+      // Exit code 0, not the harness's SIGKILL at 60 s (null): the process ended by itself.
+      expect(await runner!.stop('SIGTERM', 60_000)).toBe(0);
+      expect(runner!.lines.map((l) => l.msg)).toContain(
+        'tracing: gave up sending the last spans at the stop',
+      );
+      const env = readFileSync(envFile, 'utf8');
+      expect(env).toMatch(/^TRACEPARENT=00-[0-9a-f]{32}-[0-9a-f]{16}-01$/m);
+      expect(env).toContain(`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:${port}`);
+      expect(env).not.toContain(TOKEN);
+      expect(JSON.stringify(runner!.lines) + runner!.stderr).not.toContain(TOKEN);
+      expect(JSON.stringify(await fleet.db.query('SELECT * FROM baton_runs'))).not.toContain(TOKEN);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 120_000);
 });
