@@ -70,6 +70,8 @@ export interface OpenFireTracer extends FireTracer {
 export function openFireTracer(
   settings: TracingSettings,
   o: { host: string; log: Logger },
+  /** Where the spans go instead of OTLP/HTTP (a test's in-memory exporter). */
+  exportTo?: SpanExporter,
 ): OpenFireTracer {
   const ids = new FireIds();
   // The exporter's sockets never keep the process alive (unref'd), and are ended when the stop's
@@ -83,10 +85,11 @@ export function openFireTracer(
     return agent;
   };
   const exporter = new ReportingExporter(
-    new OTLPTraceExporter({
-      ...(settings.endpoint ? { url: settings.endpoint } : {}),
-      httpAgentOptions: agentFor,
-    }),
+    exportTo ??
+      new OTLPTraceExporter({
+        ...(settings.endpoint ? { url: settings.endpoint } : {}),
+        httpAgentOptions: agentFor,
+      }),
     o.log,
   );
   const provider = new BasicTracerProvider({
@@ -182,9 +185,11 @@ class FireIds implements IdGenerator {
 
 /** One runner's attempt at a fire (fire-trace.ts: AttemptTrace). */
 class Attempt implements AttemptTrace {
-  private readonly ids: FireTraceIds;
-  private readonly span: Span;
-  private readonly fireAttributes: Attributes;
+  private ids!: FireTraceIds;
+  private span: Span | null = null;
+  private fireAttributes: Attributes = {};
+  /** The contention, told before the span is opened (see `open`). */
+  private contention: { from: Date; to: Date; won: boolean } | null = null;
   private run: Run | null = null;
   /** This attempt's winner sends the root span (slot 1 of the fire). */
   private sendsRoot = false;
@@ -193,16 +198,26 @@ class Attempt implements AttemptTrace {
   constructor(
     private readonly tracer: Tracer,
     private readonly fireIds: FireIds,
-    private readonly key: FireKey,
+    private key: FireKey,
     private readonly a: { trigger: string; host: string; startedAt: Date },
-  ) {
+  ) {}
+
+  /**
+   * The attempt's span, begun at the attempt's start but opened only once its outcome is known:
+   * a re-run with `--again` may claim a later generation than it planned (the claim reads the
+   * generations under the job's lock), and the span belongs to the trace of the generation run.
+   */
+  private open(generation?: number): Span {
+    if (this.span) return this.span;
+    if (generation != null) this.key = { ...this.key, generation };
+    const key = this.key;
     this.ids = fireTraceIds(key);
     this.fireAttributes = {
       'baton.namespace': key.namespace,
       'baton.job': key.job,
       'baton.fire.scheduled_at': key.scheduledAt.toISOString(),
       'baton.fire.generation': key.generation,
-      'baton.trigger': a.trigger,
+      'baton.trigger': this.a.trigger,
     };
     // The root span no one has sent yet, as a remote parent: every runner names the same one.
     const fire = trace.setSpanContext(ROOT_CONTEXT, {
@@ -211,22 +226,29 @@ class Attempt implements AttemptTrace {
       traceFlags: TraceFlags.SAMPLED,
       isRemote: true,
     });
-    this.span = tracer.startSpan(
+    this.span = this.tracer.startSpan(
       'baton.attempt',
       {
         kind: SpanKind.INTERNAL,
-        startTime: a.startedAt,
-        attributes: { ...this.fireAttributes, 'baton.runner.host': a.host },
+        startTime: this.a.startedAt,
+        attributes: { ...this.fireAttributes, 'baton.runner.host': this.a.host },
       },
       fire,
     );
+    if (this.contention) this.tellContention(this.contention);
+    return this.span;
   }
 
   private get context(): Context {
-    return trace.setSpan(ROOT_CONTEXT, this.span);
+    return trace.setSpan(ROOT_CONTEXT, this.open());
   }
 
   contended(from: Date, to: Date, won: boolean): void {
+    this.contention = { from, to, won };
+    if (this.span) this.tellContention(this.contention);
+  }
+
+  private tellContention({ from, to, won }: { from: Date; to: Date; won: boolean }): void {
     this.tracer
       .startSpan(
         'baton.contend',
@@ -237,7 +259,7 @@ class Attempt implements AttemptTrace {
   }
 
   skipped(kind: string, reason: string): void {
-    this.span.setAttributes({
+    this.open().setAttributes({
       'baton.attempt.outcome': 'skipped',
       'baton.skip.kind': kind,
       'baton.skip.reason': reason,
@@ -245,15 +267,16 @@ class Attempt implements AttemptTrace {
   }
 
   notAttempted(cause: string, error?: string): void {
-    this.span.setAttributes({
+    const span = this.open();
+    span.setAttributes({
       'baton.attempt.outcome': 'not-attempted',
       'baton.not_attempted.cause': cause,
     });
-    this.span.setStatus({ code: SpanStatusCode.ERROR, ...(error ? { message: error } : {}) });
+    span.setStatus({ code: SpanStatusCode.ERROR, ...(error ? { message: error } : {}) });
   }
 
-  won(runId: number, slot: number): RunTrace {
-    this.span.setAttributes({ 'baton.attempt.outcome': 'won', 'baton.run.id': runId });
+  won(runId: number, slot: number, generation: number): RunTrace {
+    this.open(generation).setAttributes({ 'baton.attempt.outcome': 'won', 'baton.run.id': runId });
     this.sendsRoot = slot === 1;
     this.run = new Run(this.tracer, this.context, runId, slot);
     return this.run;
@@ -264,7 +287,7 @@ class Attempt implements AttemptTrace {
     this.ended = true;
     const now = new Date();
     this.run?.end(null);
-    this.span.end(now);
+    this.open().end(now);
     if (this.sendsRoot) this.sendRoot(now);
   }
 

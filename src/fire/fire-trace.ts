@@ -20,8 +20,12 @@ export interface AttemptTrace {
   contended(from: Date, to: Date, won: boolean): void;
   skipped(kind: SkipKind, reason: string): void;
   notAttempted(cause: NotAttemptedCause, error?: string): void;
-  /** Won: the run's span, child of this attempt; `slot` 1's winner sends the fire's root span. */
-  won(runId: number, slot: number): RunTrace;
+  /**
+   * Won: the run's span, child of this attempt; `slot` 1's winner sends the fire's root span.
+   * `generation`: the one claimed — a re-run with `--again` may claim a later one than it
+   * planned, and its attempt belongs to that generation's trace.
+   */
+  won(runId: number, slot: number, generation: number): RunTrace;
   end(): void;
 }
 

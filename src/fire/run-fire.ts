@@ -274,7 +274,7 @@ class Fire {
         claimFrom: contendStart,
         claimFromWall,
         claimedWall,
-        trace: this.trace?.won(claim.runId, claim.slot) ?? null,
+        trace: this.trace?.won(claim.runId, claim.slot, claim.rerun) ?? null,
       });
     } finally {
       this.releasePlace();
