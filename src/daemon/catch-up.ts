@@ -67,7 +67,8 @@ export interface CatchUpContext {
   coordinated: () => boolean;
   dispatch: (fire: DueFire) => Promise<FireOutcome | null>;
   /** `count` fires the walk did not get to were recorded `missed`. */
-  missed: (job: string, count: number) => void;
+  /** `missed` rows it recorded, of the fires after where it stopped. */
+  missed: (job: string, instants: Date[]) => void;
   signal: AbortSignal;
   log: Logger;
   /** CATCH_UP_TIMINGS when not given. */
@@ -174,7 +175,7 @@ async function recordLeft(
 ): Promise<void> {
   if (left.length === 0) return;
   const seen = await firesWithRows(c.pool, c.namespace, job.name, left[0]!, left.at(-1)!);
-  let recorded = 0;
+  const recorded: Date[] = [];
   const reason =
     'nobody attempted this fire: no runner was connected to the database at the time, and its ' +
     `catch-up stopped before it because ${why} (recorded by ${c.host})`;
@@ -193,8 +194,8 @@ async function recordLeft(
       reason,
       eventTargets(job.notify),
     );
-    if (inserted) recorded++;
+    if (inserted) recorded.push(at);
   }
-  if (recorded > 0) c.missed(job.name, recorded);
+  if (recorded.length > 0) c.missed(job.name, recorded);
   c.log.info({ job: job.name, left: left.length, why }, 'catch-up stopped');
 }

@@ -65,16 +65,16 @@ export async function setAsideInDoubt(
   job: JobDefinition,
   fires: Date[],
   from: Date,
-): Promise<{ left: Date[]; inDoubt: number }> {
-  if (!failover || job.onFailover === 'catchUp') return { left: fires, inDoubt: 0 };
+): Promise<{ left: Date[]; inDoubt: Date[] }> {
+  if (!failover || job.onFailover === 'catchUp') return { left: fires, inDoubt: [] };
   const until = failover.until;
   // With semi-sync acknowledged since `settledSince`, only fires before it can have lost rows.
   const settled = failover.settledSince?.getTime() ?? Infinity;
   const candidates = fires.filter((at) => at.getTime() <= until.getTime() && +at < settled);
-  if (candidates.length === 0) return { left: fires, inDoubt: 0 };
+  if (candidates.length === 0) return { left: fires, inDoubt: [] };
   const seen = await firesWithRows(s.pool, s.namespace, job.name, from, until);
   const doubt = new Set(candidates.filter((at) => !seen.has(at.getTime())).map((at) => +at));
-  let recorded = 0;
+  const recorded: Date[] = [];
   for (const at of doubt) {
     const reason =
       `in doubt: the database failed over (from ${failover.from} to ${failover.to}) after ` +
@@ -90,7 +90,7 @@ export async function setAsideInDoubt(
       pid: process.pid,
     };
     if (await insertMissed(s.pool, attempt, reason, eventTargets(job.notify), 'in-doubt')) {
-      recorded++;
+      recorded.push(new Date(at));
     }
   }
   return { left: fires.filter((at) => !doubt.has(at.getTime())), inDoubt: recorded };

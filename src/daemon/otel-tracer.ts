@@ -106,6 +106,24 @@ export function openFireTracer(
   const tracer = provider.getTracer('baton', version);
   return {
     attempt: (key, a) => new Attempt(tracer, ids, key, a),
+    missed(key, m) {
+      tracer
+        .startSpan(
+          'baton.attempt',
+          {
+            kind: SpanKind.INTERNAL,
+            startTime: m.at,
+            attributes: {
+              ...fireAttributes(key, 'schedule'),
+              'baton.runner.host': m.host,
+              'baton.attempt.outcome': 'missed',
+              'baton.missed.kind': m.kind,
+            },
+          },
+          underFireRoot(fireTraceIds(key)),
+        )
+        .end(m.at);
+    },
     async shutdown(boundMs) {
       let timer: NodeJS.Timeout | undefined;
       const bound = new Promise<'late'>((resolve) => {
@@ -128,6 +146,30 @@ export function openFireTracer(
       }
     },
   };
+}
+
+/** What every span of a fire says of it. */
+function fireAttributes(key: FireKey, trigger: string): Attributes {
+  return {
+    'baton.namespace': key.namespace,
+    'baton.job': key.job,
+    'baton.fire.scheduled_at': key.scheduledAt.toISOString(),
+    'baton.fire.generation': key.generation,
+    'baton.trigger': trigger,
+  };
+}
+
+/**
+ * The fire's root span as a remote parent, which no one may have sent yet: every runner names the
+ * same one (its ids are the fire's), so their attempts meet in one trace.
+ */
+function underFireRoot(ids: FireTraceIds): Context {
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: ids.traceId,
+    spanId: ids.fireSpanId,
+    traceFlags: TraceFlags.SAMPLED,
+    isRemote: true,
+  });
 }
 
 /** An agent whose sockets do not hold the event loop open (keep-alive, as the exporter's own). */
@@ -212,20 +254,8 @@ class Attempt implements AttemptTrace {
     if (generation != null) this.key = { ...this.key, generation };
     const key = this.key;
     this.ids = fireTraceIds(key);
-    this.fireAttributes = {
-      'baton.namespace': key.namespace,
-      'baton.job': key.job,
-      'baton.fire.scheduled_at': key.scheduledAt.toISOString(),
-      'baton.fire.generation': key.generation,
-      'baton.trigger': this.a.trigger,
-    };
-    // The root span no one has sent yet, as a remote parent: every runner names the same one.
-    const fire = trace.setSpanContext(ROOT_CONTEXT, {
-      traceId: this.ids.traceId,
-      spanId: this.ids.fireSpanId,
-      traceFlags: TraceFlags.SAMPLED,
-      isRemote: true,
-    });
+    this.fireAttributes = fireAttributes(key, this.a.trigger);
+    const fire = underFireRoot(this.ids);
     this.span = this.tracer.startSpan(
       'baton.attempt',
       {

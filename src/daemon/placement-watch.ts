@@ -186,7 +186,7 @@ export class PlacementWatch {
       loaded.config.jobs.filter((j) => j.enabled),
       job,
     );
-    let recorded = 0;
+    const recorded: Date[] = [];
     for (const at of fires) {
       if (this.o.signal.aborted) break;
       w.doneTo = at;
@@ -200,10 +200,17 @@ export class PlacementWatch {
         pid: process.pid,
       };
       if (await insertMissed(pool, attempt, reason, undefined, 'no-eligible-runner', children)) {
-        recorded++;
+        recorded.push(at);
       }
     }
-    if (recorded > 0) this.o.events.emit('fires:missed', { job: job.name, count: recorded });
+    if (recorded.length > 0) {
+      this.o.events.emit('fires:missed', {
+        job: job.name,
+        count: recorded.length,
+        instants: recorded,
+        kind: 'no-eligible-runner',
+      });
+    }
   }
 
   /**

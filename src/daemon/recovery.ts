@@ -117,7 +117,9 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
       );
       // Fires in doubt after a failover are recorded now and left out of catch-up.
       const { left: fires, inDoubt } = await setAsideInDoubt(c, c.failover ?? null, job, due, from);
-      if (inDoubt > 0) c.events.emit('fires:inDoubt', { job: job.name, count: inDoubt });
+      if (inDoubt.length > 0) {
+        c.events.emit('fires:inDoubt', { job: job.name, count: inDoubt.length, instants: inDoubt });
+      }
       if (fires.length === 0) continue;
       let caughtUp: Date[] = [];
       if (job.catchUpMs != null && job.catchUpFires === 'all') {
@@ -152,7 +154,7 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
     for (const { job, fires, from, caughtUp } of plans) {
       const seen = await firesWithRows(pool, namespace, job.name, from, now);
       const children = scheduledDependents(withParents, job);
-      let recorded = 0;
+      const recorded: Date[] = [];
       for (const at of fires) {
         if (seen.has(at.getTime()) || caughtUp.has(at.getTime())) continue;
         const attempt = {
@@ -167,9 +169,18 @@ export async function recover(c: RecoveryContext, now: Date): Promise<void> {
           'nobody attempted this fire: no runner was connected to the database at the time ' +
           `(it was down or unreachable, or the runners were starting; recorded by ${c.host})`;
         const targets = eventTargets(job.notify);
-        if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) recorded++;
+        if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) {
+          recorded.push(at);
+        }
       }
-      if (recorded > 0) c.events.emit('fires:missed', { job: job.name, count: recorded });
+      if (recorded.length > 0) {
+        c.events.emit('fires:missed', {
+          job: job.name,
+          count: recorded.length,
+          instants: recorded,
+          kind: 'not-run',
+        });
+      }
     }
   } catch (err) {
     log.warn({ err: errorMessage(err) }, 'could not look back for missed fires');
@@ -192,7 +203,13 @@ function walk(c: RecoveryContext, job: JobDefinition, fires: Date[], next: Date 
         now: c.now,
         coordinated: c.coordinated,
         dispatch: (fire) => c.dispatch(fire, 'catchup'),
-        missed: (name, count) => c.events.emit('fires:missed', { job: name, count }),
+        missed: (name, instants) =>
+          c.events.emit('fires:missed', {
+            job: name,
+            count: instants.length,
+            instants,
+            kind: 'not-run',
+          }),
         signal: c.signal,
         log: c.log,
         timings: c.timings,

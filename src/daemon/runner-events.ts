@@ -7,6 +7,7 @@ import { Events } from '../events.js';
 import type { FireEventMap } from '../fire/fire-events.js';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../errors.js';
+import type { MissedKind } from '../run-status.js';
 
 export interface RunnerEventMap extends FireEventMap {
   /** A schedule was loaded (at start, at each reload): the enabled jobs it runs from now on. */
@@ -29,10 +30,13 @@ export interface RunnerEventMap extends FireEventMap {
   'fire:notInForce': { job: string; scheduledAt: Date };
   /** `skipped` rows of kind `calendar` this runner recorded: instants its calendars skip. */
   'fires:calendar': { job: string; count: number };
-  /** `missed` rows this runner recorded after reconnecting: fires nobody attempted. */
-  'fires:missed': { job: string; count: number };
+  /**
+   * `missed` rows this runner recorded: fires nobody attempted (after a reconnect, a catch-up that
+   * stopped, no eligible runner); `instants`, the fires recorded, `count` of them.
+   */
+  'fires:missed': { job: string; count: number; instants: Date[]; kind: MissedKind };
   /** `missed` rows of kind `in-doubt` this runner recorded after a failover (daemon/in-doubt.ts). */
-  'fires:inDoubt': { job: string; count: number };
+  'fires:inDoubt': { job: string; count: number; instants: Date[] };
   /** The lock session died: its locks are gone, and the runs it covered are being aborted. */
   'lock:lost': { reason: string; lockConnectionId: number; aborting: string[] };
   /**

@@ -76,6 +76,7 @@ import { CalendarWatch } from './calendar-watch.js';
 import { sameTimings, TimingWatch, type TimingVersions } from './timing-watch.js';
 import { deliverNotification } from '../notify/deliver.js';
 import type { OpenFireTracer } from './otel-tracer.js';
+import type { MissedKind } from '../run-status.js';
 
 /** How long a graceful stop waits for the last spans to reach the collector. */
 const TRACE_FLUSH_MS = 3_000;
@@ -307,6 +308,19 @@ export class Runner {
     const tracer = openFireTracer(settings, { host: this.options.host, log: this.log });
     this.tracer = tracer;
     this.releasers.add('send the last spans', () => tracer.shutdown(TRACE_FLUSH_MS));
+    // The fires nobody attempted that this runner recorded: their attempt is the record.
+    const missed = (job: string, instants: Date[], kind: MissedKind) => {
+      const namespace = this.loaded.config.namespace;
+      const at = new Date();
+      for (const scheduledAt of instants) {
+        tracer.missed(
+          { namespace, job, scheduledAt, generation: 0 },
+          { host: this.options.host, kind, at },
+        );
+      }
+    };
+    this.events.on('fires:missed', (e) => missed(e.job, e.instants, e.kind));
+    this.events.on('fires:inDoubt', (e) => missed(e.job, e.instants, 'in-doubt'));
     // Not where to: an endpoint's URL may carry a token.
     this.log.info(
       { serviceName: settings.serviceName },

@@ -4,7 +4,7 @@
  * only, and its implementation (daemon/otel-tracer.ts) is imported only when tracing is
  * configured. The fire's ids, the same on every runner, are ../trace-context.ts's.
  */
-import type { FinalStatus, SkipKind, Trigger } from '../run-status.js';
+import type { FinalStatus, MissedKind, SkipKind, Trigger } from '../run-status.js';
 import type { FireKey, TraceContext } from '../trace-context.js';
 import type { NotAttemptedCause } from './fire-events.js';
 
@@ -12,6 +12,11 @@ import type { NotAttemptedCause } from './fire-events.js';
 export interface FireTracer {
   /** This runner's attempt at a fire, begun at `startedAt` (this host's clock). */
   attempt(key: FireKey, o: { trigger: Trigger; host: string; startedAt: Date }): AttemptTrace;
+  /**
+   * A fire nobody attempted, which this runner recorded `missed` at `at` (after a reconnect, a
+   * failover, with no eligible runner): an attempt span of outcome `missed` in its trace.
+   */
+  missed(key: FireKey, o: { host: string; kind: MissedKind; at: Date }): void;
 }
 
 /** One runner's attempt at one fire. `end` once, whatever happened; the rest at most once. */

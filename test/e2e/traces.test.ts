@@ -126,8 +126,9 @@ describe('traces', () => {
       ).toBeLessThanOrEqual(1);
       expect(new Set(as.map((a) => a.parentSpanId)).size, id).toBe(1);
     }
-    // The exporter sent its configured headers; the runners' logs never hold the token.
-    expect(receiver.headers[0]?.authorization).toBe(`Bearer ${TOKEN}`);
+    // The runners' exporter sent its configured headers (the job's own sends do not carry them:
+    // they are not passed on to jobs); the runners' logs never hold the token.
+    expect(receiver.headers.map((h) => h.authorization)).toContain(`Bearer ${TOKEN}`);
     expect(receiver.refused).toEqual([]);
     for (const r of runners) expect(await r.stop('SIGTERM'), r.host).toBe(0);
     for (const r of runners) {
@@ -137,6 +138,58 @@ describe('traces', () => {
       );
     }
     expectQuiet(runners);
+  });
+
+  it('puts a fire nobody could attempt into its trace: a missed attempt, from the runner that recorded it', async () => {
+    // No runner has the tag the job asks for: the one up records each fire `missed`
+    // (no-eligible-runner, daemon/placement-watch.ts) — and, traced, that record is its attempt.
+    const [runner] = await fleet.start(['trace-untagged'], {
+      config: writeSchedule(`
+namespace: ${NAMESPACE}
+jobs:
+  placed:
+    schedule: "* * * * * *"
+    runOn: {tags: [gpu]}
+    command: ["true"]
+`),
+      timings: { fleetWatch: { companionsMs: 500 } },
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    });
+    const missedRows = () =>
+      fleet.db.query<{ scheduled_at: Date; reason_kind: string }>(
+        "SELECT scheduled_at, reason_kind FROM baton_runs WHERE job = 'placed' AND status = 'missed'",
+      );
+    const missedSpans = () =>
+      receiver.spans.filter(
+        (s) =>
+          s.attributes['baton.job'] === 'placed' &&
+          s.attributes['baton.attempt.outcome'] === 'missed',
+      );
+    const [row] = await waitFor(
+      'a missed row whose span came',
+      async () => {
+        const rows = await missedRows();
+        return rows.length > 0 && missedSpans().length > 0 ? rows : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(row!.reason_kind).toBe('no-eligible-runner');
+    await runner!.stop('SIGTERM');
+    // Each recorded fire's span is in that fire's trace, and says who recorded it and why.
+    const recorded = await missedRows();
+    const spans = missedSpans();
+    for (const span of spans) {
+      const at = new Date(String(span.attributes['baton.fire.scheduled_at']));
+      expect(recorded.some((r) => r.scheduled_at.getTime() === at.getTime())).toBe(true);
+      expect(span.traceId).toBe(
+        fireTraceIds({ namespace: NAMESPACE, job: 'placed', scheduledAt: at, generation: 0 })
+          .traceId,
+      );
+      expect(span.attributes).toMatchObject({
+        'baton.runner.host': 'trace-untagged',
+        'baton.missed.kind': 'no-eligible-runner',
+      });
+    }
   });
 
   it('with its collector down, runs every fire, says so once without the headers, and stops', async () => {

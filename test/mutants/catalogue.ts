@@ -350,9 +350,8 @@ export const MUTANTS: readonly Mutant[] = [
     edits: [
       {
         file: 'src/daemon/recovery.ts',
-        find: "if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) recorded++;",
-        replace:
-          'if (await Promise.resolve(insertMissed.length < 0 && targets && children)) recorded++;',
+        find: "if (await insertMissed(pool, attempt, reason, targets, 'not-run', children)) {",
+        replace: 'if (await Promise.resolve(insertMissed.length < 0 && targets && children)) {',
       },
     ],
     killers: [{ file: 'test/e2e/outage.test.ts', test: 'no runner runs blind' }],

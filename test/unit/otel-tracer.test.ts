@@ -20,7 +20,7 @@ const KEY: FireKey = {
 
 async function traced(
   play: (tracer: ReturnType<typeof openFireTracer>) => void,
-): Promise<{ name: string; traceId: string; generation: unknown }[]> {
+): Promise<{ name: string; traceId: string; generation: unknown; outcome: unknown }[]> {
   // The spans as exported (the SDK's in-memory exporter forgets them at its shutdown).
   const exported: ReadableSpan[] = [];
   const memory: SpanExporter = {
@@ -41,6 +41,7 @@ async function traced(
     name: s.name,
     traceId: s.spanContext().traceId,
     generation: s.attributes['baton.fire.generation'],
+    outcome: s.attributes['baton.attempt.outcome'],
   }));
 }
 
@@ -80,5 +81,20 @@ describe("an attempt's trace", () => {
     });
     expect(new Set(spans.map((s) => s.traceId))).toEqual(new Set([fireTraceIds(KEY).traceId]));
     expect(spans.map((s) => s.name).sort()).toEqual(['baton.attempt', 'baton.contend']);
+  });
+
+  it('of a fire nobody attempted is the runner’s record of it: outcome missed, in the fire’s trace', async () => {
+    const fire = { ...KEY, generation: 0 };
+    const spans = await traced((tracer) =>
+      tracer.missed(fire, { host: 'srv-3', kind: 'not-run', at: new Date() }),
+    );
+    expect(spans).toEqual([
+      {
+        name: 'baton.attempt',
+        traceId: fireTraceIds(fire).traceId,
+        generation: 0,
+        outcome: 'missed',
+      },
+    ]);
   });
 });
