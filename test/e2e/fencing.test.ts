@@ -34,6 +34,20 @@ async function writes(db: TestDatabase): Promise<Write[]> {
   return rows.map((r) => ({ ...r, id: Number(r.id), fence: Number(r.fence) }));
 }
 
+/** The fence of the first run of `writer`, once it has written a few times (wherever it won). */
+async function firstRunWriting(db: TestDatabase): Promise<number> {
+  const first = await waitFor(
+    'the first run writing',
+    async () => {
+      const all = await writes(db);
+      const fence = all[0]?.fence;
+      return all.filter((w) => w.fence === fence).length >= 3 ? all[0] : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+  return first.fence;
+}
+
 async function createWritesTable(db: TestDatabase): Promise<void> {
   await db.query(`CREATE TABLE fenced_writes (
     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -106,16 +120,7 @@ await s.start();
       replicas.push(new RunnerProcess(host, child));
     }
     // The first run of `writer`, wherever it won, has written a few times.
-    const first = await waitFor(
-      'the first run writing',
-      async () => {
-        const all = await writes(db);
-        const fence = all[0]?.fence;
-        return all.filter((w) => w.fence === fence).length >= 3 ? all[0] : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
-    const stale = first.fence;
+    const stale = await firstRunWriting(db);
     const [row] = await db.query<{ lock_connection_id: number; host: string }>(
       'SELECT lock_connection_id, host FROM baton_runs WHERE id = ?',
       [stale],
@@ -243,16 +248,7 @@ jobs:
       runners.push(startRunner({ config, databaseUrl: db.url, host }));
     await Promise.all(runners.map((r) => r.ready()));
 
-    const first = await waitFor(
-      'the first run writing',
-      async () => {
-        const all = await writes(db);
-        const fence = all[0]?.fence;
-        return all.filter((w) => w.fence === fence).length >= 3 ? all[0] : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
-    const stale = first.fence;
+    const stale = await firstRunWriting(db);
     const [row] = await db.query<{ lock_connection_id: number; host: string; status: string }>(
       'SELECT lock_connection_id, host, status FROM baton_runs WHERE id = ?',
       [stale],
