@@ -48,7 +48,10 @@ describe('globMatches', () => {
 it('judges a glob of many stars against a long name at once (no backtracking blow-up)', () => {
   const started = performance.now();
   expect(globMatches(`${'*a'.repeat(60)}b`, 'a'.repeat(128))).toBe(false);
-  expect(performance.now() - started).toBeLessThan(200);
+  // A backtracking match of this input would take longer than any test (exponential in the
+  // stars); the walk takes microseconds. The bound is loose so that a loaded machine's pause
+  // cannot fail it.
+  expect(performance.now() - started).toBeLessThan(5_000);
 });
 
 describe('scopeRefusal', () => {
