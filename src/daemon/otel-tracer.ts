@@ -80,7 +80,7 @@ export function openFireTracer(
   // however short the bound.
   const agents: (http.Agent | https.Agent)[] = [];
   const agentFor = (protocol: string) => {
-    const agent = protocol === 'https:' ? new UnrefHttpsAgent() : new UnrefHttpAgent();
+    const agent = unrefAgent(protocol);
     agents.push(agent);
     return agent;
   };
@@ -202,31 +202,22 @@ function underFireRoot(ids: FireTraceIds): Context {
   });
 }
 
-/** An agent whose sockets do not hold the event loop open (keep-alive, as the exporter's own). */
-class UnrefHttpAgent extends http.Agent {
-  constructor() {
-    super({ keepAlive: true });
-  }
-  override createConnection(
-    ...args: Parameters<http.Agent['createConnection']>
-  ): ReturnType<http.Agent['createConnection']> {
-    const socket = super.createConnection(...args);
+/**
+ * An agent for `protocol` whose sockets do not hold the event loop open (keep-alive, as the
+ * exporter's own would be): each connection it makes is unref'd as it is made.
+ */
+function unrefAgent(protocol: string): http.Agent | https.Agent {
+  const agent =
+    protocol === 'https:'
+      ? new https.Agent({ keepAlive: true })
+      : new http.Agent({ keepAlive: true });
+  const connect = agent.createConnection.bind(agent);
+  agent.createConnection = (...args: Parameters<typeof connect>) => {
+    const socket = connect(...args);
     (socket as Partial<net.Socket> | undefined)?.unref?.();
     return socket;
-  }
-}
-
-class UnrefHttpsAgent extends https.Agent {
-  constructor() {
-    super({ keepAlive: true });
-  }
-  override createConnection(
-    ...args: Parameters<https.Agent['createConnection']>
-  ): ReturnType<https.Agent['createConnection']> {
-    const socket = super.createConnection(...args);
-    (socket as Partial<net.Socket> | undefined)?.unref?.();
-    return socket;
-  }
+  };
+  return agent;
 }
 
 /**
