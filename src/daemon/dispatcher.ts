@@ -49,6 +49,11 @@ import type { FireTracer } from '../fire/fire-trace.js';
  * instant's fires contend together without queueing hundreds of statements before a heartbeat.
  */
 const MAX_CONTENTIONS = 1_000;
+/**
+ * Fires of one wake dispatched in one turn of the event loop (dispatchGroups): a claim batch's
+ * worth (the fire batchers take up to 250 asks a batch: coordination/fire-batches.ts).
+ */
+export const DISPATCH_SLICE = 250;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
@@ -155,18 +160,14 @@ export class Dispatcher {
     // Fires of the same instant in an order of this runner's own: runners that cannot tell who
     // asks first (a fleet not seen yet) then mostly contend for different jobs first.
     const groups = groupByLead(shuffleWithinInstant(due), (fire) => this.leadOf(fire));
-    for (const { leadMs, fires } of groups) {
-      if (leadMs === 0) {
-        for (const fire of fires) this.dispatch(fire, 'schedule');
-        continue;
-      }
-      (this.o.keepAlive ?? HOLDS_PROCESS).background(
-        setTimeout(() => {
-          if (this.o.signal.aborted) return;
-          for (const fire of fires) this.dispatch(fire, 'schedule', true);
-        }, leadMs),
-      );
-    }
+    void dispatchGroups(groups, {
+      dispatch: (fire, afterLead) => void this.dispatch(fire, 'schedule', afterLead),
+      leadPassed: (leadMs) =>
+        new Promise((resolve) => {
+          (this.o.keepAlive ?? HOLDS_PROCESS).background(setTimeout(resolve, leadMs));
+        }),
+      signal: this.o.signal,
+    });
   }
 
   /**
@@ -529,6 +530,40 @@ interface ScheduledFence {
   version?: number | null;
   /** A schedule created at run time: its row as read (store/runs.ts `Attempt.dynamic`). */
   dynamic?: Attempt['dynamic'] | null;
+}
+
+/**
+ * Dispatches a wake's groups (groupByLead: shortest lead first), each after its lead and after
+ * the group before it is all dispatched, so that a job's fires reach its chain in order; a group
+ * DISPATCH_SLICE fires at a time, each slice in a turn of the event loop of its own (the first
+ * slice of a lead-0 group in the caller's turn). Resolves once every fire is dispatched, or at
+ * once when stopped.
+ *
+ * Why slices: a fire's statements go out only once the turn that dispatched it ends (they are
+ * batched per turn: store/batcher.ts). 10,000 fires due at once, dispatched in one turn, kept the
+ * server idle until the runner had set up every one of them (0.6 s of CPU), and the fires after
+ * a lead held up the answers to the first ones as long. Sliced, the first claims are on the
+ * server while the later fires are still being set up.
+ */
+export async function dispatchGroups(
+  groups: readonly { leadMs: number; fires: readonly DueFire[] }[],
+  o: {
+    dispatch: (fire: DueFire, afterLead: boolean) => void;
+    leadPassed: (leadMs: number) => Promise<void>;
+    signal: AbortSignal;
+  },
+): Promise<void> {
+  // Every lead counts from the wake; a group waits for it and for the group before it.
+  const leads = groups.map(({ leadMs }) => (leadMs > 0 ? o.leadPassed(leadMs) : null));
+  for (const [g, { leadMs, fires }] of groups.entries()) {
+    if (leads[g]) await leads[g];
+    for (let from = 0; from < fires.length; from += DISPATCH_SLICE) {
+      if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (o.signal.aborted) return;
+      const end = Math.min(fires.length, from + DISPATCH_SLICE);
+      for (let i = from; i < end; i++) o.dispatch(fires[i]!, leadMs > 0);
+    }
+  }
 }
 
 /** The fence of a scheduled fire of `job` at `at`, from one view of the runner's schedules. */

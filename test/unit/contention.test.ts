@@ -1,10 +1,16 @@
 /**
  * How a runner paces a storm of fires: at most N contentions at once, the rest in arrival order,
- * and the fires of one instant taken in an order of the runner's own (never across instants).
+ * and the fires of one instant taken in an order of the runner's own (never across instants);
+ * a storm's fires dispatched a slice per turn of the event loop, groups in order.
  */
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../src/fire/limiter.js';
-import { groupByLead, shuffleWithinInstant } from '../../src/daemon/dispatcher.js';
+import {
+  DISPATCH_SLICE,
+  dispatchGroups,
+  groupByLead,
+  shuffleWithinInstant,
+} from '../../src/daemon/dispatcher.js';
 import type { DueFire } from '../../src/schedule/fire-schedule.js';
 
 describe('Limiter', () => {
@@ -101,5 +107,90 @@ describe('groupByLead', () => {
       [0, ['a@1', 'a@2']],
       [2000, ['p@1', 'p@2']],
     ]);
+  });
+});
+
+describe('dispatchGroups', () => {
+  const fires = (job: string, n: number): DueFire[] =>
+    Array.from({ length: n }, (_, i) => ({
+      job: `${job}${i}`,
+      scheduledAt: new Date(Date.UTC(2026, 0, 1)),
+      lateMs: 0,
+    }));
+  const turn = () => new Promise<void>((r) => setImmediate(r));
+
+  it('dispatches a slice in the wake’s own turn and one more each turn after, in order', async () => {
+    const asked = fires('a', 2 * DISPATCH_SLICE + 10);
+    const sent: string[] = [];
+    const done = dispatchGroups([{ leadMs: 0, fires: asked }], {
+      dispatch: (f) => sent.push(f.job),
+      leadPassed: () => Promise.reject(new Error('no lead here')),
+      signal: new AbortController().signal,
+    });
+    // The first slice before the caller's turn ends: its statements go out with that turn.
+    expect(sent).toHaveLength(DISPATCH_SLICE);
+    await turn();
+    expect(sent).toHaveLength(2 * DISPATCH_SLICE);
+    await done;
+    expect(sent).toEqual(asked.map((f) => f.job));
+  });
+
+  it('a group after a lead waits for its lead and for every fire of the group before it', async () => {
+    const first = fires('a', 3 * DISPATCH_SLICE);
+    const later = fires('b', 5);
+    const sent: string[] = [];
+    const afterLead: boolean[] = [];
+    // The lead has passed at once: the later group still waits for the first's last slice.
+    const done = dispatchGroups(
+      [
+        { leadMs: 0, fires: first },
+        { leadMs: 50, fires: later },
+      ],
+      {
+        dispatch: (f, lead) => {
+          sent.push(f.job);
+          afterLead.push(lead);
+        },
+        leadPassed: () => Promise.resolve(),
+        signal: new AbortController().signal,
+      },
+    );
+    await done;
+    expect(sent).toEqual([...first, ...later].map((f) => f.job));
+    expect(afterLead).toEqual([...first.map(() => false), ...later.map(() => true)]);
+  });
+
+  it('every lead counts from the wake, not from the end of the group before it', async () => {
+    const asked: number[] = [];
+    const done = dispatchGroups(
+      [
+        { leadMs: 50, fires: fires('a', 1) },
+        { leadMs: 2000, fires: fires('b', 1) },
+      ],
+      {
+        dispatch: () => {},
+        leadPassed: (ms) => {
+          asked.push(ms);
+          return Promise.resolve();
+        },
+        signal: new AbortController().signal,
+      },
+    );
+    // Both timers are set at once, each to its whole lead.
+    expect(asked).toEqual([50, 2000]);
+    await done;
+  });
+
+  it('stops between slices once the runner stops', async () => {
+    const stop = new AbortController();
+    const sent: string[] = [];
+    const done = dispatchGroups([{ leadMs: 0, fires: fires('a', 3 * DISPATCH_SLICE) }], {
+      dispatch: (f) => sent.push(f.job),
+      leadPassed: () => Promise.resolve(),
+      signal: stop.signal,
+    });
+    stop.abort();
+    await done;
+    expect(sent).toHaveLength(DISPATCH_SLICE);
   });
 });
