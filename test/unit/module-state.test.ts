@@ -29,6 +29,8 @@ const ALLOWED: Record<string, string> = {
   'src/schedule/zoned.ts: wallFormats': 'memo: one wall-clock formatter per time zone',
   'src/schedule/cron.ts: forgetCalculator': 'memo: forgets a collected calculator',
   'src/cli/times.ts: localFormats': 'memo: Intl.DateTimeFormat by zone',
+  'src/execution/job-environment.ts: readThisTurn':
+    "memo: process.env's entries, for the rest of the event loop's turn",
   'src/http/dashboard/page.ts: built': 'memo: the dashboard page, built once from constants',
   'src/http/dashboard/overview.ts: wordsCache': 'memo: rendered words by input',
   // Weakly keyed by an object whose owner owns the entry's life (it goes with the key).
