@@ -42,6 +42,15 @@ import type { DependentKey, DependentPlan } from '../store/dependent-fires.js';
 import type { Attempt, ChainFence } from '../store/runs.js';
 import { splitSubject } from '../schedule-keys.js';
 import type { FireTracer } from '../fire/fire-trace.js';
+import { DispatchQueue } from './dispatch-queue.js';
+
+/** A wake's fire in the dispatch queue: the view it was due by (null: the one in force then). */
+interface WokenFire {
+  job: string;
+  fire: DueFire;
+  afterLead: boolean;
+  view: Loaded | null;
+}
 
 /**
  * Fires contended at once (the rest wait their turn). Their lock statements and most of their
@@ -49,11 +58,6 @@ import type { FireTracer } from '../fire/fire-trace.js';
  * instant's fires contend together without queueing hundreds of statements before a heartbeat.
  */
 const MAX_CONTENTIONS = 1_000;
-/**
- * Fires of one wake dispatched in one turn of the event loop (dispatchGroups): a claim batch's
- * worth (the fire batchers take up to 250 asks a batch: coordination/fire-batches.ts).
- */
-export const DISPATCH_SLICE = 250;
 /** A wake this late is worth a warning: the event loop or the host was stalled. */
 const LATE_WAKE_WARN_MS = 1_000;
 
@@ -130,6 +134,8 @@ export class Dispatcher {
   private readonly chains = new Map<string, Promise<void>>();
   /** Per job, the contentions in its chain not yet settled. */
   private readonly contending = new Map<string, number>();
+  /** A wake's fires waiting for their turn to be dispatched (a storm's, a slice per turn). */
+  private readonly ready: DispatchQueue<WokenFire>;
   /** Every fire not yet finished, contended or running. */
   private readonly inflight = new Set<Promise<unknown>>();
   /** The fires sent lately: one contention per fire on this runner (./sent-fires.ts). */
@@ -139,6 +145,10 @@ export class Dispatcher {
 
   constructor(private readonly o: DispatcherOptions) {
     this.t = o.timings ?? DISPATCHER_TIMINGS;
+    this.ready = new DispatchQueue<WokenFire>(
+      (w) => void this.dispatch(w.fire, 'schedule', w.afterLead, w.view ?? this.o.loaded()),
+      o.signal,
+    );
   }
 
   /** Forgets the fires sent so far (a failover: their rows may be gone with the old primary). */
@@ -160,14 +170,24 @@ export class Dispatcher {
     // Fires of the same instant in an order of this runner's own: runners that cannot tell who
     // asks first (a fleet not seen yet) then mostly contend for different jobs first.
     const groups = groupByLead(shuffleWithinInstant(due), (fire) => this.leadOf(fire));
-    void dispatchGroups(groups, {
-      dispatch: (fire, afterLead) => void this.dispatch(fire, 'schedule', afterLead),
-      leadPassed: (leadMs) =>
-        new Promise((resolve) => {
-          (this.o.keepAlive ?? HOLDS_PROCESS).background(setTimeout(resolve, leadMs));
-        }),
-      signal: this.o.signal,
-    });
+    // The fires due now go out by the view they were due by: a reload or a schedule change
+    // dispatches what is due (`wakeNow`) and swaps the view in the same turn, and most of a
+    // storm's fires are dispatched turns later (dispatch-queue.ts). The fires after a lead are
+    // judged by the view in force when it has passed, as they always were.
+    const view = this.o.loaded();
+    for (const { leadMs, fires } of groups) {
+      if (leadMs === 0) {
+        this.ready.push(fires.map((fire) => ({ job: fire.job, fire, afterLead: false, view })));
+        continue;
+      }
+      (this.o.keepAlive ?? HOLDS_PROCESS).background(
+        setTimeout(() => {
+          this.ready.push(
+            fires.map((fire) => ({ job: fire.job, fire, afterLead: true, view: null })),
+          );
+        }, leadMs),
+      );
+    }
   }
 
   /**
@@ -195,8 +215,13 @@ export class Dispatcher {
    * over, run included (null: the job is gone, or the runner stopped first) — the catch-up of
    * every missed fire waits for it before the next (daemon/catch-up.ts); the loop does not.
    */
-  dispatch(fire: DueFire, trigger: Trigger, afterLead = false): Promise<FireOutcome | null> {
-    const { jobs, schedules } = this.o.loaded();
+  dispatch(
+    fire: DueFire,
+    trigger: Trigger,
+    afterLead = false,
+    view: Loaded = this.o.loaded(),
+  ): Promise<FireOutcome | null> {
+    const { jobs, schedules } = view;
     const job = jobs.get(fire.job);
     if (!job) return Promise.resolve(null);
     // A fire of a schedule this runner no longer fires by: taken from the loop's schedule before
@@ -213,7 +238,7 @@ export class Dispatcher {
     // What fences its claim, read now from the same view as the job and the check above: a
     // change applied before the contention begins (it may wait its turn on the job's chain)
     // must not pair this fire with the new view's version or revision.
-    const scheduled = scheduledFence(job, schedule, fire.scheduledAt, this.o.loaded());
+    const scheduled = scheduledFence(job, schedule, fire.scheduledAt, view);
     if (fire.lateMs > this.t.lateWakeWarnMs && trigger === 'schedule') {
       this.o.events.emit('loop:lateWake', {
         job: job.name,
@@ -285,7 +310,7 @@ export class Dispatcher {
     const { job } = f;
     // Behind a fire still contending here (a `queue` fire may wait until the next fire) the
     // request would hang that long: the job is busy now.
-    if (this.contending.has(job.name)) {
+    if (this.contending.has(job.name) || this.ready.has(job.name)) {
       const reason = `a fire of ${job.name} is being contended on this runner right now (waiting for its turn)`;
       // A skip like one for a run going on: a backfill tries the fire again (actions/backfill.ts).
       return {
@@ -530,40 +555,6 @@ interface ScheduledFence {
   version?: number | null;
   /** A schedule created at run time: its row as read (store/runs.ts `Attempt.dynamic`). */
   dynamic?: Attempt['dynamic'] | null;
-}
-
-/**
- * Dispatches a wake's groups (groupByLead: shortest lead first), each after its lead and after
- * the group before it is all dispatched, so that a job's fires reach its chain in order; a group
- * DISPATCH_SLICE fires at a time, each slice in a turn of the event loop of its own (the first
- * slice of a lead-0 group in the caller's turn). Resolves once every fire is dispatched, or at
- * once when stopped.
- *
- * Why slices: a fire's statements go out only once the turn that dispatched it ends (they are
- * batched per turn: store/batcher.ts). 10,000 fires due at once, dispatched in one turn, kept the
- * server idle until the runner had set up every one of them (0.6 s of CPU), and the fires after
- * a lead held up the answers to the first ones as long. Sliced, the first claims are on the
- * server while the later fires are still being set up.
- */
-export async function dispatchGroups(
-  groups: readonly { leadMs: number; fires: readonly DueFire[] }[],
-  o: {
-    dispatch: (fire: DueFire, afterLead: boolean) => void;
-    leadPassed: (leadMs: number) => Promise<void>;
-    signal: AbortSignal;
-  },
-): Promise<void> {
-  // Every lead counts from the wake; a group waits for it and for the group before it.
-  const leads = groups.map(({ leadMs }) => (leadMs > 0 ? o.leadPassed(leadMs) : null));
-  for (const [g, { leadMs, fires }] of groups.entries()) {
-    if (leads[g]) await leads[g];
-    for (let from = 0; from < fires.length; from += DISPATCH_SLICE) {
-      if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      if (o.signal.aborted) return;
-      const end = Math.min(fires.length, from + DISPATCH_SLICE);
-      for (let i = from; i < end; i++) o.dispatch(fires[i]!, leadMs > 0);
-    }
-  }
 }
 
 /** The fence of a scheduled fire of `job` at `at`, from one view of the runner's schedules. */

@@ -5,12 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../src/fire/limiter.js';
-import {
-  DISPATCH_SLICE,
-  dispatchGroups,
-  groupByLead,
-  shuffleWithinInstant,
-} from '../../src/daemon/dispatcher.js';
+import { groupByLead, shuffleWithinInstant } from '../../src/daemon/dispatcher.js';
+import { DISPATCH_SLICE, DispatchQueue } from '../../src/daemon/dispatch-queue.js';
 import type { DueFire } from '../../src/schedule/fire-schedule.js';
 
 describe('Limiter', () => {
@@ -110,87 +106,57 @@ describe('groupByLead', () => {
   });
 });
 
-describe('dispatchGroups', () => {
-  const fires = (job: string, n: number): DueFire[] =>
-    Array.from({ length: n }, (_, i) => ({
-      job: `${job}${i}`,
-      scheduledAt: new Date(Date.UTC(2026, 0, 1)),
-      lateMs: 0,
-    }));
+describe('DispatchQueue', () => {
+  const fires = (prefix: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ job: `${prefix}${i}` }));
   const turn = () => new Promise<void>((r) => setImmediate(r));
-
-  it('dispatches a slice in the wake’s own turn and one more each turn after, in order', async () => {
-    const asked = fires('a', 2 * DISPATCH_SLICE + 10);
+  const queue = (signal = new AbortController().signal) => {
     const sent: string[] = [];
-    const done = dispatchGroups([{ leadMs: 0, fires: asked }], {
-      dispatch: (f) => sent.push(f.job),
-      leadPassed: () => Promise.reject(new Error('no lead here')),
-      signal: new AbortController().signal,
-    });
-    // The first slice before the caller's turn ends: its statements go out with that turn.
+    return { sent, q: new DispatchQueue<{ job: string }>((f) => sent.push(f.job), signal) };
+  };
+
+  it('dispatches a slice in the pushing turn and one more each turn after, in order', async () => {
+    const { sent, q } = queue();
+    const asked = fires('a', 2 * DISPATCH_SLICE + 10);
+    q.push(asked);
+    // The first slice before the wake's turn ends: its statements go out with that turn.
     expect(sent).toHaveLength(DISPATCH_SLICE);
     await turn();
     expect(sent).toHaveLength(2 * DISPATCH_SLICE);
-    await done;
+    await turn();
     expect(sent).toEqual(asked.map((f) => f.job));
   });
 
-  it('a group after a lead waits for its lead and for every fire of the group before it', async () => {
-    const first = fires('a', 3 * DISPATCH_SLICE);
-    const later = fires('b', 5);
-    const sent: string[] = [];
-    const afterLead: boolean[] = [];
-    // The lead has passed at once: the later group still waits for the first's last slice.
-    const done = dispatchGroups(
-      [
-        { leadMs: 0, fires: first },
-        { leadMs: 50, fires: later },
-      ],
-      {
-        dispatch: (f, lead) => {
-          sent.push(f.job);
-          afterLead.push(lead);
-        },
-        leadPassed: () => Promise.resolve(),
-        signal: new AbortController().signal,
-      },
-    );
-    await done;
-    expect(sent).toEqual([...first, ...later].map((f) => f.job));
-    expect(afterLead).toEqual([...first.map(() => false), ...later.map(() => true)]);
+  it('a wake that comes while slices wait goes behind them: a job’s fires stay in order', async () => {
+    const { sent, q } = queue();
+    const first = fires('a', DISPATCH_SLICE + 5);
+    q.push(first);
+    // The next wake (the job a0's next fire among them) before the first wake's tail went out.
+    const next = [{ job: 'a260' }, { job: 'a0' }];
+    q.push(next);
+    expect(sent).toHaveLength(DISPATCH_SLICE);
+    await turn();
+    expect(sent).toEqual([...first, ...next].map((f) => f.job));
   });
 
-  it('every lead counts from the wake, not from the end of the group before it', async () => {
-    const asked: number[] = [];
-    const done = dispatchGroups(
-      [
-        { leadMs: 50, fires: fires('a', 1) },
-        { leadMs: 2000, fires: fires('b', 1) },
-      ],
-      {
-        dispatch: () => {},
-        leadPassed: (ms) => {
-          asked.push(ms);
-          return Promise.resolve();
-        },
-        signal: new AbortController().signal,
-      },
-    );
-    // Both timers are set at once, each to its whole lead.
-    expect(asked).toEqual([50, 2000]);
-    await done;
+  it('tells which jobs have a fire waiting (an operator’s fire must not pass it)', async () => {
+    const { q } = queue();
+    q.push(fires('a', DISPATCH_SLICE + 2));
+    expect(q.has('a0')).toBe(false); // dispatched in the pushing turn
+    expect(q.has(`a${DISPATCH_SLICE}`)).toBe(true);
+    await turn();
+    expect(q.has(`a${DISPATCH_SLICE}`)).toBe(false);
   });
 
-  it('stops between slices once the runner stops', async () => {
+  it('drops what waits once the runner stops, and takes nothing after', async () => {
     const stop = new AbortController();
-    const sent: string[] = [];
-    const done = dispatchGroups([{ leadMs: 0, fires: fires('a', 3 * DISPATCH_SLICE) }], {
-      dispatch: (f) => sent.push(f.job),
-      leadPassed: () => Promise.resolve(),
-      signal: stop.signal,
-    });
+    const { sent, q } = queue(stop.signal);
+    q.push(fires('a', 3 * DISPATCH_SLICE));
     stop.abort();
-    await done;
+    await turn();
+    expect(sent).toHaveLength(DISPATCH_SLICE);
+    expect(q.has(`a${DISPATCH_SLICE}`)).toBe(false);
+    q.push(fires('b', 1));
     expect(sent).toHaveLength(DISPATCH_SLICE);
   });
 });
