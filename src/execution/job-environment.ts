@@ -31,7 +31,8 @@ export function inheritedEnvironment(withhold: ReadonlySet<string>): NodeJS.Proc
  * to the C library's environment, variable by variable: with 100 command jobs due at once,
  * reading it whole for every run was 16 % of the runner's CPU (bench many-jobs, a CPU profile).
  * The runs started in one turn (their claims answered together) share one read; a variable an
- * application sets is seen by every run started in a later turn.
+ * application sets — or deletes — is seen so by every run started in a later turn, not by one
+ * started in the same turn after the change.
  */
 let readThisTurn: [string, string | undefined][] | null = null;
 
