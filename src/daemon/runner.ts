@@ -575,7 +575,7 @@ export class Runner {
     const pool = this.link.anyPool;
     if (!pool) return;
     try {
-      const versions = await this.timingWatch.sync(pool);
+      const versions = await this.timingWatch.sync(pool, { applyWhileRecording: !first });
       this.timingsRead = true;
       if (first) {
         this.loaded = this.withVersions(versions);

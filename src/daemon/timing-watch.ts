@@ -38,6 +38,14 @@ import { heldFrom, UNREAD, type LoadedSchedule } from './loaded-schedule.js';
 /** How often a runner looks for a changed version (one statement a look). */
 export const DEFAULT_TIMING_LOOK_MS = 5_000;
 
+/**
+ * While a sync records many changed timings one after another, what it has recorded so far is
+ * read and applied this often: each version takes effect from `lookMs + 1 s` after its own
+ * recording (`record`), and this runner must fire by it from then — not once the last of a
+ * reload's hundreds of changed jobs is recorded, seconds later, when the fires between are lost.
+ */
+export const APPLY_WHILE_RECORDING_MS = 500;
+
 export interface TimingWatchTimings {
   /** DEFAULT_TIMING_LOOK_MS. */
   lookMs: number;
@@ -115,7 +123,7 @@ export class TimingWatch {
     if (!pool) return;
     const namespace = this.o.loaded().config.namespace;
     if (this.unsettled || (await timingsMarker(pool, namespace)) !== this.marker) {
-      this.o.apply(await this.sync(pool));
+      this.o.apply(await this.sync(pool, { applyWhileRecording: true }));
     }
     // Told at every look: a hold to come becomes one that has begun as time passes.
     this.tellHolds();
@@ -123,21 +131,26 @@ export class TimingWatch {
 
   /**
    * Records the timings of the file the fleet does not have, and returns every version (the
-   * caller builds its schedule from them: at connect, before the loop fires by the file). Throws
-   * what the database throws.
+   * caller builds its schedule from them: at connect, before the loop fires by the file). With
+   * `applyWhileRecording` (a runner already firing by versions: a reload, a look), a long
+   * recording hands what it has recorded so far to `apply` as it goes (APPLY_WHILE_RECORDING_MS).
+   * Throws what the database throws.
    */
-  sync(pool: Queryable): Promise<TimingVersions> {
+  sync(
+    pool: Queryable,
+    { applyWhileRecording = false }: { applyWhileRecording?: boolean } = {},
+  ): Promise<TimingVersions> {
     // One at a time (a reload's and a look's): each reads after the one before it wrote, so a
     // later caller never applies an older read, and the record-failure flags are one sync's.
     const next = this.syncing.then(
-      () => this.syncOnce(pool),
-      () => this.syncOnce(pool),
+      () => this.syncOnce(pool, applyWhileRecording),
+      () => this.syncOnce(pool, applyWhileRecording),
     );
     this.syncing = next.catch(() => undefined);
     return next;
   }
 
-  private async syncOnce(pool: Queryable): Promise<TimingVersions> {
+  private async syncOnce(pool: Queryable, applyWhileRecording: boolean): Promise<TimingVersions> {
     this.unsettled = true;
     const { config } = this.o.loaded();
     const namespace = config.namespace;
@@ -169,11 +182,39 @@ export class TimingWatch {
     // runs it by another file meanwhile (one that comes back with the old file holds). The
     // registry is read once for all the changed jobs.
     const others = changed.length > 0 ? await otherLiveRunners(pool, namespace, this.o.host) : [];
-    for (const job of changed) {
-      const shared = others.some((r) => r.jobs.has(job.name));
-      await this.record(pool, namespace, job, config, shared).catch((err: unknown) =>
-        this.cannotRecord([job], err),
-      );
+    // A long recording (a reload of hundreds of changed jobs, or one whose insert waits on a
+    // lock) hands what it has recorded so far to `apply` every APPLY_WHILE_RECORDING_MS, on a
+    // timer of its own: a single stalled record must not hold back the versions before it.
+    let fresh = 0;
+    let applying: Promise<void> | null = null;
+    const applyRecorded = () => {
+      if (applying || fresh === 0) return;
+      fresh = 0;
+      applying = readTimings(pool, namespace)
+        .then((read) => this.o.apply(read))
+        .catch((err: unknown) =>
+          this.o.log.warn({ err: errorMessage(err) }, 'could not read the timing versions'),
+        )
+        .finally(() => (applying = null));
+    };
+    const ticker =
+      applyWhileRecording && changed.length > 1
+        ? (this.o.keepAlive ?? HOLDS_PROCESS).background(
+            setInterval(applyRecorded, APPLY_WHILE_RECORDING_MS),
+          )
+        : null;
+    try {
+      for (const job of changed) {
+        const shared = others.some((r) => r.jobs.has(job.name));
+        await this.record(pool, namespace, job, config, shared).catch((err: unknown) =>
+          this.cannotRecord([job], err),
+        );
+        fresh++;
+      }
+    } finally {
+      clearInterval(ticker ?? undefined);
+      // Its read is older than the one returned below: it must not be applied after it.
+      await applying;
     }
     if (unrecorded.length > 0) {
       this.marker = null;
@@ -238,7 +279,8 @@ export class TimingWatch {
   ): Promise<void> {
     const next = parseSchedule(job.schedule!, job.timezone);
     // Never sooner than every runner's next look (and a second of margin): a runner that has
-    // not read the new version by its instant would fire the old timing's fire there.
+    // not read the new version by its instant would fire the old timing's fire there. This
+    // runner applies it within APPLY_WHILE_RECORDING_MS, however many jobs it records after.
     const settleMs = Math.max(shared ? settleMsOf(config) : 0, this.t.lookMs + 1_000);
     const { record, recorded } = await recordTiming(
       pool,

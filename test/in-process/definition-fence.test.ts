@@ -11,12 +11,18 @@
  *   schedule's;
  * - a schedule created at run time that was removed (or changed) is fenced the same way, by its
  *   row in `baton_schedules`;
- * - `baton run --fire` and `baton backfill` name the fleet's past fires, by the versions.
+ * - `baton run --fire` and `baton backfill` name the fleet's past fires, by the versions;
+ * - a reload that records many changed timings, one after another, fires each job by its new
+ *   version from that version's instant, while the later jobs are still being recorded (found by
+ *   an attacker: 1,500 changed jobs took 17 s to record, and the fires between each version's
+ *   instant and the end of the recording were lost).
  *
  * Judged by the jobs' own journal (and the handlers' own list), not only by baton's rows.
  */
+import mysql from 'mysql2/promise';
 import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
 import type { Dispatcher } from '../../src/daemon/dispatcher.js';
 import { timingPrint } from '../../src/config/fingerprint.js';
 import { writeSchedule, type CliResult } from '../helpers/cli.js';
@@ -246,5 +252,74 @@ jobs:
       '2026-01-01T03:00:00.000Z is not a fire of settle (timing version 2, "0 4 * * *", UTC); ' +
         'the nearest fires are 2025-12-31T03:00:00.000Z and 2026-01-01T04:00:00.000Z',
     );
+  });
+});
+
+describe('a reload with many changed timings', () => {
+  it('fires each job by its new version from its instant while the later ones are still being recorded', async () => {
+    const ns = 'record-stall';
+    const jobs = Array.from({ length: 8 }, (_, i) => `j${i}`);
+    const file = (schedule: string) =>
+      writeSchedule(
+        `namespace: ${ns}\njobs:\n` +
+          jobs.map((j) => `  ${j}:\n    schedule: "${schedule}"\n    command: ["true"]\n`).join(''),
+      );
+    const before = file('0 0 1 1 *');
+    const after = file('* * * * * *');
+    const [runner] = await fleet.start(['srv-1'], {
+      config: before,
+      runner: { timings: { timingWatch: { lookMs: 1_000 } } },
+    });
+    const versions = (version: number) =>
+      fleet.db.query<{ job: string; effective_at: Date }>(
+        'SELECT job, effective_at FROM baton_timings WHERE namespace = ? AND version = ? ORDER BY job',
+        [ns, version],
+      );
+    await waitFor('every first version recorded', async () => (await versions(1)).length === 8);
+
+    // The last job's recording stalls: another session has inserted its version 2 and not
+    // committed, so the runner's insert waits on that key (its own read does not see the row).
+    const blocker = await mysql.createConnection({ uri: fleet.db.url, timezone: 'Z' });
+    onTestFinished(() => blocker.end().catch(() => {}));
+    await blocker.beginTransaction();
+    await blocker.query(
+      `INSERT INTO baton_timings (namespace, job, version, print, schedule, timezone, effective_at,
+                                  chosen_by, recorded_at, recorded_by, updated_at)
+       VALUES (?, 'j7', 2, 'stall', '* * * * * *', 'UTC', NOW(3), 'settle', NOW(3), 'blocker', NOW(3))`,
+      [ns],
+    );
+    runner!.runner.reload(loadConfig(after));
+    const recorded = await waitFor(
+      'j0–j6 recorded while j7 waits',
+      async () => {
+        const rows = await versions(2);
+        return rows.length === 7 ? rows : null;
+      },
+      { timeoutMs: 8_000 },
+    );
+    expect(recorded.map((r) => r.job)).toEqual(jobs.slice(0, 7));
+    // Two fires of every recorded job's new timing pass while j7's recording still waits.
+    const last = Math.max(...recorded.map((r) => r.effective_at.getTime()));
+    await waitFor(
+      'two fires past the last switch',
+      async () => (await dbNow(fleet.db)).getTime() > last + 2_000,
+    );
+    expect(await versions(2)).toHaveLength(7);
+    await blocker.rollback();
+
+    // Each of them ran at its version's instant and the second after, by the jobs' rows.
+    for (const { job, effective_at: at } of recorded) {
+      const fires = [at, new Date(at.getTime() + 1_000)];
+      await waitFor(`${job} ran at ${at.toISOString()} and a second later`, async () => {
+        const rows = await fleet.db.query<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM baton_runs
+            WHERE namespace = ? AND job = ? AND scheduled_at IN (?) AND winner >= 1 AND status = 'done'`,
+          [ns, job, fires],
+        );
+        return Number(rows[0]!.n) === 2;
+      });
+    }
+    // And j7, recorded once the other session let go, is version 2 too.
+    await waitFor('j7 recorded', async () => (await versions(2)).length === 8);
   });
 });
