@@ -11,28 +11,20 @@
  * the read sends and fails on that shape, and on one OR'd term per fire (quadratic too).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { QueryValues } from 'mysql2/promise';
 import { createTestDatabase, plantRun, type TestDatabase } from '../helpers/db.js';
+import { countStatements } from '../helpers/statements.js';
 import { winnersOfFires } from '../../src/store/fire-reads.js';
-import type { Queryable } from '../../src/store/deadline.js';
 
 const NS = 'keys';
 const T0 = new Date('2026-03-01T00:00:00.000Z');
 const at = (minute: number) => new Date(T0.getTime() + minute * 60_000);
 
 let db: TestDatabase;
-/** The statements `winnersOfFires` sent through `recording`. */
+/** The statements the last `read` sent (helpers/statements.ts: mysql2's tracing channel). */
 let sent: string[] = [];
-let recording: Queryable;
 
 beforeAll(async () => {
   db = await createTestDatabase('fire_key_reads', { migrated: true });
-  recording = {
-    query: ((sql: string, values?: QueryValues) => {
-      sent.push(sql);
-      return db.conn.query(sql, values);
-    }) as Queryable['query'],
-  } as Queryable;
   // 40 jobs × 3 minutes: a winner and a skip at every fire, and a pool skip at minute 2 of j0.
   for (let j = 0; j < 40; j++) {
     for (let m = 0; m < 3; m++) {
@@ -68,8 +60,13 @@ const keysOf = (runs: { job: string; scheduledAt: Date }[]) =>
   runs.map((r) => `${r.job}@${r.scheduledAt.getTime() - T0.getTime()}`).sort();
 
 async function read(fires: { job: string; scheduledAt: Date }[], poolSkips = false) {
-  sent = [];
-  return winnersOfFires(recording, NS, fires, { poolSkips });
+  const count = countStatements();
+  try {
+    return await winnersOfFires(db.conn, NS, fires, { poolSkips });
+  } finally {
+    count.stop();
+    sent = count.statements;
+  }
 }
 
 describe('winnersOfFires', () => {

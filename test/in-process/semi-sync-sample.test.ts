@@ -6,10 +6,9 @@
  * replication in e2e/failover-semisync.test.ts.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { QueryValues } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { countStatements } from '../helpers/statements.js';
 import { sampleSemiSync } from '../../src/daemon/semi-sync.js';
-import type { Queryable } from '../../src/store/deadline.js';
 
 let db: TestDatabase;
 
@@ -26,14 +25,9 @@ it('a server without semi-sync is sampled in one statement, and found not enable
     "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_master_enabled'",
   );
   expect(variable?.Value).toBe('OFF');
-  const sent: string[] = [];
-  const recording = {
-    query: ((sql: string, values?: QueryValues) => {
-      sent.push(sql);
-      return db.conn.query(sql, values);
-    }) as Queryable['query'],
-  } as Queryable;
-  const sample = await sampleSemiSync(recording);
+  const count = countStatements();
+  const sample = await sampleSemiSync(db.conn).finally(() => count.stop());
+  const sent = count.statements;
   expect(sample).toMatchObject({ enabled: false, on: false, noTimes: 0, noTx: 0 });
   expect(sent).toHaveLength(1);
   expect(sent[0]).toMatch(/SHOW GLOBAL VARIABLES/);
