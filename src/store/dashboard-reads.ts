@@ -15,6 +15,7 @@ import { truncate } from '../text.js';
 import type { Queryable } from './deadline.js';
 import type { ReasonKind, RunStatus, Trigger } from '../run-status.js';
 import type { Run } from './runs.js';
+import { chunks } from '../chunks.js';
 
 /** Fires shown per job… */
 export const FIRES_PER_JOB = 30;
@@ -102,7 +103,7 @@ export async function recentFireRows(
 ): Promise<Map<string, FireRow[]>> {
   const byJob = new Map<string, FireRow[]>(jobs.map((job) => [job, []]));
   const part = fireRowsSql(fires);
-  for (const batch of batches(jobs)) {
+  for (const batch of chunks(jobs, JOBS_PER_STATEMENT)) {
     const [rows] = await db.query<RowDataPacket[]>(
       batch.map(() => part).join('\nUNION ALL\n'),
       batch.flatMap((job) => [namespace, job, namespace, job]),
@@ -179,7 +180,7 @@ export async function recentFailures(
   jobs: readonly string[],
 ): Promise<Failure[]> {
   const candidates: { id: number; at: number }[] = [];
-  for (const batch of batches(jobs)) {
+  for (const batch of chunks(jobs, JOBS_PER_STATEMENT)) {
     const parts = batch.flatMap((job) => FAILURE_STATUSES.map((status) => [job, status]));
     const [rows] = await db.query<RowDataPacket[]>(
       parts.map(() => FAILURE_CANDIDATES_PART).join('\nUNION ALL\n'),
@@ -225,12 +226,4 @@ function outputTail(text: string | null, cut: boolean): string | null {
   if (!cut || text.startsWith('…')) return text;
   // The ellipsis takes the place of the first character (a code point: never half a pair).
   return `…${text.slice(text.codePointAt(0)! > 0xffff ? 2 : 1)}`;
-}
-
-function batches<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += JOBS_PER_STATEMENT) {
-    out.push(items.slice(i, i + JOBS_PER_STATEMENT));
-  }
-  return out;
 }

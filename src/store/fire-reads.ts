@@ -19,6 +19,7 @@ import { sessionLockSql } from '../lock-names.js';
 import type { Queryable } from './deadline.js';
 import { toRunnerRecord, type RunnerRecord, type RunnerRow } from './runners.js';
 import { COLUMNS, toRun, type Attempt, type Run, type RunRow } from './runs.js';
+import { chunks } from '../chunks.js';
 
 /** The database's clock. */
 export async function databaseNow(db: Queryable): Promise<Date> {
@@ -386,12 +387,6 @@ export function fireKeyGroups(
         sql: '(job = ? AND scheduled_at IN (?))',
         values: [job, [...instants].map((at) => new Date(at))],
       }));
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 /**
